@@ -1,0 +1,40 @@
+//! The Overseer domain, pure: no I/O, no async runtime, no database, no clock.
+//!
+//! Everything that decides what may happen lives here so that it can be tested
+//! exhaustively; the store persists what this crate decides and the engine wires
+//! it to the world. Time is always passed in as [`Millis`].
+//!
+//! Table of contents:
+//! - [`run`]: the run state machine, `apply(state, event, now)`.
+//! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
+//! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
+//! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
+//! - [`view`]: the read models the UI and the CLI show, and the events pushed to them.
+
+// Domain matches list every variant: a new state or event must force a decision.
+#![deny(clippy::wildcard_enum_match_arm)]
+
+pub mod actor;
+pub mod error;
+pub mod gate;
+pub mod run;
+pub mod view;
+
+pub use actor::Actor;
+pub use error::{ApiError, ErrorCode};
+pub use gate::{
+    check_decision, merge_review_options, DecisionError, GateDecision, GateKind, GateOption,
+    GateStatus,
+};
+pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
+pub use view::{EngineEvent, GateView, PendingGate, RunView};
+
+/// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.
+pub type Millis = i64;
+
+/// Identifier of a run (one attempt at a task by one agent).
+pub type RunId = i64;
+/// Identifier of a task.
+pub type TaskId = i64;
+/// Identifier of a gate.
+pub type GateId = i64;

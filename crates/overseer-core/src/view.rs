@@ -1,0 +1,70 @@
+//! Read models shown by the window and the CLI, and the events the engine pushes
+//! after each commit. The UI renders these; it never computes state of its own.
+
+use crate::{
+    GateDecision, GateId, GateKind, GateOption, GateStatus, Millis, RunId, RunState, TaskId,
+};
+use serde::{Deserialize, Serialize};
+
+/// The gate a run is waiting on, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingGate {
+    pub id: GateId,
+    pub kind: GateKind,
+}
+
+/// One row of the fleet dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: RunId,
+    pub task_id: TaskId,
+    pub task_title: String,
+    pub workspace: String,
+    pub agent: String,
+    pub state: RunState,
+    /// When the run entered its current state.
+    pub state_since: Millis,
+    pub created_at: Millis,
+    /// True when the run waits on a human: pending review or an open gate.
+    pub needs_you: bool,
+    /// The human's reason, for rejected runs.
+    pub release_note: Option<String>,
+    pub pending_gate: Option<PendingGate>,
+}
+
+/// A gate with its options and, once decided, its decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateView {
+    pub id: GateId,
+    pub run_id: RunId,
+    pub kind: GateKind,
+    pub status: GateStatus,
+    pub title: String,
+    pub options: Vec<GateOption>,
+    pub opened_at: Millis,
+    pub decision: Option<GateDecision>,
+}
+
+/// Pushed to every subscriber after a commit, never before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EngineEvent {
+    RunChanged {
+        run: RunView,
+    },
+    GateOpened {
+        gate_id: GateId,
+        run_id: RunId,
+        kind: GateKind,
+    },
+    GateDecided {
+        gate_id: GateId,
+        run_id: RunId,
+        kind: GateKind,
+    },
+}
+
+/// Whether a run in `state` with `pending_gate` needs the user.
+pub fn needs_you(state: RunState, pending_gate: Option<&PendingGate>) -> bool {
+    state == RunState::PendingReview || pending_gate.is_some()
+}

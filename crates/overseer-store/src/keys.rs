@@ -1,0 +1,229 @@
+//! The audit signing key and the out-of-database checkpoint copies.
+//!
+//! The key is generated on first start and kept in the config dir with mode
+//! 0600 (the dir itself 0700). It is never written to the database or to a
+//! worktree: whoever can edit the database alone cannot forge records.
+
+use crate::audit::Checkpoint;
+use crate::StoreError;
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+const KEY_FILE: &str = "audit-signing.key";
+const CHECKPOINT_DIR: &str = "checkpoints";
+
+/// The signing key plus where checkpoints are kept.
+pub struct Keyring {
+    key: SigningKey,
+    dir: PathBuf,
+}
+
+impl Keyring {
+    /// Loads the key from `config_dir`, creating both on first start.
+    pub fn load_or_create(config_dir: &Path) -> Result<Keyring, StoreError> {
+        ensure_private_dir(config_dir)?;
+        let path = config_dir.join(KEY_FILE);
+        let key = match fs::read_to_string(&path) {
+            Ok(text) => parse_key(&path, &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key(&path)?,
+            Err(source) => return Err(StoreError::Io { path, source }),
+        };
+        let meta = fs::metadata(&path).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(StoreError::Key {
+                path: path.clone(),
+                problem: format!(
+                    "is readable by other users (mode {mode:o}); run `chmod 600 {}`",
+                    path.display()
+                ),
+            });
+        }
+        Ok(Keyring {
+            key,
+            dir: config_dir.to_owned(),
+        })
+    }
+
+    /// Where the key file lives in `config_dir`.
+    pub fn key_path(config_dir: &Path) -> PathBuf {
+        config_dir.join(KEY_FILE)
+    }
+
+    pub fn public_key_hex(&self) -> String {
+        hex::encode(self.key.verifying_key().as_bytes())
+    }
+
+    pub(crate) fn sign(&self, msg: &[u8]) -> String {
+        hex::encode(self.key.sign(msg).to_bytes())
+    }
+
+    pub(crate) fn verify(&self, msg: &[u8], signature_hex: &str) -> bool {
+        verify_with(&self.key.verifying_key(), msg, signature_hex)
+    }
+
+    fn checkpoint_path(&self, db_id: &str) -> PathBuf {
+        self.dir.join(CHECKPOINT_DIR).join(format!("{db_id}.json"))
+    }
+
+    /// Saves the latest checkpoint of database `db_id` beside the key.
+    pub(crate) fn save_checkpoint(
+        &self,
+        db_id: &str,
+        cp: &Checkpoint,
+        _db: &Path,
+    ) -> Result<(), StoreError> {
+        let dir = self.dir.join(CHECKPOINT_DIR);
+        ensure_private_dir(&dir)?;
+        let path = self.checkpoint_path(db_id);
+        let tmp = path.with_extension("json.tmp");
+        let body = serde_json::to_vec(cp).map_err(|e| StoreError::Key {
+            path: path.clone(),
+            problem: e.to_string(),
+        })?;
+        let io = |source| StoreError::Io {
+            path: tmp.clone(),
+            source,
+        };
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?;
+        f.write_all(&body).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        fs::rename(&tmp, &path).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })
+    }
+
+    /// The latest checkpoint saved for `db_id`, if any.
+    pub(crate) fn load_checkpoint(&self, db_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        let path = self.checkpoint_path(db_id);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::Key {
+                    path,
+                    problem: format!("checkpoint file is unreadable ({e})"),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StoreError::Io { path, source }),
+        }
+    }
+}
+
+fn verify_with(key: &VerifyingKey, msg: &[u8], signature_hex: &str) -> bool {
+    let Ok(bytes) = hex::decode(signature_hex) else {
+        return false;
+    };
+    let Ok(sig) = Signature::from_slice(&bytes) else {
+        return false;
+    };
+    key.verify(msg, &sig).is_ok()
+}
+
+fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| StoreError::Io {
+            path: dir.to_owned(),
+            source,
+        })
+}
+
+fn parse_key(path: &Path, text: &str) -> Result<SigningKey, StoreError> {
+    let bad = |problem: &str| StoreError::Key {
+        path: path.to_owned(),
+        problem: format!(
+            "{problem}; restore it from a backup (the audit log cannot be verified without it)"
+        ),
+    };
+    let bytes = hex::decode(text.trim()).map_err(|_| bad("is not hex"))?;
+    let arr: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| bad("does not hold a 32-byte key"))?;
+    Ok(SigningKey::from_bytes(&arr))
+}
+
+fn create_key(path: &Path) -> Result<SigningKey, StoreError> {
+    let key = SigningKey::generate(&mut rand_core::OsRng);
+    let io = |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    // create_new: if another process won the race, use its key instead.
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut f) => {
+            f.write_all(hex::encode(key.to_bytes()).as_bytes())
+                .map_err(io)?;
+            f.sync_all().map_err(io)?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = fs::read_to_string(path).map_err(io)?;
+            parse_key(path, &text)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_is_created_once_with_owner_only_permissions() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = dir.path().join("config");
+        let a = Keyring::load_or_create(&cfg).expect("create");
+        let b = Keyring::load_or_create(&cfg).expect("load");
+        assert_eq!(a.public_key_hex(), b.public_key_hex());
+        let mode = fs::metadata(Keyring::key_path(&cfg))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dmode = fs::metadata(&cfg).expect("meta").permissions().mode();
+        assert_eq!(dmode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_key_readable_by_others_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Keyring::load_or_create(dir.path()).expect("create");
+        let path = Keyring::key_path(dir.path());
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = Keyring::load_or_create(dir.path()).err().expect("refused");
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_key_file_is_an_error_not_a_new_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Keyring::load_or_create(dir.path()).expect("create");
+        let path = Keyring::key_path(dir.path());
+        fs::write(&path, "not a key").expect("write");
+        let err = Keyring::load_or_create(dir.path()).err().expect("refused");
+        assert!(
+            err.to_string().contains("restore it from a backup"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! Durable state of Overseer in one SQLite file.
+//!
+//! - WAL journal, foreign keys on, a busy timeout, and every write inside
+//!   `BEGIN IMMEDIATE` so that writers queue instead of failing half-way.
+//! - Run state changes are compare-and-set (`UPDATE ... WHERE state = old`) in the
+//!   same transaction as their audit record; gate decisions likewise
+//!   (`pending -> decided`). Nothing is ever decided twice.
+//! - The audit log ([`audit`]) is hash-chained and Ed25519-signed; the signing key
+//!   lives in the config dir ([`keys`]), never in the database.
+//!
+//! Reads go through `&Store`; every mutation goes through [`Store::write`], which
+//! hands out a [`WriteTx`] and commits it only if the closure succeeded.
+
+pub mod audit;
+mod error;
+pub mod keys;
+mod read;
+mod schema;
+mod write;
+
+pub use audit::{AuditProblem, AuditRecord, Checkpoint, VerifyFailure, VerifyReport};
+pub use error::StoreError;
+pub use keys::Keyring;
+pub use schema::SCHEMA_VERSION;
+pub use write::WriteTx;
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a writer waits for another process's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The database file name inside the data dir.
+pub const DB_FILE: &str = "overseer.db";
+
+/// An open database plus the keys that sign its audit log.
+pub struct Store {
+    conn: Connection,
+    keyring: Keyring,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, runs pending
+    /// migrations, and refuses a database written by a newer Overseer.
+    pub fn open(path: &Path, keyring: Keyring) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+        Self::configure(&conn).map_err(|e| StoreError::from_sqlite(e, path))?;
+        let mut store = Store {
+            conn,
+            keyring,
+            path: path.to_owned(),
+        };
+        schema::migrate(&mut store.conn, path)?;
+        store.bind_key()?;
+        Ok(store)
+    }
+
+    fn configure(conn: &Connection) -> rusqlite::Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(())
+    }
+
+    /// The first open records which public key signs this log; later opens must
+    /// use the same key, or every signature would look forged.
+    fn bind_key(&mut self) -> Result<(), StoreError> {
+        let ours = self.keyring.public_key_hex();
+        let stored: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'audit_public_key'",
+                [],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                other => Err(other),
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        match stored {
+            Some(key) if key == ours => Ok(()),
+            Some(key) => Err(StoreError::KeyMismatch {
+                db: self.path.clone(),
+                expected: key,
+                found: ours,
+            }),
+            None => {
+                self.conn
+                    .execute(
+                        "INSERT INTO meta(key, value) VALUES ('audit_public_key', ?1)",
+                        [&ours],
+                    )
+                    .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits only if it
+    /// returned `Ok`. Audit records appended inside are committed with it.
+    pub fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| StoreError::from_sqlite(e, &path))?;
+        let mut wtx = WriteTx::begin(tx, &self.keyring, &path)?;
+        let out = f(&mut wtx)?;
+        wtx.commit()?;
+        Ok(out)
+    }
+
+    /// Writes a signed checkpoint (record count + head hash) to the database and
+    /// to the config dir, where a truncated database cannot take it back.
+    pub fn checkpoint(&mut self, now: i64) -> Result<Checkpoint, StoreError> {
+        let path = self.path.clone();
+        let cp = self.write(|tx| tx.write_checkpoint(now))?;
+        self.keyring.save_checkpoint(&self.db_id()?, &cp, &path)?;
+        Ok(cp)
+    }
+
+    /// Verifies the whole audit log against the keyring and every checkpoint.
+    /// The outer error is a failure to read; the inner one names the first bad
+    /// record.
+    pub fn verify_audit(&self) -> Result<Result<VerifyReport, VerifyFailure>, StoreError> {
+        let file_cp = self.keyring.load_checkpoint(&self.db_id()?)?;
+        audit::verify(&self.conn, &self.keyring, file_cp.as_ref())
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// The identity of this database, used to name its checkpoint file.
+    pub fn db_id(&self) -> Result<String, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'db_id'", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// The raw connection, for tests that tamper with the file on purpose.
+    #[doc(hidden)]
+    pub fn raw_connection(&self) -> &Connection {
+        &self.conn
+    }
+}

@@ -1,0 +1,249 @@
+//! Read models. Used by `&Store` and inside write transactions alike.
+
+use crate::{Store, StoreError};
+use overseer_core::view::needs_you;
+use overseer_core::{
+    Actor, GateDecision, GateId, GateKind, GateOption, GateStatus, GateView, PendingGate, RunId,
+    RunState, RunView,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+const RUN_SELECT: &str = "
+    SELECT r.id, r.task_id, t.title, w.name, r.agent, r.state, r.state_since, r.created_at,
+           r.release_note,
+           (SELECT g.id FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
+           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1)
+    FROM runs r
+    JOIN tasks t ON t.id = r.task_id
+    JOIN workspaces w ON w.id = t.workspace_id";
+
+const GATE_SELECT: &str = "
+    SELECT id, run_id, kind, status, title, options, opened_at,
+           decided_option, decided_context, decided_by, decided_at
+    FROM gates";
+
+/// A row as stored, before its text columns are checked.
+struct RawRun {
+    view: RunView,
+    state: String,
+    gate: Option<(GateId, String)>,
+}
+
+fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
+    let gate_id: Option<GateId> = r.get(9)?;
+    let gate_kind: Option<String> = r.get(10)?;
+    Ok(RawRun {
+        view: RunView {
+            id: r.get(0)?,
+            task_id: r.get(1)?,
+            task_title: r.get(2)?,
+            workspace: r.get(3)?,
+            agent: r.get(4)?,
+            state: RunState::Queued,
+            state_since: r.get(6)?,
+            created_at: r.get(7)?,
+            needs_you: false,
+            release_note: r.get(8)?,
+            pending_gate: None,
+        },
+        state: r.get(5)?,
+        gate: gate_id.zip(gate_kind),
+    })
+}
+
+fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail,
+    };
+    let mut view = raw.view;
+    view.state = RunState::from_db(&raw.state)
+        .ok_or_else(|| corrupt(format!("run {} has unknown state '{}'", view.id, raw.state)))?;
+    view.pending_gate = match raw.gate {
+        Some((id, kind)) => Some(PendingGate {
+            id,
+            kind: GateKind::parse(&kind)
+                .ok_or_else(|| corrupt(format!("gate {id} has unknown kind '{kind}'")))?,
+        }),
+        None => None,
+    };
+    view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
+    Ok(view)
+}
+
+pub(crate) fn run(conn: &Connection, path: &Path, id: RunId) -> Result<RunView, StoreError> {
+    let raw = conn
+        .prepare_cached(&format!("{RUN_SELECT} WHERE r.id = ?1"))
+        .and_then(|mut s| s.query_row(params![id], raw_run).optional())
+        .map_err(|e| StoreError::from_sqlite(e, path))?
+        .ok_or(StoreError::NotFound { what: "run", id })?;
+    finish_run(raw, path)
+}
+
+pub(crate) fn runs(conn: &Connection, path: &Path) -> Result<Vec<RunView>, StoreError> {
+    let raws = conn
+        .prepare_cached(&format!("{RUN_SELECT} ORDER BY r.id"))
+        .and_then(|mut s| {
+            s.query_map([], raw_run)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    raws.into_iter().map(|r| finish_run(r, path)).collect()
+}
+
+struct RawGate {
+    view: GateView,
+    kind: String,
+    status: String,
+    options: String,
+    decided: Option<(String, Option<String>, String, i64)>,
+}
+
+fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
+    let option: Option<String> = r.get(7)?;
+    let context: Option<String> = r.get(8)?;
+    let by: Option<String> = r.get(9)?;
+    let at: Option<i64> = r.get(10)?;
+    Ok(RawGate {
+        view: GateView {
+            id: r.get(0)?,
+            run_id: r.get(1)?,
+            kind: GateKind::Question,
+            status: GateStatus::Pending,
+            title: r.get(4)?,
+            options: Vec::new(),
+            opened_at: r.get(6)?,
+            decision: None,
+        },
+        kind: r.get(2)?,
+        status: r.get(3)?,
+        options: r.get(5)?,
+        decided: match (option, by, at) {
+            (Some(o), Some(b), Some(a)) => Some((o, context, b, a)),
+            _ => None,
+        },
+    })
+}
+
+fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
+    let id = raw.view.id;
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail: format!("gate {id}: {detail}"),
+    };
+    let mut view = raw.view;
+    view.kind =
+        GateKind::parse(&raw.kind).ok_or_else(|| corrupt(format!("kind '{}'", raw.kind)))?;
+    view.status = GateStatus::parse(&raw.status)
+        .ok_or_else(|| corrupt(format!("status '{}'", raw.status)))?;
+    view.options = serde_json::from_str::<Vec<GateOption>>(&raw.options)
+        .map_err(|e| corrupt(format!("options: {e}")))?;
+    view.decision = match raw.decided {
+        Some((option, context, by, at)) => Some(GateDecision {
+            option,
+            context,
+            actor: Actor::parse(&by).ok_or_else(|| corrupt(format!("actor '{by}'")))?,
+            at,
+        }),
+        None => None,
+    };
+    Ok(view)
+}
+
+pub(crate) fn gate(conn: &Connection, path: &Path, id: GateId) -> Result<GateView, StoreError> {
+    let raw = conn
+        .prepare_cached(&format!("{GATE_SELECT} WHERE id = ?1"))
+        .and_then(|mut s| s.query_row(params![id], raw_gate).optional())
+        .map_err(|e| StoreError::from_sqlite(e, path))?
+        .ok_or(StoreError::NotFound { what: "gate", id })?;
+    finish_gate(raw, path)
+}
+
+pub(crate) fn gates(
+    conn: &Connection,
+    path: &Path,
+    only_pending: bool,
+) -> Result<Vec<GateView>, StoreError> {
+    let sql = if only_pending {
+        format!("{GATE_SELECT} WHERE status = 'pending' ORDER BY id")
+    } else {
+        format!("{GATE_SELECT} ORDER BY id")
+    };
+    let raws = conn
+        .prepare_cached(&sql)
+        .and_then(|mut s| {
+            s.query_map([], raw_gate)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    raws.into_iter().map(|r| finish_gate(r, path)).collect()
+}
+
+/// Every pending gate of one run.
+pub(crate) fn pending_gates_of_run(
+    conn: &Connection,
+    path: &Path,
+    run: RunId,
+) -> Result<Vec<GateView>, StoreError> {
+    let raws = conn
+        .prepare_cached(&format!(
+            "{GATE_SELECT} WHERE status = 'pending' AND run_id = ?1 ORDER BY id"
+        ))
+        .and_then(|mut s| {
+            s.query_map(params![run], raw_gate)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    raws.into_iter().map(|r| finish_gate(r, path)).collect()
+}
+
+/// The pending gate of `kind` on `run`, if there is one.
+pub(crate) fn pending_gate_of(
+    conn: &Connection,
+    path: &Path,
+    run: RunId,
+    kind: GateKind,
+) -> Result<Option<GateId>, StoreError> {
+    conn.prepare_cached(
+        "SELECT id FROM gates WHERE run_id = ?1 AND kind = ?2 AND status = 'pending' ORDER BY id LIMIT 1",
+    )
+    .and_then(|mut s| s.query_row(params![run, kind.as_str()], |r| r.get(0)).optional())
+    .map_err(|e| StoreError::from_sqlite(e, path))
+}
+
+/// Read access on an open store.
+impl Store {
+    pub fn run(&self, id: RunId) -> Result<RunView, StoreError> {
+        run(&self.conn, &self.path, id)
+    }
+
+    pub fn runs(&self) -> Result<Vec<RunView>, StoreError> {
+        runs(&self.conn, &self.path)
+    }
+
+    pub fn gate(&self, id: GateId) -> Result<GateView, StoreError> {
+        gate(&self.conn, &self.path, id)
+    }
+
+    pub fn gates(&self, only_pending: bool) -> Result<Vec<GateView>, StoreError> {
+        gates(&self.conn, &self.path, only_pending)
+    }
+
+    /// Audit records from `from_seq` on, at most `limit`.
+    pub fn audit_records(
+        &self,
+        from_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::AuditRecord>, StoreError> {
+        crate::audit::read_records(&self.conn, from_seq, limit)
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// Number of records in the audit log.
+    pub fn audit_len(&self) -> Result<i64, StoreError> {
+        crate::audit::head(&self.conn)
+            .map(|(seq, _)| seq)
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+}

@@ -1,0 +1,411 @@
+//! The one way to change the database: a [`WriteTx`] inside `BEGIN IMMEDIATE`.
+//!
+//! Every mutation appends its audit record in the same transaction, so either
+//! both the change and its record are committed, or neither.
+
+use crate::audit::{self, AuditRecord, Checkpoint};
+use crate::{read, Keyring, StoreError};
+use overseer_core::{
+    apply, check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunEvent, RunId,
+    RunState, RunView, TaskId, Transition,
+};
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// An open write transaction. Dropped without [`WriteTx::commit`], it rolls back.
+pub struct WriteTx<'a> {
+    tx: Transaction<'a>,
+    keyring: &'a Keyring,
+    path: PathBuf,
+    head_seq: i64,
+    head_hash: String,
+}
+
+impl<'a> WriteTx<'a> {
+    pub(crate) fn begin(
+        tx: Transaction<'a>,
+        keyring: &'a Keyring,
+        path: &Path,
+    ) -> Result<Self, StoreError> {
+        // Read the head inside the IMMEDIATE transaction: no other writer can
+        // append between here and our commit.
+        let (head_seq, head_hash) =
+            audit::head(&tx).map_err(|e| StoreError::from_sqlite(e, path))?;
+        Ok(WriteTx {
+            tx,
+            keyring,
+            path: path.to_owned(),
+            head_seq,
+            head_hash,
+        })
+    }
+
+    pub(crate) fn commit(self) -> Result<(), StoreError> {
+        let path = self.path;
+        self.tx
+            .commit()
+            .map_err(|e| StoreError::from_sqlite(e, &path))
+    }
+
+    fn sql(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(e, &self.path)
+    }
+
+    /// Appends a signed record chained to the previous one; returns its seq.
+    pub fn append_audit(
+        &mut self,
+        actor: &Actor,
+        payload: &serde_json::Value,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        let record: AuditRecord = audit::seal(
+            self.keyring,
+            self.head_seq,
+            &self.head_hash,
+            payload,
+            &actor.to_string(),
+            now,
+        );
+        audit::insert(&self.tx, &record).map_err(|e| self.sql(e))?;
+        self.head_seq = record.seq;
+        self.head_hash = record.record_hash;
+        Ok(record.seq)
+    }
+
+    pub(crate) fn write_checkpoint(&mut self, now: Millis) -> Result<Checkpoint, StoreError> {
+        let msg = audit::checkpoint_message(self.head_seq, &self.head_hash, now);
+        let cp = Checkpoint {
+            count: self.head_seq,
+            head_hash: self.head_hash.clone(),
+            at: now,
+            signature: self.keyring.sign(&msg),
+        };
+        self.tx
+            .execute(
+                "INSERT INTO audit_checkpoints(count, head_hash, at, signature) VALUES (?1, ?2, ?3, ?4)",
+                params![cp.count, cp.head_hash, cp.at, cp.signature],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(cp)
+    }
+
+    /// Registers a workspace (or returns the existing one of that name).
+    pub fn ensure_workspace(
+        &mut self,
+        name: &str,
+        path: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        let existing: Option<i64> = self
+            .tx
+            .query_row("SELECT id FROM workspaces WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if let Some(id) = existing {
+            return Ok(id);
+        }
+        self.tx
+            .execute(
+                "INSERT INTO workspaces(name, path, created_at) VALUES (?1, ?2, ?3)",
+                params![name, path, now],
+            )
+            .map_err(|e| self.sql(e))?;
+        let id = self.tx.last_insert_rowid();
+        self.append_audit(
+            actor,
+            &json!({"type": "workspace_added", "workspace_id": id, "name": name, "path": path}),
+            now,
+        )?;
+        Ok(id)
+    }
+
+    pub fn create_task(
+        &mut self,
+        workspace_id: i64,
+        title: &str,
+        prompt: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<TaskId, StoreError> {
+        if title.trim().is_empty() {
+            return Err(StoreError::InvalidInput("a task needs a title".to_owned()));
+        }
+        self.tx
+            .execute(
+                "INSERT INTO tasks(workspace_id, title, prompt, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![workspace_id, title, prompt, now],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
+                    what: "workspace",
+                    id: workspace_id,
+                },
+                _ => self.sql(e),
+            })?;
+        let id = self.tx.last_insert_rowid();
+        self.append_audit(
+            actor,
+            &json!({"type": "task_created", "task_id": id, "workspace_id": workspace_id, "title": title}),
+            now,
+        )?;
+        Ok(id)
+    }
+
+    /// Creates a queued run of `task` for `agent`.
+    pub fn create_run(
+        &mut self,
+        task_id: TaskId,
+        agent: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<RunId, StoreError> {
+        let state = RunState::Queued.to_db();
+        self.tx
+            .execute(
+                "INSERT INTO runs(task_id, agent, state, state_since, created_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+                params![task_id, agent, state, now],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
+                    what: "task",
+                    id: task_id,
+                },
+                _ => self.sql(e),
+            })?;
+        let id = self.tx.last_insert_rowid();
+        self.append_audit(
+            actor,
+            &json!({"type": "run_created", "run_id": id, "task_id": task_id, "agent": agent, "state": state}),
+            now,
+        )?;
+        Ok(id)
+    }
+
+    /// Applies `event` to the run as a compare-and-set on its current state,
+    /// with its audit record. Entering pending_review opens the run's
+    /// merge-review gate; being released closes any gate still pending.
+    pub fn transition(
+        &mut self,
+        run_id: RunId,
+        event: RunEvent,
+        note: Option<&str>,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<Transition, StoreError> {
+        let current: String = self
+            .tx
+            .query_row("SELECT state FROM runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or(StoreError::NotFound {
+                what: "run",
+                id: run_id,
+            })?;
+        let from = RunState::from_db(&current).ok_or_else(|| StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("run {run_id} has unknown state '{current}'"),
+        })?;
+        let t = apply(from, event, now)
+            .map_err(|source| StoreError::InvalidTransition { run_id, source })?;
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET state = ?1, state_since = ?2, release_note = coalesce(?3, release_note)
+                 WHERE id = ?4 AND state = ?5",
+                params![t.to.to_db(), now, note, run_id, t.from.to_db()],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed != 1 {
+            return Err(StoreError::Conflict { run_id });
+        }
+        let seq = self.append_audit(
+            actor,
+            &json!({
+                "type": "run_transition",
+                "run_id": run_id,
+                "from": t.from.to_db(),
+                "to": t.to.to_db(),
+                "event": t.event.name(),
+                "note": note,
+            }),
+            now,
+        )?;
+        self.tx
+            .execute(
+                "INSERT INTO run_transitions(run_id, from_state, to_state, event, actor, at, audit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run_id, t.from.to_db(), t.to.to_db(), t.event.name(), actor.to_string(), now, seq],
+            )
+            .map_err(|e| self.sql(e))?;
+        if t.to == RunState::PendingReview {
+            self.open_gate(
+                run_id,
+                GateKind::MergeReview,
+                "Review and merge the run's changes",
+                &overseer_core::merge_review_options(),
+                &json!({}),
+                &Actor::Engine,
+                now,
+            )?;
+        }
+        if t.to.is_released() {
+            self.close_pending_gates(run_id, now)?;
+        }
+        Ok(t)
+    }
+
+    /// Writes a pending gate. It exists in the database before anyone waits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_gate(
+        &mut self,
+        run_id: RunId,
+        kind: GateKind,
+        title: &str,
+        options: &[GateOption],
+        payload: &serde_json::Value,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<GateId, StoreError> {
+        let options_json = serde_json::to_string(options)
+            .map_err(|e| StoreError::InvalidInput(format!("gate options: {e}")))?;
+        self.tx
+            .execute(
+                "INSERT INTO gates(run_id, kind, status, title, options, payload, opened_at)
+                 VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6)",
+                params![
+                    run_id,
+                    kind.as_str(),
+                    title,
+                    options_json,
+                    payload.to_string(),
+                    now
+                ],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
+                    what: "run",
+                    id: run_id,
+                },
+                _ => self.sql(e),
+            })?;
+        let id = self.tx.last_insert_rowid();
+        self.append_audit(
+            actor,
+            &json!({
+                "type": "gate_opened",
+                "gate_id": id,
+                "run_id": run_id,
+                "kind": kind.as_str(),
+                "title": title,
+                "options": options,
+                "payload": payload,
+            }),
+            now,
+        )?;
+        Ok(id)
+    }
+
+    /// Decides a pending gate: compare-and-set `pending -> decided`, with the
+    /// decision in its history and the audit log. Deciding a decided gate
+    /// returns [`StoreError::AlreadyDecided`] and changes nothing.
+    pub fn decide_gate(
+        &mut self,
+        gate_id: GateId,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<GateView, StoreError> {
+        let gate = read::gate(&self.tx, &self.path, gate_id)?;
+        if let Some(d) = &gate.decision {
+            return Err(StoreError::AlreadyDecided {
+                gate_id,
+                option: d.option.clone(),
+                by: d.actor.to_string(),
+            });
+        }
+        check_decision(&gate.options, option, context)
+            .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
+        self.record_decision(&gate, option, context, actor, now)?;
+        read::gate(&self.tx, &self.path, gate_id)
+    }
+
+    fn record_decision(
+        &mut self,
+        gate: &GateView,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE gates SET status = 'decided', decided_option = ?1, decided_context = ?2,
+                        decided_by = ?3, decided_at = ?4
+                 WHERE id = ?5 AND status = 'pending'",
+                params![option, context, actor.to_string(), now, gate.id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed != 1 {
+            return Err(StoreError::AlreadyDecided {
+                gate_id: gate.id,
+                option: "?".to_owned(),
+                by: "another writer".to_owned(),
+            });
+        }
+        let seq = self.append_audit(
+            actor,
+            &json!({
+                "type": "gate_decided",
+                "gate_id": gate.id,
+                "run_id": gate.run_id,
+                "kind": gate.kind.as_str(),
+                "option": option,
+                "context": context,
+            }),
+            now,
+        )?;
+        self.tx
+            .execute(
+                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![gate.id, option, context, actor.to_string(), now, seq],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// A released run waits on nothing: its still-pending gates are closed by
+    /// the engine as `cancelled`, each with its audit record.
+    fn close_pending_gates(&mut self, run_id: RunId, now: Millis) -> Result<(), StoreError> {
+        let pending: Vec<GateView> = read::pending_gates_of_run(&self.tx, &self.path, run_id)?;
+        for g in pending {
+            self.record_decision(&g, "cancelled", Some("run released"), &Actor::Engine, now)?;
+        }
+        Ok(())
+    }
+
+    /// The pending gate of `kind` on `run_id`, if any.
+    pub fn pending_gate(
+        &self,
+        run_id: RunId,
+        kind: GateKind,
+    ) -> Result<Option<GateId>, StoreError> {
+        read::pending_gate_of(&self.tx, &self.path, run_id, kind)
+    }
+
+    pub fn run(&self, id: RunId) -> Result<RunView, StoreError> {
+        read::run(&self.tx, &self.path, id)
+    }
+
+    pub fn gate(&self, id: GateId) -> Result<GateView, StoreError> {
+        read::gate(&self.tx, &self.path, id)
+    }
+}

@@ -1,0 +1,255 @@
+//! Runs and gates on a real SQLite file: compare-and-set transitions, gates
+//! decided exactly once, and the errors a user sees.
+
+mod common;
+
+use common::Fixture;
+use overseer_core::{Actor, ErrorCode, GateKind, GateStatus, ReleaseReason, RunEvent, RunState};
+use overseer_store::StoreError;
+
+#[test]
+fn entering_pending_review_opens_a_merge_review_gate_and_marks_needs_you() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let view = f.store.run(run).expect("run");
+    assert_eq!(view.state, RunState::PendingReview);
+    assert!(view.needs_you);
+    let gate = view.pending_gate.expect("pending gate");
+    assert_eq!(gate.kind, GateKind::MergeReview);
+    let g = f.store.gate(gate.id).expect("gate");
+    assert_eq!(g.status, GateStatus::Pending);
+    assert_eq!(
+        g.options.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+        ["approve", "reject", "abort"]
+    );
+}
+
+#[test]
+fn an_invalid_transition_is_refused_and_changes_nothing() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let before = f.store.audit_len().expect("len");
+    let err = f
+        .store
+        .write(|tx| tx.transition(run, RunEvent::Claim, None, &Actor::cli(), 2_000))
+        .expect_err("invalid");
+    assert_eq!(err.code(), ErrorCode::InvalidTransition);
+    assert_eq!(
+        err.to_string(),
+        format!("run {run}: cannot claim a run that is pending_review")
+    );
+    assert_eq!(
+        f.store.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+    assert_eq!(f.store.audit_len().expect("len"), before);
+}
+
+#[test]
+fn a_failed_closure_rolls_back_the_change_and_its_audit_record() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let before = f.store.audit_len().expect("len");
+    let err = f
+        .store
+        .write(|tx| {
+            tx.transition(run, RunEvent::Approve, None, &Actor::cli(), 2_000)?;
+            Err::<(), _>(StoreError::InvalidInput(
+                "simulated failure after the change".into(),
+            ))
+        })
+        .expect_err("fails");
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert_eq!(
+        f.store.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+    assert_eq!(f.store.audit_len().expect("len"), before);
+}
+
+#[test]
+fn deciding_a_gate_twice_returns_already_decided_and_changes_nothing() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let gate = f
+        .store
+        .run(run)
+        .expect("run")
+        .pending_gate
+        .expect("gate")
+        .id;
+    f.store
+        .write(|tx| tx.decide_gate(gate, "approve", None, &Actor::app(), 2_000))
+        .expect("first decision");
+    let before = f.store.audit_len().expect("len");
+    let err = f
+        .store
+        .write(|tx| tx.decide_gate(gate, "reject", Some("no"), &Actor::cli(), 3_000))
+        .expect_err("second decision");
+    assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
+    assert_eq!(err.code(), ErrorCode::AlreadyDecided);
+    assert!(err.to_string().contains("approve by user:app"), "{err}");
+    let g = f.store.gate(gate).expect("gate");
+    let d = g.decision.expect("decision");
+    assert_eq!(
+        (d.option.as_str(), d.actor, d.at),
+        ("approve", Actor::app(), 2_000)
+    );
+    assert_eq!(f.store.audit_len().expect("len"), before);
+}
+
+#[test]
+fn a_decision_must_name_an_offered_option_and_reject_needs_a_reason() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let gate = f
+        .store
+        .run(run)
+        .expect("run")
+        .pending_gate
+        .expect("gate")
+        .id;
+    let err = f
+        .store
+        .write(|tx| tx.decide_gate(gate, "merge", None, &Actor::cli(), 2_000))
+        .expect_err("unknown option");
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    let err = f
+        .store
+        .write(|tx| tx.decide_gate(gate, "reject", Some("  "), &Actor::cli(), 2_000))
+        .expect_err("blank reason");
+    assert!(err.to_string().contains("needs a reason"), "{err}");
+    assert_eq!(
+        f.store.gate(gate).expect("gate").status,
+        GateStatus::Pending
+    );
+}
+
+#[test]
+fn releasing_a_run_closes_its_pending_gates() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let gate = f
+        .store
+        .run(run)
+        .expect("run")
+        .pending_gate
+        .expect("gate")
+        .id;
+    f.store
+        .write(|tx| tx.transition(run, RunEvent::Abort, None, &Actor::cli(), 2_000))
+        .expect("abort");
+    let v = f.store.run(run).expect("run");
+    assert_eq!(
+        v.state,
+        RunState::Released {
+            reason: ReleaseReason::AbortedByUser
+        }
+    );
+    assert!(!v.needs_you);
+    assert!(v.pending_gate.is_none());
+    let g = f.store.gate(gate).expect("gate");
+    assert_eq!(g.decision.expect("closed").option, "cancelled");
+}
+
+#[test]
+fn two_connections_racing_on_one_gate_produce_exactly_one_decision() {
+    for round in 0..20 {
+        let mut f = Fixture::new();
+        let run = f.pending_review_run(1_000);
+        let gate = f
+            .store
+            .run(run)
+            .expect("run")
+            .pending_gate
+            .expect("gate")
+            .id;
+        let mut a = f.reopen();
+        let mut b = f.reopen();
+        let ta = std::thread::spawn(move || {
+            a.write(|tx| tx.decide_gate(gate, "approve", None, &Actor::app(), 2_000))
+                .is_ok()
+        });
+        let tb = std::thread::spawn(move || {
+            b.write(|tx| tx.decide_gate(gate, "abort", None, &Actor::cli(), 2_000))
+                .is_ok()
+        });
+        let wins = [ta.join().expect("a"), tb.join().expect("b")];
+        assert_eq!(
+            wins.iter().filter(|w| **w).count(),
+            1,
+            "round {round}: {wins:?}"
+        );
+        let decisions: i64 = f
+            .store
+            .raw_connection()
+            .query_row(
+                "SELECT count(*) FROM gate_decisions WHERE gate_id = ?1",
+                [gate],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(decisions, 1);
+        assert!(f.store.verify_audit().expect("read").is_ok());
+    }
+}
+
+#[test]
+fn a_database_from_a_newer_overseer_is_refused_on_open() {
+    let f = Fixture::new();
+    f.store
+        .raw_connection()
+        .pragma_update(None, "user_version", 99)
+        .expect("bump");
+    let dir = &f.dir;
+    let keyring =
+        overseer_store::Keyring::load_or_create(&dir.path().join("config")).expect("keys");
+    let err = overseer_store::Store::open(&f.db_path(), keyring)
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(err, StoreError::NewerSchema { found: 99, .. }),
+        "{err}"
+    );
+    assert_eq!(err.code(), ErrorCode::Storage);
+}
+
+#[test]
+fn a_database_locked_by_another_writer_gives_a_clear_busy_error() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let holder = rusqlite::Connection::open(f.db_path()).expect("open");
+    holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    holder
+        .busy_timeout(std::time::Duration::from_millis(0))
+        .expect("timeout");
+    // The store waits its busy timeout, then says what to do.
+    let started = std::time::Instant::now();
+    let err = f
+        .store
+        .write(|tx| tx.transition(run, RunEvent::Approve, None, &Actor::cli(), 2_000))
+        .expect_err("locked");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4));
+    assert!(matches!(err, StoreError::Busy { .. }), "{err}");
+    assert!(
+        err.to_string().contains("locked by another process"),
+        "{err}"
+    );
+    holder.execute_batch("ROLLBACK").expect("unlock");
+    assert_eq!(
+        f.store.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+}
+
+#[test]
+fn the_database_opened_with_another_key_is_refused() {
+    let f = Fixture::new();
+    let other = tempfile::tempdir().expect("tempdir");
+    let keyring = overseer_store::Keyring::load_or_create(other.path()).expect("keys");
+    let err = overseer_store::Store::open(&f.db_path(), keyring)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, StoreError::KeyMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("--config-dir"));
+}
