@@ -1,1 +1,27 @@
+//! The running system: owns the store (the one writer), applies intents from
+//! every surface through the same code paths, publishes an event after each
+//! commit, and serves the local API on a Unix socket.
+//!
+//! Table of contents:
+//! - [`Engine`]: open, act (approve / reject / abort), subscribe, shut down.
+//! - [`ops`]: the operations themselves, one store transaction each; also used
+//!   by the CLI when no engine is running, so both paths are the same code.
+//! - [`api`]: the local API wire format; [`server`] and [`client`] speak it.
+//! - [`demo`]: the deterministic demo fleet.
+//! - [`paths`]: where the data and config dirs are.
+//! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
+pub mod api;
+pub mod client;
+mod clock;
+pub mod demo;
+mod engine;
+mod notify;
+pub mod ops;
+pub mod paths;
+pub mod server;
+
+pub use clock::{Clock, SystemClock};
+pub use engine::{Engine, EngineError};
+pub use notify::{LogNotifier, Notification, NotificationKind, Notifier};
+pub use paths::Paths;

@@ -25,7 +25,7 @@ pub enum StoreError {
         #[source]
         source: DecisionError,
     },
-    #[error("invalid input: {0}")]
+    #[error("{0}")]
     InvalidInput(String),
     #[error(
         "run {run_id} changed while this action was being applied; look at it again and retry"

@@ -1,0 +1,174 @@
+//! Human-readable output. Agent-controlled text is printed with control
+//! characters escaped so it cannot drive the terminal.
+
+use overseer_core::{GateView, RunState, RunView};
+use std::fmt::Write;
+
+/// Escapes control characters (ANSI escapes, carriage returns) in untrusted text.
+pub fn inert(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+pub fn state_label(run: &RunView) -> String {
+    match run.state {
+        RunState::Released { reason } => format!("released ({})", reason.as_str()),
+        other => other.to_db(),
+    }
+}
+
+pub fn age(since: i64, now: i64) -> String {
+    let s = (now - since).max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+pub fn runs_table(runs: &[RunView], now: i64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} TASK",
+        "ID", "", "STATE", "AGE", "AGENT", "WORKSPACE"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} {}",
+            r.id,
+            if r.needs_you { "NEEDS YOU" } else { "" },
+            state_label(r),
+            age(r.state_since, now),
+            inert(&r.agent),
+            inert(&r.workspace),
+            inert(&r.task_title)
+        );
+    }
+    if runs.is_empty() {
+        out.push_str("no runs yet: start one, or try `overseer demo seed`\n");
+    }
+    out
+}
+
+pub fn run_detail(r: &RunView, now: i64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "run {}  {}", r.id, inert(&r.task_title));
+    let _ = writeln!(
+        out,
+        "  state      {} (for {})",
+        state_label(r),
+        age(r.state_since, now)
+    );
+    let _ = writeln!(out, "  agent      {}", inert(&r.agent));
+    let _ = writeln!(out, "  workspace  {}", inert(&r.workspace));
+    let _ = writeln!(out, "  task       {}", r.task_id);
+    if let Some(g) = &r.pending_gate {
+        let _ = writeln!(
+            out,
+            "  NEEDS YOU  gate {} ({}): `overseer gates show {}`",
+            g.id,
+            g.kind.as_str(),
+            g.id
+        );
+    } else if r.needs_you {
+        let _ = writeln!(out, "  NEEDS YOU  review: `overseer runs approve {}` or `overseer runs reject {} --reason ...`", r.id, r.id);
+    }
+    if let Some(note) = &r.release_note {
+        let _ = writeln!(out, "  note       {}", inert(note));
+    }
+    out
+}
+
+pub fn gates_table(gates: &[GateView], now: i64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5}  {:>5}  {:<16} {:<9} {:>5}  TITLE",
+        "GATE", "RUN", "KIND", "STATUS", "AGE"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:>5}  {:<16} {:<9} {:>5}  {}",
+            g.id,
+            g.run_id,
+            g.kind.as_str(),
+            g.status.as_str(),
+            age(g.opened_at, now),
+            inert(&g.title)
+        );
+    }
+    if gates.is_empty() {
+        out.push_str("nothing waits for you\n");
+    }
+    out
+}
+
+pub fn gate_detail(g: &GateView) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "gate {} ({}) on run {}: {}",
+        g.id,
+        g.kind.as_str(),
+        g.run_id,
+        inert(&g.title)
+    );
+    let _ = writeln!(out, "  status  {}", g.status.as_str());
+    for o in &g.options {
+        let _ = writeln!(
+            out,
+            "  option  {:<14} {}{}",
+            o.id,
+            inert(&o.label),
+            if o.requires_context {
+                " (needs a reason)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(d) = &g.decision {
+        let _ = writeln!(
+            out,
+            "  decided {} by {}{}",
+            d.option,
+            d.actor,
+            d.context
+                .as_deref()
+                .map(|c| format!(": {}", inert(c)))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_from_agents_are_printed_inert() {
+        assert_eq!(inert("ok\u{1b}[2Jgone\r"), "ok\\u{1b}[2Jgone\\r");
+        assert_eq!(inert("plain"), "plain");
+    }
+
+    #[test]
+    fn ages_read_like_a_person_would_say_them() {
+        assert_eq!(age(0, 59_000), "59s");
+        assert_eq!(age(0, 61_000), "1m");
+        assert_eq!(age(0, 7_200_000), "2h");
+        assert_eq!(age(0, 3 * 86_400_000), "3d");
+        assert_eq!(age(10, 0), "0s");
+    }
+}

@@ -1,0 +1,259 @@
+//! The deterministic demo fleet: runs in every state, created through the same
+//! store transactions and operations as real work (never raw SQL), so the demo
+//! exercises the real paths and leaves a verifiable audit log.
+
+use crate::ops;
+use overseer_core::{Actor, GateKind, GateOption, Millis, RunEvent, RunId};
+use overseer_store::{Store, StoreError};
+use serde_json::json;
+
+const MINUTE: Millis = 60_000;
+
+/// Where a demo run ends up.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Queued,
+    Claimed,
+    Running,
+    Waiting,
+    RetryQueued,
+    PendingReview,
+    Merged,
+    HumanRejected,
+    Aborted,
+    PlanRejected,
+    Failed,
+    Interrupted,
+    SupervisorRejected,
+}
+
+/// (workspace, task, agent, target state, minutes ago)
+const FLEET: &[(&str, &str, &str, Target, i64)] = &[
+    (
+        "web-app",
+        "Add rate limiting to the public API",
+        "claude-code",
+        Target::PendingReview,
+        12,
+    ),
+    (
+        "web-app",
+        "Fix the flaky checkout test",
+        "gemini",
+        Target::PendingReview,
+        3,
+    ),
+    (
+        "api-server",
+        "Upgrade tokio and fix deprecations",
+        "codex",
+        Target::PendingReview,
+        47,
+    ),
+    (
+        "api-server",
+        "Write the migration for user settings",
+        "claude-code",
+        Target::Waiting,
+        21,
+    ),
+    (
+        "web-app",
+        "Refactor the billing module",
+        "gemini",
+        Target::Running,
+        8,
+    ),
+    (
+        "web-app",
+        "Document the CLI flags",
+        "demo",
+        Target::Queued,
+        1,
+    ),
+    (
+        "api-server",
+        "Add dark mode to the settings page",
+        "codex",
+        Target::Claimed,
+        2,
+    ),
+    (
+        "api-server",
+        "Speed up the CI cache",
+        "demo",
+        Target::RetryQueued,
+        5,
+    ),
+    (
+        "web-app",
+        "Bump version to 0.4.2",
+        "demo",
+        Target::Merged,
+        180,
+    ),
+    (
+        "api-server",
+        "Rewrite auth with procedural macros",
+        "codex",
+        Target::HumanRejected,
+        240,
+    ),
+    (
+        "web-app",
+        "Delete unused feature flags",
+        "claude-code",
+        Target::Aborted,
+        95,
+    ),
+    (
+        "api-server",
+        "Split the monolith into microservices",
+        "gemini",
+        Target::PlanRejected,
+        300,
+    ),
+    (
+        "web-app",
+        "Port the test suite to vitest",
+        "demo",
+        Target::Failed,
+        130,
+    ),
+    (
+        "api-server",
+        "Add a telemetry opt-out",
+        "claude-code",
+        Target::Interrupted,
+        60,
+    ),
+    (
+        "web-app",
+        "Disable the linter in CI",
+        "codex",
+        Target::SupervisorRejected,
+        75,
+    ),
+];
+
+/// Seeds the demo fleet. Refuses a data dir that already has runs, so it never
+/// mixes with real work. Returns the run ids in fleet order.
+pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, StoreError> {
+    if !store.runs()?.is_empty() {
+        return Err(StoreError::InvalidInput(format!(
+            "{} already has runs; seed the demo into an empty data dir (--data-dir)",
+            store.path().display()
+        )));
+    }
+    let engine = Actor::Engine;
+    let mut ids = Vec::new();
+    for (ws, title, agent, target, minutes_ago) in FLEET {
+        let at = now - minutes_ago * MINUTE;
+        let started = at - 4 * MINUTE;
+        let run = store.write(|tx| {
+            let ws_id = tx.ensure_workspace(ws, &format!("~/src/{ws}"), user, started)?;
+            let task = tx.create_task(ws_id, title, title, user, started)?;
+            tx.create_run(task, agent, user, started)
+        })?;
+        let step = |store: &mut Store, e: RunEvent, t: Millis| {
+            ops::advance_run(store, run, e, &engine, t).map(|_| ())
+        };
+        let start = |store: &mut Store| -> Result<(), StoreError> {
+            step(store, RunEvent::Claim, started + 1_000)?;
+            step(store, RunEvent::Start, started + 2_000)
+        };
+        let review = |store: &mut Store| -> Result<(), StoreError> {
+            start(store)?;
+            step(
+                store,
+                RunEvent::Finish {
+                    auto_advance: false,
+                },
+                at - MINUTE,
+            )
+        };
+        match target {
+            Target::Queued => {}
+            Target::Claimed => step(store, RunEvent::Claim, at)?,
+            Target::Running => start(store)?,
+            Target::Waiting => {
+                start(store)?;
+                store.write(|tx| {
+                    tx.open_gate(
+                        run,
+                        GateKind::ToolCall,
+                        "Run `npm install pg-migrate` in the worktree",
+                        &[
+                            GateOption::new("allow_once", "Yes"),
+                            GateOption::new("allow_always", "Always for this run"),
+                            GateOption::new("reject_once", "No").with_required_context(),
+                        ],
+                        &json!({"tool": "Bash", "command": "npm install pg-migrate"}),
+                        &Actor::Agent(agent.to_string()),
+                        at,
+                    )
+                })?;
+            }
+            Target::RetryQueued => {
+                start(store)?;
+                step(store, RunEvent::QueueRetry, at)?;
+            }
+            Target::PendingReview => {
+                start(store)?;
+                step(
+                    store,
+                    RunEvent::Finish {
+                        auto_advance: false,
+                    },
+                    at,
+                )?;
+            }
+            Target::Merged => {
+                review(store)?;
+                ops::approve_run(store, run, user, at)?;
+            }
+            Target::HumanRejected => {
+                review(store)?;
+                ops::reject_run(
+                    store,
+                    run,
+                    "Too clever: keep the current auth design",
+                    user,
+                    at,
+                )?;
+            }
+            Target::Aborted => {
+                start(store)?;
+                ops::abort_run(store, run, user, at)?;
+            }
+            Target::PlanRejected => {
+                start(store)?;
+                store.write(|tx| {
+                    tx.transition(run, RunEvent::RejectPlan, Some("Out of scope"), user, at)
+                })?;
+            }
+            Target::Failed => {
+                start(store)?;
+                step(store, RunEvent::Fail, at)?;
+            }
+            Target::Interrupted => {
+                start(store)?;
+                step(store, RunEvent::Interrupt, at)?;
+            }
+            Target::SupervisorRejected => {
+                review(store)?;
+                store.write(|tx| {
+                    tx.transition(
+                        run,
+                        RunEvent::SupervisorReject,
+                        Some("Disabling the linter violates the workspace policy"),
+                        &Actor::Supervisor("rules".into()),
+                        at,
+                    )
+                })?;
+            }
+        }
+        ids.push(run);
+    }
+    Ok(ids)
+}

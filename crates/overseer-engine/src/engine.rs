@@ -1,0 +1,203 @@
+use crate::notify::notification_for;
+use crate::{demo, ops, Clock, Notifier, Paths};
+use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, GateId, GateView, RunId, RunView};
+use overseer_store::{Keyring, Store, StoreError, VerifyFailure, VerifyReport};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// How many events a slow subscriber may fall behind before it misses some.
+const EVENT_BUFFER: usize = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("another Overseer engine is already running on {0} (the desktop app or `overseer serve`); use it, or stop it first")]
+    AlreadyRunning(std::path::PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The one writer of the store. Cheap to share: wrap it in an `Arc`.
+pub struct Engine {
+    store: Mutex<Store>,
+    clock: Arc<dyn Clock>,
+    notifier: Arc<dyn Notifier>,
+    events: broadcast::Sender<EngineEvent>,
+    paths: Paths,
+    /// Audit length at the last checkpoint.
+    checkpointed: Mutex<i64>,
+}
+
+impl Engine {
+    /// Opens the store under `paths` (creating the key on first start).
+    pub fn open(
+        paths: Paths,
+        clock: Arc<dyn Clock>,
+        notifier: Arc<dyn Notifier>,
+    ) -> Result<Engine, EngineError> {
+        let keyring = Keyring::load_or_create(&paths.config_dir)?;
+        let store = Store::open(&paths.db(), keyring)?;
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let checkpointed = store.audit_len()?;
+        Ok(Engine {
+            store: Mutex::new(store),
+            clock,
+            notifier,
+            events,
+            paths,
+            checkpointed: Mutex::new(checkpointed),
+        })
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// Events published after each commit, in commit order.
+    pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.events.subscribe()
+    }
+
+    fn store(&self) -> MutexGuard<'_, Store> {
+        // A panic while holding the lock cannot leave a half-written
+        // transaction behind (it rolls back on drop), so the store is usable.
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn runs(&self) -> Result<Vec<RunView>, ApiError> {
+        Ok(self.store().runs()?)
+    }
+
+    pub fn run(&self, id: RunId) -> Result<RunView, ApiError> {
+        Ok(self.store().run(id)?)
+    }
+
+    pub fn gates(&self, only_pending: bool) -> Result<Vec<GateView>, ApiError> {
+        Ok(self.store().gates(only_pending)?)
+    }
+
+    pub fn gate(&self, id: GateId) -> Result<GateView, ApiError> {
+        Ok(self.store().gate(id)?)
+    }
+
+    pub fn approve_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::approve_run(&mut self.store(), id, actor, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    pub fn reject_run(&self, id: RunId, reason: &str, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::reject_run(&mut self.store(), id, reason, actor, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    pub fn abort_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::abort_run(&mut self.store(), id, actor, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    /// Moves a run along its lifecycle on the engine's own authority.
+    pub fn advance_run(
+        &self,
+        id: RunId,
+        event: overseer_core::RunEvent,
+    ) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::advance_run(&mut self.store(), id, event, &Actor::Engine, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    /// Seeds the demo fleet and publishes every resulting row.
+    pub fn seed_demo(&self, actor: &Actor) -> Result<Vec<RunId>, ApiError> {
+        let now = self.clock.now();
+        let (ids, runs) = {
+            let mut store = self.store();
+            let ids = demo::seed(&mut store, actor, now)?;
+            let runs = ids
+                .iter()
+                .map(|id| store.run(*id))
+                .collect::<Result<Vec<_>, _>>()?;
+            (ids, runs)
+        };
+        self.publish(
+            runs.into_iter()
+                .map(|run| EngineEvent::RunChanged { run })
+                .collect(),
+        );
+        Ok(ids)
+    }
+
+    pub fn verify_audit(&self) -> Result<Result<VerifyReport, VerifyFailure>, ApiError> {
+        Ok(self.store().verify_audit()?)
+    }
+
+    /// Writes a checkpoint if records were appended since the last one.
+    pub fn checkpoint_if_moved(&self) -> Result<bool, ApiError> {
+        let mut store = self.store();
+        let len = store.audit_len()?;
+        let mut done = self.checkpointed.lock().unwrap_or_else(|p| p.into_inner());
+        if len == *done {
+            return Ok(false);
+        }
+        let cp = store.checkpoint(self.clock.now())?;
+        *done = cp.count;
+        Ok(true)
+    }
+
+    /// Clean shutdown: a final checkpoint so a cut tail is detectable.
+    pub fn shutdown(&self) -> Result<(), ApiError> {
+        self.checkpoint_if_moved().map(|_| ())
+    }
+
+    /// After commit: push to subscribers, then notify the user.
+    fn publish(&self, events: Vec<EngineEvent>) {
+        for event in &events {
+            let task = events
+                .iter()
+                .find_map(|e| match e {
+                    EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => {
+                        Some(run.task_title.as_str())
+                    }
+                    EngineEvent::RunChanged { .. }
+                    | EngineEvent::GateOpened { .. }
+                    | EngineEvent::GateDecided { .. } => None,
+                })
+                .unwrap_or("");
+            if let Some(n) = notification_for(event, task) {
+                self.notifier.notify(&n);
+            }
+            // No subscribers is fine: nobody is watching.
+            let _ = self.events.send(event.clone());
+        }
+    }
+}
+
+fn run_of(e: &EngineEvent) -> Option<RunId> {
+    match e {
+        EngineEvent::RunChanged { run } => Some(run.id),
+        EngineEvent::GateOpened { run_id, .. } | EngineEvent::GateDecided { run_id, .. } => {
+            Some(*run_id)
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Store(s) => s.into(),
+            EngineError::AlreadyRunning(_) => ApiError::new(ErrorCode::Storage, e.to_string()),
+            EngineError::Io { .. } => ApiError::new(ErrorCode::Storage, e.to_string()),
+        }
+    }
+}

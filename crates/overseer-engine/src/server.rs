@@ -1,0 +1,185 @@
+//! Serves the local API on a Unix socket in the data dir.
+//!
+//! The socket is owner-only (0600) and connections from another user are
+//! refused. Every call on a socket connection acts as `user:cli`: the actor
+//! comes from the kind of connection, never from the request.
+
+use crate::api::{Call, Request, ServerLine, MAX_LINE};
+use crate::{Engine, EngineError};
+use overseer_core::{Actor, ApiError, ErrorCode};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::broadcast::error::RecvError;
+
+/// A bound socket, ready to accept. Dropping it removes the socket file.
+pub struct Listener {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Binds `path`, refusing when another engine answers there and replacing a
+/// stale socket left by a crashed one.
+pub fn bind(path: &Path) -> Result<Listener, EngineError> {
+    let io = |source| EngineError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(EngineError::AlreadyRunning(path.to_owned()));
+        }
+        std::fs::remove_file(path).map_err(io)?;
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let listener = UnixListener::bind(path).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    Ok(Listener {
+        listener,
+        path: path.to_owned(),
+    })
+}
+
+/// Accepts connections until the task is dropped or aborted.
+pub async fn serve(engine: Arc<Engine>, listener: Listener) {
+    let owner = std::fs::metadata(&engine.paths().data_dir)
+        .map(|m| m.uid())
+        .ok();
+    loop {
+        let (stream, _) = match listener.listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!("accept on {}: {e}", listener.path.display());
+                continue;
+            }
+        };
+        let peer = stream.peer_cred().ok().map(|c| c.uid());
+        if owner.is_none() || peer != owner {
+            tracing::warn!(?peer, ?owner, "refused a connection from another user");
+            continue;
+        }
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if let Err(e) = handle(engine, stream).await {
+                tracing::debug!("connection closed: {e}");
+            }
+        });
+    }
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    w.write_all(&bytes).await?;
+    w.flush().await
+}
+
+async fn handle(engine: Arc<Engine>, stream: UnixStream) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_line(&mut line)
+            .await?;
+        if n == 0 {
+            return Ok(());
+        }
+        if n > MAX_LINE {
+            let error = ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("request longer than {MAX_LINE} bytes; the connection is closed"),
+            );
+            return write_line(&mut write, &ServerLine::Error { id: None, error }).await;
+        }
+        let call: Call = match serde_json::from_str(line.trim_end()) {
+            Ok(c) => c,
+            Err(e) => {
+                let error = ApiError::new(
+                    ErrorCode::InvalidInput,
+                    format!("malformed request ({e}); expected {{\"id\": N, \"method\": ..., \"params\": ...}}"),
+                );
+                write_line(&mut write, &ServerLine::Error { id: None, error }).await?;
+                continue;
+            }
+        };
+        if call.request == Request::Subscribe {
+            let mut rx = engine.subscribe();
+            let ok = ServerLine::Result {
+                id: Some(call.id),
+                result: serde_json::Value::Null,
+            };
+            write_line(&mut write, &ok).await?;
+            loop {
+                match rx.recv().await {
+                    Ok(event) => write_line(&mut write, &ServerLine::Event { event }).await?,
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::warn!("a subscriber fell {n} events behind");
+                    }
+                    Err(RecvError::Closed) => return Ok(()),
+                }
+            }
+        }
+        let engine = engine.clone();
+        let id = call.id;
+        let reply =
+            tokio::task::spawn_blocking(move || dispatch(&engine, call.request, &Actor::cli()))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(ApiError::new(
+                        ErrorCode::Internal,
+                        format!("request failed: {e}"),
+                    ))
+                });
+        let line = match reply {
+            Ok(result) => ServerLine::Result {
+                id: Some(id),
+                result,
+            },
+            Err(error) => ServerLine::Error {
+                id: Some(id),
+                error,
+            },
+        };
+        write_line(&mut write, &line).await?;
+    }
+}
+
+fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(v).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
+}
+
+/// Runs one request as `actor`.
+pub fn dispatch(
+    engine: &Engine,
+    request: Request,
+    actor: &Actor,
+) -> Result<serde_json::Value, ApiError> {
+    match request {
+        Request::Ping => json("pong"),
+        Request::ListRuns => json(engine.runs()?),
+        Request::ShowRun { run } => json(engine.run(run)?),
+        Request::ApproveRun { run } => json(engine.approve_run(run, actor)?),
+        Request::RejectRun { run, reason } => json(engine.reject_run(run, &reason, actor)?),
+        Request::AbortRun { run } => json(engine.abort_run(run, actor)?),
+        Request::ListGates { pending_only } => json(engine.gates(pending_only)?),
+        Request::ShowGate { gate } => json(engine.gate(gate)?),
+        Request::SeedDemo => json(engine.seed_demo(actor)?),
+        Request::Subscribe => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "subscribe is only available on a socket connection",
+        )),
+    }
+}
