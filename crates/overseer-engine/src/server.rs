@@ -87,12 +87,14 @@ async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std:
 async fn handle(engine: Arc<Engine>, stream: UnixStream) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let mut line = String::new();
+    // Bytes, not String: invalid UTF-8 from a client is an error to answer,
+    // not a reason to drop the connection.
+    let mut line: Vec<u8> = Vec::new();
     loop {
         line.clear();
         let n = (&mut reader)
             .take(MAX_LINE as u64 + 1)
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .await?;
         if n == 0 {
             return Ok(());
@@ -104,7 +106,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream) -> std::io::Result<()> 
             );
             return write_line(&mut write, &ServerLine::Error { id: None, error }).await;
         }
-        let call: Call = match serde_json::from_str(line.trim_end()) {
+        let call: Call = match serde_json::from_slice(line.trim_ascii_end()) {
             Ok(c) => c,
             Err(e) => {
                 let error = ApiError::new(

@@ -1,0 +1,282 @@
+//! The engine behind its real Unix socket: events after commit, the actor
+//! taken from the connection, malformed input answered without harm.
+
+use overseer_core::{
+    Actor, EngineEvent, ErrorCode, GateKind, ReleaseReason, RunEvent, RunState, RunView,
+};
+use overseer_engine::api::Request;
+use overseer_engine::client::Client;
+use overseer_engine::{server, Engine, EngineError, Notification, Notifier, Paths, SystemClock};
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Notification>>);
+
+impl Notifier for Recorder {
+    fn notify(&self, n: &Notification) {
+        self.0.lock().expect("lock").push(n.clone());
+    }
+}
+
+struct Running {
+    _dir: tempfile::TempDir,
+    engine: Arc<Engine>,
+    notes: Arc<Recorder>,
+    paths: Paths,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn start() -> Running {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = Paths {
+        data_dir: dir.path().join("data"),
+        config_dir: dir.path().join("config"),
+    };
+    let notes = Arc::new(Recorder::default());
+    let engine = Arc::new(
+        Engine::open(paths.clone(), Arc::new(SystemClock), notes.clone()).expect("engine"),
+    );
+    engine.seed_demo(&Actor::cli()).expect("seed");
+    let listener = server::bind(&paths.socket()).expect("bind");
+    let server = tokio::spawn(server::serve(engine.clone(), listener));
+    Running {
+        _dir: dir,
+        engine,
+        notes,
+        paths,
+        server,
+    }
+}
+
+async fn client(r: &Running) -> Client {
+    Client::connect(&r.paths.socket())
+        .await
+        .expect("connect")
+        .expect("engine is running")
+}
+
+fn first_pending_review(engine: &Engine) -> RunView {
+    engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.state == RunState::PendingReview)
+        .expect("a pending review")
+}
+
+#[tokio::test]
+async fn an_approval_over_the_socket_is_pushed_to_subscribers_and_recorded_as_the_cli() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let mut watcher = client(&r).await;
+    watcher.subscribe().await.expect("subscribe");
+    let mut actor = client(&r).await;
+    let v: RunView = serde_json::from_value(
+        actor
+            .call(Request::ApproveRun { run: run.id })
+            .await
+            .expect("approve"),
+    )
+    .expect("run view");
+    assert_eq!(
+        v.state,
+        RunState::Released {
+            reason: ReleaseReason::Merged
+        }
+    );
+
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = tokio::time::timeout(Duration::from_secs(5), watcher.next_event())
+            .await
+            .expect("event in time")
+            .expect("event");
+        seen.push(e);
+    }
+    assert!(
+        matches!(seen[0], EngineEvent::GateDecided { run_id, kind: GateKind::MergeReview, .. } if run_id == run.id)
+    );
+    assert!(
+        matches!(&seen[1], EngineEvent::RunChanged { run: changed } if changed.id == run.id && !changed.needs_you)
+    );
+
+    let gate = r
+        .engine
+        .gate(run.pending_gate.expect("gate").id)
+        .expect("gate");
+    assert_eq!(gate.decision.expect("decided").actor, Actor::cli());
+    assert!(r.engine.verify_audit().expect("read").is_ok());
+    r.server.abort();
+}
+
+#[tokio::test]
+async fn an_actor_field_smuggled_into_a_request_is_ignored() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let line = format!(
+        "{{\"id\":1,\"method\":\"reject_run\",\"params\":{{\"run\":{},\"reason\":\"nope\",\"actor\":{{\"kind\":\"supervisor\",\"name\":\"x\"}}}},\"actor\":\"user:app\"}}\n",
+        run.id
+    );
+    write.write_all(line.as_bytes()).await.expect("write");
+    let mut reply = String::new();
+    BufReader::new(read)
+        .read_line(&mut reply)
+        .await
+        .expect("read");
+    assert!(reply.contains("\"result\""), "{reply}");
+    let gate = r
+        .engine
+        .gate(run.pending_gate.expect("gate").id)
+        .expect("gate");
+    assert_eq!(gate.decision.expect("decided").actor, Actor::cli());
+    r.server.abort();
+}
+
+#[tokio::test]
+async fn malformed_lines_get_a_typed_error_and_the_connection_stays_usable() {
+    let r = start().await;
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    write
+        .write_all(b"{not json\n\xff\xfe\n{\"id\":2,\"method\":\"explode\"}\n{\"id\":3,\"method\":\"ping\"}\n")
+        .await
+        .expect("write");
+    for _ in 0..3 {
+        let l = lines.next_line().await.expect("read").expect("line");
+        let v: serde_json::Value = serde_json::from_str(&l).expect("json");
+        assert_eq!(v["error"]["code"], "invalid_input", "{l}");
+    }
+    let l = lines.next_line().await.expect("read").expect("line");
+    assert_eq!(l, r#"{"id":3,"result":"pong"}"#);
+    r.server.abort();
+}
+
+#[tokio::test]
+async fn typed_errors_cross_the_socket_with_their_code() {
+    let r = start().await;
+    let mut c = client(&r).await;
+    let err = c
+        .call(Request::ApproveRun { run: 999 })
+        .await
+        .expect_err("missing");
+    assert_eq!(err.code, ErrorCode::NotFound);
+    let run = first_pending_review(&r.engine);
+    let err = c
+        .call(Request::RejectRun {
+            run: run.id,
+            reason: " ".into(),
+        })
+        .await
+        .expect_err("no reason");
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    c.call(Request::ApproveRun { run: run.id })
+        .await
+        .expect("approve");
+    let err = c
+        .call(Request::ApproveRun { run: run.id })
+        .await
+        .expect_err("twice");
+    assert_eq!(err.code, ErrorCode::InvalidTransition);
+    assert!(err.message.contains("released:merged"), "{}", err.message);
+    r.server.abort();
+}
+
+#[tokio::test]
+async fn the_socket_is_owner_only_and_a_second_engine_is_refused() {
+    let r = start().await;
+    let mode = std::fs::metadata(r.paths.socket())
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let err = server::bind(&r.paths.socket())
+        .err()
+        .expect("second engine refused");
+    assert!(matches!(err, EngineError::AlreadyRunning(_)), "{err}");
+    r.server.abort();
+    let _ = r.server.await;
+    // The listener was dropped with the task: the socket file is gone.
+    assert!(!r.paths.socket().exists());
+}
+
+#[tokio::test]
+async fn a_stale_socket_from_a_crashed_engine_is_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("overseer.sock");
+    {
+        // Bind with std and leak the file, as a killed process would.
+        let l = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        drop(l);
+    }
+    assert!(path.exists());
+    let listener = server::bind(&path).expect("stale socket replaced");
+    assert!(path.exists());
+    drop(listener);
+}
+
+#[tokio::test]
+async fn entering_pending_review_notifies_once_and_other_changes_do_not() {
+    let r = start().await;
+    let seeded: Vec<_> = r.notes.0.lock().expect("lock").drain(..).collect();
+    // The demo fleet passes through review four times (3 waiting, 1 merged + 1 rejected + 1 supervisor).
+    assert!(seeded
+        .iter()
+        .all(|n| n.kind.as_str() == "run_pending_review"));
+    let running = r
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|v| v.state == RunState::Running && v.pending_gate.is_none())
+        .expect("a running run");
+    r.engine
+        .advance_run(
+            running.id,
+            RunEvent::Finish {
+                auto_advance: false,
+            },
+        )
+        .expect("finish");
+    let run = first_pending_review(&r.engine);
+    r.engine
+        .approve_run(run.id, &Actor::app())
+        .expect("approve");
+    let notes = r.notes.0.lock().expect("lock").clone();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].run_id, running.id);
+    assert_eq!(notes[0].body, running.task_title);
+    r.server.abort();
+}
+
+#[tokio::test]
+async fn a_refused_action_publishes_nothing() {
+    let r = start().await;
+    let mut rx = r.engine.subscribe();
+    let queued = r
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|v| v.state == RunState::Queued)
+        .expect("queued");
+    let err = r
+        .engine
+        .approve_run(queued.id, &Actor::app())
+        .expect_err("refused");
+    assert_eq!(err.code, ErrorCode::InvalidTransition);
+    assert!(
+        rx.try_recv().is_err(),
+        "nothing may be published for a refused action"
+    );
+    r.server.abort();
+}
