@@ -16,7 +16,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// A bound socket, ready to accept. Dropping it removes the socket file.
 pub struct Listener {
-    listener: UnixListener,
+    /// A std listener so binding needs no async runtime (the app binds before
+    /// its runtime starts); it becomes a tokio one in [`serve`].
+    listener: std::os::unix::net::UnixListener,
     path: PathBuf,
 }
 
@@ -42,7 +44,8 @@ pub fn bind(path: &Path) -> Result<Listener, EngineError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let listener = UnixListener::bind(path).map_err(io)?;
+    let listener = std::os::unix::net::UnixListener::bind(path).map_err(io)?;
+    listener.set_nonblocking(true).map_err(io)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
     Ok(Listener {
         listener,
@@ -55,8 +58,19 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
     let owner = std::fs::metadata(&engine.paths().data_dir)
         .map(|m| m.uid())
         .ok();
+    let accepting = match listener
+        .listener
+        .try_clone()
+        .and_then(UnixListener::from_std)
+    {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("cannot serve on {}: {e}", listener.path.display());
+            return;
+        }
+    };
     loop {
-        let (stream, _) = match listener.listener.accept().await {
+        let (stream, _) = match accepting.accept().await {
             Ok(conn) => conn,
             Err(e) => {
                 tracing::warn!("accept on {}: {e}", listener.path.display());

@@ -1,0 +1,14 @@
+fn main() {
+    // Declaring the app's commands in the manifest makes each one a permission
+    // that a capability file must grant: nothing is callable by default.
+    let manifest = tauri_build::AppManifest::new().commands(&[
+        "list_runs",
+        "approve_run",
+        "reject_run",
+        "abort_run",
+    ]);
+    if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
+        eprintln!("tauri build step failed: {e:#}");
+        std::process::exit(1);
+    }
+}

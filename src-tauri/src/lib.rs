@@ -1,0 +1,93 @@
+//! The desktop shell: embeds the engine, registers one-line commands over it,
+//! forwards engine events to the web view, and shows OS notifications. No
+//! business logic lives here.
+
+mod commands;
+mod notifier;
+
+use overseer_engine::{server, Engine, Paths, SystemClock};
+use std::sync::Arc;
+use std::time::Duration;
+use tauri::{Emitter, Manager};
+
+/// The event name the web view listens on.
+pub const EVENT_NAME: &str = "overseer://event";
+
+/// Builds the app around an already opened engine; with a listener, the local
+/// API is served beside the window.
+pub fn builder(
+    engine: Arc<Engine>,
+    listener: Option<server::Listener>,
+) -> tauri::Builder<tauri::Wry> {
+    tauri::Builder::default()
+        .manage(engine)
+        .invoke_handler(tauri::generate_handler![
+            commands::list_runs,
+            commands::approve_run,
+            commands::reject_run,
+            commands::abort_run
+        ])
+        .setup(move |app| {
+            let engine = app.state::<Arc<Engine>>().inner().clone();
+            if let Some(listener) = listener {
+                tauri::async_runtime::spawn(server::serve(engine.clone(), listener));
+            }
+            let handle = app.handle().clone();
+            // Push every engine event to the window, in commit order.
+            let mut rx = engine.subscribe();
+            tauri::async_runtime::spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    match rx.recv().await {
+                        Ok(event) => {
+                            if let Err(e) = handle.emit(EVENT_NAME, &event) {
+                                tracing::warn!("cannot push an event to the window: {e}");
+                            }
+                        }
+                        Err(RecvError::Lagged(n)) => {
+                            tracing::warn!("the window fell {n} events behind")
+                        }
+                        Err(RecvError::Closed) => break,
+                    }
+                }
+            });
+            // Periodic signed checkpoints of the audit log.
+            let ticker = engine.clone();
+            tauri::async_runtime::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_secs(30));
+                loop {
+                    every.tick().await;
+                    if let Err(e) = ticker.checkpoint_if_moved() {
+                        tracing::warn!("checkpoint: {e}");
+                    }
+                }
+            });
+            Ok(())
+        })
+}
+
+/// Opens the engine on the data dir, serves the local API beside the window,
+/// and runs the app until its window closes.
+pub fn run() -> Result<(), String> {
+    let paths = Paths::resolve(None, None)?;
+    let engine = Arc::new(
+        Engine::open(
+            paths.clone(),
+            Arc::new(SystemClock),
+            Arc::new(notifier::DesktopNotifier::start()),
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    let listener = server::bind(&paths.socket()).map_err(|e| e.to_string())?;
+    let app = builder(engine.clone(), Some(listener))
+        .build(tauri::generate_context!())
+        .map_err(|e| format!("cannot start the window: {e}"))?;
+    app.run(move |_, event| {
+        if let tauri::RunEvent::Exit = event {
+            if let Err(e) = engine.shutdown() {
+                tracing::warn!("final checkpoint: {e}");
+            }
+        }
+    });
+    Ok(())
+}
