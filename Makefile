@@ -1,0 +1,45 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo
+
+## Install what is missing, build, seed a demo fleet on first start, open the window.
+run: setup app
+	scripts/run-app.sh
+
+## Everything CI checks: format, lints, Rust tests, UI checks and tests, real-window e2e.
+test: setup lint rust-test ui-test e2e
+
+## Benchmarks that print their figures (audit appends vs a bare loop, decision latency).
+bench: setup
+	$(CARGO) bench -p overseer-store --bench audit
+
+setup:
+	scripts/setup.sh
+
+ui:
+	cd ui && npm run build
+
+## The desktop app (UI embedded) and the CLI.
+app: ui
+	$(CARGO) build -p overseer-app
+	$(CARGO) build -p overseer-cli
+
+lint: ui
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	cd ui && npm run check
+
+rust-test: ui
+	$(CARGO) test --workspace
+
+ui-test:
+	cd ui && npm test
+
+e2e: app
+	tests/e2e/run.sh
+
+## Forget the demo fleet; the next `make run` seeds a fresh one.
+clean-demo:
+	rm -rf target/demo

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing Overseer needs, and only what is
+# missing: Debian/Ubuntu packages (with apt when root, else it prints the exact
+# sudo line), the Rust toolchain check, and the npm packages of the UI and the
+# end-to-end tests. Safe to run again: a warm machine skips every step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libssl-dev libxdo-dev
+  libayatana-appindicator3-dev librsvg2-dev xvfb xauth x11-utils webkit2gtk-driver
+  dbus dbus-x11 dunst imagemagick python3)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: missing ${missing[*]}, and this is not a Debian/Ubuntu machine; install them with your package manager" >&2
+    exit 1
+  fi
+  cmd=(apt-get install -y --no-install-recommends "${missing[@]}")
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${cmd[@]}" >/dev/null
+  else
+    echo "setup: these system packages are missing: ${missing[*]}" >&2
+    echo "setup: install them with:" >&2
+    echo "  sudo apt-get update && sudo ${cmd[*]}" >&2
+    exit 1
+  fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo is missing; install Rust from https://rustup.rs and run this again" >&2
+  exit 1
+fi
+
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "setup: node $node_major is too old; Overseer's UI needs node 20 or newer" >&2
+  exit 1
+fi
+
+# npm packages: install when node_modules is missing or older than the lockfile.
+for dir in ui tests/e2e; do
+  lock="$dir/package-lock.json"
+  [ -f "$dir/package.json" ] || continue
+  stamp="$dir/node_modules/.package-lock.json"
+  if [ ! -f "$stamp" ] || { [ -f "$lock" ] && [ "$lock" -nt "$stamp" ]; }; then
+    echo "setup: npm packages for $dir"
+    if [ -f "$lock" ]; then
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    else
+      (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+    fi
+  fi
+done

@@ -1,0 +1,118 @@
+// The fleet dashboard in the real window, against the real engine it embeds.
+// Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Builder, By, until } from "selenium-webdriver";
+
+const { OVERSEER_APP, OVERSEER_CLI, OVERSEER_DATA_DIR, E2E_OUT, WEBDRIVER_URL } = process.env;
+const DB = join(OVERSEER_DATA_DIR, "overseer.db");
+let driver;
+
+function cli(...args) {
+  return execFileSync(OVERSEER_CLI, args, { encoding: "utf8" });
+}
+
+/** Reads the real database file (the app keeps it open in WAL mode). */
+function sql(query, ...params) {
+  const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); print(json.dumps(c.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))";
+  return JSON.parse(execFileSync("python3", ["-c", py, DB, query, JSON.stringify(params)], { encoding: "utf8" }));
+}
+
+async function shot(name) {
+  writeFileSync(join(E2E_OUT, `${name}.png`), await driver.takeScreenshot(), "base64");
+}
+
+const row = (id) => By.css(`tr[data-run-id="${id}"]`);
+
+/** Waits until the row of run `id` shows `state` (and `reason` for released). */
+async function waitForRow(id, state, reason) {
+  await driver.wait(async () => {
+    const rows = await driver.findElements(row(id));
+    if (rows.length !== 1) return false;
+    if ((await rows[0].getAttribute("data-state")) !== state) return false;
+    return reason === undefined || (await rows[0].getAttribute("data-reason")) === reason;
+  }, 10_000, `run ${id} never showed ${state} ${reason ?? ""}`);
+  return driver.findElement(row(id));
+}
+
+before(async () => {
+  driver = await new Builder()
+    .usingServer(WEBDRIVER_URL)
+    .withCapabilities({
+      browserName: "wry",
+      "webkitgtk:browserOptions": { binary: OVERSEER_APP, args: [] },
+    })
+    .build();
+  await driver.wait(until.elementLocated(By.css('body[data-ready="1"]')), 30_000);
+});
+
+after(async () => {
+  await driver?.quit();
+});
+
+test("a fleet seeded from the CLI appears live in the open window", async () => {
+  // The app's engine owns the socket: the CLI goes through it, and the rows
+  // arrive as pushed events (the window was opened on an empty database).
+  assert.match(cli("demo", "seed"), /seeded 15 demo runs/);
+  await driver.wait(async () => (await driver.findElements(By.css("tr[data-run-id]"))).length === 15, 10_000);
+  const needsYou = await driver.findElements(By.css('[data-testid="needs-you"]'));
+  assert.equal(needsYou.length, 4, "three pending reviews and one waiting run need the user");
+  await waitForRow(1, "pending_review");
+  const count = await driver.findElement(By.css('[data-count="pending_review"]')).getText();
+  assert.match(count, /3/);
+  await shot("dashboard");
+});
+
+test("approving a pending review in the window merges it, on the record as user:app", async () => {
+  const r = await driver.findElement(row(1));
+  await r.findElement(By.css('button[data-action="approve"]')).click();
+  const after = await waitForRow(1, "released", "merged");
+  assert.match(await after.findElement(By.css('[data-col="state"]')).getText(), /merged/i);
+  assert.equal((await after.findElements(By.css('[data-testid="needs-you"]'))).length, 0);
+  assert.deepEqual(sql("SELECT state FROM runs WHERE id = ?", 1), [["released:merged"]]);
+  assert.deepEqual(
+    sql("SELECT d.option, d.actor FROM gate_decisions d JOIN gates g ON g.id = d.gate_id WHERE g.run_id = ? AND g.kind = 'merge_review'", 1),
+    [["approve", "user:app"]],
+  );
+  await shot("dashboard-approved");
+});
+
+test("rejecting in the window asks for a reason and records it", async () => {
+  const r = await driver.findElement(row(2));
+  await r.findElement(By.css('button[data-action="reject"]')).click();
+  const confirm = await driver.findElement(By.css('button[data-testid="reject-confirm"]'));
+  assert.equal(await confirm.isEnabled(), false, "no reason, no reject");
+  await driver.findElement(By.css('textarea[data-testid="reject-reason"]')).sendKeys("Breaks the checkout flow on Safari");
+  await shot("dashboard-reject-dialog");
+  await confirm.click();
+  await waitForRow(2, "released", "human_rejected");
+  assert.deepEqual(sql("SELECT release_note FROM runs WHERE id = ?", 2), [["Breaks the checkout flow on Safari"]]);
+});
+
+test("a change made from the CLI while the window is open shows up without a reload", async () => {
+  assert.match(cli("runs", "reject", "3", "--reason", "from the terminal"), /human_rejected/);
+  await waitForRow(3, "released", "human_rejected");
+  cli("runs", "abort", "5");
+  await waitForRow(5, "released", "aborted_by_user");
+});
+
+test("errors cross the IPC boundary typed as {code, message}", async () => {
+  const err = await driver.executeAsyncScript(`
+    const done = arguments[arguments.length - 1];
+    window.__TAURI_INTERNALS__.invoke("approve_run", { runId: 9999 }).then(() => done(null), (e) => done(e));
+  `);
+  assert.equal(err.code, "not_found");
+  assert.match(err.message, /run 9999 does not exist/);
+});
+
+test("the audit log verifies and the pending reviews produced OS notifications", () => {
+  const out = cli("audit", "verify");
+  const n = Number(/audit log OK: (\d+) records/.exec(out)?.[1]);
+  assert.ok(n > 50, out);
+  const log = readFileSync(join(E2E_OUT, "dbus-notify.log"), "utf8");
+  assert.match(log, /member=Notify/);
+  assert.match(log, /is ready for review/);
+});

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests in the real Overseer window: Xvfb for a screen, a
+# private session bus (so the Notify call can be observed with dbus-monitor),
+# and WebKitWebDriver driving the app binary. Screenshots and logs go to
+# target/e2e/. Build first: `make app`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out="$root/target/e2e"
+
+if [ -z "${OVERSEER_E2E_INNER:-}" ]; then
+  for bin in "$root/target/debug/overseer-app" "$root/target/debug/overseer"; do
+    [ -x "$bin" ] || { echo "e2e: $bin is missing; run 'make app' first" >&2; exit 1; }
+  done
+  mkdir -p "$out"
+  rm -f "$out"/*.png "$out"/*.log
+  export OVERSEER_E2E_INNER=1
+  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- "$0" "$@"
+fi
+
+work=$(mktemp -d)
+export OVERSEER_DATA_DIR="$work/data" OVERSEER_CONFIG_DIR="$work/config"
+export OVERSEER_APP="$root/target/debug/overseer-app" OVERSEER_CLI="$root/target/debug/overseer"
+export E2E_OUT="$out"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+dbus-monitor --session "interface='org.freedesktop.Notifications'" >"$out/dbus-notify.log" 2>&1 &
+pids+=($!)
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TAURI_WEBVIEW_AUTOMATION=true WebKitWebDriver --port="$port" >"$out/webdriver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+export WEBDRIVER_URL="http://127.0.0.1:$port/"
+
+cd "$root/tests/e2e"
+node --test --test-concurrency=1 ./*.test.mjs
