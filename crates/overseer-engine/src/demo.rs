@@ -3,7 +3,7 @@
 //! exercises the real paths and leaves a verifiable audit log.
 
 use crate::ops;
-use overseer_core::{Actor, GateKind, GateOption, Millis, RunEvent, RunId};
+use overseer_core::{Actor, EngineEvent, GateKind, GateOption, Millis, RunEvent, RunId};
 use overseer_store::{Store, StoreError};
 use serde_json::json;
 
@@ -137,8 +137,13 @@ const FLEET: &[(&str, &str, &str, Target, i64)] = &[
 ];
 
 /// Seeds the demo fleet. Refuses a data dir that already has runs, so it never
-/// mixes with real work. Returns the run ids in fleet order.
-pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, StoreError> {
+/// mixes with real work. Returns the run ids in fleet order and the events to
+/// publish, in commit order.
+pub fn seed(
+    store: &mut Store,
+    user: &Actor,
+    now: Millis,
+) -> Result<(Vec<RunId>, Vec<EngineEvent>), StoreError> {
     if !store.runs()?.is_empty() {
         return Err(StoreError::InvalidInput(format!(
             "{} already has runs; seed the demo into an empty data dir (--data-dir)",
@@ -147,6 +152,8 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
     }
     let engine = Actor::Engine;
     let mut ids = Vec::new();
+    let mut events: Vec<EngineEvent> = Vec::new();
+    let ev = std::cell::RefCell::new(&mut events);
     for (ws, title, agent, target, minutes_ago) in FLEET {
         let at = now - minutes_ago * MINUTE;
         let started = at - 4 * MINUTE;
@@ -155,8 +162,9 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
             let task = tx.create_task(ws_id, title, title, user, started)?;
             tx.create_run(task, agent, user, started)
         })?;
+        let record = |out: ops::Outcome| ev.borrow_mut().extend(out.events);
         let step = |store: &mut Store, e: RunEvent, t: Millis| {
-            ops::advance_run(store, run, e, &engine, t).map(|_| ())
+            ops::advance_run(store, run, e, &engine, t).map(record)
         };
         let start = |store: &mut Store| -> Result<(), StoreError> {
             step(store, RunEvent::Claim, started + 1_000)?;
@@ -178,7 +186,7 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
             Target::Running => start(store)?,
             Target::Waiting => {
                 start(store)?;
-                store.write(|tx| {
+                let gate = store.write(|tx| {
                     tx.open_gate(
                         run,
                         GateKind::ToolCall,
@@ -193,6 +201,11 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
                         at,
                     )
                 })?;
+                ev.borrow_mut().push(EngineEvent::GateOpened {
+                    gate_id: gate,
+                    run_id: run,
+                    kind: GateKind::ToolCall,
+                });
             }
             Target::RetryQueued => {
                 start(store)?;
@@ -210,7 +223,7 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
             }
             Target::Merged => {
                 review(store)?;
-                ops::approve_run(store, run, user, at)?;
+                record(ops::approve_run(store, run, user, at)?);
             }
             Target::HumanRejected => {
                 review(store)?;
@@ -224,7 +237,7 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
             }
             Target::Aborted => {
                 start(store)?;
-                ops::abort_run(store, run, user, at)?;
+                record(ops::abort_run(store, run, user, at)?);
             }
             Target::PlanRejected => {
                 start(store)?;
@@ -254,6 +267,9 @@ pub fn seed(store: &mut Store, user: &Actor, now: Millis) -> Result<Vec<RunId>, 
             }
         }
         ids.push(run);
+        let final_row = store.run(run)?;
+        ev.borrow_mut()
+            .push(EngineEvent::RunChanged { run: final_row });
     }
-    Ok(ids)
+    Ok((ids, events))
 }

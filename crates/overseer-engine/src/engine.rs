@@ -121,20 +121,8 @@ impl Engine {
     /// Seeds the demo fleet and publishes every resulting row.
     pub fn seed_demo(&self, actor: &Actor) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
-        let (ids, runs) = {
-            let mut store = self.store();
-            let ids = demo::seed(&mut store, actor, now)?;
-            let runs = ids
-                .iter()
-                .map(|id| store.run(*id))
-                .collect::<Result<Vec<_>, _>>()?;
-            (ids, runs)
-        };
-        self.publish(
-            runs.into_iter()
-                .map(|run| EngineEvent::RunChanged { run })
-                .collect(),
-        );
+        let (ids, events) = demo::seed(&mut self.store(), actor, now)?;
+        self.publish(events);
         Ok(ids)
     }
 
@@ -160,25 +148,26 @@ impl Engine {
         self.checkpoint_if_moved().map(|_| ())
     }
 
-    /// After commit: push to subscribers, then notify the user.
+    /// After commit: push to subscribers, then notify the user about what
+    /// still needs them once the whole batch is applied (a run that entered
+    /// review and left it in the same batch does not call for anyone).
     fn publish(&self, events: Vec<EngineEvent>) {
-        for event in &events {
-            let task = events
-                .iter()
-                .find_map(|e| match e {
-                    EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => {
-                        Some(run.task_title.as_str())
-                    }
-                    EngineEvent::RunChanged { .. }
-                    | EngineEvent::GateOpened { .. }
-                    | EngineEvent::GateDecided { .. } => None,
-                })
-                .unwrap_or("");
-            if let Some(n) = notification_for(event, task) {
-                self.notifier.notify(&n);
-            }
+        for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
+            let latest = events.iter().skip(i).rev().find_map(|e| match e {
+                EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),
+                EngineEvent::RunChanged { .. }
+                | EngineEvent::GateOpened { .. }
+                | EngineEvent::GateDecided { .. } => None,
+            });
+            let Some(run) = latest else { continue };
+            if !run.needs_you {
+                continue;
+            }
+            if let Some(n) = notification_for(event, &run.task_title) {
+                self.notifier.notify(&n);
+            }
         }
     }
 }
