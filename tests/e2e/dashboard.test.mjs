@@ -2,7 +2,8 @@
 // Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Builder, By, until } from "selenium-webdriver";
@@ -90,6 +91,24 @@ test("rejecting in the window asks for a reason and records it", async () => {
   await confirm.click();
   await waitForRow(2, "released", "human_rejected");
   assert.deepEqual(sql("SELECT release_note FROM runs WHERE id = ?", 2), [["Breaks the checkout flow on Safari"]]);
+});
+
+test("a locked database shows a clear typed error and loses nothing", async () => {
+  // Another process holds the write lock longer than the engine's busy timeout.
+  const py = "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(8); c.execute('ROLLBACK')";
+  const holder = spawn("python3", ["-c", py, DB], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = once(holder, "exit");
+  await once(holder.stdout, "data");
+  await driver.findElement(row(3)).findElement(By.css('button[data-action="approve"]')).click();
+  const banner = await driver.wait(until.elementLocated(By.css('[data-testid="error"]')), 15_000);
+  assert.equal(await banner.findElement(By.css('[data-testid="error-code"]')).getText(), "storage");
+  assert.match(await banner.getText(), /locked by another process/);
+  await shot("dashboard-error");
+  await exited;
+  await waitForRow(3, "pending_review");
+  assert.deepEqual(sql("SELECT state FROM runs WHERE id = ?", 3), [["pending_review"]]);
+  await banner.findElement(By.css("button")).click();
+  assert.equal((await driver.findElements(By.css('[data-testid="error"]'))).length, 0);
 });
 
 test("a change made from the CLI while the window is open shows up without a reload", async () => {

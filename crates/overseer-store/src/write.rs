@@ -52,6 +52,14 @@ impl<'a> WriteTx<'a> {
         StoreError::from_sqlite(e, &self.path)
     }
 
+    /// A foreign-key failure on insert means the parent row does not exist.
+    fn missing_parent(&self, e: rusqlite::Error, what: &'static str, id: i64) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound { what, id },
+            _ => self.sql(e),
+        }
+    }
+
     /// Appends a signed record chained to the previous one; returns its seq.
     pub fn append_audit(
         &mut self,
@@ -139,13 +147,7 @@ impl<'a> WriteTx<'a> {
                 "INSERT INTO tasks(workspace_id, title, prompt, created_at) VALUES (?1, ?2, ?3, ?4)",
                 params![workspace_id, title, prompt, now],
             )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
-                    what: "workspace",
-                    id: workspace_id,
-                },
-                _ => self.sql(e),
-            })?;
+            .map_err(|e| self.missing_parent(e, "workspace", workspace_id))?;
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
@@ -169,13 +171,7 @@ impl<'a> WriteTx<'a> {
                 "INSERT INTO runs(task_id, agent, state, state_since, created_at) VALUES (?1, ?2, ?3, ?4, ?4)",
                 params![task_id, agent, state, now],
             )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
-                    what: "task",
-                    id: task_id,
-                },
-                _ => self.sql(e),
-            })?;
+            .map_err(|e| self.missing_parent(e, "task", task_id))?;
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
@@ -287,13 +283,7 @@ impl<'a> WriteTx<'a> {
                     now
                 ],
             )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
-                    what: "run",
-                    id: run_id,
-                },
-                _ => self.sql(e),
-            })?;
+            .map_err(|e| self.missing_parent(e, "run", run_id))?;
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,

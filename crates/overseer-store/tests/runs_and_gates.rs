@@ -253,3 +253,23 @@ fn the_database_opened_with_another_key_is_refused() {
     assert!(matches!(err, StoreError::KeyMismatch { .. }), "{err}");
     assert!(err.to_string().contains("--config-dir"));
 }
+
+#[test]
+fn a_run_for_a_missing_task_is_a_clear_not_found() {
+    let mut f = Fixture::new();
+    let err = f
+        .store
+        .write(|tx| tx.create_run(4242, "demo", &Actor::cli(), 1))
+        .expect_err("no such task");
+    assert!(
+        matches!(
+            err,
+            StoreError::NotFound {
+                what: "task",
+                id: 4242
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(f.store.audit_len().expect("len"), 0);
+}
