@@ -91,3 +91,52 @@ pub fn run() -> Result<(), String> {
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The window's security settings are part of the product: agent output is
+    //! untrusted, so no inline script, no eval, and commands only where granted.
+
+    fn json(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).expect("valid JSON")
+    }
+
+    #[test]
+    fn the_csp_forbids_inline_script_and_eval() {
+        let conf = json(include_str!("../tauri.conf.json"));
+        let csp = &conf["app"]["security"]["csp"];
+        let all = csp.to_string();
+        assert!(!all.contains("unsafe-inline"), "{all}");
+        assert!(!all.contains("unsafe-eval"), "{all}");
+        assert_eq!(csp["script-src"], "'self'");
+        assert_eq!(csp["style-src"], "'self'");
+        assert_eq!(csp["object-src"], "'none'");
+        assert!(csp["connect-src"]
+            .as_str()
+            .is_some_and(|s| s.contains("ipc:")));
+    }
+
+    #[test]
+    fn engine_commands_are_granted_to_the_main_window_only() {
+        let cap = json(include_str!("../capabilities/main.json"));
+        assert_eq!(cap["windows"], serde_json::json!(["main"]));
+        let perms: Vec<&str> = cap["permissions"]
+            .as_array()
+            .expect("permissions")
+            .iter()
+            .filter_map(|p| p.as_str())
+            .collect();
+        for cmd in ["list-runs", "approve-run", "reject-run", "abort-run"] {
+            assert!(
+                perms.contains(&format!("allow-{cmd}").as_str()),
+                "{cmd} not granted"
+            );
+        }
+        assert!(
+            perms
+                .iter()
+                .all(|p| !p.ends_with(":default") || p.starts_with("core:event")),
+            "no blanket default permissions: {perms:?}"
+        );
+    }
+}
