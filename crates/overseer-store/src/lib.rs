@@ -46,10 +46,16 @@ impl Store {
     /// migrations, and refuses a database written by a newer Overseer.
     pub fn open(path: &Path, keyring: Keyring) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                path: dir.to_owned(),
-                source,
-            })?;
+            // Owner-only: the database and the engine's socket live here.
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| StoreError::Io {
+                    path: dir.to_owned(),
+                    source,
+                })?;
         }
         let conn = Connection::open_with_flags(
             path,
