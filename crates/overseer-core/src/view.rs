@@ -41,6 +41,8 @@ pub struct GateView {
     pub status: GateStatus,
     pub title: String,
     pub options: Vec<GateOption>,
+    /// What the gate is about (plan, tool call, error), as its opener wrote it.
+    pub payload: serde_json::Value,
     pub opened_at: Millis,
     pub decision: Option<GateDecision>,
 }

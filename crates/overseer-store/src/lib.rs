@@ -16,12 +16,14 @@ mod error;
 pub mod keys;
 mod read;
 mod schema;
+mod work;
 mod write;
 
 pub use audit::{AuditProblem, AuditRecord, Checkpoint, VerifyFailure, VerifyReport};
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use schema::SCHEMA_VERSION;
+pub use work::{RunEventRecord, RunWork, Workspace, WorkspaceSettings};
 pub use write::WriteTx;
 
 use rusqlite::{Connection, OpenFlags};

@@ -20,7 +20,7 @@ const RUN_SELECT: &str = "
 
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
-           decided_option, decided_context, decided_by, decided_at
+           decided_option, decided_context, decided_by, decided_at, payload
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -97,6 +97,7 @@ struct RawGate {
     kind: String,
     status: String,
     options: String,
+    payload: String,
     decided: Option<(String, Option<String>, String, i64)>,
 }
 
@@ -113,12 +114,14 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             status: GateStatus::Pending,
             title: r.get(4)?,
             options: Vec::new(),
+            payload: serde_json::Value::Null,
             opened_at: r.get(6)?,
             decision: None,
         },
         kind: r.get(2)?,
         status: r.get(3)?,
         options: r.get(5)?,
+        payload: r.get(11)?,
         decided: match (option, by, at) {
             (Some(o), Some(b), Some(a)) => Some((o, context, b, a)),
             _ => None,
@@ -139,6 +142,8 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         .ok_or_else(|| corrupt(format!("status '{}'", raw.status)))?;
     view.options = serde_json::from_str::<Vec<GateOption>>(&raw.options)
         .map_err(|e| corrupt(format!("options: {e}")))?;
+    view.payload =
+        serde_json::from_str(&raw.payload).map_err(|e| corrupt(format!("payload: {e}")))?;
     view.decision = match raw.decided {
         Some((option, context, by, at)) => Some(GateDecision {
             option,

@@ -105,6 +105,24 @@ const MIGRATIONS: &[&str] = &[
         signature TEXT NOT NULL
     ) STRICT;
     "#,
+    // 2: runs do work: worktrees, run options, the activity timeline.
+    r#"
+    ALTER TABLE workspaces ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE runs ADD COLUMN worktree TEXT;
+    ALTER TABLE runs ADD COLUMN branch TEXT;
+    ALTER TABLE runs ADD COLUMN base_ref TEXT;
+    ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE runs ADD COLUMN resumed_from INTEGER REFERENCES runs(id);
+
+    CREATE TABLE run_events (
+        id      INTEGER PRIMARY KEY,
+        run_id  INTEGER NOT NULL REFERENCES runs(id),
+        at      INTEGER NOT NULL,
+        kind    TEXT NOT NULL,
+        payload TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX run_events_by_run ON run_events(run_id, id);
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -160,6 +178,31 @@ mod tests {
         }
         // Running again is a no-op, not an error.
         migrate(&mut conn, Path::new(":memory:")).expect("second migrate");
+    }
+
+    /// An existing database upgrades in place and keeps its rows.
+    #[test]
+    fn each_migration_upgrades_a_database_of_the_version_before() {
+        for from in 1..SCHEMA_VERSION {
+            let mut conn = Connection::open_in_memory().expect("open");
+            for sql in MIGRATIONS.iter().take(from as usize) {
+                conn.execute_batch(sql).expect("old migration");
+            }
+            conn.pragma_update(None, "user_version", from)
+                .expect("version");
+            conn.execute(
+                "INSERT INTO workspaces(name, path, created_at) VALUES ('w', '/tmp/w', 1)",
+                [],
+            )
+            .expect("row");
+            migrate(&mut conn, Path::new(":memory:")).expect("upgrade");
+            let kept: String = conn
+                .query_row("SELECT path FROM workspaces WHERE name = 'w'", [], |r| {
+                    r.get(0)
+                })
+                .expect("row kept");
+            assert_eq!(kept, "/tmp/w");
+        }
     }
 
     #[test]

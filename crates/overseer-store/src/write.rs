@@ -48,7 +48,12 @@ impl<'a> WriteTx<'a> {
             .map_err(|e| StoreError::from_sqlite(e, &path))
     }
 
-    fn sql(&self, e: rusqlite::Error) -> StoreError {
+    /// The open transaction, for the other write modules of this crate.
+    pub(crate) fn conn(&self) -> &Transaction<'a> {
+        &self.tx
+    }
+
+    pub(crate) fn sql(&self, e: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(e, &self.path)
     }
 

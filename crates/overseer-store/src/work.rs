@@ -1,0 +1,302 @@
+//! What runs work on: workspaces (registered git repositories and their
+//! settings), each run's worktree and options, and the run's activity timeline
+//! (agent messages, plans, tool calls, sensor results).
+//!
+//! Timeline entries are not audit records: they are what the agent reported,
+//! kept for the run detail view. Decisions and state changes stay in the audit
+//! log.
+
+use crate::{Store, StoreError, WriteTx};
+use overseer_core::{Actor, Millis, RunId, TaskId};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Per-workspace settings, stored as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceSettings {
+    /// Check commands run in the worktree after the agent ends its work.
+    #[serde(default)]
+    pub sensors: Vec<String>,
+    /// Merge without review when every sensor passes. `None`: the global default.
+    #[serde(default)]
+    pub auto_advance: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    pub id: i64,
+    pub name: String,
+    pub path: String,
+    pub settings: WorkspaceSettings,
+}
+
+/// Where and how a run works.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWork {
+    pub run_id: RunId,
+    pub task_id: TaskId,
+    pub task_title: String,
+    pub prompt: String,
+    pub agent: String,
+    pub workspace: Workspace,
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
+    pub base_ref: Option<String>,
+    /// Run options, e.g. `{"scenario": "flaky"}` for the demo agent.
+    pub options: serde_json::Value,
+    pub resumed_from: Option<RunId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEventRecord {
+    pub id: i64,
+    pub run_id: RunId,
+    pub at: Millis,
+    pub kind: String,
+    pub payload: serde_json::Value,
+}
+
+fn parse_settings(text: &str, path: &std::path::Path) -> Result<WorkspaceSettings, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail: format!("workspace settings: {e}"),
+    })
+}
+
+fn workspace_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+impl Store {
+    pub fn workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached("SELECT id, name, path, settings FROM workspaces ORDER BY name")
+            .and_then(|mut s| {
+                s.query_map([], workspace_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        rows.into_iter()
+            .map(|(id, name, path, settings)| {
+                Ok(Workspace {
+                    id,
+                    name,
+                    path,
+                    settings: parse_settings(&settings, &self.path)?,
+                })
+            })
+            .collect()
+    }
+
+    /// A workspace by name, or by id written as a number.
+    pub fn workspace(&self, name_or_id: &str) -> Result<Workspace, StoreError> {
+        self.workspaces()?
+            .into_iter()
+            .find(|w| w.name == name_or_id || w.id.to_string() == name_or_id)
+            .ok_or_else(|| {
+                StoreError::InvalidInput(format!(
+                    "no workspace named '{name_or_id}': add it with `overseer workspace add PATH --name {name_or_id}`"
+                ))
+            })
+    }
+
+    /// Everything the engine needs to work on a run.
+    pub fn run_work(&self, run_id: RunId) -> Result<RunWork, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT r.id, r.task_id, t.title, t.prompt, r.agent, w.id, w.name, w.path, w.settings,
+                        r.worktree, r.branch, r.base_ref, r.options, r.resumed_from
+                 FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workspaces w ON w.id = t.workspace_id
+                 WHERE r.id = ?1",
+                [run_id],
+                |r| {
+                    Ok((
+                        (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?),
+                        (r.get::<_, i64>(5)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?),
+                        (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<i64>>(13)?),
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?
+            .ok_or(StoreError::NotFound { what: "run", id: run_id })?;
+        let (
+            (run_id, task_id, task_title, prompt, agent),
+            (wid, wname, wpath, wsettings),
+            (worktree, branch, base_ref, options, resumed_from),
+        ) = row;
+        Ok(RunWork {
+            run_id,
+            task_id,
+            task_title,
+            prompt,
+            agent,
+            workspace: Workspace {
+                id: wid,
+                name: wname,
+                path: wpath,
+                settings: parse_settings(&wsettings, &self.path)?,
+            },
+            worktree,
+            branch,
+            base_ref,
+            options: serde_json::from_str(&options).unwrap_or(serde_json::Value::Null),
+            resumed_from,
+        })
+    }
+
+    /// Timeline entries of a run after `after_id`, oldest first.
+    pub fn run_events(
+        &self,
+        run_id: RunId,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<RunEventRecord>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT id, run_id, at, kind, payload FROM run_events WHERE run_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![run_id, after_id, limit], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, run_id, at, kind, payload)| RunEventRecord {
+                id,
+                run_id,
+                at,
+                kind,
+                payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+            })
+            .collect())
+    }
+}
+
+impl WriteTx<'_> {
+    /// Registers a git repository as a workspace. The same name with another
+    /// path is refused rather than silently repointed.
+    pub fn add_workspace(
+        &mut self,
+        name: &str,
+        path: &str,
+        settings: &WorkspaceSettings,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        let existing: Option<(i64, String)> = self
+            .conn()
+            .query_row(
+                "SELECT id, path FROM workspaces WHERE name = ?1",
+                [name],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if let Some((id, existing_path)) = existing {
+            if existing_path != path {
+                return Err(StoreError::InvalidInput(format!(
+                    "a workspace named '{name}' already points at {existing_path}; pick another --name"
+                )));
+            }
+            self.set_workspace_settings(id, settings, actor, now)?;
+            return Ok(id);
+        }
+        let id = self.ensure_workspace(name, path, actor, now)?;
+        self.set_workspace_settings(id, settings, actor, now)?;
+        Ok(id)
+    }
+
+    pub fn set_workspace_settings(
+        &mut self,
+        id: i64,
+        settings: &WorkspaceSettings,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let text =
+            serde_json::to_string(settings).map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        self.conn()
+            .execute(
+                "UPDATE workspaces SET settings = ?1 WHERE id = ?2",
+                params![text, id],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.append_audit(
+            actor,
+            &json!({"type": "workspace_settings", "workspace_id": id, "settings": settings}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Records where a run works (its worktree and branch) and its options.
+    pub fn set_run_work(
+        &mut self,
+        run_id: RunId,
+        worktree: &str,
+        branch: &str,
+        base_ref: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE runs SET worktree = ?1, branch = ?2, base_ref = ?3 WHERE id = ?4",
+                params![worktree, branch, base_ref, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if n != 1 {
+            return Err(StoreError::NotFound {
+                what: "run",
+                id: run_id,
+            });
+        }
+        self.append_audit(
+            actor,
+            &json!({"type": "run_worktree", "run_id": run_id, "worktree": worktree, "branch": branch, "base": base_ref}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    pub fn set_run_options(
+        &mut self,
+        run_id: RunId,
+        options: &serde_json::Value,
+        resumed_from: Option<RunId>,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE runs SET options = ?1, resumed_from = ?2 WHERE id = ?3",
+                params![options.to_string(), resumed_from, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Appends one timeline entry.
+    pub fn record_run_event(
+        &mut self,
+        run_id: RunId,
+        kind: &str,
+        payload: &serde_json::Value,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO run_events(run_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut s| s.execute(params![run_id, now, kind, payload.to_string()]))
+            .map_err(|e| self.sql(e))?;
+        Ok(self.conn().last_insert_rowid())
+    }
+}
