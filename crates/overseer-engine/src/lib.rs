@@ -16,6 +16,7 @@ pub mod client;
 mod clock;
 pub mod demo;
 mod engine;
+pub mod git;
 mod notify;
 pub mod ops;
 pub mod paths;
