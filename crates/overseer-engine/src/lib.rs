@@ -14,6 +14,7 @@
 pub mod api;
 pub mod client;
 mod clock;
+pub mod config;
 pub mod demo;
 mod engine;
 pub mod git;

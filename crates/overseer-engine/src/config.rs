@@ -1,0 +1,228 @@
+//! The user's configuration: `overseer.toml` in the config dir.
+//!
+//! ```toml
+//! abort_timeout_seconds = 5   # SIGTERM, wait this long, then SIGKILL
+//! auto_advance = false        # merge without review when every sensor passes
+//!
+//! [stages.docs]               # per-stage override of auto_advance
+//! auto_advance = true
+//!
+//! [agents.claude]             # an agent profile: how to launch an ACP agent
+//! command = "claude-code-acp"
+//! args = []
+//! env = { ANTHROPIC_API_KEY = "sk-..." }
+//! ```
+//!
+//! A missing file means the defaults; a broken one is an error that names the
+//! file and the line, never a silent fallback. The profile `demo` (our scripted
+//! agent) is built in unless the file defines its own.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const CONFIG_FILE: &str = "overseer.toml";
+pub const DEMO_AGENT: &str = "demo";
+const DEMO_AGENT_BIN: &str = "overseer-demo-agent";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {message}; fix the file (see README, Agents) and retry")]
+    Invalid { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no agent profile named '{name}' (known: {known}); add [agents.{name}] to {path}")]
+    UnknownAgent {
+        name: String,
+        known: String,
+        path: PathBuf,
+    },
+}
+
+/// How to launch one ACP agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentProfile {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The agent's whole environment besides a minimal base (PATH, HOME, ...):
+    /// agents do not inherit the app's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageConfig {
+    pub auto_advance: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_abort_timeout")]
+    pub abort_timeout_seconds: u64,
+    #[serde(default)]
+    pub auto_advance: bool,
+    #[serde(default)]
+    pub stages: BTreeMap<String, StageConfig>,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentProfile>,
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+fn default_abort_timeout() -> u64 {
+    5
+}
+
+impl Config {
+    /// Reads `overseer.toml` from `config_dir`; defaults when it is absent.
+    pub fn load(config_dir: &Path) -> Result<Config, ConfigError> {
+        let path = config_dir.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ConfigError::Io { path, source }),
+        };
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: PathBuf) -> Result<Config, ConfigError> {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.clone(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        if config.abort_timeout_seconds == 0 || config.abort_timeout_seconds > 600 {
+            return Err(ConfigError::Invalid {
+                path,
+                message: format!(
+                    "abort_timeout_seconds = {} is out of range (1 to 600)",
+                    config.abort_timeout_seconds
+                ),
+            });
+        }
+        for (name, p) in &config.agents {
+            if p.command.trim().is_empty() {
+                return Err(ConfigError::Invalid {
+                    path,
+                    message: format!("[agents.{name}] has an empty command"),
+                });
+            }
+        }
+        config.path = path;
+        Ok(config)
+    }
+
+    pub fn abort_timeout(&self) -> Duration {
+        Duration::from_secs(self.abort_timeout_seconds)
+    }
+
+    /// Auto-advance for `stage`: the workspace's setting, else the stage
+    /// override, else the global default (off unless the user turned it on).
+    pub fn auto_advance(&self, stage: &str, workspace: Option<bool>) -> bool {
+        workspace
+            .or_else(|| self.stages.get(stage).and_then(|s| s.auto_advance))
+            .unwrap_or(self.auto_advance)
+    }
+
+    /// The profile called `name`; `demo` is built in.
+    pub fn profile(&self, name: &str) -> Result<AgentProfile, ConfigError> {
+        if let Some(p) = self.agents.get(name) {
+            return Ok(p.clone());
+        }
+        if name == DEMO_AGENT {
+            return Ok(AgentProfile {
+                command: demo_agent_command(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+            });
+        }
+        let mut known: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        known.push(DEMO_AGENT);
+        Err(ConfigError::UnknownAgent {
+            name: name.to_owned(),
+            known: known.join(", "),
+            path: self.path.clone(),
+        })
+    }
+}
+
+/// The demo agent binary: beside the running executable (a cargo build puts
+/// them together), else on PATH.
+fn demo_agent_command() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(DEMO_AGENT_BIN)))
+        .filter(|p| p.exists())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| DEMO_AGENT_BIN.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, PathBuf::from("/cfg/overseer.toml"))
+    }
+
+    #[test]
+    fn an_empty_file_is_the_safe_defaults() {
+        let c = parse("").expect("defaults");
+        assert_eq!(c.abort_timeout(), Duration::from_secs(5));
+        assert!(
+            !c.auto_advance("default", None),
+            "auto-advance is off by default"
+        );
+        assert!(c.profile("demo").is_ok());
+    }
+
+    #[test]
+    fn profiles_and_stage_overrides_are_read() {
+        let c = parse(
+            r#"
+            auto_advance = false
+            [stages.docs]
+            auto_advance = true
+            [agents.gemini]
+            command = "gemini"
+            args = ["--experimental-acp"]
+            env = { GEMINI_API_KEY = "k" }
+            "#,
+        )
+        .expect("valid");
+        let g = c.profile("gemini").expect("profile");
+        assert_eq!(g.args, ["--experimental-acp"]);
+        assert_eq!(g.env.get("GEMINI_API_KEY").map(String::as_str), Some("k"));
+        assert!(c.auto_advance("docs", None));
+        assert!(!c.auto_advance("code", None));
+        assert!(
+            !c.auto_advance("docs", Some(false)),
+            "the workspace setting wins"
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named_with_the_file() {
+        let err = parse("abort_timout_seconds = 5").expect_err("typo");
+        let msg = err.to_string();
+        assert!(msg.contains("/cfg/overseer.toml"), "{msg}");
+        assert!(msg.contains("abort_timout_seconds"), "{msg}");
+        let err = parse("abort_timeout_seconds = 0").expect_err("range");
+        assert!(err.to_string().contains("out of range"));
+        let err = parse("[agents.x]\ncommand = \"\"").expect_err("empty");
+        assert!(err.to_string().contains("empty command"));
+        let err = parse("")
+            .expect("ok")
+            .profile("claude")
+            .expect_err("unknown");
+        assert!(err.to_string().contains("add [agents.claude]"), "{err}");
+    }
+}
