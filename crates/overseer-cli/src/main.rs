@@ -48,6 +48,53 @@ enum Command {
     /// The signed audit log
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Register git repositories that agents work on
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Start work: a task and its first run
+    #[command(subcommand)]
+    Task(TaskCommand),
+}
+
+#[derive(Subcommand)]
+enum WorkspaceCommand {
+    /// Register the git repository at PATH
+    Add {
+        path: PathBuf,
+        /// Defaults to the repository's folder name
+        #[arg(long)]
+        name: Option<String>,
+        /// A check command run in the run's worktree when the agent is done (repeatable)
+        #[arg(long = "sensor", value_name = "COMMAND")]
+        sensors: Vec<String>,
+        /// Merge without review when every sensor passes (default: the global setting, off)
+        #[arg(long)]
+        auto_advance: Option<bool>,
+    },
+    /// The registered workspaces
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TaskCommand {
+    /// Create a task and start its first run; prints the run id
+    Start {
+        #[arg(long)]
+        workspace: String,
+        /// An agent profile from overseer.toml, or `demo`
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        prompt: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// Demo agent only: happy, questions, destructive, flaky, drift, stubborn, garbage
+        #[arg(long)]
+        scenario: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -80,6 +127,23 @@ enum RunsCommand {
     },
     /// Abort a run in any active state
     Abort { run: i64 },
+    /// Remove a released run's worktree and branch
+    Clean { run: i64 },
+    /// Start a new attempt of an interrupted or failed run in its worktree
+    Resume { run: i64 },
+    /// The run's changes against its base branch
+    Diff {
+        run: i64,
+        /// Only the files with their additions and deletions
+        #[arg(long)]
+        stat: bool,
+    },
+    /// The run's timeline: agent messages, plans, tool calls, sensor results
+    Activity {
+        run: i64,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -96,6 +160,15 @@ enum GatesCommand {
         gate: i64,
         #[arg(long)]
         json: bool,
+    },
+    /// Decide a pending gate: pick one of its options, with optional context
+    Decide {
+        gate: i64,
+        #[arg(long)]
+        option: String,
+        /// Why, or guidance for the agent (required by some options)
+        #[arg(long)]
+        context: Option<String>,
     },
 }
 
@@ -149,6 +222,30 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(cmd) => runs(&paths, cmd).await,
         Command::Gates(cmd) => gates(&paths, cmd).await,
         Command::Audit(AuditCommand::Verify { json }) => verify(&paths, json),
+        Command::Workspace(cmd) => workspace(&paths, cmd).await,
+        Command::Task(TaskCommand::Start {
+            workspace,
+            agent,
+            prompt,
+            title,
+            scenario,
+        }) => {
+            let started: overseer_engine::Started = decode(
+                act(
+                    &paths,
+                    Request::StartTask(overseer_engine::TaskStart {
+                        workspace,
+                        agent,
+                        prompt,
+                        title,
+                        scenario,
+                    }),
+                )
+                .await?,
+            )?;
+            println!("{}", started.run_id);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -183,6 +280,42 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             let v: RunView = decode(act(paths, Request::AbortRun { run }).await?)?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
+        RunsCommand::Clean { run } => {
+            act(paths, Request::CleanRun { run }).await?;
+            println!("run {run}: worktree and branch removed");
+        }
+        RunsCommand::Resume { run } => {
+            let s: overseer_engine::Started =
+                decode(act(paths, Request::ResumeRun { run }).await?)?;
+            println!("{}", s.run_id);
+        }
+        RunsCommand::Diff { run, stat } => {
+            let v = act(paths, Request::RunDiff { run }).await?;
+            if stat {
+                for f in v["files"].as_array().into_iter().flatten() {
+                    println!(
+                        "{:>6} {:>6}  {}",
+                        format!("+{}", f["additions"]),
+                        format!("-{}", f["deletions"]),
+                        output::inert(f["path"].as_str().unwrap_or_default())
+                    );
+                }
+            } else {
+                print!(
+                    "{}",
+                    output::inert_lines(v["diff"].as_str().unwrap_or_default())
+                );
+            }
+        }
+        RunsCommand::Activity { run, json } => {
+            let items: Vec<overseer_core::ActivityView> =
+                decode(act(paths, Request::RunActivity { run, after: 0 }).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&items)?);
+            } else {
+                print!("{}", output::activity(&items, now));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -198,12 +331,83 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
                 print!("{}", output::gates_table(&gates, now_ms()));
             }
         }
+        GatesCommand::Decide {
+            gate,
+            option,
+            context,
+        } => {
+            let g: GateView = decode(
+                act(
+                    paths,
+                    Request::DecideGate {
+                        gate,
+                        option,
+                        context,
+                    },
+                )
+                .await?,
+            )?;
+            print!("{}", output::gate_detail(&g));
+        }
         GatesCommand::Show { gate, json } => {
             let g: GateView = decode(act(paths, Request::ShowGate { gate }).await?)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&g)?);
             } else {
                 print!("{}", output::gate_detail(&g));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        WorkspaceCommand::Add {
+            path,
+            name,
+            sensors,
+            auto_advance,
+        } => {
+            // Resolve here: the engine may run with another working directory.
+            let path = std::path::absolute(&path).unwrap_or(path);
+            let ws: overseer_store::Workspace = decode(
+                act(
+                    paths,
+                    Request::AddWorkspace {
+                        path,
+                        name,
+                        settings: overseer_store::WorkspaceSettings {
+                            sensors,
+                            auto_advance,
+                        },
+                    },
+                )
+                .await?,
+            )?;
+            println!("workspace {} -> {}", ws.name, ws.path);
+        }
+        WorkspaceCommand::List { json } => {
+            let list: Vec<overseer_store::Workspace> =
+                decode(act(paths, Request::ListWorkspaces).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                for w in &list {
+                    println!(
+                        "{:<16} {}  sensors: {}",
+                        output::inert(&w.name),
+                        output::inert(&w.path),
+                        if w.settings.sensors.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            output::inert(&w.settings.sensors.join("; "))
+                        }
+                    );
+                }
+                if list.is_empty() {
+                    println!("no workspaces yet: `overseer workspace add PATH`");
+                }
             }
         }
     }

@@ -17,6 +17,44 @@ pub fn inert(s: &str) -> String {
         .collect()
 }
 
+/// Like [`inert`], but keeps line breaks (for diffs).
+pub fn inert_lines(s: &str) -> String {
+    s.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", inert(body)),
+            None => inert(line),
+        })
+        .collect()
+}
+
+/// The timeline, one line per entry.
+pub fn activity(items: &[overseer_core::ActivityView], now: i64) -> String {
+    let mut out = String::new();
+    for a in items {
+        let text = match &a.payload {
+            serde_json::Value::Object(m) => m
+                .get("text")
+                .or_else(|| m.get("summary"))
+                .or_else(|| m.get("title"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .unwrap_or_else(|| a.payload.to_string()),
+            other => other.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<12} {}",
+            age(a.at, now),
+            a.kind,
+            inert(&text)
+        );
+    }
+    if items.is_empty() {
+        out.push_str("nothing happened in this run yet\n");
+    }
+    out
+}
+
 pub fn state_label(run: &RunView) -> String {
     match run.state {
         RunState::Released { reason } => format!("released ({})", reason.as_str()),

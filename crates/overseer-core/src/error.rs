@@ -12,6 +12,8 @@ pub enum ErrorCode {
     InvalidTransition,
     /// The gate was already decided; nothing changed.
     AlreadyDecided,
+    /// The work cannot be merged as it is (conflict, dirty checkout).
+    Conflict,
     /// The request itself is wrong (missing reason, unknown option, ...).
     InvalidInput,
     /// The database could not be read or written (locked, full, newer version).

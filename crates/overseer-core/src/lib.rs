@@ -27,7 +27,7 @@ pub use gate::{
     GateStatus,
 };
 pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
-pub use view::{EngineEvent, GateView, PendingGate, RunView};
+pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView};
 
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.
 pub type Millis = i64;

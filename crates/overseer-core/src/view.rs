@@ -47,6 +47,17 @@ pub struct GateView {
     pub decision: Option<GateDecision>,
 }
 
+/// One entry of a run's activity timeline (agent message, plan, tool call,
+/// sensor result), as the agent or the engine reported it. Untrusted text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityView {
+    pub id: i64,
+    pub run_id: RunId,
+    pub at: Millis,
+    pub kind: String,
+    pub payload: serde_json::Value,
+}
+
 /// Pushed to every subscriber after a commit, never before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -63,6 +74,15 @@ pub enum EngineEvent {
         gate_id: GateId,
         run_id: RunId,
         kind: GateKind,
+    },
+    /// Something happened in a run (stored in its timeline first).
+    RunActivity {
+        activity: ActivityView,
+    },
+    /// A run was aborted and its whole process tree is gone.
+    OrchestrationAborted {
+        run_id: RunId,
+        killed: Vec<u32>,
     },
 }
 

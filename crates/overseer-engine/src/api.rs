@@ -17,14 +17,53 @@ pub const MAX_LINE: usize = 1 << 20;
 pub enum Request {
     Ping,
     ListRuns,
-    ShowRun { run: RunId },
-    ApproveRun { run: RunId },
-    RejectRun { run: RunId, reason: String },
-    AbortRun { run: RunId },
-    ListGates { pending_only: bool },
-    ShowGate { gate: GateId },
+    ShowRun {
+        run: RunId,
+    },
+    ApproveRun {
+        run: RunId,
+    },
+    RejectRun {
+        run: RunId,
+        reason: String,
+    },
+    AbortRun {
+        run: RunId,
+    },
+    ListGates {
+        pending_only: bool,
+    },
+    ShowGate {
+        gate: GateId,
+    },
     SeedDemo,
     Subscribe,
+    AddWorkspace {
+        path: std::path::PathBuf,
+        name: Option<String>,
+        #[serde(default)]
+        settings: overseer_store::WorkspaceSettings,
+    },
+    ListWorkspaces,
+    StartTask(crate::TaskStart),
+    DecideGate {
+        gate: GateId,
+        option: String,
+        context: Option<String>,
+    },
+    CleanRun {
+        run: RunId,
+    },
+    ResumeRun {
+        run: RunId,
+    },
+    RunActivity {
+        run: RunId,
+        after: i64,
+    },
+    RunDiff {
+        run: RunId,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,3 +1,4 @@
+use crate::config::{Config, ConfigError};
 use crate::notify::notification_for;
 use crate::{demo, ops, Clock, Notifier, Paths};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, GateId, GateView, RunId, RunView};
@@ -12,6 +13,8 @@ const EVENT_BUFFER: usize = 4096;
 pub enum EngineError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error("another Overseer engine is already running on {0} (the desktop app or `overseer serve`); use it, or stop it first")]
     AlreadyRunning(std::path::PathBuf),
     #[error("{path}: {source}")]
@@ -25,10 +28,11 @@ pub enum EngineError {
 /// The one writer of the store. Cheap to share: wrap it in an `Arc`.
 pub struct Engine {
     store: Mutex<Store>,
-    clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     notifier: Arc<dyn Notifier>,
     events: broadcast::Sender<EngineEvent>,
     paths: Paths,
+    pub(crate) config: Config,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
 }
@@ -40,6 +44,7 @@ impl Engine {
         clock: Arc<dyn Clock>,
         notifier: Arc<dyn Notifier>,
     ) -> Result<Engine, EngineError> {
+        let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
         let store = Store::open(&paths.db(), keyring)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
@@ -50,6 +55,7 @@ impl Engine {
             notifier,
             events,
             paths,
+            config,
             checkpointed: Mutex::new(checkpointed),
         })
     }
@@ -63,7 +69,7 @@ impl Engine {
         self.events.subscribe()
     }
 
-    fn store(&self) -> MutexGuard<'_, Store> {
+    pub(crate) fn store(&self) -> MutexGuard<'_, Store> {
         // A panic while holding the lock cannot leave a half-written
         // transaction behind (it rolls back on drop), so the store is usable.
         self.store.lock().unwrap_or_else(|p| p.into_inner())
@@ -85,7 +91,8 @@ impl Engine {
         Ok(self.store().gate(id)?)
     }
 
-    pub fn approve_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+    /// Records an approval (after the merge, see `work.rs`).
+    pub(crate) fn approve_recorded(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         let out = ops::approve_run(&mut self.store(), id, actor, now)?;
         self.publish(out.events);
@@ -151,7 +158,7 @@ impl Engine {
     /// After commit: push to subscribers, then notify the user about what
     /// still needs them once the whole batch is applied (a run that entered
     /// review and left it in the same batch does not call for anyone).
-    fn publish(&self, events: Vec<EngineEvent>) {
+    pub(crate) fn publish(&self, events: Vec<EngineEvent>) {
         for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
@@ -159,7 +166,9 @@ impl Engine {
                 EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),
                 EngineEvent::RunChanged { .. }
                 | EngineEvent::GateOpened { .. }
-                | EngineEvent::GateDecided { .. } => None,
+                | EngineEvent::GateDecided { .. }
+                | EngineEvent::RunActivity { .. }
+                | EngineEvent::OrchestrationAborted { .. } => None,
             });
             let Some(run) = latest else { continue };
             if !run.needs_you {
@@ -175,9 +184,10 @@ impl Engine {
 fn run_of(e: &EngineEvent) -> Option<RunId> {
     match e {
         EngineEvent::RunChanged { run } => Some(run.id),
-        EngineEvent::GateOpened { run_id, .. } | EngineEvent::GateDecided { run_id, .. } => {
-            Some(*run_id)
-        }
+        EngineEvent::GateOpened { run_id, .. }
+        | EngineEvent::GateDecided { run_id, .. }
+        | EngineEvent::OrchestrationAborted { run_id, .. } => Some(*run_id),
+        EngineEvent::RunActivity { activity } => Some(activity.run_id),
     }
 }
 
@@ -185,6 +195,7 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::Store(s) => s.into(),
+            EngineError::Config(_) => ApiError::new(ErrorCode::InvalidInput, e.to_string()),
             EngineError::AlreadyRunning(_) => ApiError::new(ErrorCode::Storage, e.to_string()),
             EngineError::Io { .. } => ApiError::new(ErrorCode::Storage, e.to_string()),
         }

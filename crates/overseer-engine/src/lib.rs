@@ -22,8 +22,10 @@ mod notify;
 pub mod ops;
 pub mod paths;
 pub mod server;
+mod work;
 
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
 pub use notify::{LogNotifier, Notification, NotificationKind, Notifier};
 pub use paths::Paths;
+pub use work::{run_branch, Started, TaskStart};

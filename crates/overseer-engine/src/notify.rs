@@ -59,6 +59,8 @@ pub(crate) fn notification_for(event: &EngineEvent, task: &str) -> Option<Notifi
         }),
         EngineEvent::GateOpened { .. }
         | EngineEvent::GateDecided { .. }
-        | EngineEvent::RunChanged { .. } => None,
+        | EngineEvent::RunChanged { .. }
+        | EngineEvent::RunActivity { .. }
+        | EngineEvent::OrchestrationAborted { .. } => None,
     }
 }

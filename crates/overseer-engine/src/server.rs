@@ -193,6 +193,25 @@ pub fn dispatch(
         Request::ListGates { pending_only } => json(engine.gates(pending_only)?),
         Request::ShowGate { gate } => json(engine.gate(gate)?),
         Request::SeedDemo => json(engine.seed_demo(actor)?),
+        Request::AddWorkspace {
+            path,
+            name,
+            settings,
+        } => json(engine.add_workspace(&path, name.as_deref(), settings, actor)?),
+        Request::ListWorkspaces => json(engine.workspaces()?),
+        Request::StartTask(req) => json(engine.start_task(&req, actor)?),
+        Request::DecideGate {
+            gate,
+            option,
+            context,
+        } => json(engine.decide_gate(gate, &option, context.as_deref(), actor)?),
+        Request::CleanRun { run } => json(engine.clean_run(run)?),
+        Request::ResumeRun { run } => json(engine.resume_run(run, actor)?),
+        Request::RunActivity { run, after } => json(engine.activity(run, after)?),
+        Request::RunDiff { run } => {
+            let (files, diff) = engine.run_diff(run)?;
+            json(serde_json::json!({"files": files, "diff": diff}))
+        }
         Request::Subscribe => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",

@@ -44,15 +44,27 @@ export interface RunView {
   pending_gate: { id: number; kind: GateKind } | null;
 }
 
+export interface ActivityView {
+  id: number;
+  run_id: number;
+  at: number;
+  kind: string;
+  /** What the agent or the engine reported: untrusted, render as text only. */
+  payload: unknown;
+}
+
 export type EngineEvent =
   | { type: "run_changed"; run: RunView }
   | { type: "gate_opened"; gate_id: number; run_id: number; kind: GateKind }
-  | { type: "gate_decided"; gate_id: number; run_id: number; kind: GateKind };
+  | { type: "gate_decided"; gate_id: number; run_id: number; kind: GateKind }
+  | { type: "run_activity"; activity: ActivityView }
+  | { type: "orchestration_aborted"; run_id: number; killed: number[] };
 
 export type ErrorCode =
   | "not_found"
   | "invalid_transition"
   | "already_decided"
+  | "conflict"
   | "invalid_input"
   | "storage"
   | "engine_unavailable"

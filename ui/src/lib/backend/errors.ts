@@ -4,6 +4,7 @@ const CODES: readonly ErrorCode[] = [
   "not_found",
   "invalid_transition",
   "already_decided",
+  "conflict",
   "invalid_input",
   "storage",
   "engine_unavailable",

@@ -79,6 +79,14 @@ describe("pushed events", () => {
   });
 });
 
+describe("unknown events", () => {
+  it("keeps the rows when a newer engine sends an event this build does not know", () => {
+    const rows = new Map([[1, run(1)]]);
+    const unknown = { type: "from_the_future", x: 1 } as unknown as Parameters<typeof applyEvent>[1];
+    expect(applyEvent(rows, unknown)).toBe(rows);
+  });
+});
+
 describe("errors", () => {
   it("keeps typed errors and wraps anything else as internal", () => {
     expect(toApiError({ code: "already_decided", message: "gate 3 was already decided" })).toEqual({

@@ -103,7 +103,12 @@ export function applyEvent(rows: Map<number, RunView>, e: EngineEvent): Map<numb
     }
     case "gate_opened":
     case "gate_decided":
-      // The run_changed that follows in the same commit carries the row.
+    case "run_activity":
+    case "orchestration_aborted":
+      // The row itself arrives as the run_changed of the same commit.
+      return rows;
+    default:
+      // An event this build does not know (a newer engine): keep the rows.
       return rows;
   }
 }

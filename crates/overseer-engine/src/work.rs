@@ -1,0 +1,421 @@
+//! The engine's side of real work: workspaces, starting tasks, deciding any
+//! gate, merging on approval, cleaning and resuming runs. Each action commits
+//! first and publishes after, like the review actions in `engine.rs`.
+
+use crate::git::{self, GitError};
+use crate::Engine;
+use overseer_core::{
+    ActivityView, Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView,
+    RunId, RunState, RunView, TaskId,
+};
+use overseer_store::{Workspace, WorkspaceSettings};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+impl From<GitError> for ApiError {
+    fn from(e: GitError) -> Self {
+        let code = match e {
+            GitError::NotARepo(_) => ErrorCode::InvalidInput,
+            GitError::Conflict { .. }
+            | GitError::DirtyCheckout { .. }
+            | GitError::BaseMoved { .. } => ErrorCode::Conflict,
+            GitError::Missing(_) | GitError::Failed { .. } => ErrorCode::Internal,
+        };
+        ApiError::new(code, e.to_string())
+    }
+}
+
+/// What `overseer task start` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskStart {
+    pub workspace: String,
+    pub agent: String,
+    pub prompt: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// For the demo agent: which scripted scenario to play.
+    #[serde(default)]
+    pub scenario: Option<String>,
+}
+
+/// The run a task start created.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Started {
+    pub task_id: TaskId,
+    pub run_id: RunId,
+}
+
+/// The branch a run works on.
+pub fn run_branch(run: RunId) -> String {
+    format!("overseer/run-{run}")
+}
+
+impl Engine {
+    /// Where a run's worktree lives: under the data dir, never in the user's checkout.
+    pub fn worktree_path(&self, workspace: &str, run: RunId) -> PathBuf {
+        let safe: String = workspace
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.paths()
+            .data_dir
+            .join("worktrees")
+            .join(format!("{safe}-run-{run}"))
+    }
+
+    /// Registers the git repository at `path` (clear error when it is not one).
+    pub fn add_workspace(
+        &self,
+        path: &Path,
+        name: Option<&str>,
+        settings: WorkspaceSettings,
+        actor: &Actor,
+    ) -> Result<Workspace, ApiError> {
+        let root = git::repo_root(path)?;
+        let name = match name {
+            Some(n) if !n.trim().is_empty() => n.trim().to_owned(),
+            Some(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidInput,
+                    "a workspace name cannot be blank",
+                ))
+            }
+            None => root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "workspace".to_owned()),
+        };
+        let now = self.clock.now();
+        let root_text = root.to_string_lossy().into_owned();
+        let mut store = self.store();
+        store.write(|tx| tx.add_workspace(&name, &root_text, &settings, actor, now))?;
+        Ok(store.workspace(&name)?)
+    }
+
+    pub fn workspaces(&self) -> Result<Vec<Workspace>, ApiError> {
+        Ok(self.store().workspaces()?)
+    }
+
+    /// Creates a task and its first run (queued); the orchestrator takes it from there.
+    pub fn start_task(&self, req: &TaskStart, actor: &Actor) -> Result<Started, ApiError> {
+        if req.prompt.trim().is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "a task needs a prompt: say what the agent should do (--prompt TEXT)",
+            ));
+        }
+        self.config
+            .profile(&req.agent)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+        let now = self.clock.now();
+        let title = req
+            .title
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| first_line(&req.prompt, 80));
+        let options = match &req.scenario {
+            Some(s) => json!({"scenario": s}),
+            None => json!({}),
+        };
+        let (started, run) = {
+            let mut store = self.store();
+            let ws = store.workspace(&req.workspace)?;
+            store
+                .write(|tx| {
+                    let task = tx.create_task(ws.id, &title, &req.prompt, actor, now)?;
+                    let run = tx.create_run(task, &req.agent, actor, now)?;
+                    tx.set_run_options(run, &options, None)?;
+                    Ok(Started {
+                        task_id: task,
+                        run_id: run,
+                    })
+                })
+                .and_then(|s| Ok((s.clone(), store.run(s.run_id)?)))?
+        };
+        self.publish(vec![EngineEvent::RunChanged { run }]);
+        Ok(started)
+    }
+
+    /// Decides any gate as `actor`. Review gates go through approve / reject /
+    /// abort so that merging and killing happen exactly as from the dashboard.
+    pub fn decide_gate(
+        &self,
+        gate_id: GateId,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+    ) -> Result<GateView, ApiError> {
+        let gate = self.gate(gate_id)?;
+        if gate.kind == GateKind::MergeReview {
+            match option {
+                "approve" => self.approve_run(gate.run_id, actor)?,
+                "reject" => self.reject_run(gate.run_id, context.unwrap_or_default(), actor)?,
+                "abort" => self.abort_run(gate.run_id, actor)?,
+                other => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!("option '{other}' is not offered by this gate (offered: approve, reject, abort)"),
+                    ))
+                }
+            };
+            return self.gate(gate_id);
+        }
+        if gate.kind == GateKind::Deviation && gate.payload["cause"] == "merge_failed" {
+            return self.decide_merge_deviation(&gate, option, context, actor);
+        }
+        let now = self.clock.now();
+        let (decided, run) = {
+            let mut store = self.store();
+            let decided = store.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?;
+            let run = store.run(decided.run_id)?;
+            (decided, run)
+        };
+        self.publish(vec![
+            EngineEvent::GateDecided {
+                gate_id,
+                run_id: decided.run_id,
+                kind: decided.kind,
+            },
+            EngineEvent::RunChanged { run },
+        ]);
+        Ok(decided)
+    }
+
+    /// Approve = merge, then record. If the merge cannot happen safely nothing
+    /// is recorded as merged: the user gets the reason and a deviation gate.
+    pub fn approve_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let (run, work) = {
+            let store = self.store();
+            (store.run(id)?, store.run_work(id)?)
+        };
+        if run.state == RunState::PendingReview {
+            if let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) {
+                let repo = PathBuf::from(&work.workspace.path);
+                let message = format!("Merge run {id}: {}", work.task_title);
+                if let Err(e) = git::merge(&repo, branch, base, &message) {
+                    let err = ApiError::from(e);
+                    self.open_merge_deviation(id, &err)?;
+                    return Err(err);
+                }
+            }
+        }
+        self.approve_recorded(id, actor)
+    }
+
+    fn open_merge_deviation(&self, run_id: RunId, err: &ApiError) -> Result<(), ApiError> {
+        let now = self.clock.now();
+        let already = self
+            .store()
+            .gates(true)?
+            .into_iter()
+            .any(|g| g.run_id == run_id && g.kind == GateKind::Deviation);
+        if already {
+            return Ok(());
+        }
+        let gate = self.store().write(|tx| {
+            tx.open_gate(
+                run_id,
+                GateKind::Deviation,
+                "The approved work could not be merged",
+                &[
+                    GateOption::new("retry", "Retry the merge"),
+                    GateOption::new("stop", "Stop: reject the run").with_required_context(),
+                ],
+                &json!({"cause": "merge_failed", "error": err.message}),
+                &Actor::Engine,
+                now,
+            )
+        })?;
+        let run = self.run(run_id)?;
+        self.publish(vec![
+            EngineEvent::GateOpened {
+                gate_id: gate,
+                run_id,
+                kind: GateKind::Deviation,
+            },
+            EngineEvent::RunChanged { run },
+        ]);
+        Ok(())
+    }
+
+    fn decide_merge_deviation(
+        &self,
+        gate: &GateView,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+    ) -> Result<GateView, ApiError> {
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.decide_gate(gate.id, option, context, actor, now))?;
+        self.publish(vec![EngineEvent::GateDecided {
+            gate_id: gate.id,
+            run_id: gate.run_id,
+            kind: gate.kind,
+        }]);
+        match option {
+            "retry" => {
+                self.approve_run(gate.run_id, actor)?;
+            }
+            _ => {
+                let reason = context.unwrap_or("the work could not be merged");
+                self.reject_run(gate.run_id, reason, actor)?;
+            }
+        }
+        self.gate(gate.id)
+    }
+
+    /// Removes a released run's worktree and branch.
+    pub fn clean_run(&self, id: RunId) -> Result<RunView, ApiError> {
+        let (run, work) = {
+            let store = self.store();
+            (store.run(id)?, store.run_work(id)?)
+        };
+        if !run.state.is_released() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTransition,
+                format!(
+                    "run {id} is {}; abort or finish it before removing its worktree",
+                    run.state
+                ),
+            ));
+        }
+        if let (Some(wt), Some(branch)) = (&work.worktree, &work.branch) {
+            let still_used = self
+                .store()
+                .runs()?
+                .into_iter()
+                .filter(|r| r.id != id && !r.state.is_released())
+                .any(|r| {
+                    self.store()
+                        .run_work(r.id)
+                        .ok()
+                        .and_then(|w| w.worktree)
+                        .as_deref()
+                        == Some(wt.as_str())
+                });
+            if still_used {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidTransition,
+                    format!("the worktree {wt} is in use by a resumed run"),
+                ));
+            }
+            git::remove_worktree(Path::new(&work.workspace.path), Path::new(wt), branch)?;
+        }
+        Ok(run)
+    }
+
+    /// A new attempt in the same worktree, for an interrupted (or failed) run.
+    pub fn resume_run(&self, id: RunId, actor: &Actor) -> Result<Started, ApiError> {
+        let (run, work) = {
+            let store = self.store();
+            (store.run(id)?, store.run_work(id)?)
+        };
+        match run.state {
+            RunState::Released {
+                reason:
+                    overseer_core::ReleaseReason::Interrupted | overseer_core::ReleaseReason::Failed,
+            } => {}
+            other => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidTransition,
+                    format!("run {id} is {other}; only interrupted or failed runs can be resumed"),
+                ))
+            }
+        }
+        let now = self.clock.now();
+        let (started, view) = {
+            let mut store = self.store();
+            let started = store.write(|tx| {
+                let run_id = tx.create_run(work.task_id, &work.agent, actor, now)?;
+                tx.set_run_options(run_id, &work.options, Some(id))?;
+                if let (Some(wt), Some(branch), Some(base)) =
+                    (&work.worktree, &work.branch, &work.base_ref)
+                {
+                    tx.set_run_work(run_id, wt, branch, base, actor, now)?;
+                }
+                Ok(Started {
+                    task_id: work.task_id,
+                    run_id,
+                })
+            })?;
+            let view = store.run(started.run_id)?;
+            (started, view)
+        };
+        self.publish(vec![EngineEvent::RunChanged { run: view }]);
+        Ok(started)
+    }
+
+    /// The run's timeline after `after_id`.
+    pub fn activity(&self, run: RunId, after_id: i64) -> Result<Vec<ActivityView>, ApiError> {
+        self.run(run)?;
+        Ok(self
+            .store()
+            .run_events(run, after_id, 10_000)?
+            .into_iter()
+            .map(|e| ActivityView {
+                id: e.id,
+                run_id: e.run_id,
+                at: e.at,
+                kind: e.kind,
+                payload: e.payload,
+            })
+            .collect())
+    }
+
+    /// Stores a timeline entry and pushes it.
+    #[allow(dead_code)] // used by the orchestrator, which lands next
+    pub(crate) fn record_activity(
+        &self,
+        run: RunId,
+        kind: &str,
+        payload: serde_json::Value,
+    ) -> Result<(), ApiError> {
+        let now = self.clock.now();
+        let id = self
+            .store()
+            .write(|tx| tx.record_run_event(run, kind, &payload, now))?;
+        self.publish(vec![EngineEvent::RunActivity {
+            activity: ActivityView {
+                id,
+                run_id: run,
+                at: now,
+                kind: kind.to_owned(),
+                payload,
+            },
+        }]);
+        Ok(())
+    }
+
+    /// The files changed by a run and its unified diff.
+    pub fn run_diff(&self, id: RunId) -> Result<(Vec<git::FileChange>, String), ApiError> {
+        let work = self.store().run_work(id)?;
+        let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) else {
+            return Ok((Vec::new(), String::new()));
+        };
+        let repo = PathBuf::from(&work.workspace.path);
+        Ok((
+            git::diff_stat(&repo, base, branch)?,
+            git::diff(&repo, base, branch)?,
+        ))
+    }
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max - 1).collect();
+    format!("{cut}…")
+}
