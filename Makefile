@@ -24,7 +24,7 @@ ui:
 ## The desktop app (UI embedded) and the CLI.
 app: ui
 	$(CARGO) build -p overseer-app
-	$(CARGO) build -p overseer-cli
+	$(CARGO) build -p overseer-cli -p overseer-demo-agent
 
 lint: ui
 	$(CARGO) fmt --all --check

@@ -11,6 +11,7 @@
 //! - [`paths`]: where the data and config dirs are.
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
+pub mod acp;
 pub mod api;
 pub mod client;
 mod clock;

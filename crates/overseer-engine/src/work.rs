@@ -369,8 +369,114 @@ impl Engine {
             .collect())
     }
 
+    /// Applies a lifecycle event with an optional note, then publishes.
+    #[allow(dead_code)] // wired by the orchestrator
+    pub(crate) fn transition(
+        &self,
+        run: RunId,
+        event: overseer_core::RunEvent,
+        note: Option<&str>,
+        actor: &Actor,
+    ) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = {
+            let mut store = self.store();
+            let closing: Vec<EngineEvent> = store
+                .gates(true)?
+                .into_iter()
+                .filter(|g| g.run_id == run)
+                .map(|g| EngineEvent::GateDecided {
+                    gate_id: g.id,
+                    run_id: run,
+                    kind: g.kind,
+                })
+                .collect();
+            let t = store.write(|tx| tx.transition(run, event, note, actor, now))?;
+            let view = store.run(run)?;
+            let mut events = Vec::new();
+            if t.to.is_released() {
+                events.extend(closing);
+            }
+            if let Some(g) = view
+                .pending_gate
+                .as_ref()
+                .filter(|_| t.to == RunState::PendingReview)
+            {
+                events.push(EngineEvent::GateOpened {
+                    gate_id: g.id,
+                    run_id: run,
+                    kind: g.kind,
+                });
+            }
+            events.push(EngineEvent::RunChanged { run: view.clone() });
+            (view, events)
+        };
+        self.publish(out.1);
+        Ok(out.0)
+    }
+
+    /// Writes a pending gate, then publishes it: it exists before anyone waits.
+    #[allow(dead_code)] // wired by the orchestrator
+    pub(crate) fn open_gate(
+        &self,
+        run: RunId,
+        kind: GateKind,
+        title: &str,
+        options: &[GateOption],
+        payload: serde_json::Value,
+        actor: &Actor,
+    ) -> Result<GateId, ApiError> {
+        let now = self.clock.now();
+        let (gate, view) = {
+            let mut store = self.store();
+            let gate =
+                store.write(|tx| tx.open_gate(run, kind, title, options, &payload, actor, now))?;
+            (gate, store.run(run)?)
+        };
+        self.publish(vec![
+            EngineEvent::GateOpened {
+                gate_id: gate,
+                run_id: run,
+                kind,
+            },
+            EngineEvent::RunChanged { run: view },
+        ]);
+        Ok(gate)
+    }
+
+    /// Appends an audit record for something the engine did on its own
+    /// authority (a read allowed by default, a refused file access).
+    #[allow(dead_code)] // wired by the orchestrator
+    pub(crate) fn audit(&self, actor: &Actor, payload: serde_json::Value) {
+        let now = self.clock.now();
+        if let Err(e) = self
+            .store()
+            .write(|tx| tx.append_audit(actor, &payload, now))
+        {
+            tracing::error!("cannot append to the audit log: {e}");
+        }
+    }
+
+    /// Notifies again about every gate still waiting for the user (after a restart).
+    pub fn renotify_pending(&self) -> Result<usize, ApiError> {
+        let gates = self.store().gates(true)?;
+        let mut events = Vec::new();
+        for g in &gates {
+            events.push(EngineEvent::GateOpened {
+                gate_id: g.id,
+                run_id: g.run_id,
+                kind: g.kind,
+            });
+            events.push(EngineEvent::RunChanged {
+                run: self.run(g.run_id)?,
+            });
+        }
+        self.publish(events);
+        Ok(gates.len())
+    }
+
     /// Stores a timeline entry and pushes it.
-    #[allow(dead_code)] // used by the orchestrator, which lands next
+    #[allow(dead_code)] // wired by the orchestrator
     pub(crate) fn record_activity(
         &self,
         run: RunId,

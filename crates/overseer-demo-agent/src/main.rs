@@ -1,0 +1,411 @@
+//! `overseer-demo-agent`: a scripted ACP agent for demos and tests.
+//!
+//! It speaks ACP v1 on stdin/stdout through the same crate as Overseer's
+//! driver, and follows Overseer's prompt convention (see
+//! `overseer_engine::acp`): a plan-only turn, an execute turn, follow-ups.
+//! Its edits are real: files are written through the client's
+//! `fs/write_text_file` (so Overseer sees and confines them), and after the
+//! edits of a turn it commits them with git in the session's directory.
+//!
+//! Environment:
+//! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
+//!   `flaky`, `drift`, `stubborn` or `garbage` (see `script`).
+//! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
+//!
+//! The `stubborn` scenario is for testing process supervision: it ignores
+//! SIGTERM, starts `setsid sleep 600` (a grandchild outside its process
+//! group, logged with its pid), never ends an execute turn unless cancelled,
+//! and stays alive after its stdin closes.
+//!
+//! stdout is the protocol; logs go to stderr.
+
+mod script;
+mod turn;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client};
+use script::{Answers, Scenario};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::watch;
+use turn::Turn;
+
+/// Logs to stderr; stdout belongs to the protocol.
+macro_rules! log {
+    ($($arg:tt)*) => {
+        eprintln!("overseer-demo-agent: {}", format_args!($($arg)*))
+    };
+}
+pub(crate) use log;
+
+/// Where the session is in Overseer's plan → execute cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Phase {
+    #[default]
+    Idle,
+    Planned,
+    Executing,
+    Done,
+}
+
+/// The one session this agent serves.
+#[derive(Debug)]
+pub(crate) struct Session {
+    id: acp::SessionId,
+    cwd: PathBuf,
+    pub(crate) phase: Phase,
+    /// How many of the script's actions are done.
+    pub(crate) done: usize,
+    /// The user chose "always allow".
+    pub(crate) always_allowed: bool,
+    /// The flaky scenario has failed its one time.
+    pub(crate) flaky_failed: bool,
+    pub(crate) answers: Option<Answers>,
+    /// Tool calls made so far, for unique ids across retries.
+    pub(crate) tool_calls: usize,
+    turn_running: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    client_reads: bool,
+    client_writes: bool,
+    client_forms: bool,
+    session: Option<Session>,
+}
+
+pub(crate) struct Demo {
+    pub(crate) scenario: Scenario,
+    pub(crate) step: Duration,
+    /// Raw lines to stdout, for the garbage scenario; the protocol's own
+    /// lines go through the same writer, so lines never interleave.
+    pub(crate) raw_out: std::sync::mpsc::Sender<Vec<u8>>,
+    /// Bumped by `session/cancel`.
+    pub(crate) cancel: watch::Sender<u64>,
+    state: Mutex<State>,
+}
+
+impl Demo {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the session; a turn only runs once there is one.
+    pub(crate) fn with_session<T: Default>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+        self.state().session.as_mut().map(f).unwrap_or_default()
+    }
+
+    pub(crate) fn client_reads(&self) -> bool {
+        self.state().client_reads
+    }
+
+    pub(crate) fn client_writes(&self) -> bool {
+        self.state().client_writes
+    }
+
+    pub(crate) fn client_forms(&self) -> bool {
+        self.state().client_forms
+    }
+}
+
+struct Config {
+    scenario: Scenario,
+    step: Duration,
+}
+
+fn config() -> Result<Config, String> {
+    let name = std::env::var("OVERSEER_DEMO_SCENARIO").unwrap_or_else(|_| "happy".to_owned());
+    let scenario = Scenario::parse(name.trim()).ok_or_else(|| {
+        format!(
+            "unknown OVERSEER_DEMO_SCENARIO {name:?}; use one of: {}",
+            Scenario::NAMES
+        )
+    })?;
+    let step = match std::env::var("OVERSEER_DEMO_STEP_MS") {
+        Ok(ms) => ms.trim().parse::<u64>().map_err(|_| {
+            format!("OVERSEER_DEMO_STEP_MS must be a number of milliseconds, not {ms:?}")
+        })?,
+        Err(_) => 400,
+    };
+    Ok(Config {
+        scenario,
+        step: Duration::from_millis(step),
+    })
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let config = match config() {
+        Ok(config) => config,
+        Err(e) => {
+            log!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    log!(
+        "scenario {}, {:?} between steps",
+        config.scenario,
+        config.step
+    );
+    if config.scenario == Scenario::Stubborn {
+        be_stubborn();
+    }
+    let (outgoing, incoming, raw_out) = stdio();
+    let demo = Arc::new(Demo {
+        scenario: config.scenario,
+        step: config.step,
+        raw_out,
+        cancel: watch::Sender::new(0),
+        state: Mutex::new(State::default()),
+    });
+    let scenario = config.scenario;
+    let code = match serve(demo, agent_client_protocol::Lines::new(outgoing, incoming)).await {
+        Ok(()) => {
+            log!("client closed the connection");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            log!("connection failed: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    if scenario == Scenario::Stubborn {
+        // A stubborn agent outlives its pipes too: only a kill stops it.
+        log!("stubborn: staying alive after the connection closed");
+        std::future::pending::<()>().await;
+    }
+    code
+}
+
+async fn serve(
+    demo: Arc<Demo>,
+    transport: impl agent_client_protocol::ConnectTo<Agent> + 'static,
+) -> Result<(), agent_client_protocol::Error> {
+    let d_init = demo.clone();
+    let d_new = demo.clone();
+    let d_prompt = demo.clone();
+    let d_cancel = demo;
+    Agent
+        .v1()
+        .name("overseer-demo-agent")
+        .on_receive_request(
+            async move |r: acp::InitializeRequest,
+                        responder: Responder<acp::InitializeResponse>,
+                        _cx| {
+                let caps = &r.client_capabilities;
+                let mut state = d_init.state();
+                state.client_reads = caps.fs.read_text_file;
+                state.client_writes = caps.fs.write_text_file;
+                state.client_forms = caps.elicitation.as_ref().is_some_and(|e| e.supports_form());
+                drop(state);
+                responder.respond(
+                    acp::InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(acp::AgentCapabilities::new())
+                        .agent_info(acp::Implementation::new(
+                            "overseer-demo-agent",
+                            env!("CARGO_PKG_VERSION"),
+                        )),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::NewSessionRequest,
+                        responder: Responder<acp::NewSessionResponse>,
+                        _cx| { new_session(&d_new, r, responder) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::PromptRequest, responder: Responder<acp::PromptResponse>, cx| {
+                prompt(&d_prompt, r, responder, cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::SetSessionModeRequest,
+                        responder: Responder<acp::SetSessionModeResponse>,
+                        _cx| {
+                log!("mode set to {}", r.mode_id.0);
+                responder.respond(acp::SetSessionModeResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |_n: acp::CancelNotification, _cx: ConnectionTo<Client>| {
+                log!("session/cancel received");
+                d_cancel.cancel.send_modify(|epoch| *epoch += 1);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await
+}
+
+fn new_session(
+    demo: &Demo,
+    request: acp::NewSessionRequest,
+    responder: Responder<acp::NewSessionResponse>,
+) -> Result<(), agent_client_protocol::Error> {
+    if !request.cwd.is_absolute() {
+        return responder.respond_with_error(
+            agent_client_protocol::Error::invalid_params()
+                .data(serde_json::json!({ "cwd": "must be an absolute path" })),
+        );
+    }
+    let id = acp::SessionId::new("demo-session-1");
+    log!("session in {}", request.cwd.display());
+    demo.state().session = Some(Session {
+        id: id.clone(),
+        cwd: request.cwd,
+        phase: Phase::Idle,
+        done: 0,
+        always_allowed: false,
+        flaky_failed: false,
+        answers: None,
+        tool_calls: 0,
+        turn_running: false,
+    });
+    let modes = acp::SessionModeState::new(
+        "code",
+        vec![
+            acp::SessionMode::new("plan", "Plan"),
+            acp::SessionMode::new("code", "Code"),
+        ],
+    );
+    responder.respond(acp::NewSessionResponse::new(id).modes(modes))
+}
+
+fn prompt(
+    demo: &Arc<Demo>,
+    request: acp::PromptRequest,
+    responder: Responder<acp::PromptResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let text: String = request
+        .prompt
+        .iter()
+        .filter_map(|block| match block {
+            acp::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let admitted = {
+        let mut state = demo.state();
+        match state.session.as_mut() {
+            Some(s) if s.id == request.session_id && !s.turn_running => {
+                s.turn_running = true;
+                Ok(s.cwd.clone())
+            }
+            Some(s) if s.id == request.session_id => Err(agent_client_protocol::Error::new(
+                agent_client_protocol::ErrorCode::INVALID_REQUEST,
+                "a turn is already running in this session; cancel it first",
+            )),
+            Some(_) | None => Err(acp::Error::session_not_found(request.session_id.clone()).into()),
+        }
+    };
+    let cwd = match admitted {
+        Ok(cwd) => cwd,
+        Err(e) => return responder.respond_with_error(e),
+    };
+    log!("prompt: {}", text.lines().next().unwrap_or_default());
+    let turn = Turn::new(demo.clone(), cx.clone(), request.session_id, cwd);
+    let demo = demo.clone();
+    // The turn sends requests and waits for answers: it must not hold the
+    // dispatch loop.
+    cx.spawn(async move {
+        let result = turn.run(&text).await;
+        demo.with_session(|s| s.turn_running = false);
+        if let Err(e) = responder.respond_with_result(result.map(acp::PromptResponse::new)) {
+            log!("could not answer the prompt: {e}");
+        }
+        Ok(())
+    })
+}
+
+/// The lines of stdin, a sink for lines to stdout, and a sender for raw bytes
+/// to stdout. Plain threads do the blocking I/O, one writer for everything.
+fn stdio() -> (
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+    std::sync::mpsc::Sender<Vec<u8>>,
+) {
+    let (line_tx, line_rx) = futures::channel::mpsc::unbounded();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) => break,
+                Ok(_) => {
+                    let trimmed = line.trim_end_matches(['\n', '\r']).to_owned();
+                    if line_tx.unbounded_send(Ok(trimmed)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = line_tx.unbounded_send(Err(e));
+                    break;
+                }
+            }
+        }
+    });
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut stdout = std::io::stdout().lock();
+        for bytes in out_rx {
+            if stdout
+                .write_all(&bytes)
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let sink = futures::sink::unfold(out_tx.clone(), |tx, line: String| async move {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        tx.send(bytes)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed"))?;
+        Ok(tx)
+    });
+    (sink, line_rx, out_tx)
+}
+
+/// The stubborn scenario's setup: ignore SIGTERM, and leave a grandchild
+/// behind in its own session, so only killing the whole tree (including what
+/// left the process group) cleans up.
+fn be_stubborn() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::spawn(async move {
+                while term.recv().await.is_some() {
+                    log!("SIGTERM received and ignored (stubborn scenario)");
+                }
+            });
+        }
+        Err(e) => log!("could not install the SIGTERM handler: {e}"),
+    }
+    match std::process::Command::new("setsid")
+        .args(["sleep", "600"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(mut child) => {
+            log!("stubborn: grandchild pid {} (setsid sleep 600)", child.id());
+            // Reap it if it ends while we live; never wait for it otherwise.
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => log!("stubborn: could not start `setsid sleep 600`: {e}"),
+    }
+}

@@ -1,0 +1,285 @@
+//! The scenarios: what the demo agent plans and what it then does, step by step.
+//!
+//! Everything is fixed text, so a demo or a test sees the same run every time.
+
+use agent_client_protocol::v1::schema as acp;
+use overseer_engine::acp::{PlanProposal, PlanStep};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scenario {
+    /// Plan two edits, make them, commit.
+    Happy,
+    /// Ask a form question before planning; the answers shape the plan.
+    Questions,
+    /// Ask to run `rm -rf build/` and to edit `.env`.
+    Destructive,
+    /// The first attempt at step 2 fails the prompt; a retry succeeds.
+    Flaky,
+    /// Declare one file in the plan, also edit another.
+    Drift,
+    /// Ignore SIGTERM, leave a grandchild behind, never end the turn unless cancelled.
+    Stubborn,
+    /// Write garbage to stdout, then carry on like `happy`.
+    Garbage,
+    /// Not for demos: try to write outside the worktree three ways.
+    Escape,
+}
+
+impl Scenario {
+    pub(crate) fn parse(name: &str) -> Option<Scenario> {
+        Some(match name {
+            "happy" => Scenario::Happy,
+            "questions" => Scenario::Questions,
+            "destructive" => Scenario::Destructive,
+            "flaky" => Scenario::Flaky,
+            "drift" => Scenario::Drift,
+            "stubborn" => Scenario::Stubborn,
+            "garbage" => Scenario::Garbage,
+            "escape" => Scenario::Escape,
+            _ => return None,
+        })
+    }
+
+    pub(crate) const NAMES: &'static str =
+        "happy, questions, destructive, flaky, drift, stubborn, garbage";
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scenario::Happy => "happy",
+            Scenario::Questions => "questions",
+            Scenario::Destructive => "destructive",
+            Scenario::Flaky => "flaky",
+            Scenario::Drift => "drift",
+            Scenario::Stubborn => "stubborn",
+            Scenario::Garbage => "garbage",
+            Scenario::Escape => "escape",
+        })
+    }
+}
+
+/// The answers to the `questions` scenario's form, or its defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answers {
+    pub(crate) framework: String,
+    pub(crate) add_tests: bool,
+    pub(crate) notes: String,
+    /// False when the user declined or cancelled the form.
+    pub(crate) given: bool,
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Answers {
+            framework: "svelte".into(),
+            add_tests: false,
+            notes: String::new(),
+            given: false,
+        }
+    }
+}
+
+/// What one step does to the worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Write the file through the client's `fs/write_text_file`.
+    Write { content: String },
+    /// `rm -rf <location>`, done here (the client offers no terminal).
+    RemoveDir,
+}
+
+/// One tool call of the execute phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Action {
+    /// Which plan entry this action belongs to.
+    pub(crate) entry: usize,
+    pub(crate) title: String,
+    pub(crate) kind: acp::ToolKind,
+    /// Relative to the session's cwd.
+    pub(crate) location: &'static str,
+    pub(crate) raw_input: serde_json::Value,
+    pub(crate) effect: Effect,
+}
+
+/// A scenario's plan and its execution.
+#[derive(Debug, Clone)]
+pub(crate) struct Script {
+    pub(crate) plan: PlanProposal,
+    pub(crate) actions: Vec<Action>,
+}
+
+fn write(entry: usize, title: &str, location: &'static str, content: String) -> Action {
+    Action {
+        entry,
+        title: title.to_owned(),
+        kind: acp::ToolKind::Edit,
+        location,
+        raw_input: serde_json::json!({ "path": location, "content": content }),
+        effect: Effect::Write { content },
+    }
+}
+
+fn step(title: &str) -> PlanStep {
+    PlanStep {
+        title: title.to_owned(),
+        agent: Some("demo".to_owned()),
+    }
+}
+
+const GREETING: &str = "Hello from the Overseer demo agent!\n";
+const NOTES: &str = "# Notes\n\n- `src/greeting.txt` now greets whoever opens it.\n";
+
+impl Script {
+    pub(crate) fn for_scenario(scenario: Scenario, answers: &Answers) -> Script {
+        match scenario {
+            Scenario::Happy
+            | Scenario::Flaky
+            | Scenario::Stubborn
+            | Scenario::Garbage
+            | Scenario::Escape => Script::greeting(
+                "Add a greeting to the project".into(),
+                GREETING.into(),
+                NOTES.into(),
+            ),
+            Scenario::Questions => {
+                let tests = if answers.add_tests {
+                    "with tests"
+                } else {
+                    "without tests"
+                };
+                let mut goal = format!("Add a {} greeting, {tests}", answers.framework);
+                if !answers.notes.trim().is_empty() {
+                    goal.push_str(&format!(" (notes: {})", answers.notes.trim()));
+                }
+                if !answers.given {
+                    goal.push_str(" (no answers given; using defaults)");
+                }
+                let notes = format!(
+                    "{NOTES}- Framework: {}\n- Tests: {}\n",
+                    answers.framework,
+                    if answers.add_tests { "yes" } else { "no" }
+                );
+                Script::greeting(goal, format!("Hello from {}!\n", answers.framework), notes)
+            }
+            Scenario::Destructive => Script {
+                plan: PlanProposal {
+                    goal: "Start clean and enable demo mode".into(),
+                    steps: vec![
+                        step("Clean the build directory"),
+                        step("Enable demo mode in .env"),
+                    ],
+                    files: vec!["build/".into(), ".env".into()],
+                    risks: vec![
+                        "deletes build/ recursively".into(),
+                        "edits .env, which may hold secrets".into(),
+                    ],
+                },
+                actions: vec![
+                    Action {
+                        entry: 0,
+                        title: "Run rm -rf build/".into(),
+                        kind: acp::ToolKind::Execute,
+                        location: "build",
+                        raw_input: serde_json::json!({ "command": "rm -rf build/" }),
+                        effect: Effect::RemoveDir,
+                    },
+                    write(1, "Edit .env", ".env", "DEMO_MODE=1\n".into()),
+                ],
+            },
+            Scenario::Drift => Script {
+                plan: PlanProposal {
+                    goal: "Add a greeting to the project".into(),
+                    steps: vec![step("Write the greeting")],
+                    files: vec!["src/greeting.txt".into()],
+                    risks: vec![],
+                },
+                actions: vec![
+                    write(
+                        0,
+                        "Edit src/greeting.txt",
+                        "src/greeting.txt",
+                        GREETING.into(),
+                    ),
+                    write(
+                        0,
+                        "Edit config/settings.toml",
+                        "config/settings.toml",
+                        "[greeting]\nenabled = true\n".into(),
+                    ),
+                ],
+            },
+        }
+    }
+
+    fn greeting(goal: String, greeting: String, notes: String) -> Script {
+        Script {
+            plan: PlanProposal {
+                goal,
+                steps: vec![
+                    step("Write the greeting"),
+                    step("Note the change in NOTES.md"),
+                ],
+                files: vec!["src/greeting.txt".into(), "NOTES.md".into()],
+                risks: vec!["none: two small text files".into()],
+            },
+            actions: vec![
+                write(0, "Edit src/greeting.txt", "src/greeting.txt", greeting),
+                write(1, "Edit NOTES.md", "NOTES.md", notes),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_name_parses_back() {
+        for name in Scenario::NAMES.split(", ").chain(["escape"]) {
+            let scenario = Scenario::parse(name).expect(name);
+            assert_eq!(scenario.to_string(), name);
+        }
+        assert_eq!(Scenario::parse("nope"), None);
+    }
+
+    #[test]
+    fn every_action_belongs_to_a_plan_step() {
+        for name in Scenario::NAMES.split(", ") {
+            let script =
+                Script::for_scenario(Scenario::parse(name).expect(name), &Answers::default());
+            assert!(script
+                .actions
+                .iter()
+                .all(|a| a.entry < script.plan.steps.len()));
+        }
+    }
+
+    #[test]
+    fn drift_edits_a_file_its_plan_does_not_declare() {
+        let script = Script::for_scenario(Scenario::Drift, &Answers::default());
+        assert!(script
+            .actions
+            .iter()
+            .any(|a| !script.plan.files.iter().any(|f| f == a.location)));
+    }
+
+    #[test]
+    fn the_answers_shape_the_questions_plan() {
+        let answers = Answers {
+            framework: "react".into(),
+            add_tests: true,
+            notes: "keep it short".into(),
+            given: true,
+        };
+        let goal = Script::for_scenario(Scenario::Questions, &answers)
+            .plan
+            .goal;
+        assert_eq!(
+            goal,
+            "Add a react greeting, with tests (notes: keep it short)"
+        );
+    }
+}

@@ -1,0 +1,573 @@
+//! One prompt turn: what the agent says, asks and does until it answers
+//! `session/prompt`.
+//!
+//! Prompts follow Overseer's convention: [`PLAN_PROMPT_PREFIX`] asks for a
+//! plan only, [`EXECUTE_PROMPT_PREFIX`] carries it out, anything else is a
+//! follow-up (feedback, guidance, retry context) that resumes the remaining
+//! steps when execution has started.
+
+use crate::script::{Action, Answers, Effect, Scenario, Script};
+use crate::{log, Demo, Phase};
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Client, ErrorCode};
+use overseer_engine::acp::{plan_block, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Why a turn stopped early.
+enum Halt {
+    /// The client sent `session/cancel` (or answered a permission `cancelled`).
+    Cancelled,
+    /// The turn fails: `session/prompt` is answered with this error.
+    Failed(agent_client_protocol::Error),
+}
+
+impl From<agent_client_protocol::Error> for Halt {
+    fn from(e: agent_client_protocol::Error) -> Self {
+        Halt::Failed(e)
+    }
+}
+
+type Step<T> = Result<T, Halt>;
+
+/// The user's answer to a permission request.
+enum Permission {
+    Once,
+    Always,
+    Reject,
+}
+
+pub(crate) struct Turn {
+    demo: Arc<Demo>,
+    cx: ConnectionTo<Client>,
+    session: acp::SessionId,
+    cwd: PathBuf,
+    cancel: watch::Receiver<u64>,
+}
+
+impl Turn {
+    /// Subscribes to cancellation now, so a cancel sent right after the
+    /// prompt is not missed.
+    pub(crate) fn new(
+        demo: Arc<Demo>,
+        cx: ConnectionTo<Client>,
+        session: acp::SessionId,
+        cwd: PathBuf,
+    ) -> Turn {
+        let cancel = demo.cancel.subscribe();
+        Turn {
+            demo,
+            cx,
+            session,
+            cwd,
+            cancel,
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        text: &str,
+    ) -> Result<acp::StopReason, agent_client_protocol::Error> {
+        let prompt = text.trim_start();
+        let outcome = if prompt.starts_with(PLAN_PROMPT_PREFIX) {
+            self.plan().await
+        } else if prompt.starts_with(EXECUTE_PROMPT_PREFIX) {
+            self.execute().await
+        } else {
+            self.follow_up(prompt).await
+        };
+        match outcome {
+            Ok(stop) => Ok(stop),
+            Err(Halt::Cancelled) => {
+                log!("turn cancelled");
+                Ok(acp::StopReason::Cancelled)
+            }
+            Err(Halt::Failed(e)) => {
+                log!("turn failed: {}", e.message);
+                Err(e)
+            }
+        }
+    }
+
+    async fn plan(&mut self) -> Step<acp::StopReason> {
+        let answers = if self.demo.scenario == Scenario::Questions {
+            match self.demo.with_session(|s| s.answers.clone()) {
+                Some(answers) => answers,
+                None => {
+                    let answers = self.ask_questions().await?;
+                    let stored = answers.clone();
+                    self.demo.with_session(|s| s.answers = Some(stored));
+                    answers
+                }
+            }
+        } else {
+            Answers::default()
+        };
+        self.pause().await?;
+        self.think("Reading the task and the README.")?;
+        self.read_readme().await;
+        let script = Script::for_scenario(self.demo.scenario, &answers);
+        self.pause().await?;
+        self.send_plan(&script, None)?;
+        self.pause().await?;
+        // In two chunks, the way real agents stream.
+        self.say("Here is my plan.\n\n")?;
+        self.say(&format!(
+            "{}\n\nApprove it and I will start.",
+            plan_block(&script.plan)
+        ))?;
+        self.demo.with_session(|s| s.phase = Phase::Planned);
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    async fn execute(&mut self) -> Step<acp::StopReason> {
+        self.demo.with_session(|s| s.phase = Phase::Executing);
+        match self.demo.scenario {
+            Scenario::Garbage => self.write_garbage(),
+            Scenario::Stubborn => return self.hang().await,
+            Scenario::Escape => return self.escape().await,
+            Scenario::Happy
+            | Scenario::Questions
+            | Scenario::Destructive
+            | Scenario::Flaky
+            | Scenario::Drift => {}
+        }
+        self.run_remaining().await
+    }
+
+    async fn follow_up(&mut self, text: &str) -> Step<acp::StopReason> {
+        self.say(&format!("Understood: {text}"))?;
+        if self.demo.with_session(|s| s.phase) == Phase::Executing {
+            self.pause().await?;
+            return self.run_remaining().await;
+        }
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    /// Carries out the steps not done yet, asking before each tool call.
+    async fn run_remaining(&mut self) -> Step<acp::StopReason> {
+        let answers = self
+            .demo
+            .with_session(|s| s.answers.clone())
+            .unwrap_or_default();
+        let script = Script::for_scenario(self.demo.scenario, &answers);
+        if !self.demo.client_writes() {
+            self.say(
+                "This client does not offer fs/write_text_file, so I cannot edit files through it.",
+            )?;
+            return Ok(acp::StopReason::EndTurn);
+        }
+        let start = self.demo.with_session(|s| s.done);
+        for (index, action) in script.actions.iter().enumerate().skip(start) {
+            self.send_plan(&script, Some(index))?;
+            self.pause().await?;
+            let flaky_now = self.demo.scenario == Scenario::Flaky
+                && index == 1
+                && !self
+                    .demo
+                    .with_session(|s| std::mem::replace(&mut s.flaky_failed, true));
+            if flaky_now {
+                return Err(Halt::Failed(agent_client_protocol::Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "step 2 failed: test timeout",
+                )));
+            }
+            let attempt = self.demo.with_session(|s| {
+                s.tool_calls += 1;
+                s.tool_calls
+            });
+            let id = acp::ToolCallId::new(format!("step-{}-call-{attempt}", index + 1));
+            let location = self.cwd.join(action.location);
+            self.announce(&id, action, &location)?;
+            let always = self.demo.with_session(|s| s.always_allowed);
+            if !always {
+                match self.ask_permission(&id, action).await? {
+                    Permission::Once => {}
+                    Permission::Always => self.demo.with_session(|s| s.always_allowed = true),
+                    Permission::Reject => {
+                        self.tool_status(&id, acp::ToolCallStatus::Failed)?;
+                        self.say(&format!(
+                            "Stopped: you rejected \"{}\". Tell me what to do instead and I will pick up from there.",
+                            action.title
+                        ))?;
+                        return Ok(acp::StopReason::EndTurn);
+                    }
+                }
+            }
+            self.tool_status(&id, acp::ToolCallStatus::InProgress)?;
+            self.pause().await?;
+            match &action.effect {
+                Effect::Write { content } => {
+                    if let Err(e) = self.write_file(&location, content).await {
+                        self.tool_status(&id, acp::ToolCallStatus::Failed)?;
+                        self.say(&format!(
+                            "Could not write {}: {}. Stopping here.",
+                            action.location, e.message
+                        ))?;
+                        return Ok(acp::StopReason::EndTurn);
+                    }
+                }
+                Effect::RemoveDir => remove_dir_inside(&self.cwd, action.location),
+            }
+            self.tool_status(&id, acp::ToolCallStatus::Completed)?;
+            self.demo.with_session(|s| s.done = index + 1);
+        }
+        self.send_plan(&script, Some(script.actions.len()))?;
+        self.pause().await?;
+        let message = format!(
+            "{}\n\nScenario: {}. Written by the Overseer demo agent.",
+            script.plan.goal, self.demo.scenario
+        );
+        let summary = commit(&self.cwd, &message);
+        self.say(&summary)?;
+        self.demo.with_session(|s| s.phase = Phase::Done);
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    /// Announces a tool call twice, first with an empty input and then
+    /// complete, as real agents do; the client must merge them by id.
+    fn announce(&self, id: &acp::ToolCallId, action: &Action, location: &Path) -> Step<()> {
+        let call = || {
+            acp::ToolCall::new(id.clone(), action.title.clone())
+                .kind(action.kind)
+                .status(acp::ToolCallStatus::Pending)
+                .locations(vec![acp::ToolCallLocation::new(location.to_path_buf())])
+        };
+        self.update(acp::SessionUpdate::ToolCall(
+            call().raw_input(serde_json::json!({})),
+        ))?;
+        self.update(acp::SessionUpdate::ToolCall(
+            call().raw_input(action.raw_input.clone()),
+        ))
+    }
+
+    /// Asks before a tool call. The request carries no `kind`: like some real
+    /// agents, the kind is only in the `tool_call` update.
+    async fn ask_permission(&self, id: &acp::ToolCallId, action: &Action) -> Step<Permission> {
+        let options = vec![
+            acp::PermissionOption::new("allow", "Allow once", acp::PermissionOptionKind::AllowOnce),
+            acp::PermissionOption::new(
+                "always",
+                "Always allow",
+                acp::PermissionOptionKind::AllowAlways,
+            ),
+            acp::PermissionOption::new("reject", "Reject", acp::PermissionOptionKind::RejectOnce),
+        ];
+        let tool_call = acp::ToolCallUpdate::new(
+            id.clone(),
+            acp::ToolCallUpdateFields::new()
+                .title(action.title.clone())
+                .raw_input(action.raw_input.clone()),
+        );
+        let answer = self
+            .cx
+            .send_request(acp::RequestPermissionRequest::new(
+                self.session.clone(),
+                tool_call,
+                options,
+            ))
+            .block_task()
+            .await?;
+        match answer.outcome {
+            acp::RequestPermissionOutcome::Selected(selected) => Ok(match &*selected.option_id.0 {
+                "allow" => Permission::Once,
+                "always" => Permission::Always,
+                // "reject", and anything we did not offer.
+                _ => Permission::Reject,
+            }),
+            acp::RequestPermissionOutcome::Cancelled => Err(Halt::Cancelled),
+            // Non-exhaustive: an outcome this version cannot name is not a yes.
+            _ => Ok(Permission::Reject),
+        }
+    }
+
+    async fn ask_questions(&mut self) -> Step<Answers> {
+        if !self.demo.client_forms() {
+            self.say("I would ask which framework to use, whether to add tests and for any notes, but this client offers no forms; I will use defaults.")?;
+            return Ok(Answers::default());
+        }
+        let schema = acp::ElicitationSchema::new()
+            .title("Before I plan")
+            .property(
+                "framework",
+                acp::StringPropertySchema::new()
+                    .title("Framework")
+                    .enum_values(
+                        FRAMEWORKS
+                            .iter()
+                            .map(|f| (*f).to_owned())
+                            .collect::<Vec<_>>(),
+                    ),
+                true,
+            )
+            .property(
+                "add_tests",
+                acp::BooleanPropertySchema::new().title("Add tests?"),
+                true,
+            )
+            .property(
+                "notes",
+                acp::StringPropertySchema::new().title("Anything else I should know?"),
+                false,
+            );
+        let request = acp::CreateElicitationRequest::new(
+            acp::ElicitationFormMode::new(
+                acp::ElicitationSessionScope::new(self.session.clone()),
+                schema,
+            ),
+            "A few questions before I plan the greeting.",
+        );
+        let answer = self.cx.send_request(request).block_task().await?;
+        self.check_cancelled()?;
+        let acp::ElicitationAction::Accept(accepted) = answer.action else {
+            log!("questions declined or cancelled; using defaults");
+            return Ok(Answers::default());
+        };
+        let content = accepted.content.unwrap_or_default();
+        let text = |key: &str| match content.get(key) {
+            Some(acp::ElicitationContentValue::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let defaults = Answers::default();
+        Ok(Answers {
+            framework: text("framework")
+                .filter(|f| FRAMEWORKS.contains(&f.as_str()))
+                .unwrap_or(defaults.framework),
+            add_tests: matches!(
+                content.get("add_tests"),
+                Some(acp::ElicitationContentValue::Boolean(true))
+            ),
+            notes: text("notes").unwrap_or_default(),
+            given: true,
+        })
+    }
+
+    /// Never ends the turn on its own; only a cancel does.
+    async fn hang(&mut self) -> Step<acp::StopReason> {
+        let id = acp::ToolCallId::new("watch-tests");
+        self.update(acp::SessionUpdate::ToolCall(
+            acp::ToolCall::new(id, "Run the test suite in watch mode")
+                .kind(acp::ToolKind::Execute)
+                .status(acp::ToolCallStatus::InProgress)
+                .raw_input(serde_json::json!({ "command": "npm test -- --watch" })),
+        ))?;
+        match self.cancel.changed().await {
+            Ok(()) => Err(Halt::Cancelled),
+            // The sender lives as long as the agent, so this does not happen;
+            // if it did, there would be nobody left to cancel us.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Tries three ways out of the worktree; the client must refuse each.
+    async fn escape(&mut self) -> Step<acp::StopReason> {
+        let Some(parent) = self.cwd.parent().map(Path::to_path_buf) else {
+            self.say("The session directory has no parent; nothing to try.")?;
+            return Ok(acp::StopReason::EndTurn);
+        };
+        let link = self.cwd.join("escape-link");
+        if let Err(e) = std::os::unix::fs::symlink(&parent, &link) {
+            log!("could not create {}: {e}", link.display());
+        }
+        let attempts = [
+            self.cwd.join("../escaped-dotdot.txt"),
+            parent.join("escaped-absolute.txt"),
+            link.join("escaped-via-link.txt"),
+        ];
+        let mut results = Vec::new();
+        for path in &attempts {
+            let result = match self.write_file(path, "this must never be written\n").await {
+                Ok(()) => format!("{}: WRITTEN", path.display()),
+                Err(e) => format!("{}: {}", path.display(), e.message),
+            };
+            results.push(result);
+        }
+        self.say(&format!(
+            "I tried to write outside the worktree:\n- {}",
+            results.join("\n- ")
+        ))?;
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    /// A malformed JSON line, a line that is not UTF-8 and a 2 MiB line,
+    /// straight to stdout past the protocol library.
+    fn write_garbage(&self) {
+        let mut huge = vec![b'x'; 2 * 1024 * 1024];
+        huge.push(b'\n');
+        for line in [
+            b"{\"jsonrpc\": \"2.0\", \"method\": \"session/update\", \"params\": {oops\n".to_vec(),
+            b"\xff\xfe garbage that is not UTF-8 \xc3\x28\n".to_vec(),
+            huge,
+        ] {
+            if self.demo.raw_out.send(line).is_err() {
+                log!("stdout is closed; garbage not written");
+            }
+        }
+    }
+
+    /// Reads README.md through the client, as an agent looking around would.
+    async fn read_readme(&self) {
+        if !self.demo.client_reads() {
+            return;
+        }
+        let request =
+            acp::ReadTextFileRequest::new(self.session.clone(), self.cwd.join("README.md"));
+        match self.cx.send_request(request).block_task().await {
+            Ok(file) => log!("README.md has {} bytes", file.content.len()),
+            Err(e) => log!("could not read README.md: {}", e.message),
+        }
+    }
+
+    async fn write_file(
+        &self,
+        path: &Path,
+        content: &str,
+    ) -> Result<(), agent_client_protocol::Error> {
+        self.cx
+            .send_request(acp::WriteTextFileRequest::new(
+                self.session.clone(),
+                path.to_path_buf(),
+                content,
+            ))
+            .block_task()
+            .await
+            .map(|_| ())
+    }
+
+    /// The progress list: steps before `current` completed, the current one
+    /// in progress, the rest pending (all pending when planning).
+    fn send_plan(&self, script: &Script, current: Option<usize>) -> Step<()> {
+        let entries = script
+            .plan
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(entry, step)| {
+                let status = match current {
+                    None => acp::PlanEntryStatus::Pending,
+                    Some(current) => {
+                        let actions = script
+                            .actions
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| a.entry == entry);
+                        let indices: Vec<usize> = actions.map(|(i, _)| i).collect();
+                        if indices.iter().all(|i| *i < current) {
+                            acp::PlanEntryStatus::Completed
+                        } else if indices.iter().any(|i| *i <= current) {
+                            acp::PlanEntryStatus::InProgress
+                        } else {
+                            acp::PlanEntryStatus::Pending
+                        }
+                    }
+                };
+                acp::PlanEntry::new(step.title.clone(), acp::PlanEntryPriority::Medium, status)
+            })
+            .collect();
+        self.update(acp::SessionUpdate::Plan(acp::Plan::new(entries)))
+    }
+
+    fn tool_status(&self, id: &acp::ToolCallId, status: acp::ToolCallStatus) -> Step<()> {
+        self.update(acp::SessionUpdate::ToolCallUpdate(
+            acp::ToolCallUpdate::new(id.clone(), acp::ToolCallUpdateFields::new().status(status)),
+        ))
+    }
+
+    fn say(&self, text: &str) -> Step<()> {
+        self.update(acp::SessionUpdate::AgentMessageChunk(
+            acp::ContentChunk::new(acp::ContentBlock::Text(acp::TextContent::new(text))),
+        ))
+    }
+
+    fn think(&self, text: &str) -> Step<()> {
+        self.update(acp::SessionUpdate::AgentThoughtChunk(
+            acp::ContentChunk::new(acp::ContentBlock::Text(acp::TextContent::new(text))),
+        ))
+    }
+
+    fn update(&self, update: acp::SessionUpdate) -> Step<()> {
+        self.cx
+            .send_notification(acp::SessionNotification::new(self.session.clone(), update))?;
+        Ok(())
+    }
+
+    /// Waits one step (`OVERSEER_DEMO_STEP_MS`), or stops if the turn is cancelled.
+    async fn pause(&mut self) -> Step<()> {
+        if self.demo.step.is_zero() {
+            tokio::task::yield_now().await;
+            return self.check_cancelled();
+        }
+        tokio::select! {
+            () = tokio::time::sleep(self.demo.step) => self.check_cancelled(),
+            _ = self.cancel.changed() => Err(Halt::Cancelled),
+        }
+    }
+
+    fn check_cancelled(&self) -> Step<()> {
+        match self.cancel.has_changed() {
+            Ok(false) => Ok(()),
+            Ok(true) | Err(_) => Err(Halt::Cancelled),
+        }
+    }
+}
+
+const FRAMEWORKS: [&str; 3] = ["svelte", "react", "vue"];
+
+/// `rm -rf <cwd>/<dir>`, without a shell and only inside `cwd`.
+fn remove_dir_inside(cwd: &Path, dir: &str) {
+    let target = cwd.join(dir);
+    if !target.starts_with(cwd) || dir.contains("..") {
+        log!("refusing to remove {}", target.display());
+        return;
+    }
+    match std::fs::remove_dir_all(&target) {
+        Ok(()) => log!("removed {}", target.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => log!("could not remove {}: {e}", target.display()),
+    }
+}
+
+/// `git add -A` and a commit in `cwd`; returns what to tell the user.
+fn commit(cwd: &Path, message: &str) -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(cwd)
+            .args([
+                "-c",
+                "user.name=Overseer Demo Agent",
+                "-c",
+                "user.email=demo@overseer.invalid",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+    };
+    let run = |args: &[&str]| -> Result<String, String> {
+        match git(args) {
+            Ok(out) if out.status.success() => {
+                Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            }
+            Ok(out) => Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
+            Err(e) => Err(format!("cannot run git: {e}")),
+        }
+    };
+    let result = (|| {
+        run(&["add", "-A"])?;
+        if run(&["status", "--porcelain"])?.is_empty() {
+            return Ok("Done. Nothing changed, so there is nothing to commit.".to_owned());
+        }
+        run(&["commit", "-q", "-m", message])?;
+        let sha = run(&["rev-parse", "--short", "HEAD"])?;
+        Ok(format!("Done. Committed {sha}."))
+    })();
+    result.unwrap_or_else(|e: String| {
+        log!("commit failed: {e}");
+        format!("The edits are made, but the commit failed: {e}")
+    })
+}

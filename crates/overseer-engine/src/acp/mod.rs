@@ -1,0 +1,373 @@
+//! The ACP client driver: one live Agent Client Protocol (v1) connection to one
+//! agent process, with one session in the run's worktree.
+//!
+//! The driver does not start processes. It is given the agent's stdout and
+//! stdin, performs `initialize` and `session/new`, and then turns everything
+//! the agent sends into [`AgentSignal`]s on one channel: messages, plans, tool
+//! calls (merged by id), files it read or wrote through us, and the two things
+//! that need an answer, a [`Permission`](AgentSignal::Permission) request and a
+//! [`Question`](AgentSignal::Question) (ACP's form elicitation). Those carry a
+//! oneshot sender; the orchestrator answers when a human (or the supervisor)
+//! has decided. Nothing here decides anything: without an answer, or when the
+//! signal receiver is gone, a permission is answered `cancelled`, never
+//! allowed.
+//!
+//! The driver serves `fs/read_text_file` and `fs/write_text_file` itself,
+//! confined to the worktree (see `confine`), so that what an agent edits
+//! through the client is seen and bounded. It offers no terminal.
+//!
+//! Agent output is untrusted: lines that are not JSON-RPC are reported as
+//! [`AgentSignal::ProtocolError`] and skipped (see `transport`), never a panic.
+//!
+//! Built on the `agent-client-protocol` crate (v5, stable protocol v1). Inside:
+//! `serve` answers what the agent sends, `confine` keeps file access in the
+//! worktree, `transport` gates the agent's output, and `plan` holds the prompt
+//! convention ([`PLAN_PROMPT_PREFIX`], [`parse_plan`]).
+
+mod confine;
+mod plan;
+mod serve;
+mod transport;
+
+pub use plan::{
+    parse_plan, plan_block, PlanProposal, PlanStep, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
+};
+pub use transport::MAX_LINE_BYTES;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Agent;
+use serve::{drive, Shared};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// How many signals may wait unread. The driver waits when the channel is
+/// full, so a consumer must keep reading signals while a prompt runs.
+const SIGNAL_BUFFER: usize = 256;
+
+/// How long `initialize` plus `session/new` may take. Adapters that wrap a CLI
+/// (`npx ...`) can take a while on a cold start; an agent that never answers is
+/// usually a command that does not speak ACP at all.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest file the driver reads for an agent.
+const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a turn ended (`session/prompt`'s `stopReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+/// Something the agent said or asked, in the order it arrived.
+#[derive(Debug)]
+pub enum AgentSignal {
+    /// A chunk of the agent's message (`agent_message_chunk`, text only).
+    Message { text: String },
+    /// A chunk of the agent's reasoning (`agent_thought_chunk`).
+    Thought { text: String },
+    /// The agent's progress list; each one replaces the previous.
+    Plan { entries: Vec<PlanEntry> },
+    /// The current state of one tool call, merged from every `tool_call` and
+    /// `tool_call_update` with its id. Replace the previous state by id.
+    ToolCall(ToolCallInfo),
+    /// The agent asks before running a tool. Answer on `reply`; dropping it,
+    /// or cancelling the turn, answers `cancelled`.
+    Permission {
+        tool_call: ToolCallInfo,
+        options: Vec<PermissionChoice>,
+        reply: oneshot::Sender<PermissionReply>,
+    },
+    /// The agent asks the user to fill in a form (`elicitation/create`, form
+    /// mode). `schema` is the requested JSON schema: a flat object of string,
+    /// number, integer, boolean, enum and multi-select fields.
+    Question {
+        message: String,
+        schema: serde_json::Value,
+        reply: oneshot::Sender<QuestionReply>,
+    },
+    /// The driver read a file for the agent; `path` is relative to the worktree.
+    FileRead { path: PathBuf },
+    /// The driver wrote a file for the agent; `path` is relative to the worktree.
+    FileWritten { path: PathBuf, bytes: usize },
+    /// A file request the driver refused (outside the worktree, into `.git`,
+    /// through a symlink that leaves it). The agent got a JSON-RPC error.
+    FileRefused { path: String, reason: String },
+    /// The agent sent something that is not valid ACP; it was skipped or
+    /// answered with an error, and the connection goes on.
+    ProtocolError { detail: String },
+}
+
+/// One entry of the agent's progress list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    pub content: String,
+    /// `high`, `medium` or `low`.
+    pub priority: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// A tool call as the agent described it so far.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCallInfo {
+    pub id: String,
+    pub title: Option<String>,
+    /// `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`,
+    /// `fetch`, `switch_mode` or `other`.
+    pub kind: Option<String>,
+    /// `pending`, `in_progress`, `completed` or `failed`.
+    pub status: Option<String>,
+    pub raw_input: Option<serde_json::Value>,
+    /// Files the call touches, as the agent named them.
+    pub locations: Vec<PathBuf>,
+}
+
+/// One answer the agent offers to a permission request. Choose by `kind`:
+/// option ids differ between agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionChoice {
+    pub option_id: String,
+    pub name: String,
+    /// `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+    pub kind: String,
+}
+
+/// The answer to [`AgentSignal::Permission`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionReply {
+    Selected { option_id: String },
+    Cancelled,
+}
+
+/// The answer to [`AgentSignal::Question`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuestionReply {
+    /// `content` is an object with one value per answered field.
+    Accept {
+        content: serde_json::Value,
+    },
+    Decline,
+    Cancel,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("the run's worktree {path} cannot be used ({source}); check that it exists")]
+    Worktree {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the agent did not finish the ACP handshake within {0:?}; check that the command starts an ACP agent and look at its stderr")]
+    HandshakeTimeout(Duration),
+    #[error("the agent chose ACP protocol version {0}, but Overseer speaks version 1; use an agent or adapter that supports ACP v1")]
+    UnsupportedProtocol(String),
+    #[error("the agent answered `{method}` with an error: {message} (JSON-RPC {code})")]
+    Agent {
+        method: &'static str,
+        code: i32,
+        message: String,
+    },
+    #[error("the agent closed its output during `{method}`: it exited or crashed. Look at its stderr, then start the run again")]
+    AgentExited { method: &'static str },
+    #[error("the connection to the agent ended during `{method}` ({detail}); look at the agent's stderr, then start the run again")]
+    ConnectionLost {
+        method: &'static str,
+        detail: String,
+    },
+}
+
+/// A live ACP connection to one agent, with one session.
+///
+/// Dropping it closes the connection (the agent sees its stdin close); the
+/// process itself is the caller's to stop.
+pub struct AgentConnection {
+    cx: ConnectionTo<Agent>,
+    shared: Arc<Shared>,
+    session_id: acp::SessionId,
+    session_id_text: String,
+    modes: Vec<String>,
+    _stop: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for AgentConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentConnection")
+            .field("session_id", &self.session_id_text)
+            .field("modes", &self.modes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentConnection {
+    /// Initialize + session/new (cwd = worktree, absolute) over the given pipes.
+    /// Signals from the agent arrive on the returned receiver; keep reading it
+    /// while a prompt runs.
+    pub async fn start<R, W>(
+        stdout_of_agent: R,
+        stdin_of_agent: W,
+        worktree: PathBuf,
+        client_name: &str,
+    ) -> Result<(AgentConnection, mpsc::Receiver<AgentSignal>), DriverError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let root =
+            tokio::fs::canonicalize(&worktree)
+                .await
+                .map_err(|source| DriverError::Worktree {
+                    path: worktree.clone(),
+                    source,
+                })?;
+        let (signals, receiver) = mpsc::channel(SIGNAL_BUFFER);
+        let shared = Arc::new(Shared {
+            root,
+            signals,
+            tool_calls: Mutex::new(HashMap::new()),
+            session_id: OnceLock::new(),
+            cancel: watch::Sender::new(0),
+            turn_cancelled: AtomicBool::new(false),
+            ended: Mutex::new(None),
+        });
+        let transport = transport::lines(stdout_of_agent, stdin_of_agent, shared.signals.clone());
+        let (cx_tx, cx_rx) = oneshot::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(drive(
+            shared.clone(),
+            client_name.to_owned(),
+            transport,
+            cx_tx,
+            stopped,
+        ));
+        let cx = match cx_rx.await {
+            Ok(cx) => cx,
+            Err(_) => {
+                return Err(DriverError::ConnectionLost {
+                    method: "initialize",
+                    detail: shared.ended_detail(),
+                })
+            }
+        };
+
+        let handshake = async {
+            let capabilities = acp::ClientCapabilities::new()
+                .fs(acp::FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true))
+                .terminal(false)
+                .elicitation(
+                    acp::ElicitationCapabilities::new()
+                        .form(acp::ElicitationFormCapabilities::new()),
+                );
+            let init = acp::InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(capabilities)
+                .client_info(acp::Implementation::new(
+                    client_name,
+                    env!("CARGO_PKG_VERSION"),
+                ));
+            let answer = cx
+                .send_request(init)
+                .block_task()
+                .await
+                .map_err(|e| shared.classify("initialize", e))?;
+            if answer.protocol_version != ProtocolVersion::V1 {
+                return Err(DriverError::UnsupportedProtocol(
+                    answer.protocol_version.to_string(),
+                ));
+            }
+            let session = cx
+                .send_request(acp::NewSessionRequest::new(shared.root.clone()))
+                .block_task()
+                .await
+                .map_err(|e| shared.classify("session/new", e))?;
+            Ok(session)
+        };
+        let session = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+            .await
+            .map_err(|_| DriverError::HandshakeTimeout(HANDSHAKE_TIMEOUT))??;
+
+        let session_id_text = session.session_id.0.to_string();
+        let _ = shared.session_id.set(session_id_text.clone());
+        let modes = session
+            .modes
+            .map(|m| {
+                m.available_modes
+                    .iter()
+                    .map(|m| m.id.0.to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok((
+            AgentConnection {
+                cx,
+                shared,
+                session_id: session.session_id,
+                session_id_text,
+                modes,
+                _stop: stop,
+            },
+            receiver,
+        ))
+    }
+
+    /// session/prompt with one text block; resolves when the turn ends.
+    pub async fn prompt(&self, text: &str) -> Result<StopReason, DriverError> {
+        self.shared.turn_cancelled.store(false, Ordering::SeqCst);
+        let request = acp::PromptRequest::new(
+            self.session_id.clone(),
+            vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
+        );
+        let answer = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|e| self.shared.classify("session/prompt", e))?;
+        match answer.stop_reason {
+            acp::StopReason::EndTurn => Ok(StopReason::EndTurn),
+            acp::StopReason::MaxTokens => Ok(StopReason::MaxTokens),
+            acp::StopReason::MaxTurnRequests => Ok(StopReason::MaxTurnRequests),
+            acp::StopReason::Refusal => Ok(StopReason::Refusal),
+            acp::StopReason::Cancelled => Ok(StopReason::Cancelled),
+            // The schema enum is non-exhaustive; a reason it cannot name
+            // fails to parse before it gets here, so this is defensive.
+            other => Err(DriverError::Agent {
+                method: "session/prompt",
+                code: agent_client_protocol::ErrorCode::INVALID_PARAMS.value(),
+                message: format!("unknown stop reason {other:?}"),
+            }),
+        }
+    }
+
+    /// session/cancel (a notification). Permission requests and questions
+    /// still pending, and any that arrive before the next prompt, are answered
+    /// cancelled. The agent then ends the turn with [`StopReason::Cancelled`].
+    pub async fn cancel(&self) -> Result<(), DriverError> {
+        self.shared.turn_cancelled.store(true, Ordering::SeqCst);
+        self.shared.cancel.send_modify(|epoch| *epoch += 1);
+        self.cx
+            .send_notification(acp::CancelNotification::new(self.session_id.clone()))
+            .map_err(|e| self.shared.classify("session/cancel", e))
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id_text
+    }
+
+    /// The mode ids the agent offers (`session/new`'s `modes`), if any.
+    pub fn modes(&self) -> &[String] {
+        &self.modes
+    }
+}

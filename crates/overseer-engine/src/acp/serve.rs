@@ -1,0 +1,586 @@
+//! The client side of the conversation: the handlers for what the agent
+//! sends (updates, permission requests, questions, file reads and writes) and
+//! the task that runs the connection.
+//!
+//! Handlers run inside the crate's dispatch loop, one message at a time, which
+//! keeps updates in order. Anything that waits for a human (a permission, a
+//! question) is answered from a spawned task instead, so the loop never blocks
+//! on a decision.
+
+use super::confine::{self, resolve_in_worktree, Access};
+use super::{
+    AgentSignal, DriverError, PermissionChoice, PermissionReply, PlanEntry, QuestionReply,
+    ToolCallInfo, MAX_READ_BYTES,
+};
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// Runs the connection until the `AgentConnection` is dropped or the agent
+/// closes its output, and hands the connection context to `start`.
+pub(super) async fn drive<T>(
+    shared: Arc<Shared>,
+    client_name: String,
+    transport: T,
+    cx_tx: oneshot::Sender<ConnectionTo<Agent>>,
+    stopped: oneshot::Receiver<()>,
+) where
+    T: agent_client_protocol::ConnectTo<Client> + 'static,
+{
+    let s_update = shared.clone();
+    let s_permission = shared.clone();
+    let s_read = shared.clone();
+    let s_write = shared.clone();
+    let s_question = shared.clone();
+    let result = Client
+        .v1()
+        .name(client_name)
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx| {
+                s_update.on_update(n).await;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |r: acp::RequestPermissionRequest, responder, cx| {
+                s_permission.on_permission(r, responder, cx).await
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::ReadTextFileRequest, responder, _cx| {
+                s_read.on_read(r, responder).await
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::WriteTextFileRequest, responder, _cx| {
+                s_write.on_write(r, responder).await
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::CreateElicitationRequest, responder, cx| {
+                s_question.on_question(r, responder, cx).await
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let closed = cx.clone();
+            if cx_tx.send(cx).is_err() {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = stopped => {}
+                () = closed.incoming_closed() => {}
+            }
+            Ok(())
+        })
+        .await;
+    let detail = match result {
+        Ok(()) => "the agent closed its output".to_owned(),
+        Err(e) => {
+            tracing::warn!(error = %e, "ACP connection failed");
+            e.to_string()
+        }
+    };
+    *shared.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(detail);
+}
+
+/// What the handlers share with the connection.
+pub(super) struct Shared {
+    /// The worktree, canonical.
+    pub(super) root: PathBuf,
+    pub(super) signals: mpsc::Sender<AgentSignal>,
+    pub(super) tool_calls: Mutex<HashMap<String, ToolCallInfo>>,
+    /// Set once `session/new` answered; updates for other sessions are refused.
+    pub(super) session_id: OnceLock<String>,
+    /// Bumped by `cancel()`; pending answers watch it.
+    pub(super) cancel: watch::Sender<u64>,
+    /// Set by `cancel()` until the next prompt: asks arriving then are cancelled.
+    pub(super) turn_cancelled: AtomicBool,
+    /// Why the connection ended, once it has.
+    pub(super) ended: Mutex<Option<String>>,
+}
+
+impl Shared {
+    async fn signal(&self, signal: AgentSignal) -> bool {
+        self.signals.send(signal).await.is_ok()
+    }
+
+    async fn protocol_error(&self, detail: String) {
+        tracing::warn!(%detail, "agent protocol error");
+        self.signal(AgentSignal::ProtocolError { detail }).await;
+    }
+
+    pub(super) fn ended_detail(&self) -> String {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "the connection closed".to_owned())
+    }
+
+    /// Turns a failed request into what went wrong, in the user's terms.
+    pub(super) fn classify(
+        &self,
+        method: &'static str,
+        e: agent_client_protocol::Error,
+    ) -> DriverError {
+        if agent_client_protocol::is_incoming_transport_closed(&e) {
+            DriverError::AgentExited { method }
+        } else if agent_client_protocol::is_connection_terminated(&e) {
+            DriverError::ConnectionLost {
+                method,
+                detail: self.ended_detail(),
+            }
+        } else {
+            DriverError::Agent {
+                method,
+                code: e.code.value(),
+                message: e.message,
+            }
+        }
+    }
+
+    /// Whether a session id the agent sent is ours (any, before session/new answered).
+    fn is_our_session(&self, id: &acp::SessionId) -> bool {
+        self.session_id.get().is_none_or(|ours| *ours == *id.0)
+    }
+
+    async fn on_update(&self, n: acp::SessionNotification) {
+        if !self.is_our_session(&n.session_id) {
+            self.protocol_error(format!(
+                "the agent sent an update for session {:?}, which is not this connection's",
+                n.session_id.0
+            ))
+            .await;
+            return;
+        }
+        let signal = match n.update {
+            acp::SessionUpdate::AgentMessageChunk(chunk) => match text_of(chunk.content) {
+                Some(text) => AgentSignal::Message { text },
+                None => return,
+            },
+            acp::SessionUpdate::AgentThoughtChunk(chunk) => match text_of(chunk.content) {
+                Some(text) => AgentSignal::Thought { text },
+                None => return,
+            },
+            acp::SessionUpdate::Plan(plan) => AgentSignal::Plan {
+                entries: plan
+                    .entries
+                    .into_iter()
+                    .map(|e| PlanEntry {
+                        content: e.content,
+                        priority: wire_name(&e.priority),
+                        status: wire_name(&e.status),
+                    })
+                    .collect(),
+            },
+            acp::SessionUpdate::ToolCall(call) => AgentSignal::ToolCall(self.merge_call(call)),
+            acp::SessionUpdate::ToolCallUpdate(update) => {
+                AgentSignal::ToolCall(self.merge_update(&update))
+            }
+            // Echoes of the user's prompt, commands, modes, usage and the
+            // like carry nothing the orchestrator acts on yet.
+            other => {
+                tracing::debug!(update = ?std::mem::discriminant(&other), "ACP update ignored");
+                return;
+            }
+        };
+        self.signal(signal).await;
+    }
+
+    /// A full `tool_call` announcement, merged over what is known by id. The
+    /// kind `other` is the wire default for "not given", so it does not erase
+    /// a kind already known.
+    fn merge_call(&self, call: acp::ToolCall) -> ToolCallInfo {
+        let mut calls = self
+            .tool_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let id = call.tool_call_id.0.to_string();
+        let entry = calls.entry(id.clone()).or_insert_with(|| ToolCallInfo {
+            id,
+            ..ToolCallInfo::default()
+        });
+        entry.title = Some(call.title);
+        let kind = wire_name(&call.kind);
+        if kind != "other" || entry.kind.is_none() {
+            entry.kind = Some(kind);
+        }
+        entry.status = Some(wire_name(&call.status));
+        if call.raw_input.is_some() {
+            entry.raw_input = call.raw_input;
+        }
+        if !call.locations.is_empty() {
+            entry.locations = call.locations.into_iter().map(|l| l.path).collect();
+        }
+        entry.clone()
+    }
+
+    /// A `tool_call_update` (or the tool call of a permission request): only
+    /// the fields it carries change.
+    fn merge_update(&self, update: &acp::ToolCallUpdate) -> ToolCallInfo {
+        let mut calls = self
+            .tool_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let id = update.tool_call_id.0.to_string();
+        let entry = calls.entry(id.clone()).or_insert_with(|| ToolCallInfo {
+            id,
+            ..ToolCallInfo::default()
+        });
+        let fields = &update.fields;
+        if let Some(title) = &fields.title {
+            entry.title = Some(title.clone());
+        }
+        if let Some(kind) = &fields.kind {
+            entry.kind = Some(wire_name(kind));
+        }
+        if let Some(status) = &fields.status {
+            entry.status = Some(wire_name(status));
+        }
+        if let Some(raw_input) = &fields.raw_input {
+            entry.raw_input = Some(raw_input.clone());
+        }
+        if let Some(locations) = &fields.locations {
+            entry.locations = locations.iter().map(|l| l.path.clone()).collect();
+        }
+        entry.clone()
+    }
+
+    async fn on_permission(
+        self: &Arc<Self>,
+        request: acp::RequestPermissionRequest,
+        responder: Responder<acp::RequestPermissionResponse>,
+        cx: ConnectionTo<Agent>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        if !self.is_our_session(&request.session_id) {
+            return responder.respond_with_error(
+                acp::Error::session_not_found(request.session_id.clone()).into(),
+            );
+        }
+        let tool_call = self.merge_update(&request.tool_call);
+        let options: Vec<PermissionChoice> = request
+            .options
+            .iter()
+            .map(|o| PermissionChoice {
+                option_id: o.option_id.0.to_string(),
+                name: o.name.clone(),
+                kind: wire_name(&o.kind),
+            })
+            .collect();
+        let cancelled =
+            acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
+        // Subscribe before asking, so a cancel while the question is out counts.
+        let mut cancel = self.cancel.subscribe();
+        if self.turn_cancelled.load(Ordering::SeqCst) {
+            return responder.respond(cancelled);
+        }
+        let (reply, answer) = oneshot::channel();
+        let offered: Vec<String> = options.iter().map(|o| o.option_id.clone()).collect();
+        let asked = self
+            .signal(AgentSignal::Permission {
+                tool_call,
+                options,
+                reply,
+            })
+            .await;
+        if !asked {
+            // Nobody is listening: never allow by default.
+            return responder.respond(cancelled);
+        }
+        let withdrawn = responder.cancellation();
+        // Waiting for a human must not hold the dispatch loop.
+        cx.spawn(async move {
+            let outcome = tokio::select! {
+                answer = answer => match answer {
+                    Ok(PermissionReply::Selected { option_id }) if offered.contains(&option_id) => {
+                        acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(option_id))
+                    }
+                    Ok(PermissionReply::Selected { option_id }) => {
+                        tracing::warn!(%option_id, "permission answered with an option the agent did not offer; cancelling");
+                        acp::RequestPermissionOutcome::Cancelled
+                    }
+                    Ok(PermissionReply::Cancelled) | Err(_) => acp::RequestPermissionOutcome::Cancelled,
+                },
+                _ = cancel.changed() => acp::RequestPermissionOutcome::Cancelled,
+                () = withdrawn.cancelled() => acp::RequestPermissionOutcome::Cancelled,
+            };
+            if let Err(e) = responder.respond(acp::RequestPermissionResponse::new(outcome)) {
+                tracing::debug!(error = %e, "permission answer not delivered");
+            }
+            Ok(())
+        })
+    }
+
+    async fn on_question(
+        self: &Arc<Self>,
+        request: acp::CreateElicitationRequest,
+        responder: Responder<acp::CreateElicitationResponse>,
+        cx: ConnectionTo<Agent>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let cancel_answer = || acp::CreateElicitationResponse::new(acp::ElicitationAction::Cancel);
+        let acp::ElicitationMode::Form(form) = request.mode else {
+            // Only form mode is offered in our capabilities.
+            self.protocol_error(
+                "the agent asked for an elicitation mode other than `form`, which Overseer does not offer; it was declined".to_owned(),
+            )
+            .await;
+            return responder.respond(acp::CreateElicitationResponse::new(
+                acp::ElicitationAction::Decline,
+            ));
+        };
+        if let acp::ElicitationScope::Session(scope) = &form.scope {
+            if !self.is_our_session(&scope.session_id) {
+                return responder.respond_with_error(
+                    acp::Error::session_not_found(scope.session_id.clone()).into(),
+                );
+            }
+        }
+        let mut cancel = self.cancel.subscribe();
+        if self.turn_cancelled.load(Ordering::SeqCst) {
+            return responder.respond(cancel_answer());
+        }
+        let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
+        let (reply, answer) = oneshot::channel();
+        let asked = self
+            .signal(AgentSignal::Question {
+                message: request.message,
+                schema,
+                reply,
+            })
+            .await;
+        if !asked {
+            return responder.respond(cancel_answer());
+        }
+        let withdrawn = responder.cancellation();
+        cx.spawn(async move {
+            let action = tokio::select! {
+                answer = answer => match answer {
+                    Ok(QuestionReply::Accept { content }) => {
+                        match serde_json::from_value::<BTreeMap<String, acp::ElicitationContentValue>>(content) {
+                            Ok(values) => acp::ElicitationAction::Accept(
+                                acp::ElicitationAcceptAction::new().content(values),
+                            ),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "question answer is not a flat object of form values; cancelling");
+                                acp::ElicitationAction::Cancel
+                            }
+                        }
+                    }
+                    Ok(QuestionReply::Decline) => acp::ElicitationAction::Decline,
+                    Ok(QuestionReply::Cancel) | Err(_) => acp::ElicitationAction::Cancel,
+                },
+                _ = cancel.changed() => acp::ElicitationAction::Cancel,
+                () = withdrawn.cancelled() => acp::ElicitationAction::Cancel,
+            };
+            if let Err(e) = responder.respond(acp::CreateElicitationResponse::new(action)) {
+                tracing::debug!(error = %e, "question answer not delivered");
+            }
+            Ok(())
+        })
+    }
+
+    /// Resolves a path the agent sent, or refuses it (reported and answered).
+    async fn confine(
+        &self,
+        session: &acp::SessionId,
+        path: &Path,
+        access: Access,
+    ) -> Result<confine::Confined, agent_client_protocol::Error> {
+        if !self.is_our_session(session) {
+            return Err(acp::Error::session_not_found(session.clone()).into());
+        }
+        match resolve_in_worktree(&self.root, path, access) {
+            Ok(confined) => Ok(confined),
+            Err(refusal) => {
+                let shown = path.display().to_string();
+                tracing::warn!(path = %shown, reason = %refusal, "file request refused");
+                self.signal(AgentSignal::FileRefused {
+                    path: shown.clone(),
+                    reason: refusal.to_string(),
+                })
+                .await;
+                Err(agent_client_protocol::Error::new(
+                    agent_client_protocol::ErrorCode::INVALID_PARAMS,
+                    format!("refused: {refusal}"),
+                )
+                .data(serde_json::json!({ "path": shown })))
+            }
+        }
+    }
+
+    async fn on_read(
+        &self,
+        request: acp::ReadTextFileRequest,
+        responder: Responder<acp::ReadTextFileResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let target = match self
+            .confine(&request.session_id, &request.path, Access::Read)
+            .await
+        {
+            Ok(target) => target,
+            Err(e) => return responder.respond_with_error(e),
+        };
+        match read_text(&target.absolute, request.line, request.limit).await {
+            Ok(content) => {
+                self.signal(AgentSignal::FileRead {
+                    path: target.relative,
+                })
+                .await;
+                responder.respond(acp::ReadTextFileResponse::new(content))
+            }
+            Err(e) => responder.respond_with_error(e),
+        }
+    }
+
+    async fn on_write(
+        &self,
+        request: acp::WriteTextFileRequest,
+        responder: Responder<acp::WriteTextFileResponse>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let target = match self
+            .confine(&request.session_id, &request.path, Access::Write)
+            .await
+        {
+            Ok(target) => target,
+            Err(e) => return responder.respond_with_error(e),
+        };
+        if let Some(parent) = target.absolute.parent() {
+            if let Err(e) = tokio::fs::create_dir_all(parent).await {
+                return responder.respond_with_error(io_error(&target.relative, &e));
+            }
+        }
+        let bytes = request.content.len();
+        match tokio::fs::write(&target.absolute, request.content).await {
+            Ok(()) => {
+                self.signal(AgentSignal::FileWritten {
+                    path: target.relative,
+                    bytes,
+                })
+                .await;
+                responder.respond(acp::WriteTextFileResponse::new())
+            }
+            Err(e) => responder.respond_with_error(io_error(&target.relative, &e)),
+        }
+    }
+}
+
+/// Reads a UTF-8 file, optionally from a 1-based `line` for `limit` lines.
+async fn read_text(
+    path: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+) -> Result<String, agent_client_protocol::Error> {
+    let shown = path.to_path_buf();
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| io_error(&shown, &e))?;
+    if meta.len() > MAX_READ_BYTES {
+        return Err(agent_client_protocol::Error::new(
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            format!(
+                "{} is {} bytes, over the {MAX_READ_BYTES}-byte limit for reads through the client",
+                shown.display(),
+                meta.len()
+            ),
+        ));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| io_error(&shown, &e))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        agent_client_protocol::Error::new(
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            format!("{} is not a UTF-8 text file", shown.display()),
+        )
+    })?;
+    if line.is_none() && limit.is_none() {
+        return Ok(text);
+    }
+    let skip = line.map_or(0, |l| l.saturating_sub(1)) as usize;
+    let take = limit.map_or(usize::MAX, |l| l as usize);
+    Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> agent_client_protocol::Error {
+    let code = if e.kind() == std::io::ErrorKind::NotFound {
+        agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND
+    } else {
+        agent_client_protocol::ErrorCode::INTERNAL_ERROR
+    };
+    agent_client_protocol::Error::new(code, format!("{}: {e}", path.display()))
+}
+
+/// The text of a content block; other kinds (images, resources) are not shown.
+fn text_of(content: acp::ContentBlock) -> Option<String> {
+    match content {
+        acp::ContentBlock::Text(text) => Some(text.text),
+        _ => None,
+    }
+}
+
+/// The wire name of a protocol enum (`in_progress`, `allow_once`, ...).
+/// Going through serde keeps this right for variants added later.
+fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "other".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_read_can_start_at_a_line_and_stop_after_a_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "one\ntwo\nthree\nfour").expect("write");
+        assert_eq!(
+            read_text(&file, None, None).await.expect("all"),
+            "one\ntwo\nthree\nfour"
+        );
+        assert_eq!(
+            read_text(&file, Some(2), Some(2)).await.expect("slice"),
+            "two\nthree\n"
+        );
+        assert_eq!(read_text(&file, Some(4), None).await.expect("tail"), "four");
+        assert_eq!(
+            read_text(&file, Some(9), None).await.expect("past the end"),
+            ""
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_text_or_not_there_is_an_error_for_the_agent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("bin");
+        std::fs::write(&file, [0xff, 0xfe, 0x00]).expect("write");
+        let e = read_text(&file, None, None).await.expect_err("binary");
+        assert!(e.message.contains("not a UTF-8 text file"));
+        let e = read_text(&dir.path().join("missing"), None, None)
+            .await
+            .expect_err("missing");
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND);
+    }
+
+    #[test]
+    fn protocol_enums_are_shown_by_their_wire_names() {
+        assert_eq!(wire_name(&acp::ToolCallStatus::InProgress), "in_progress");
+        assert_eq!(
+            wire_name(&acp::PermissionOptionKind::AllowOnce),
+            "allow_once"
+        );
+        assert_eq!(wire_name(&acp::ToolKind::SwitchMode), "switch_mode");
+    }
+}

@@ -1,0 +1,857 @@
+//! The ACP driver against the scripted demo agent: real processes, real pipes,
+//! real git repositories in temp dirs. A few cases that the demo agent cannot
+//! produce on purpose (a 10 MB line, an agent dying mid-turn) use an
+//! in-process fake agent over `tokio::io::duplex`.
+
+use overseer_engine::acp::{
+    parse_plan, AgentConnection, AgentSignal, DriverError, PermissionChoice, PermissionReply,
+    PlanEntry, QuestionReply, StopReason, ToolCallInfo, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
+};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Generous: a turn takes milliseconds with OVERSEER_DEMO_STEP_MS=0, but the
+/// machine may be busy.
+const TURN: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------- harness
+
+/// Builds the demo agent once per test process and returns its path. The
+/// binary sits next to this test's own `deps` directory, whatever the
+/// target dir and profile.
+fn demo_agent() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps");
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .args(["build", "-q", "-p", "overseer-demo-agent"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "building overseer-demo-agent failed");
+        let bin = profile_dir.join("overseer-demo-agent");
+        assert!(bin.exists(), "{} missing after build", bin.display());
+        bin
+    })
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A temp dir holding `repo/`, a git repository with one commit. The parent
+/// is ours too, so escapes land somewhere we can check and clean.
+fn repo() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "hello\n").expect("write");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    (tmp, repo)
+}
+
+/// What the test saw, without the reply senders.
+#[derive(Debug, Clone)]
+enum Seen {
+    Message(String),
+    Thought(String),
+    Plan(Vec<PlanEntry>),
+    ToolCall(ToolCallInfo),
+    Permission(ToolCallInfo, Vec<PermissionChoice>),
+    Question(String, serde_json::Value),
+    FileRead(PathBuf),
+    FileWritten(PathBuf, usize),
+    FileRefused(String, String),
+    ProtocolError(String),
+}
+
+/// How the test answers permission requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    /// Choose the option of kind `allow_once`.
+    AllowOnce,
+    /// Choose the option of kind `reject_once`.
+    Reject,
+    /// Never answer (the reply is kept so it is not dropped).
+    Hold,
+}
+
+struct Agent {
+    conn: AgentConnection,
+    signals: mpsc::Receiver<AgentSignal>,
+    child: tokio::process::Child,
+    repo: PathBuf,
+    _tmp: tempfile::TempDir,
+    policy: Policy,
+    question_reply: QuestionReply,
+    held: Vec<tokio::sync::oneshot::Sender<PermissionReply>>,
+}
+
+async fn launch(scenario: &str) -> Agent {
+    launch_with(scenario, std::process::Stdio::inherit()).await
+}
+
+async fn launch_with(scenario: &str, stderr: std::process::Stdio) -> Agent {
+    let (tmp, repo) = repo();
+    let mut child = tokio::process::Command::new(demo_agent())
+        .env("OVERSEER_DEMO_SCENARIO", scenario)
+        .env("OVERSEER_DEMO_STEP_MS", "0")
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn demo agent");
+    let stdout = child.stdout.take().expect("stdout");
+    let stdin = child.stdin.take().expect("stdin");
+    let (conn, signals) = tokio::time::timeout(
+        TURN,
+        AgentConnection::start(stdout, stdin, repo.clone(), "overseer-tests"),
+    )
+    .await
+    .expect("handshake in time")
+    .expect("handshake");
+    Agent {
+        conn,
+        signals,
+        child,
+        repo,
+        _tmp: tmp,
+        policy: Policy::AllowOnce,
+        question_reply: QuestionReply::Decline,
+        held: Vec::new(),
+    }
+}
+
+impl Agent {
+    /// Prompts and serves signals until the turn ends; returns both.
+    async fn turn(&mut self, text: &str) -> (Result<StopReason, DriverError>, Vec<Seen>) {
+        let mut seen = Vec::new();
+        let prompt = self.conn.prompt(text);
+        tokio::pin!(prompt);
+        let result = tokio::time::timeout(TURN, async {
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(signal) = self.signals.recv() => {
+                        answer(signal, self.policy, &self.question_reply, &mut self.held, &mut seen);
+                    }
+                    result = &mut prompt => break result,
+                }
+            }
+        })
+        .await
+        .expect("the turn ends in time");
+        // Everything the agent sent before its answer is queued by now.
+        while let Ok(signal) = self.signals.try_recv() {
+            answer(
+                signal,
+                self.policy,
+                &self.question_reply,
+                &mut self.held,
+                &mut seen,
+            );
+        }
+        (result, seen)
+    }
+
+    async fn plan(&mut self) -> Vec<Seen> {
+        let (result, seen) = self
+            .turn(&format!(
+                "{PLAN_PROMPT_PREFIX} Add a greeting to the project"
+            ))
+            .await;
+        assert_eq!(result.expect("plan turn"), StopReason::EndTurn);
+        seen
+    }
+
+    async fn execute(&mut self) -> (Result<StopReason, DriverError>, Vec<Seen>) {
+        self.turn(&format!(
+            "{EXECUTE_PROMPT_PREFIX} Go ahead with the approved plan"
+        ))
+        .await
+    }
+
+    fn commits(&self) -> usize {
+        git(&self.repo, &["rev-list", "--count", "HEAD"])
+            .parse()
+            .expect("count")
+    }
+}
+
+fn answer(
+    signal: AgentSignal,
+    policy: Policy,
+    question_reply: &QuestionReply,
+    held: &mut Vec<tokio::sync::oneshot::Sender<PermissionReply>>,
+    seen: &mut Vec<Seen>,
+) {
+    let entry = match signal {
+        AgentSignal::Message { text } => Seen::Message(text),
+        AgentSignal::Thought { text } => Seen::Thought(text),
+        AgentSignal::Plan { entries } => Seen::Plan(entries),
+        AgentSignal::ToolCall(call) => Seen::ToolCall(call),
+        AgentSignal::Permission {
+            tool_call,
+            options,
+            reply,
+        } => {
+            let kind = match policy {
+                Policy::AllowOnce => Some("allow_once"),
+                Policy::Reject => Some("reject_once"),
+                Policy::Hold => None,
+            };
+            match kind.and_then(|k| options.iter().find(|o| o.kind == k)) {
+                Some(option) => {
+                    let _ = reply.send(PermissionReply::Selected {
+                        option_id: option.option_id.clone(),
+                    });
+                }
+                None => held.push(reply),
+            }
+            Seen::Permission(tool_call, options)
+        }
+        AgentSignal::Question {
+            message,
+            schema,
+            reply,
+        } => {
+            let _ = reply.send(question_reply.clone());
+            Seen::Question(message, schema)
+        }
+        AgentSignal::FileRead { path } => Seen::FileRead(path),
+        AgentSignal::FileWritten { path, bytes } => Seen::FileWritten(path, bytes),
+        AgentSignal::FileRefused { path, reason } => Seen::FileRefused(path, reason),
+        AgentSignal::ProtocolError { detail } => Seen::ProtocolError(detail),
+    };
+    seen.push(entry);
+}
+
+fn message(seen: &[Seen]) -> String {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Message(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn written(seen: &[Seen]) -> Vec<PathBuf> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::FileWritten(p, _) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn permissions(seen: &[Seen]) -> Vec<(ToolCallInfo, Vec<PermissionChoice>)> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Permission(t, o) => Some((t.clone(), o.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn protocol_errors(seen: &[Seen]) -> Vec<String> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::ProtocolError(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn last_plan(seen: &[Seen]) -> Vec<PlanEntry> {
+    seen.iter()
+        .rev()
+        .find_map(|s| match s {
+            Seen::Plan(e) => Some(e.clone()),
+            _ => None,
+        })
+        .expect("a plan update")
+}
+
+// ---------------------------------------------------------------- demo agent
+
+#[tokio::test]
+async fn happy_run_plans_then_writes_through_the_client_and_commits() {
+    let mut agent = launch("happy").await;
+    assert!(!agent.conn.session_id().is_empty());
+    assert_eq!(agent.conn.modes(), ["plan".to_owned(), "code".to_owned()]);
+
+    let seen = agent.plan().await;
+    let plan = parse_plan(&message(&seen)).expect("a plan block in the message");
+    assert_eq!(plan.goal, "Add a greeting to the project");
+    assert_eq!(plan.steps.len(), 2);
+    assert_eq!(plan.steps[0].agent.as_deref(), Some("demo"));
+    assert_eq!(plan.files, ["src/greeting.txt", "NOTES.md"]);
+    assert!(last_plan(&seen).iter().all(|e| e.status == "pending"));
+    assert!(seen
+        .iter()
+        .any(|s| matches!(s, Seen::Thought(t) if t.contains("README"))));
+    assert!(
+        seen.iter()
+            .any(|s| matches!(s, Seen::FileRead(p) if p == Path::new("README.md"))),
+        "the agent read README.md through the client"
+    );
+    assert!(written(&seen).is_empty(), "planning edits nothing");
+
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute turn"), StopReason::EndTurn);
+    let asked = permissions(&seen);
+    assert_eq!(asked.len(), 2, "one permission per edit");
+    for (call, options) in &asked {
+        assert_eq!(
+            call.kind.as_deref(),
+            Some("edit"),
+            "kind joined from the tool_call update"
+        );
+        let kinds: Vec<&str> = options.iter().map(|o| o.kind.as_str()).collect();
+        assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+    }
+    assert_eq!(
+        written(&seen),
+        [PathBuf::from("src/greeting.txt"), PathBuf::from("NOTES.md")]
+    );
+    let greeting = std::fs::read_to_string(agent.repo.join("src/greeting.txt")).expect("greeting");
+    assert!(greeting.contains("Hello"));
+    assert!(seen
+        .iter()
+        .any(|s| matches!(s, Seen::FileWritten(p, n) if p == Path::new("src/greeting.txt") && *n == greeting.len())));
+    assert!(last_plan(&seen).iter().all(|e| e.status == "completed"));
+    assert!(message(&seen).contains("Committed"));
+
+    assert_eq!(agent.commits(), 2);
+    assert_eq!(
+        git(&agent.repo, &["log", "-1", "--format=%an <%ae>"]),
+        "Overseer Demo Agent <demo@overseer.invalid>"
+    );
+    assert_eq!(
+        git(&agent.repo, &["status", "--porcelain"]),
+        "",
+        "everything committed"
+    );
+}
+
+#[tokio::test]
+async fn tool_call_updates_are_merged_by_id_into_one_state_each() {
+    let mut agent = launch("happy").await;
+    agent.plan().await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+
+    let calls: Vec<&ToolCallInfo> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::ToolCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        2,
+        "two tool calls, each announced and updated: {ids:?}"
+    );
+
+    for id in ids {
+        let states: Vec<&&ToolCallInfo> = calls.iter().filter(|c| c.id == id).collect();
+        // Announced with an empty input, then complete, then in progress, then done.
+        assert_eq!(states[0].raw_input, Some(serde_json::json!({})));
+        let last = states.last().expect("a state");
+        assert_eq!(last.status.as_deref(), Some("completed"));
+        assert_eq!(
+            last.kind.as_deref(),
+            Some("edit"),
+            "a status update keeps the kind"
+        );
+        assert!(last
+            .raw_input
+            .as_ref()
+            .is_some_and(|i| i.get("content").is_some()));
+        assert_eq!(last.locations.len(), 1);
+        assert!(last
+            .title
+            .as_deref()
+            .is_some_and(|t| t.starts_with("Edit ")));
+    }
+}
+
+#[tokio::test]
+async fn a_rejected_permission_stops_the_turn_and_guidance_resumes_it() {
+    let mut agent = launch("happy").await;
+    agent.plan().await;
+
+    agent.policy = Policy::Reject;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+    assert_eq!(
+        permissions(&seen).len(),
+        1,
+        "no further asks after a rejection"
+    );
+    assert!(written(&seen).is_empty());
+    assert!(message(&seen).contains("Stopped"));
+    assert!(!agent.repo.join("src/greeting.txt").exists());
+    assert_eq!(agent.commits(), 1, "nothing committed");
+
+    // The reason goes in the next prompt; the agent picks up from there.
+    agent.policy = Policy::AllowOnce;
+    let (result, seen) = agent
+        .turn("Rejected: please keep the greeting short.")
+        .await;
+    assert_eq!(result.expect("follow-up"), StopReason::EndTurn);
+    assert!(message(&seen).starts_with("Understood: Rejected"));
+    assert_eq!(written(&seen).len(), 2);
+    assert_eq!(agent.commits(), 2);
+}
+
+#[tokio::test]
+async fn writes_outside_the_worktree_are_refused_and_reported() {
+    let mut agent = launch("escape").await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+
+    let refused: Vec<(String, String)> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::FileRefused(p, r) => Some((p.clone(), r.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 3, "{refused:#?}");
+    assert!(refused
+        .iter()
+        .all(|(_, reason)| reason.contains("outside the run's worktree")));
+    assert!(written(&seen).is_empty());
+    let outside = agent.repo.parent().expect("parent");
+    for name in [
+        "escaped-dotdot.txt",
+        "escaped-absolute.txt",
+        "escaped-via-link.txt",
+    ] {
+        assert!(!outside.join(name).exists(), "{name} was written");
+    }
+    // The agent got an error for each and said so.
+    assert_eq!(
+        message(&seen).matches("refused:").count(),
+        3,
+        "{}",
+        message(&seen)
+    );
+}
+
+#[tokio::test]
+async fn a_flaky_step_fails_the_prompt_and_a_retry_succeeds() {
+    let mut agent = launch("flaky").await;
+    agent.plan().await;
+
+    let (result, seen) = agent.execute().await;
+    match result {
+        Err(DriverError::Agent {
+            method, message, ..
+        }) => {
+            assert_eq!(method, "session/prompt");
+            assert_eq!(message, "step 2 failed: test timeout");
+        }
+        other => panic!("expected the prompt to fail, got {other:?}"),
+    }
+    assert_eq!(
+        written(&seen),
+        [PathBuf::from("src/greeting.txt")],
+        "step 1 was written"
+    );
+    assert!(!agent.repo.join("NOTES.md").exists());
+
+    let (result, seen) = agent
+        .turn("Retry: the last attempt failed with \"step 2 failed: test timeout\".")
+        .await;
+    assert_eq!(result.expect("retry"), StopReason::EndTurn);
+    assert_eq!(
+        written(&seen),
+        [PathBuf::from("NOTES.md")],
+        "only the remaining step"
+    );
+    assert_eq!(agent.commits(), 2);
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_is_reported_and_the_run_goes_on() {
+    let mut agent = launch("garbage").await;
+    agent.plan().await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(
+        result.expect("execute despite garbage"),
+        StopReason::EndTurn
+    );
+    let errors = protocol_errors(&seen);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(errors[0].contains("not JSON"));
+    assert!(errors[1].contains("not UTF-8"));
+    assert!(errors[2].contains("not JSON"), "the 2 MiB line");
+    assert!(
+        errors.iter().all(|e| e.len() < 400),
+        "reports quote only a little"
+    );
+    assert_eq!(written(&seen).len(), 2);
+    assert_eq!(agent.commits(), 2);
+}
+
+#[tokio::test]
+async fn questions_round_trip_through_a_form_and_shape_the_plan() {
+    let mut agent = launch("questions").await;
+    agent.question_reply = QuestionReply::Accept {
+        content: serde_json::json!({
+            "framework": "react",
+            "add_tests": true,
+            "notes": "keep it short",
+        }),
+    };
+    let seen = agent.plan().await;
+    let (question, schema) = seen
+        .iter()
+        .find_map(|s| match s {
+            Seen::Question(m, s) => Some((m.clone(), s.clone())),
+            _ => None,
+        })
+        .expect("a question");
+    assert!(question.contains("questions"));
+    assert_eq!(
+        schema["properties"]["framework"]["enum"],
+        serde_json::json!(["svelte", "react", "vue"])
+    );
+    assert_eq!(schema["properties"]["add_tests"]["type"], "boolean");
+    assert_eq!(schema["properties"]["notes"]["type"], "string");
+
+    let plan = parse_plan(&message(&seen)).expect("plan");
+    assert_eq!(
+        plan.goal,
+        "Add a react greeting, with tests (notes: keep it short)"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_question_plans_with_defaults() {
+    let mut agent = launch("questions").await;
+    agent.question_reply = QuestionReply::Decline;
+    let seen = agent.plan().await;
+    let plan = parse_plan(&message(&seen)).expect("plan");
+    assert!(plan.goal.contains("no answers given"), "{}", plan.goal);
+}
+
+#[tokio::test]
+async fn drift_writes_a_file_the_plan_did_not_declare() {
+    let mut agent = launch("drift").await;
+    let plan = parse_plan(&message(&agent.plan().await)).expect("plan");
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+    let undeclared: Vec<PathBuf> = written(&seen)
+        .into_iter()
+        .filter(|p| !plan.files.iter().any(|f| Path::new(f) == p))
+        .collect();
+    assert_eq!(undeclared, [PathBuf::from("config/settings.toml")]);
+    assert!(agent.repo.join("config/settings.toml").exists());
+}
+
+#[tokio::test]
+async fn destructive_asks_before_rm_rf_and_before_editing_env() {
+    let mut agent = launch("destructive").await;
+    std::fs::create_dir_all(agent.repo.join("build")).expect("mkdir");
+    std::fs::write(agent.repo.join("build/out.o"), "x").expect("write");
+    agent.plan().await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+    let asked = permissions(&seen);
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0].0.kind.as_deref(), Some("execute"));
+    assert_eq!(
+        asked[0].0.raw_input,
+        Some(serde_json::json!({ "command": "rm -rf build/" }))
+    );
+    assert_eq!(asked[1].0.kind.as_deref(), Some("edit"));
+    assert!(asked[1].0.locations.iter().any(|l| l.ends_with(".env")));
+    assert!(!agent.repo.join("build").exists());
+    assert_eq!(
+        std::fs::read_to_string(agent.repo.join(".env")).expect(".env"),
+        "DEMO_MODE=1\n"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_answers_a_pending_permission_cancelled() {
+    let mut agent = launch("happy").await;
+    agent.plan().await;
+    agent.policy = Policy::Hold;
+
+    let conn = &agent.conn;
+    let text = format!("{EXECUTE_PROMPT_PREFIX} go");
+    let prompt = conn.prompt(&text);
+    tokio::pin!(prompt);
+    let mut held = Vec::new();
+    let result = tokio::time::timeout(TURN, async {
+        loop {
+            tokio::select! {
+                Some(signal) = agent.signals.recv() => {
+                    if let AgentSignal::Permission { reply, .. } = signal {
+                        held.push(reply); // the human has not decided yet
+                        conn.cancel().await.expect("cancel");
+                    }
+                }
+                result = &mut prompt => break result,
+            }
+        }
+    })
+    .await
+    .expect("the turn ends after cancel");
+    assert_eq!(result.expect("prompt"), StopReason::Cancelled);
+    assert_eq!(held.len(), 1);
+    assert!(
+        held[0].is_closed(),
+        "the driver answered for us and let go of the reply"
+    );
+    assert!(!agent.repo.join("src/greeting.txt").exists());
+}
+
+#[tokio::test]
+async fn without_a_listener_permissions_are_cancelled_never_allowed() {
+    let mut agent = launch("happy").await;
+    agent.plan().await;
+    let (_, closed) = mpsc::channel(1);
+    drop(std::mem::replace(&mut agent.signals, closed));
+    let result = tokio::time::timeout(
+        TURN,
+        agent.conn.prompt(&format!("{EXECUTE_PROMPT_PREFIX} go")),
+    )
+    .await
+    .expect("in time");
+    assert_eq!(result.expect("prompt"), StopReason::Cancelled);
+    assert!(!agent.repo.join("src/greeting.txt").exists());
+    assert_eq!(agent.commits(), 1);
+}
+
+#[tokio::test]
+async fn cancel_during_a_stubborn_turn_returns_promptly() {
+    let mut agent = launch_with("stubborn", std::process::Stdio::piped()).await;
+    // The agent names its grandchild on stderr; we must clean it up.
+    let stderr = agent.child.stderr.take().expect("stderr");
+    let (pid_tx, mut pid_rx) = mpsc::channel::<String>(1);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("grandchild pid ").nth(1) {
+                let pid = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = pid_tx.send(pid).await;
+            }
+        }
+    });
+    agent.plan().await;
+
+    let conn = Arc::new(agent.conn);
+    let running = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.prompt(&format!("{EXECUTE_PROMPT_PREFIX} go")).await })
+    };
+    // Wait until the agent is stuck in its endless tool call.
+    tokio::time::timeout(TURN, async {
+        while let Some(signal) = agent.signals.recv().await {
+            if matches!(&signal, AgentSignal::ToolCall(c) if c.id == "watch-tests") {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the stubborn turn starts");
+    let started = std::time::Instant::now();
+    conn.cancel().await.expect("cancel");
+    let stop = tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("prompt returns promptly after cancel")
+        .expect("task")
+        .expect("prompt");
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // It still ignores SIGTERM...
+    let pid = agent.child.id().expect("pid").to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        agent.child.try_wait().expect("try_wait").is_none(),
+        "SIGTERM ignored"
+    );
+    // ...so clean up the hard way, grandchild included.
+    agent.child.kill().await.expect("kill agent");
+    let grandchild = tokio::time::timeout(Duration::from_secs(5), pid_rx.recv())
+        .await
+        .expect("grandchild pid logged")
+        .expect("pid");
+    Command::new("kill")
+        .args(["-KILL", &grandchild])
+        .status()
+        .expect("kill grandchild");
+}
+
+#[tokio::test]
+async fn dropping_the_connection_closes_the_agents_stdin() {
+    let mut agent = launch("happy").await;
+    agent.plan().await;
+    drop(agent.conn);
+    let status = tokio::time::timeout(Duration::from_secs(10), agent.child.wait())
+        .await
+        .expect("the agent sees EOF and exits")
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+}
+
+// ---------------------------------------------------------------- fake agent
+
+/// Plays the agent side by hand: answers `initialize` and `session/new`, then
+/// hands every later request to `on_request` with a raw writer.
+async fn fake_agent<F, Fut>(
+    on_request: F,
+) -> (
+    AgentConnection,
+    mpsc::Receiver<AgentSignal>,
+    tempfile::TempDir,
+)
+where
+    F: FnOnce(serde_json::Value, tokio::io::WriteHalf<tokio::io::DuplexStream>) -> Fut
+        + Send
+        + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (driver_side, agent_side) = tokio::io::duplex(64 * 1024);
+    let (from_driver, to_driver) = tokio::io::split(agent_side);
+    let (driver_reads, driver_writes) = tokio::io::split(driver_side);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(from_driver).lines();
+        let mut out = to_driver;
+        while let Ok(Some(line)) = lines.next_line().await {
+            let msg: serde_json::Value = serde_json::from_str(&line).expect("driver sends JSON");
+            let id = msg["id"].clone();
+            let result = match msg["method"].as_str() {
+                Some("initialize") => {
+                    serde_json::json!({ "protocolVersion": 1, "agentCapabilities": {} })
+                }
+                Some("session/new") => serde_json::json!({ "sessionId": "fake-1" }),
+                Some(_) => {
+                    on_request(msg, out).await;
+                    return;
+                }
+                None => continue,
+            };
+            let reply = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result });
+            out.write_all(format!("{reply}\n").as_bytes())
+                .await
+                .expect("write");
+        }
+    });
+    let (conn, signals) = tokio::time::timeout(
+        TURN,
+        AgentConnection::start(driver_reads, driver_writes, dir.path().to_path_buf(), "t"),
+    )
+    .await
+    .expect("in time")
+    .expect("start");
+    (conn, signals, dir)
+}
+
+#[tokio::test]
+async fn a_ten_megabyte_line_is_skipped_and_the_turn_still_ends() {
+    let (conn, mut signals, _dir) = fake_agent(|prompt, mut out| async move {
+        let mut huge = vec![b'{'; 10_000_000];
+        huge.push(b'\n');
+        out.write_all(&huge).await.expect("write");
+        let chunk = serde_json::json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "fake-1",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "still here"}}}});
+        let done = serde_json::json!({"jsonrpc": "2.0", "id": prompt["id"], "result": {"stopReason": "end_turn"}});
+        out.write_all(format!("{chunk}\n{done}\n").as_bytes()).await.expect("write");
+        // Keep the pipe open: the driver must not need EOF to finish.
+        std::future::pending::<()>().await;
+    })
+    .await;
+    let stop = tokio::time::timeout(TURN, conn.prompt("hi"))
+        .await
+        .expect("no hang")
+        .expect("prompt");
+    assert_eq!(stop, StopReason::EndTurn);
+    let mut seen = Vec::new();
+    while let Ok(signal) = signals.try_recv() {
+        seen.push(signal);
+    }
+    assert!(
+        matches!(&seen[0], AgentSignal::ProtocolError { detail } if detail.contains("over the limit")),
+        "{seen:?}"
+    );
+    assert!(matches!(&seen[1], AgentSignal::Message { text } if text == "still here"));
+}
+
+#[tokio::test]
+async fn an_agent_that_dies_mid_turn_fails_the_prompt_with_a_clear_error() {
+    let (conn, _signals, _dir) = fake_agent(|_prompt, out| async move {
+        drop(out); // the agent's stdout closes, as when it crashes
+    })
+    .await;
+    let err = tokio::time::timeout(TURN, conn.prompt("hi"))
+        .await
+        .expect("no hang")
+        .expect_err("the agent is gone");
+    assert!(
+        matches!(
+            err,
+            DriverError::AgentExited {
+                method: "session/prompt"
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("stderr"),
+        "says where to look: {err}"
+    );
+}
