@@ -22,6 +22,7 @@ pub mod git;
 mod notify;
 pub mod ops;
 pub mod paths;
+pub mod process;
 pub mod server;
 mod work;
 

@@ -109,7 +109,7 @@ pub enum AgentSignal {
 }
 
 /// One entry of the agent's progress list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlanEntry {
     pub content: String,
     /// `high`, `medium` or `low`.
@@ -119,7 +119,7 @@ pub struct PlanEntry {
 }
 
 /// A tool call as the agent described it so far.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct ToolCallInfo {
     pub id: String,
     pub title: Option<String>,
@@ -135,7 +135,7 @@ pub struct ToolCallInfo {
 
 /// One answer the agent offers to a permission request. Choose by `kind`:
 /// option ids differ between agents.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PermissionChoice {
     pub option_id: String,
     pub name: String,
