@@ -31,6 +31,11 @@ pub fn builder(
             let engine = app.state::<Arc<Engine>>().inner().clone();
             if let Some(listener) = listener {
                 tauri::async_runtime::spawn(server::serve(engine.clone(), listener));
+                // Only the engine that owns the socket drives agents.
+                let driver = engine.clone();
+                tauri::async_runtime::spawn(async move {
+                    driver.start_orchestrator();
+                });
             }
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.

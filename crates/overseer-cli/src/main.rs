@@ -490,6 +490,7 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     let listener = server::bind(&paths.socket()).map_err(ApiError::from)?;
     eprintln!("overseer engine serving on {}", paths.socket().display());
     let server = tokio::spawn(server::serve(engine.clone(), listener));
+    let orchestrator = engine.start_orchestrator();
     let ticker = {
         let engine = engine.clone();
         tokio::spawn(async move {
@@ -509,6 +510,7 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     }
     ticker.abort();
     server.abort();
+    orchestrator.abort();
     let _ = server.await;
     engine.shutdown()?;
     eprintln!("overseer engine stopped; audit checkpoint written");

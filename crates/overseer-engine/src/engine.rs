@@ -33,6 +33,12 @@ pub struct Engine {
     events: broadcast::Sender<EngineEvent>,
     paths: Paths,
     pub(crate) config: Config,
+    /// Runs whose agent is alive, driven by the orchestrator.
+    pub(crate) live: crate::orchestrator::LiveRuns,
+    /// The runtime the orchestrator runs on, once started.
+    pub(crate) runtime: std::sync::OnceLock<tokio::runtime::Handle>,
+    /// Itself, for effects that outlive a call (stopping an aborted agent).
+    me: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
 }
@@ -56,6 +62,9 @@ impl Engine {
             events,
             paths,
             config,
+            live: Default::default(),
+            runtime: std::sync::OnceLock::new(),
+            me: std::sync::OnceLock::new(),
             checkpointed: Mutex::new(checkpointed),
         })
     }
@@ -106,11 +115,31 @@ impl Engine {
         Ok(out.run)
     }
 
+    /// Abort: the decision is committed first, then the agent's whole process
+    /// tree is stopped (SIGTERM, abort_timeout, SIGKILL) and
+    /// `orchestration_aborted` is published. Called from a blocking context
+    /// (CLI, window) it returns once the tree is gone.
     pub fn abort_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         let out = ops::abort_run(&mut self.store(), id, actor, now)?;
         self.publish(out.events);
+        let me = self.me.get().and_then(std::sync::Weak::upgrade);
+        if let (Some(handle), Some(me), Some(_)) = (self.runtime.get(), me, self.live.get(id)) {
+            let stop = crate::orchestrator::stop_agent(me, id);
+            if tokio::runtime::Handle::try_current().is_ok() {
+                handle.spawn(stop);
+            } else {
+                handle.block_on(stop);
+            }
+        }
         Ok(out.run)
+    }
+
+    /// Starts driving runs: recovery after a crash, then every queued run.
+    /// Call once, inside a tokio runtime.
+    pub fn start_orchestrator(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let _ = self.me.set(Arc::downgrade(self));
+        crate::orchestrator::start(self.clone())
     }
 
     /// Moves a run along its lifecycle on the engine's own authority.

@@ -370,7 +370,6 @@ impl Engine {
     }
 
     /// Applies a lifecycle event with an optional note, then publishes.
-    #[allow(dead_code)] // wired by the orchestrator
     pub(crate) fn transition(
         &self,
         run: RunId,
@@ -416,7 +415,6 @@ impl Engine {
     }
 
     /// Writes a pending gate, then publishes it: it exists before anyone waits.
-    #[allow(dead_code)] // wired by the orchestrator
     pub(crate) fn open_gate(
         &self,
         run: RunId,
@@ -446,7 +444,6 @@ impl Engine {
 
     /// Appends an audit record for something the engine did on its own
     /// authority (a read allowed by default, a refused file access).
-    #[allow(dead_code)] // wired by the orchestrator
     pub(crate) fn audit(&self, actor: &Actor, payload: serde_json::Value) {
         let now = self.clock.now();
         if let Err(e) = self
@@ -476,7 +473,6 @@ impl Engine {
     }
 
     /// Stores a timeline entry and pushes it.
-    #[allow(dead_code)] // wired by the orchestrator
     pub(crate) fn record_activity(
         &self,
         run: RunId,

@@ -1,0 +1,922 @@
+//! Drives runs: claims queued runs, launches their agent in a worktree over
+//! ACP, asks for a plan and opens the plan gate, executes, turns every failure
+//! into a deviation gate, runs the sensors, and hands the finished work to
+//! review (or merges it when the user's auto-advance rule says so).
+//!
+//! Every decision point is a gate written to the database before anyone waits
+//! on it; waiting is done by watching the engine's events, so a decision from
+//! the window, the CLI or a restart's re-notification all wake the same code.
+//! Agent output is recorded in the run's timeline as untrusted text.
+
+use crate::acp::{
+    parse_plan, AgentConnection, AgentSignal, PermissionReply, PlanProposal, QuestionReply,
+    StopReason, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
+};
+use crate::git;
+use crate::process::{self, AgentProcess, AgentSpec};
+use crate::Engine;
+use overseer_core::{
+    Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateId, GateKind, GateOption, RunEvent,
+    RunId, RunState,
+};
+use overseer_store::RunWork;
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+/// After this many retries of the same step, Retry is no longer offered.
+pub const MAX_RETRIES: u32 = 10;
+/// How long one sensor may run.
+const SENSOR_TIMEOUT: Duration = Duration::from_secs(600);
+/// Sensor output kept per command.
+const SENSOR_OUTPUT_MAX: usize = 64 * 1024;
+/// Tool kinds that only read: allowed without asking (until the user's own
+/// permission rules arrive with the supervision work).
+const READ_ONLY_KINDS: &[&str] = &["read", "search", "think", "fetch"];
+
+/// A run whose agent is alive.
+pub(crate) struct Live {
+    pub(crate) conn: Arc<AgentConnection>,
+    pub(crate) process: tokio::sync::Mutex<AgentProcess>,
+}
+
+/// The runs the orchestrator is driving, by id.
+#[derive(Default)]
+pub(crate) struct LiveRuns {
+    pub(crate) agents: Mutex<HashMap<RunId, Arc<Live>>>,
+    driving: Mutex<HashSet<RunId>>,
+}
+
+impl LiveRuns {
+    pub(crate) fn get(&self, run: RunId) -> Option<Arc<Live>> {
+        self.agents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run)
+            .cloned()
+    }
+
+    fn set(&self, run: RunId, live: Option<Arc<Live>>) {
+        let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
+        match live {
+            Some(l) => agents.insert(run, l),
+            None => agents.remove(&run),
+        };
+    }
+
+    /// True when this call took the run (no other task drives it).
+    fn take(&self, run: RunId) -> bool {
+        self.driving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run)
+    }
+
+    fn release(&self, run: RunId) {
+        self.driving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run);
+    }
+}
+
+/// The marker every agent process of this database carries in its environment.
+pub(crate) fn marker_prefix(engine: &Engine) -> String {
+    let id = engine
+        .store()
+        .db_id()
+        .unwrap_or_else(|_| "unknown".to_owned());
+    format!("overseer-{id}-")
+}
+
+impl Engine {
+    /// The marker in the environment of every process of `run`'s agent.
+    pub fn agent_marker(&self, run: RunId) -> String {
+        format!("{}run-{run}", marker_prefix(self))
+    }
+}
+
+/// Recovery after a crash or kill -9, then the loop that launches queued runs.
+/// Call once, inside the tokio runtime.
+pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
+    let _ = engine.runtime.set(tokio::runtime::Handle::current());
+    if let Err(e) = recover(&engine) {
+        tracing::error!("recovery after restart: {}", e.message);
+    }
+    let mut rx = engine.subscribe();
+    tokio::spawn(async move {
+        launch_queued(&engine);
+        loop {
+            match rx.recv().await {
+                Ok(EngineEvent::RunChanged { run }) if run.state == RunState::Queued => {
+                    launch(&engine, run.id);
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => launch_queued(&engine),
+                Err(RecvError::Closed) => break,
+            }
+        }
+    })
+}
+
+fn launch_queued(engine: &Arc<Engine>) {
+    match engine.runs() {
+        Ok(runs) => {
+            for r in runs.into_iter().filter(|r| r.state == RunState::Queued) {
+                launch(engine, r.id);
+            }
+        }
+        Err(e) => tracing::error!("cannot list queued runs: {}", e.message),
+    }
+}
+
+fn launch(engine: &Arc<Engine>, run: RunId) {
+    if !engine.live.take(run) {
+        return;
+    }
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        let result = drive(&engine, run).await;
+        if let Err(e) = result {
+            fail_run(&engine, run, &e.message);
+        }
+        if let Some(live) = engine.live.get(run) {
+            let grace = engine.config.abort_timeout();
+            if let Err(e) = live.process.lock().await.terminate(grace).await {
+                tracing::warn!(run, "stopping the agent: {e}");
+            }
+        }
+        engine.live.set(run, None);
+        engine.live.release(run);
+    });
+}
+
+/// Marks agents of a killed engine as interrupted, kills any that survived,
+/// and notifies again about everything still waiting for the user.
+fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
+    let killed = process::kill_marked(&marker_prefix(engine));
+    if !killed.is_empty() {
+        tracing::warn!(?killed, "killed agent processes left by a previous engine");
+    }
+    for run in engine.runs()? {
+        if matches!(
+            run.state,
+            RunState::Claimed | RunState::Running | RunState::RetryQueued
+        ) {
+            let note = format!(
+                "the engine stopped while this run was active; resume it with `overseer runs resume {}`",
+                run.id
+            );
+            if let Err(e) =
+                engine.transition(run.id, RunEvent::Interrupt, Some(&note), &Actor::Engine)
+            {
+                tracing::warn!(run = run.id, "cannot mark interrupted: {}", e.message);
+            }
+        }
+    }
+    engine.renotify_pending()?;
+    Ok(())
+}
+
+fn fail_run(engine: &Engine, run: RunId, why: &str) {
+    let _ = engine.record_activity(run, "error", json!({ "text": why }));
+    match engine.run(run) {
+        Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
+            if let Err(e) = engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine) {
+                tracing::warn!(run, "cannot mark failed: {}", e.message);
+            }
+        }
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// Why a run cannot go on.
+fn err(message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::Internal, message)
+}
+
+/// Waits for a gate's decision. The gate is already in the database.
+async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
+    let mut rx = engine.subscribe();
+    loop {
+        if let Some(d) = engine.gate(gate)?.decision {
+            return Ok(d);
+        }
+        match rx.recv().await {
+            Ok(EngineEvent::GateDecided { gate_id, .. }) if gate_id == gate => {}
+            Ok(EngineEvent::RunChanged { .. }) | Err(RecvError::Lagged(_)) => {}
+            Ok(_) => continue,
+            Err(RecvError::Closed) => return Err(err("the engine is stopping")),
+        }
+    }
+}
+
+fn still_active(engine: &Engine, run: RunId) -> bool {
+    matches!(
+        engine.run(run).map(|r| r.state),
+        Ok(RunState::Running | RunState::Claimed | RunState::RetryQueued)
+    )
+}
+
+/// Shared between the prompt loop and the signal pump.
+#[derive(Default)]
+struct Turn {
+    /// Agent message text of the current turn.
+    transcript: String,
+    /// Rejection reasons to tell the agent in its next prompt.
+    rejections: Vec<String>,
+    /// Tool kinds the user allowed "always" for this run.
+    always: HashSet<String>,
+}
+
+async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
+    engine.transition(run, RunEvent::Claim, None, &Actor::Engine)?;
+    let work = engine.store().run_work(run)?;
+    let worktree = prepare_worktree(engine, &work).await?;
+    let turn = Arc::new(Mutex::new(Turn::default()));
+    let conn = launch_agent(engine, &work, &worktree, &turn).await?;
+    engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
+
+    let mut guidance = String::new();
+    'plan: loop {
+        // Plan: ask for a plan only, then the plan gate until approved.
+        let plan = loop {
+            let text = format!(
+                "{PLAN_PROMPT_PREFIX}\n{}\n{}",
+                work.prompt,
+                take_feedback(&turn, &guidance)
+            );
+            guidance.clear();
+            match prompt_turn(&conn, &turn, &text).await {
+                Ok((StopReason::EndTurn, transcript)) => match parse_plan(&transcript) {
+                    Some(p) => break p,
+                    None => {
+                        match deviation(
+                            engine,
+                            run,
+                            "no_plan",
+                            "the agent ended its turn without a plan",
+                            0,
+                            false,
+                        )
+                        .await?
+                        {
+                            Deviation::Retry(g) | Deviation::Replan(g) => guidance = g,
+                            Deviation::Stop => return stop(engine, run, "stopped: no plan"),
+                        }
+                        continue;
+                    }
+                },
+                Ok((StopReason::Cancelled, _)) => return Ok(()),
+                Ok((other, _)) => {
+                    match deviation(
+                        engine,
+                        run,
+                        "turn_failed",
+                        &format!("planning ended with {other:?}"),
+                        0,
+                        false,
+                    )
+                    .await?
+                    {
+                        Deviation::Retry(g) | Deviation::Replan(g) => guidance = g,
+                        Deviation::Stop => return stop(engine, run, "stopped while planning"),
+                    }
+                }
+                Err(e) => {
+                    if !still_active(engine, run) {
+                        return Ok(());
+                    }
+                    return Err(e);
+                }
+            }
+        };
+        let decision = plan_gate(engine, run, &plan).await?;
+        match decision.option.as_str() {
+            "approve" => {
+                guidance = decision.context.unwrap_or_default();
+            }
+            "request_changes" => {
+                guidance = format!(
+                    "Revise the plan. Feedback: {}",
+                    decision.context.unwrap_or_default()
+                );
+                continue 'plan;
+            }
+            "reject" => {
+                let why = decision
+                    .context
+                    .unwrap_or_else(|| "plan rejected".to_owned());
+                engine.transition(run, RunEvent::RejectPlan, Some(&why), &decision.actor)?;
+                return Ok(());
+            }
+            _ => return Ok(()), // cancelled with the run
+        }
+
+        // Execute, with a deviation gate on every failure.
+        let mut retries = 0;
+        loop {
+            if !still_active(engine, run) {
+                return Ok(());
+            }
+            let text = format!(
+                "{EXECUTE_PROMPT_PREFIX}\n{}",
+                take_feedback(&turn, &guidance)
+            );
+            guidance.clear();
+            let failure = match prompt_turn(&conn, &turn, &text).await {
+                Ok((StopReason::EndTurn, _)) => {
+                    let wt = worktree.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        git::commit_all(&wt, "Work left uncommitted by the agent")
+                    })
+                    .await;
+                    check_drift(engine, &work, &plan);
+                    let results =
+                        run_sensors(engine, run, &worktree, &work.workspace.settings.sensors).await;
+                    match results.iter().find(|r| !r.passed) {
+                        None => break,
+                        Some(f) => format!(
+                            "sensor `{}` failed (exit {})\n{}",
+                            f.command,
+                            f.exit_code.map_or("none".to_owned(), |c| c.to_string()),
+                            tail(&f.output, 4000)
+                        ),
+                    }
+                }
+                Ok((StopReason::Cancelled, _)) => return Ok(()),
+                Ok((other, transcript)) => {
+                    format!("the turn ended with {other:?}: {}", tail(&transcript, 2000))
+                }
+                Err(e) => {
+                    if !still_active(engine, run) {
+                        return Ok(());
+                    }
+                    e.message
+                }
+            };
+            let can_retry = retries < MAX_RETRIES;
+            match deviation(engine, run, "turn_failed", &failure, retries, can_retry).await? {
+                Deviation::Retry(g) => {
+                    retries += 1;
+                    guidance = format!("The last attempt failed: {failure}\nRetry. {g}");
+                }
+                Deviation::Replan(g) => {
+                    guidance = format!("The last attempt failed: {failure}\nMake a new plan. {g}");
+                    continue 'plan;
+                }
+                Deviation::Stop => return stop(engine, run, &failure),
+            }
+        }
+        break;
+    }
+
+    // Done: review, or merge when the user's rule says so.
+    let auto = engine
+        .config
+        .auto_advance("default", work.workspace.settings.auto_advance);
+    if auto {
+        let done = engine.store().run_work(run)?;
+        if let (Some(branch), Some(base)) = (done.branch, done.base_ref) {
+            let repo = PathBuf::from(&work.workspace.path);
+            let message = format!("Merge run {run}: {}", work.task_title);
+            let merged =
+                tokio::task::spawn_blocking(move || git::merge(&repo, &branch, &base, &message))
+                    .await
+                    .map_err(|e| err(e.to_string()))?;
+            if merged.is_ok() {
+                engine.transition(
+                    run,
+                    RunEvent::Finish { auto_advance: true },
+                    Some("merged: every sensor passed and auto-advance is on"),
+                    &Actor::Engine,
+                )?;
+                return Ok(());
+            }
+        }
+    }
+    engine.transition(
+        run,
+        RunEvent::Finish {
+            auto_advance: false,
+        },
+        None,
+        &Actor::Engine,
+    )?;
+    Ok(())
+}
+
+fn stop(engine: &Engine, run: RunId, why: &str) -> Result<(), ApiError> {
+    if still_active(engine, run) {
+        engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine)?;
+    }
+    Ok(())
+}
+
+fn take_feedback(turn: &Mutex<Turn>, guidance: &str) -> String {
+    let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+    let mut out = String::new();
+    for r in t.rejections.drain(..) {
+        out.push_str(&format!("The user rejected a tool call: {r}\n"));
+    }
+    if !guidance.trim().is_empty() {
+        out.push_str(guidance.trim());
+        out.push('\n');
+    }
+    out
+}
+
+/// Sends one prompt and returns how it ended with the turn's message text.
+async fn prompt_turn(
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    text: &str,
+) -> Result<(StopReason, String), ApiError> {
+    turn.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .transcript
+        .clear();
+    let stop = conn
+        .prompt(text)
+        .await
+        .map_err(|e| err(format!("the agent failed: {e}")))?;
+    // Signals are handled on their own task; give it a moment to drain.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let transcript = std::mem::take(&mut turn.lock().unwrap_or_else(|p| p.into_inner()).transcript);
+    Ok((stop, transcript))
+}
+
+async fn prepare_worktree(engine: &Engine, work: &RunWork) -> Result<PathBuf, ApiError> {
+    let repo = PathBuf::from(&work.workspace.path);
+    let (worktree, branch, base) = match (&work.worktree, &work.branch, &work.base_ref) {
+        (Some(w), Some(b), Some(base)) => (PathBuf::from(w), b.clone(), base.clone()),
+        _ => {
+            let r = repo.clone();
+            let base = tokio::task::spawn_blocking(move || git::current_branch(&r))
+                .await
+                .map_err(|e| err(e.to_string()))??;
+            (
+                engine.worktree_path(&work.workspace.name, work.run_id),
+                crate::run_branch(work.run_id),
+                base,
+            )
+        }
+    };
+    let (r, w, b, s) = (repo.clone(), worktree.clone(), branch.clone(), base.clone());
+    tokio::task::spawn_blocking(move || git::add_worktree(&r, &w, &b, &s))
+        .await
+        .map_err(|e| err(e.to_string()))??;
+    let now = engine.clock.now();
+    let wt = worktree.to_string_lossy().into_owned();
+    engine
+        .store()
+        .write(|tx| tx.set_run_work(work.run_id, &wt, &branch, &base, &Actor::Engine, now))?;
+    Ok(worktree)
+}
+
+async fn launch_agent(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &Path,
+    turn: &Arc<Mutex<Turn>>,
+) -> Result<Arc<AgentConnection>, ApiError> {
+    let profile = engine
+        .config
+        .profile(&work.agent)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let mut env: Vec<(String, String)> = profile.env.into_iter().collect();
+    if let Some(s) = work.options.get("scenario").and_then(|s| s.as_str()) {
+        env.push(("OVERSEER_DEMO_SCENARIO".to_owned(), s.to_owned()));
+    }
+    if let Ok(ms) = std::env::var("OVERSEER_DEMO_STEP_MS") {
+        env.push(("OVERSEER_DEMO_STEP_MS".to_owned(), ms));
+    }
+    let spec = AgentSpec {
+        program: PathBuf::from(&profile.command),
+        args: profile.args,
+        env,
+        cwd: worktree.to_owned(),
+        marker: engine.agent_marker(work.run_id),
+    };
+    let (process, stdin, stdout, stderr) =
+        process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let run = work.run_id;
+    // The agent's stderr is its log: keep the tail in the timeline.
+    {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(run, "agent: {line}");
+                let _ = &engine;
+            }
+        });
+    }
+    let (conn, signals) = AgentConnection::start(stdout, stdin, worktree.to_owned(), "overseer")
+        .await
+        .map_err(|e| err(format!("the agent did not start a session: {e}")))?;
+    let conn = Arc::new(conn);
+    engine.live.set(
+        run,
+        Some(Arc::new(Live {
+            conn: conn.clone(),
+            process: tokio::sync::Mutex::new(process),
+        })),
+    );
+    tokio::spawn(pump(engine.clone(), run, signals, turn.clone()));
+    Ok(conn)
+}
+
+/// Handles everything the agent sends while it works.
+async fn pump(
+    engine: Arc<Engine>,
+    run: RunId,
+    mut signals: tokio::sync::mpsc::Receiver<AgentSignal>,
+    turn: Arc<Mutex<Turn>>,
+) {
+    let mut message = String::new();
+    loop {
+        let next = if message.is_empty() {
+            signals.recv().await
+        } else {
+            match tokio::time::timeout(Duration::from_millis(300), signals.recv()).await {
+                Ok(s) => s,
+                Err(_) => {
+                    flush_message(&engine, run, &mut message);
+                    continue;
+                }
+            }
+        };
+        let Some(signal) = next else { break };
+        if !matches!(signal, AgentSignal::Message { .. }) {
+            flush_message(&engine, run, &mut message);
+        }
+        match signal {
+            AgentSignal::Message { text } => {
+                turn.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .transcript
+                    .push_str(&text);
+                message.push_str(&text);
+            }
+            AgentSignal::Thought { text } => {
+                let _ = engine.record_activity(run, "thought", json!({ "text": text }));
+            }
+            AgentSignal::Plan { entries } => {
+                let _ = engine.record_activity(run, "plan", json!({ "entries": entries }));
+            }
+            AgentSignal::ToolCall(info) => {
+                let _ = engine.record_activity(run, "tool_call", json!(info));
+            }
+            AgentSignal::Permission {
+                tool_call,
+                options,
+                reply,
+            } => {
+                let engine = engine.clone();
+                let turn = turn.clone();
+                tokio::spawn(async move {
+                    let answer = permission(&engine, run, &tool_call, &options, &turn).await;
+                    let _ = reply.send(answer);
+                });
+            }
+            AgentSignal::Question {
+                message: q,
+                schema,
+                reply,
+            } => {
+                let engine = engine.clone();
+                tokio::spawn(async move {
+                    let answer = question(&engine, run, &q, &schema).await;
+                    let _ = reply.send(answer);
+                });
+            }
+            AgentSignal::FileRead { path } => {
+                let _ = engine.record_activity(run, "file_read", json!({ "path": path }));
+            }
+            AgentSignal::FileWritten { path, bytes } => {
+                let _ = engine.record_activity(
+                    run,
+                    "file_written",
+                    json!({ "path": path, "bytes": bytes }),
+                );
+            }
+            AgentSignal::FileRefused { path, reason } => {
+                let _ = engine.record_activity(
+                    run,
+                    "file_refused",
+                    json!({ "path": path, "text": reason }),
+                );
+                engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
+            }
+            AgentSignal::ProtocolError { detail } => {
+                let _ = engine.record_activity(run, "protocol_error", json!({ "text": detail }));
+            }
+        }
+    }
+    flush_message(&engine, run, &mut message);
+}
+
+fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
+    if !message.is_empty() {
+        let _ = engine.record_activity(run, "message", json!({ "text": std::mem::take(message) }));
+    }
+}
+
+/// A permission request: reads are allowed, "always" is remembered per tool
+/// kind for the run, everything else opens a tool_call gate.
+async fn permission(
+    engine: &Engine,
+    run: RunId,
+    tool_call: &crate::acp::ToolCallInfo,
+    options: &[crate::acp::PermissionChoice],
+    turn: &Mutex<Turn>,
+) -> PermissionReply {
+    let by_kind = |kinds: &[&str]| {
+        kinds
+            .iter()
+            .find_map(|k| options.iter().find(|o| o.kind == *k))
+            .map(|o| PermissionReply::Selected {
+                option_id: o.option_id.clone(),
+            })
+    };
+    let kind = tool_call.kind.clone().unwrap_or_else(|| "other".to_owned());
+    let always = turn
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .always
+        .contains(&kind);
+    if READ_ONLY_KINDS.contains(&kind.as_str()) || always {
+        let rule = if always {
+            "the user allowed this kind always for this run"
+        } else {
+            "read-only tools are allowed by default"
+        };
+        engine.audit(&Actor::Engine, json!({"type": "tool_call_allowed", "run_id": run, "tool_call": tool_call, "rule": rule}));
+        let _ = engine.record_activity(
+            run,
+            "tool_allowed",
+            json!({ "title": tool_call.title, "kind": kind, "text": rule }),
+        );
+        return by_kind(&["allow_once", "allow_always"]).unwrap_or(PermissionReply::Cancelled);
+    }
+    let title = tool_call
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{kind} tool call"));
+    let gate = match engine.open_gate(
+        run,
+        GateKind::ToolCall,
+        &title,
+        &[
+            GateOption::new("yes", "Yes"),
+            GateOption::new("always", "Always for this run"),
+            GateOption::new("no", "No"),
+        ],
+        json!({"tool_call": tool_call, "agent_options": options}),
+        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
+    ) {
+        Ok(g) => g,
+        Err(_) => return PermissionReply::Cancelled,
+    };
+    match wait_gate(engine, gate).await {
+        Ok(d) => match d.option.as_str() {
+            "yes" => by_kind(&["allow_once", "allow_always"]),
+            "always" => {
+                turn.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .always
+                    .insert(kind);
+                by_kind(&["allow_always", "allow_once"])
+            }
+            "no" => {
+                if let Some(reason) = d.context.filter(|c| !c.trim().is_empty()) {
+                    turn.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .rejections
+                        .push(format!("{title}: {reason}"));
+                }
+                by_kind(&["reject_once", "reject_always"])
+            }
+            _ => None,
+        }
+        .unwrap_or(PermissionReply::Cancelled),
+        Err(_) => PermissionReply::Cancelled,
+    }
+}
+
+/// An elicitation: a question gate in the inbox; the answer's context is the
+/// form content (JSON), or plain text put under `answer`.
+async fn question(
+    engine: &Engine,
+    run: RunId,
+    message: &str,
+    schema: &serde_json::Value,
+) -> QuestionReply {
+    let gate = match engine.open_gate(
+        run,
+        GateKind::Question,
+        message,
+        &[
+            GateOption::new("answer", "Answer").with_required_context(),
+            GateOption::new("decline", "Decline"),
+        ],
+        json!({"message": message, "schema": schema}),
+        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
+    ) {
+        Ok(g) => g,
+        Err(_) => return QuestionReply::Cancel,
+    };
+    match wait_gate(engine, gate).await {
+        Ok(d) if d.option == "answer" => {
+            let text = d.context.unwrap_or_default();
+            let content = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .filter(|v| v.is_object())
+                .unwrap_or_else(|| json!({ "answer": text }));
+            QuestionReply::Accept { content }
+        }
+        Ok(d) if d.option == "decline" => QuestionReply::Decline,
+        Ok(_) | Err(_) => QuestionReply::Cancel,
+    }
+}
+
+async fn plan_gate(
+    engine: &Engine,
+    run: RunId,
+    plan: &PlanProposal,
+) -> Result<GateDecision, ApiError> {
+    let _ = engine.record_activity(run, "plan_proposed", json!(plan));
+    let gate = engine.open_gate(
+        run,
+        GateKind::Plan,
+        &format!("Approve the plan: {}", plan.goal),
+        &[
+            GateOption::new("approve", "Approve"),
+            GateOption::new("request_changes", "Request changes").with_required_context(),
+            GateOption::new("reject", "Reject"),
+        ],
+        json!(plan),
+        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
+    )?;
+    wait_gate(engine, gate).await
+}
+
+enum Deviation {
+    Retry(String),
+    Replan(String),
+    Stop,
+}
+
+/// A failed turn: Retry (hidden after MAX_RETRIES) / Replan / Stop, with guidance.
+async fn deviation(
+    engine: &Engine,
+    run: RunId,
+    cause: &str,
+    error: &str,
+    attempts: u32,
+    can_retry: bool,
+) -> Result<Deviation, ApiError> {
+    let _ = engine.record_activity(run, "deviation", json!({ "text": error, "cause": cause }));
+    let mut options = Vec::new();
+    if can_retry || attempts == 0 {
+        options.push(GateOption::new("retry", "Retry"));
+    }
+    options.push(GateOption::new("replan", "Replan"));
+    options.push(GateOption::new("stop", "Stop"));
+    let gate = engine.open_gate(
+        run,
+        GateKind::Deviation,
+        &format!("The agent hit a problem: {}", first_line(error)),
+        &options,
+        json!({"cause": cause, "error": error, "attempts": attempts, "max_attempts": MAX_RETRIES}),
+        &Actor::Engine,
+    )?;
+    let d = wait_gate(engine, gate).await?;
+    let guidance = d.context.unwrap_or_default();
+    Ok(match d.option.as_str() {
+        "retry" => Deviation::Retry(guidance),
+        "replan" => Deviation::Replan(guidance),
+        _ => Deviation::Stop,
+    })
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    line.chars().take(120).collect()
+}
+
+fn tail(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_owned();
+    }
+    s.chars().skip(n - max).collect()
+}
+
+/// Files the agent changed that its plan did not declare.
+fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) {
+    let Ok((files, _)) = engine.run_diff(work.run_id) else {
+        return;
+    };
+    let outside: Vec<String> = files
+        .into_iter()
+        .map(|f| f.path)
+        .filter(|p| !plan.files.iter().any(|d| d == p))
+        .collect();
+    if !outside.is_empty() {
+        let _ = engine.record_activity(
+            work.run_id,
+            "drift",
+            json!({ "text": format!("changed files outside the plan: {}", outside.join(", ")), "files": outside }),
+        );
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct SensorResult {
+    command: String,
+    exit_code: Option<i32>,
+    passed: bool,
+    output: String,
+}
+
+async fn run_sensors(
+    engine: &Engine,
+    run: RunId,
+    worktree: &Path,
+    commands: &[String],
+) -> Vec<SensorResult> {
+    let mut results = Vec::new();
+    for command in commands {
+        let out = tokio::time::timeout(
+            SENSOR_TIMEOUT,
+            tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(command)
+                .current_dir(worktree)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await;
+        let result = match out {
+            Ok(Ok(o)) => {
+                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&o.stderr));
+                SensorResult {
+                    command: command.clone(),
+                    exit_code: o.status.code(),
+                    passed: o.status.success(),
+                    output: tail(&text, SENSOR_OUTPUT_MAX),
+                }
+            }
+            Ok(Err(e)) => SensorResult {
+                command: command.clone(),
+                exit_code: None,
+                passed: false,
+                output: format!("cannot run: {e}"),
+            },
+            Err(_) => SensorResult {
+                command: command.clone(),
+                exit_code: None,
+                passed: false,
+                output: format!("timed out after {} s", SENSOR_TIMEOUT.as_secs()),
+            },
+        };
+        let _ = engine.record_activity(run, "sensor", json!(result));
+        results.push(result);
+    }
+    results
+}
+
+/// Abort's effect, after the abort is committed: cancel the turn, stop the
+/// whole process tree, then tell everyone.
+pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
+    let Some(live) = engine.live.get(run) else {
+        return;
+    };
+    let _ = live.conn.cancel().await;
+    let grace = engine.config.abort_timeout();
+    let report = live.process.lock().await.terminate(grace).await;
+    let killed = match report {
+        Ok(r) => {
+            if !r.survivors.is_empty() {
+                tracing::error!(run, survivors = ?r.survivors, "processes survived the abort");
+            }
+            r.killed
+        }
+        Err(e) => {
+            tracing::error!(run, "abort: {e}");
+            Vec::new()
+        }
+    };
+    engine.live.set(run, None);
+    engine.publish(vec![EngineEvent::OrchestrationAborted {
+        run_id: run,
+        killed,
+    }]);
+}
