@@ -184,3 +184,183 @@ fn with_overseer_serve_running_the_cli_goes_through_it_and_shutdown_checkpoints(
     assert_eq!(v["ok"], true);
     assert!(v["checkpoints"].as_i64().expect("n") >= 2, "{v}");
 }
+
+fn demo_agent() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let bin =
+            PathBuf::from(env!("CARGO_BIN_EXE_overseer")).with_file_name("overseer-demo-agent");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "overseer-demo-agent"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(
+            status.success() && bin.exists(),
+            "building the demo agent failed"
+        );
+        bin
+    })
+    .clone()
+}
+
+/// Pids of live processes whose environment holds `needle`.
+fn procs_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let live = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false);
+            live && std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| String::from_utf8_lossy(&env).contains(needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_keeps_gates() {
+    let h = Home::new();
+    let cfg = h.dir.path().join("config");
+    std::fs::create_dir_all(&cfg).expect("cfg");
+    std::fs::write(
+        cfg.join("overseer.toml"),
+        format!(
+            "[agents.demo]\ncommand = {:?}\n",
+            demo_agent().to_string_lossy()
+        ),
+    )
+    .expect("config");
+    let repo = h.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+            .args(&args)
+            .status()
+            .expect("git");
+        assert!(ok.success());
+    }
+    h.ok(&["demo", "seed"]);
+    h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
+    let socket = h.data().join("overseer.sock");
+    let mut serve = Serve(
+        h.cmd(&["serve"])
+            .env("OVERSEER_DEMO_STEP_MS", "0")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    wait_for(&socket);
+    let run: i64 = h
+        .ok(&[
+            "task",
+            "start",
+            "--workspace",
+            "r",
+            "--agent",
+            "demo",
+            "--prompt",
+            "wait",
+            "--scenario",
+            "stubborn",
+        ])
+        .trim()
+        .parse()
+        .expect("run id");
+    // Approve its plan, then let it hang in its endless turn.
+    eventually("the plan gate", || {
+        let gates: Vec<serde_json::Value> =
+            serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+        match gates
+            .iter()
+            .find(|g| g["run_id"] == run && g["kind"] == "plan")
+        {
+            Some(g) => {
+                h.ok(&[
+                    "gates",
+                    "decide",
+                    &g["id"].to_string(),
+                    "--option",
+                    "approve",
+                ]);
+                true
+            }
+            None => false,
+        }
+    });
+    let needle = format!("run-{run}\0");
+    eventually("the agent and its grandchild", || {
+        procs_with(&needle).len() >= 2
+    });
+    let agent_tree = procs_with(&needle);
+
+    // kill -9 the engine: its direct agent dies with it (PDEATHSIG).
+    serve.0.kill().expect("kill -9");
+    serve.0.wait().expect("reap");
+    eventually("the direct agent to die with the engine", || {
+        procs_with(&needle).len() < agent_tree.len()
+    });
+
+    // The next engine cleans up and tells the truth about the run.
+    let _serve2 = Serve(
+        h.cmd(&["serve"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve again"),
+    );
+    eventually("recovery", || h.run_state(run) == "released:interrupted");
+    eventually("no agent process of the run left", || {
+        procs_with(&needle).is_empty()
+    });
+    let gates: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    assert_eq!(
+        gates.iter().filter(|g| g["kind"] == "merge_review").count(),
+        3,
+        "the pending reviews are still pending: {gates:?}"
+    );
+    let show = h.ok(&["runs", "show", &run.to_string()]);
+    assert!(show.contains("overseer runs resume"), "{show}");
+
+    // Resume: a new attempt in the same worktree reaches its plan gate again.
+    let resumed: i64 = h
+        .ok(&["runs", "resume", &run.to_string()])
+        .trim()
+        .parse()
+        .expect("id");
+    eventually("the resumed run's plan gate", || {
+        let gates: Vec<serde_json::Value> =
+            serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+        gates
+            .iter()
+            .any(|g| g["run_id"] == resumed && g["kind"] == "plan")
+    });
+    h.ok(&["runs", "abort", &resumed.to_string()]);
+    assert_eq!(h.run_state(resumed), "released:aborted_by_user");
+    let ok = h.ok(&["audit", "verify"]);
+    assert!(ok.starts_with("audit log OK"), "{ok}");
+}
