@@ -14,7 +14,7 @@ cli="$PWD/target/debug/overseer"
 first_start=0
 if [ ! -f "$OVERSEER_DATA_DIR/overseer.db" ]; then
   first_start=1
-  "$cli" demo seed
+  "$cli" demo seed --settled
   repo="$demo/repo"
   rm -rf "$repo" && mkdir -p "$repo/src"
   printf 'hello\n' >"$repo/src/greeting.txt"

@@ -100,7 +100,12 @@ enum TaskCommand {
 #[derive(Subcommand)]
 enum DemoCommand {
     /// Create a deterministic demo fleet with runs in every state
-    Seed,
+    Seed {
+        /// Only runs waiting for review or released (what `make run` uses
+        /// beside live demo agents)
+        #[arg(long)]
+        settled: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -210,8 +215,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir, cli.config_dir).map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve => serve(paths).await,
-        Command::Demo(DemoCommand::Seed) => {
-            let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo).await?)?;
+        Command::Demo(DemoCommand::Seed { settled }) => {
+            let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled }).await?)?;
             println!(
                 "seeded {} demo runs in {}",
                 ids.len(),

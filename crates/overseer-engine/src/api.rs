@@ -36,7 +36,12 @@ pub enum Request {
     ShowGate {
         gate: GateId,
     },
-    SeedDemo,
+    SeedDemo {
+        /// Only runs that wait for review or are released: no fictional
+        /// agents in active states for a live orchestrator to find.
+        #[serde(default)]
+        settled: bool,
+    },
     Subscribe,
     AddWorkspace {
         path: std::path::PathBuf,

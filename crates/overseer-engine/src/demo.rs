@@ -143,6 +143,7 @@ pub fn seed(
     store: &mut Store,
     user: &Actor,
     now: Millis,
+    settled: bool,
 ) -> Result<(Vec<RunId>, Vec<EngineEvent>), StoreError> {
     if !store.runs()?.is_empty() {
         return Err(StoreError::InvalidInput(format!(
@@ -155,6 +156,17 @@ pub fn seed(
     let mut events: Vec<EngineEvent> = Vec::new();
     let ev = std::cell::RefCell::new(&mut events);
     for (ws, title, agent, target, minutes_ago) in FLEET {
+        let active = matches!(
+            target,
+            Target::Queued
+                | Target::Claimed
+                | Target::Running
+                | Target::Waiting
+                | Target::RetryQueued
+        );
+        if settled && active {
+            continue;
+        }
         let at = now - minutes_ago * MINUTE;
         let started = at - 4 * MINUTE;
         let run = store.write(|tx| {

@@ -155,9 +155,9 @@ impl Engine {
     }
 
     /// Seeds the demo fleet and publishes every resulting row.
-    pub fn seed_demo(&self, actor: &Actor) -> Result<Vec<RunId>, ApiError> {
+    pub fn seed_demo(&self, actor: &Actor, settled: bool) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
-        let (ids, events) = demo::seed(&mut self.store(), actor, now)?;
+        let (ids, events) = demo::seed(&mut self.store(), actor, now, settled)?;
         self.publish(events);
         Ok(ids)
     }

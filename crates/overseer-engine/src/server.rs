@@ -192,7 +192,7 @@ pub fn dispatch(
         Request::AbortRun { run } => json(engine.abort_run(run, actor)?),
         Request::ListGates { pending_only } => json(engine.gates(pending_only)?),
         Request::ShowGate { gate } => json(engine.gate(gate)?),
-        Request::SeedDemo => json(engine.seed_demo(actor)?),
+        Request::SeedDemo { settled } => json(engine.seed_demo(actor, settled)?),
         Request::AddWorkspace {
             path,
             name,

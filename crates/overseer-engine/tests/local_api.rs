@@ -39,7 +39,7 @@ async fn start() -> Running {
     let engine = Arc::new(
         Engine::open(paths.clone(), Arc::new(SystemClock), notes.clone()).expect("engine"),
     );
-    engine.seed_demo(&Actor::cli()).expect("seed");
+    engine.seed_demo(&Actor::cli(), false).expect("seed");
     let listener = server::bind(&paths.socket()).expect("bind");
     let server = tokio::spawn(server::serve(engine.clone(), listener));
     Running {
@@ -279,4 +279,27 @@ async fn a_refused_action_publishes_nothing() {
         "nothing may be published for a refused action"
     );
     r.server.abort();
+}
+
+#[tokio::test]
+async fn a_settled_demo_seed_has_no_active_runs_for_an_orchestrator_to_find() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = Paths {
+        data_dir: dir.path().join("data"),
+        config_dir: dir.path().join("config"),
+    };
+    let engine =
+        Engine::open(paths, Arc::new(SystemClock), Arc::new(Recorder::default())).expect("engine");
+    let ids = engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let runs = engine.runs().expect("runs");
+    assert_eq!(ids.len(), runs.len());
+    assert!(runs
+        .iter()
+        .all(|r| r.state == RunState::PendingReview || r.state.is_released()));
+    assert_eq!(
+        runs.iter()
+            .filter(|r| r.state == RunState::PendingReview)
+            .count(),
+        3
+    );
 }
