@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -11,12 +11,18 @@ run: setup app
 ## Everything CI checks: format, lints, Rust tests, UI checks and tests, real-window e2e.
 test: setup lint rust-test ui-test e2e
 
-## Benchmarks that print their figures (audit appends vs a bare loop, decision latency).
+## Benchmarks that print their figures (audit appends vs a bare loop, decision latency,
+## tool-call permission round trips with 1/10/50 demo agents, engine CPU while agents wait).
 bench: setup
 	$(CARGO) bench -p overseer-store --bench audit
+	$(CARGO) bench -p overseer-engine --bench permission
 
 setup:
 	scripts/setup.sh
+
+## Regenerate ui/src/lib/generated/types.ts from the Rust types (ts-rs).
+types:
+	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test ts_types
 
 ui:
 	cd ui && npm run build

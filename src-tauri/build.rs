@@ -6,6 +6,17 @@ fn main() {
         "approve_run",
         "reject_run",
         "abort_run",
+        "list_gates",
+        "decide_gate",
+        "hold_gate",
+        "gate_story",
+        "run_activity",
+        "run_diff",
+        "steer_run",
+        "list_workspaces",
+        "supervisor_status",
+        "set_supervisor",
+        "set_permissions",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         eprintln!("tauri build step failed: {e:#}");

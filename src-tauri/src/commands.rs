@@ -1,8 +1,10 @@
 //! One line each: the window's intents go to the engine as `user:app`.
 //! Errors reach the web view as `{code, message}`.
 
-use overseer_core::{Actor, ApiError, ErrorCode, RunId, RunView};
-use overseer_engine::Engine;
+use overseer_core::rules::RuleSet;
+use overseer_core::supervision::SupervisorPolicy;
+use overseer_core::{ActivityView, Actor, ApiError, ErrorCode, GateId, GateView, RunId, RunView};
+use overseer_engine::{Engine, GateStory, PolicyStatus, Scope};
 use std::sync::Arc;
 use tauri::State;
 
@@ -50,4 +52,115 @@ pub async fn reject_run(
 #[tauri::command]
 pub async fn abort_run(engine: State<'_, Arc<Engine>>, run_id: RunId) -> Result<RunView, ApiError> {
     blocking(&engine, move |e| e.abort_run(run_id, &Actor::app())).await
+}
+
+#[tauri::command]
+pub async fn list_gates(
+    engine: State<'_, Arc<Engine>>,
+    pending_only: bool,
+) -> Result<Vec<GateView>, ApiError> {
+    blocking(&engine, move |e| e.gates(pending_only)).await
+}
+
+#[tauri::command]
+pub async fn decide_gate(
+    engine: State<'_, Arc<Engine>>,
+    gate_id: GateId,
+    option: String,
+    context: Option<String>,
+) -> Result<GateView, ApiError> {
+    blocking(&engine, move |e| {
+        e.decide_gate(gate_id, &option, context.as_deref(), &Actor::app())
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn hold_gate(
+    engine: State<'_, Arc<Engine>>,
+    gate_id: GateId,
+) -> Result<GateView, ApiError> {
+    blocking(&engine, move |e| e.hold_gate(gate_id, &Actor::app())).await
+}
+
+#[tauri::command]
+pub async fn gate_story(
+    engine: State<'_, Arc<Engine>>,
+    gate_id: GateId,
+) -> Result<GateStory, ApiError> {
+    blocking(&engine, move |e| e.gate_story(gate_id)).await
+}
+
+#[tauri::command]
+pub async fn run_activity(
+    engine: State<'_, Arc<Engine>>,
+    run_id: RunId,
+    after: i64,
+) -> Result<Vec<ActivityView>, ApiError> {
+    blocking(&engine, move |e| e.activity(run_id, after)).await
+}
+
+/// The run's diff: files with their counts, and the unified diff text.
+#[tauri::command]
+pub async fn run_diff(
+    engine: State<'_, Arc<Engine>>,
+    run_id: RunId,
+) -> Result<serde_json::Value, ApiError> {
+    blocking(&engine, move |e| {
+        let (files, diff) = e.run_diff(run_id)?;
+        Ok(serde_json::json!({"files": files, "diff": diff}))
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn steer_run(
+    engine: State<'_, Arc<Engine>>,
+    run_id: RunId,
+    text: String,
+) -> Result<RunView, ApiError> {
+    blocking(&engine, move |e| {
+        e.steer_run(run_id, &text, &Actor::app())?;
+        e.run(run_id)
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn list_workspaces(
+    engine: State<'_, Arc<Engine>>,
+) -> Result<Vec<overseer_store::Workspace>, ApiError> {
+    blocking(&engine, |e| e.workspaces()).await
+}
+
+#[tauri::command]
+pub async fn supervisor_status(
+    engine: State<'_, Arc<Engine>>,
+    scope: Scope,
+) -> Result<PolicyStatus, ApiError> {
+    blocking(&engine, move |e| e.supervisor_status(&scope)).await
+}
+
+#[tauri::command]
+pub async fn set_supervisor(
+    engine: State<'_, Arc<Engine>>,
+    scope: Scope,
+    policy: Option<SupervisorPolicy>,
+) -> Result<PolicyStatus, ApiError> {
+    blocking(&engine, move |e| {
+        e.set_supervisor(&scope, policy, &Actor::app())
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn set_permissions(
+    engine: State<'_, Arc<Engine>>,
+    scope: Scope,
+    rules: RuleSet,
+) -> Result<RuleSet, ApiError> {
+    blocking(&engine, move |e| {
+        e.set_permissions(&scope, rules, &Actor::app())
+    })
+    .await
 }

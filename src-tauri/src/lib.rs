@@ -25,7 +25,18 @@ pub fn builder(
             commands::list_runs,
             commands::approve_run,
             commands::reject_run,
-            commands::abort_run
+            commands::abort_run,
+            commands::list_gates,
+            commands::decide_gate,
+            commands::hold_gate,
+            commands::gate_story,
+            commands::run_activity,
+            commands::run_diff,
+            commands::steer_run,
+            commands::list_workspaces,
+            commands::supervisor_status,
+            commands::set_supervisor,
+            commands::set_permissions,
         ])
         .setup(move |app| {
             let engine = app.state::<Arc<Engine>>().inner().clone();
@@ -131,7 +142,23 @@ mod tests {
             .iter()
             .filter_map(|p| p.as_str())
             .collect();
-        for cmd in ["list-runs", "approve-run", "reject-run", "abort-run"] {
+        for cmd in [
+            "list-runs",
+            "approve-run",
+            "reject-run",
+            "abort-run",
+            "list-gates",
+            "decide-gate",
+            "hold-gate",
+            "gate-story",
+            "run-activity",
+            "run-diff",
+            "steer-run",
+            "list-workspaces",
+            "supervisor-status",
+            "set-supervisor",
+            "set-permissions",
+        ] {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),
                 "{cmd} not granted"

@@ -6,6 +6,8 @@ mod output;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use overseer_core::confidence::ApprovalMode;
+use overseer_core::rules::{RuleSet, SessionMode};
 use overseer_core::{Actor, ApiError, GateView, RunView};
 use overseer_engine::api::Request;
 use overseer_engine::client::Client;
@@ -54,6 +56,105 @@ enum Command {
     /// Start work: a task and its first run
     #[command(subcommand)]
     Task(TaskCommand),
+    /// The delegated supervisor: policy per workspace or task, and votes
+    #[command(subcommand)]
+    Supervisor(SupervisorCommand),
+}
+
+/// Where a policy or rules apply: a workspace, or one of its tasks.
+#[derive(clap::Args, Clone)]
+struct ScopeArgs {
+    #[arg(long)]
+    workspace: String,
+    /// A task of the workspace (its settings override the workspace's)
+    #[arg(long)]
+    task: Option<i64>,
+}
+
+impl ScopeArgs {
+    fn scope(&self) -> overseer_engine::Scope {
+        overseer_engine::Scope {
+            workspace: self.workspace.clone(),
+            task: self.task,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
+enum SupervisorCommand {
+    /// Set the supervisor's policy (starts from the current one, or from [supervision] in overseer.toml)
+    Configure {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        /// advisory (recommends; you decide), cosign (a gate passes when you both approve),
+        /// autonomous (it decides; you can override until the effect happens)
+        #[arg(long)]
+        autonomy: Option<String>,
+        /// Per-gate-kind authority, e.g. --gate plan=advisory --gate merge_review=autonomous (repeatable)
+        #[arg(long = "gate", value_name = "KIND=AUTONOMY")]
+        gates: Vec<String>,
+        /// rules, command, or openai
+        #[arg(long)]
+        evaluator: Option<String>,
+        /// The reviewer command (with --evaluator command): JSON on stdin, a verdict on stdout
+        #[arg(long)]
+        command: Option<String>,
+        /// An argument of the reviewer command (repeatable)
+        #[arg(long = "arg")]
+        args: Vec<String>,
+        /// OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1
+        #[arg(long)]
+        base_url: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// Environment variable holding the endpoint's API key
+        #[arg(long)]
+        api_key_env: Option<String>,
+        #[arg(long)]
+        max_reorient_attempts: Option<u32>,
+        /// How long an evaluation may take before it counts as failed
+        #[arg(long)]
+        timeout_seconds: Option<u64>,
+        /// Evaluate every step, not only flagged ones
+        #[arg(long)]
+        always_supervise: Option<bool>,
+        /// How long a supervisor pause waits for you before the run is terminated
+        #[arg(long)]
+        pause_timeout_seconds: Option<u64>,
+        /// Also enable it
+        #[arg(long)]
+        enable: bool,
+    },
+    /// Turn the supervisor on at a scope
+    Enable {
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// Turn the supervisor off at a scope
+    Disable {
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// The policy set at a scope and the one in effect there
+    Status {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Vote approve on a gate as the supervisor (scripted setups; you still win)
+    Approve {
+        gate: i64,
+        #[arg(long, default_value = "approved by a scripted supervisor")]
+        rationale: String,
+    },
+    /// Vote reject on a gate as the supervisor (scripted setups; you still win)
+    Reject {
+        gate: i64,
+        #[arg(long)]
+        rationale: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -76,6 +177,18 @@ enum WorkspaceCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Replace the permission rules of a workspace (or of one task with --task),
+    /// in Claude Code's syntax: Bash(npm test:*), Edit(src/**), Read, mcp__server
+    Rules {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long = "allow", value_name = "RULE")]
+        allow: Vec<String>,
+        #[arg(long = "ask", value_name = "RULE")]
+        ask: Vec<String>,
+        #[arg(long = "deny", value_name = "RULE")]
+        deny: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -94,6 +207,25 @@ enum TaskCommand {
         /// Demo agent only: happy, questions, destructive, flaky, drift, stubborn, garbage
         #[arg(long)]
         scenario: Option<String>,
+        /// Permission rules for this task, checked before the workspace's (repeatable)
+        #[arg(long = "allow", value_name = "RULE")]
+        allow: Vec<String>,
+        #[arg(long = "ask", value_name = "RULE")]
+        ask: Vec<String>,
+        #[arg(long = "deny", value_name = "RULE")]
+        deny: Vec<String>,
+        /// When a finished step may proceed without you: auto, manual, confidence_threshold
+        #[arg(long, default_value = "auto")]
+        approval: String,
+        /// With --approval confidence_threshold: proceed at or above this confidence (0 to 1)
+        #[arg(long)]
+        threshold: Option<f64>,
+        /// Seconds a medium-confidence step waits for you before it proceeds (default 10)
+        #[arg(long)]
+        auto_proceed_seconds: Option<u64>,
+        /// A read-only consultation: writes denied, shell asks, known-safe commands allowed
+        #[arg(long)]
+        read_only: bool,
     },
 }
 
@@ -149,6 +281,8 @@ enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Send an instruction to a running agent's next turn
+    Steer { run: i64, text: String },
 }
 
 #[derive(Subcommand)]
@@ -166,6 +300,15 @@ enum GatesCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The whole story of a gate: who asked, what rules and the supervisor
+    /// said, the decision, each record's signature checked
+    Why {
+        gate: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a gate's timer (a step review's auto-proceed): it waits for you
+    Hold { gate: i64 },
     /// Decide a pending gate: pick one of its options, with optional context
     Decide {
         gate: i64,
@@ -228,13 +371,32 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gates(cmd) => gates(&paths, cmd).await,
         Command::Audit(AuditCommand::Verify { json }) => verify(&paths, json),
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
+        Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Task(TaskCommand::Start {
             workspace,
             agent,
             prompt,
             title,
             scenario,
+            allow,
+            ask,
+            deny,
+            approval,
+            threshold,
+            auto_proceed_seconds,
+            read_only,
         }) => {
+            let settings = overseer_store::TaskSettings {
+                permissions: RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?,
+                approval: ApprovalMode::parse(&approval, threshold).map_err(anyhow::Error::msg)?,
+                auto_proceed_seconds,
+                session: if read_only {
+                    SessionMode::ReadOnly
+                } else {
+                    SessionMode::Normal
+                },
+                supervisor: None,
+            };
             let started: overseer_engine::Started = decode(
                 act(
                     &paths,
@@ -244,6 +406,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         prompt,
                         title,
                         scenario,
+                        settings,
                     }),
                 )
                 .await?,
@@ -312,6 +475,10 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        RunsCommand::Steer { run, text } => {
+            act(paths, Request::SteerRun { run, text }).await?;
+            println!("run {run}: instruction recorded; the agent gets it in its next turn");
+        }
         RunsCommand::Activity { run, json } => {
             let items: Vec<overseer_core::ActivityView> =
                 decode(act(paths, Request::RunActivity { run, after: 0 }).await?)?;
@@ -354,6 +521,22 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             )?;
             print!("{}", output::gate_detail(&g));
         }
+        GatesCommand::Why { gate, json } => {
+            let story: overseer_engine::GateStory =
+                decode(act(paths, Request::GateStory { gate }).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&story)?);
+            } else {
+                print!("{}", output::gate_story(&story));
+            }
+            if !story.verified {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        GatesCommand::Hold { gate } => {
+            act(paths, Request::HoldGate { gate }).await?;
+            println!("gate {gate}: timer stopped; it waits for your decision");
+        }
         GatesCommand::Show { gate, json } => {
             let g: GateView = decode(act(paths, Request::ShowGate { gate }).await?)?;
             if json {
@@ -385,12 +568,44 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
                         settings: overseer_store::WorkspaceSettings {
                             sensors,
                             auto_advance,
+                            ..Default::default()
                         },
                     },
                 )
                 .await?,
             )?;
             println!("workspace {} -> {}", ws.name, ws.path);
+        }
+        WorkspaceCommand::Rules {
+            scope,
+            allow,
+            ask,
+            deny,
+        } => {
+            let rules = RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?;
+            let set: RuleSet = decode(
+                act(
+                    paths,
+                    Request::SetPermissions {
+                        scope: scope.scope(),
+                        rules,
+                    },
+                )
+                .await?,
+            )?;
+            let show = |v: &[overseer_core::rules::Rule]| {
+                if v.is_empty() {
+                    "-".to_owned()
+                } else {
+                    v.iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            };
+            println!("deny:  {}", output::inert(&show(&set.deny)));
+            println!("ask:   {}", output::inert(&show(&set.ask)));
+            println!("allow: {}", output::inert(&show(&set.allow)));
         }
         WorkspaceCommand::List { json } => {
             let list: Vec<overseer_store::Workspace> =
@@ -419,6 +634,184 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
+async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<ExitCode> {
+    use overseer_core::supervision::{Autonomy, EvaluatorConfig};
+    let status = |scope: overseer_engine::Scope| Request::SupervisorStatus { scope };
+    match cmd {
+        SupervisorCommand::Configure {
+            scope,
+            autonomy,
+            gates,
+            evaluator,
+            command,
+            args,
+            base_url,
+            model,
+            api_key_env,
+            max_reorient_attempts,
+            timeout_seconds,
+            always_supervise,
+            pause_timeout_seconds,
+            enable,
+        } => {
+            let current: overseer_engine::PolicyStatus =
+                decode(act(paths, status(scope.scope())).await?)?;
+            let config = overseer_engine::config::Config::load(&paths.config_dir)?;
+            let mut p = current
+                .own
+                .unwrap_or_else(|| config.supervision.base_policy());
+            if let Some(a) = autonomy {
+                p.autonomy = Autonomy::parse(&a).with_context(|| {
+                    format!("unknown autonomy '{a}': use advisory, cosign or autonomous")
+                })?;
+            }
+            for g in gates {
+                let (kind, level) = g.split_once('=').with_context(|| {
+                    format!("--gate {g}: write KIND=AUTONOMY, e.g. merge_review=autonomous")
+                })?;
+                let kind = overseer_core::GateKind::parse(kind).with_context(|| {
+                    format!("--gate {g}: unknown gate kind '{kind}' (plan, tool_call, step_review, merge_review, question)")
+                })?;
+                let level = Autonomy::parse(level).with_context(|| {
+                    format!("--gate {g}: unknown autonomy '{level}' (advisory, cosign, autonomous)")
+                })?;
+                p.gate_authority.insert(kind, level);
+            }
+            match evaluator.as_deref() {
+                None => {}
+                Some("rules") => p.evaluator = EvaluatorConfig::Rules,
+                Some("command") => {
+                    let command = command
+                        .or(config.supervision.command.clone())
+                        .context("--evaluator command needs --command PROGRAM")?;
+                    p.evaluator = EvaluatorConfig::Command { command, args };
+                }
+                Some("openai") => {
+                    let base_url = base_url.or(config.supervision.base_url.clone()).context(
+                        "--evaluator openai needs --base-url URL (or base_url in [supervision])",
+                    )?;
+                    let model = model.or(config.supervision.model.clone()).context(
+                        "--evaluator openai needs --model NAME (or model in [supervision])",
+                    )?;
+                    p.evaluator = EvaluatorConfig::Openai {
+                        base_url,
+                        model,
+                        api_key_env: api_key_env.or(config.supervision.api_key_env.clone()),
+                    };
+                }
+                Some(other) => {
+                    anyhow::bail!("unknown evaluator '{other}': use rules, command or openai")
+                }
+            }
+            if let Some(n) = max_reorient_attempts {
+                p.max_reorient_attempts = n;
+            }
+            if let Some(n) = timeout_seconds {
+                p.timeout_seconds = n;
+            }
+            if let Some(b) = always_supervise {
+                p.always_supervise = b;
+            }
+            if let Some(n) = pause_timeout_seconds {
+                p.pause_timeout_seconds = n;
+            }
+            if enable {
+                p.enabled = true;
+            }
+            let s: overseer_engine::PolicyStatus = decode(
+                act(
+                    paths,
+                    Request::SetSupervisor {
+                        scope: scope.scope(),
+                        policy: Some(p),
+                    },
+                )
+                .await?,
+            )?;
+            print!("{}", output::policy_status(&s));
+        }
+        SupervisorCommand::Enable { scope } => {
+            let s = toggle(paths, &scope, true).await?;
+            print!("{}", output::policy_status(&s));
+        }
+        SupervisorCommand::Disable { scope } => {
+            let s = toggle(paths, &scope, false).await?;
+            print!("{}", output::policy_status(&s));
+        }
+        SupervisorCommand::Status { scope, json } => {
+            let s: overseer_engine::PolicyStatus =
+                decode(act(paths, status(scope.scope())).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print!("{}", output::policy_status(&s));
+            }
+        }
+        SupervisorCommand::Approve { gate, rationale } => {
+            let g: GateView = decode(
+                act(
+                    paths,
+                    Request::SupervisorVote {
+                        gate,
+                        approve: true,
+                        rationale,
+                    },
+                )
+                .await?,
+            )?;
+            print!("{}", output::gate_detail(&g));
+        }
+        SupervisorCommand::Reject { gate, rationale } => {
+            let g: GateView = decode(
+                act(
+                    paths,
+                    Request::SupervisorVote {
+                        gate,
+                        approve: false,
+                        rationale,
+                    },
+                )
+                .await?,
+            )?;
+            print!("{}", output::gate_detail(&g));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn toggle(
+    paths: &Paths,
+    scope: &ScopeArgs,
+    on: bool,
+) -> anyhow::Result<overseer_engine::PolicyStatus> {
+    let current: overseer_engine::PolicyStatus = decode(
+        act(
+            paths,
+            Request::SupervisorStatus {
+                scope: scope.scope(),
+            },
+        )
+        .await?,
+    )?;
+    let mut p = match current.own {
+        Some(p) => p,
+        None => overseer_engine::config::Config::load(&paths.config_dir)?
+            .supervision
+            .base_policy(),
+    };
+    p.enabled = on;
+    decode(
+        act(
+            paths,
+            Request::SetSupervisor {
+                scope: scope.scope(),
+                policy: Some(p),
+            },
+        )
+        .await?,
+    )
+}
+
 /// Runs `request` through the engine if one is running, else in-process on the
 /// same code path, then checkpoints (a clean exit of an offline writer).
 async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Value> {
@@ -431,6 +824,8 @@ async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Valu
             | Request::ShowRun { .. }
             | Request::ListGates { .. }
             | Request::ShowGate { .. }
+            | Request::GateStory { .. }
+            | Request::SupervisorStatus { .. }
             | Request::Ping
     );
     let engine = Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier))

@@ -191,6 +191,127 @@ pub fn gate_detail(g: &GateView) -> String {
     out
 }
 
+/// The "Why?" story: every audit record about a gate in order, each with its
+/// chain position and whether its signature verified; then the decisions with
+/// their rationale.
+pub fn gate_story(story: &overseer_engine::GateStory) -> String {
+    let mut out = gate_detail(&story.gate);
+    let g = &story.gate;
+    if let Some(at) = g.auto_at {
+        let _ = writeln!(
+            out,
+            "  timer   at {} chooses '{}'",
+            at,
+            g.auto_option.as_deref().unwrap_or("?")
+        );
+    }
+    if let Some(a) = g.authority {
+        let _ = writeln!(out, "  supervisor authority: {}", a.as_str());
+    }
+    out.push_str("\nstory (audit log, oldest first):\n");
+    for r in &story.records {
+        let payload: serde_json::Value =
+            serde_json::from_str(&r.record.payload).unwrap_or(serde_json::Value::Null);
+        let what = payload["type"].as_str().unwrap_or("record");
+        let mut line = format!(
+            "  #{:<6} {:<22} {:<26}",
+            r.record.seq,
+            what,
+            inert(&r.record.actor)
+        );
+        match what {
+            "decision" => {
+                let _ = write!(
+                    line,
+                    " verdict={} option={} rule={} model={} prompt={} confidence={}  {}",
+                    payload["verdict"].as_str().unwrap_or("-"),
+                    payload["option"].as_str().unwrap_or("-"),
+                    inert(payload["rule_ref"].as_str().unwrap_or("-")),
+                    inert(payload["model_id"].as_str().unwrap_or("-")),
+                    inert(payload["prompt_version"].as_str().unwrap_or("-")),
+                    payload["confidence"]
+                        .as_f64()
+                        .map_or("-".to_owned(), |c| format!("{c:.2}")),
+                    inert(payload["rationale"].as_str().unwrap_or(""))
+                );
+            }
+            "gate_decided" => {
+                let _ = write!(
+                    line,
+                    " chose {}{}",
+                    payload["option"].as_str().unwrap_or("?"),
+                    payload["context"]
+                        .as_str()
+                        .map(|c| format!(": {}", inert(c)))
+                        .unwrap_or_default()
+                );
+            }
+            _ => {}
+        }
+        match &r.problem {
+            None => line.push_str("  [signature ok, chain ok]"),
+            Some(p) => {
+                let _ = write!(line, "  [VERIFICATION FAILED: {p:?}]");
+            }
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if story.verified {
+        let _ = writeln!(out, "all {} records verified", story.records.len());
+    } else {
+        out.push_str(
+            "VERIFICATION FAILED: this story was tampered with; run `overseer audit verify`\n",
+        );
+    }
+    out
+}
+
+/// A supervisor policy: what is set here and what applies.
+pub fn policy_status(s: &overseer_engine::PolicyStatus) -> String {
+    let mut out = String::new();
+    let where_ = match s.scope.task {
+        Some(t) => format!("task {t} of workspace {}", inert(&s.scope.workspace)),
+        None => format!("workspace {}", inert(&s.scope.workspace)),
+    };
+    let p = &s.effective;
+    let _ = writeln!(
+        out,
+        "supervisor for {where_}: {}{}",
+        if p.enabled { "ENABLED" } else { "disabled" },
+        if s.own.is_some() { "" } else { " (inherited)" }
+    );
+    let _ = writeln!(out, "  autonomy          {}", p.autonomy.as_str());
+    for (kind, a) in &p.gate_authority {
+        let _ = writeln!(out, "  on {:<15} {}", kind.as_str(), a.as_str());
+    }
+    let evaluator = match &p.evaluator {
+        overseer_core::supervision::EvaluatorConfig::Rules => "rules".to_owned(),
+        overseer_core::supervision::EvaluatorConfig::Command { command, args } => {
+            format!("command {} {}", command, args.join(" "))
+        }
+        overseer_core::supervision::EvaluatorConfig::Openai {
+            base_url, model, ..
+        } => {
+            format!("openai {model} at {base_url}")
+        }
+    };
+    let _ = writeln!(out, "  evaluator         {}", inert(&evaluator));
+    let _ = writeln!(
+        out,
+        "  limits            {} reorients, {} s per evaluation, pause waits {} s{}",
+        p.max_reorient_attempts,
+        p.timeout_seconds,
+        p.pause_timeout_seconds,
+        if p.always_supervise {
+            ", every step"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The origin of an action, recorded in every audit record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 pub enum Actor {
     /// A human, through a named surface: `app` (the window) or `cli`.

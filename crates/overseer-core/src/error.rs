@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The run, gate or workspace does not exist.
@@ -26,7 +26,7 @@ pub enum ErrorCode {
 
 /// An error as it crosses a boundary: a stable code and a human message that
 /// says what went wrong and what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error, ts_rs::TS)]
 #[error("{message}")]
 pub struct ApiError {
     pub code: ErrorCode,

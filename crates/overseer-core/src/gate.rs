@@ -7,7 +7,9 @@
 use crate::{Actor, Millis};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ts_rs::TS,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum GateKind {
     Plan,
@@ -47,7 +49,7 @@ impl GateKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {
     Pending,
@@ -72,7 +74,7 @@ impl GateStatus {
 }
 
 /// One choice offered by a gate (the "Action" of the two-question pattern).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct GateOption {
     /// Stable identifier, e.g. `approve`.
     pub id: String,
@@ -108,7 +110,7 @@ pub fn merge_review_options() -> Vec<GateOption> {
 }
 
 /// A decision on a gate: the chosen option and the optional context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct GateDecision {
     pub option: String,
     pub context: Option<String>,

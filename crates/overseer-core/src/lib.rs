@@ -9,15 +9,21 @@
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
+//! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
+//! - [`confidence`]: confidence per step, approval modes and their bands.
+//! - [`supervision`]: supervisor verdicts, policies, autonomy, vote resolution.
 //! - [`view`]: the read models the UI and the CLI show, and the events pushed to them.
 
 // Domain matches list every variant: a new state or event must force a decision.
 #![deny(clippy::wildcard_enum_match_arm)]
 
 pub mod actor;
+pub mod confidence;
 pub mod error;
 pub mod gate;
+pub mod rules;
 pub mod run;
+pub mod supervision;
 pub mod view;
 
 pub use actor::Actor;

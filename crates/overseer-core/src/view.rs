@@ -7,14 +7,14 @@ use crate::{
 use serde::{Deserialize, Serialize};
 
 /// The gate a run is waiting on, if any.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct PendingGate {
     pub id: GateId,
     pub kind: GateKind,
 }
 
 /// One row of the fleet dashboard.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunView {
     pub id: RunId,
     pub task_id: TaskId,
@@ -33,7 +33,7 @@ pub struct RunView {
 }
 
 /// A gate with its options and, once decided, its decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct GateView {
     pub id: GateId,
     pub run_id: RunId,
@@ -45,11 +45,24 @@ pub struct GateView {
     pub payload: serde_json::Value,
     pub opened_at: Millis,
     pub decision: Option<GateDecision>,
+    /// When a timer decides the gate if nobody has (step_review auto-proceed,
+    /// an expiring question's default, an unanswered supervisor pause).
+    #[serde(default)]
+    pub auto_at: Option<Millis>,
+    /// The option the timer picks.
+    #[serde(default)]
+    pub auto_option: Option<String>,
+    /// The supervisor's authority on this gate (None: no supervisor).
+    #[serde(default)]
+    pub authority: Option<crate::supervision::Autonomy>,
+    /// The engine acted on the decision: nobody can override it any more.
+    #[serde(default)]
+    pub effected: bool,
 }
 
 /// One entry of a run's activity timeline (agent message, plan, tool call,
 /// sensor result), as the agent or the engine reported it. Untrusted text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ActivityView {
     pub id: i64,
     pub run_id: RunId,
@@ -59,7 +72,7 @@ pub struct ActivityView {
 }
 
 /// Pushed to every subscriber after a commit, never before.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {
     RunChanged {

@@ -9,8 +9,21 @@
 //!
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
-//!   `flaky`, `drift`, `stubborn` or `garbage` (see `script`).
+//!   `flaky`, `drift`, `stubborn`, `garbage` or `permissions` (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
+//! - `OVERSEER_DEMO_PERMISSIONS`, `OVERSEER_DEMO_LATENCY_FILE`,
+//!   `OVERSEER_DEMO_HOLD`: the `permissions` scenario's settings (below).
+//!
+//! The `permissions` scenario is for benchmarks (`make bench`): once its plan
+//! is approved it sends `OVERSEER_DEMO_PERMISSIONS` (default 20)
+//! `session/request_permission` requests one after another, alternating a
+//! read-kind tool call (a client's rules may allow it without a human) and an
+//! edit-kind one (which asks the user). It times each round trip, from just
+//! before the request is sent to its answer, and appends `<kind> <micros>`
+//! (`read 812`, `edit 2310`) to the file `OVERSEER_DEMO_LATENCY_FILE` names,
+//! if set. Then it writes and commits the greeting like `happy`, so the run
+//! ends normally. With `OVERSEER_DEMO_HOLD=1` (or a count of 0) it instead
+//! asks for one edit and just waits for the answer: an agent idling on a gate.
 //!
 //! The `stubborn` scenario is for testing process supervision: it ignores
 //! SIGTERM, starts `setsid sleep 600` (a grandchild outside its process
@@ -26,7 +39,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client};
-use script::{Answers, Scenario};
+use script::{Answers, PermissionSettings, Scenario};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,6 +95,8 @@ struct State {
 pub(crate) struct Demo {
     pub(crate) scenario: Scenario,
     pub(crate) step: Duration,
+    /// What the `permissions` scenario does.
+    pub(crate) permissions: PermissionSettings,
     /// Raw lines to stdout, for the garbage scenario; the protocol's own
     /// lines go through the same writer, so lines never interleave.
     pub(crate) raw_out: std::sync::mpsc::Sender<Vec<u8>>,
@@ -116,6 +131,7 @@ impl Demo {
 struct Config {
     scenario: Scenario,
     step: Duration,
+    permissions: PermissionSettings,
 }
 
 fn config() -> Result<Config, String> {
@@ -135,6 +151,25 @@ fn config() -> Result<Config, String> {
     Ok(Config {
         scenario,
         step: Duration::from_millis(step),
+        permissions: permission_settings()?,
+    })
+}
+
+fn permission_settings() -> Result<PermissionSettings, String> {
+    let count = match std::env::var("OVERSEER_DEMO_PERMISSIONS") {
+        Ok(n) => n.trim().parse::<usize>().map_err(|_| {
+            format!("OVERSEER_DEMO_PERMISSIONS must be a number of requests, not {n:?}")
+        })?,
+        Err(_) => PermissionSettings::DEFAULT_COUNT,
+    };
+    let latency_file = std::env::var_os("OVERSEER_DEMO_LATENCY_FILE")
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from);
+    let hold = std::env::var("OVERSEER_DEMO_HOLD").is_ok_and(|h| h.trim() == "1");
+    Ok(PermissionSettings {
+        count,
+        latency_file,
+        hold: hold || count == 0,
     })
 }
 
@@ -159,6 +194,7 @@ async fn main() -> ExitCode {
     let demo = Arc::new(Demo {
         scenario: config.scenario,
         step: config.step,
+        permissions: config.permissions,
         raw_out,
         cancel: watch::Sender::new(0),
         state: Mutex::new(State::default()),

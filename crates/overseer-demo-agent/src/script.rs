@@ -24,6 +24,10 @@ pub(crate) enum Scenario {
     Garbage,
     /// Not for demos: try to write outside the worktree three ways.
     Escape,
+    /// For benchmarks: after the plan, ask for many permissions in a row
+    /// (reads and edits, alternating), timing each round trip; then write the
+    /// greeting like `happy`. See [`PermissionSettings`].
+    Permissions,
 }
 
 impl Scenario {
@@ -37,12 +41,13 @@ impl Scenario {
             "stubborn" => Scenario::Stubborn,
             "garbage" => Scenario::Garbage,
             "escape" => Scenario::Escape,
+            "permissions" => Scenario::Permissions,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions";
 }
 
 impl fmt::Display for Scenario {
@@ -56,6 +61,7 @@ impl fmt::Display for Scenario {
             Scenario::Stubborn => "stubborn",
             Scenario::Garbage => "garbage",
             Scenario::Escape => "escape",
+            Scenario::Permissions => "permissions",
         })
     }
 }
@@ -77,6 +83,33 @@ impl Default for Answers {
             add_tests: false,
             notes: String::new(),
             given: false,
+        }
+    }
+}
+
+/// How the `permissions` scenario behaves, from the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PermissionSettings {
+    /// How many permission requests to time (`OVERSEER_DEMO_PERMISSIONS`).
+    pub(crate) count: usize,
+    /// Where to append one `<kind> <micros>` line per request
+    /// (`OVERSEER_DEMO_LATENCY_FILE`).
+    pub(crate) latency_file: Option<std::path::PathBuf>,
+    /// Ask for one edit and wait for the answer instead of timing
+    /// (`OVERSEER_DEMO_HOLD=1`, or a count of 0).
+    pub(crate) hold: bool,
+}
+
+impl PermissionSettings {
+    pub(crate) const DEFAULT_COUNT: usize = 20;
+
+    /// The tool kind of the `index`th timed request: reads and edits alternate,
+    /// starting with a read.
+    pub(crate) fn kind_of(index: usize) -> acp::ToolKind {
+        if index.is_multiple_of(2) {
+            acp::ToolKind::Read
+        } else {
+            acp::ToolKind::Edit
         }
     }
 }
@@ -188,6 +221,23 @@ impl Script {
                     write(1, "Edit .env", ".env", "DEMO_MODE=1\n".into()),
                 ],
             },
+            Scenario::Permissions => Script {
+                plan: PlanProposal {
+                    goal: "Time permission round trips, then add a greeting".into(),
+                    steps: vec![
+                        step("Ask for permission to read and to edit, many times"),
+                        step("Write the greeting"),
+                    ],
+                    files: vec!["src/greeting.txt".into()],
+                    risks: vec!["none: one small text file".into()],
+                },
+                actions: vec![write(
+                    1,
+                    "Edit src/greeting.txt",
+                    "src/greeting.txt",
+                    GREETING.into(),
+                )],
+            },
             Scenario::Drift => Script {
                 plan: PlanProposal {
                     goal: "Add a greeting to the project".into(),
@@ -255,6 +305,20 @@ mod tests {
                 .iter()
                 .all(|a| a.entry < script.plan.steps.len()));
         }
+    }
+
+    #[test]
+    fn permission_requests_alternate_reads_and_edits() {
+        let kinds: Vec<acp::ToolKind> = (0..4).map(PermissionSettings::kind_of).collect();
+        assert_eq!(
+            kinds,
+            [
+                acp::ToolKind::Read,
+                acp::ToolKind::Edit,
+                acp::ToolKind::Read,
+                acp::ToolKind::Edit
+            ]
+        );
     }
 
     #[test]

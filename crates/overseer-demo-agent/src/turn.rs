@@ -6,15 +6,17 @@
 //! follow-up (feedback, guidance, retry context) that resumes the remaining
 //! steps when execution has started.
 
-use crate::script::{Action, Answers, Effect, Scenario, Script};
+use crate::script::{Action, Answers, Effect, PermissionSettings, Scenario, Script};
 use crate::{log, Demo, Phase};
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ErrorCode};
 use overseer_engine::acp::{plan_block, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::watch;
 
 /// Why a turn stopped early.
@@ -129,6 +131,11 @@ impl Turn {
             Scenario::Garbage => self.write_garbage(),
             Scenario::Stubborn => return self.hang().await,
             Scenario::Escape => return self.escape().await,
+            Scenario::Permissions => {
+                if let Some(stop) = self.time_permissions().await? {
+                    return Ok(stop);
+                }
+            }
             Scenario::Happy
             | Scenario::Questions
             | Scenario::Destructive
@@ -184,7 +191,10 @@ impl Turn {
             self.announce(&id, action, &location)?;
             let always = self.demo.with_session(|s| s.always_allowed);
             if !always {
-                match self.ask_permission(&id, action).await? {
+                match self
+                    .ask_permission(&id, &action.title, None, &action.raw_input)
+                    .await?
+                {
                     Permission::Once => {}
                     Permission::Always => self.demo.with_session(|s| s.always_allowed = true),
                     Permission::Reject => {
@@ -244,9 +254,15 @@ impl Turn {
         ))
     }
 
-    /// Asks before a tool call. The request carries no `kind`: like some real
-    /// agents, the kind is only in the `tool_call` update.
-    async fn ask_permission(&self, id: &acp::ToolCallId, action: &Action) -> Step<Permission> {
+    /// Asks before a tool call. Without `kind` the request carries none: like
+    /// some real agents, the kind is then only in the `tool_call` update.
+    async fn ask_permission(
+        &self,
+        id: &acp::ToolCallId,
+        title: &str,
+        kind: Option<acp::ToolKind>,
+        raw_input: &serde_json::Value,
+    ) -> Step<Permission> {
         let options = vec![
             acp::PermissionOption::new("allow", "Allow once", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new(
@@ -256,12 +272,13 @@ impl Turn {
             ),
             acp::PermissionOption::new("reject", "Reject", acp::PermissionOptionKind::RejectOnce),
         ];
-        let tool_call = acp::ToolCallUpdate::new(
-            id.clone(),
-            acp::ToolCallUpdateFields::new()
-                .title(action.title.clone())
-                .raw_input(action.raw_input.clone()),
-        );
+        let mut fields = acp::ToolCallUpdateFields::new()
+            .title(title.to_owned())
+            .raw_input(raw_input.clone());
+        if let Some(kind) = kind {
+            fields = fields.kind(kind);
+        }
+        let tool_call = acp::ToolCallUpdate::new(id.clone(), fields);
         let answer = self
             .cx
             .send_request(acp::RequestPermissionRequest::new(
@@ -282,6 +299,71 @@ impl Turn {
             // Non-exhaustive: an outcome this version cannot name is not a yes.
             _ => Ok(Permission::Reject),
         }
+    }
+
+    /// The `permissions` scenario's requests (see the crate docs): timed
+    /// round trips, one `<kind> <micros>` line each in the latency file.
+    /// `Some` ends the turn early (the user said no).
+    async fn time_permissions(&mut self) -> Step<Option<acp::StopReason>> {
+        let settings = self.demo.permissions.clone();
+        let mut latencies = settings.latency_file.as_ref().and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| log!("cannot open {}: {e}", path.display()))
+                .ok()
+        });
+        let count = if settings.hold { 1 } else { settings.count };
+        log!(
+            "asking for {count} permission(s){}",
+            if settings.hold { ", holding" } else { "" }
+        );
+        for index in 0..count {
+            let kind = if settings.hold {
+                acp::ToolKind::Edit
+            } else {
+                PermissionSettings::kind_of(index)
+            };
+            let (name, title, location, raw_input) = if kind == acp::ToolKind::Read {
+                let input = serde_json::json!({ "path": "README.md" });
+                ("read", "Read README.md", "README.md", input)
+            } else {
+                let input = serde_json::json!({ "path": "src/greeting.txt", "content": "hello\n" });
+                ("edit", "Edit src/greeting.txt", "src/greeting.txt", input)
+            };
+            let attempt = self.demo.with_session(|s| {
+                s.tool_calls += 1;
+                s.tool_calls
+            });
+            let id = acp::ToolCallId::new(format!("permission-{}-call-{attempt}", index + 1));
+            self.update(acp::SessionUpdate::ToolCall(
+                acp::ToolCall::new(id.clone(), title)
+                    .kind(kind)
+                    .status(acp::ToolCallStatus::Pending)
+                    .locations(vec![acp::ToolCallLocation::new(self.cwd.join(location))])
+                    .raw_input(raw_input.clone()),
+            ))?;
+            let started = Instant::now();
+            let answer = self
+                .ask_permission(&id, title, Some(kind), &raw_input)
+                .await?;
+            let micros = started.elapsed().as_micros();
+            if let Some(file) = latencies.as_mut() {
+                // One write per line: agents may share the file.
+                if let Err(e) = file.write_all(format!("{name} {micros}\n").as_bytes()) {
+                    log!("cannot record a latency: {e}");
+                    latencies = None;
+                }
+            }
+            if matches!(answer, Permission::Reject) {
+                self.tool_status(&id, acp::ToolCallStatus::Failed)?;
+                self.say(&format!("Stopped: you rejected \"{title}\"."))?;
+                return Ok(Some(acp::StopReason::EndTurn));
+            }
+            self.tool_status(&id, acp::ToolCallStatus::Completed)?;
+        }
+        Ok(None)
     }
 
     async fn ask_questions(&mut self) -> Step<Answers> {

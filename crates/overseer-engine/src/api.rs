@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Longest request line the server reads; longer lines are refused.
 pub const MAX_LINE: usize = 1 << 20;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params", rename_all = "snake_case")]
 pub enum Request {
     Ping,
@@ -68,6 +68,38 @@ pub enum Request {
     },
     RunDiff {
         run: RunId,
+    },
+    /// The chronological story of a gate, each record's signature checked.
+    GateStory {
+        gate: GateId,
+    },
+    /// Stop a gate's timer: it waits for a human.
+    HoldGate {
+        gate: GateId,
+    },
+    /// An instruction for a running agent's next turn.
+    SteerRun {
+        run: RunId,
+        text: String,
+    },
+    /// A vote as the supervisor (for scripted setups): it obeys the
+    /// user-always-wins rule like the real supervisor.
+    SupervisorVote {
+        gate: GateId,
+        approve: bool,
+        rationale: String,
+    },
+    SupervisorStatus {
+        scope: crate::supervise::Scope,
+    },
+    /// Set (or with None remove) the supervisor policy at a scope.
+    SetSupervisor {
+        scope: crate::supervise::Scope,
+        policy: Option<overseer_core::supervision::SupervisorPolicy>,
+    },
+    SetPermissions {
+        scope: crate::supervise::Scope,
+        rules: overseer_core::rules::RuleSet,
     },
 }
 

@@ -7,6 +7,13 @@
 //! [stages.docs]               # per-stage override of auto_advance
 //! auto_advance = true
 //!
+//! [supervision]               # defaults for `overseer supervisor configure`
+//! model = "llama3.1"          # with base_url: an OpenAI-compatible endpoint
+//! base_url = "http://127.0.0.1:11434/v1"
+//! max_reorient_attempts = 3
+//! timeout_seconds = 30
+//! always_supervise = false
+//!
 //! [agents.claude]             # an agent profile: how to launch an ACP agent
 //! command = "claude-code-acp"
 //! args = []
@@ -63,6 +70,62 @@ pub struct StageConfig {
     pub auto_advance: Option<bool>,
 }
 
+/// `[supervision]`: the defaults a new supervisor policy starts from (the
+/// verdicts document's configuration). The supervisor stays off until a
+/// policy enables it for a workspace or task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionConfig {
+    /// Model of the OpenAI-compatible evaluator.
+    pub model: Option<String>,
+    /// Base URL of the OpenAI-compatible endpoint, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: Option<String>,
+    /// Environment variable holding the endpoint's API key.
+    pub api_key_env: Option<String>,
+    /// An external reviewer command (JSON in, verdict out) instead of a model.
+    pub command: Option<String>,
+    pub max_reorient_attempts: Option<u32>,
+    pub timeout_seconds: Option<u64>,
+    pub always_supervise: Option<bool>,
+    pub pause_timeout_seconds: Option<u64>,
+}
+
+impl SupervisionConfig {
+    /// A (disabled) policy with these defaults.
+    pub fn base_policy(&self) -> overseer_core::supervision::SupervisorPolicy {
+        use overseer_core::supervision::{EvaluatorConfig, SupervisorPolicy};
+        let evaluator = match (&self.command, &self.base_url, &self.model) {
+            (Some(c), _, _) => EvaluatorConfig::Command {
+                command: c.clone(),
+                args: Vec::new(),
+            },
+            (None, Some(url), Some(model)) => EvaluatorConfig::Openai {
+                base_url: url.clone(),
+                model: model.clone(),
+                api_key_env: self.api_key_env.clone(),
+            },
+            _ => EvaluatorConfig::Rules,
+        };
+        let mut p = SupervisorPolicy {
+            evaluator,
+            ..SupervisorPolicy::default()
+        };
+        if let Some(n) = self.max_reorient_attempts {
+            p.max_reorient_attempts = n;
+        }
+        if let Some(n) = self.timeout_seconds {
+            p.timeout_seconds = n;
+        }
+        if let Some(b) = self.always_supervise {
+            p.always_supervise = b;
+        }
+        if let Some(n) = self.pause_timeout_seconds {
+            p.pause_timeout_seconds = n;
+        }
+        p
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -74,6 +137,8 @@ pub struct Config {
     pub stages: BTreeMap<String, StageConfig>,
     #[serde(default)]
     pub agents: BTreeMap<String, AgentProfile>,
+    #[serde(default)]
+    pub supervision: SupervisionConfig,
     #[serde(skip)]
     path: PathBuf,
 }

@@ -29,7 +29,7 @@ pub enum EngineError {
 pub struct Engine {
     store: Mutex<Store>,
     pub(crate) clock: Arc<dyn Clock>,
-    notifier: Arc<dyn Notifier>,
+    pub(crate) notifier: Arc<dyn Notifier>,
     events: broadcast::Sender<EngineEvent>,
     paths: Paths,
     pub(crate) config: Config,
@@ -41,6 +41,8 @@ pub struct Engine {
     me: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
+    /// Steering instructions waiting for each run's next turn.
+    pub(crate) steering: Mutex<std::collections::HashMap<RunId, Vec<String>>>,
 }
 
 impl Engine {
@@ -66,6 +68,7 @@ impl Engine {
             runtime: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             checkpointed: Mutex::new(checkpointed),
+            steering: Mutex::default(),
         })
     }
 

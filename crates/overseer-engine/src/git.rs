@@ -134,7 +134,7 @@ pub fn commit_all(worktree: &Path, message: &str) -> Result<bool, GitError> {
 }
 
 /// One changed file in a run's diff.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct FileChange {
     pub path: String,
     pub additions: u64,

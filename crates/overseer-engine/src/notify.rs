@@ -6,12 +6,19 @@ use overseer_core::{EngineEvent, GateKind, RunId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotificationKind {
     RunPendingReview,
+    /// The supervisor handed a decision to the human.
+    SupervisorEscalated,
+    /// The supervisor's evaluator failed (timeout, error, garbage): the
+    /// human decides.
+    SupervisorFailed,
 }
 
 impl NotificationKind {
     pub fn as_str(self) -> &'static str {
         match self {
             NotificationKind::RunPendingReview => "run_pending_review",
+            NotificationKind::SupervisorEscalated => "supervisor_escalated",
+            NotificationKind::SupervisorFailed => "supervisor_failed",
         }
     }
 }

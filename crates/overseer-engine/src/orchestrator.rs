@@ -14,12 +14,20 @@ use crate::acp::{
 };
 use crate::git;
 use crate::process::{self, AgentProcess, AgentSpec};
+use crate::supervise::{
+    evaluate_step, permission_for, policy_of, step_review_options, supervisor_pause_options,
+    tool_request,
+};
 use crate::Engine;
+use overseer_core::confidence::{self, Band, StepAction, StepEvidence};
+use overseer_core::rules::{self, Permission, RuleSet};
+use overseer_core::supervision::{after_reorient_limit, correction_prompt, Verdict};
 use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateId, GateKind, GateOption, RunEvent,
     RunId, RunState,
 };
 use overseer_store::RunWork;
+use overseer_store::{DecisionInput, GateSpec};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -33,9 +41,6 @@ pub const MAX_RETRIES: u32 = 10;
 const SENSOR_TIMEOUT: Duration = Duration::from_secs(600);
 /// Sensor output kept per command.
 const SENSOR_OUTPUT_MAX: usize = 64 * 1024;
-/// Tool kinds that only read: allowed without asking (until the user's own
-/// permission rules arrive with the supervision work).
-const READ_ONLY_KINDS: &[&str] = &["read", "search", "think", "fetch"];
 
 /// A run whose agent is alive.
 pub(crate) struct Live {
@@ -106,6 +111,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
     if let Err(e) = recover(&engine) {
         tracing::error!("recovery after restart: {}", e.message);
     }
+    crate::supervise::start_timers(engine.clone());
     let mut rx = engine.subscribe();
     tokio::spawn(async move {
         launch_queued(&engine);
@@ -202,8 +208,14 @@ fn err(message: impl Into<String>) -> ApiError {
 async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
     let mut rx = engine.subscribe();
     loop {
-        if let Some(d) = engine.gate(gate)?.decision {
-            return Ok(d);
+        if engine.gate(gate)?.decision.is_some() {
+            // Acting on it now: from here on nobody can override it, and a
+            // human's override made before this point is what we act on.
+            let now = engine.clock.now();
+            let g = engine.store().write(|tx| tx.mark_effected(gate, now))?;
+            if let Some(d) = g.decision {
+                return Ok(d);
+            }
         }
         match rx.recv().await {
             Ok(EngineEvent::GateDecided { gate_id, .. }) if gate_id == gate => {}
@@ -228,8 +240,12 @@ struct Turn {
     transcript: String,
     /// Rejection reasons to tell the agent in its next prompt.
     rejections: Vec<String>,
-    /// Tool kinds the user allowed "always" for this run.
-    always: HashSet<String>,
+    /// Rules the user's "always" answers added for this run.
+    run_rules: RuleSet,
+    /// Always-gated operations the agent asked for during the current step.
+    destructive: u32,
+    /// Tool calls of the current step by id, and whether each succeeded.
+    tool_calls: HashMap<String, bool>,
 }
 
 async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
@@ -247,7 +263,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
             let text = format!(
                 "{PLAN_PROMPT_PREFIX}\n{}\n{}",
                 work.prompt,
-                take_feedback(&turn, &guidance)
+                take_feedback(engine, run, &turn, &guidance)
             );
             guidance.clear();
             match prompt_turn(&conn, &turn, &text).await {
@@ -294,7 +310,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
                 }
             }
         };
-        let decision = plan_gate(engine, run, &plan).await?;
+        let decision = plan_gate(engine, &work, &plan).await?;
         match decision.option.as_str() {
             "approve" => {
                 guidance = decision.context.unwrap_or_default();
@@ -316,29 +332,67 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
             _ => return Ok(()), // cancelled with the run
         }
 
-        // Execute, with a deviation gate on every failure.
+        // Execute, with a deviation gate on every failure, and each finished
+        // step weighed: the supervisor's verdict, then the confidence bands.
         let mut retries = 0;
+        let mut reorients = 0;
+        let mut step_no = 0;
+        // A follow-up turn (a correction, a steering instruction) speaks to
+        // the agent directly instead of restating the execute instruction.
+        let mut follow_up: Option<String> = None;
         loop {
             if !still_active(engine, run) {
                 return Ok(());
             }
-            let text = format!(
-                "{EXECUTE_PROMPT_PREFIX}\n{}",
-                take_feedback(&turn, &guidance)
-            );
+            let text = match follow_up.take() {
+                Some(lead) => {
+                    let rest = take_feedback(engine, run, &turn, &guidance);
+                    format!("{lead}\n{rest}").trim().to_owned()
+                }
+                None => format!(
+                    "{EXECUTE_PROMPT_PREFIX}\n{}",
+                    take_feedback(engine, run, &turn, &guidance)
+                ),
+            };
             guidance.clear();
             let failure = match prompt_turn(&conn, &turn, &text).await {
-                Ok((StopReason::EndTurn, _)) => {
+                Ok((StopReason::EndTurn, transcript)) => {
+                    if engine.has_steering(run) {
+                        // The user spoke while the agent worked: another
+                        // turn with the instruction before the step is weighed.
+                        follow_up = Some(String::new());
+                        continue;
+                    }
                     let wt = worktree.clone();
                     let _ = tokio::task::spawn_blocking(move || {
                         git::commit_all(&wt, "Work left uncommitted by the agent")
                     })
                     .await;
-                    check_drift(engine, &work, &plan);
+                    let drift = check_drift(engine, &work, &plan);
                     let results =
                         run_sensors(engine, run, &worktree, &work.workspace.settings.sensors).await;
                     match results.iter().find(|r| !r.passed) {
-                        None => break,
+                        None => {
+                            step_no += 1;
+                            let step = FinishedStep {
+                                plan: &plan,
+                                sensors: &results,
+                                drift,
+                                retries,
+                                number: step_no,
+                                transcript,
+                            };
+                            match weigh_step(engine, &work, &turn, &step, &mut reorients).await? {
+                                StepNext::Proceed => break,
+                                StepNext::Again(g) => {
+                                    follow_up = Some(g);
+                                    continue;
+                                }
+                                StepNext::Stop(why) => return stop(engine, run, &why),
+                                StepNext::Ended => return Ok(()),
+                                StepNext::Diagnose(d) => d,
+                            }
+                        }
                         Some(f) => format!(
                             "sensor `{}` failed (exit {})\n{}",
                             f.command,
@@ -398,7 +452,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
             }
         }
     }
-    engine.transition(
+    let view = engine.transition(
         run,
         RunEvent::Finish {
             auto_advance: false,
@@ -406,6 +460,12 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
         None,
         &Actor::Engine,
     )?;
+    if let Some(gate) = view
+        .pending_gate
+        .filter(|g| g.kind == GateKind::MergeReview)
+    {
+        engine.supervise_gate(&work, gate.id)?;
+    }
     Ok(())
 }
 
@@ -416,9 +476,12 @@ fn stop(engine: &Engine, run: RunId, why: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn take_feedback(turn: &Mutex<Turn>, guidance: &str) -> String {
+fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str) -> String {
     let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = String::new();
+    for instruction in engine.take_steering(run) {
+        out.push_str(&format!("USER INSTRUCTION: {instruction}\n"));
+    }
     for r in t.rejections.drain(..) {
         out.push_str(&format!("The user rejected a tool call: {r}\n"));
     }
@@ -527,17 +590,25 @@ async fn launch_agent(
             process: tokio::sync::Mutex::new(process),
         })),
     );
-    tokio::spawn(pump(engine.clone(), run, signals, turn.clone()));
+    tokio::spawn(pump(
+        engine.clone(),
+        Arc::new(work.clone()),
+        worktree.to_string_lossy().into_owned(),
+        signals,
+        turn.clone(),
+    ));
     Ok(conn)
 }
 
 /// Handles everything the agent sends while it works.
 async fn pump(
     engine: Arc<Engine>,
-    run: RunId,
+    work: Arc<RunWork>,
+    worktree: String,
     mut signals: tokio::sync::mpsc::Receiver<AgentSignal>,
     turn: Arc<Mutex<Turn>>,
 ) {
+    let run = work.run_id;
     let mut message = String::new();
     loop {
         let next = if message.is_empty() {
@@ -570,6 +641,15 @@ async fn pump(
                 let _ = engine.record_activity(run, "plan", json!({ "entries": entries }));
             }
             AgentSignal::ToolCall(info) => {
+                match info.status.as_deref() {
+                    Some("completed") | Some("failed") => {
+                        turn.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .tool_calls
+                            .insert(info.id.clone(), info.status.as_deref() == Some("completed"));
+                    }
+                    _ => {}
+                }
                 let _ = engine.record_activity(run, "tool_call", json!(info));
             }
             AgentSignal::Permission {
@@ -579,8 +659,11 @@ async fn pump(
             } => {
                 let engine = engine.clone();
                 let turn = turn.clone();
+                let work = work.clone();
+                let worktree = worktree.clone();
                 tokio::spawn(async move {
-                    let answer = permission(&engine, run, &tool_call, &options, &turn).await;
+                    let answer =
+                        permission(&engine, &work, &worktree, &tool_call, &options, &turn).await;
                     let _ = reply.send(answer);
                 });
             }
@@ -590,8 +673,9 @@ async fn pump(
                 reply,
             } => {
                 let engine = engine.clone();
+                let work = work.clone();
                 tokio::spawn(async move {
-                    let answer = question(&engine, run, &q, &schema).await;
+                    let answer = question(&engine, &work, &q, &schema).await;
                     let _ = reply.send(answer);
                 });
             }
@@ -627,15 +711,18 @@ fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
     }
 }
 
-/// A permission request: reads are allowed, "always" is remembered per tool
-/// kind for the run, everything else opens a tool_call gate.
+/// A permission request, decided by the permission rules (the run's
+/// "always" rules, the task's, the workspace's, then the defaults: reads
+/// allowed, everything else asks). Always-gated operations ask every time.
 async fn permission(
-    engine: &Engine,
-    run: RunId,
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &str,
     tool_call: &crate::acp::ToolCallInfo,
     options: &[crate::acp::PermissionChoice],
     turn: &Mutex<Turn>,
 ) -> PermissionReply {
+    let run = work.run_id;
     let by_kind = |kinds: &[&str]| {
         kinds
             .iter()
@@ -644,90 +731,148 @@ async fn permission(
                 option_id: o.option_id.clone(),
             })
     };
-    let kind = tool_call.kind.clone().unwrap_or_else(|| "other".to_owned());
-    let always = turn
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .always
-        .contains(&kind);
-    if READ_ONLY_KINDS.contains(&kind.as_str()) || always {
-        let rule = if always {
-            "the user allowed this kind always for this run"
-        } else {
-            "read-only tools are allowed by default"
-        };
-        engine.audit(&Actor::Engine, json!({"type": "tool_call_allowed", "run_id": run, "tool_call": tool_call, "rule": rule}));
-        let _ = engine.record_activity(
-            run,
-            "tool_allowed",
-            json!({ "title": tool_call.title, "kind": kind, "text": rule }),
-        );
-        return by_kind(&["allow_once", "allow_always"]).unwrap_or(PermissionReply::Cancelled);
-    }
+    let allow = || by_kind(&["allow_once", "allow_always"]).unwrap_or(PermissionReply::Cancelled);
+    let reject =
+        || by_kind(&["reject_once", "reject_always"]).unwrap_or(PermissionReply::Cancelled);
+    let req = tool_request(tool_call, worktree);
     let title = tool_call
         .title
         .clone()
-        .unwrap_or_else(|| format!("{kind} tool call"));
-    let gate = match engine.open_gate(
-        run,
-        GateKind::ToolCall,
-        &title,
-        &[
-            GateOption::new("yes", "Yes"),
-            GateOption::new("always", "Always for this run"),
-            GateOption::new("no", "No"),
-        ],
-        json!({"tool_call": tool_call, "agent_options": options}),
-        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
-    ) {
-        Ok(g) => g,
-        Err(_) => return PermissionReply::Cancelled,
-    };
-    match wait_gate(engine, gate).await {
-        Ok(d) => match d.option.as_str() {
-            "yes" => by_kind(&["allow_once", "allow_always"]),
-            "always" => {
-                turn.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .always
-                    .insert(kind);
-                by_kind(&["allow_always", "allow_once"])
-            }
-            "no" => {
-                if let Some(reason) = d.context.filter(|c| !c.trim().is_empty()) {
-                    turn.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .rejections
-                        .push(format!("{title}: {reason}"));
-                }
-                by_kind(&["reject_once", "reject_always"])
-            }
-            _ => None,
+        .unwrap_or_else(|| format!("{} tool call", req.kind));
+    let run_rules = {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        if rules::always_gated(&req, worktree).is_some() {
+            t.destructive += 1;
         }
-        .unwrap_or(PermissionReply::Cancelled),
-        Err(_) => PermissionReply::Cancelled,
+        t.run_rules.clone()
+    };
+    let source = Some(format!("tool_call:{}", tool_call.id));
+    match permission_for(work, &run_rules, &req, worktree) {
+        Permission::Allow { rule } => {
+            let _ = engine.note_decision(
+                run,
+                None,
+                &Actor::Engine,
+                &DecisionInput {
+                    verdict: Some(Verdict::Approve),
+                    rationale: Some(format!("allowed by rule: {title}")),
+                    rule_ref: Some(rule.clone()),
+                    source_event: source,
+                    ..DecisionInput::default()
+                },
+            );
+            let _ = engine.record_activity(
+                run,
+                "tool_allowed",
+                json!({ "title": title, "kind": req.kind, "text": rule }),
+            );
+            allow()
+        }
+        Permission::Deny { rule, reason } => {
+            let _ = engine.note_decision(
+                run,
+                None,
+                &Actor::Engine,
+                &DecisionInput {
+                    verdict: Some(Verdict::Reject),
+                    rationale: Some(reason.clone()),
+                    rule_ref: Some(rule.clone()),
+                    source_event: source,
+                    ..DecisionInput::default()
+                },
+            );
+            let _ = engine.record_activity(
+                run,
+                "tool_denied",
+                json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({rule})") }),
+            );
+            turn.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .rejections
+                .push(format!("{title}: denied by rule {rule}: {reason}"));
+            reject()
+        }
+        Permission::Ask {
+            reason,
+            always_gated,
+            rule,
+        } => {
+            let mut gate_options = vec![GateOption::new("yes", "Yes")];
+            // "Always" would add a rule that can never apply to an
+            // always-gated operation: not offered for those.
+            if always_gated.is_none() {
+                gate_options.push(GateOption::new("always", "Always for this run"));
+            }
+            gate_options.push(GateOption::new("no", "No"));
+            let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, gate_options);
+            spec.payload = json!({
+                "tool_call": tool_call,
+                "request": req,
+                "reason": reason,
+                "rule": rule,
+                "always_gated": always_gated.map(|g| g.as_str()),
+                "always_gated_why": always_gated.map(|g| g.describe()),
+                "agent_options": options,
+            });
+            let gate =
+                match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
+                    Ok(g) => g,
+                    Err(_) => return PermissionReply::Cancelled,
+                };
+            match wait_gate(engine, gate).await {
+                Ok(d) => match d.option.as_str() {
+                    "yes" => allow(),
+                    "always" => {
+                        let added = rules::always_rule(&req, worktree);
+                        let _ = engine.record_activity(
+                            run,
+                            "rule_added",
+                            json!({ "text": format!("allow {added} for the rest of this run") }),
+                        );
+                        turn.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .run_rules
+                            .allow
+                            .push(added);
+                        by_kind(&["allow_always", "allow_once"])
+                            .unwrap_or(PermissionReply::Cancelled)
+                    }
+                    "no" => {
+                        if let Some(reason) = d.context.filter(|c| !c.trim().is_empty()) {
+                            turn.lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .rejections
+                                .push(format!("{title}: {reason}"));
+                        }
+                        reject()
+                    }
+                    _ => PermissionReply::Cancelled,
+                },
+                Err(_) => PermissionReply::Cancelled,
+            }
+        }
     }
 }
 
 /// An elicitation: a question gate in the inbox; the answer's context is the
 /// form content (JSON), or plain text put under `answer`.
 async fn question(
-    engine: &Engine,
-    run: RunId,
+    engine: &Arc<Engine>,
+    work: &RunWork,
     message: &str,
     schema: &serde_json::Value,
 ) -> QuestionReply {
-    let gate = match engine.open_gate(
-        run,
+    let mut spec = GateSpec::new(
+        work.run_id,
         GateKind::Question,
         message,
-        &[
+        vec![
             GateOption::new("answer", "Answer").with_required_context(),
             GateOption::new("decline", "Decline"),
         ],
-        json!({"message": message, "schema": schema}),
-        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
-    ) {
+    );
+    spec.payload = json!({"message": message, "schema": schema});
+    let gate = match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
         Ok(g) => g,
         Err(_) => return QuestionReply::Cancel,
     };
@@ -746,23 +891,24 @@ async fn question(
 }
 
 async fn plan_gate(
-    engine: &Engine,
-    run: RunId,
+    engine: &Arc<Engine>,
+    work: &RunWork,
     plan: &PlanProposal,
 ) -> Result<GateDecision, ApiError> {
+    let run = work.run_id;
     let _ = engine.record_activity(run, "plan_proposed", json!(plan));
-    let gate = engine.open_gate(
+    let mut spec = GateSpec::new(
         run,
         GateKind::Plan,
         &format!("Approve the plan: {}", plan.goal),
-        &[
+        vec![
             GateOption::new("approve", "Approve"),
             GateOption::new("request_changes", "Request changes").with_required_context(),
             GateOption::new("reject", "Reject"),
         ],
-        json!(plan),
-        &Actor::Agent(engine.run(run).map(|r| r.agent).unwrap_or_default()),
-    )?;
+    );
+    spec.payload = json!(plan);
+    let gate = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))?;
     wait_gate(engine, gate).await
 }
 
@@ -819,9 +965,9 @@ fn tail(s: &str, max: usize) -> String {
 }
 
 /// Files the agent changed that its plan did not declare.
-fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) {
+fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) -> Vec<String> {
     let Ok((files, _)) = engine.run_diff(work.run_id) else {
-        return;
+        return Vec::new();
     };
     let outside: Vec<String> = files
         .into_iter()
@@ -835,6 +981,7 @@ fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) {
             json!({ "text": format!("changed files outside the plan: {}", outside.join(", ")), "files": outside }),
         );
     }
+    outside
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -891,6 +1038,221 @@ async fn run_sensors(
         results.push(result);
     }
     results
+}
+
+/// A step the agent finished, with its sensors passing.
+struct FinishedStep<'a> {
+    plan: &'a PlanProposal,
+    sensors: &'a [SensorResult],
+    drift: Vec<String>,
+    retries: u32,
+    number: u32,
+    transcript: String,
+}
+
+/// What happens after a step is weighed.
+enum StepNext {
+    Proceed,
+    /// Another turn with this guidance (a supervisor's or human's correction).
+    Again(String),
+    /// The human stopped the run.
+    Stop(String),
+    /// The run was released (aborted, terminated).
+    Ended,
+    /// Confidence too low to go on: a deviation with these diagnostics.
+    Diagnose(String),
+}
+
+/// The supervisor's verdict on a finished step (when a policy enables it),
+/// then the confidence bands of the task's approval mode.
+async fn weigh_step(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    step: &FinishedStep<'_>,
+    reorients: &mut u32,
+) -> Result<StepNext, ApiError> {
+    let run = work.run_id;
+    let (destructive, ok, total) = {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        let ok = t.tool_calls.values().filter(|v| **v).count();
+        let total = t.tool_calls.len();
+        let d = t.destructive;
+        t.destructive = 0;
+        t.tool_calls.clear();
+        (d, ok, total)
+    };
+    let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut evidence = StepEvidence {
+        checks_passed: to_u32(step.sensors.iter().filter(|r| r.passed).count()),
+        checks_total: to_u32(step.sensors.len()),
+        evaluator_confidence: None,
+        retries: step.retries,
+        max_retries: MAX_RETRIES,
+        destructive: destructive > 0,
+        tool_calls_ok: to_u32(ok),
+        tool_calls_total: to_u32(total),
+    };
+    let record = json!({
+        "step": step.number,
+        "plan": step.plan,
+        "drift": step.drift,
+        "destructive": destructive > 0,
+        "checks_passed": evidence.checks_passed,
+        "checks_total": evidence.checks_total,
+        "sensors": step.sensors.iter().map(|r| json!({"command": r.command, "passed": r.passed, "exit_code": r.exit_code})).collect::<Vec<_>>(),
+        "retries": step.retries,
+        "tool_calls_ok": ok,
+        "tool_calls_total": total,
+        "summary": tail(&step.transcript, 2000),
+    });
+    let mut score = confidence::score(&evidence);
+    let policy = policy_of(work);
+    if policy.enabled
+        && (policy.always_supervise
+            || confidence::band(score) != Band::High
+            || !step.drift.is_empty()
+            || destructive > 0)
+    {
+        let judged = evaluate_step(engine, work, &policy, record.clone(), step.number).await;
+        if let Some(c) = judged.confidence {
+            evidence.evaluator_confidence = Some(c);
+            score = confidence::score(&evidence);
+        }
+        let verdict = if judged.failed {
+            Verdict::Pause
+        } else {
+            after_reorient_limit(judged.verdict, *reorients, policy.max_reorient_attempts)
+        };
+        let _ = engine.record_activity(
+            run,
+            "verdict",
+            json!({ "verdict": verdict.as_str(), "text": judged.rationale, "correction": judged.correction }),
+        );
+        match verdict {
+            Verdict::Reorient => {
+                *reorients += 1;
+                let correction = judged
+                    .correction
+                    .unwrap_or_else(|| judged.rationale.clone());
+                return Ok(StepNext::Again(correction_prompt(&correction)));
+            }
+            Verdict::Pause => {
+                let mut spec = GateSpec::new(
+                    run,
+                    GateKind::SupervisorPause,
+                    &format!(
+                        "The supervisor paused the run: {}",
+                        first_line(&judged.rationale)
+                    ),
+                    supervisor_pause_options(),
+                );
+                spec.payload = json!({"rationale": judged.rationale, "step": record, "timeout_seconds": policy.pause_timeout_seconds});
+                let secs = i64::try_from(policy.pause_timeout_seconds).unwrap_or(i64::MAX / 2000);
+                spec.auto = Some((engine.clock.now() + secs * 1000, "abort".to_owned()));
+                let gate = engine.open_gate_spec(&spec, &Actor::Engine)?;
+                let d = wait_gate(engine, gate).await?;
+                match d.option.as_str() {
+                    "proceed" => {}
+                    "modify" => {
+                        return Ok(StepNext::Again(correction_prompt(
+                            d.context.as_deref().unwrap_or_default(),
+                        )))
+                    }
+                    _ if d.actor == Actor::Engine => {
+                        let note = format!(
+                            "terminated: nobody answered the supervisor's pause within {} s",
+                            policy.pause_timeout_seconds
+                        );
+                        engine.transition(
+                            run,
+                            RunEvent::SupervisorReject,
+                            Some(&note),
+                            &Actor::Engine,
+                        )?;
+                        return Ok(StepNext::Ended);
+                    }
+                    _ => {
+                        engine.abort_run(run, &d.actor)?;
+                        return Ok(StepNext::Ended);
+                    }
+                }
+            }
+            Verdict::Continue
+            | Verdict::Approve
+            | Verdict::Reject
+            | Verdict::Escalate
+            | Verdict::Advise => {}
+        }
+    }
+    let explained = confidence::explain(&evidence, score);
+    let mut record = record;
+    record["confidence"] = json!(score);
+    record["explain"] = json!(explained);
+    let _ = engine.record_activity(run, "step_finished", record.clone());
+    let auto_ms = work
+        .task_settings
+        .auto_proceed_seconds
+        .and_then(|s| i64::try_from(s).ok())
+        .map_or(confidence::DEFAULT_AUTO_PROCEED_MS, |s| s * 1000);
+    let action = confidence::step_action(
+        &work.task_settings.approval,
+        score,
+        destructive > 0,
+        auto_ms,
+    );
+    let (verdict, rule) = match action {
+        StepAction::Proceed => (Verdict::Continue, "confidence:proceed"),
+        StepAction::ReviewWithTimeout { .. } => (Verdict::Pause, "confidence:review_with_timeout"),
+        StepAction::HardStop => (Verdict::Pause, "confidence:hard_stop"),
+        StepAction::AbortStep => (Verdict::Pause, "confidence:abort_step"),
+    };
+    let _ = engine.note_decision(
+        run,
+        None,
+        &Actor::Engine,
+        &DecisionInput {
+            verdict: Some(verdict),
+            rationale: Some(explained.clone()),
+            rule_ref: Some(rule.to_owned()),
+            confidence: Some(score),
+            source_event: Some(format!("step_finished:{run}:{}", step.number)),
+            ..DecisionInput::default()
+        },
+    );
+    let auto = match action {
+        StepAction::Proceed => return Ok(StepNext::Proceed),
+        StepAction::AbortStep => {
+            return Ok(StepNext::Diagnose(format!(
+                "confidence in this step is too low to go on: {explained}"
+            )))
+        }
+        StepAction::ReviewWithTimeout {
+            auto_proceed_after_ms,
+        } => Some((
+            engine.clock.now() + auto_proceed_after_ms,
+            "proceed".to_owned(),
+        )),
+        StepAction::HardStop => None,
+    };
+    let mut spec = GateSpec::new(
+        run,
+        GateKind::StepReview,
+        &format!("Review step {}: confidence {score:.2}", step.number),
+        step_review_options(),
+    );
+    record["confidence"] = json!(score);
+    spec.payload = record;
+    spec.auto = auto;
+    let gate = engine.open_gate_supervised(work, spec, &Actor::Engine)?;
+    let d = wait_gate(engine, gate).await?;
+    Ok(match d.option.as_str() {
+        "proceed" => StepNext::Proceed,
+        _ => StepNext::Stop(format!(
+            "stopped at step review: {}",
+            d.context.unwrap_or_default()
+        )),
+    })
 }
 
 /// Abort's effect, after the abort is committed: cancel the turn, stop the

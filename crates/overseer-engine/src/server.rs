@@ -212,6 +212,54 @@ pub fn dispatch(
             let (files, diff) = engine.run_diff(run)?;
             json(serde_json::json!({"files": files, "diff": diff}))
         }
+        Request::GateStory { gate } => json(engine.gate_story(gate)?),
+        Request::HoldGate { gate } => json(engine.hold_gate(gate, actor)?),
+        Request::SteerRun { run, text } => {
+            engine.steer_run(run, &text, actor)?;
+            json(engine.run(run)?)
+        }
+        Request::SupervisorVote {
+            gate,
+            approve,
+            rationale,
+        } => {
+            // A human acting as the supervisor has the supervisor's
+            // authority, never more: the actor is derived, not claimed.
+            let name = match actor {
+                Actor::User(n) => n.clone(),
+                Actor::Supervisor(n) | Actor::Agent(n) => n.clone(),
+                Actor::Engine => "engine".to_owned(),
+            };
+            let view = engine.gate(gate)?;
+            let verdict = if approve {
+                overseer_core::supervision::Verdict::Approve
+            } else {
+                overseer_core::supervision::Verdict::Reject
+            };
+            let option = overseer_core::supervision::verdict_option(view.kind, verdict)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!("the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`", view.kind.as_str()),
+                    )
+                })?;
+            let input = overseer_store::DecisionInput {
+                verdict: Some(verdict),
+                option: Some(option.to_owned()),
+                rationale: Some(rationale),
+                rule_ref: Some("manual".to_owned()),
+                source_event: Some(format!("cli:{gate}")),
+                ..Default::default()
+            };
+            json(engine.supervisor_vote(gate, &Actor::Supervisor(name), &input)?)
+        }
+        Request::SupervisorStatus { scope } => json(engine.supervisor_status(&scope)?),
+        Request::SetSupervisor { scope, policy } => {
+            json(engine.set_supervisor(&scope, policy, actor)?)
+        }
+        Request::SetPermissions { scope, rules } => {
+            json(engine.set_permissions(&scope, rules, actor)?)
+        }
         Request::Subscribe => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",

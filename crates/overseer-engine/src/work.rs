@@ -26,7 +26,7 @@ impl From<GitError> for ApiError {
 }
 
 /// What `overseer task start` asks for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct TaskStart {
     pub workspace: String,
     pub agent: String,
@@ -36,10 +36,13 @@ pub struct TaskStart {
     /// For the demo agent: which scripted scenario to play.
     #[serde(default)]
     pub scenario: Option<String>,
+    /// Permission rules, approval mode, read-only session, supervisor override.
+    #[serde(default)]
+    pub settings: overseer_store::TaskSettings,
 }
 
 /// The run a task start created.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct Started {
     pub task_id: TaskId,
     pub run_id: RunId,
@@ -113,6 +116,14 @@ impl Engine {
         self.config
             .profile(&req.agent)
             .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+        req.settings
+            .approval
+            .validate()
+            .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        if let Some(p) = &req.settings.supervisor {
+            p.validate()
+                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        }
         let now = self.clock.now();
         let title = req
             .title
@@ -129,6 +140,9 @@ impl Engine {
             store
                 .write(|tx| {
                     let task = tx.create_task(ws.id, &title, &req.prompt, actor, now)?;
+                    if req.settings != overseer_store::TaskSettings::default() {
+                        tx.set_task_settings(task, &req.settings, actor, now)?;
+                    }
                     let run = tx.create_run(task, &req.agent, actor, now)?;
                     tx.set_run_options(run, &options, None)?;
                     Ok(Started {
@@ -200,7 +214,7 @@ impl Engine {
                 let message = format!("Merge run {id}: {}", work.task_title);
                 if let Err(e) = git::merge(&repo, branch, base, &message) {
                     let err = ApiError::from(e);
-                    self.open_merge_deviation(id, &err)?;
+                    self.open_merge_failed(id, &err)?;
                     return Err(err);
                 }
             }
@@ -208,7 +222,7 @@ impl Engine {
         self.approve_recorded(id, actor)
     }
 
-    fn open_merge_deviation(&self, run_id: RunId, err: &ApiError) -> Result<(), ApiError> {
+    pub(crate) fn open_merge_failed(&self, run_id: RunId, err: &ApiError) -> Result<(), ApiError> {
         let now = self.clock.now();
         let already = self
             .store()

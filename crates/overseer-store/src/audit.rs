@@ -19,7 +19,7 @@ use std::fmt;
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One stored record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct AuditRecord {
     pub seq: i64,
     pub prev_hash: String,
@@ -160,7 +160,7 @@ pub struct VerifyReport {
 }
 
 /// What is wrong with the first bad record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case", tag = "problem")]
 pub enum AuditProblem {
     /// A record is missing or out of place.
@@ -330,4 +330,83 @@ pub(crate) fn verify(
         head_hash: prev_hash,
         checkpoints: checkpoints.len() as i64,
     }))
+}
+
+/// One record of a story, with what checking it on its own found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct CheckedRecord {
+    pub record: AuditRecord,
+    /// `None` when the record is intact and its signature verifies, linked to
+    /// the record before it; otherwise what is wrong, loudly.
+    pub problem: Option<AuditProblem>,
+}
+
+/// Checks one record: its payload hash, its record hash, its signature, and
+/// its link to the record before it (`prev`, or genesis for seq 1).
+pub(crate) fn check_record(
+    keyring: &Keyring,
+    record: &AuditRecord,
+    prev: Option<&AuditRecord>,
+) -> Option<AuditProblem> {
+    let expected_prev = match (record.seq, prev) {
+        (1, _) => Some(GENESIS_HASH),
+        (_, Some(p)) if p.seq == record.seq - 1 => Some(p.record_hash.as_str()),
+        _ => None,
+    };
+    match expected_prev {
+        None => {
+            return Some(AuditProblem::SeqGap {
+                found: prev.map_or(0, |p| p.seq),
+            })
+        }
+        Some(h) if h != record.prev_hash => return Some(AuditProblem::ChainBroken),
+        Some(_) => {}
+    }
+    if sha256_hex(record.payload.as_bytes()) != record.payload_hash {
+        return Some(AuditProblem::PayloadEdited);
+    }
+    if record_hash(
+        record.seq,
+        &record.prev_hash,
+        &record.payload_hash,
+        &record.actor,
+        record.at,
+    ) != record.record_hash
+    {
+        return Some(AuditProblem::FieldsEdited);
+    }
+    if !keyring.verify(record.record_hash.as_bytes(), &record.signature) {
+        return Some(AuditProblem::BadSignature);
+    }
+    None
+}
+
+/// Records whose payload names `key = id` (e.g. every record about gate 12),
+/// in seq order, each checked with its predecessor.
+pub(crate) fn story(
+    conn: &Connection,
+    keyring: &Keyring,
+    key: &str,
+    id: i64,
+) -> rusqlite::Result<Vec<CheckedRecord>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
+         FROM audit_log WHERE json_extract(payload, '$.{key}') = ?1 ORDER BY seq"
+    ))?;
+    let records = stmt
+        .query_map([id], row_to_record)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut prev_stmt = conn.prepare_cached(
+        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
+         FROM audit_log WHERE seq = ?1",
+    )?;
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        let prev = prev_stmt
+            .query_row([record.seq - 1], row_to_record)
+            .optional()?;
+        let problem = check_record(keyring, &record, prev.as_ref());
+        out.push(CheckedRecord { record, problem });
+    }
+    Ok(out)
 }

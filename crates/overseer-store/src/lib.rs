@@ -16,14 +16,18 @@ mod error;
 pub mod keys;
 mod read;
 mod schema;
+mod supervise;
 mod work;
 mod write;
 
-pub use audit::{AuditProblem, AuditRecord, Checkpoint, VerifyFailure, VerifyReport};
+pub use audit::{
+    AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
+};
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use schema::SCHEMA_VERSION;
-pub use work::{RunEventRecord, RunWork, Workspace, WorkspaceSettings};
+pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
+pub use work::{RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;
 
 use rusqlite::{Connection, OpenFlags};
@@ -150,6 +154,18 @@ impl Store {
         let cp = self.write(|tx| tx.write_checkpoint(now))?;
         self.keyring.save_checkpoint(&self.db_id()?, &cp, &path)?;
         Ok(cp)
+    }
+
+    /// Every audit record about one gate (or run: `key = "run_id"`), each
+    /// checked on its own: signature, hashes, and its link in the chain.
+    pub fn audit_story(&self, key: &str, id: i64) -> Result<Vec<CheckedRecord>, StoreError> {
+        if !matches!(key, "gate_id" | "run_id") {
+            return Err(StoreError::InvalidInput(format!(
+                "no audit story by '{key}'"
+            )));
+        }
+        audit::story(&self.conn, &self.keyring, key, id)
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
     /// Verifies the whole audit log against the keyring and every checkpoint.

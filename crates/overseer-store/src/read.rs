@@ -1,6 +1,7 @@
 //! Read models. Used by `&Store` and inside write transactions alike.
 
 use crate::{Store, StoreError};
+use overseer_core::supervision::Autonomy;
 use overseer_core::view::needs_you;
 use overseer_core::{
     Actor, GateDecision, GateId, GateKind, GateOption, GateStatus, GateView, PendingGate, RunId,
@@ -20,7 +21,8 @@ const RUN_SELECT: &str = "
 
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
-           decided_option, decided_context, decided_by, decided_at, payload
+           decided_option, decided_context, decided_by, decided_at, payload,
+           auto_at, auto_decision, authority, effected_at
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -99,6 +101,7 @@ struct RawGate {
     options: String,
     payload: String,
     decided: Option<(String, Option<String>, String, i64)>,
+    authority: Option<String>,
 }
 
 fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
@@ -117,7 +120,12 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             payload: serde_json::Value::Null,
             opened_at: r.get(6)?,
             decision: None,
+            auto_at: r.get(12)?,
+            auto_option: r.get(13)?,
+            authority: None,
+            effected: r.get::<_, Option<i64>>(15)?.is_some(),
         },
+        authority: r.get(14)?,
         kind: r.get(2)?,
         status: r.get(3)?,
         options: r.get(5)?,
@@ -144,6 +152,10 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         .map_err(|e| corrupt(format!("options: {e}")))?;
     view.payload =
         serde_json::from_str(&raw.payload).map_err(|e| corrupt(format!("payload: {e}")))?;
+    view.authority = match raw.authority {
+        Some(a) => Some(Autonomy::parse(&a).ok_or_else(|| corrupt(format!("authority '{a}'")))?),
+        None => None,
+    };
     view.decision = match raw.decided {
         Some((option, context, by, at)) => Some(GateDecision {
             option,

@@ -123,6 +123,35 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX run_events_by_run ON run_events(run_id, id);
     "#,
+    // 3: supervision: per-task settings, the supervisor's authority on each
+    // gate, decisions with their rationale (the "Why?" story), effects.
+    r#"
+    ALTER TABLE tasks ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE gates ADD COLUMN authority TEXT;
+    ALTER TABLE gates ADD COLUMN approve_option TEXT;
+    ALTER TABLE gates ADD COLUMN effected_at INTEGER;
+    CREATE INDEX gates_timers ON gates(status, auto_at);
+
+    CREATE TABLE decisions (
+        id             INTEGER PRIMARY KEY,
+        run_id         INTEGER NOT NULL REFERENCES runs(id),
+        gate_id        INTEGER REFERENCES gates(id),
+        actor          TEXT NOT NULL,
+        verdict        TEXT NOT NULL,
+        option         TEXT,
+        rationale      TEXT,
+        correction     TEXT,
+        rule_ref       TEXT,
+        model_id       TEXT,
+        prompt_version TEXT,
+        confidence     REAL,
+        source_event   TEXT,
+        at             INTEGER NOT NULL,
+        audit_seq      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX decisions_by_gate ON decisions(gate_id, id);
+    CREATE INDEX decisions_by_run ON decisions(run_id, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -7,13 +7,16 @@
 //! log.
 
 use crate::{Store, StoreError, WriteTx};
+use overseer_core::confidence::ApprovalMode;
+use overseer_core::rules::{RuleSet, SessionMode};
+use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{Actor, Millis, RunId, TaskId};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// Per-workspace settings, stored as JSON.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct WorkspaceSettings {
     /// Check commands run in the worktree after the agent ends its work.
     #[serde(default)]
@@ -21,9 +24,35 @@ pub struct WorkspaceSettings {
     /// Merge without review when every sensor passes. `None`: the global default.
     #[serde(default)]
     pub auto_advance: Option<bool>,
+    /// Permission rules for every task of the workspace.
+    #[serde(default, skip_serializing_if = "RuleSet::is_empty")]
+    pub permissions: RuleSet,
+    /// The delegated supervisor for the workspace (off when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<SupervisorPolicy>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Per-task settings, which override the workspace's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct TaskSettings {
+    /// Rules checked before the workspace's.
+    #[serde(default, skip_serializing_if = "RuleSet::is_empty")]
+    pub permissions: RuleSet,
+    /// When a finished step may proceed without a human.
+    #[serde(default)]
+    pub approval: ApprovalMode,
+    /// Seconds a medium-confidence step waits before it proceeds on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_proceed_seconds: Option<u64>,
+    /// A read-only consultation: writes denied, shell asks, known-safe allowed.
+    #[serde(default)]
+    pub session: SessionMode,
+    /// Replaces the workspace's supervisor policy for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<SupervisorPolicy>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Workspace {
     pub id: i64,
     pub name: String,
@@ -32,7 +61,7 @@ pub struct Workspace {
 }
 
 /// Where and how a run works.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunWork {
     pub run_id: RunId,
     pub task_id: TaskId,
@@ -46,9 +75,10 @@ pub struct RunWork {
     /// Run options, e.g. `{"scenario": "flaky"}` for the demo agent.
     pub options: serde_json::Value,
     pub resumed_from: Option<RunId>,
+    pub task_settings: TaskSettings,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunEventRecord {
     pub id: i64,
     pub run_id: RunId,
@@ -61,6 +91,13 @@ fn parse_settings(text: &str, path: &std::path::Path) -> Result<WorkspaceSetting
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
         path: path.to_owned(),
         detail: format!("workspace settings: {e}"),
+    })
+}
+
+fn parse_task_settings(text: &str, path: &std::path::Path) -> Result<TaskSettings, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail: format!("task settings: {e}"),
     })
 }
 
@@ -108,7 +145,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT r.id, r.task_id, t.title, t.prompt, r.agent, w.id, w.name, w.path, w.settings,
-                        r.worktree, r.branch, r.base_ref, r.options, r.resumed_from
+                        r.worktree, r.branch, r.base_ref, r.options, r.resumed_from, t.settings
                  FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workspaces w ON w.id = t.workspace_id
                  WHERE r.id = ?1",
                 [run_id],
@@ -117,6 +154,7 @@ impl Store {
                         (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?),
                         (r.get::<_, i64>(5)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?),
                         (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<i64>>(13)?),
+                        r.get::<_, String>(14)?,
                     ))
                 },
             )
@@ -127,6 +165,7 @@ impl Store {
             (run_id, task_id, task_title, prompt, agent),
             (wid, wname, wpath, wsettings),
             (worktree, branch, base_ref, options, resumed_from),
+            tsettings,
         ) = row;
         Ok(RunWork {
             run_id,
@@ -145,7 +184,24 @@ impl Store {
             base_ref,
             options: serde_json::from_str(&options).unwrap_or(serde_json::Value::Null),
             resumed_from,
+            task_settings: parse_task_settings(&tsettings, &self.path)?,
         })
+    }
+
+    /// A task's settings.
+    pub fn task_settings(&self, task_id: TaskId) -> Result<TaskSettings, StoreError> {
+        let text: String = self
+            .conn
+            .query_row("SELECT settings FROM tasks WHERE id = ?1", [task_id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))?
+            .ok_or(StoreError::NotFound {
+                what: "task",
+                id: task_id,
+            })?;
+        parse_task_settings(&text, &self.path)
     }
 
     /// Timeline entries of a run after `after_id`, oldest first.
@@ -232,6 +288,37 @@ impl WriteTx<'_> {
         self.append_audit(
             actor,
             &json!({"type": "workspace_settings", "workspace_id": id, "settings": settings}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Replaces a task's settings (validated by the caller), audited.
+    pub fn set_task_settings(
+        &mut self,
+        task_id: TaskId,
+        settings: &TaskSettings,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let text =
+            serde_json::to_string(settings).map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE tasks SET settings = ?1 WHERE id = ?2",
+                params![text, task_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if n != 1 {
+            return Err(StoreError::NotFound {
+                what: "task",
+                id: task_id,
+            });
+        }
+        self.append_audit(
+            actor,
+            &json!({"type": "task_settings", "task_id": task_id, "settings": settings}),
             now,
         )?;
         Ok(())

@@ -53,6 +53,10 @@ impl<'a> WriteTx<'a> {
         &self.tx
     }
 
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub(crate) fn sql(&self, e: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(e, &self.path)
     }
@@ -309,6 +313,10 @@ impl<'a> WriteTx<'a> {
     /// Decides a pending gate: compare-and-set `pending -> decided`, with the
     /// decision in its history and the audit log. Deciding a decided gate
     /// returns [`StoreError::AlreadyDecided`] and changes nothing.
+    ///
+    /// Humans and the supervisor vote ([`WriteTx::vote`]): their decision is
+    /// resolved against the gate's co-signing and override rules; a gate that
+    /// waits for a co-signature stays pending.
     pub fn decide_gate(
         &mut self,
         gate_id: GateId,
@@ -317,6 +325,14 @@ impl<'a> WriteTx<'a> {
         actor: &Actor,
         now: Millis,
     ) -> Result<GateView, StoreError> {
+        if matches!(actor, Actor::User(_) | Actor::Supervisor(_)) {
+            let input = crate::supervise::DecisionInput {
+                option: Some(option.to_owned()),
+                context: context.map(str::to_owned),
+                ..Default::default()
+            };
+            return Ok(self.vote(gate_id, actor, &input, now)?.gate);
+        }
         let gate = read::gate(&self.tx, &self.path, gate_id)?;
         if let Some(d) = &gate.decision {
             return Err(StoreError::AlreadyDecided {
@@ -327,11 +343,11 @@ impl<'a> WriteTx<'a> {
         }
         check_decision(&gate.options, option, context)
             .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
-        self.record_decision(&gate, option, context, actor, now)?;
+        self.settle_gate(&gate, option, context, actor, now)?;
         read::gate(&self.tx, &self.path, gate_id)
     }
 
-    fn record_decision(
+    pub(crate) fn settle_gate(
         &mut self,
         gate: &GateView,
         option: &str,
@@ -382,7 +398,7 @@ impl<'a> WriteTx<'a> {
     fn close_pending_gates(&mut self, run_id: RunId, now: Millis) -> Result<(), StoreError> {
         let pending: Vec<GateView> = read::pending_gates_of_run(&self.tx, &self.path, run_id)?;
         for g in pending {
-            self.record_decision(&g, "cancelled", Some("run released"), &Actor::Engine, now)?;
+            self.settle_gate(&g, "cancelled", Some("run released"), &Actor::Engine, now)?;
         }
         Ok(())
     }

@@ -1,0 +1,460 @@
+//! `make bench`: a tool-call permission round trip through the real engine,
+//! from the agent's `session/request_permission` to the ACP answer it gets,
+//! with 1, 10 and 50 demo agents at once; and the engine's CPU while 50
+//! agents wait on gates.
+//!
+//! The demo agent's `permissions` scenario times each request itself and
+//! alternates a read (the engine answers by rule, no human) and an edit (a
+//! tool_call gate, which a decider task here answers "yes" as a user as soon
+//! as it opens). The baseline is the same measurement with one agent, in the
+//! same run: the other concurrencies are printed as ratios to it. Prints
+//! figures; asserts nothing about them (the machine is shared and noisy).
+
+use overseer_core::{Actor, EngineEvent, GateKind, RunState};
+use overseer_engine::process::MARKER_ENV;
+use overseer_engine::{Engine, LogNotifier, Paths, SystemClock, TaskStart};
+use overseer_store::WorkspaceSettings;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast::error::RecvError;
+
+/// Concurrent agents per measurement; the first is the baseline.
+const LEVELS: [usize; 3] = [1, 10, 50];
+/// Agents waiting on a gate during the CPU measurement.
+const HOLDERS: usize = 50;
+/// The CPU measurement's window.
+const CPU_WINDOW: Duration = Duration::from_secs(5);
+/// How long any one phase may take before the bench gives up on it.
+const PHASE_LIMIT: Duration = Duration::from_secs(600);
+
+/// The demo agent, built in the bench's own profile (release).
+fn demo_agent() -> PathBuf {
+    let exe = std::env::current_exe().expect("bench exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf();
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "-q", "-p", "overseer-demo-agent"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(
+        status.success(),
+        "cargo build -p overseer-demo-agent failed"
+    );
+    profile_dir.join("overseer-demo-agent")
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The agent profile of one concurrency level: its own latency file.
+fn latency_file(dir: &Path, agents: usize) -> PathBuf {
+    dir.join(format!("latency-{agents}.txt"))
+}
+
+fn profile_name(agents: usize) -> String {
+    format!("bench{agents}")
+}
+
+/// A temp dir with a git repo, and `overseer.toml` with one demo-agent
+/// profile per level plus `hold` (one edit, then wait).
+fn setup(dir: &Path, agent: &Path, requests: usize) -> Paths {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
+    std::fs::write(repo.join("README.md"), "# bench\n").expect("write");
+    std::fs::write(repo.join("src/greeting.txt"), "hello\n").expect("write");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let command = format!("{:?}", agent.to_string_lossy());
+    let mut toml = String::from("abort_timeout_seconds = 1\n");
+    for agents in LEVELS {
+        toml.push_str(&format!(
+            "[agents.{}]\ncommand = {command}\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?} }}\n",
+            profile_name(agents),
+            latency_file(dir, agents).to_string_lossy(),
+        ));
+    }
+    toml.push_str(&format!(
+        "[agents.hold]\ncommand = {command}\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_HOLD = \"1\" }}\n"
+    ));
+    let config = dir.join("config");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("overseer.toml"), toml).expect("config file");
+    Paths {
+        data_dir: dir.join("data"),
+        config_dir: config,
+    }
+}
+
+/// Answers gates the moment they open, as a user: plans approved, tool
+/// calls "yes" (while `answer_tool_calls`), deviations stopped, questions
+/// declined. Merge reviews are left for the bench to reject.
+fn spawn_decider(
+    engine: Arc<Engine>,
+    answer_tool_calls: Arc<AtomicBool>,
+    tool_gates: Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<()> {
+    let mut rx = engine.subscribe();
+    tokio::spawn(async move {
+        let decide = |id, kind| {
+            let option = match kind {
+                GateKind::Plan => "approve",
+                GateKind::ToolCall if answer_tool_calls.load(Ordering::SeqCst) => "yes",
+                GateKind::Deviation => "stop",
+                GateKind::Question => "decline",
+                _ => return,
+            };
+            if engine.decide_gate(id, option, None, &Actor::app()).is_ok()
+                && kind == GateKind::ToolCall
+            {
+                tool_gates.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        loop {
+            match rx.recv().await {
+                Ok(EngineEvent::GateOpened { gate_id, kind, .. }) => decide(gate_id, kind),
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    for g in engine.gates(true).unwrap_or_default() {
+                        decide(g.id, g.kind);
+                    }
+                }
+                Err(RecvError::Closed) => break,
+            }
+        }
+    })
+}
+
+fn start_tasks(engine: &Engine, agent: &str, count: usize) -> Vec<i64> {
+    (0..count)
+        .map(|i| {
+            engine
+                .start_task(
+                    &TaskStart {
+                        workspace: "bench".into(),
+                        agent: agent.into(),
+                        prompt: format!("Permission bench {i}"),
+                        title: None,
+                        scenario: Some("permissions".into()),
+                        settings: Default::default(),
+                    },
+                    &Actor::cli(),
+                )
+                .expect("start a task")
+                .run_id
+        })
+        .collect()
+}
+
+/// Waits until `pred` holds, re-checking on every engine event (and at least
+/// twice a second). False when the phase limit passed first.
+async fn until(engine: &Engine, mut pred: impl FnMut(&Engine) -> bool) -> bool {
+    let mut rx = engine.subscribe();
+    let deadline = Instant::now() + PHASE_LIMIT;
+    loop {
+        if pred(engine) {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(500)), rx.recv()).await;
+    }
+}
+
+fn settled(engine: &Engine, runs: &[i64]) -> bool {
+    runs.iter().all(|r| {
+        engine
+            .run(*r)
+            .is_ok_and(|v| v.state == RunState::PendingReview || v.state.is_released())
+    })
+}
+
+/// Rejects what waits for review, aborts what still runs.
+fn release(engine: &Engine, runs: &[i64]) {
+    for &run in runs {
+        match engine.run(run).map(|v| v.state) {
+            Ok(RunState::PendingReview) => {
+                let _ = engine.reject_run(run, "benchmark over", &Actor::cli());
+            }
+            Ok(s) if !s.is_released() => {
+                let _ = engine.abort_run(run, &Actor::cli());
+            }
+            Ok(_) | Err(_) => {}
+        }
+    }
+}
+
+/// Live (not zombie) processes carrying one of `markers`, by pid.
+fn marked_processes(markers: &[String]) -> Vec<i32> {
+    let wanted: Vec<Vec<u8>> = markers
+        .iter()
+        .map(|m| format!("{MARKER_ENV}={m}").into_bytes())
+        .collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let marked = env
+                .split(|b| *b == 0)
+                .any(|kv| wanted.iter().any(|w| w.as_slice() == kv));
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            (marked && !zombie).then_some(pid)
+        })
+        .collect()
+}
+
+/// CPU time of this process (every thread, the engine's included; the
+/// agents are child processes and not counted).
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or_default(),
+        u32::try_from(t.tv_nsec).unwrap_or_default(),
+    )
+}
+
+/// Percentile by nearest rank of sorted `v`, in milliseconds.
+fn percentile(v: &[u64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1] as f64 / 1000.0
+}
+
+struct Level {
+    agents: usize,
+    /// Round trips in µs, sorted: answered by rule (reads), by decision (edits).
+    rule: Vec<u64>,
+    decision: Vec<u64>,
+    wall: Duration,
+}
+
+fn read_latencies(file: &Path) -> (Vec<u64>, Vec<u64>) {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let (mut rule, mut decision) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("read", us)) => rule.extend(us.trim().parse::<u64>().ok()),
+            Some(("edit", us)) => decision.extend(us.trim().parse::<u64>().ok()),
+            _ => eprintln!("permission bench: ignoring latency line {line:?}"),
+        }
+    }
+    rule.sort_unstable();
+    decision.sort_unstable();
+    (rule, decision)
+}
+
+fn main() {
+    // Before any thread: the engine passes this on to every agent.
+    std::env::set_var("OVERSEER_DEMO_STEP_MS", "0");
+    let requests: usize = std::env::var("OVERSEER_DEMO_PERMISSIONS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .filter(|n| *n >= 2)
+        .unwrap_or(20);
+    let agent = demo_agent();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = setup(dir.path(), &agent, requests);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(bench(dir.path(), paths, requests));
+    drop(runtime);
+}
+
+async fn bench(dir: &Path, paths: Paths, requests: usize) {
+    let engine = Arc::new(
+        Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("open engine"),
+    );
+    engine
+        .add_workspace(
+            &dir.join("repo"),
+            Some("bench"),
+            WorkspaceSettings::default(),
+            &Actor::cli(),
+        )
+        .expect("register the workspace");
+    engine.start_orchestrator();
+    let answer_tool_calls = Arc::new(AtomicBool::new(true));
+    let tool_gates = Arc::new(AtomicUsize::new(0));
+    let decider = spawn_decider(
+        engine.clone(),
+        answer_tool_calls.clone(),
+        tool_gates.clone(),
+    );
+    let mut all_runs = Vec::new();
+
+    println!(
+        "permission round trip, agent request to ACP answer ({requests} requests per agent, reads and edits alternating)"
+    );
+    let mut levels = Vec::new();
+    for agents in LEVELS {
+        tool_gates.store(0, Ordering::SeqCst);
+        let started = Instant::now();
+        let runs = start_tasks(&engine, &profile_name(agents), agents);
+        all_runs.extend_from_slice(&runs);
+        let done = until(&engine, |e| settled(e, &runs)).await;
+        let wall = started.elapsed();
+        if !done {
+            eprintln!("permission bench: {agents} agents did not finish in {PHASE_LIMIT:?}");
+        }
+        let reviewed = runs
+            .iter()
+            .filter(|r| {
+                engine
+                    .run(**r)
+                    .is_ok_and(|v| v.state == RunState::PendingReview)
+            })
+            .count();
+        if reviewed != agents {
+            eprintln!("permission bench: only {reviewed} of {agents} runs reached review");
+        }
+        release(&engine, &runs);
+        let (rule, decision) = read_latencies(&latency_file(dir, agents));
+        // Every timed edit, plus each run's final greeting edit, is a gate.
+        let gates = tool_gates.load(Ordering::SeqCst);
+        let expected = agents * (requests / 2 + 1);
+        if gates != expected {
+            eprintln!(
+                "permission bench: {gates} tool_call gates answered with {agents} agents, expected {expected} (reads should be answered by rule)"
+            );
+        }
+        levels.push(Level {
+            agents,
+            rule,
+            decision,
+            wall,
+        });
+    }
+    print_levels(&levels);
+
+    // CPU while agents wait on gates, beside the idle engine.
+    answer_tool_calls.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = measure_cpu().await;
+    let holders = start_tasks(&engine, "hold", HOLDERS);
+    all_runs.extend_from_slice(&holders);
+    let waiting = |e: &Engine| {
+        e.gates(true).map_or(0, |gates| {
+            gates
+                .iter()
+                .filter(|g| g.kind == GateKind::ToolCall && holders.contains(&g.run_id))
+                .count()
+        })
+    };
+    if until(&engine, |e| waiting(e) == HOLDERS).await {
+        // Let the last gates' bookkeeping finish before sampling.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let busy = measure_cpu().await;
+        let (pct, ms) = busy;
+        println!(
+            "engine CPU while {HOLDERS} agents wait on gates: {pct:.2}% of one core ({ms:.1} ms CPU in {} s); idle engine, no agents: {:.2}% ({:.1} ms)",
+            CPU_WINDOW.as_secs(),
+            idle.0,
+            idle.1
+        );
+    } else {
+        eprintln!(
+            "permission bench: only {} of {HOLDERS} agents reached their gate; no CPU figure",
+            waiting(&engine)
+        );
+    }
+
+    // Clean up: abort what runs, reject what waits, and make sure no agent
+    // outlives the bench.
+    release(&engine, &all_runs);
+    let markers: Vec<String> = all_runs.iter().map(|r| engine.agent_marker(*r)).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !marked_processes(&markers).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let survivors = marked_processes(&markers);
+    for pid in &survivors {
+        if let Some(pid) = rustix::process::Pid::from_raw(*pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    if survivors.is_empty() {
+        println!("demo agents left running: 0");
+    } else {
+        println!(
+            "demo agents left running after abort: {} (killed: {survivors:?})",
+            survivors.len()
+        );
+    }
+    decider.abort();
+    if let Err(e) = engine.shutdown() {
+        eprintln!("permission bench: engine shutdown: {}", e.message);
+    }
+}
+
+/// This process's CPU over [`CPU_WINDOW`]: percent of one core, and ms.
+async fn measure_cpu() -> (f64, f64) {
+    let (cpu0, wall0) = (cpu_time(), Instant::now());
+    tokio::time::sleep(CPU_WINDOW).await;
+    let (cpu, wall) = (cpu_time() - cpu0, wall0.elapsed());
+    (
+        100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
+        cpu.as_secs_f64() * 1000.0,
+    )
+}
+
+fn print_levels(levels: &[Level]) {
+    println!(
+        "{:>6}  {:<8}  {:>5}  {:>9}  {:>9}  {:>11}  {:>7}",
+        "agents", "answer", "n", "p50 ms", "p99 ms", "p50 vs 1", "wall s"
+    );
+    let base = levels.first();
+    for level in levels {
+        for (label, values, base_values) in [
+            ("rule", &level.rule, base.map(|b| &b.rule)),
+            ("decision", &level.decision, base.map(|b| &b.decision)),
+        ] {
+            let p50 = percentile(values, 50.0);
+            let ratio = base_values.map_or(f64::NAN, |b| p50 / percentile(b, 50.0));
+            println!(
+                "{:>6}  {:<8}  {:>5}  {:>9.3}  {:>9.3}  {:>10.2}x  {:>7.1}",
+                level.agents,
+                label,
+                values.len(),
+                p50,
+                percentile(values, 99.0),
+                ratio,
+                level.wall.as_secs_f64()
+            );
+        }
+    }
+}

@@ -1,0 +1,1004 @@
+//! Supervision wired to the world: permission rules on tool calls, the
+//! supervisor's evaluation of gates and steps, decision records, gate timers,
+//! and steering. What the answers *mean* is decided in
+//! [`overseer_core::rules`], [`overseer_core::confidence`] and
+//! [`overseer_core::supervision`]; this module only calls them and records.
+//!
+//! The supervisor is off by default. When a policy enables it, each gate opens
+//! with the supervisor's authority on its kind; the evaluator's answer is a
+//! vote the store resolves (the user always wins), and any evaluator failure is
+//! an `escalate` decision plus a `supervisor_failed` notification: never an
+//! approval on error.
+
+use crate::evaluate::{
+    evaluate_with_timeout, CommandEvaluator, EvaluationRequest, Evaluator, EvaluatorError,
+    OpenAiEvaluator,
+};
+use crate::notify::{Notification, NotificationKind};
+use crate::Engine;
+use futures::future::BoxFuture;
+use overseer_core::rules::{self, Permission, RuleSet, ToolRequest};
+use overseer_core::supervision::{
+    resolve_policy, select_verdict, verdict_option, Autonomy, Concerns, EvaluatorConfig,
+    EvaluatorOutput, StepFacts, Subject, SupervisorPolicy, Verdict,
+};
+use overseer_core::{
+    Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView, RunId,
+};
+use overseer_store::{DecisionInput, GateSpec, RunWork};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The policy that applies to a run: the task's, else the workspace's, else off.
+pub(crate) fn policy_of(work: &RunWork) -> SupervisorPolicy {
+    resolve_policy(
+        work.task_settings.supervisor.as_ref(),
+        work.workspace.settings.supervisor.as_ref(),
+    )
+}
+
+/// The option that counts as "approve" on each kind of gate (for co-signing
+/// and for reading a human's choice as a verdict).
+pub(crate) fn approve_option(kind: GateKind) -> Option<&'static str> {
+    match kind {
+        GateKind::Plan | GateKind::MergeReview => Some("approve"),
+        GateKind::ToolCall => Some("yes"),
+        GateKind::StepReview | GateKind::SupervisorPause => Some("proceed"),
+        GateKind::Deviation => Some("retry"),
+        GateKind::Question => Some("answer"),
+    }
+}
+
+/// Maps an ACP tool call to what the permission rules see.
+pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> ToolRequest {
+    let kind = info.kind.clone().unwrap_or_else(|| "other".to_owned());
+    let raw = info.raw_input.as_ref();
+    let field = |names: &[&str]| {
+        names.iter().find_map(|n| {
+            raw.and_then(|r| r.get(*n))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        })
+    };
+    let command = field(&["command", "cmd"])
+        .or_else(|| (kind == "execute").then(|| info.title.clone()).flatten());
+    let mut paths: Vec<String> = info
+        .locations
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if let Some(p) = field(&["file_path", "path", "abs_path", "notebook_path"]) {
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    let tool = match kind.as_str() {
+        "execute" => "Bash",
+        "edit" => "Edit",
+        "delete" => "Delete",
+        "move" => "Move",
+        "read" => "Read",
+        "search" => "Grep",
+        "fetch" => "WebFetch",
+        "think" => "Think",
+        _ => "Other",
+    }
+    .to_owned();
+    let _ = worktree;
+    ToolRequest {
+        tool,
+        kind,
+        command,
+        paths,
+    }
+}
+
+/// The permission for one tool call, from the run's own "always" rules, then
+/// the task's, then the workspace's.
+pub(crate) fn permission_for(
+    work: &RunWork,
+    run_rules: &RuleSet,
+    req: &ToolRequest,
+    worktree: &str,
+) -> Permission {
+    let layers = [
+        run_rules,
+        &work.task_settings.permissions,
+        &work.workspace.settings.permissions,
+    ];
+    rules::decide(req, &layers, work.task_settings.session, worktree)
+}
+
+impl Engine {
+    /// Opens a gate with the supervisor's authority on its kind (when a policy
+    /// enables one) and starts the evaluation. Publishes after the commit.
+    pub(crate) fn open_gate_supervised(
+        self: &Arc<Self>,
+        work: &RunWork,
+        mut spec: GateSpec,
+        actor: &Actor,
+    ) -> Result<GateId, ApiError> {
+        let policy = policy_of(work);
+        spec.authority = policy.authority(spec.kind);
+        if spec.approve_option.is_none() {
+            spec.approve_option = approve_option(spec.kind).map(str::to_owned);
+        }
+        let gate = self.open_gate_spec(&spec, actor)?;
+        if spec.authority.is_some() {
+            let engine = self.clone();
+            let spawned = self
+                .runtime
+                .get()
+                .map(|rt| rt.spawn(async move { evaluate_gate(engine, gate, policy).await }));
+            if spawned.is_none() {
+                tracing::warn!(gate, "no runtime: the supervisor cannot evaluate this gate");
+            }
+        }
+        Ok(gate)
+    }
+
+    /// Puts a gate the store opened on its own (the merge review of a run
+    /// entering pending_review) under the supervisor's policy.
+    pub(crate) fn supervise_gate(
+        self: &Arc<Self>,
+        work: &RunWork,
+        gate: GateId,
+    ) -> Result<(), ApiError> {
+        let policy = policy_of(work);
+        let kind = self.gate(gate)?.kind;
+        let Some(authority) = policy.authority(kind) else {
+            return Ok(());
+        };
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.set_gate_authority(gate, Some(authority), approve_option(kind), now))?;
+        let engine = self.clone();
+        if let Some(rt) = self.runtime.get() {
+            rt.spawn(async move { evaluate_gate(engine, gate, policy).await });
+        }
+        Ok(())
+    }
+
+    /// Writes a gate from a spec and publishes it.
+    pub(crate) fn open_gate_spec(
+        &self,
+        spec: &GateSpec,
+        actor: &Actor,
+    ) -> Result<GateId, ApiError> {
+        let now = self.clock.now();
+        let (gate, view) = {
+            let mut store = self.store();
+            let gate = store.write(|tx| tx.open_gate_spec(spec, actor, now))?;
+            (gate, store.run(spec.run_id)?)
+        };
+        self.publish(vec![
+            EngineEvent::GateOpened {
+                gate_id: gate,
+                run_id: spec.run_id,
+                kind: spec.kind,
+            },
+            EngineEvent::RunChanged { run: view },
+        ]);
+        Ok(gate)
+    }
+
+    /// Records a decision that is not a vote (a rule allowing a tool call, a
+    /// step verdict, an evaluator failure).
+    pub(crate) fn note_decision(
+        &self,
+        run: RunId,
+        gate: Option<GateId>,
+        actor: &Actor,
+        input: &DecisionInput,
+    ) -> Result<i64, ApiError> {
+        let now = self.clock.now();
+        Ok(self
+            .store()
+            .write(|tx| tx.record_decision_note(run, gate, actor, input, now))?)
+    }
+
+    /// A vote by the supervisor (or a human acting through the supervisor
+    /// commands) on a gate, with its rationale. Merge reviews decided this way
+    /// take effect here: the merge, or the rejection.
+    pub fn supervisor_vote(
+        &self,
+        gate_id: GateId,
+        actor: &Actor,
+        input: &DecisionInput,
+    ) -> Result<GateView, ApiError> {
+        let now = self.clock.now();
+        let (outcome, run) = {
+            let mut store = self.store();
+            let outcome = store.write(|tx| tx.vote(gate_id, actor, input, now))?;
+            let run = store.run(outcome.gate.run_id)?;
+            (outcome, run)
+        };
+        if outcome.decided {
+            self.publish(vec![
+                EngineEvent::GateDecided {
+                    gate_id,
+                    run_id: outcome.gate.run_id,
+                    kind: outcome.gate.kind,
+                },
+                EngineEvent::RunChanged { run },
+            ]);
+            if outcome.gate.kind == GateKind::MergeReview {
+                self.review_effect(&outcome.gate)?;
+            }
+        }
+        self.gate(gate_id)
+    }
+
+    /// A merge review decided by the supervisor: mark it effected (from now on
+    /// nobody can override it) and apply it.
+    fn review_effect(&self, gate: &GateView) -> Result<(), ApiError> {
+        let now = self.clock.now();
+        let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
+        let Some(d) = gate.decision.clone() else {
+            return Ok(());
+        };
+        if !matches!(d.actor, Actor::Supervisor(_)) {
+            return Ok(());
+        }
+        let run = gate.run_id;
+        match d.option.as_str() {
+            "approve" => {
+                let work = self.store().run_work(run)?;
+                if let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) {
+                    let repo = std::path::PathBuf::from(&work.workspace.path);
+                    let message = format!("Merge run {run}: {}", work.task_title);
+                    if let Err(e) = crate::git::merge(&repo, branch, base, &message) {
+                        let err = ApiError::from(e);
+                        self.open_merge_failed(run, &err)?;
+                        return Err(err);
+                    }
+                }
+                self.transition(run, overseer_core::RunEvent::Approve, None, &d.actor)?;
+            }
+            _ => {
+                let why = d
+                    .context
+                    .unwrap_or_else(|| "rejected by the supervisor".to_owned());
+                self.transition(
+                    run,
+                    overseer_core::RunEvent::SupervisorReject,
+                    Some(&why),
+                    &d.actor,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Notifies the user directly (supervisor escalations and failures).
+    pub(crate) fn notify_user(
+        &self,
+        kind: NotificationKind,
+        run: RunId,
+        title: String,
+        body: String,
+    ) {
+        self.notifier.notify(&Notification {
+            kind,
+            run_id: run,
+            title,
+            body,
+        });
+    }
+
+    /// Sends an instruction to a running agent's next turn, recorded as a
+    /// user instruction.
+    pub fn steer_run(&self, run: RunId, text: &str, actor: &Actor) -> Result<(), ApiError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "a steering instruction needs text: say what the agent should do differently",
+            ));
+        }
+        let view = self.run(run)?;
+        if view.state.is_released() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTransition,
+                format!(
+                    "run {run} is {}; only a live run can be steered",
+                    view.state
+                ),
+            ));
+        }
+        let now = self.clock.now();
+        self.store().write(|tx| {
+            tx.append_audit(
+                actor,
+                &json!({"type": "user_instruction", "run_id": run, "text": text}),
+                now,
+            )
+        })?;
+        self.record_activity(
+            run,
+            "user_instruction",
+            json!({ "text": text, "by": actor.to_string() }),
+        )?;
+        self.steering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(run)
+            .or_default()
+            .push(text.to_owned());
+        Ok(())
+    }
+
+    /// Whether instructions wait for `run`'s next turn.
+    pub(crate) fn has_steering(&self, run: RunId) -> bool {
+        self.steering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run)
+            .is_some_and(|v| !v.is_empty())
+    }
+
+    /// Takes the instructions waiting for `run`'s next turn.
+    pub(crate) fn take_steering(&self, run: RunId) -> Vec<String> {
+        self.steering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run)
+            .unwrap_or_default()
+    }
+}
+
+/// The evaluator a policy names.
+pub(crate) fn evaluator(policy: &SupervisorPolicy) -> Arc<dyn Evaluator> {
+    let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
+    match &policy.evaluator {
+        EvaluatorConfig::Rules => Arc::new(RulesEvaluator),
+        EvaluatorConfig::Command { command, args } => Arc::new(CommandEvaluator {
+            command: command.clone(),
+            args: args.clone(),
+            timeout,
+        }),
+        EvaluatorConfig::Openai {
+            base_url,
+            model,
+            api_key_env,
+        } => Arc::new(OpenAiEvaluator::from_config(
+            base_url,
+            model,
+            api_key_env.as_deref(),
+            timeout,
+        )),
+    }
+}
+
+/// The supervisor's evaluation of one gate, recorded as its vote.
+async fn evaluate_gate(engine: Arc<Engine>, gate_id: GateId, policy: SupervisorPolicy) {
+    let (gate, run) = match engine
+        .gate(gate_id)
+        .and_then(|g| Ok((engine.run(g.run_id)?, g)))
+    {
+        Ok((run, gate)) => (gate, run),
+        Err(e) => {
+            tracing::warn!(gate_id, "supervisor: cannot read the gate: {}", e.message);
+            return;
+        }
+    };
+    let Some(authority) = gate.authority else {
+        return;
+    };
+    let step = last_step(&engine, run.id);
+    let req = EvaluationRequest {
+        subject: Subject::Gate,
+        run: run.clone(),
+        gate: Some(gate.clone()),
+        step,
+        policy: policy.clone(),
+        allowed_verdicts: Verdict::ALL
+            .into_iter()
+            .filter(|v| v.fits(Subject::Gate))
+            .collect(),
+    };
+    let ev = evaluator(&policy);
+    let actor = Actor::Supervisor(ev.id());
+    let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
+    let result = evaluate_with_timeout(&*ev, &req, timeout).await;
+    let input = match result {
+        Ok(out) => vote_input(gate.kind, authority, &out, gate_id),
+        Err(e) => failure_input(&e, gate_id),
+    };
+    let escalated = input.verdict == Some(Verdict::Escalate);
+    match engine.supervisor_vote(gate_id, &actor, &input) {
+        Ok(_) => {}
+        Err(e) if e.code == ErrorCode::AlreadyDecided => {
+            tracing::info!(gate_id, "supervisor: the user decided first: {}", e.message);
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(gate_id, "supervisor: vote refused: {}", e.message);
+            return;
+        }
+    }
+    if escalated {
+        let failed = input
+            .rule_ref
+            .as_deref()
+            .is_some_and(|r| r.starts_with("evaluator_failed"));
+        let (kind, title) = if failed {
+            (
+                NotificationKind::SupervisorFailed,
+                format!("The supervisor failed on: {}", gate.title),
+            )
+        } else {
+            (
+                NotificationKind::SupervisorEscalated,
+                format!("The supervisor needs you: {}", gate.title),
+            )
+        };
+        engine.notify_user(
+            kind,
+            run.id,
+            title,
+            input.rationale.clone().unwrap_or_default(),
+        );
+    }
+}
+
+/// The supervisor's answer as a vote within its authority: advisory
+/// supervisors only advise (naming the option they would choose).
+fn vote_input(
+    kind: GateKind,
+    authority: Autonomy,
+    out: &EvaluatorOutput,
+    gate: GateId,
+) -> DecisionInput {
+    let option = verdict_option(kind, out.verdict).map(str::to_owned);
+    let verdict = match (authority, out.verdict, &option) {
+        (_, Verdict::Approve | Verdict::Reject, None) => Verdict::Escalate,
+        (Autonomy::Advisory, Verdict::Approve | Verdict::Reject, Some(_)) => Verdict::Advise,
+        (_, v, _) => v,
+    };
+    DecisionInput {
+        verdict: Some(verdict),
+        option: match verdict {
+            Verdict::Approve | Verdict::Reject => option,
+            Verdict::Advise => option,
+            Verdict::Escalate | Verdict::Continue | Verdict::Reorient | Verdict::Pause => None,
+        },
+        context: None,
+        rationale: Some(out.rationale.clone()),
+        correction: out.correction.clone(),
+        rule_ref: out.rule_ref.clone(),
+        model_id: out.model_id.clone(),
+        prompt_version: out.prompt_version.clone(),
+        confidence: out.confidence,
+        source_event: Some(format!("gate_opened:{gate}")),
+    }
+}
+
+/// Any evaluator failure: an escalate decision that hands the gate to the human.
+fn failure_input(e: &EvaluatorError, gate: GateId) -> DecisionInput {
+    DecisionInput {
+        verdict: Some(Verdict::Escalate),
+        rationale: Some(format!("the supervisor could not evaluate this: {e}")),
+        rule_ref: Some(format!("evaluator_failed:{}", e.code())),
+        source_event: Some(format!("gate_opened:{gate}")),
+        ..DecisionInput::default()
+    }
+}
+
+/// The latest step record of a run (what the agent did, sensors, drift,
+/// confidence), for evaluators.
+fn last_step(engine: &Engine, run: RunId) -> Option<serde_json::Value> {
+    engine
+        .store()
+        .run_events(run, 0, i64::MAX)
+        .ok()?
+        .into_iter()
+        .rev()
+        .find(|e| e.kind == "step_finished")
+        .map(|e| e.payload)
+}
+
+/// What the supervisor said about a finished step.
+pub(crate) struct StepJudgement {
+    pub verdict: Verdict,
+    pub rationale: String,
+    pub correction: Option<String>,
+    pub confidence: Option<f64>,
+    /// The evaluator failed: the human decides (never an approval on error).
+    pub failed: bool,
+}
+
+/// Evaluates a finished step and records the verdict.
+pub(crate) async fn evaluate_step(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    policy: &SupervisorPolicy,
+    step: serde_json::Value,
+    step_no: u32,
+) -> StepJudgement {
+    let run = match engine.run(work.run_id) {
+        Ok(r) => r,
+        Err(e) => {
+            return StepJudgement {
+                verdict: Verdict::Pause,
+                rationale: e.message,
+                correction: None,
+                confidence: None,
+                failed: true,
+            }
+        }
+    };
+    let req = EvaluationRequest {
+        subject: Subject::Step,
+        run,
+        gate: None,
+        step: Some(step),
+        policy: policy.clone(),
+        allowed_verdicts: Verdict::ALL
+            .into_iter()
+            .filter(|v| v.fits(Subject::Step))
+            .collect(),
+    };
+    let ev = evaluator(policy);
+    let actor = Actor::Supervisor(ev.id());
+    let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
+    let source = Some(format!("step_finished:{}:{step_no}", work.run_id));
+    match evaluate_with_timeout(&*ev, &req, timeout).await {
+        Ok(out) => {
+            let _ = engine.note_decision(
+                work.run_id,
+                None,
+                &actor,
+                &DecisionInput {
+                    verdict: Some(out.verdict),
+                    rationale: Some(out.rationale.clone()),
+                    correction: out.correction.clone(),
+                    rule_ref: out.rule_ref.clone(),
+                    model_id: out.model_id.clone(),
+                    prompt_version: out.prompt_version.clone(),
+                    confidence: out.confidence,
+                    source_event: source,
+                    ..DecisionInput::default()
+                },
+            );
+            StepJudgement {
+                verdict: out.verdict,
+                rationale: out.rationale,
+                correction: out.correction,
+                confidence: out.confidence,
+                failed: false,
+            }
+        }
+        Err(e) => {
+            let input = DecisionInput {
+                verdict: Some(Verdict::Escalate),
+                rationale: Some(format!(
+                    "the supervisor could not evaluate step {step_no}: {e}"
+                )),
+                rule_ref: Some(format!("evaluator_failed:{}", e.code())),
+                source_event: source,
+                ..DecisionInput::default()
+            };
+            let _ = engine.note_decision(work.run_id, None, &actor, &input);
+            engine.notify_user(
+                NotificationKind::SupervisorFailed,
+                work.run_id,
+                format!("The supervisor failed on run {}", work.run_id),
+                input.rationale.clone().unwrap_or_default(),
+            );
+            StepJudgement {
+                verdict: Verdict::Pause,
+                rationale: input.rationale.unwrap_or_default(),
+                correction: None,
+                confidence: None,
+                failed: true,
+            }
+        }
+    }
+}
+
+/// The deterministic evaluator: every verdict cites the rule that fired.
+pub(crate) struct RulesEvaluator;
+
+impl RulesEvaluator {
+    fn judge(req: &EvaluationRequest) -> EvaluatorOutput {
+        let out = |verdict, rule: &str, rationale: String| EvaluatorOutput {
+            verdict,
+            rationale,
+            correction: None,
+            confidence: None,
+            rule_ref: Some(rule.to_owned()),
+            model_id: None,
+            prompt_version: None,
+        };
+        match (req.subject, &req.gate) {
+            (Subject::Step, _) => {
+                let step = req.step.clone().unwrap_or_default();
+                let drift: Vec<String> = step["drift"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let facts = StepFacts {
+                    interpretation_wrong: false,
+                    out_of_scope: !drift.is_empty(),
+                    destructive: step["destructive"].as_bool().unwrap_or(false),
+                    suboptimal_but_achieved: false,
+                    concerns: Concerns::None,
+                    low_confidence_but_correct: false,
+                };
+                let row = select_verdict(&facts);
+                let mut o = out(
+                    row.verdict,
+                    &format!("verdict_table:{}", row.id),
+                    row.rationale.to_owned(),
+                );
+                if row.verdict == Verdict::Reorient {
+                    o.correction = Some(format!(
+                        "Stay within the files your plan declared. Undo your changes to {} or explain why they are needed, then finish the step.",
+                        drift.join(", ")
+                    ));
+                    o.rationale = format!(
+                        "{} (changed outside the plan: {})",
+                        row.rationale,
+                        drift.join(", ")
+                    );
+                }
+                o
+            }
+            (Subject::Gate, None) => out(
+                Verdict::Escalate,
+                "rules:no_gate",
+                "nothing to evaluate".to_owned(),
+            ),
+            (Subject::Gate, Some(gate)) => match gate.kind {
+                GateKind::ToolCall => {
+                    match gate.payload.get("always_gated").and_then(|v| v.as_str()) {
+                        Some(cat) => out(
+                            Verdict::Escalate,
+                            &format!("always_gated:{cat}"),
+                            format!("{cat}: a human must see this every time"),
+                        ),
+                        None => out(
+                            Verdict::Approve,
+                            "rules:not_destructive",
+                            "not destructive, inside the worktree, not a secret".to_owned(),
+                        ),
+                    }
+                }
+                GateKind::Plan => {
+                    let steps = gate.payload["steps"].as_array().map_or(0, Vec::len);
+                    let files = gate.payload["files"].as_array().map_or(0, Vec::len);
+                    if steps > 0 && files > 0 {
+                        out(
+                            Verdict::Approve,
+                            "rules:plan_complete",
+                            format!("{steps} steps, {files} declared files"),
+                        )
+                    } else {
+                        out(
+                            Verdict::Escalate,
+                            "rules:plan_incomplete",
+                            "the plan declares no steps or no files".to_owned(),
+                        )
+                    }
+                }
+                GateKind::StepReview => {
+                    let score = gate.payload["confidence"].as_f64().unwrap_or(0.0);
+                    if score >= 0.5 && !gate.payload["destructive"].as_bool().unwrap_or(true) {
+                        out(
+                            Verdict::Approve,
+                            "rules:confidence_medium",
+                            format!("confidence {score:.2} and nothing destructive"),
+                        )
+                    } else {
+                        out(
+                            Verdict::Escalate,
+                            "rules:confidence_low",
+                            format!("confidence {score:.2} or destructive operations"),
+                        )
+                    }
+                }
+                GateKind::MergeReview => {
+                    let step = req.step.clone().unwrap_or_default();
+                    let sensors_ok = step["checks_total"].as_u64().unwrap_or(0) > 0
+                        && step["checks_passed"] == step["checks_total"];
+                    let drift = step["drift"].as_array().is_some_and(|a| !a.is_empty());
+                    if sensors_ok && !drift {
+                        out(
+                            Verdict::Approve,
+                            "rules:sensors_passed",
+                            "every sensor passed and no drift".to_owned(),
+                        )
+                    } else {
+                        out(
+                            Verdict::Escalate,
+                            "rules:review_needed",
+                            "no passing sensors, or changes outside the plan".to_owned(),
+                        )
+                    }
+                }
+                GateKind::Question | GateKind::Deviation | GateKind::SupervisorPause => out(
+                    Verdict::Escalate,
+                    "rules:human_only",
+                    "questions and failures go to the human".to_owned(),
+                ),
+            },
+        }
+    }
+}
+
+impl Evaluator for RulesEvaluator {
+    fn id(&self) -> String {
+        "rules".to_owned()
+    }
+
+    fn evaluate<'a>(
+        &'a self,
+        req: &'a EvaluationRequest,
+    ) -> BoxFuture<'a, Result<EvaluatorOutput, EvaluatorError>> {
+        Box::pin(async move { Ok(Self::judge(req)) })
+    }
+}
+
+/// Fires gate timers: once each, also after a restart, never after a human
+/// has acted (the store checks both in the same transaction).
+pub(crate) fn start_timers(engine: Arc<Engine>) {
+    tokio::spawn(async move {
+        let mut rx = engine.subscribe();
+        loop {
+            let now = engine.clock.now();
+            let timers = match engine.store().pending_timers() {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!("gate timers: {e}");
+                    Vec::new()
+                }
+            };
+            for (gate, at) in timers.iter().filter(|(_, at)| *at <= now) {
+                let _ = at;
+                fire(&engine, *gate);
+            }
+            let next = timers.iter().map(|(_, at)| *at).find(|at| *at > now);
+            let wait = next.map_or(Duration::from_secs(3600), |at| {
+                Duration::from_millis(u64::try_from(at - now).unwrap_or(0))
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                ev = rx.recv() => match ev {
+                    Ok(EngineEvent::GateOpened { .. }) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Ok(_) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+    });
+}
+
+fn fire(engine: &Engine, gate: GateId) {
+    let now = engine.clock.now();
+    let fired = engine.store().write(|tx| tx.fire_timer(gate, now));
+    match fired {
+        Ok(Some(g)) => {
+            let run = engine.run(g.run_id);
+            let mut events = vec![EngineEvent::GateDecided {
+                gate_id: g.id,
+                run_id: g.run_id,
+                kind: g.kind,
+            }];
+            if let Ok(run) = run {
+                events.push(EngineEvent::RunChanged { run });
+            }
+            engine.publish(events);
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(gate, "gate timer: {e}"),
+    }
+}
+
+/// The options of a step-review gate.
+pub(crate) fn step_review_options() -> Vec<GateOption> {
+    vec![
+        GateOption::new("proceed", "Proceed"),
+        GateOption::new("stop", "Stop").with_required_context(),
+    ]
+}
+
+/// The options of a supervisor-pause gate.
+pub(crate) fn supervisor_pause_options() -> Vec<GateOption> {
+    vec![
+        GateOption::new("proceed", "Proceed anyway"),
+        GateOption::new("modify", "Correct the agent").with_required_context(),
+        GateOption::new("abort", "Abort the run"),
+    ]
+}
+
+/// A gate's whole story, for `overseer gates why` and the "Why?" drawer.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct GateStory {
+    pub gate: GateView,
+    /// Every decision on the gate (votes, timers), in order, with rationale.
+    pub decisions: Vec<overseer_core::supervision::DecisionRecord>,
+    /// Every audit record about the gate, each checked on its own.
+    pub records: Vec<overseer_store::CheckedRecord>,
+    /// True when every record's signature, hashes and chain link verify.
+    pub verified: bool,
+}
+
+/// Where a supervisor policy or permission rules apply.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct Scope {
+    pub workspace: String,
+    /// A task of the workspace: its settings override the workspace's.
+    #[serde(default)]
+    pub task: Option<overseer_core::TaskId>,
+}
+
+/// The policy at a scope, and the one that applies there.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct PolicyStatus {
+    pub scope: Scope,
+    /// Set at this scope (None: inherited).
+    pub own: Option<SupervisorPolicy>,
+    /// What applies at this scope.
+    pub effective: SupervisorPolicy,
+}
+
+impl Engine {
+    pub fn gate_story(&self, gate: GateId) -> Result<GateStory, ApiError> {
+        let store = self.store();
+        let view = store.gate(gate)?;
+        let decisions = store.decisions_of_gate(gate)?;
+        let records = store.audit_story("gate_id", gate)?;
+        let verified = records.iter().all(|r| r.problem.is_none());
+        Ok(GateStory {
+            gate: view,
+            decisions,
+            records,
+            verified,
+        })
+    }
+
+    /// Stops a gate's timer (a step review's auto-proceed): it waits for a human.
+    pub fn hold_gate(&self, gate: GateId, actor: &Actor) -> Result<GateView, ApiError> {
+        if !actor.is_user() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "only a human can stop a gate's timer",
+            ));
+        }
+        let now = self.clock.now();
+        let view = self.store().write(|tx| tx.hold_gate(gate, actor, now))?;
+        let run = self.run(view.run_id)?;
+        self.publish(vec![EngineEvent::RunChanged { run }]);
+        Ok(view)
+    }
+
+    fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
+        let ws = self.store().workspace(&scope.workspace)?;
+        if let Some(task) = scope.task {
+            let belongs = self
+                .store()
+                .raw_connection()
+                .query_row(
+                    "SELECT workspace_id FROM tasks WHERE id = ?1",
+                    [task],
+                    |r| r.get::<_, i64>(0),
+                )
+                .ok();
+            match belongs {
+                Some(w) if w == ws.id => {}
+                Some(_) => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!("task {task} is not in workspace '{}'", scope.workspace),
+                    ))
+                }
+                None => {
+                    return Err(ApiError::new(
+                        ErrorCode::NotFound,
+                        format!(
+                            "task {task} does not exist: `overseer runs list` shows tasks and runs"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(scope.task)
+    }
+
+    /// The supervisor policy at a scope and the one in effect there.
+    pub fn supervisor_status(&self, scope: &Scope) -> Result<PolicyStatus, ApiError> {
+        let task = self.task_of(scope)?;
+        let store = self.store();
+        let ws = store.workspace(&scope.workspace)?;
+        let task_policy = match task {
+            Some(t) => store.task_settings(t)?.supervisor,
+            None => None,
+        };
+        let own = match task {
+            Some(_) => task_policy.clone(),
+            None => ws.settings.supervisor.clone(),
+        };
+        let effective = resolve_policy(task_policy.as_ref(), ws.settings.supervisor.as_ref());
+        Ok(PolicyStatus {
+            scope: scope.clone(),
+            own,
+            effective,
+        })
+    }
+
+    /// Sets (or, with None, removes) the supervisor policy at a scope. The
+    /// policy is validated first: a broken one changes nothing.
+    pub fn set_supervisor(
+        &self,
+        scope: &Scope,
+        policy: Option<SupervisorPolicy>,
+        actor: &Actor,
+    ) -> Result<PolicyStatus, ApiError> {
+        if !actor.is_user() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "only a human can change the supervisor's policy",
+            ));
+        }
+        if let Some(p) = &policy {
+            p.validate()
+                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        }
+        let task = self.task_of(scope)?;
+        let now = self.clock.now();
+        let mut store = self.store();
+        match task {
+            Some(t) => {
+                let mut settings = store.task_settings(t)?;
+                settings.supervisor = policy;
+                store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
+            }
+            None => {
+                let ws = store.workspace(&scope.workspace)?;
+                let mut settings = ws.settings.clone();
+                settings.supervisor = policy;
+                store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+            }
+        }
+        drop(store);
+        self.supervisor_status(scope)
+    }
+
+    /// Replaces the permission rules at a scope.
+    pub fn set_permissions(
+        &self,
+        scope: &Scope,
+        rules: RuleSet,
+        actor: &Actor,
+    ) -> Result<RuleSet, ApiError> {
+        if !actor.is_user() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "only a human can change permission rules",
+            ));
+        }
+        let task = self.task_of(scope)?;
+        let now = self.clock.now();
+        let mut store = self.store();
+        match task {
+            Some(t) => {
+                let mut settings = store.task_settings(t)?;
+                settings.permissions = rules.clone();
+                store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
+            }
+            None => {
+                let ws = store.workspace(&scope.workspace)?;
+                let mut settings = ws.settings.clone();
+                settings.permissions = rules.clone();
+                store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+            }
+        }
+        Ok(rules)
+    }
+}

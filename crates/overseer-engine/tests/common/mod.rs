@@ -1,0 +1,162 @@
+//! Shared by the engine's end-to-end tests: a real engine on a temp dir, a
+//! real git repository, the demo agent as a real child process.
+#![allow(dead_code)]
+
+use overseer_core::{Actor, GateKind, GateView, RunState};
+use overseer_engine::{Engine, LogNotifier, Notifier, Paths, SystemClock, TaskStart};
+use overseer_store::{TaskSettings, WorkspaceSettings};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+pub fn demo_agent() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps");
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .args(["build", "-q", "-p", "overseer-demo-agent"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        assert!(build.status().expect("cargo build").success());
+        profile_dir.join("overseer-demo-agent")
+    })
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+pub struct World {
+    pub _dir: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub engine: Arc<Engine>,
+}
+
+pub async fn world(sensors: Vec<String>) -> World {
+    world_with(
+        WorkspaceSettings {
+            sensors,
+            ..Default::default()
+        },
+        Arc::new(LogNotifier),
+        "",
+    )
+    .await
+}
+
+/// A world with these workspace settings, notifier, and extra overseer.toml lines.
+pub async fn world_with(
+    settings: WorkspaceSettings,
+    notifier: Arc<dyn Notifier>,
+    extra_config: &str,
+) -> World {
+    std::env::set_var("OVERSEER_DEMO_STEP_MS", "0");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
+    std::fs::write(repo.join("README.md"), "# demo\n").expect("write");
+    std::fs::write(repo.join("src/greeting.txt"), "hello\n").expect("write");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("config");
+    std::fs::write(
+        config.join("overseer.toml"),
+        format!(
+            "abort_timeout_seconds = 1\n{extra_config}\n[agents.demo]\ncommand = {:?}\n",
+            demo_agent().to_string_lossy()
+        ),
+    )
+    .expect("config file");
+    let paths = Paths {
+        data_dir: dir.path().join("data"),
+        config_dir: config,
+    };
+    let engine = Arc::new(Engine::open(paths, Arc::new(SystemClock), notifier).expect("engine"));
+    engine
+        .add_workspace(&repo, Some("demo"), settings, &Actor::cli())
+        .expect("workspace");
+    engine.start_orchestrator();
+    World {
+        _dir: dir,
+        repo,
+        engine,
+    }
+}
+
+pub fn start(w: &World, scenario: &str) -> i64 {
+    start_with(w, scenario, TaskSettings::default())
+}
+
+pub fn start_with(w: &World, scenario: &str, settings: TaskSettings) -> i64 {
+    w.engine
+        .start_task(
+            &TaskStart {
+                workspace: "demo".into(),
+                agent: "demo".into(),
+                prompt: "Update the greeting".into(),
+                title: None,
+                scenario: Some(scenario.into()),
+                settings,
+            },
+            &Actor::cli(),
+        )
+        .expect("start")
+        .run_id
+}
+
+/// Waits until `pred` holds, re-checking on every engine event.
+pub async fn until<T>(w: &World, what: &str, mut pred: impl FnMut(&Engine) -> Option<T>) -> T {
+    let mut rx = w.engine.subscribe();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = pred(&w.engine) {
+            return v;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "timed out waiting for {what}; runs: {:?}",
+            w.engine.runs()
+        );
+        let _ = tokio::time::timeout(left.min(Duration::from_millis(500)), rx.recv()).await;
+    }
+}
+
+pub async fn pending_gate(w: &World, run: i64, kind: GateKind) -> GateView {
+    until(w, &format!("a {kind:?} gate on run {run}"), |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == kind)
+    })
+    .await
+}
+
+pub async fn state(w: &World, run: i64, want: RunState) {
+    until(w, &format!("run {run} to be {want}"), |e| {
+        (e.run(run).ok()?.state == want).then_some(())
+    })
+    .await
+}

@@ -1,0 +1,350 @@
+//! Supervision end to end: the real engine, the demo agent as a real child
+//! process, real git repositories. Permission rules on real tool calls, the
+//! delegated supervisor deciding within its authority, a failing evaluator
+//! handing the gate to the human, drift corrected then paused, manual step
+//! approval, steering, and every decision's story verified.
+
+mod common;
+
+use common::{pending_gate, start, start_with, state, until, world_with, World};
+use overseer_core::confidence::ApprovalMode;
+use overseer_core::rules::RuleSet;
+use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
+use overseer_core::{Actor, ErrorCode, GateKind, RunState};
+use overseer_engine::{LogNotifier, Notification, NotificationKind, Notifier};
+use overseer_store::{TaskSettings, WorkspaceSettings};
+use std::sync::{Arc, Mutex};
+
+#[derive(Default)]
+struct Captured(Mutex<Vec<Notification>>);
+
+impl Notifier for Captured {
+    fn notify(&self, n: &Notification) {
+        self.0.lock().expect("lock").push(n.clone());
+    }
+}
+
+impl Captured {
+    fn kinds(&self) -> Vec<NotificationKind> {
+        self.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|n| n.kind)
+            .collect()
+    }
+
+    /// Waits (up to 10 s) for a notification of `kind`: they are sent right
+    /// after the decision is committed.
+    async fn wait_for(&self, kind: NotificationKind) -> bool {
+        for _ in 0..500 {
+            if self.kinds().contains(&kind) {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        false
+    }
+}
+
+fn supervised(policy: SupervisorPolicy) -> WorkspaceSettings {
+    WorkspaceSettings {
+        supervisor: Some(policy),
+        ..Default::default()
+    }
+}
+
+fn policy(autonomy: Autonomy, evaluator: EvaluatorConfig) -> SupervisorPolicy {
+    SupervisorPolicy {
+        enabled: true,
+        autonomy,
+        evaluator,
+        ..SupervisorPolicy::default()
+    }
+}
+
+/// Says yes to every tool call of `run` until `pred` holds.
+async fn yes_until<T>(
+    w: &World,
+    run: i64,
+    what: &str,
+    mut pred: impl FnMut(&overseer_engine::Engine) -> Option<T>,
+) -> T {
+    until(w, what, |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id == run && g.kind == GateKind::ToolCall {
+                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+            }
+        }
+        pred(e)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
+    let settings = WorkspaceSettings {
+        permissions: RuleSet::parse(
+            &["Bash(rm -rf build/)".to_owned()],
+            &[],
+            &["Edit(.env)".to_owned()],
+        )
+        .expect("rules"),
+        ..Default::default()
+    };
+    let w = world_with(settings, Arc::new(LogNotifier), "").await;
+    let run = start(&w, "destructive");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    // rm -rf is allowed by a rule, and still asks: it is always gated.
+    let rm = pending_gate(&w, run, GateKind::ToolCall).await;
+    assert_eq!(
+        rm.payload["always_gated"], "destructive_shell",
+        "{}",
+        rm.payload
+    );
+    assert!(
+        !rm.options.iter().any(|o| o.id == "always"),
+        "no 'always' for an always-gated call: {:?}",
+        rm.options
+    );
+    w.engine
+        .decide_gate(rm.id, "yes", None, &Actor::cli())
+        .expect("yes");
+    // The .env edit is denied by the rule, without a gate; the step that did
+    // destructive work stops for a human whatever its confidence.
+    let review = pending_gate(&w, run, GateKind::StepReview).await;
+    assert!(review.auto_at.is_none(), "a hard stop has no timer");
+    let activity = w.engine.activity(run, 0).expect("activity");
+    assert!(
+        activity.iter().any(|a| a.kind == "tool_denied"
+            && a.payload["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("Edit(.env)"))),
+        "{activity:?}"
+    );
+    assert!(
+        !w.engine
+            .gates(false)
+            .expect("gates")
+            .iter()
+            .any(|g| g.run_id == run && g.title.contains(".env")),
+        "the denied edit never asked"
+    );
+    assert!(!w.engine.worktree_path("demo", run).join(".env").exists());
+    w.engine
+        .decide_gate(review.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    state(&w, run, RunState::PendingReview).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_autonomous_rules_supervisor_runs_a_task_and_every_decision_has_its_story() {
+    let notes = Arc::new(Captured::default());
+    let w = world_with(
+        supervised(policy(Autonomy::Autonomous, EvaluatorConfig::Rules)),
+        notes.clone(),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    // Nobody decides: the supervisor approves the plan and the edits, and
+    // escalates the merge review (no sensors passed, so a human must look).
+    state(&w, run, RunState::PendingReview).await;
+    let gates: Vec<_> = w
+        .engine
+        .gates(false)
+        .expect("gates")
+        .into_iter()
+        .filter(|g| g.run_id == run)
+        .collect();
+    let plan = gates
+        .iter()
+        .find(|g| g.kind == GateKind::Plan)
+        .expect("plan gate");
+    let d = plan.decision.clone().expect("decided");
+    assert_eq!(d.actor, Actor::Supervisor("rules".into()));
+    assert_eq!(d.option, "approve");
+    assert!(plan.effected);
+    let story = w.engine.gate_story(plan.id).expect("story");
+    assert!(story.verified);
+    assert!(story
+        .decisions
+        .iter()
+        .any(|d| d.verdict == Verdict::Approve
+            && d.rule_ref.as_deref() == Some("rules:plan_complete")));
+    let review = until(&w, "the supervisor's escalation", |e| {
+        let g = e
+            .gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::MergeReview)?;
+        let story = e.gate_story(g.id).ok()?;
+        story
+            .decisions
+            .iter()
+            .any(|d| d.verdict == Verdict::Escalate)
+            .then_some(g)
+    })
+    .await;
+    assert!(review.decision.is_none(), "escalated, not decided");
+    assert!(
+        notes.wait_for(NotificationKind::SupervisorEscalated).await,
+        "{:?}",
+        notes.kinds()
+    );
+    // The human still decides, and wins.
+    w.engine.approve_run(run, &Actor::app()).expect("approve");
+    assert!(w.engine.verify_audit().expect("read").is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_evaluator_escalates_notifies_and_never_approves() {
+    let notes = Arc::new(Captured::default());
+    let garbage = EvaluatorConfig::Command {
+        command: "sh".into(),
+        args: vec![
+            "-c".into(),
+            "cat >/dev/null; echo 'looks fine to me'".into(),
+        ],
+    };
+    let w = world_with(
+        supervised(policy(Autonomy::Autonomous, garbage)),
+        notes.clone(),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let story = until(&w, "the escalation", |e| {
+        let s = e.gate_story(plan.id).ok()?;
+        (!s.decisions.is_empty()).then_some(s)
+    })
+    .await;
+    let d = &story.decisions[0];
+    assert_eq!(d.verdict, Verdict::Escalate);
+    assert_eq!(d.rule_ref.as_deref(), Some("evaluator_failed:garbage"));
+    assert!(matches!(d.actor, Actor::Supervisor(_)));
+    assert!(story.gate.decision.is_none(), "never an approval on error");
+    assert!(notes.wait_for(NotificationKind::SupervisorFailed).await);
+    w.engine
+        .decide_gate(plan.id, "reject", Some("not today"), &Actor::cli())
+        .expect("the human decides");
+    state(
+        &w,
+        run,
+        RunState::Released {
+            reason: overseer_core::ReleaseReason::PlanRejected,
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_reoriented_until_the_limit_then_paused_for_the_human() {
+    let mut p = policy(Autonomy::Advisory, EvaluatorConfig::Rules);
+    p.max_reorient_attempts = 2;
+    let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "drift");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let pause = yes_until(&w, run, "the supervisor's pause", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::SupervisorPause)
+    })
+    .await;
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let verdicts: Vec<&str> = activity
+        .iter()
+        .filter(|a| a.kind == "verdict")
+        .filter_map(|a| a.payload["verdict"].as_str())
+        .collect();
+    assert_eq!(verdicts, ["reorient", "reorient", "pause"], "{activity:?}");
+    // The agent's reply to the correction (its messages are flushed to the
+    // timeline in batches).
+    until(&w, "the agent's reply to the correction", |e| {
+        e.activity(run, 0).ok()?.into_iter().find(|a| {
+            a.kind == "message"
+                && a.payload["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("SUPERVISOR CORRECTION: Stay within the files"))
+        })
+    })
+    .await;
+    assert!(
+        pause.auto_at.is_some(),
+        "an unanswered pause terminates the run"
+    );
+    w.engine
+        .decide_gate(pause.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    state(&w, run, RunState::PendingReview).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() {
+    let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
+    let run = start_with(
+        &w,
+        "happy",
+        TaskSettings {
+            approval: ApprovalMode::Manual,
+            ..Default::default()
+        },
+    );
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    // Mid-turn, while the first edit waits for a yes: steer.
+    let first = pending_gate(&w, run, GateKind::ToolCall).await;
+    w.engine
+        .steer_run(run, "also say goodbye", &Actor::cli())
+        .expect("steer");
+    w.engine
+        .decide_gate(first.id, "yes", None, &Actor::cli())
+        .expect("yes");
+    let review = yes_until(&w, run, "the step review", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::StepReview)
+    })
+    .await;
+    assert!(
+        review.payload["confidence"].as_f64().is_some(),
+        "{}",
+        review.payload
+    );
+    let activity = w.engine.activity(run, 0).expect("activity");
+    assert!(activity.iter().any(|a| a.kind == "user_instruction"));
+    until(&w, "the agent's reply to the instruction", |e| {
+        e.activity(run, 0).ok()?.into_iter().find(|a| {
+            a.kind == "message"
+                && a.payload["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("USER INSTRUCTION: also say goodbye"))
+        })
+    })
+    .await;
+    let err = w
+        .engine
+        .decide_gate(review.id, "stop", None, &Actor::cli())
+        .expect_err("stop needs a reason");
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    w.engine
+        .decide_gate(review.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    state(&w, run, RunState::PendingReview).await;
+    let err = w
+        .engine
+        .steer_run(run, "   ", &Actor::cli())
+        .expect_err("empty");
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+}

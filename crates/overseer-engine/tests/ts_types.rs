@@ -1,0 +1,86 @@
+//! The TypeScript types the window uses are generated from the Rust types
+//! (ts-rs) and committed at ui/src/lib/generated/types.ts. This test fails
+//! when the two drift; `make types` (OVERSEER_WRITE_TYPES=1) rewrites the file.
+
+use overseer_core::supervision::{
+    Autonomy, DecisionRecord, EvaluatorConfig, SupervisorPolicy, Verdict,
+};
+use overseer_core::{
+    ActivityView, Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateKind, GateOption,
+    GateStatus, GateView, PendingGate, ReleaseReason, RunState, RunView,
+};
+use std::path::PathBuf;
+use ts_rs::{Config, TS};
+
+const HEADER: &str = "// Generated from the Rust types by ts-rs: do not edit by hand.\n\
+// Regenerate with `make types`; crates/overseer-engine/tests/ts_types.rs fails when they drift.\n";
+
+fn generated() -> String {
+    let cfg = Config::new().with_large_int("number");
+    let mut out = String::from(HEADER);
+    macro_rules! declare {
+        ($($t:ty),* $(,)?) => {
+            $(
+                out.push_str("\nexport ");
+                out.push_str(&<$t as TS>::decl(&cfg));
+                out.push('\n');
+            )*
+        };
+    }
+    declare!(
+        serde_json::Value,
+        ErrorCode,
+        ApiError,
+        Actor,
+        ReleaseReason,
+        RunState,
+        GateKind,
+        GateStatus,
+        GateOption,
+        GateDecision,
+        PendingGate,
+        RunView,
+        GateView,
+        ActivityView,
+        EngineEvent,
+        Verdict,
+        Autonomy,
+        EvaluatorConfig,
+        SupervisorPolicy,
+        DecisionRecord,
+        overseer_core::rules::RuleSet,
+        overseer_core::rules::SessionMode,
+        overseer_core::confidence::ApprovalMode,
+        overseer_store::WorkspaceSettings,
+        overseer_store::TaskSettings,
+        overseer_store::Workspace,
+        overseer_store::AuditRecord,
+        overseer_store::AuditProblem,
+        overseer_store::CheckedRecord,
+        overseer_engine::GateStory,
+        overseer_engine::Scope,
+        overseer_engine::PolicyStatus,
+        overseer_engine::TaskStart,
+        overseer_engine::Started,
+        overseer_engine::git::FileChange,
+    );
+    out
+}
+
+#[test]
+fn the_committed_typescript_types_match_the_rust_types() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/lib/generated/types.ts");
+    let want = generated();
+    if std::env::var_os("OVERSEER_WRITE_TYPES").is_some() {
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&path, &want).expect("write types");
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{} is out of date with the Rust types: run `make types` and commit the result",
+        path.display()
+    );
+}

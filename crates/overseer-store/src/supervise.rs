@@ -1,0 +1,618 @@
+//! Supervision in the store: gates that carry the supervisor's authority and a
+//! timer, votes and decisions with their rationale, and effects.
+//!
+//! The user always wins, and that is enforced here, inside the write
+//! transaction: every vote (human or supervisor) is checked and resolved with
+//! [`overseer_core::supervision`]'s pure rules against the votes already stored
+//! for the gate, so two deciders racing on one gate are serialised by
+//! `BEGIN IMMEDIATE` and the loser sees the winner's vote.
+
+use crate::{read, Store, StoreError, WriteTx};
+use overseer_core::supervision::{
+    accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
+};
+use overseer_core::{check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunId};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::json;
+use std::path::Path;
+
+/// Everything needed to open a gate.
+#[derive(Debug, Clone)]
+pub struct GateSpec {
+    pub run_id: RunId,
+    pub kind: GateKind,
+    pub title: String,
+    pub options: Vec<GateOption>,
+    pub payload: serde_json::Value,
+    /// The supervisor's authority on this gate, fixed when it opens.
+    pub authority: Option<Autonomy>,
+    /// The option that counts as "approve" (for co-signing).
+    pub approve_option: Option<String>,
+    /// A timer: at `auto_at`, if no human has acted, `auto_option` is chosen.
+    pub auto: Option<(Millis, String)>,
+}
+
+impl GateSpec {
+    pub fn new(run_id: RunId, kind: GateKind, title: &str, options: Vec<GateOption>) -> Self {
+        GateSpec {
+            run_id,
+            kind,
+            title: title.to_owned(),
+            options,
+            payload: json!({}),
+            authority: None,
+            approve_option: None,
+            auto: None,
+        }
+    }
+}
+
+/// A decision as submitted: by a human, the supervisor, a rule or a timer.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionInput {
+    pub verdict: Option<Verdict>,
+    pub option: Option<String>,
+    /// The human's context (a reason, an answer, guidance).
+    pub context: Option<String>,
+    pub rationale: Option<String>,
+    pub correction: Option<String>,
+    pub rule_ref: Option<String>,
+    pub model_id: Option<String>,
+    pub prompt_version: Option<String>,
+    pub confidence: Option<f64>,
+    pub source_event: Option<String>,
+}
+
+/// What a vote did.
+#[derive(Debug, Clone)]
+pub struct VoteOutcome {
+    pub gate: GateView,
+    pub decision_id: i64,
+    /// The gate's decision changed (it was decided, or a human overrode the
+    /// supervisor's decision).
+    pub decided: bool,
+}
+
+/// The verdict a human's choice amounts to: choosing the approve option (or
+/// "always") approves; anything else rejects.
+pub fn verdict_of_choice(approve_option: Option<&str>, option: &str) -> Verdict {
+    if Some(option) == approve_option || option == "always" {
+        Verdict::Approve
+    } else {
+        Verdict::Reject
+    }
+}
+
+const DECISION_SELECT: &str = "
+    SELECT id, run_id, gate_id, actor, verdict, option, rationale, correction, rule_ref,
+           model_id, prompt_version, confidence, source_event, audit_seq, at
+    FROM decisions";
+
+type RawDecision = (
+    DecisionRecord,
+    String, // actor
+    String, // verdict
+);
+
+fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
+    Ok((
+        DecisionRecord {
+            id: r.get(0)?,
+            run_id: r.get(1)?,
+            gate_id: r.get(2)?,
+            actor: Actor::Engine,
+            verdict: Verdict::Escalate,
+            option: r.get(5)?,
+            rationale: r.get(6)?,
+            correction: r.get(7)?,
+            rule_ref: r.get(8)?,
+            model_id: r.get(9)?,
+            prompt_version: r.get(10)?,
+            confidence: r.get(11)?,
+            source_event: r.get(12)?,
+            audit_seq: r.get(13)?,
+            at: r.get(14)?,
+        },
+        r.get(3)?,
+        r.get(4)?,
+    ))
+}
+
+fn finish_decision(raw: RawDecision, path: &Path) -> Result<DecisionRecord, StoreError> {
+    let (mut d, actor, verdict) = raw;
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail: format!("decision {}: {detail}", d.id),
+    };
+    d.actor = Actor::parse(&actor).ok_or_else(|| corrupt(format!("actor '{actor}'")))?;
+    d.verdict = Verdict::parse(&verdict).ok_or_else(|| corrupt(format!("verdict '{verdict}'")))?;
+    Ok(d)
+}
+
+fn query_decisions(
+    conn: &Connection,
+    path: &Path,
+    filter: &str,
+    id: i64,
+) -> Result<Vec<DecisionRecord>, StoreError> {
+    let raws = conn
+        .prepare_cached(&format!(
+            "{DECISION_SELECT} WHERE {filter} = ?1 ORDER BY id"
+        ))
+        .and_then(|mut s| {
+            s.query_map([id], raw_decision)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    raws.into_iter().map(|r| finish_decision(r, path)).collect()
+}
+
+/// The votes on a gate: decisions by humans and the supervisor, in order.
+fn votes(
+    conn: &Connection,
+    path: &Path,
+    gate_id: GateId,
+) -> Result<Vec<(Vote, Option<String>)>, StoreError> {
+    Ok(query_decisions(conn, path, "gate_id", gate_id)?
+        .into_iter()
+        .filter(|d| matches!(d.actor, Actor::User(_) | Actor::Supervisor(_)))
+        .map(|d| {
+            let context = d.rationale.clone();
+            (
+                Vote {
+                    actor: d.actor,
+                    verdict: d.verdict,
+                    option: d.option,
+                    at: d.at,
+                },
+                context,
+            )
+        })
+        .collect())
+}
+
+fn approve_option(
+    conn: &Connection,
+    path: &Path,
+    gate_id: GateId,
+) -> Result<Option<String>, StoreError> {
+    conn.query_row(
+        "SELECT approve_option FROM gates WHERE id = ?1",
+        [gate_id],
+        |r| r.get(0),
+    )
+    .optional()
+    .map(Option::flatten)
+    .map_err(|e| StoreError::from_sqlite(e, path))
+}
+
+impl Store {
+    /// Every decision on a gate, in order.
+    pub fn decisions_of_gate(&self, gate_id: GateId) -> Result<Vec<DecisionRecord>, StoreError> {
+        query_decisions(self.raw_connection(), self.path(), "gate_id", gate_id)
+    }
+
+    /// Every decision about a run (gates, rules, steps), in order.
+    pub fn decisions_of_run(&self, run_id: RunId) -> Result<Vec<DecisionRecord>, StoreError> {
+        query_decisions(self.raw_connection(), self.path(), "run_id", run_id)
+    }
+
+    /// Pending gates with a timer, soonest first.
+    pub fn pending_timers(&self) -> Result<Vec<(GateId, Millis)>, StoreError> {
+        self.raw_connection()
+            .prepare_cached(
+                "SELECT id, auto_at FROM gates
+                 WHERE status = 'pending' AND auto_at IS NOT NULL ORDER BY auto_at",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+    }
+}
+
+impl WriteTx<'_> {
+    /// Opens a gate with the supervisor's authority and an optional timer.
+    pub fn open_gate_spec(
+        &mut self,
+        spec: &GateSpec,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<GateId, StoreError> {
+        let id = self.open_gate(
+            spec.run_id,
+            spec.kind,
+            &spec.title,
+            &spec.options,
+            &spec.payload,
+            actor,
+            now,
+        )?;
+        let (auto_at, auto_option) = match &spec.auto {
+            Some((at, option)) => (Some(*at), Some(option.as_str())),
+            None => (None, None),
+        };
+        if let Some(option) = auto_option {
+            if !spec.options.iter().any(|o| o.id == option) {
+                return Err(StoreError::InvalidInput(format!(
+                    "gate timer option '{option}' is not one of the gate's options"
+                )));
+            }
+        }
+        self.conn()
+            .execute(
+                "UPDATE gates SET authority = ?1, approve_option = ?2, auto_at = ?3, auto_decision = ?4
+                 WHERE id = ?5",
+                params![
+                    spec.authority.map(Autonomy::as_str),
+                    spec.approve_option,
+                    auto_at,
+                    auto_option,
+                    id
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        if spec.authority.is_some() || spec.auto.is_some() {
+            self.append_audit(
+                actor,
+                &json!({
+                    "type": "gate_terms",
+                    "gate_id": id,
+                    "authority": spec.authority.map(Autonomy::as_str),
+                    "auto_at": auto_at,
+                    "auto_option": auto_option,
+                }),
+                now,
+            )?;
+        }
+        Ok(id)
+    }
+
+    /// Gives an open gate (one the store opened itself, like a merge review)
+    /// the supervisor's authority, before anyone voted on it.
+    pub fn set_gate_authority(
+        &mut self,
+        gate_id: GateId,
+        authority: Option<Autonomy>,
+        approve_option: Option<&str>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE gates SET authority = ?1, approve_option = ?2
+                 WHERE id = ?3 AND status = 'pending'
+                   AND NOT EXISTS (SELECT 1 FROM decisions WHERE gate_id = ?3)",
+                params![authority.map(Autonomy::as_str), approve_option, gate_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed == 1 {
+            self.append_audit(
+                &Actor::Engine,
+                &json!({
+                    "type": "gate_terms",
+                    "gate_id": gate_id,
+                    "authority": authority.map(Autonomy::as_str),
+                }),
+                now,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records a decision that is not a vote on a gate's outcome (a rule that
+    /// allowed a tool call, a step verdict, an evaluator's failure), with its
+    /// own audit record. Returns the decision's id.
+    pub fn record_decision_note(
+        &mut self,
+        run_id: RunId,
+        gate_id: Option<GateId>,
+        actor: &Actor,
+        input: &DecisionInput,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        let verdict = input.verdict.unwrap_or(Verdict::Advise);
+        let seq = self.append_audit(
+            actor,
+            &json!({
+                "type": "decision",
+                "run_id": run_id,
+                "gate_id": gate_id,
+                "verdict": verdict.as_str(),
+                "option": input.option,
+                "rationale": input.rationale,
+                "correction": input.correction,
+                "rule_ref": input.rule_ref,
+                "model_id": input.model_id,
+                "prompt_version": input.prompt_version,
+                "confidence": input.confidence,
+                "source_event": input.source_event,
+            }),
+            now,
+        )?;
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO decisions(run_id, gate_id, actor, verdict, option, rationale, correction,
+                    rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    run_id,
+                    gate_id,
+                    actor.to_string(),
+                    verdict.as_str(),
+                    input.option,
+                    input.rationale.as_deref().or(input.context.as_deref()),
+                    input.correction,
+                    input.rule_ref,
+                    input.model_id,
+                    input.prompt_version,
+                    input.confidence,
+                    input.source_event,
+                    now,
+                    seq
+                ])
+            })
+            .map_err(|e| self.sql(e))?;
+        Ok(self.conn().last_insert_rowid())
+    }
+
+    /// A vote on a gate, by a human or the supervisor. Checked and resolved in
+    /// this transaction: the user always wins.
+    pub fn vote(
+        &mut self,
+        gate_id: GateId,
+        actor: &Actor,
+        input: &DecisionInput,
+        now: Millis,
+    ) -> Result<VoteOutcome, StoreError> {
+        let gate = read::gate(self.conn(), self.path(), gate_id)?;
+        let approve = approve_option(self.conn(), self.path(), gate_id)?;
+        let already = |gate: &GateView| {
+            let (option, by) = gate
+                .decision
+                .as_ref()
+                .map(|d| (d.option.clone(), d.actor.to_string()))
+                .unwrap_or_else(|| ("?".to_owned(), "?".to_owned()));
+            StoreError::AlreadyDecided {
+                gate_id,
+                option,
+                by,
+            }
+        };
+        let verdict = match (actor, &input.option, input.verdict) {
+            (Actor::User(_), Some(option), _) => {
+                check_decision(&gate.options, option, input.context.as_deref())
+                    .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
+                verdict_of_choice(approve.as_deref(), option)
+            }
+            (Actor::User(_), None, _) => {
+                return Err(StoreError::InvalidInput(
+                    "a decision must pick one of the gate's options".to_owned(),
+                ))
+            }
+            (Actor::Supervisor(_), option, verdict) => {
+                if let Some(option) = option {
+                    check_decision(&gate.options, option, Some("supervisor"))
+                        .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
+                }
+                match (verdict, option) {
+                    (Some(v), _) => v,
+                    (None, Some(option)) => verdict_of_choice(approve.as_deref(), option),
+                    (None, None) => {
+                        return Err(StoreError::InvalidInput(
+                            "a supervisor vote needs a verdict or an option".to_owned(),
+                        ))
+                    }
+                }
+            }
+            (Actor::Engine | Actor::Agent(_), _, _) => {
+                return Err(StoreError::InvalidInput(format!(
+                    "{actor} cannot vote on gates: agents ask and report, the engine only runs timers"
+                )))
+            }
+        };
+        // A gate closed by someone who is not a voter (a timer, the engine
+        // cancelling it) is closed for everyone; a supervisor's autonomous
+        // decision stays open to the human until its effect happens.
+        if let Some(d) = &gate.decision {
+            let overridable = actor.is_user()
+                && gate.authority == Some(Autonomy::Autonomous)
+                && matches!(d.actor, Actor::Supervisor(_))
+                && !gate.effected;
+            if !overridable {
+                return Err(already(&gate));
+            }
+        }
+        let prior = votes(self.conn(), self.path(), gate_id)?;
+        let prior_votes: Vec<Vote> = prior.iter().map(|(v, _)| v.clone()).collect();
+        let new = Vote {
+            actor: actor.clone(),
+            verdict,
+            option: input.option.clone(),
+            at: now,
+        };
+        if let Err(refused) = accept_vote(gate.authority, &prior_votes, gate.effected, &new) {
+            return Err(match refused {
+                VoteRefused::GateClosed | VoteRefused::UserAlreadyDecided => already(&gate),
+                VoteRefused::NotAllowed(why) => StoreError::InvalidInput(why),
+            });
+        }
+        let mut recorded = input.clone();
+        recorded.verdict = Some(verdict);
+        let decision_id =
+            self.record_decision_note(gate.run_id, Some(gate_id), actor, &recorded, now)?;
+        let mut all = prior;
+        all.push((new, input.context.clone().or(input.rationale.clone())));
+        let all_votes: Vec<Vote> = all.iter().map(|(v, _)| v.clone()).collect();
+        let decided = match resolve(gate.authority, approve.as_deref(), &all_votes) {
+            Resolution::Pending { .. } => false,
+            Resolution::Decided { option, by } => {
+                let context = all
+                    .iter()
+                    .rev()
+                    .find(|(v, _)| v.actor == by && v.option.as_deref() == Some(option.as_str()))
+                    .and_then(|(_, c)| c.clone());
+                let same = gate
+                    .decision
+                    .as_ref()
+                    .is_some_and(|d| d.option == option && d.actor == by);
+                if same {
+                    false
+                } else if let Some(previous) = &gate.decision {
+                    self.override_decision(&gate, previous, &option, context.as_deref(), &by, now)?;
+                    true
+                } else {
+                    self.settle_gate(&gate, &option, context.as_deref(), &by, now)?;
+                    true
+                }
+            }
+        };
+        Ok(VoteOutcome {
+            gate: read::gate(self.conn(), self.path(), gate_id)?,
+            decision_id,
+            decided,
+        })
+    }
+
+    /// A human replaces the supervisor's decision before it took effect.
+    fn override_decision(
+        &mut self,
+        gate: &GateView,
+        previous: &overseer_core::GateDecision,
+        option: &str,
+        context: Option<&str>,
+        by: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE gates SET decided_option = ?1, decided_context = ?2, decided_by = ?3, decided_at = ?4
+                 WHERE id = ?5 AND status = 'decided' AND effected_at IS NULL",
+                params![option, context, by.to_string(), now, gate.id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if changed != 1 {
+            return Err(StoreError::AlreadyDecided {
+                gate_id: gate.id,
+                option: previous.option.clone(),
+                by: previous.actor.to_string(),
+            });
+        }
+        let seq = self.append_audit(
+            by,
+            &json!({
+                "type": "gate_decided",
+                "gate_id": gate.id,
+                "run_id": gate.run_id,
+                "kind": gate.kind.as_str(),
+                "option": option,
+                "context": context,
+                "overrides": {"option": previous.option, "by": previous.actor.to_string()},
+            }),
+            now,
+        )?;
+        self.conn()
+            .execute(
+                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![gate.id, option, context, by.to_string(), now, seq],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// The engine acts on a gate's decision: from now on nobody can change it.
+    /// Returns the gate as it stands (a human's override made before this
+    /// point is what the engine must act on).
+    pub fn mark_effected(&mut self, gate_id: GateId, now: Millis) -> Result<GateView, StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE gates SET effected_at = ?1
+                 WHERE id = ?2 AND status = 'decided' AND effected_at IS NULL",
+                params![now, gate_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        read::gate(self.conn(), self.path(), gate_id)
+    }
+
+    /// Fires a gate's timer: decides it with the timer's option, once, and
+    /// only if it is still pending and no human has acted on it. Returns the
+    /// decided gate, or `None` when the timer no longer applies.
+    pub fn fire_timer(
+        &mut self,
+        gate_id: GateId,
+        now: Millis,
+    ) -> Result<Option<GateView>, StoreError> {
+        let gate = read::gate(self.conn(), self.path(), gate_id)?;
+        let (Some(at), Some(option)) = (gate.auto_at, gate.auto_option.clone()) else {
+            return Ok(None);
+        };
+        if gate.decision.is_some() || at > now {
+            return Ok(None);
+        }
+        let human_acted = votes(self.conn(), self.path(), gate_id)?
+            .iter()
+            .any(|(v, _)| v.actor.is_user());
+        if human_acted {
+            return Ok(None);
+        }
+        let approve = approve_option(self.conn(), self.path(), gate_id)?;
+        let waited = (at - gate.opened_at).max(0) / 1000;
+        let rationale =
+            format!("nobody answered within {waited} s: the gate's timer chose '{option}'");
+        self.record_decision_note(
+            gate.run_id,
+            Some(gate_id),
+            &Actor::Engine,
+            &DecisionInput {
+                verdict: Some(verdict_of_choice(approve.as_deref(), &option)),
+                option: Some(option.clone()),
+                rationale: Some(rationale.clone()),
+                rule_ref: Some("timer".to_owned()),
+                source_event: Some(format!("timer:{gate_id}")),
+                ..DecisionInput::default()
+            },
+            now,
+        )?;
+        self.settle_gate(&gate, &option, Some(&rationale), &Actor::Engine, now)?;
+        Ok(Some(read::gate(self.conn(), self.path(), gate_id)?))
+    }
+
+    /// A human stops a gate's timer: it will wait for a decision.
+    pub fn hold_gate(
+        &mut self,
+        gate_id: GateId,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<GateView, StoreError> {
+        let gate = read::gate(self.conn(), self.path(), gate_id)?;
+        if gate.decision.is_some() {
+            return Err(StoreError::AlreadyDecided {
+                gate_id,
+                option: gate.decision.map(|d| d.option).unwrap_or_default(),
+                by: "?".to_owned(),
+            });
+        }
+        if gate.auto_at.is_none() {
+            return Err(StoreError::InvalidInput(format!(
+                "gate {gate_id} has no timer to stop; it already waits for you"
+            )));
+        }
+        self.conn()
+            .execute(
+                "UPDATE gates SET auto_at = NULL, auto_decision = NULL WHERE id = ?1 AND status = 'pending'",
+                [gate_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.append_audit(
+            actor,
+            &json!({"type": "gate_timer_stopped", "gate_id": gate_id, "run_id": gate.run_id}),
+            now,
+        )?;
+        read::gate(self.conn(), self.path(), gate_id)
+    }
+}

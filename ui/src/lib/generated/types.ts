@@ -1,0 +1,232 @@
+// Generated from the Rust types by ts-rs: do not edit by hand.
+// Regenerate with `make types`; crates/overseer-engine/tests/ts_types.rs fails when they drift.
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+
+export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "internal";
+
+export type ApiError = { code: ErrorCode, message: string, };
+
+export type Actor = { "kind": "user", "name": string } | { "kind": "supervisor", "name": string } | { "kind": "engine" } | { "kind": "agent", "name": string };
+
+export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected";
+
+export type RunState = { "state": "queued" } | { "state": "claimed" } | { "state": "running" } | { "state": "retry_queued" } | { "state": "pending_review" } | { "state": "released", reason: ReleaseReason, };
+
+export type GateKind = "plan" | "tool_call" | "step_review" | "supervisor_pause" | "deviation" | "merge_review" | "question";
+
+export type GateStatus = "pending" | "decided";
+
+export type GateOption = { 
+/**
+ * Stable identifier, e.g. `approve`.
+ */
+id: string, 
+/**
+ * What the user sees, e.g. `Approve and merge`.
+ */
+label: string, 
+/**
+ * True when choosing this option requires a non-empty context (a reason).
+ */
+requires_context: boolean, };
+
+export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
+
+export type PendingGate = { id: number, kind: GateKind, };
+
+export type RunView = { id: number, task_id: number, task_title: string, workspace: string, agent: string, state: RunState, 
+/**
+ * When the run entered its current state.
+ */
+state_since: number, created_at: number, 
+/**
+ * True when the run waits on a human: pending review or an open gate.
+ */
+needs_you: boolean, 
+/**
+ * The human's reason, for rejected runs.
+ */
+release_note: string | null, pending_gate: PendingGate | null, };
+
+export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
+/**
+ * What the gate is about (plan, tool call, error), as its opener wrote it.
+ */
+payload: JsonValue, opened_at: number, decision: GateDecision | null, 
+/**
+ * When a timer decides the gate if nobody has (step_review auto-proceed,
+ * an expiring question's default, an unanswered supervisor pause).
+ */
+auto_at: number | null, 
+/**
+ * The option the timer picks.
+ */
+auto_option: string | null, 
+/**
+ * The supervisor's authority on this gate (None: no supervisor).
+ */
+authority: Autonomy | null, 
+/**
+ * The engine acted on the decision: nobody can override it any more.
+ */
+effected: boolean, };
+
+export type ActivityView = { id: number, run_id: number, at: number, kind: string, payload: JsonValue, };
+
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, };
+
+export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
+
+export type Autonomy = "advisory" | "cosign" | "autonomous";
+
+export type EvaluatorConfig = { "type": "rules" } | { "type": "command", command: string, args: Array<string>, } | { "type": "openai", base_url: string, model: string, 
+/**
+ * Name of the environment variable holding the API key, if any. The key
+ * itself is never stored.
+ */
+api_key_env: string | null, };
+
+export type SupervisorPolicy = { 
+/**
+ * Off by default: a fresh install behaves exactly as without a supervisor.
+ */
+enabled: boolean, autonomy: Autonomy, 
+/**
+ * Per-gate-kind authority, e.g. advisory on plans, autonomous on merges.
+ */
+gate_authority: { [key in GateKind]?: Autonomy }, evaluator: EvaluatorConfig, 
+/**
+ * REORIENT verdicts on the same step before it becomes PAUSE.
+ */
+max_reorient_attempts: number, 
+/**
+ * How long an evaluator may take before it counts as failed.
+ */
+timeout_seconds: number, 
+/**
+ * Evaluate every step, not only those the confidence model flags.
+ */
+always_supervise: boolean, 
+/**
+ * How long a supervisor_pause gate waits for a human before the run is
+ * terminated (and the termination logged).
+ */
+pause_timeout_seconds: number, };
+
+export type DecisionRecord = { id: number, run_id: number, gate_id: number | null, actor: Actor, verdict: Verdict, 
+/**
+ * The gate option this decision chose, when it chose one.
+ */
+option: string | null, rationale: string | null, correction: string | null, rule_ref: string | null, model_id: string | null, prompt_version: string | null, confidence: number | null, 
+/**
+ * What triggered the decision, e.g. `gate_opened:12` or `step_finished:3`.
+ */
+source_event: string | null, audit_seq: number, at: number, };
+
+export type RuleSet = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
+
+export type SessionMode = "normal" | "read_only";
+
+export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode": "confidence_threshold", threshold: number, };
+
+export type WorkspaceSettings = { 
+/**
+ * Check commands run in the worktree after the agent ends its work.
+ */
+sensors: Array<string>, 
+/**
+ * Merge without review when every sensor passes. `None`: the global default.
+ */
+auto_advance: boolean | null, 
+/**
+ * Permission rules for every task of the workspace.
+ */
+permissions?: RuleSet, 
+/**
+ * The delegated supervisor for the workspace (off when absent).
+ */
+supervisor?: SupervisorPolicy | null, };
+
+export type TaskSettings = { 
+/**
+ * Rules checked before the workspace's.
+ */
+permissions?: RuleSet, 
+/**
+ * When a finished step may proceed without a human.
+ */
+approval: ApprovalMode, 
+/**
+ * Seconds a medium-confidence step waits before it proceeds on its own.
+ */
+auto_proceed_seconds?: number | null, 
+/**
+ * A read-only consultation: writes denied, shell asks, known-safe allowed.
+ */
+session: SessionMode, 
+/**
+ * Replaces the workspace's supervisor policy for this task.
+ */
+supervisor?: SupervisorPolicy | null, };
+
+export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
+
+export type AuditRecord = { seq: number, prev_hash: string, 
+/**
+ * Canonical JSON: serde_json's `Value` keeps object keys sorted.
+ */
+payload: string, payload_hash: string, actor: string, at: number, record_hash: string, signature: string, };
+
+export type AuditProblem = { "problem": "seq_gap", found: number, } | { "problem": "chain_broken" } | { "problem": "payload_edited" } | { "problem": "fields_edited" } | { "problem": "bad_signature" } | { "problem": "truncated", checkpoint_count: number, found: number, } | { "problem": "checkpoint_mismatch", checkpoint_count: number, } | { "problem": "bad_checkpoint_signature", checkpoint_count: number, };
+
+export type CheckedRecord = { record: AuditRecord, 
+/**
+ * `None` when the record is intact and its signature verifies, linked to
+ * the record before it; otherwise what is wrong, loudly.
+ */
+problem: AuditProblem | null, };
+
+export type GateStory = { gate: GateView, 
+/**
+ * Every decision on the gate (votes, timers), in order, with rationale.
+ */
+decisions: Array<DecisionRecord>, 
+/**
+ * Every audit record about the gate, each checked on its own.
+ */
+records: Array<CheckedRecord>, 
+/**
+ * True when every record's signature, hashes and chain link verify.
+ */
+verified: boolean, };
+
+export type Scope = { workspace: string, 
+/**
+ * A task of the workspace: its settings override the workspace's.
+ */
+task: number | null, };
+
+export type PolicyStatus = { scope: Scope, 
+/**
+ * Set at this scope (None: inherited).
+ */
+own: SupervisorPolicy | null, 
+/**
+ * What applies at this scope.
+ */
+effective: SupervisorPolicy, };
+
+export type TaskStart = { workspace: string, agent: string, prompt: string, title: string | null, 
+/**
+ * For the demo agent: which scripted scenario to play.
+ */
+scenario: string | null, 
+/**
+ * Permission rules, approval mode, read-only session, supervisor override.
+ */
+settings: TaskSettings, };
+
+export type Started = { task_id: number, run_id: number, };
+
+export type FileChange = { path: string, additions: number, deletions: number, };
