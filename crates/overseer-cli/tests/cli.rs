@@ -364,3 +364,125 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
     let ok = h.ok(&["audit", "verify"]);
     assert!(ok.starts_with("audit log OK"), "{ok}");
 }
+
+#[test]
+fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
+    let h = Home::new();
+    let repo = h.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+            .args(&args)
+            .status()
+            .expect("git");
+        assert!(ok.success());
+    }
+    h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
+
+    // Off by default: a fresh install behaves as without a supervisor.
+    let status = h.ok(&["supervisor", "status", "--workspace", "r"]);
+    assert!(status.contains("disabled (inherited)"), "{status}");
+
+    let out = h.ok(&[
+        "supervisor",
+        "configure",
+        "--workspace",
+        "r",
+        "--autonomy",
+        "advisory",
+        "--gate",
+        "merge_review=autonomous",
+        "--evaluator",
+        "command",
+        "--command",
+        "/usr/local/bin/review",
+        "--timeout-seconds",
+        "20",
+        "--enable",
+    ]);
+    assert!(out.contains("ENABLED"), "{out}");
+    assert!(out.contains("on merge_review    autonomous"), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&h.ok(&["supervisor", "status", "--workspace", "r", "--json"]))
+            .expect("json");
+    assert_eq!(
+        json["effective"]["evaluator"]["command"],
+        "/usr/local/bin/review"
+    );
+    assert_eq!(json["effective"]["timeout_seconds"], 20);
+    assert!(h
+        .ok(&["supervisor", "disable", "--workspace", "r"])
+        .contains("disabled"));
+
+    // Mistakes are refused with what to do, and change nothing.
+    let err = h.fails(&[
+        "supervisor",
+        "configure",
+        "--workspace",
+        "r",
+        "--gate",
+        "deviation=autonomous",
+    ]);
+    assert!(err.contains("only a human decides them"), "{err}");
+    let err = h.fails(&[
+        "supervisor",
+        "configure",
+        "--workspace",
+        "r",
+        "--autonomy",
+        "boss",
+    ]);
+    assert!(err.contains("use advisory, cosign or autonomous"), "{err}");
+    let err = h.fails(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "r",
+        "--allow",
+        "Bash(npm test",
+    ]);
+    assert!(err.contains("missing its closing ')'"), "{err}");
+    let rules = h.ok(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "r",
+        "--allow",
+        "Bash(npm test:*)",
+        "--deny",
+        "Edit(.env)",
+    ]);
+    assert!(rules.contains("allow: Bash(npm test:*)"), "{rules}");
+
+    // A decision's story, each record's signature checked; a tampered record
+    // makes `gates why` fail loudly.
+    h.ok(&["demo", "seed"]);
+    let gates: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    let gate = gates
+        .iter()
+        .find(|g| g["kind"] == "merge_review")
+        .expect("a review gate")["id"]
+        .to_string();
+    let story = h.ok(&["gates", "why", &gate]);
+    assert!(story.contains("gate_opened"), "{story}");
+    assert!(story.contains("[signature ok, chain ok]"), "{story}");
+    let db = h.data().join("overseer.db");
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    conn.execute(
+        "UPDATE audit_log SET payload = replace(payload, 'gate_opened', 'gate_opened ') \
+         WHERE json_extract(payload, '$.gate_id') = ?1",
+        [gate.parse::<i64>().expect("id")],
+    )
+    .expect("tamper");
+    let out = h.run(&["gates", "why", &gate]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("VERIFICATION FAILED"), "{text}");
+}
