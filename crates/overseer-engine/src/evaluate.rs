@@ -196,7 +196,16 @@ impl CommandEvaluator {
             .map_err(|e| EvaluatorError::Spawn(format!("{}: {e}", self.command)))?;
         let mut stdin = child.stdin.take();
         let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
+        // stderr on its own task: a reviewer that fills it must not stall.
+        let err_task = child.stderr.take().map(|mut s| {
+            tokio::spawn(async move {
+                let mut err = Vec::new();
+                let _ = (&mut s).take(64 * 1024).read_to_end(&mut err).await;
+                // Drain the rest so the reviewer never blocks on it.
+                let _ = tokio::io::copy(&mut s, &mut tokio::io::sink()).await;
+                err
+            })
+        });
         let work = async {
             if let Some(mut s) = stdin.take() {
                 // A reviewer that does not read its input is fine.
@@ -206,22 +215,27 @@ impl CommandEvaluator {
             }
             let mut out = Vec::new();
             if let Some(s) = stdout.as_mut() {
-                let mut limited = s.take(MAX_OUTPUT as u64 + 1);
-                let _ = limited.read_to_end(&mut out).await;
+                let _ = s.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut out).await;
             }
-            let mut err = Vec::new();
-            if let Some(s) = stderr.as_mut() {
-                let mut limited = s.take(64 * 1024);
-                let _ = limited.read_to_end(&mut err).await;
+            if out.len() > MAX_OUTPUT {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                return Err(EvaluatorError::Garbage(
+                    "output larger than 1 MiB".to_owned(),
+                ));
             }
             let status = child.wait().await;
-            (out, err, status)
+            Ok((out, status))
         };
-        let (out, err, status) = tokio::time::timeout(self.timeout, work)
+        let (out, status) = tokio::time::timeout(self.timeout, work)
             .await
             .map_err(|_| EvaluatorError::Timeout {
                 after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-            })?;
+            })??;
+        let err = match err_task {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
         let status = status.map_err(|e| EvaluatorError::Spawn(e.to_string()))?;
         if !status.success() {
             return Err(EvaluatorError::Exit {

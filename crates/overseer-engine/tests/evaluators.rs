@@ -1,0 +1,351 @@
+//! The supervisor's evaluators against real peers: a local HTTP server that
+//! speaks the chat-completions format (standing in for the LLM), and real
+//! reviewer commands. Every failure is an error, never an approval.
+
+use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
+use overseer_core::{GateKind, GateOption, GateStatus, GateView, RunState, RunView};
+use overseer_engine::evaluate::{
+    evaluate_with_timeout, CommandEvaluator, EvaluationRequest, Evaluator, EvaluatorError,
+    OpenAiEvaluator, PROMPT_VERSION,
+};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn request(subject: Subject) -> EvaluationRequest {
+    let run = RunView {
+        id: 3,
+        task_id: 1,
+        task_title: "Add a greeting".into(),
+        workspace: "web".into(),
+        agent: "demo".into(),
+        state: RunState::Running,
+        state_since: 1,
+        created_at: 1,
+        needs_you: true,
+        release_note: None,
+        pending_gate: None,
+    };
+    let gate = GateView {
+        id: 12,
+        run_id: 3,
+        kind: GateKind::Plan,
+        status: GateStatus::Pending,
+        title: "Approve the plan: Add a greeting".into(),
+        options: vec![
+            GateOption::new("approve", "Approve"),
+            GateOption::new("reject", "Reject"),
+        ],
+        payload: serde_json::json!({"goal": "Add a greeting", "steps": [{"title": "write"}], "files": ["a.txt"]}),
+        opened_at: 1,
+        decision: None,
+        auto_at: None,
+        auto_option: None,
+        authority: None,
+        effected: false,
+    };
+    EvaluationRequest {
+        subject,
+        run,
+        gate: Some(gate),
+        step: None,
+        policy: SupervisorPolicy::default(),
+        allowed_verdicts: Verdict::ALL
+            .into_iter()
+            .filter(|v| v.fits(subject))
+            .collect(),
+    }
+}
+
+/// One HTTP exchange: the request head and body the server received.
+struct Seen {
+    head: String,
+    body: String,
+}
+
+/// Serves `status` + `body` to one request (or never answers when `hang`).
+fn server(status: u16, body: &str, hang: bool) -> (String, mpsc::Receiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let (tx, rx) = mpsc::channel();
+    let body = body.to_owned();
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut head = String::new();
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+            head.push_str(&line);
+        }
+        let mut buf = vec![0; len];
+        let _ = reader.read_exact(&mut buf);
+        let _ = tx.send(Seen {
+            head,
+            body: String::from_utf8_lossy(&buf).into_owned(),
+        });
+        if hang {
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    (url, rx)
+}
+
+fn completion(content: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "llama3.1:8b",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    })
+    .to_string()
+}
+
+fn openai(url: &str, key: Option<&str>, timeout_ms: u64) -> OpenAiEvaluator {
+    OpenAiEvaluator {
+        base_url: url.to_owned(),
+        model: "llama3.1".into(),
+        api_key: key.map(str::to_owned),
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_completions_verdict_is_parsed_with_its_model_and_prompt_version() {
+    let (url, seen) = server(
+        200,
+        &completion(
+            r#"{"verdict": "APPROVE", "rationale": "small, declared files", "confidence": 0.9}"#,
+        ),
+        false,
+    );
+    let ev = openai(&url, Some("sk-test"), 5_000);
+    let req = request(Subject::Gate);
+    let out = evaluate_with_timeout(&ev, &req, Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Approve);
+    assert_eq!(out.rationale, "small, declared files");
+    assert_eq!(out.confidence, Some(0.9));
+    assert_eq!(out.model_id.as_deref(), Some("llama3.1:8b"));
+    assert_eq!(out.prompt_version.as_deref(), Some(PROMPT_VERSION));
+    assert_eq!(ev.id(), "openai:llama3.1");
+    let seen = seen.recv_timeout(Duration::from_secs(5)).expect("request");
+    assert!(
+        seen.head.starts_with("POST /v1/chat/completions"),
+        "{}",
+        seen.head
+    );
+    assert!(seen
+        .head
+        .to_ascii_lowercase()
+        .contains("authorization: bearer sk-test"));
+    let body: serde_json::Value = serde_json::from_str(&seen.body).expect("json body");
+    assert_eq!(body["model"], "llama3.1");
+    assert_eq!(body["response_format"]["type"], "json_object");
+    let user: serde_json::Value = serde_json::from_str(
+        body["messages"][1]["content"]
+            .as_str()
+            .expect("user message"),
+    )
+    .expect("the request as JSON");
+    assert_eq!(user["gate"]["id"], 12);
+    assert_eq!(user["run"]["task_title"], "Add a greeting");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_json_is_accepted() {
+    let (url, _seen) = server(
+        200,
+        &completion("```json\n{\"verdict\": \"escalate\", \"rationale\": \"unsure\"}\n```"),
+        false,
+    );
+    let out = evaluate_with_timeout(
+        &openai(&url, None, 5_000),
+        &request(Subject::Gate),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Escalate);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_unknown_verdicts_errors_and_silence_are_failures_never_approvals() {
+    let cases = [
+        (200, completion("I think it's fine"), "garbage"),
+        (
+            200,
+            completion(r#"{"verdict": "MAYBE", "rationale": "x"}"#),
+            "garbage",
+        ),
+        (200, completion(r#"{"verdict": "approve"}"#), "garbage"),
+        (200, "not json at all".to_owned(), "garbage"),
+        (500, r#"{"error": "model not loaded"}"#.to_owned(), "http"),
+    ];
+    for (status, body, code) in cases {
+        let (url, _seen) = server(status, &body, false);
+        let err = evaluate_with_timeout(
+            &openai(&url, None, 5_000),
+            &request(Subject::Gate),
+            Duration::from_secs(5),
+        )
+        .await
+        .expect_err("a failure");
+        assert_eq!(err.code(), code, "{status} {body}: {err}");
+    }
+    let (url, _seen) = server(200, "", true);
+    let started = Instant::now();
+    let err = evaluate_with_timeout(
+        &openai(&url, None, 500),
+        &request(Subject::Gate),
+        Duration::from_millis(500),
+    )
+    .await
+    .expect_err("timeout");
+    assert_eq!(err.code(), "timeout", "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", closed.local_addr().expect("addr"));
+    drop(closed);
+    let err = evaluate_with_timeout(
+        &openai(&url, None, 2_000),
+        &request(Subject::Gate),
+        Duration::from_secs(2),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(err.code(), "transport", "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verdict_for_the_wrong_subject_is_refused() {
+    let (url, _seen) = server(
+        200,
+        &completion(r#"{"verdict": "CONTINUE", "rationale": "on track"}"#),
+        false,
+    );
+    let err = evaluate_with_timeout(
+        &openai(&url, None, 5_000),
+        &request(Subject::Gate),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("unfit");
+    assert!(matches!(err, EvaluatorError::Unfit { .. }), "{err}");
+}
+
+fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> CommandEvaluator {
+    let path = dir.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    CommandEvaluator {
+        command: "sh".into(),
+        args: vec![path.to_string_lossy().into_owned()],
+        timeout: Duration::from_secs(5),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_command_reads_the_request_and_prints_a_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.json");
+    let ev = script(
+        &dir,
+        "ok.sh",
+        &format!(
+            "cat > {}\necho '{{\"verdict\": \"reject\", \"rationale\": \"touches prod\", \"rule_ref\": \"no-prod\"}}'",
+            input.display()
+        ),
+    );
+    let out = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Reject);
+    assert_eq!(out.rule_ref.as_deref(), Some("no-prod"));
+    let got: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&input).expect("stdin copy")).expect("json");
+    assert_eq!(got["gate"]["kind"], "plan");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviewer_command_failures_are_errors_with_what_went_wrong() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = script(&dir, "garbage.sh", "cat >/dev/null; echo 'LGTM!'");
+    let err = evaluate_with_timeout(&garbage, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("garbage");
+    assert_eq!(err.code(), "garbage");
+
+    let fails = script(
+        &dir,
+        "fails.sh",
+        "echo 'cannot reach the policy server' >&2; exit 2",
+    );
+    let err = evaluate_with_timeout(&fails, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("exit");
+    assert_eq!(err.code(), "exit");
+    assert!(
+        err.to_string().contains("cannot reach the policy server"),
+        "{err}"
+    );
+
+    let big = script(&dir, "big.sh", "head -c 2000000 /dev/zero | tr '\\0' 'x'");
+    let err = evaluate_with_timeout(&big, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("too big");
+    assert_eq!(err.code(), "garbage");
+
+    let missing = CommandEvaluator {
+        command: "/nonexistent/reviewer".into(),
+        args: vec![],
+        timeout: Duration::from_secs(5),
+    };
+    let err = evaluate_with_timeout(&missing, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("spawn");
+    assert_eq!(err.code(), "spawn");
+    assert!(err.to_string().contains("/nonexistent/reviewer"), "{err}");
+
+    let pid_file = dir.path().join("pid");
+    let mut slow = script(
+        &dir,
+        "slow.sh",
+        &format!("echo $$ > {}; exec sleep 30", pid_file.display()),
+    );
+    slow.timeout = Duration::from_millis(500);
+    let started = Instant::now();
+    let err = evaluate_with_timeout(&slow, &request(Subject::Gate), Duration::from_secs(10))
+        .await
+        .expect_err("timeout");
+    assert_eq!(err.code(), "timeout");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let pid = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .to_owned();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.is_empty()
+            || stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    });
+    assert!(gone, "the timed-out reviewer {pid} was killed");
+}
