@@ -17,6 +17,8 @@ fn main() {
         "supervisor_status",
         "set_supervisor",
         "set_permissions",
+        "set_notification_settings",
+        "notification_settings",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         eprintln!("tauri build step failed: {e:#}");

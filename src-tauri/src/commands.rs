@@ -4,7 +4,7 @@
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{ActivityView, Actor, ApiError, ErrorCode, GateId, GateView, RunId, RunView};
-use overseer_engine::{Engine, GateStory, PolicyStatus, Scope};
+use overseer_engine::{Engine, GateStory, NotificationSettings, PolicyStatus, Scope};
 use std::sync::Arc;
 use tauri::State;
 
@@ -161,6 +161,24 @@ pub async fn set_permissions(
 ) -> Result<RuleSet, ApiError> {
     blocking(&engine, move |e| {
         e.set_permissions(&scope, rules, &Actor::app())
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn notification_settings(
+    engine: State<'_, Arc<Engine>>,
+) -> Result<NotificationSettings, ApiError> {
+    blocking(&engine, |e| Ok(e.notifications())).await
+}
+
+#[tauri::command]
+pub async fn set_notification_settings(
+    engine: State<'_, Arc<Engine>>,
+    settings: NotificationSettings,
+) -> Result<NotificationSettings, ApiError> {
+    blocking(&engine, move |e| {
+        e.set_notifications(settings, &Actor::app())
     })
     .await
 }

@@ -37,6 +37,8 @@ pub fn builder(
             commands::supervisor_status,
             commands::set_supervisor,
             commands::set_permissions,
+            commands::notification_settings,
+            commands::set_notification_settings,
         ])
         .setup(move |app| {
             let engine = app.state::<Arc<Engine>>().inner().clone();
@@ -85,7 +87,16 @@ pub fn builder(
 /// Opens the engine on the data dir, serves the local API beside the window,
 /// and runs the app until its window closes.
 pub fn run() -> Result<(), String> {
-    let paths = Paths::resolve(None, None)?;
+    // `--data-dir DIR` / `--config-dir DIR`, like the CLI (else the
+    // OVERSEER_* environment, else XDG).
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(std::path::PathBuf::from)
+    };
+    let paths = Paths::resolve(arg("--data-dir"), arg("--config-dir"))?;
     let engine = Arc::new(
         Engine::open(
             paths.clone(),
@@ -158,6 +169,8 @@ mod tests {
             "supervisor-status",
             "set-supervisor",
             "set-permissions",
+            "notification-settings",
+            "set-notification-settings",
         ] {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),

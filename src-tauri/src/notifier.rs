@@ -1,10 +1,15 @@
 //! OS notifications through notify-rust (the freedesktop Notify call on Linux).
 //! Sending happens on its own thread: a slow or missing notification daemon
-//! must never stall the engine.
+//! must never stall the engine. Notifications arriving within a short window
+//! are coalesced per kind, so fifty agents finishing at once make one popup.
 
-use overseer_engine::{Notification, Notifier};
+use overseer_engine::{coalesce, Notification, Notifier};
 use std::sync::mpsc;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long the first notification of a burst waits for company.
+const COALESCE_WINDOW: Duration = Duration::from_millis(600);
 
 pub struct DesktopNotifier {
     tx: Mutex<mpsc::Sender<Notification>>,
@@ -16,17 +21,27 @@ impl DesktopNotifier {
         std::thread::Builder::new()
             .name("notifier".into())
             .spawn(move || {
-                for n in rx {
-                    let shown = notify_rust::Notification::new()
-                        .appname("Overseer")
-                        .summary(&n.title)
-                        .body(&n.body)
-                        .hint(notify_rust::Hint::Category(
-                            "overseer.".to_owned() + n.kind.as_str(),
-                        ))
-                        .show();
-                    if let Err(e) = shown {
-                        tracing::warn!("cannot show a notification ({}): {e}", n.kind.as_str());
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    let until = Instant::now() + COALESCE_WINDOW;
+                    while let Some(left) = until.checked_duration_since(Instant::now()) {
+                        match rx.recv_timeout(left) {
+                            Ok(n) => batch.push(n),
+                            Err(_) => break,
+                        }
+                    }
+                    for n in coalesce(batch) {
+                        let shown = notify_rust::Notification::new()
+                            .appname("Overseer")
+                            .summary(&n.title)
+                            .body(&n.body)
+                            .hint(notify_rust::Hint::Category(
+                                "overseer.".to_owned() + n.kind.as_str(),
+                            ))
+                            .show();
+                        if let Err(e) = shown {
+                            tracing::warn!("cannot show a notification ({}): {e}", n.kind.as_str());
+                        }
                     }
                 }
             })

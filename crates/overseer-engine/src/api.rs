@@ -101,6 +101,10 @@ pub enum Request {
         scope: crate::supervise::Scope,
         rules: overseer_core::rules::RuleSet,
     },
+    Notifications,
+    SetNotifications {
+        settings: crate::NotificationSettings,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,6 +6,9 @@ use overseer_store::{Keyring, Store, StoreError, VerifyFailure, VerifyReport};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
+/// Where the notification settings live in the database's settings.
+const NOTIFICATIONS_KEY: &str = "notifications";
+
 /// How many events a slow subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 4096;
 
@@ -43,6 +46,8 @@ pub struct Engine {
     checkpointed: Mutex<i64>,
     /// Steering instructions waiting for each run's next turn.
     pub(crate) steering: Mutex<std::collections::HashMap<RunId, Vec<String>>>,
+    /// What the user muted (kept in the database, cached here).
+    notifications: Mutex<crate::notify::NotificationSettings>,
 }
 
 impl Engine {
@@ -57,6 +62,10 @@ impl Engine {
         let store = Store::open(&paths.db(), keyring)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let checkpointed = store.audit_len()?;
+        let notifications = store
+            .setting(NOTIFICATIONS_KEY)?
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
         Ok(Engine {
             store: Mutex::new(store),
             clock,
@@ -69,6 +78,7 @@ impl Engine {
             me: std::sync::OnceLock::new(),
             checkpointed: Mutex::new(checkpointed),
             steering: Mutex::default(),
+            notifications: Mutex::new(notifications),
         })
     }
 
@@ -182,6 +192,32 @@ impl Engine {
         Ok(true)
     }
 
+    /// The notification kinds the user muted.
+    pub fn notifications(&self) -> crate::notify::NotificationSettings {
+        self.notifications
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Mutes (or unmutes) notification kinds; blocking asks cannot be muted.
+    pub fn set_notifications(
+        &self,
+        settings: crate::notify::NotificationSettings,
+        actor: &Actor,
+    ) -> Result<crate::notify::NotificationSettings, ApiError> {
+        settings
+            .validate()
+            .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        let text = serde_json::to_string(&settings)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
+        *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
+        Ok(settings)
+    }
+
     /// Clean shutdown: a final checkpoint so a cut tail is detectable.
     pub fn shutdown(&self) -> Result<(), ApiError> {
         self.checkpoint_if_moved().map(|_| ())
@@ -203,10 +239,11 @@ impl Engine {
                 | EngineEvent::OrchestrationAborted { .. } => None,
             });
             let Some(run) = latest else { continue };
-            if !run.needs_you {
-                continue;
-            }
-            if let Some(n) = notification_for(event, &run.task_title) {
+            if let Some(n) = notification_for(event, run) {
+                if self.notifications().is_muted(n.kind) {
+                    tracing::debug!(kind = n.kind.as_str(), "muted by the user");
+                    continue;
+                }
                 self.notifier.notify(&n);
             }
         }

@@ -31,7 +31,9 @@ mod work;
 
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
-pub use notify::{LogNotifier, Notification, NotificationKind, Notifier};
+pub use notify::{
+    coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
+};
 pub use orchestrator::MAX_RETRIES;
 pub use paths::Paths;
 pub use supervise::{GateStory, PolicyStatus, Scope};

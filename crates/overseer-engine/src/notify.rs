@@ -1,11 +1,20 @@
 //! What the engine tells the user outside the window. The desktop shell
 //! implements [`Notifier`] with OS notifications; headless it only logs.
 
-use overseer_core::{EngineEvent, GateKind, RunId};
+use overseer_core::{EngineEvent, GateKind, ReleaseReason, RunId, RunState, RunView};
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
 pub enum NotificationKind {
+    /// An agent waits on a decision that proceeds by itself if nobody acts
+    /// (a step review with a timer).
+    AgentQuestionPending,
+    /// An agent is stopped until a human answers (a question, a tool call, a
+    /// plan, a deviation, a supervisor's pause). Always notifies.
+    AgentQuestionBlocking,
     RunPendingReview,
+    RunFailed,
     /// The supervisor handed a decision to the human.
     SupervisorEscalated,
     /// The supervisor's evaluator failed (timeout, error, garbage): the
@@ -14,12 +23,56 @@ pub enum NotificationKind {
 }
 
 impl NotificationKind {
+    pub const ALL: [NotificationKind; 6] = [
+        NotificationKind::AgentQuestionPending,
+        NotificationKind::AgentQuestionBlocking,
+        NotificationKind::RunPendingReview,
+        NotificationKind::RunFailed,
+        NotificationKind::SupervisorEscalated,
+        NotificationKind::SupervisorFailed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
+            NotificationKind::AgentQuestionPending => "agent_question_pending",
+            NotificationKind::AgentQuestionBlocking => "agent_question_blocking",
             NotificationKind::RunPendingReview => "run_pending_review",
+            NotificationKind::RunFailed => "run_failed",
             NotificationKind::SupervisorEscalated => "supervisor_escalated",
             NotificationKind::SupervisorFailed => "supervisor_failed",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Blocking asks always notify: they cannot be muted.
+    pub fn is_blocking(self) -> bool {
+        self == NotificationKind::AgentQuestionBlocking
+    }
+}
+
+/// Which notification kinds the user muted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct NotificationSettings {
+    #[serde(default)]
+    pub muted: Vec<NotificationKind>,
+}
+
+impl NotificationSettings {
+    pub fn validate(&self) -> Result<(), String> {
+        match self.muted.iter().find(|k| k.is_blocking()) {
+            Some(k) => Err(format!(
+                "{} cannot be muted: an agent is stopped until you answer",
+                k.as_str()
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub fn is_muted(&self, kind: NotificationKind) -> bool {
+        !kind.is_blocking() && self.muted.contains(&kind)
     }
 }
 
@@ -51,23 +104,157 @@ impl Notifier for LogNotifier {
     }
 }
 
-/// The notification an event calls for, if any. `task` names the run's task.
-pub(crate) fn notification_for(event: &EngineEvent, task: &str) -> Option<Notification> {
+/// The notification an event calls for, if any, given the run as it stands
+/// after the whole batch of events.
+pub(crate) fn notification_for(event: &EngineEvent, run: &RunView) -> Option<Notification> {
+    let task = run.task_title.clone();
     match event {
-        EngineEvent::GateOpened {
-            run_id,
-            kind: GateKind::MergeReview,
-            ..
-        } => Some(Notification {
-            kind: NotificationKind::RunPendingReview,
-            run_id: *run_id,
-            title: format!("Run {run_id} is ready for review"),
-            body: task.to_owned(),
-        }),
+        EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
+            let (kind, title) = match kind {
+                GateKind::MergeReview => (
+                    NotificationKind::RunPendingReview,
+                    format!("Run {run_id} is ready for review"),
+                ),
+                GateKind::StepReview => (
+                    NotificationKind::AgentQuestionPending,
+                    format!("Run {run_id}: a step waits for review"),
+                ),
+                GateKind::Question => (
+                    NotificationKind::AgentQuestionBlocking,
+                    format!("Run {run_id} has a question for you"),
+                ),
+                GateKind::Plan => (
+                    NotificationKind::AgentQuestionBlocking,
+                    format!("Run {run_id}: approve the plan"),
+                ),
+                GateKind::ToolCall => (
+                    NotificationKind::AgentQuestionBlocking,
+                    format!("Run {run_id} asks permission"),
+                ),
+                GateKind::Deviation => (
+                    NotificationKind::AgentQuestionBlocking,
+                    format!("Run {run_id} hit a problem"),
+                ),
+                GateKind::SupervisorPause => (
+                    NotificationKind::AgentQuestionBlocking,
+                    format!("Run {run_id} was paused by the supervisor"),
+                ),
+            };
+            Some(Notification {
+                kind,
+                run_id: *run_id,
+                title,
+                body: task,
+            })
+        }
+        EngineEvent::RunChanged { run: changed }
+            if changed.state
+                == (RunState::Released {
+                    reason: ReleaseReason::Failed,
+                })
+                && changed.state_since == run.state_since =>
+        {
+            Some(Notification {
+                kind: NotificationKind::RunFailed,
+                run_id: changed.id,
+                title: format!("Run {} failed", changed.id),
+                body: changed
+                    .release_note
+                    .clone()
+                    .map(|n| format!("{task}: {n}"))
+                    .unwrap_or(task),
+            })
+        }
         EngineEvent::GateOpened { .. }
         | EngineEvent::GateDecided { .. }
         | EngineEvent::RunChanged { .. }
         | EngineEvent::RunActivity { .. }
         | EngineEvent::OrchestrationAborted { .. } => None,
+    }
+}
+
+/// Notifications that arrive together become one per kind: fifty agents
+/// finishing at once make one "50 runs are ready for review", not fifty popups.
+pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
+    let mut out: Vec<Notification> = Vec::new();
+    for kind in NotificationKind::ALL {
+        let of_kind: Vec<&Notification> = batch.iter().filter(|n| n.kind == kind).collect();
+        match of_kind.as_slice() {
+            [] => {}
+            [one] => out.push((*one).clone()),
+            many => {
+                let n = many.len();
+                let title = match kind {
+                    NotificationKind::AgentQuestionPending => format!("{n} steps wait for review"),
+                    NotificationKind::AgentQuestionBlocking => {
+                        format!("{n} agents are waiting for you")
+                    }
+                    NotificationKind::RunPendingReview => format!("{n} runs are ready for review"),
+                    NotificationKind::RunFailed => format!("{n} runs failed"),
+                    NotificationKind::SupervisorEscalated => {
+                        format!("The supervisor needs you on {n} decisions")
+                    }
+                    NotificationKind::SupervisorFailed => {
+                        format!("The supervisor failed on {n} decisions")
+                    }
+                };
+                let mut body: Vec<String> = many
+                    .iter()
+                    .take(3)
+                    .map(|m| format!("run {}: {}", m.run_id, m.body))
+                    .collect();
+                if n > 3 {
+                    body.push(format!("and {} more", n - 3));
+                }
+                out.push(Notification {
+                    kind,
+                    run_id: many[0].run_id,
+                    title,
+                    body: body.join("\n"),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(kind: NotificationKind, run: RunId) -> Notification {
+        Notification {
+            kind,
+            run_id: run,
+            title: format!("t{run}"),
+            body: format!("task {run}"),
+        }
+    }
+
+    #[test]
+    fn fifty_reviews_at_once_become_one_notification() {
+        let batch: Vec<Notification> = (1..=50)
+            .map(|i| n(NotificationKind::RunPendingReview, i))
+            .chain([n(NotificationKind::AgentQuestionBlocking, 99)])
+            .collect();
+        let out = coalesce(batch);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].title, "t99", "a lone kind stays as it was");
+        assert_eq!(out[1].title, "50 runs are ready for review");
+        assert!(out[1].body.ends_with("and 47 more"), "{}", out[1].body);
+    }
+
+    #[test]
+    fn blocking_asks_cannot_be_muted() {
+        let s = NotificationSettings {
+            muted: vec![NotificationKind::AgentQuestionBlocking],
+        };
+        assert!(s.validate().is_err());
+        assert!(!s.is_muted(NotificationKind::AgentQuestionBlocking));
+        let s = NotificationSettings {
+            muted: vec![NotificationKind::RunPendingReview],
+        };
+        assert!(s.validate().is_ok());
+        assert!(s.is_muted(NotificationKind::RunPendingReview));
     }
 }

@@ -260,6 +260,8 @@ pub fn dispatch(
         Request::SetPermissions { scope, rules } => {
             json(engine.set_permissions(&scope, rules, actor)?)
         }
+        Request::Notifications => json(engine.notifications()),
+        Request::SetNotifications { settings } => json(engine.set_notifications(settings, actor)?),
         Request::Subscribe => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",

@@ -348,3 +348,44 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         .expect_err("empty");
     assert_eq!(err.code, ErrorCode::InvalidInput);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
+    let notes = Arc::new(Captured::default());
+    let w = world_with(WorkspaceSettings::default(), notes.clone(), "").await;
+    let err = w
+        .engine
+        .set_notifications(
+            overseer_engine::NotificationSettings {
+                muted: vec![NotificationKind::AgentQuestionBlocking],
+            },
+            &Actor::app(),
+        )
+        .expect_err("blocking asks always notify");
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    w.engine
+        .set_notifications(
+            overseer_engine::NotificationSettings {
+                muted: vec![NotificationKind::RunPendingReview],
+            },
+            &Actor::app(),
+        )
+        .expect("mute reviews");
+    w.engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let run = start(&w, "happy");
+    pending_gate(&w, run, GateKind::Plan).await;
+    assert!(
+        notes
+            .wait_for(NotificationKind::AgentQuestionBlocking)
+            .await
+    );
+    assert!(
+        !notes.kinds().contains(&NotificationKind::RunPendingReview),
+        "{:?}",
+        notes.kinds()
+    );
+    assert_eq!(
+        w.engine.notifications().muted,
+        vec![NotificationKind::RunPendingReview]
+    );
+}

@@ -63,6 +63,8 @@ fn generated() -> String {
         overseer_engine::TaskStart,
         overseer_engine::Started,
         overseer_engine::git::FileChange,
+        overseer_engine::NotificationKind,
+        overseer_engine::NotificationSettings,
     );
     out
 }

@@ -188,6 +188,18 @@ impl Store {
         })
     }
 
+    /// An app setting (JSON text), if set.
+    pub fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [format!("setting:{key}")],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
     /// A task's settings.
     pub fn task_settings(&self, task_id: TaskId) -> Result<TaskSettings, StoreError> {
         let text: String = self
@@ -288,6 +300,29 @@ impl WriteTx<'_> {
         self.append_audit(
             actor,
             &json!({"type": "workspace_settings", "workspace_id": id, "settings": settings}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Sets an app setting, audited.
+    pub fn set_setting(
+        &mut self,
+        key: &str,
+        value: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO meta(key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![format!("setting:{key}"), value],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.append_audit(
+            actor,
+            &json!({"type": "setting", "key": key, "value": value}),
             now,
         )?;
         Ok(())

@@ -230,3 +230,7 @@ settings: TaskSettings, };
 export type Started = { task_id: number, run_id: number, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
+
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed";
+
+export type NotificationSettings = { muted: Array<NotificationKind>, };
