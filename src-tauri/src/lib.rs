@@ -15,9 +15,13 @@ pub const EVENT_NAME: &str = "overseer://event";
 
 /// Builds the app around an already opened engine; with a listener, the local
 /// API is served beside the window.
+/// The event that asks the window to open a run (a notification was clicked).
+pub const OPEN_EVENT: &str = "overseer://open";
+
 pub fn builder(
     engine: Arc<Engine>,
     listener: Option<server::Listener>,
+    on_open: Option<notifier::OnOpen>,
 ) -> tauri::Builder<tauri::Wry> {
     tauri::Builder::default()
         .manage(engine)
@@ -49,6 +53,19 @@ pub fn builder(
                 tauri::async_runtime::spawn(async move {
                     driver.start_orchestrator();
                 });
+            }
+            if let Some(on_open) = on_open {
+                let handle = app.handle().clone();
+                let _ = on_open.set(Box::new(move |run| {
+                    if let Some(w) = handle.get_webview_window("main") {
+                        let _ = w.unminimize();
+                        let _ = w.show();
+                        let _ = w.set_focus();
+                    }
+                    if let Err(e) = handle.emit(OPEN_EVENT, serde_json::json!({ "run_id": run })) {
+                        tracing::warn!("cannot ask the window to open run {run}: {e}");
+                    }
+                }));
             }
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.
@@ -97,16 +114,14 @@ pub fn run() -> Result<(), String> {
             .map(std::path::PathBuf::from)
     };
     let paths = Paths::resolve(arg("--data-dir"), arg("--config-dir"))?;
+    let desktop = notifier::DesktopNotifier::start();
+    let on_open = desktop.on_open.clone();
     let engine = Arc::new(
-        Engine::open(
-            paths.clone(),
-            Arc::new(SystemClock),
-            Arc::new(notifier::DesktopNotifier::start()),
-        )
-        .map_err(|e| e.to_string())?,
+        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(desktop))
+            .map_err(|e| e.to_string())?,
     );
     let listener = server::bind(&paths.socket()).map_err(|e| e.to_string())?;
-    let app = builder(engine.clone(), Some(listener))
+    let app = builder(engine.clone(), Some(listener), Some(on_open))
         .build(tauri::generate_context!())
         .map_err(|e| format!("cannot start the window: {e}"))?;
     app.run(move |_, event| {

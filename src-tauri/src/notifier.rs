@@ -3,21 +3,29 @@
 //! must never stall the engine. Notifications arriving within a short window
 //! are coalesced per kind, so fifty agents finishing at once make one popup.
 
+use overseer_core::RunId;
 use overseer_engine::{coalesce, Notification, Notifier};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long the first notification of a burst waits for company.
 const COALESCE_WINDOW: Duration = Duration::from_millis(600);
 
+/// What clicking a notification does (focus the window, open the run); set
+/// once the window exists.
+pub type OnOpen = Arc<OnceLock<Box<dyn Fn(RunId) + Send + Sync>>>;
+
 pub struct DesktopNotifier {
     tx: Mutex<mpsc::Sender<Notification>>,
+    pub on_open: OnOpen,
 }
 
 impl DesktopNotifier {
     pub fn start() -> Self {
         let (tx, rx) = mpsc::channel::<Notification>();
+        let on_open: OnOpen = Arc::new(OnceLock::new());
+        let opener = on_open.clone();
         std::thread::Builder::new()
             .name("notifier".into())
             .spawn(move || {
@@ -35,19 +43,43 @@ impl DesktopNotifier {
                             .appname("Overseer")
                             .summary(&n.title)
                             .body(&n.body)
+                            .action("default", "Open")
                             .hint(notify_rust::Hint::Category(
                                 "overseer.".to_owned() + n.kind.as_str(),
                             ))
                             .show();
-                        if let Err(e) = shown {
-                            tracing::warn!("cannot show a notification ({}): {e}", n.kind.as_str());
+                        match shown {
+                            Ok(handle) => {
+                                // Where the platform supports actions, a click
+                                // opens the item; waiting happens off this thread.
+                                let opener = opener.clone();
+                                let run = n.run_id;
+                                let _ = std::thread::Builder::new()
+                                    .name("notification-click".into())
+                                    .spawn(move || {
+                                        handle.wait_for_action(|action| {
+                                            if action == "default" {
+                                                if let Some(open) = opener.get() {
+                                                    open(run);
+                                                }
+                                            }
+                                        })
+                                    });
+                            }
+                            Err(e) => tracing::warn!(
+                                "cannot show a notification ({}): {e}",
+                                n.kind.as_str()
+                            ),
                         }
                     }
                 }
             })
             .map_err(|e| tracing::warn!("no notifier thread: {e}"))
             .ok();
-        DesktopNotifier { tx: Mutex::new(tx) }
+        DesktopNotifier {
+            tx: Mutex::new(tx),
+            on_open,
+        }
     }
 }
 
