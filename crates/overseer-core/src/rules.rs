@@ -1,46 +1,86 @@
 //! Permission rules in Claude Code's syntax, and the operations that are
-//! always gated whatever the rules say. Pure: paths are handled lexically.
+//! always gated whatever the rules say. Pure: paths are handled lexically;
+//! nothing here reads the filesystem, the environment or a clock.
 //!
-//! A rule is `Tool` or `Tool(specifier)`:
-//! - `Bash(npm test)` matches exactly that command; `Bash(npm test:*)` matches
-//!   commands whose words start with `npm test` (`npm test -- --watch`, not
-//!   `npm testing`). A compound command (`a && b`, `a; b`, `a | b`) matches an
-//!   allow or ask rule only if every part does, and a deny rule if any part
-//!   does. Commands with substitutions (`$(...)`, backticks) never match an
-//!   allow rule.
-//! - `Edit(src/**)`, `Read(*.md)`, `Edit(/abs/**)`, `Edit(//abs/**)`: globs on
-//!   paths relative to the worktree (`*` stays within a folder, `**` crosses
-//!   folders), matched after resolving `.` and `..`: `src/../.env` is `.env`.
-//!   `Edit` rules also cover `Write`, `MultiEdit` and `NotebookEdit`; `Read`
-//!   rules also cover `Grep` and `Glob`.
-//! - `WebFetch(domain:example.com)` matches fetches from that host.
-//! - `mcp__server` matches every tool of that MCP server.
+//! # Rule syntax
 //!
-//! [`decide`] checks, in order: paths outside the worktree (denied); deny
-//! rules of every layer (deny is checked first); always-gated operations (ask,
-//! whatever the allow rules say); a read-only session's limits; then the
-//! layers in precedence order (the run's "always" rules, the task's, the
-//! workspace's), the first layer with a matching rule deciding (ask beats
-//! allow within a layer); finally the defaults: read-only kinds are allowed,
-//! everything else asks.
+//! A rule is `Tool` or `Tool(specifier)`. Tool names compare case-sensitively.
+//!
+//! - `Tool` matches every call of the tool. `Edit` rules also cover `Write`,
+//!   `MultiEdit` and `NotebookEdit` (every file-editing tool); `Read` rules
+//!   also cover `Grep` and `Glob`.
+//! - `Bash(npm test)` matches exactly that command. Runs of spaces do not
+//!   matter and quoting is compared after parsing (`git commit -m "a b"` is
+//!   `git commit -m 'a b'`).
+//! - `Bash(npm test:*)` matches commands whose words start with `npm test`:
+//!   `npm test`, `npm test -- --watch`, not `npm testing`.
+//! - Compound commands are split on `&&`, `||`, `;`, `|`, `&`, newlines,
+//!   subshells and substitutions, outside quotes: `git commit -m "a && b"` is
+//!   one command, and `2>&1` is a redirection, not a separator. An allow
+//!   rule matches only if it matches every part; deny and ask rules match if
+//!   they match any part, also seen through wrappers (`sudo`, `env X=1`,
+//!   `xargs`, `bash -c '...'`). [`decide`] also allows a compound command
+//!   whose parts are each allowed by some rule. A command with `$(...)`,
+//!   backticks or process substitution, or one that does not parse
+//!   (unbalanced quotes), never matches an allow rule, not even a bare
+//!   `Bash`, unless the rule is exactly that command's text: it asks.
+//! - Path rules (`Edit(src/**)`, `Read(*.md)`) are globs where `*` stays within
+//!   a folder and `**` crosses folders. `src/**` and `./src/**` are relative
+//!   to the worktree; `//abs/**` is absolute; `/x/**` is read both as the
+//!   absolute path and as Claude Code's "relative to the project root" (paths
+//!   outside the worktree are denied anyway, so the two readings never
+//!   disagree about a call that may run); `~/...` matches nothing (the home
+//!   folder is outside the worktree); `dir/` means `dir/**`. Request paths are
+//!   resolved lexically first (`.`, `..`, relative to the worktree):
+//!   `src/../.env` is `.env` and does not match `Edit(src/**)`. A call that
+//!   touches several paths matches an allow or ask rule only if every path
+//!   does, and an ask or deny rule if any does.
+//! - `WebFetch(domain:example.com)` matches fetches from that host and its
+//!   subdomains.
+//! - `mcp__server` and `mcp__server__*` match every tool of that MCP server;
+//!   `mcp__server__tool` matches that tool only.
+//!
+//! # Order of checks in [`decide`]
+//!
+//! 1. Confinement: a path outside the worktree after lexical resolution
+//!    (`~/...` counts as outside) is denied.
+//! 2. Deny rules of every layer: deny is checked first, whatever the allow
+//!    rules of a more specific layer say.
+//! 3. A read-only session denies writes (edit, delete and move kinds, and the
+//!    `Edit`, `Write`, `MultiEdit`, `NotebookEdit`, `Delete`, `Move` tools),
+//!    even always-gated ones: a denial is stricter than a question.
+//! 4. Always-gated operations ([`always_gated`]) ask, whatever the allow rules
+//!    or the confidence: a human sees them every time.
+//! 5. A read-only session allows known-safe shell commands (`ls`, `cat`,
+//!    `git status`, ...) and asks for any other.
+//! 6. The layers in precedence order (the run's "always" rules, the task's,
+//!    the workspace's): the first layer with a matching rule decides, and ask
+//!    beats allow within a layer. A compound shell command no single rule
+//!    covers is decided part by part: allowed if every part is allowed.
+//! 7. Defaults: read-only kinds (read, search, think, fetch) are allowed;
+//!    everything else (edits, shell, git, other tools) asks.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A tool call as the permission layer sees it.
+/// A tool call as the permission layer sees it (the engine maps ACP tool
+/// calls to this).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRequest {
-    /// Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`, ...
+    /// Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
+    /// `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
     pub tool: String,
-    /// ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`, ...
+    /// ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
+    /// `think`, `fetch`, `switch_mode`, `other`.
     pub kind: String,
     /// The shell command of a `Bash` / `execute` call.
     pub command: Option<String>,
-    /// Paths the call touches, as the agent gave them.
+    /// Paths the call touches, as the agent gave them (relative to the
+    /// worktree or absolute).
     pub paths: Vec<String>,
 }
 
-/// One permission rule, kept with its original text.
+/// One permission rule, kept with its original text. Serialized as that text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Rule {
@@ -49,46 +89,100 @@ pub struct Rule {
     spec: Option<String>,
 }
 
+/// Why a rule's text is not a rule. Every message shows the expected syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
     #[error("an empty rule: write Tool or Tool(specifier), e.g. Bash(npm test:*)")]
     Empty,
     #[error("rule '{0}' is missing its closing ')': write Tool or Tool(specifier), e.g. Bash(npm test:*)")]
     MissingClose(String),
-    #[error(
-        "rule '{0}' has an empty specifier: drop the parentheses to match every call of the tool"
-    )]
+    #[error("rule '{0}' has an empty specifier: write the tool alone to match every call of it, or Tool(specifier), e.g. Edit(src/**)")]
     EmptySpecifier(String),
-    #[error("rule '{0}' does not start with a tool name (letters, digits, _): e.g. Edit(src/**)")]
+    #[error("rule '{0}' does not start with a tool name (letters, digits, _): write Tool or Tool(specifier), e.g. Edit(src/**)")]
     BadTool(String),
-    #[error("rule '{0}' has text after its closing ')'")]
+    #[error("rule '{0}' has text after its closing ')': write Tool or Tool(specifier), e.g. Bash(npm test:*)")]
     Trailing(String),
+    #[error("rule '{rule}' has an invalid path pattern ({why}): * matches within a folder and ** across folders, e.g. Edit(src/**)")]
+    BadPattern { rule: String, why: String },
+    #[error("rule '{0}' names no host: write WebFetch(domain:example.com)")]
+    NoDomain(String),
+}
+
+/// Tools whose specifier is a path glob, checked when the rule is parsed.
+fn is_path_tool(tool: &str) -> bool {
+    matches!(
+        tool,
+        "Edit"
+            | "Write"
+            | "MultiEdit"
+            | "NotebookEdit"
+            | "Read"
+            | "Grep"
+            | "Glob"
+            | "Delete"
+            | "Move"
+    )
+}
+
+fn valid_tool_name(tool: &str) -> bool {
+    let plain = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    // `mcp__server__*`: every tool of a server.
+    match tool.strip_suffix("__*") {
+        Some(server) if server.starts_with("mcp__") => plain(server),
+        Some(_) | None => plain(tool),
+    }
 }
 
 impl Rule {
+    /// Parses `Tool` or `Tool(specifier)`; surrounding spaces are ignored.
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(RuleError::Empty);
         }
         let (tool, spec) = match text.find('(') {
-            None => (text, None),
+            None => {
+                if text.contains(')') {
+                    return Err(RuleError::BadTool(text.to_owned()));
+                }
+                (text, None)
+            }
             Some(open) => {
                 let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(if text.contains(')') {
+                    return Err(if text[open..].contains(')') {
                         RuleError::Trailing(text.to_owned())
                     } else {
                         RuleError::MissingClose(text.to_owned())
                     });
                 };
-                if inner.trim().is_empty() {
+                let inner = inner.trim();
+                if inner.is_empty() {
                     return Err(RuleError::EmptySpecifier(text.to_owned()));
                 }
-                (text[..open].trim(), Some(inner.trim().to_owned()))
+                (text[..open].trim(), Some(inner.to_owned()))
             }
         };
-        if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !valid_tool_name(tool) {
             return Err(RuleError::BadTool(text.to_owned()));
+        }
+        if let Some(spec) = &spec {
+            if tool == "Bash" && spec.strip_suffix(":*").is_some_and(|p| p.trim().is_empty()) {
+                return Err(RuleError::EmptySpecifier(text.to_owned()));
+            }
+            if tool == "WebFetch" {
+                if let Some(domain) = spec.strip_prefix("domain:") {
+                    if domain.trim().trim_start_matches("*.").is_empty() {
+                        return Err(RuleError::NoDomain(text.to_owned()));
+                    }
+                }
+            } else if is_path_tool(tool) {
+                if let Err(e) = glob::Pattern::new(&pattern_body(spec)) {
+                    return Err(RuleError::BadPattern {
+                        rule: text.to_owned(),
+                        why: e.msg.to_owned(),
+                    });
+                }
+            }
         }
         Ok(Rule {
             text: text.to_owned(),
@@ -97,16 +191,30 @@ impl Rule {
         })
     }
 
+    /// The rule's text, as written (trimmed).
     pub fn as_str(&self) -> &str {
         &self.text
     }
 
-    /// Whether the rule covers the whole call (every subcommand, every path).
+    /// The tool name the rule is about.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The specifier between the parentheses, if any.
+    pub fn specifier(&self) -> Option<&str> {
+        self.spec.as_deref()
+    }
+
+    /// Whether the rule covers the whole call: every part of a compound
+    /// command, every path. This is how allow rules apply.
     pub fn matches(&self, req: &ToolRequest, worktree: &str) -> bool {
         self.test(req, worktree, Quantifier::All)
     }
 
-    /// Whether the rule covers any part of the call (how deny rules apply).
+    /// Whether the rule covers any part of the call (one part of a compound
+    /// command, also through `sudo` / `bash -c` wrappers, or one of its
+    /// paths). This is how deny and ask rules apply.
     pub fn matches_any(&self, req: &ToolRequest, worktree: &str) -> bool {
         self.test(req, worktree, Quantifier::Any)
     }
@@ -116,38 +224,47 @@ impl Rule {
             return false;
         }
         let Some(spec) = &self.spec else {
-            return true;
+            // A bare rule covers every call, except that a shell command we
+            // cannot parse is never allowed (nor asked by a rule): it asks by
+            // default, where the human sees it.
+            return match q {
+                Quantifier::Any => true,
+                Quantifier::All => {
+                    !(is_shell(req)
+                        && req
+                            .command
+                            .as_deref()
+                            .is_some_and(|c| split_compound(c).is_none()))
+                }
+            };
         };
         if self.tool == "Bash" {
-            let Some(command) = &req.command else {
-                return false;
-            };
-            return shell_matches(spec, command, q);
+            return req
+                .command
+                .as_deref()
+                .is_some_and(|c| shell_matches(spec, c, q));
         }
         if self.tool == "WebFetch" {
             if let Some(domain) = spec.strip_prefix("domain:") {
+                let domain = domain.trim().trim_start_matches("*.").to_ascii_lowercase();
                 let target = req
                     .command
                     .as_deref()
                     .or(req.paths.first().map(String::as_str));
-                return target
-                    .and_then(host_of)
-                    .is_some_and(|h| h == domain || h.ends_with(&format!(".{domain}")));
+                return target.and_then(host_of).is_some_and(|h| {
+                    let h = h.to_ascii_lowercase();
+                    h == domain || h.ends_with(&format!(".{domain}"))
+                });
             }
         }
         if req.paths.is_empty() {
-            return req.command.as_deref() == Some(spec.as_str());
+            return req.command.as_deref().map(str::trim) == Some(spec.as_str());
         }
-        let pattern = pattern_path(spec, worktree);
-        let Ok(glob) = glob::Pattern::new(&pattern) else {
-            return false;
+        let patterns = path_patterns(spec, worktree);
+        let hit = |p: &String| {
+            let path = normalize(worktree, p);
+            patterns.iter().any(|g| g.matches_with(&path, GLOB_OPTIONS))
         };
-        let options = glob::MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            require_literal_leading_dot: false,
-        };
-        let hit = |p: &String| glob.matches_with(&normalize(worktree, p), options);
         match q {
             Quantifier::All => req.paths.iter().all(hit),
             Quantifier::Any => req.paths.iter().any(hit),
@@ -176,7 +293,9 @@ impl From<Rule> for String {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Quantifier {
+    /// Every part / path must match (allow and ask rules).
     All,
+    /// One part / path is enough (deny rules).
     Any,
 }
 
@@ -184,37 +303,72 @@ fn tool_covers(rule_tool: &str, tool: &str) -> bool {
     if rule_tool == tool {
         return true;
     }
+    if let Some(rest) = rule_tool.strip_prefix("mcp__") {
+        let server = rest.strip_suffix("__*").unwrap_or(rest);
+        return !server.contains("__")
+            && (rest.ends_with("__*") || rest == server)
+            && tool.starts_with(&format!("mcp__{server}__"));
+    }
     match rule_tool {
         "Edit" => matches!(tool, "Write" | "MultiEdit" | "NotebookEdit"),
         "Read" => matches!(tool, "Grep" | "Glob"),
-        t if t.starts_with("mcp__") && t.matches("__").count() == 1 => {
-            tool.starts_with(&format!("{t}__"))
-        }
         _ => false,
     }
 }
 
-/// A rule's path pattern as an absolute pattern.
-fn pattern_path(spec: &str, worktree: &str) -> String {
-    if let Some(abs) = spec.strip_prefix("//") {
-        return format!("/{abs}");
+const GLOB_OPTIONS: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// A path specifier with Claude Code's prefixes taken off, for validation.
+fn pattern_body(spec: &str) -> String {
+    let body = spec
+        .strip_prefix("//")
+        .or_else(|| spec.strip_prefix("./"))
+        .unwrap_or(spec);
+    if body.ends_with('/') {
+        format!("{body}**")
+    } else {
+        body.to_owned()
     }
-    if spec.starts_with('/') {
-        return spec.to_owned();
-    }
-    let rel = spec.strip_prefix("./").unwrap_or(spec);
-    format!("{}/{rel}", normalize(worktree, "."))
 }
 
-/// Resolves `path` against `worktree` lexically (`.`, `..`, repeated `/`).
-pub fn normalize(worktree: &str, path: &str) -> String {
-    let joined = if path.starts_with('/') {
-        path.to_owned()
+/// A rule's path specifier as absolute glob patterns (see the module docs).
+fn path_patterns(spec: &str, worktree: &str) -> Vec<glob::Pattern> {
+    let root = glob::Pattern::escape(&normalize(worktree, "."));
+    let spec = if spec.ends_with('/') {
+        format!("{spec}**")
     } else {
-        format!("{worktree}/{path}")
+        spec.to_owned()
     };
+    let under_root = |rel: &str| {
+        if root == "/" {
+            format!("/{rel}")
+        } else {
+            format!("{root}/{rel}")
+        }
+    };
+    let texts = if let Some(abs) = spec.strip_prefix("//") {
+        vec![format!("/{abs}")]
+    } else if spec.starts_with('~') {
+        vec![]
+    } else if let Some(rel) = spec.strip_prefix('/') {
+        vec![spec.clone(), under_root(rel)]
+    } else {
+        vec![under_root(spec.strip_prefix("./").unwrap_or(&spec))]
+    };
+    texts
+        .iter()
+        .filter_map(|t| glob::Pattern::new(&lexical(t)).ok())
+        .collect()
+}
+
+/// Resolves `.`, `..` and repeated `/` in an absolute path.
+fn lexical(abs: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
-    for c in joined.split('/') {
+    for c in abs.split('/') {
         match c {
             "" | "." => {}
             ".." => {
@@ -226,105 +380,464 @@ pub fn normalize(worktree: &str, path: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
-fn inside(worktree: &str, path: &str) -> bool {
+/// Resolves `path` against `worktree` lexically: relative paths are joined
+/// onto the worktree, absolute paths stay absolute, `.`, `..` and repeated
+/// `/` are resolved. Nothing is read from the filesystem (symlinks are not
+/// followed).
+pub fn normalize(worktree: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        lexical(path)
+    } else {
+        lexical(&format!("{worktree}/{path}"))
+    }
+}
+
+/// `path` relative to the worktree when it lies inside it, else absolute.
+fn relative(worktree: &str, path: &str) -> String {
     let root = normalize(worktree, ".");
     let p = normalize(worktree, path);
-    p == root || p.starts_with(&format!("{root}/"))
+    if p == root {
+        ".".to_owned()
+    } else if root == "/" {
+        p[1..].to_owned()
+    } else {
+        match p.strip_prefix(&format!("{root}/")) {
+            Some(rel) => rel.to_owned(),
+            None => p,
+        }
+    }
+}
+
+/// Whether `path` lies inside the worktree. `~/...` is the home folder: out.
+fn inside(worktree: &str, path: &str) -> bool {
+    if path.starts_with('~') {
+        return false;
+    }
+    let root = normalize(worktree, ".");
+    let p = normalize(worktree, path);
+    root == "/" || p == root || p.starts_with(&format!("{root}/"))
 }
 
 fn host_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = url.trim().split_once("://").map_or(url.trim(), |(_, r)| r);
     let host = rest.split(['/', '?', '#']).next()?;
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     let host = host.split(':').next()?;
     (!host.is_empty()).then_some(host)
 }
 
-/// Splits a shell command on `&&`, `||`, `;`, `|`, `&` and newlines outside
-/// quotes. `None` when quotes are unbalanced.
+// ---------------------------------------------------------------------------
+// Shell commands
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    /// Inside `"..."`.
+    Double,
+    /// Inside `$(...)` or `(...)`.
+    Sub,
+    /// Inside `` `...` ``.
+    Tick,
+}
+
+/// Splits a shell command into simple commands: on `&&`, `||`, `;`, `|`,
+/// `|&`, `&`, newlines, and at subshells `( )`, command substitutions `$( )`
+/// and backticks (even inside double quotes, where they still run), never
+/// inside single quotes. Redirections such as `2>&1`, `&>` and `>|` are not
+/// separators. `None` when quotes or substitutions are unbalanced.
 fn split_compound(command: &str) -> Option<Vec<String>> {
     let mut parts = Vec::new();
     let mut cur = String::new();
+    let mut stack: Vec<Ctx> = Vec::new();
+    let mut single = false;
     let mut chars = command.chars().peekable();
-    let (mut single, mut double) = (false, false);
+    let cut = |cur: &mut String, parts: &mut Vec<String>| {
+        let part = cur.trim();
+        if !part.is_empty() {
+            parts.push(part.to_owned());
+        }
+        cur.clear();
+    };
     while let Some(c) = chars.next() {
+        if single {
+            cur.push(c);
+            if c == '\'' {
+                single = false;
+            }
+            continue;
+        }
+        let in_double = stack.last() == Some(&Ctx::Double);
         match c {
-            '\\' if !single => {
+            '\\' => {
                 cur.push(c);
                 if let Some(n) = chars.next() {
                     cur.push(n);
                 }
             }
-            '\'' if !double => {
-                single = !single;
+            '\'' if !in_double => {
+                single = true;
                 cur.push(c);
             }
-            '"' if !single => {
-                double = !double;
-                cur.push(c);
-            }
-            ';' | '\n' | '&' | '|' if !single && !double => {
-                if matches!(c, '&' | '|') && chars.peek() == Some(&c) {
-                    chars.next();
+            '"' => {
+                if in_double {
+                    stack.pop();
+                } else {
+                    stack.push(Ctx::Double);
                 }
-                parts.push(std::mem::take(&mut cur));
+                cur.push(c);
+            }
+            '$' if chars.peek() == Some(&'(') => {
+                chars.next();
+                cut(&mut cur, &mut parts);
+                stack.push(Ctx::Sub);
+            }
+            '`' => {
+                cut(&mut cur, &mut parts);
+                if stack.last() == Some(&Ctx::Tick) {
+                    stack.pop();
+                } else {
+                    stack.push(Ctx::Tick);
+                }
+            }
+            _ if in_double => cur.push(c),
+            '(' => {
+                cut(&mut cur, &mut parts);
+                stack.push(Ctx::Sub);
+            }
+            ')' => {
+                cut(&mut cur, &mut parts);
+                if stack.last() == Some(&Ctx::Sub) {
+                    stack.pop();
+                }
+            }
+            ';' | '\n' => cut(&mut cur, &mut parts),
+            '&' => {
+                if cur.ends_with(['>', '<']) || chars.peek() == Some(&'>') {
+                    // `2>&1`, `<&3`, `&>file`: a redirection.
+                    cur.push(c);
+                } else {
+                    if chars.peek() == Some(&'&') {
+                        chars.next();
+                    }
+                    cut(&mut cur, &mut parts);
+                }
+            }
+            '|' => {
+                if cur.ends_with('>') {
+                    // `>|file`: a redirection.
+                    cur.push(c);
+                } else {
+                    if matches!(chars.peek(), Some(&'|') | Some(&'&')) {
+                        chars.next();
+                    }
+                    cut(&mut cur, &mut parts);
+                }
             }
             _ => cur.push(c),
         }
     }
-    if single || double {
+    if single || !stack.is_empty() {
         return None;
     }
-    parts.push(cur);
-    Some(
-        parts
-            .into_iter()
-            .map(|p| p.trim().to_owned())
-            .filter(|p| !p.is_empty())
-            .collect(),
-    )
+    cut(&mut cur, &mut parts);
+    Some(parts)
+}
+
+/// For a command that does not parse: split on every separator character,
+/// quotes or not. More parts means more is inspected, which is the safe side
+/// for gating and deny rules.
+fn loose_split(command: &str) -> Vec<String> {
+    command
+        .split([';', '\n', '&', '|', '(', ')', '`'])
+        .map(|p| p.trim().trim_start_matches('$').trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+fn parts_of(command: &str) -> Vec<String> {
+    split_compound(command).unwrap_or_else(|| loose_split(command))
 }
 
 fn has_substitution(command: &str) -> bool {
-    command.contains("$(") || command.contains('`') || command.contains("<(")
+    command.contains("$(")
+        || command.contains('`')
+        || command.contains("<(")
+        || command.contains(">(")
 }
 
 fn words(sub: &str) -> Option<Vec<String>> {
     shlex::split(sub)
 }
 
-fn shell_matches(spec: &str, command: &str, q: Quantifier) -> bool {
-    let (prefix, wildcard) = match spec.strip_suffix(":*") {
-        Some(p) => (p, true),
-        None => (spec, false),
-    };
-    let Some(want) = words(prefix) else {
-        return false;
-    };
-    let parts = match split_compound(command) {
-        Some(p) => p,
-        // Unparsable: deny rules still see the raw words; allow never matches.
-        None if q == Quantifier::Any => vec![command.to_owned()],
-        None => return false,
-    };
-    if q == Quantifier::All && has_substitution(command) {
-        return false;
-    }
-    let hit = |sub: &String| {
-        let got = words(sub).unwrap_or_else(|| sub.split_whitespace().map(str::to_owned).collect());
-        if wildcard {
-            got.len() >= want.len() && got[..want.len()] == want[..]
-        } else {
-            got == want
-        }
-    };
-    match q {
-        Quantifier::All => !parts.is_empty() && parts.iter().all(hit),
-        Quantifier::Any => parts.iter().any(hit),
+fn words_loose(sub: &str) -> Vec<String> {
+    words(sub).unwrap_or_else(|| {
+        sub.split_whitespace()
+            .map(|w| w.trim_matches(['"', '\'']).to_owned())
+            .collect()
+    })
+}
+
+/// Spaces and tabs collapsed; newlines kept (they separate commands).
+fn collapse_spaces(s: &str) -> String {
+    s.trim()
+        .split([' ', '\t'])
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn word_match(got: &[String], want: &[String], wildcard: bool) -> bool {
+    if wildcard {
+        got.len() >= want.len() && got[..want.len()] == want[..]
+    } else {
+        got == want
     }
 }
 
-/// Precedence-ordered rules: allow, ask and deny lists.
+fn shell_matches(spec: &str, command: &str, q: Quantifier) -> bool {
+    let (prefix, wildcard) = match spec.strip_suffix(":*") {
+        Some(p) => (p.trim_end(), true),
+        None => (spec, false),
+    };
+    // An exact rule matches its own text, whatever the command contains: this
+    // is how a human's "always" answer to a compound command applies again.
+    if !wildcard && collapse_spaces(prefix) == collapse_spaces(command) {
+        return true;
+    }
+    // The rule's words; a single command written with a trailing `;` (see
+    // `always_rule`) is that command.
+    let single = split_compound(prefix).filter(|p| p.len() == 1);
+    let prefix = single
+        .as_ref()
+        .and_then(|p| p.first())
+        .map_or(prefix, String::as_str);
+    let Some(want) = words(prefix).filter(|w| !w.is_empty()) else {
+        return false;
+    };
+    match q {
+        Quantifier::All => {
+            if has_substitution(command) {
+                return false;
+            }
+            let Some(parts) = split_compound(command) else {
+                return false;
+            };
+            !parts.is_empty()
+                && parts.iter().all(|p| {
+                    words(p)
+                        .filter(|w| !w.is_empty())
+                        .is_some_and(|got| word_match(&got, &want, wildcard))
+                })
+        }
+        Quantifier::Any => any_part_matches(command, &want, wildcard, 0),
+    }
+}
+
+/// Deny-rule matching: any part, also with its wrappers taken off and its
+/// program named by its base name (`/bin/rm`), and inside `bash -c '...'`.
+fn any_part_matches(command: &str, want: &[String], wildcard: bool, depth: u8) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    parts_of(command).iter().any(|part| {
+        let raw = words_loose(part);
+        let (mut bare, _) = unwrap_words(raw.clone());
+        if word_match(&raw, want, wildcard) || word_match(&bare, want, wildcard) {
+            return true;
+        }
+        if let Some(first) = bare.first_mut() {
+            *first = basename(first).to_owned();
+        }
+        word_match(&bare, want, wildcard)
+            || inner_commands(&bare)
+                .iter()
+                .any(|inner| any_part_matches(inner, want, wildcard, depth + 1))
+    })
+}
+
+/// How deep `bash -c "sh -c '...'"` nesting is inspected. Deeper nesting is
+/// itself treated as destructive (nobody needs it for ordinary work).
+const MAX_DEPTH: u8 = 4;
+
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "fish", "ash"];
+
+/// Words that start a compound statement and precede a command.
+const KEYWORDS: &[&str] = &[
+    "if", "then", "else", "elif", "do", "while", "until", "!", "{", "}",
+];
+
+fn basename(w: &str) -> &str {
+    w.rsplit('/').next().unwrap_or(w)
+}
+
+fn is_assignment(w: &str) -> bool {
+    match w.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// Takes wrappers off a command's words (`sudo -u x`, `env -i X=1`,
+/// `xargs -I {}`, `nohup`, `time`, `nice -n 5`, `timeout 10`, `command`,
+/// `exec`), leading variable assignments and keywords (`then`, `do`, ...).
+/// Returns the words left and whether `sudo` / `doas` was among the wrappers.
+/// `command -v x` only looks `x` up: nothing is left.
+fn unwrap_words(mut w: Vec<String>) -> (Vec<String>, bool) {
+    let mut root = false;
+    loop {
+        let Some(first) = w.first() else {
+            return (w, root);
+        };
+        if is_assignment(first) || KEYWORDS.contains(&first.as_str()) {
+            w.remove(0);
+            continue;
+        }
+        let prog = basename(first).to_owned();
+        let with_value: &[&str] = match prog.as_str() {
+            "sudo" | "doas" => {
+                root = true;
+                &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"]
+            }
+            "nice" | "ionice" => &["-n", "-c"],
+            "timeout" => &["-s", "-k", "--signal", "--kill-after"],
+            "env" => &["-u", "-C", "-S", "--unset", "--chdir"],
+            "xargs" => &["-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a"],
+            "stdbuf" => &["-i", "-o", "-e"],
+            "nohup" | "time" | "command" | "exec" | "builtin" => &[],
+            _ => return (w, root),
+        };
+        if prog == "command" && w.get(1).is_some_and(|a| a == "-v" || a == "-V") {
+            return (Vec::new(), root);
+        }
+        w.remove(0);
+        while let Some(a) = w.first() {
+            if a == "--" {
+                w.remove(0);
+                break;
+            }
+            if prog == "env" && is_assignment(a) {
+                w.remove(0);
+                continue;
+            }
+            if !a.starts_with('-') || a == "-" {
+                break;
+            }
+            let takes_value = with_value.contains(&a.as_str());
+            w.remove(0);
+            if takes_value && !w.is_empty() {
+                w.remove(0);
+            }
+        }
+        if prog == "timeout" && !w.is_empty() {
+            // The duration.
+            w.remove(0);
+        }
+    }
+}
+
+/// Commands run by a command: `bash -c '...'`, `eval ...`, `ssh host '...'`.
+fn inner_commands(w: &[String]) -> Vec<String> {
+    let Some(first) = w.first() else {
+        return Vec::new();
+    };
+    let prog = basename(first);
+    let args = &w[1..];
+    if SHELLS.contains(&prog) {
+        let dash_c = args.iter().position(|a| {
+            a == "-c" || (a.starts_with('-') && !a.starts_with("--") && a.ends_with('c'))
+        });
+        return dash_c
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .into_iter()
+            .collect();
+    }
+    if prog == "eval" {
+        return vec![args.join(" ")];
+    }
+    if prog == "ssh" {
+        // Options with values, then the host, then the remote command.
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            if a.len() == 2 && a.starts_with('-') && "bcDEeFIiJLlmOopQRSWw".contains(&a[1..]) {
+                i += 2;
+            } else if a.starts_with('-') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let remote = args.get(i + 1..).unwrap_or(&[]);
+        if !remote.is_empty() {
+            return vec![remote.join(" ")];
+        }
+    }
+    Vec::new()
+}
+
+/// Commands a read-only session may run: every part is one of a known list
+/// of readers, nothing is redirected or substituted, and no option makes the
+/// reader write or run something (`find -delete`, `rg --pre`, `tree -o`,
+/// `git log --output`).
+fn known_safe(command: &str) -> bool {
+    if has_substitution(command) || command.contains('>') {
+        return false;
+    }
+    let Some(parts) = split_compound(command) else {
+        return false;
+    };
+    !parts.is_empty()
+        && parts.iter().all(|part| {
+            let Some(w) = words(part) else { return false };
+            let Some(first) = w.first() else { return false };
+            let args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
+            let any = |f: &dyn Fn(&str) -> bool| args.iter().any(|a| f(a));
+            match first.as_str() {
+                "ls" | "cat" | "head" | "tail" | "wc" | "pwd" | "echo" | "grep" | "which"
+                | "stat" | "du" | "df" => true,
+                "rg" => !any(&|a| a.starts_with("--pre")),
+                "tree" => !any(&|a| a == "-o" || a.starts_with("--output")),
+                "file" => !any(&|a| a == "-C" || a == "--compile"),
+                "find" => !any(&|a| {
+                    a == "-delete"
+                        || a.starts_with("-exec")
+                        || a.starts_with("-ok")
+                        || a.starts_with("-fprint")
+                        || a == "-fls"
+                }),
+                "git" => {
+                    let sub = args.first().copied();
+                    let rest = args.get(1..).unwrap_or(&[]);
+                    let writes = rest.iter().any(|a| {
+                        a.starts_with("--output") || *a == "--ext-diff" || a.starts_with("--exec")
+                    });
+                    !writes
+                        && match sub {
+                            Some("status" | "log" | "diff" | "show") => true,
+                            Some("branch") => rest.iter().all(|a| {
+                                matches!(
+                                    *a,
+                                    "-a" | "-r" | "-v" | "-vv" | "--list" | "--all" | "--remotes"
+                                )
+                            }),
+                            _ => false,
+                        }
+                }
+                _ => false,
+            }
+        })
+}
+
+// ---------------------------------------------------------------------------
+// Rule sets, sessions, decisions
+// ---------------------------------------------------------------------------
+
+/// Allow, ask and deny lists of one layer (workspace, task, or the run's
+/// "always" answers). Serialized as lists of rule texts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RuleSet {
     #[serde(default)]
@@ -339,6 +852,7 @@ pub struct RuleSet {
 }
 
 impl RuleSet {
+    /// Parses three lists of rule texts; the first invalid rule is the error.
     pub fn parse(allow: &[String], ask: &[String], deny: &[String]) -> Result<RuleSet, RuleError> {
         let list = |v: &[String]| {
             v.iter()
@@ -380,6 +894,7 @@ pub enum AlwaysGated {
 }
 
 impl AlwaysGated {
+    /// The snake_case name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             AlwaysGated::DeleteFiles => "delete_files",
@@ -391,6 +906,7 @@ impl AlwaysGated {
         }
     }
 
+    /// What the operation does, for the human: "deletes files", ...
     pub fn describe(self) -> &'static str {
         match self {
             AlwaysGated::DeleteFiles => "deletes files",
@@ -407,39 +923,40 @@ impl AlwaysGated {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Permission {
-    Allow {
-        rule: String,
-    },
+    /// `rule`: the rule's text, or `default: read-only kind <kind>`, or
+    /// `read-only session: known-safe command`.
+    Allow { rule: String },
     Ask {
         reason: String,
         always_gated: Option<AlwaysGated>,
         rule: Option<String>,
     },
-    Deny {
-        rule: String,
-        reason: String,
-    },
+    /// `rule`: the rule's text, or `confinement`, or `read-only session`.
+    Deny { rule: String, reason: String },
 }
 
-/// Read-only tool kinds, allowed by default.
+/// True for read-only kinds: read, search, think, fetch.
 pub fn is_read_only_kind(kind: &str) -> bool {
     matches!(kind, "read" | "search" | "think" | "fetch")
 }
 
+fn is_edit_tool(tool: &str) -> bool {
+    matches!(tool, "Edit" | "Write" | "MultiEdit" | "NotebookEdit")
+}
+
 fn is_write(req: &ToolRequest) -> bool {
     matches!(req.kind.as_str(), "edit" | "delete" | "move")
-        || matches!(
-            req.tool.as_str(),
-            "Edit" | "Write" | "MultiEdit" | "NotebookEdit" | "Delete" | "Move"
-        )
+        || is_edit_tool(&req.tool)
+        || matches!(req.tool.as_str(), "Delete" | "Move")
 }
 
 fn is_shell(req: &ToolRequest) -> bool {
     req.kind == "execute" || req.tool == "Bash"
 }
 
-/// Decides a tool call. `layers` in precedence order: the run's "always"
-/// rules, the task's, the workspace's.
+/// Decides a tool call; see the module docs for the order of checks.
+/// `layers` in precedence order: the run's "always" rules, the task's, the
+/// workspace's.
 pub fn decide(
     req: &ToolRequest,
     layers: &[&RuleSet],
@@ -447,12 +964,14 @@ pub fn decide(
     worktree: &str,
 ) -> Permission {
     if let Some(outside) = req.paths.iter().find(|p| !inside(worktree, p)) {
+        let shown = if outside.starts_with('~') {
+            outside.clone()
+        } else {
+            normalize(worktree, outside)
+        };
         return Permission::Deny {
             rule: "confinement".to_owned(),
-            reason: format!(
-                "{} is outside the run's worktree",
-                normalize(worktree, outside)
-            ),
+            reason: format!("{shown} is outside the run's worktree {worktree}"),
         };
     }
     for layer in layers {
@@ -463,6 +982,12 @@ pub fn decide(
             };
         }
     }
+    if mode == SessionMode::ReadOnly && is_write(req) {
+        return Permission::Deny {
+            rule: "read-only session".to_owned(),
+            reason: "read-only session: writes are denied".to_owned(),
+        };
+    }
     if let Some((gated, detail)) = always_gated(req, worktree) {
         return Permission::Ask {
             reason: format!("{}: {detail}", gated.describe()),
@@ -470,68 +995,107 @@ pub fn decide(
             rule: None,
         };
     }
-    if mode == SessionMode::ReadOnly {
-        if is_write(req) {
-            return Permission::Deny {
-                rule: "read-only session".to_owned(),
-                reason: "read-only session: writes are denied".to_owned(),
-            };
-        }
-        if is_shell(req) {
-            return match &req.command {
-                Some(c) if known_safe(c) => Permission::Allow {
-                    rule: "read-only session: known-safe command".to_owned(),
-                },
-                _ => Permission::Ask {
-                    reason: "read-only session: shell commands ask".to_owned(),
-                    always_gated: None,
-                    rule: None,
-                },
-            };
-        }
-    }
-    for layer in layers {
-        if let Some(rule) = layer.ask.iter().find(|r| r.matches(req, worktree)) {
-            return Permission::Ask {
-                reason: format!("the rule {rule} asks"),
+    if mode == SessionMode::ReadOnly && is_shell(req) {
+        return match &req.command {
+            Some(c) if known_safe(c) => Permission::Allow {
+                rule: "read-only session: known-safe command".to_owned(),
+            },
+            Some(_) | None => Permission::Ask {
+                reason: "read-only session: shell commands ask".to_owned(),
                 always_gated: None,
-                rule: Some(rule.to_string()),
-            };
-        }
-        if let Some(rule) = layer.allow.iter().find(|r| r.matches(req, worktree)) {
-            return Permission::Allow {
-                rule: rule.to_string(),
-            };
-        }
+                rule: None,
+            },
+        };
+    }
+    if let Some(decided) = layer_verdict(req, layers, worktree) {
+        return decided;
+    }
+    if let Some(decided) = per_part_verdict(req, layers, worktree) {
+        return decided;
     }
     if is_read_only_kind(&req.kind) {
         return Permission::Allow {
             rule: format!("default: read-only kind {}", req.kind),
         };
     }
-    let what = if is_shell(req) {
-        "shell commands ask by default"
+    let reason = if is_shell(req) {
+        "shell commands ask by default".to_owned()
     } else if is_write(req) {
-        "edits ask by default"
+        "edits ask by default".to_owned()
     } else {
-        "this kind of tool asks by default"
+        format!("tools of kind {} ask by default", req.kind)
     };
     Permission::Ask {
-        reason: what.to_owned(),
+        reason,
         always_gated: None,
         rule: None,
     }
 }
 
-/// The rule a human's "always" answer adds for the run.
+/// The first layer with a matching ask or allow rule decides; within a layer
+/// ask (matching any part of the call) beats allow (matching all of it).
+fn layer_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Option<Permission> {
+    for layer in layers {
+        if let Some(rule) = layer.ask.iter().find(|r| r.matches_any(req, worktree)) {
+            return Some(Permission::Ask {
+                reason: format!("the rule {rule} asks"),
+                always_gated: None,
+                rule: Some(rule.to_string()),
+            });
+        }
+        if let Some(rule) = layer.allow.iter().find(|r| r.matches(req, worktree)) {
+            return Some(Permission::Allow {
+                rule: rule.to_string(),
+            });
+        }
+    }
+    None
+}
+
+/// A compound shell command no single rule covers is allowed when each of
+/// its parts is allowed on its own (`cargo test 2>&1 | tail -5` with
+/// `Bash(cargo test:*)` and `Bash(tail:*)`). Commands with substitutions or
+/// that do not parse are never allowed this way.
+fn per_part_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Option<Permission> {
+    let command = req.command.as_deref().filter(|_| is_shell(req))?;
+    if has_substitution(command) {
+        return None;
+    }
+    let parts = split_compound(command).filter(|p| p.len() > 1)?;
+    let mut used: Vec<String> = Vec::new();
+    for part in parts {
+        let sub = ToolRequest {
+            command: Some(part),
+            ..req.clone()
+        };
+        match layer_verdict(&sub, layers, worktree)? {
+            Permission::Allow { rule } => {
+                if !used.contains(&rule) {
+                    used.push(rule);
+                }
+            }
+            ask @ Permission::Ask { .. } => return Some(ask),
+            deny @ Permission::Deny { .. } => return Some(deny),
+        }
+    }
+    Some(Permission::Allow {
+        rule: used.join(" + "),
+    })
+}
+
+/// The rule a human's "always" answer adds for the run: `Bash(<exact
+/// command>)` for shell, `Edit(<path relative to the worktree>)` for a
+/// file-editing tool touching one path (glob characters in the path escaped,
+/// so `app/[id]/page.tsx` means that file), otherwise the bare tool name.
 pub fn always_rule(req: &ToolRequest, worktree: &str) -> Rule {
-    let root = normalize(worktree, ".");
-    let text = match (&req.command, req.paths.as_slice()) {
-        (Some(c), _) if is_shell(req) => format!("Bash({})", c.trim()),
-        (_, [one]) if is_write(req) => {
-            let p = normalize(worktree, one);
-            let rel = p.strip_prefix(&format!("{root}/")).unwrap_or(&p);
-            format!("{}({rel})", req.tool)
+    let command = req.command.as_deref().map(str::trim).unwrap_or("");
+    let text = match req.paths.as_slice() {
+        // A command ending in `:*` would read as a prefix rule; a trailing
+        // `;` changes nothing in the shell and keeps the rule exact.
+        _ if is_shell(req) && command.ends_with(":*") => format!("Bash({command};)"),
+        _ if is_shell(req) && !command.is_empty() => format!("Bash({command})"),
+        [one] if is_edit_tool(&req.tool) => {
+            format!("Edit({})", glob::Pattern::escape(&relative(worktree, one)))
         }
         _ => req.tool.clone(),
     };
@@ -542,7 +1106,35 @@ pub fn always_rule(req: &ToolRequest, worktree: &str) -> Rule {
     })
 }
 
-/// Whether the request is always gated, with a human-readable detail.
+// ---------------------------------------------------------------------------
+// Always-gated operations
+// ---------------------------------------------------------------------------
+
+/// Whether the request is always gated, with a human-readable detail
+/// (`rm -rf build: recursive delete`).
+///
+/// - Paths: a delete (kind `delete` or tool `Delete`); any path that is a
+///   secret file, whatever the kind (reading one would send it to the model
+///   provider); a write to production configuration.
+/// - Shell commands: see [`shell_gated`] — deletes, destructive commands, SQL
+///   that drops or empties tables, package installs, secret files named
+///   anywhere in the command, writes to production configuration. Wrappers
+///   (`sudo`, `env`, `xargs`, `nohup`, `time`, `timeout`, `bash -c`, `eval`,
+///   `ssh host cmd`) are looked through; `sudo` with nothing more specific is
+///   destructive in itself.
+///
+/// Deliberately *not* gated (ordinary work): `npm test`, `cargo build`,
+/// `git commit`, `git push` without force, `ls -la`, plain `npm install` /
+/// `npm ci` / `yarn install` (they install what the lockfile pins), reading
+/// production configuration, `.env.example` / `.env.sample` /
+/// `.env.template` / `.env.dist` / `.env.defaults`, `.envrc.example`,
+/// `git rm --cached` (the file stays), `git restore --staged` (only
+/// unstages). Running a script (`bash deploy.sh`) is not inspected.
+///
+/// Deliberately conservative (asks although harmless): SQL keywords inside
+/// any quoted text (`grep "drop table" docs/`), secret-looking words anywhere
+/// in a command (`echo '*.pem' >> .gitignore`), `prod` as a file-name word in
+/// source code (`src/prod.rs`).
 pub fn always_gated(req: &ToolRequest, worktree: &str) -> Option<(AlwaysGated, String)> {
     if req.kind == "delete" || req.tool == "Delete" {
         return Some((
@@ -550,13 +1142,21 @@ pub fn always_gated(req: &ToolRequest, worktree: &str) -> Option<(AlwaysGated, S
             format!("deletes {}", req.paths.join(", ")),
         ));
     }
-    let reads_or_writes = is_write(req) || matches!(req.kind.as_str(), "read" | "search");
+    // Judged relative to the worktree so that the worktree's own location
+    // (`/srv/prod-app/...`, `~/.aws/...`) does not gate every call.
     for p in &req.paths {
-        if reads_or_writes && is_secret(&normalize(worktree, p)) {
-            return Some((AlwaysGated::SecretFiles, p.clone()));
+        if is_secret(&relative(worktree, p)) {
+            return Some((AlwaysGated::SecretFiles, format!("{p}: a secret file")));
         }
-        if is_write(req) && is_production(&normalize(worktree, p)) {
-            return Some((AlwaysGated::ProductionConfig, p.clone()));
+    }
+    if is_write(req) {
+        for p in &req.paths {
+            if is_production(&relative(worktree, p)) {
+                return Some((
+                    AlwaysGated::ProductionConfig,
+                    format!("{p}: production configuration"),
+                ));
+            }
         }
     }
     if is_shell(req) {
@@ -568,226 +1168,320 @@ pub fn always_gated(req: &ToolRequest, worktree: &str) -> Option<(AlwaysGated, S
 }
 
 fn file_name(path: &str) -> &str {
+    let path = path.trim_end_matches('/');
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// `.env` files (not their examples), keys, credentials, and what lives under
-/// `.ssh`, `.aws`, `.gnupg`.
+/// Secret files: `.env` and `.env.*` (not examples/samples/templates),
+/// `.envrc` (direnv files usually export credentials), keys (`*.pem`,
+/// `*.key`, `*.p12`, `*.pfx`, `*.jks`, `*.keystore`, `id_rsa`, `id_ed25519`,
+/// `id_ecdsa`, `id_dsa`, not `.pub`), credential files (`credentials`,
+/// `credentials.json`, `secrets.*`, `.npmrc`, `.pypirc`, `.netrc`, `.pgpass`,
+/// `.git-credentials`), and anything under `.ssh`, `.aws`, `.gnupg`, `.kube`,
+/// `.azure`.
 fn is_secret(path: &str) -> bool {
-    let name = file_name(path);
-    let env = name == ".env"
-        || (name.starts_with(".env.")
-            && !matches!(
-                &name[5..],
-                "example" | "sample" | "template" | "dist" | "defaults"
-            ));
-    let key_file = [".pem", ".key", ".p12", ".pfx"]
+    let name = file_name(path).to_ascii_lowercase();
+    let example = [
+        ".example",
+        ".sample",
+        ".template",
+        ".dist",
+        ".defaults",
+        ".tmpl",
+    ]
+    .iter()
+    .any(|s| name.ends_with(s));
+    let env = name == ".env" || name == ".envrc" || (name.starts_with(".env.") && !example);
+    let key_file = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"]
         .iter()
         .any(|ext| name.ends_with(ext));
-    let ssh_key = matches!(name, "id_rsa" | "id_ed25519" | "id_ecdsa" | "id_dsa");
+    let ssh_key = matches!(
+        name.as_str(),
+        "id_rsa" | "id_ed25519" | "id_ecdsa" | "id_dsa"
+    );
     let creds = matches!(
-        name,
-        "credentials" | "credentials.json" | ".npmrc" | ".pypirc" | ".netrc"
-    ) || name.starts_with("secrets.");
+        name.as_str(),
+        "credentials"
+            | "credentials.json"
+            | ".npmrc"
+            | ".pypirc"
+            | ".netrc"
+            | ".pgpass"
+            | ".git-credentials"
+    ) || (name.starts_with("secrets.") && !example);
     let dirs = path
         .split('/')
-        .any(|c| matches!(c, ".ssh" | ".aws" | ".gnupg"));
+        .any(|c| matches!(c, ".ssh" | ".aws" | ".gnupg" | ".kube" | ".azure"));
     env || key_file || ssh_key || creds || dirs
 }
 
-/// Paths of production configuration: a folder or file-name word `prod` or
-/// `production` (`config/production.rb`, `docker-compose.prod.yml`, `k8s/prod/`).
+/// Production configuration: a folder or file-name word `prod` or
+/// `production` (`config/production.rb`, `docker-compose.prod.yml`,
+/// `k8s/prod/deploy.yaml`, `terraform/prod/main.tf`). Not `products/`.
 fn is_production(path: &str) -> bool {
     path.split(['/', '.', '-', '_'])
         .any(|w| w.eq_ignore_ascii_case("prod") || w.eq_ignore_ascii_case("production"))
 }
 
-const WRAPPERS: &[&str] = &["sudo", "nohup", "time", "nice", "command", "exec", "doas"];
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh"];
-
-fn basename(w: &str) -> &str {
-    w.rsplit('/').next().unwrap_or(w)
-}
-
-/// Drops wrappers (`sudo`, `env X=1`, `xargs`, `nohup`, ...) and leading
-/// variable assignments from a command's words.
-fn unwrap_words(mut w: Vec<String>) -> Vec<String> {
-    loop {
-        let Some(first) = w.first().map(|s| basename(s).to_owned()) else {
-            return w;
-        };
-        if WRAPPERS.contains(&first.as_str()) {
-            w.remove(0);
-            while w.first().is_some_and(|s| s.starts_with('-')) {
-                w.remove(0);
-            }
-        } else if first == "env" || first == "xargs" {
-            w.remove(0);
-            while w
-                .first()
-                .is_some_and(|s| s.starts_with('-') || s.contains('='))
-            {
-                w.remove(0);
-            }
-        } else if first.contains('=') && !first.starts_with('=') {
-            w.remove(0);
-        } else {
-            return w;
-        }
+/// Where a word redirects output to, if it is a redirection: `>`, `>>`,
+/// `2>`, `&>`, `>|` (the target is the next word), or `>file`, `2>>file`,
+/// `x>file` (a `>` inside a word: shlex keeps it there; a quoted `>` is
+/// counted too, which only errs on the side of asking).
+fn redirect_target<'a>(w: &'a str, next: Option<&'a String>) -> Option<&'a str> {
+    let at = w.rfind('>')?;
+    let target = w[at + 1..].trim_start_matches('|');
+    if target.is_empty() {
+        next.map(String::as_str)
+    } else if target.starts_with('&') {
+        // `2>&1`: a file descriptor.
+        None
+    } else {
+        Some(target)
     }
 }
 
+/// A shell command's always-gated category: the first part (see
+/// [`split_compound`]) that is gated decides. `depth` counts `bash -c`
+/// nesting.
 fn shell_gated(command: &str, depth: u8) -> Option<(AlwaysGated, String)> {
-    if depth > 4 {
-        return None;
+    if depth > MAX_DEPTH {
+        return Some((
+            AlwaysGated::DestructiveShell,
+            "shells nested too deep to inspect".to_owned(),
+        ));
     }
     let lower = command.to_ascii_lowercase();
     if lower.contains(":(){") || lower.contains(":() {") {
         return Some((AlwaysGated::DestructiveShell, "a fork bomb".to_owned()));
     }
-    let sql = lower.split_whitespace().collect::<Vec<_>>().join(" ");
-    if sql.contains("drop table")
-        || sql.contains("drop database")
-        || sql.contains("drop schema")
-        || sql.contains("truncate table")
-        || (sql.contains("delete from") && !sql.contains(" where "))
-    {
-        return Some((AlwaysGated::DropTables, command.trim().to_owned()));
+    if let Some(why) = sql_gated(&lower) {
+        return Some((
+            AlwaysGated::DropTables,
+            format!("{}: {why}", command.trim()),
+        ));
     }
-    let parts = split_compound(command).unwrap_or_else(|| vec![command.to_owned()]);
-    for part in parts {
-        let raw =
-            words(&part).unwrap_or_else(|| part.split_whitespace().map(str::to_owned).collect());
-        // Redirection targets are written files.
+    let mut as_root = None;
+    for part in parts_of(command) {
+        let raw = words_loose(&part);
+        let at = |why: &str| format!("{part}: {why}");
         for (i, w) in raw.iter().enumerate() {
-            let target = match w.as_str() {
-                ">" | ">>" | "&>" | "1>" | "2>" => raw.get(i + 1).map(String::as_str),
-                s if s.starts_with(">>") => Some(&s[2..]),
-                s if s.starts_with('>') => Some(&s[1..]),
-                _ => None,
+            let Some(t) = redirect_target(w, raw.get(i + 1)) else {
+                continue;
             };
-            if let Some(t) = target.filter(|t| !t.is_empty() && *t != "/dev/null") {
-                if is_secret(t) {
-                    return Some((AlwaysGated::SecretFiles, format!("writes {t}")));
-                }
-                if is_production(t) {
-                    return Some((AlwaysGated::ProductionConfig, format!("writes {t}")));
-                }
-                if t.starts_with("/dev/sd") || t.starts_with("/dev/nvme") {
-                    return Some((AlwaysGated::DestructiveShell, format!("writes {t}")));
-                }
+            if t == "/dev/null" {
+                continue;
+            }
+            if is_secret(t) {
+                return Some((AlwaysGated::SecretFiles, at(&format!("writes {t}"))));
+            }
+            if is_production(t) {
+                return Some((AlwaysGated::ProductionConfig, at(&format!("writes {t}"))));
+            }
+            if t.starts_with("/dev/sd") || t.starts_with("/dev/nvme") || t.starts_with("/dev/disk")
+            {
+                return Some((AlwaysGated::DestructiveShell, at(&format!("writes {t}"))));
             }
         }
-        let w = unwrap_words(raw);
-        let Some(first) = w.first() else { continue };
+        let (w, root) = unwrap_words(raw);
+        if root && as_root.is_none() {
+            as_root = Some(at("runs as root"));
+        }
+        let Some(first) = w.first() else {
+            continue;
+        };
         let prog = basename(first);
         let args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
-        let flag = |short: char, long: &str| {
-            args.iter().any(|a| {
-                *a == long || (a.starts_with('-') && !a.starts_with("--") && a.contains(short))
-            })
-        };
-        let detail = || part.trim().to_owned();
-        if SHELLS.contains(&prog) {
-            if let Some(i) = args.iter().position(|a| {
-                *a == "-c" || (a.starts_with('-') && a.ends_with('c') && !a.starts_with("--"))
-            }) {
-                if let Some(inner) = args.get(i + 1) {
-                    if let Some(found) = shell_gated(inner, depth + 1) {
-                        return Some(found);
-                    }
-                }
+        for inner in inner_commands(&w) {
+            if let Some(found) = shell_gated(&inner, depth + 1) {
+                return Some(found);
             }
-            continue;
         }
-        let gated = match prog {
-            "rm" => {
-                if flag('r', "--recursive") || flag('R', "--recursive") {
-                    Some(AlwaysGated::DestructiveShell)
-                } else {
-                    Some(AlwaysGated::DeleteFiles)
-                }
-            }
-            "unlink" | "rmdir" | "shred" => Some(AlwaysGated::DeleteFiles),
-            "find" if args.contains(&"-delete") => Some(AlwaysGated::DeleteFiles),
-            "find" if args.iter().any(|a| *a == "-exec" || *a == "-execdir") => args
-                .iter()
-                .skip_while(|a| **a != "-exec" && **a != "-execdir")
-                .nth(1)
-                .filter(|p| matches!(basename(p), "rm" | "shred" | "unlink"))
-                .map(|_| AlwaysGated::DeleteFiles),
-            "dd" | "wipefs" | "fdisk" | "sfdisk" | "parted" | "truncate" => {
-                Some(AlwaysGated::DestructiveShell)
-            }
-            p if p.starts_with("mkfs") => Some(AlwaysGated::DestructiveShell),
-            "chmod" | "chown" | "chgrp" if flag('R', "--recursive") => {
-                Some(AlwaysGated::DestructiveShell)
-            }
-            "git" => git_gated(&args),
-            "apt" | "apt-get" | "dnf" | "yum" | "zypper" | "apk" | "brew" | "snap" => args
-                .iter()
-                .any(|a| matches!(*a, "install" | "add" | "reinstall"))
-                .then_some(AlwaysGated::InstallPackages),
-            "pacman" => args
-                .iter()
-                .any(|a| a.starts_with("-S"))
-                .then_some(AlwaysGated::InstallPackages),
-            // `npm install` / `npm ci` alone install what the lockfile pins:
-            // not gated. Naming a package adds a dependency: gated.
-            "npm" | "pnpm" | "bun" => match args.first() {
-                Some(&("install" | "i" | "add" | "in")) => args[1..]
-                    .iter()
-                    .any(|a| !a.starts_with('-'))
-                    .then_some(AlwaysGated::InstallPackages),
-                _ => None,
-            },
-            "yarn" => (args.first() == Some(&"add")).then_some(AlwaysGated::InstallPackages),
-            "pip" | "pip3" | "pipx" | "uv" | "gem" | "cargo" | "go" => {
-                let sub = if prog == "uv" {
-                    args.iter().find(|a| **a != "pip")
-                } else {
-                    args.first()
-                };
-                matches!(sub, Some(&("install" | "add" | "get")))
-                    .then_some(AlwaysGated::InstallPackages)
-            }
-            p if p.starts_with("python") => {
-                let pip = args
-                    .windows(3)
-                    .any(|w| w[0] == "-m" && w[1] == "pip" && w[2] == "install");
-                pip.then_some(AlwaysGated::InstallPackages)
-            }
-            "tee" | "cp" | "mv" | "install" | "ln" => {
-                let targets: Vec<&&str> = if prog == "tee" {
-                    args.iter().filter(|a| !a.starts_with('-')).collect()
-                } else {
-                    args.iter()
-                        .rfind(|a| !a.starts_with('-'))
-                        .into_iter()
-                        .collect()
-                };
-                if let Some(t) = targets.iter().find(|t| is_secret(t)) {
-                    return Some((AlwaysGated::SecretFiles, format!("writes {t}")));
-                }
-                if let Some(t) = targets.iter().find(|t| is_production(t)) {
-                    return Some((AlwaysGated::ProductionConfig, format!("writes {t}")));
-                }
-                None
-            }
-            _ => None,
-        };
-        if let Some(g) = gated {
-            return Some((g, detail()));
+        if SHELLS.contains(&prog)
+            && args.iter().all(|a| a.starts_with('-'))
+            && !args.iter().any(|a| matches!(*a, "--version" | "--help"))
+        {
+            return Some((
+                AlwaysGated::DestructiveShell,
+                at("runs commands from its input, which cannot be inspected"),
+            ));
         }
+        if let Some((gated, why)) = command_gated(prog, &args) {
+            return Some((gated, at(why)));
+        }
+        for a in &args {
+            let value = a.split_once('=').map_or(*a, |(_, v)| v);
+            if is_secret(a) || is_secret(value) {
+                return Some((AlwaysGated::SecretFiles, at(&format!("uses {a}"))));
+            }
+        }
+    }
+    as_root.map(|detail| (AlwaysGated::DestructiveShell, detail))
+}
+
+/// SQL (or database commands) that drop or empty tables, anywhere in the
+/// command (`psql -c "..."`, `sqlite3 db "..."`, `mysql -e "..."`).
+/// `lower` is the lowercased command.
+fn sql_gated(lower: &str) -> Option<&'static str> {
+    let flat = lower.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (needle, why) in [
+        ("drop table", "drops a table"),
+        ("drop database", "drops a database"),
+        ("drop schema", "drops a schema"),
+        ("truncate table", "empties a table"),
+        ("dropdatabase(", "drops a database"),
+        (".drop()", "drops a collection"),
+        ("db:drop", "drops the database"),
+        ("db:reset", "resets the database"),
+        ("migrate reset", "resets the database"),
+    ] {
+        if flat.contains(needle) {
+            return Some(why);
+        }
+    }
+    // `DELETE FROM t` without a WHERE in the same statement.
+    let mut rest = flat.as_str();
+    while let Some(i) = rest.find("delete from") {
+        let after = &rest[i + "delete from".len()..];
+        let end = after
+            .find([';', '"', '\'', '&', '|', '\n'])
+            .unwrap_or(after.len());
+        if !after[..end].split_whitespace().any(|w| w == "where") {
+            return Some("deletes every row of a table");
+        }
+        rest = after;
+    }
+    let tokens: Vec<&str> = flat
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .collect();
+    if tokens
+        .iter()
+        .any(|w| matches!(*w, "flushall" | "flushdb" | "dropdb"))
+    {
+        return Some("empties or drops a database");
     }
     None
 }
 
-fn git_gated(args: &[&str]) -> Option<AlwaysGated> {
+/// Whether a short-option cluster (`-rf`) or a long option names a flag.
+fn has_flag(args: &[&str], short: char, long: &str) -> bool {
+    args.iter().any(|a| {
+        *a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(short))
+    })
+}
+
+/// The category of one simple command (wrappers already taken off).
+fn command_gated(prog: &str, args: &[&str]) -> Option<(AlwaysGated, &'static str)> {
+    use AlwaysGated::{
+        DeleteFiles, DestructiveShell, InstallPackages, ProductionConfig, SecretFiles,
+    };
+    let first_word = args.iter().find(|a| !a.starts_with('-')).copied();
+    let install = |yes: bool| yes.then_some((InstallPackages, "installs packages"));
+    match prog {
+        "rm" => Some(
+            if has_flag(args, 'r', "--recursive") || has_flag(args, 'R', "--recursive") {
+                (DestructiveShell, "recursive delete")
+            } else {
+                (DeleteFiles, "deletes files")
+            },
+        ),
+        "unlink" | "rmdir" | "shred" | "srm" => Some((DeleteFiles, "deletes files")),
+        "find" => {
+            let deletes = args.contains(&"-delete")
+                || args
+                    .iter()
+                    .skip_while(|a| !(a.starts_with("-exec") || a.starts_with("-ok")))
+                    .nth(1)
+                    .is_some_and(|p| matches!(basename(p), "rm" | "shred" | "unlink" | "rmdir"));
+            deletes.then_some((DeleteFiles, "deletes the files it finds"))
+        }
+        "rsync" => args
+            .iter()
+            .any(|a| a.starts_with("--delete") || *a == "--remove-source-files")
+            .then_some((DeleteFiles, "deletes files")),
+        "dd" | "wipefs" | "fdisk" | "sfdisk" | "parted" | "mke2fs" => {
+            Some((DestructiveShell, "writes a disk"))
+        }
+        p if p.starts_with("mkfs") => Some((DestructiveShell, "formats a disk")),
+        "truncate" => Some((DestructiveShell, "truncates files")),
+        "shutdown" | "reboot" | "halt" | "poweroff" => {
+            Some((DestructiveShell, "stops the machine"))
+        }
+        "chmod" | "chown" | "chgrp" => has_flag(args, 'R', "--recursive")
+            .then_some((DestructiveShell, "recursive permission change")),
+        "crontab" => {
+            has_flag(args, 'r', "--remove").then_some((DestructiveShell, "removes the crontab"))
+        }
+        "git" => git_gated(args),
+        "apt" | "apt-get" | "aptitude" | "dnf" | "yum" | "zypper" | "apk" | "brew" | "snap"
+        | "port" | "choco" | "winget" | "flatpak" | "pkg" => {
+            install(matches!(first_word, Some("install" | "add" | "reinstall")))
+        }
+        "pacman" | "yay" | "paru" => install(
+            args.iter()
+                .any(|a| a.starts_with("-S") && !a[2..].contains(['s', 'i', 'c', 'l', 'g', 'p'])),
+        ),
+        // `npm install` / `npm ci` alone install what the lockfile pins: not
+        // gated. Naming a package adds a dependency: gated.
+        "npm" | "pnpm" | "bun" => match args.first() {
+            Some(&("install" | "i" | "in" | "add")) => {
+                install(args[1..].iter().any(|a| !a.starts_with('-')))
+            }
+            _ => None,
+        },
+        "yarn" => install(matches!(args, ["add", ..] | ["global", "add", ..])),
+        "pip" | "pip3" | "pipx" | "gem" | "conda" | "mamba" | "micromamba" => {
+            install(first_word == Some("install"))
+        }
+        "uv" => install(matches!(
+            args,
+            ["add", ..] | ["pip", "install", ..] | ["tool", "install", ..]
+        )),
+        "cargo" => install(matches!(first_word, Some("install" | "add"))),
+        "go" => install(matches!(first_word, Some("install" | "get"))),
+        "poetry" | "bundle" => install(first_word == Some("add")),
+        "composer" => install(first_word == Some("require")),
+        "dotnet" => install(matches!(
+            args,
+            ["add", _, "package", ..] | ["add", "package", ..]
+        )),
+        p if p.starts_with("python") || p == "py" => install(
+            args.windows(3)
+                .any(|w| w[0] == "-m" && w[1].starts_with("pip") && w[2] == "install"),
+        ),
+        "tee" | "cp" | "mv" | "install" | "ln" | "scp" => {
+            let targets: Vec<&str> = if prog == "tee" {
+                args.iter()
+                    .filter(|a| !a.starts_with('-'))
+                    .copied()
+                    .collect()
+            } else {
+                args.iter()
+                    .rfind(|a| !a.starts_with('-'))
+                    .copied()
+                    .into_iter()
+                    .collect()
+            };
+            if targets.iter().any(|t| is_secret(t)) {
+                Some((SecretFiles, "writes a secret file"))
+            } else if targets.iter().any(|t| is_production(t)) {
+                Some((ProductionConfig, "writes production configuration"))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+fn git_gated(args: &[&str]) -> Option<(AlwaysGated, &'static str)> {
+    use AlwaysGated::{DeleteFiles, DestructiveShell};
     // Skip global options (`-C dir`, `-c key=value`, `--no-pager`).
     let mut i = 0;
     while let Some(a) = args.get(i) {
-        if *a == "-C" || *a == "-c" {
+        if matches!(
+            *a,
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace"
+        ) {
             i += 2;
         } else if a.starts_with('-') {
             i += 1;
@@ -799,68 +1493,44 @@ fn git_gated(args: &[&str]) -> Option<AlwaysGated> {
     let rest = &args[i + 1..];
     let has = |f: &str| rest.contains(&f);
     match sub {
-        "push" => (has("--force")
-            || has("-f")
-            || rest.iter().any(|a| {
-                a.starts_with("--force-with-lease")
-                    || *a == "--force-if-includes"
-                    || *a == "--delete"
-                    || *a == "--mirror"
-            })
-            || rest.iter().any(|a| a.starts_with('+')))
-        .then_some(AlwaysGated::DestructiveShell),
-        "reset" => has("--hard").then_some(AlwaysGated::DestructiveShell),
-        "clean" => rest
-            .iter()
-            .any(|a| {
-                *a == "--force" || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
-            })
-            .then_some(AlwaysGated::DeleteFiles),
-        "rm" => Some(AlwaysGated::DeleteFiles),
-        "checkout" | "restore" => (rest.contains(&".") || has("--"))
-            .then_some(AlwaysGated::DestructiveShell)
-            .filter(|_| rest.iter().any(|a| *a == "." || *a == "--")),
-        "branch" => {
-            (has("-D") || (has("-d") && has("--force"))).then_some(AlwaysGated::DestructiveShell)
+        "push" => {
+            let force = has_flag(rest, 'f', "--force")
+                || rest
+                    .iter()
+                    .any(|a| a.starts_with("--force-with-lease") || *a == "--force-if-includes")
+                || rest.iter().any(|a| a.starts_with('+'));
+            let delete = has_flag(rest, 'd', "--delete")
+                || has("--mirror")
+                || has("--prune")
+                || rest.iter().any(|a| a.starts_with(':') && a.len() > 1);
+            if force {
+                Some((DestructiveShell, "force push"))
+            } else if delete {
+                Some((DestructiveShell, "deletes remote branches"))
+            } else {
+                None
+            }
         }
-        "filter-branch" | "filter-repo" => Some(AlwaysGated::DestructiveShell),
+        "reset" => has("--hard").then_some((DestructiveShell, "discards uncommitted work")),
+        "clean" => {
+            has_flag(rest, 'f', "--force").then_some((DeleteFiles, "deletes untracked files"))
+        }
+        "rm" => (!has("--cached")).then_some((DeleteFiles, "deletes files")),
+        "checkout" => (has(".") || has("--") || has_flag(rest, 'f', "--force"))
+            .then_some((DestructiveShell, "discards uncommitted changes")),
+        "restore" => {
+            let staged_only = (has("--staged") || has_flag(rest, 'S', "--staged"))
+                && !(has("--worktree") || has_flag(rest, 'W', "--worktree"));
+            (!staged_only).then_some((DestructiveShell, "discards uncommitted changes"))
+        }
+        "switch" => (has("--discard-changes") || has_flag(rest, 'f', "--force"))
+            .then_some((DestructiveShell, "discards uncommitted changes")),
+        "branch" => (has_flag(rest, 'D', "-D")
+            || (has_flag(rest, 'd', "--delete") && has_flag(rest, 'f', "--force")))
+        .then_some((DestructiveShell, "force-deletes a branch")),
+        "filter-branch" | "filter-repo" => Some((DestructiveShell, "rewrites history")),
         "stash" => matches!(rest.first(), Some(&("drop" | "clear")))
-            .then_some(AlwaysGated::DestructiveShell),
+            .then_some((DestructiveShell, "drops stashed work")),
         _ => None,
     }
-}
-
-/// Commands a read-only session may run: every part is one of a known list
-/// of readers, and nothing is redirected.
-fn known_safe(command: &str) -> bool {
-    if has_substitution(command) || command.contains('>') {
-        return false;
-    }
-    let Some(parts) = split_compound(command) else {
-        return false;
-    };
-    !parts.is_empty()
-        && parts.iter().all(|part| {
-            let Some(w) = words(part) else { return false };
-            let Some(first) = w.first() else { return false };
-            let args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
-            match basename(first) {
-                "ls" | "cat" | "head" | "tail" | "wc" | "pwd" | "echo" | "grep" | "rg"
-                | "which" | "stat" | "file" | "tree" | "du" | "df" => true,
-                "find" => !args.iter().any(|a| {
-                    matches!(
-                        *a,
-                        "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir" | "-fprint"
-                    )
-                }),
-                "git" => match args.first() {
-                    Some(&("status" | "log" | "diff" | "show")) => true,
-                    Some(&"branch") => args[1..]
-                        .iter()
-                        .all(|a| matches!(*a, "-a" | "-r" | "-v" | "-vv" | "--list" | "--all")),
-                    _ => false,
-                },
-                _ => false,
-            }
-        })
 }

@@ -381,7 +381,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         let busy = measure_cpu().await;
         let (pct, ms) = busy;
         println!(
-            "engine CPU while {HOLDERS} agents wait on gates: {pct:.2}% of one core ({ms:.1} ms CPU in {} s); idle engine, no agents: {:.2}% ({:.1} ms)",
+            "engine CPU while {HOLDERS} agents wait on gates: {pct:.3}% of one core ({ms:.1} ms CPU in {} s); idle engine, no agents: {:.3}% ({:.1} ms)",
             CPU_WINDOW.as_secs(),
             idle.0,
             idle.1

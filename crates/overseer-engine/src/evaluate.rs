@@ -7,17 +7,22 @@ use futures::future::BoxFuture;
 use overseer_core::supervision::{EvaluatorOutput, Subject, SupervisorPolicy, Verdict};
 use overseer_core::{GateView, RunView};
 use serde::{Deserialize, Serialize};
+use std::io::Read;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// Version stamp of the evaluator prompt, recorded with every LLM decision.
 pub const PROMPT_VERSION: &str = "overseer-supervisor/1";
 
 /// Longest verdict a command or an endpoint may return.
 const MAX_OUTPUT: usize = 1 << 20;
-/// How much of stderr or an error body is kept.
+/// How much of stderr or of an error body is kept.
 const TAIL: usize = 2048;
+/// How long a killed reviewer gets to be reaped.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+/// Slack on top of the endpoint's own timeout before the task gives up on it.
+const HTTP_GRACE: Duration = Duration::from_secs(1);
 
 /// What an evaluator is asked: the JSON the reviewer command gets on stdin
 /// and the LLM gets as its user message.
@@ -25,36 +30,37 @@ const TAIL: usize = 2048;
 pub struct EvaluationRequest {
     pub subject: Subject,
     pub run: RunView,
+    /// For [`Subject::Gate`]: the gate to decide.
     pub gate: Option<GateView>,
     /// For steps: what the agent did, the plan, files, sensors, drift, confidence.
     pub step: Option<serde_json::Value>,
     pub policy: SupervisorPolicy,
+    /// The verdicts that fit the subject ([`Verdict::fits`]).
     pub allowed_verdicts: Vec<Verdict>,
 }
 
+/// Why an evaluator gave no usable verdict. The caller records an `escalate`
+/// decision with this message and hands the gate to the human.
 #[derive(Debug, thiserror::Error)]
 pub enum EvaluatorError {
-    #[error("the supervisor did not answer within {after_ms} ms; raise timeout_seconds or check the evaluator")]
+    #[error("the supervisor did not answer within {after_ms} ms; raise timeout_seconds in the supervisor policy (`overseer supervisor configure --timeout-seconds`) or check that the evaluator answers at all")]
     Timeout { after_ms: u64 },
-    #[error(
-        "the supervisor command could not start: {0}; check the command in the supervisor policy"
-    )]
+    #[error("the supervisor command could not start: {0}; fix the command in the supervisor policy (`overseer supervisor configure --command`)")]
     Spawn(String),
-    #[error("the supervisor command exited with {}: {stderr}; run it by hand with the request JSON to see why", code.map_or("a signal".to_owned(), |c| format!("status {c}")))]
+    #[error("the supervisor command {}: {}; run it by hand with the gate's JSON (`overseer gates show <gate> --json`) on stdin to see why", exit_words(*code), if stderr.is_empty() { "it wrote nothing on stderr" } else { stderr.as_str() })]
     Exit { code: Option<i32>, stderr: String },
-    #[error("the supervisor's answer is not a verdict: {0}")]
+    #[error("the supervisor's answer is not a verdict: {0}; it must answer one JSON object such as {{\"verdict\": \"escalate\", \"rationale\": \"why\"}}")]
     Garbage(String),
-    #[error("the supervisor endpoint answered HTTP {status}: {body}")]
+    #[error("the supervisor endpoint answered HTTP {status}: {}; check base_url, the model name and the API key in the supervisor policy", if body.is_empty() { "(empty body)" } else { body.as_str() })]
     Http { status: u16, body: String },
-    #[error(
-        "the supervisor endpoint cannot be reached: {0}; check base_url and that the server runs"
-    )]
+    #[error("the supervisor endpoint cannot be reached: {0}; check base_url in the supervisor policy and that the server runs")]
     Transport(String),
-    #[error("the supervisor answered {}, which does not apply to a {}", verdict.as_str(), match subject { Subject::Gate => "gate", Subject::Step => "step" })]
+    #[error("the supervisor answered {}, which does not apply to a {}; it must answer one of {}", verdict.as_str().to_uppercase(), subject_word(*subject), verdict_list(&fitting(*subject)))]
     Unfit { verdict: Verdict, subject: Subject },
 }
 
 impl EvaluatorError {
+    /// A stable short name, recorded as `evaluator_failed:<code>`.
     pub fn code(&self) -> &'static str {
         match self {
             EvaluatorError::Timeout { .. } => "timeout",
@@ -68,8 +74,45 @@ impl EvaluatorError {
     }
 }
 
+fn exit_words(code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("exited with status {c}"),
+        None => "was killed by a signal".to_owned(),
+    }
+}
+
+fn subject_word(subject: Subject) -> &'static str {
+    match subject {
+        Subject::Gate => "gate",
+        Subject::Step => "step",
+    }
+}
+
+fn fitting(subject: Subject) -> Vec<Verdict> {
+    Verdict::ALL
+        .into_iter()
+        .filter(|v| v.fits(subject))
+        .collect()
+}
+
+fn verdict_list(verdicts: &[Verdict]) -> String {
+    verdicts
+        .iter()
+        .map(|v| v.as_str().to_uppercase())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn timeout_error(after: Duration) -> EvaluatorError {
+    EvaluatorError::Timeout {
+        after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// One evaluator: the rules, a reviewer command, an LLM endpoint.
 pub trait Evaluator: Send + Sync {
-    /// Recorded with every decision: `rules`, `command:<program>`, `openai:<model>`.
+    /// A stable id recorded with every decision: `rules`,
+    /// `command:<program>`, `openai:<model>`.
     fn id(&self) -> String;
     fn evaluate<'a>(
         &'a self,
@@ -77,7 +120,9 @@ pub trait Evaluator: Send + Sync {
     ) -> BoxFuture<'a, Result<EvaluatorOutput, EvaluatorError>>;
 }
 
-/// Runs `ev` within `timeout` and checks the verdict fits the subject.
+/// Runs `ev` within `timeout` and checks the verdict fits the subject (and is
+/// one of `allowed_verdicts`, when the request lists any). Any failure is an
+/// error, never an approval.
 pub async fn evaluate_with_timeout(
     ev: &dyn Evaluator,
     req: &EvaluationRequest,
@@ -85,10 +130,9 @@ pub async fn evaluate_with_timeout(
 ) -> Result<EvaluatorOutput, EvaluatorError> {
     let out = tokio::time::timeout(timeout, ev.evaluate(req))
         .await
-        .map_err(|_| EvaluatorError::Timeout {
-            after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-        })??;
-    if !out.verdict.fits(req.subject) {
+        .map_err(|_| timeout_error(timeout))??;
+    let allowed = req.allowed_verdicts.is_empty() || req.allowed_verdicts.contains(&out.verdict);
+    if !out.verdict.fits(req.subject) || !allowed {
         return Err(EvaluatorError::Unfit {
             verdict: out.verdict,
             subject: req.subject,
@@ -97,18 +141,40 @@ pub async fn evaluate_with_timeout(
     Ok(out)
 }
 
-fn tail(s: &str) -> String {
-    let n = s.chars().count();
-    s.chars()
-        .skip(n.saturating_sub(TAIL))
-        .collect::<String>()
-        .trim()
-        .to_owned()
+/// The last [`TAIL`] bytes of `bytes` as trimmed text.
+fn tail_text(bytes: &[u8]) -> String {
+    let mut rest = &bytes[bytes.len().saturating_sub(TAIL)..];
+    // Do not start in the middle of a UTF-8 character.
+    while let Some((first, more)) = rest.split_first() {
+        if first & 0b1100_0000 != 0b1000_0000 {
+            break;
+        }
+        rest = more;
+    }
+    String::from_utf8_lossy(rest).trim().to_owned()
+}
+
+/// The first [`TAIL`] bytes of `bytes` as trimmed text.
+fn head_text(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(TAIL)];
+    String::from_utf8_lossy(head).trim().to_owned()
+}
+
+fn preview(text: &str) -> String {
+    if text.is_empty() {
+        return "nothing".to_owned();
+    }
+    let shown: String = text.chars().take(200).collect();
+    if shown.len() < text.len() {
+        format!("'{shown}...'")
+    } else {
+        format!("'{shown}'")
+    }
 }
 
 #[derive(Deserialize)]
 struct RawVerdict {
-    verdict: serde_json::Value,
+    verdict: Option<serde_json::Value>,
     rationale: Option<serde_json::Value>,
     correction: Option<String>,
     confidence: Option<serde_json::Value>,
@@ -118,33 +184,48 @@ struct RawVerdict {
 }
 
 /// Parses one verdict object: `{"verdict", "rationale", "correction"?,
-/// "confidence"?, "rule_ref"?}`.
+/// "confidence"?, "rule_ref"?}` (and `model_id`, `prompt_version` when a
+/// reviewer command reports them). Surrounding whitespace and a ```json fence
+/// are accepted; anything else that is not exactly one such object is
+/// [`EvaluatorError::Garbage`].
 pub fn parse_verdict(text: &str) -> Result<EvaluatorOutput, EvaluatorError> {
     let text = strip_fences(text.trim());
-    let raw: RawVerdict = serde_json::from_str(text).map_err(|e| {
-        let shown: String = text.chars().take(200).collect();
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         EvaluatorError::Garbage(format!(
-            "expected one JSON object {{\"verdict\", \"rationale\", ...}} ({e}); got: {shown}"
+            "expected one JSON object, got {} ({e})",
+            preview(text)
         ))
     })?;
-    let accepted = Verdict::ALL.map(|v| v.as_str().to_uppercase()).join(", ");
-    let verdict = raw
-        .verdict
-        .as_str()
-        .and_then(Verdict::parse)
-        .ok_or_else(|| {
-            EvaluatorError::Garbage(format!(
-                "unknown verdict {}; accepted: {accepted}",
-                raw.verdict
-            ))
-        })?;
+    if !value.is_object() {
+        return Err(EvaluatorError::Garbage(format!(
+            "expected one JSON object, got {}",
+            preview(text)
+        )));
+    }
+    let raw: RawVerdict = serde_json::from_value(value)
+        .map_err(|e| EvaluatorError::Garbage(format!("the verdict object is malformed: {e}")))?;
+    let accepted = verdict_list(&Verdict::ALL);
+    let verdict = match raw.verdict {
+        None | Some(serde_json::Value::Null) => {
+            return Err(EvaluatorError::Garbage(format!(
+                "the object has no \"verdict\" (accepted: {accepted})"
+            )))
+        }
+        Some(v) => v.as_str().and_then(Verdict::parse).ok_or_else(|| {
+            EvaluatorError::Garbage(format!("unknown verdict {v} (accepted: {accepted})"))
+        })?,
+    };
     let rationale = raw
         .rationale
         .as_ref()
         .and_then(|r| r.as_str())
         .map(str::trim)
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| EvaluatorError::Garbage("the verdict has no rationale".to_owned()))?
+        .ok_or_else(|| {
+            EvaluatorError::Garbage(
+                "the verdict has no \"rationale\": a non-empty text saying why".to_owned(),
+            )
+        })?
         .to_owned();
     let confidence = match raw.confidence {
         None | Some(serde_json::Value::Null) => None,
@@ -157,99 +238,185 @@ pub fn parse_verdict(text: &str) -> Result<EvaluatorOutput, EvaluatorError> {
             }
         },
     };
+    let nonempty = |s: Option<String>| {
+        s.map(|s| s.trim().to_owned())
+            .filter(|s: &String| !s.is_empty())
+    };
     Ok(EvaluatorOutput {
         verdict,
         rationale,
-        correction: raw.correction.filter(|c| !c.trim().is_empty()),
+        correction: nonempty(raw.correction),
         confidence,
-        rule_ref: raw.rule_ref,
-        model_id: raw.model_id,
-        prompt_version: raw.prompt_version,
+        rule_ref: nonempty(raw.rule_ref),
+        model_id: nonempty(raw.model_id),
+        prompt_version: nonempty(raw.prompt_version),
     })
 }
 
+/// Removes a Markdown code fence around the answer (```json ... ```), which
+/// models add despite being asked not to.
 fn strip_fences(text: &str) -> &str {
     let Some(rest) = text.strip_prefix("```") else {
         return text;
     };
-    let rest = rest.strip_prefix("json").unwrap_or(rest);
-    rest.strip_suffix("```").unwrap_or(rest).trim()
+    // The info string (`json`, `JSON`) up to the object.
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+    let rest = match rest.rfind("```") {
+        Some(end) => &rest[..end],
+        None => rest,
+    };
+    rest.trim()
 }
 
+// ---------------------------------------------------------------------------
+// External reviewer command.
+
 /// An external reviewer: the request JSON on stdin, one verdict on stdout.
+///
+/// It runs in its own process group, which is killed when it times out,
+/// floods stdout, or is abandoned: its helpers do not outlive it.
+#[derive(Debug, Clone)]
 pub struct CommandEvaluator {
     pub command: String,
     pub args: Vec<String>,
     pub timeout: Duration,
 }
 
+/// Kills a reviewer's process group when dropped (kill_on_drop only reaches
+/// the leader).
+struct GroupKiller(Option<rustix::process::Pid>);
+
+impl GroupKiller {
+    fn kill(&self) {
+        if let Some(pg) = self.0 {
+            let _ = rustix::process::kill_process_group(pg, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn_message(command: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("'{command}' was not found (give its full path, or check that it is on PATH)")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("'{command}' is not executable (check its permissions, e.g. chmod +x)")
+        }
+        _ => format!("'{command}': {e}"),
+    }
+}
+
+/// Reads all of `r`, or stops at more than [`MAX_OUTPUT`] bytes (None).
+async fn read_capped(r: impl AsyncRead + Unpin) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    // A read error ends the output; what came before is judged as it is.
+    let _ = r.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut out).await;
+    (out.len() <= MAX_OUTPUT).then_some(out)
+}
+
+/// Reads all of `r`, keeping only about the last [`TAIL`] bytes.
+async fn read_tail(mut r: impl AsyncRead + Unpin) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > 4 * TAIL {
+                    kept.drain(..kept.len() - TAIL);
+                }
+            }
+        }
+    }
+    kept
+}
+
 impl CommandEvaluator {
     async fn run(&self, req: &EvaluationRequest) -> Result<EvaluatorOutput, EvaluatorError> {
-        let input = serde_json::to_vec(req).map_err(|e| EvaluatorError::Garbage(e.to_string()))?;
+        let mut input = serde_json::to_vec(req).map_err(|e| {
+            EvaluatorError::Garbage(format!("the request could not be written as JSON: {e}"))
+        })?;
+        input.push(b'\n');
         let mut child = tokio::process::Command::new(&self.command)
             .args(&self.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            .process_group(0)
             .spawn()
-            .map_err(|e| EvaluatorError::Spawn(format!("{}: {e}", self.command)))?;
-        let mut stdin = child.stdin.take();
-        let mut stdout = child.stdout.take();
-        // stderr on its own task: a reviewer that fills it must not stall.
-        let err_task = child.stderr.take().map(|mut s| {
-            tokio::spawn(async move {
-                let mut err = Vec::new();
-                let _ = (&mut s).take(64 * 1024).read_to_end(&mut err).await;
-                // Drain the rest so the reviewer never blocks on it.
-                let _ = tokio::io::copy(&mut s, &mut tokio::io::sink()).await;
-                err
-            })
-        });
+            .map_err(|e| EvaluatorError::Spawn(spawn_message(&self.command, &e)))?;
+        let group = GroupKiller(
+            child
+                .id()
+                .and_then(|p| i32::try_from(p).ok())
+                .and_then(rustix::process::Pid::from_raw),
+        );
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
         let work = async {
-            if let Some(mut s) = stdin.take() {
-                // A reviewer that does not read its input is fine.
-                let _ = s.write_all(&input).await;
-                let _ = s.write_all(b"\n").await;
-                drop(s);
-            }
-            let mut out = Vec::new();
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut out).await;
-            }
-            if out.len() > MAX_OUTPUT {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                return Err(EvaluatorError::Garbage(
-                    "output larger than 1 MiB".to_owned(),
-                ));
-            }
+            // All three pipes at once: a reviewer may print before it reads.
+            let feed = async move {
+                if let Some(mut s) = stdin {
+                    // A reviewer that does not read its input is fine.
+                    let _ = s.write_all(&input).await;
+                    let _ = s.shutdown().await;
+                }
+            };
+            let collect = async {
+                let out = match stdout {
+                    Some(s) => read_capped(s).await,
+                    None => Some(Vec::new()),
+                };
+                if out.is_none() {
+                    // Flooding: stop it now, or stderr never ends.
+                    group.kill();
+                }
+                out
+            };
+            let errors = async move {
+                match stderr {
+                    Some(s) => read_tail(s).await,
+                    None => Vec::new(),
+                }
+            };
+            let ((), out, err) = tokio::join!(feed, collect, errors);
             let status = child.wait().await;
-            Ok((out, status))
+            (out, err, status)
         };
-        let (out, status) = tokio::time::timeout(self.timeout, work)
-            .await
-            .map_err(|_| EvaluatorError::Timeout {
-                after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-            })??;
-        let err = match err_task {
-            Some(t) => t.await.unwrap_or_default(),
-            None => Vec::new(),
+        let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
+            Ok(done) => done,
+            Err(_) => {
+                group.kill();
+                let _ = child.start_kill();
+                let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
+                return Err(timeout_error(self.timeout));
+            }
         };
-        let status = status.map_err(|e| EvaluatorError::Spawn(e.to_string()))?;
-        if !status.success() {
-            return Err(EvaluatorError::Exit {
-                code: status.code(),
-                stderr: tail(&String::from_utf8_lossy(&err)),
-            });
-        }
-        if out.len() > MAX_OUTPUT {
+        let Some(out) = out else {
             return Err(EvaluatorError::Garbage(
                 "output larger than 1 MiB".to_owned(),
             ));
+        };
+        let status = status.map_err(|e| {
+            EvaluatorError::Spawn(format!("waiting for '{}' failed: {e}", self.command))
+        })?;
+        if !status.success() {
+            return Err(EvaluatorError::Exit {
+                code: status.code(),
+                stderr: tail_text(&err),
+            });
         }
         let text = String::from_utf8(out)
-            .map_err(|_| EvaluatorError::Garbage("output is not UTF-8".to_owned()))?;
+            .map_err(|_| EvaluatorError::Garbage("the output is not UTF-8 text".to_owned()))?;
         parse_verdict(&text)
     }
 }
@@ -267,25 +434,90 @@ impl Evaluator for CommandEvaluator {
     }
 }
 
+// ---------------------------------------------------------------------------
+// OpenAI-compatible chat completions.
+
 /// An OpenAI-compatible chat-completions endpoint (Ollama, llama.cpp, vLLM,
 /// hosted providers).
+#[derive(Clone)]
 pub struct OpenAiEvaluator {
+    /// E.g. `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
     pub base_url: String,
     pub model: String,
     pub api_key: Option<String>,
     pub timeout: Duration,
 }
 
-const SYSTEM_PROMPT: &str = "You are the supervisor of an AI coding agent in Overseer (prompt overseer-supervisor/1). \
-You receive one JSON object: the run, the gate or the finished step, and the user's supervision policy. \
-Answer with ONLY one JSON object: {\"verdict\": ..., \"rationale\": ..., \"correction\": ..., \"confidence\": 0..1}. \
-The verdict must be one of allowed_verdicts. For a gate: approve, reject, escalate (hand it to the human, with why) or advise. \
-For a step, follow this order: the agent's interpretation is fundamentally wrong -> PAUSE; it went outside its declared scope \
-and the action was destructive or irreversible -> PAUSE; outside scope otherwise -> REORIENT with a correction; the approach is \
-suboptimal but the goal is achieved -> CONTINUE; it raised valid critical concerns -> PAUSE; otherwise CONTINUE. \
+impl std::fmt::Debug for OpenAiEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiEvaluator")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+const PROMPT_INTRO: &str = "You are the supervisor of an AI coding agent, working for the human who runs Overseer. \
+The user message is one JSON object: `subject` (\"gate\" or \"step\"); `run` (the task and its state); \
+`gate` (for a gate: its kind, title, options and payload, i.e. the plan, tool call or change the agent wants decided); \
+`step` (what the agent did: summary, plan, files touched, sensors, drift, confidence evidence); \
+`policy` (the human's supervision policy); and `allowed_verdicts`. \
+Evaluate the gate or the step against the task and the policy.";
+
+const PROMPT_GATE: &str = "This is a gate: the agent waits for a decision. \
+APPROVE only what is clearly within the task and the plan, safe, and what the human would approve. \
+REJECT what is clearly wrong, outside the task, or harmful. \
+ESCALATE to hand the decision to the human, saying why. \
+ADVISE to give a recommendation without deciding. \
 Never approve what you are unsure of: escalate instead.";
 
+const PROMPT_STEP: &str = "This is a finished step of the run. Choose the verdict by the first rule that holds: \
+1. the agent's interpretation of the task is fundamentally wrong -> PAUSE; \
+2. it went outside its declared scope and what it did is destructive or irreversible -> PAUSE; \
+3. it went outside its declared scope otherwise -> REORIENT, with a correction telling it what to do instead; \
+4. the approach is suboptimal but the goal is achieved -> CONTINUE (do not over-correct); \
+5. it raised valid critical concerns that a human must review -> PAUSE; \
+6. otherwise -> CONTINUE. \
+Never let through what you are unsure of: PAUSE so that the human looks.";
+
+const PROMPT_ANSWER: &str = "Answer with ONLY one JSON object, without prose or code fences: \
+{\"verdict\": \"<one of the allowed verdicts>\", \"rationale\": \"<one or two sentences for the human>\", \
+\"correction\": \"<for REORIENT: the instruction for the agent>\", \"confidence\": <a number from 0 to 1>}.";
+
+/// The system prompt for `req`, stamped with [`PROMPT_VERSION`].
+fn system_prompt(req: &EvaluationRequest) -> String {
+    let allowed = if req.allowed_verdicts.is_empty() {
+        fitting(req.subject)
+    } else {
+        req.allowed_verdicts.clone()
+    };
+    let rules = match req.subject {
+        Subject::Gate => PROMPT_GATE,
+        Subject::Step => PROMPT_STEP,
+    };
+    format!(
+        "{PROMPT_INTRO}\n\n{rules}\n\nAllowed verdicts: {}.\n\n{PROMPT_ANSWER}\n\n(prompt {PROMPT_VERSION})",
+        verdict_list(&allowed)
+    )
+}
+
+/// A ureq error while sending or reading.
+fn http_error(e: ureq::Error, url: &str, timeout: Duration) -> EvaluatorError {
+    match e {
+        ureq::Error::Timeout(_) => timeout_error(timeout),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => timeout_error(timeout),
+        ureq::Error::BodyExceedsLimit(_) => {
+            EvaluatorError::Garbage("the response is larger than 1 MiB".to_owned())
+        }
+        other => EvaluatorError::Transport(format!("{url}: {other}")),
+    }
+}
+
 impl OpenAiEvaluator {
+    /// The evaluator a policy names; the API key is read from `api_key_env`
+    /// (never stored).
     pub fn from_config(
         base_url: &str,
         model: &str,
@@ -297,61 +529,98 @@ impl OpenAiEvaluator {
             model: model.to_owned(),
             api_key: api_key_env
                 .and_then(|name| std::env::var(name).ok())
+                .map(|k| k.trim().to_owned())
                 .filter(|k| !k.is_empty()),
             timeout,
         }
     }
 
-    fn call(&self, body: serde_json::Value) -> Result<EvaluatorOutput, EvaluatorError> {
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// The chat-completions request body for `req`.
+    fn body(&self, req: &EvaluationRequest) -> Result<serde_json::Value, EvaluatorError> {
+        let user = serde_json::to_string(req).map_err(|e| {
+            EvaluatorError::Garbage(format!("the request could not be written as JSON: {e}"))
+        })?;
+        Ok(serde_json::json!({
+            "model": self.model,
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": system_prompt(req)},
+                {"role": "user", "content": user},
+            ],
+        }))
+    }
+
+    /// One blocking exchange with the endpoint.
+    fn call(&self, body: &serde_json::Value) -> Result<EvaluatorOutput, EvaluatorError> {
+        let url = self.url();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(self.timeout))
             .http_status_as_error(false)
             .build()
             .into();
-        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
-        let mut request = agent.post(&url).header("content-type", "application/json");
+        let mut request = agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("authorization", &format!("Bearer {key}"));
         }
-        let mut response = request.send_json(&body).map_err(|e| match e {
-            ureq::Error::Timeout(_) => EvaluatorError::Timeout {
-                after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-            },
-            other => EvaluatorError::Transport(other.to_string()),
-        })?;
+        let mut response = request
+            .send_json(body)
+            .map_err(|e| http_error(e, &url, self.timeout))?;
         let status = response.status().as_u16();
-        let text = response
+        if !(200..300).contains(&status) {
+            let mut bytes = Vec::new();
+            // What arrives is enough to say what went wrong.
+            let _ = response
+                .body_mut()
+                .with_config()
+                .reader()
+                .take(TAIL as u64)
+                .read_to_end(&mut bytes);
+            return Err(EvaluatorError::Http {
+                status,
+                body: head_text(&bytes),
+            });
+        }
+        let bytes = response
             .body_mut()
             .with_config()
             .limit(MAX_OUTPUT as u64)
-            .read_to_string()
-            .map_err(|e| match e {
-                ureq::Error::Timeout(_) => EvaluatorError::Timeout {
-                    after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-                },
-                other => EvaluatorError::Garbage(format!("unreadable response: {other}")),
-            })?;
-        if !(200..300).contains(&status) {
-            return Err(EvaluatorError::Http {
-                status,
-                body: tail(&text),
-            });
-        }
-        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            EvaluatorError::Garbage(format!("the endpoint did not answer JSON ({e})"))
+            .read_to_vec()
+            .map_err(|e| http_error(e, &url, self.timeout))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            EvaluatorError::Garbage("the endpoint's answer is not UTF-8 text".to_owned())
         })?;
-        let content = json["choices"][0]["message"]["content"]
-            .as_str()
-            .ok_or_else(|| {
-                EvaluatorError::Garbage(
-                    "no choices[0].message.content in the chat-completions answer".to_owned(),
-                )
-            })?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            EvaluatorError::Garbage(format!(
+                "the endpoint did not answer JSON ({e}): {}",
+                preview(text.trim())
+            ))
+        })?;
+        let Some(content) = json
+            .pointer("/choices/0/message/content")
+            .and_then(|c| c.as_str())
+        else {
+            let why = match json.get("error") {
+                Some(err) => format!("the endpoint answered an error: {err}"),
+                None => "the chat-completions answer has no choices[0].message.content".to_owned(),
+            };
+            return Err(EvaluatorError::Garbage(why));
+        };
         let mut out = parse_verdict(content)?;
-        out.model_id = json["model"]
-            .as_str()
-            .map(str::to_owned)
-            .or_else(|| Some(self.model.clone()));
+        out.model_id = Some(
+            json.get("model")
+                .and_then(|m| m.as_str())
+                .filter(|m| !m.is_empty())
+                .unwrap_or(&self.model)
+                .to_owned(),
+        );
         out.prompt_version = Some(PROMPT_VERSION.to_owned());
         Ok(out)
     }
@@ -367,26 +636,18 @@ impl Evaluator for OpenAiEvaluator {
         req: &'a EvaluationRequest,
     ) -> BoxFuture<'a, Result<EvaluatorOutput, EvaluatorError>> {
         Box::pin(async move {
-            let user =
-                serde_json::to_string(req).map_err(|e| EvaluatorError::Garbage(e.to_string()))?;
-            let body = serde_json::json!({
-                "model": self.model,
-                "temperature": 0,
-                "response_format": {"type": "json_object"},
-                "messages": [
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": user},
-                ],
-            });
-            let me = OpenAiEvaluator {
-                base_url: self.base_url.clone(),
-                model: self.model.clone(),
-                api_key: self.api_key.clone(),
-                timeout: self.timeout,
-            };
-            tokio::task::spawn_blocking(move || me.call(body))
-                .await
-                .map_err(|e| EvaluatorError::Transport(e.to_string()))?
+            let body = self.body(req)?;
+            let me = self.clone();
+            let call = tokio::task::spawn_blocking(move || me.call(&body));
+            // ureq enforces the timeout; this only guards against it not doing so.
+            match tokio::time::timeout(self.timeout + HTTP_GRACE, call).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => Err(EvaluatorError::Transport(format!(
+                    "the request to {} failed: {e}",
+                    self.url()
+                ))),
+                Err(_) => Err(timeout_error(self.timeout)),
+            }
         })
     }
 }
