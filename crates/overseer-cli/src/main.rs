@@ -172,6 +172,18 @@ enum WorkspaceCommand {
         #[arg(long)]
         auto_advance: Option<bool>,
     },
+    /// Replace a workspace's sensors and its auto-advance setting
+    Checks {
+        #[arg(long)]
+        workspace: String,
+        /// A check command run in the run's worktree when the agent is done
+        /// (repeatable; none clears them)
+        #[arg(long = "sensor", value_name = "COMMAND")]
+        sensors: Vec<String>,
+        /// Merge without review when every sensor passes: on, off, or default
+        #[arg(long, value_name = "on|off|default", default_value = "default")]
+        auto_advance: String,
+    },
     /// The registered workspaces
     List {
         #[arg(long)]
@@ -237,6 +249,10 @@ enum DemoCommand {
         /// beside live demo agents)
         #[arg(long)]
         settled: bool,
+        /// Instead of the demo fleet, this many runs in a realistic mix of
+        /// states (for benchmarks)
+        #[arg(long, value_name = "N")]
+        runs: Option<u32>,
     },
 }
 
@@ -358,8 +374,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir, cli.config_dir).map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve => serve(paths).await,
-        Command::Demo(DemoCommand::Seed { settled }) => {
-            let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled }).await?)?;
+        Command::Demo(DemoCommand::Seed { settled, runs }) => {
+            let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled, runs }).await?)?;
             println!(
                 "seeded {} demo runs in {}",
                 ids.len(),
@@ -606,6 +622,45 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
             println!("deny:  {}", output::inert(&show(&set.deny)));
             println!("ask:   {}", output::inert(&show(&set.ask)));
             println!("allow: {}", output::inert(&show(&set.allow)));
+        }
+        WorkspaceCommand::Checks {
+            workspace,
+            sensors,
+            auto_advance,
+        } => {
+            let auto_advance = match auto_advance.as_str() {
+                "on" => Some(true),
+                "off" => Some(false),
+                "default" => None,
+                other => anyhow::bail!(
+                    "--auto-advance {other}: say on, off, or default (the global setting)"
+                ),
+            };
+            let ws: overseer_store::Workspace = decode(
+                act(
+                    paths,
+                    Request::SetWorkspaceChecks {
+                        workspace,
+                        sensors,
+                        auto_advance,
+                    },
+                )
+                .await?,
+            )?;
+            println!(
+                "workspace {}: sensors: {}; auto-advance: {}",
+                output::inert(&ws.name),
+                if ws.settings.sensors.is_empty() {
+                    "none".to_owned()
+                } else {
+                    output::inert(&ws.settings.sensors.join("; "))
+                },
+                match ws.settings.auto_advance {
+                    Some(true) => "on",
+                    Some(false) => "off",
+                    None => "default",
+                }
+            );
         }
         WorkspaceCommand::List { json } => {
             let list: Vec<overseer_store::Workspace> =

@@ -33,7 +33,7 @@ pub use gate::{
     GateStatus,
 };
 pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
-pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView};
+pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorSummary};
 
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.
 pub type Millis = i64;

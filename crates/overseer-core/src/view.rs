@@ -30,6 +30,22 @@ pub struct RunView {
     /// The human's reason, for rejected runs.
     pub release_note: Option<String>,
     pub pending_gate: Option<PendingGate>,
+    /// The step the agent works on: the first unfinished entry of its latest
+    /// plan (as the agent reported it: untrusted text).
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub current_step: Option<String>,
+    /// The latest result of each sensor (check command), once any ran.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub sensors: Option<SensorSummary>,
+}
+
+/// How a run's sensors stand: the latest result of each check command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct SensorSummary {
+    pub passed: u32,
+    pub failed: u32,
 }
 
 /// A gate with its options and, once decided, its decision.
@@ -102,4 +118,96 @@ pub enum EngineEvent {
 /// Whether a run in `state` with `pending_gate` needs the user.
 pub fn needs_you(state: RunState, pending_gate: Option<&PendingGate>) -> bool {
     state == RunState::PendingReview || pending_gate.is_some()
+}
+
+/// The step a run is on, from the payload of its latest `plan` event
+/// (`{"entries": [{"content", "status"}]}`): the entry in progress, else the
+/// first pending one. None when every entry is done or the payload is not a
+/// plan.
+pub fn current_step(plan: &serde_json::Value) -> Option<String> {
+    let entries = plan.get("entries")?.as_array()?;
+    let with = |status: &str| {
+        entries
+            .iter()
+            .find(|e| e.get("status").and_then(|s| s.as_str()) == Some(status))
+            .and_then(|e| e.get("content")?.as_str())
+            .map(str::to_owned)
+    };
+    with("in_progress").or_else(|| with("pending"))
+}
+
+/// The latest result of each sensor, from a run's `sensor` events in order
+/// (`{"command", "passed"}`). None before any sensor ran.
+pub fn sensor_summary(results: &[serde_json::Value]) -> Option<SensorSummary> {
+    let mut latest: Vec<(&str, bool)> = Vec::new();
+    for r in results {
+        let (Some(command), Some(passed)) = (
+            r.get("command").and_then(|c| c.as_str()),
+            r.get("passed").and_then(|p| p.as_bool()),
+        ) else {
+            continue;
+        };
+        match latest.iter_mut().find(|(c, _)| *c == command) {
+            Some(entry) => entry.1 = passed,
+            None => latest.push((command, passed)),
+        }
+    }
+    if latest.is_empty() {
+        return None;
+    }
+    let passed = latest.iter().filter(|(_, p)| *p).count();
+    Some(SensorSummary {
+        passed: u32::try_from(passed).unwrap_or(u32::MAX),
+        failed: u32::try_from(latest.len() - passed).unwrap_or(u32::MAX),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_current_step_is_the_entry_in_progress_else_the_first_pending() {
+        let plan = json!({"entries": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Write the greeting", "status": "pending"},
+            {"content": "Run the tests", "status": "in_progress"},
+        ]});
+        assert_eq!(current_step(&plan).as_deref(), Some("Run the tests"));
+        let plan = json!({"entries": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Write the greeting", "status": "pending"},
+        ]});
+        assert_eq!(current_step(&plan).as_deref(), Some("Write the greeting"));
+        let done = json!({"entries": [{"content": "Read", "status": "completed"}]});
+        assert_eq!(current_step(&done), None);
+        assert_eq!(current_step(&json!("not a plan")), None);
+    }
+
+    #[test]
+    fn sensors_count_the_latest_result_of_each_command() {
+        let results = [
+            json!({"command": "npm test", "passed": false}),
+            json!({"command": "npm run lint", "passed": true}),
+            json!({"command": "npm test", "passed": true}),
+            json!({"garbage": 1}),
+        ];
+        assert_eq!(
+            sensor_summary(&results),
+            Some(SensorSummary {
+                passed: 2,
+                failed: 0
+            })
+        );
+        let failing = [json!({"command": "npm test", "passed": false})];
+        assert_eq!(
+            sensor_summary(&failing),
+            Some(SensorSummary {
+                passed: 0,
+                failed: 1
+            })
+        );
+        assert_eq!(sensor_summary(&[]), None);
+    }
 }

@@ -41,6 +41,9 @@ pub enum Request {
         /// agents in active states for a live orchestrator to find.
         #[serde(default)]
         settled: bool,
+        /// Instead of the demo fleet: this many runs, for benchmarks.
+        #[serde(default)]
+        runs: Option<u32>,
     },
     Subscribe,
     AddWorkspace {
@@ -50,6 +53,12 @@ pub enum Request {
         settings: overseer_store::WorkspaceSettings,
     },
     ListWorkspaces,
+    /// Replace a workspace's sensors and auto-advance override.
+    SetWorkspaceChecks {
+        workspace: String,
+        sensors: Vec<String>,
+        auto_advance: Option<bool>,
+    },
     StartTask(crate::TaskStart),
     DecideGate {
         gate: GateId,

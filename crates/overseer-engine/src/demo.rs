@@ -285,3 +285,109 @@ pub fn seed(
     }
     Ok((ids, events))
 }
+
+/// A large fleet for benchmarks: `count` runs across three workspaces, in a
+/// realistic mix of states (mostly merged, some waiting for review, some
+/// failed or rejected), created through the store's real transactions (each
+/// state change compare-and-set and audited), 500 runs per transaction.
+pub fn seed_bulk(
+    store: &mut Store,
+    user: &Actor,
+    now: Millis,
+    count: u32,
+) -> Result<Vec<RunId>, StoreError> {
+    if !store.runs()?.is_empty() {
+        return Err(StoreError::InvalidInput(format!(
+            "{} already has runs; seed the demo into an empty data dir (--data-dir)",
+            store.path().display()
+        )));
+    }
+    const WORKSPACES: [&str; 3] = ["web-app", "api-server", "mobile"];
+    const AGENTS: [&str; 4] = ["claude-code", "gemini", "codex", "demo"];
+    const VERBS: [&str; 6] = ["Fix", "Refactor", "Document", "Speed up", "Test", "Upgrade"];
+    const NOUNS: [&str; 7] = [
+        "the billing module",
+        "the checkout flow",
+        "the auth middleware",
+        "the CI cache",
+        "the settings page",
+        "the public API",
+        "the search index",
+    ];
+    let engine = Actor::Engine;
+    let mut ids = Vec::with_capacity(count as usize);
+    let mut i: u32 = 0;
+    while i < count {
+        let batch_end = (i + 500).min(count);
+        let batch = store.write(|tx| {
+            let mut out = Vec::new();
+            for n in i..batch_end {
+                let k = n as usize;
+                let ws = WORKSPACES[k % WORKSPACES.len()];
+                let at = now - i64::from(count - n) * 7_000;
+                let ws_id = tx.ensure_workspace(ws, &format!("~/src/{ws}"), user, at)?;
+                let title = format!(
+                    "{} {} (#{n})",
+                    VERBS[k % VERBS.len()],
+                    NOUNS[(k / VERBS.len()) % NOUNS.len()]
+                );
+                let task = tx.create_task(ws_id, &title, &title, user, at)?;
+                let run = tx.create_run(task, AGENTS[k % AGENTS.len()], user, at)?;
+                tx.transition(run, RunEvent::Claim, None, &engine, at + 1)?;
+                tx.transition(run, RunEvent::Start, None, &engine, at + 2)?;
+                match k % 10 {
+                    0 => {}
+                    1 => {
+                        tx.transition(run, RunEvent::Fail, Some("sensor failed"), &engine, at + 3)?;
+                    }
+                    2 | 3 => {
+                        tx.transition(
+                            run,
+                            RunEvent::Finish {
+                                auto_advance: false,
+                            },
+                            None,
+                            &engine,
+                            at + 3,
+                        )?;
+                    }
+                    4 => {
+                        tx.transition(
+                            run,
+                            RunEvent::Finish {
+                                auto_advance: false,
+                            },
+                            None,
+                            &engine,
+                            at + 3,
+                        )?;
+                        if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
+                            tx.decide_gate(g, "reject", Some("not this way"), user, at + 4)?;
+                        }
+                        tx.transition(run, RunEvent::Reject, Some("not this way"), user, at + 4)?;
+                    }
+                    _ => {
+                        tx.transition(
+                            run,
+                            RunEvent::Finish {
+                                auto_advance: false,
+                            },
+                            None,
+                            &engine,
+                            at + 3,
+                        )?;
+                        if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
+                            tx.decide_gate(g, "approve", None, user, at + 4)?;
+                        }
+                        tx.transition(run, RunEvent::Approve, None, user, at + 4)?;
+                    }
+                }
+                out.push(run);
+            }
+            Ok(out)
+        })?;
+        ids.extend(batch);
+        i = batch_end;
+    }
+    Ok(ids)
+}

@@ -168,6 +168,12 @@ impl Engine {
     }
 
     /// Seeds the demo fleet and publishes every resulting row.
+    /// A large fleet for benchmarks (no events: open the window afterwards).
+    pub fn seed_bulk(&self, actor: &Actor, count: u32) -> Result<Vec<RunId>, ApiError> {
+        let now = self.clock.now();
+        Ok(demo::seed_bulk(&mut self.store(), actor, now, count)?)
+    }
+
     pub fn seed_demo(&self, actor: &Actor, settled: bool) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
         let (ids, events) = demo::seed(&mut self.store(), actor, now, settled)?;
@@ -239,6 +245,16 @@ impl Engine {
                 | EngineEvent::OrchestrationAborted { .. } => None,
             });
             let Some(run) = latest else { continue };
+            // A run's row may be pushed more than once in a batch: only its
+            // last push speaks for it (one failure, one notification).
+            if let EngineEvent::RunChanged { run: changed } = event {
+                let again = events.iter().skip(i + 1).any(
+                    |e| matches!(e, EngineEvent::RunChanged { run: later } if later.id == changed.id),
+                );
+                if again {
+                    continue;
+                }
+            }
             if let Some(n) = notification_for(event, run) {
                 if self.notifications().is_muted(n.kind) {
                     tracing::debug!(kind = n.kind.as_str(), "muted by the user");

@@ -192,13 +192,24 @@ pub fn dispatch(
         Request::AbortRun { run } => json(engine.abort_run(run, actor)?),
         Request::ListGates { pending_only } => json(engine.gates(pending_only)?),
         Request::ShowGate { gate } => json(engine.gate(gate)?),
-        Request::SeedDemo { settled } => json(engine.seed_demo(actor, settled)?),
+        Request::SeedDemo {
+            runs: Some(count), ..
+        } => json(engine.seed_bulk(actor, count)?),
+        Request::SeedDemo {
+            settled,
+            runs: None,
+        } => json(engine.seed_demo(actor, settled)?),
         Request::AddWorkspace {
             path,
             name,
             settings,
         } => json(engine.add_workspace(&path, name.as_deref(), settings, actor)?),
         Request::ListWorkspaces => json(engine.workspaces()?),
+        Request::SetWorkspaceChecks {
+            workspace,
+            sensors,
+            auto_advance,
+        } => json(engine.set_workspace_checks(&workspace, sensors, auto_advance, actor)?),
         Request::StartTask(req) => json(engine.start_task(&req, actor)?),
         Request::DecideGate {
             gate,

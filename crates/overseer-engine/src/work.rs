@@ -105,6 +105,42 @@ impl Engine {
         Ok(self.store().workspaces()?)
     }
 
+    /// Replaces a workspace's sensors (check commands) and its auto-advance
+    /// override (`None`: the global default). Rules and the supervisor have
+    /// their own calls. Only a human may change them.
+    pub fn set_workspace_checks(
+        &self,
+        workspace: &str,
+        sensors: Vec<String>,
+        auto_advance: Option<bool>,
+        actor: &Actor,
+    ) -> Result<Workspace, ApiError> {
+        if !actor.is_user() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "only a human can change a workspace's sensors and auto-advance",
+            ));
+        }
+        let sensors: Vec<String> = sensors.iter().map(|s| s.trim().to_owned()).collect();
+        if let Some(i) = sensors.iter().position(String::is_empty) {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "sensor {} is empty: give a check command such as `npm test`, or remove it",
+                    i + 1
+                ),
+            ));
+        }
+        let now = self.clock.now();
+        let mut store = self.store();
+        let ws = store.workspace(workspace)?;
+        let mut settings = ws.settings.clone();
+        settings.sensors = sensors;
+        settings.auto_advance = auto_advance;
+        store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+        Ok(store.workspace(workspace)?)
+    }
+
     /// Creates a task and its first run (queued); the orchestrator takes it from there.
     pub fn start_task(&self, req: &TaskStart, actor: &Actor) -> Result<Started, ApiError> {
         if req.prompt.trim().is_empty() {
@@ -497,7 +533,7 @@ impl Engine {
         let id = self
             .store()
             .write(|tx| tx.record_run_event(run, kind, &payload, now))?;
-        self.publish(vec![EngineEvent::RunActivity {
+        let mut events = vec![EngineEvent::RunActivity {
             activity: ActivityView {
                 id,
                 run_id: run,
@@ -505,7 +541,16 @@ impl Engine {
                 kind: kind.to_owned(),
                 payload,
             },
-        }]);
+        }];
+        // A new plan or sensor result changes the row's current step or
+        // sensors column: push the row too, so the dashboard follows.
+        if matches!(kind, "plan" | "sensor") {
+            let view = self.store().run(run)?;
+            if !matches!(view.state, overseer_core::RunState::Released { .. }) {
+                events.push(EngineEvent::RunChanged { run: view });
+            }
+        }
+        self.publish(events);
         Ok(())
     }
 

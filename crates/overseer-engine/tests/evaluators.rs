@@ -5,8 +5,8 @@
 use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
 use overseer_core::{GateKind, GateOption, GateStatus, GateView, RunState, RunView};
 use overseer_engine::evaluate::{
-    evaluate_with_timeout, CommandEvaluator, EvaluationRequest, Evaluator, EvaluatorError,
-    OpenAiEvaluator, PROMPT_VERSION,
+    evaluate_with_timeout, parse_verdict, CommandEvaluator, EvaluationRequest, Evaluator,
+    EvaluatorError, OpenAiEvaluator, PROMPT_VERSION,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -26,6 +26,8 @@ fn request(subject: Subject) -> EvaluationRequest {
         needs_you: true,
         release_note: None,
         pending_gate: None,
+        current_step: None,
+        sensors: None,
     };
     let gate = GateView {
         id: 12,
@@ -157,7 +159,19 @@ async fn a_chat_completions_verdict_is_parsed_with_its_model_and_prompt_version(
         .contains("authorization: bearer sk-test"));
     let body: serde_json::Value = serde_json::from_str(&seen.body).expect("json body");
     assert_eq!(body["model"], "llama3.1");
+    assert_eq!(body["temperature"], 0);
     assert_eq!(body["response_format"]["type"], "json_object");
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][1]["role"], "user");
+    let system = body["messages"][0]["content"]
+        .as_str()
+        .expect("system prompt");
+    assert!(system.contains(PROMPT_VERSION), "{system}");
+    assert!(
+        system.contains("Allowed verdicts: APPROVE, REJECT, ESCALATE, ADVISE."),
+        "{system}"
+    );
+    assert!(system.contains("Never approve what you are unsure of"));
     let user: serde_json::Value = serde_json::from_str(
         body["messages"][1]["content"]
             .as_str()
@@ -165,7 +179,97 @@ async fn a_chat_completions_verdict_is_parsed_with_its_model_and_prompt_version(
     )
     .expect("the request as JSON");
     assert_eq!(user["gate"]["id"], 12);
+    assert_eq!(user["gate"]["payload"]["goal"], "Add a greeting");
     assert_eq!(user["run"]["task_title"], "Add a greeting");
+    assert_eq!(user["subject"], "gate");
+    assert_eq!(user["allowed_verdicts"][0], "approve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_is_judged_by_the_verdict_rules_without_a_key_or_a_model_echo() {
+    let answer = serde_json::json!({
+        "id": "chatcmpl-2",
+        "choices": [{"message": {"role": "assistant", "content":
+            r#"{"verdict": "REORIENT", "rationale": "touched files outside the plan", "correction": "only edit a.txt", "confidence": 0.7}"#}}],
+    })
+    .to_string();
+    let (url, seen) = server(200, &answer, false);
+    let mut req = request(Subject::Step);
+    req.gate = None;
+    req.step = Some(
+        serde_json::json!({"summary": "wrote a.txt and b.txt", "files_touched": ["a.txt", "b.txt"]}),
+    );
+    // A trailing slash on base_url is fine.
+    let out = evaluate_with_timeout(
+        &openai(&format!("{url}/"), None, 5_000),
+        &req,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Reorient);
+    assert_eq!(out.correction.as_deref(), Some("only edit a.txt"));
+    // No "model" in the answer: the configured one is recorded.
+    assert_eq!(out.model_id.as_deref(), Some("llama3.1"));
+    assert_eq!(out.prompt_version.as_deref(), Some(PROMPT_VERSION));
+    let seen = seen.recv_timeout(Duration::from_secs(5)).expect("request");
+    assert!(
+        seen.head.starts_with("POST /v1/chat/completions "),
+        "{}",
+        seen.head
+    );
+    assert!(!seen.head.to_ascii_lowercase().contains("authorization"));
+    let body: serde_json::Value = serde_json::from_str(&seen.body).expect("json body");
+    let system = body["messages"][0]["content"]
+        .as_str()
+        .expect("system prompt");
+    assert!(
+        system.contains("Allowed verdicts: CONTINUE, REORIENT, PAUSE."),
+        "{system}"
+    );
+    for rule in [
+        "fundamentally wrong -> PAUSE",
+        "destructive or irreversible -> PAUSE",
+        "-> REORIENT, with a correction",
+        "suboptimal but the goal is achieved -> CONTINUE",
+        "critical concerns that a human must review -> PAUSE",
+        "otherwise -> CONTINUE",
+    ] {
+        assert!(system.contains(rule), "{rule} in {system}");
+    }
+    let user: serde_json::Value = serde_json::from_str(
+        body["messages"][1]["content"]
+            .as_str()
+            .expect("user message"),
+    )
+    .expect("the request as JSON");
+    assert_eq!(user["step"]["files_touched"][1], "b.txt");
+}
+
+#[test]
+fn the_api_key_comes_from_the_named_environment_variable() {
+    // PATH is always set: any variable's value is taken as the key.
+    let path = std::env::var("PATH").expect("PATH");
+    let ev = OpenAiEvaluator::from_config(
+        "http://127.0.0.1:11434/v1/",
+        "llama3.1",
+        Some("PATH"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(ev.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(ev.api_key.as_deref(), Some(path.trim()));
+    assert_eq!(ev.timeout, Duration::from_secs(30));
+    let none = OpenAiEvaluator::from_config(
+        "http://127.0.0.1:11434/v1",
+        "llama3.1",
+        Some("OVERSEER_TEST_SURELY_UNSET_VARIABLE"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(none.api_key, None);
+    assert!(
+        !format!("{ev:?}").contains(path.trim()),
+        "Debug hides the key"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,6 +300,12 @@ async fn garbage_unknown_verdicts_errors_and_silence_are_failures_never_approval
         ),
         (200, completion(r#"{"verdict": "approve"}"#), "garbage"),
         (200, "not json at all".to_owned(), "garbage"),
+        (200, completion(r#"["approve", "fine"]"#), "garbage"),
+        (
+            200,
+            r#"{"error": {"message": "model 'llama3.1' not found"}}"#.to_owned(),
+            "garbage",
+        ),
         (500, r#"{"error": "model not loaded"}"#.to_owned(), "http"),
     ];
     for (status, body, code) in cases {
@@ -209,6 +319,36 @@ async fn garbage_unknown_verdicts_errors_and_silence_are_failures_never_approval
         .expect_err("a failure");
         assert_eq!(err.code(), code, "{status} {body}: {err}");
     }
+    let (url, _seen) = server(
+        200,
+        &completion(r#"{"verdict": "MAYBE", "rationale": "x"}"#),
+        false,
+    );
+    let err = evaluate_with_timeout(
+        &openai(&url, None, 5_000),
+        &request(Subject::Gate),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("unknown verdict");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("\"MAYBE\"") && msg.contains("APPROVE, REJECT, ESCALATE"),
+        "{msg}"
+    );
+    let (url, _seen) = server(500, r#"{"error": "model not loaded"}"#, false);
+    let err = evaluate_with_timeout(
+        &openai(&url, None, 5_000),
+        &request(Subject::Gate),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("http");
+    assert!(
+        matches!(&err, EvaluatorError::Http { status: 500, body } if body.contains("model not loaded")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("model not loaded"), "{err}");
     let (url, _seen) = server(200, "", true);
     let started = Instant::now();
     let err = evaluate_with_timeout(
@@ -339,13 +479,206 @@ async fn reviewer_command_failures_are_errors_with_what_went_wrong() {
         .expect("pid")
         .trim()
         .to_owned();
-    let gone = (0..100).any(|_| {
+    assert!(gone(&pid), "the timed-out reviewer {pid} was killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_reviewers_helpers_die_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("helper");
+    // No exec: the shell waits on a helper in the background.
+    let mut slow = script(
+        &dir,
+        "helper.sh",
+        &format!("sleep 30 &\necho $! > {}\nwait", pid_file.display()),
+    );
+    slow.timeout = Duration::from_millis(500);
+    let started = Instant::now();
+    let err = evaluate_with_timeout(&slow, &request(Subject::Gate), Duration::from_secs(10))
+        .await
+        .expect_err("timeout");
+    assert!(
+        matches!(err, EvaluatorError::Timeout { after_ms: 500 }),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let pid = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .to_owned();
+    assert!(gone(&pid), "the reviewer's helper {pid} was killed too");
+}
+
+/// Whether a process is gone (or a zombie waiting to be reaped by init).
+fn gone(pid: &str) -> bool {
+    (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(20));
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         stat.is_empty()
             || stat
                 .rsplit_once(')')
                 .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-    });
-    assert!(gone, "the timed-out reviewer {pid} was killed");
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviewer_commands_report_model_and_prompt_and_must_print_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ev = script(
+        &dir,
+        "model.sh",
+        "cat >/dev/null\nprintf '%s\\n\\n' '{\"verdict\": \"ESCALATE\", \"rationale\": \"policy says ask\", \"model_id\": \"house-model\", \"prompt_version\": \"house/2\", \"confidence\": 0.4}'",
+    );
+    assert!(ev.id().starts_with("command:"), "{}", ev.id());
+    let out = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Escalate);
+    assert_eq!(out.model_id.as_deref(), Some("house-model"));
+    assert_eq!(out.prompt_version.as_deref(), Some("house/2"));
+    assert_eq!(out.confidence, Some(0.4));
+
+    let plain = script(
+        &dir,
+        "plain.sh",
+        "cat >/dev/null; echo '{\"verdict\": \"approve\", \"rationale\": \"ok\"}'",
+    );
+    let out = evaluate_with_timeout(&plain, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    assert_eq!(
+        (out.model_id, out.prompt_version, out.rule_ref),
+        (None, None, None)
+    );
+
+    let binary = script(&dir, "binary.sh", "cat >/dev/null; printf '\\377\\376{}'");
+    let err = evaluate_with_timeout(&binary, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("not UTF-8");
+    assert_eq!(err.code(), "garbage", "{err}");
+
+    // A reviewer that never reads its input still gets judged on its output.
+    let deaf = script(
+        &dir,
+        "deaf.sh",
+        "echo '{\"verdict\": \"reject\", \"rationale\": \"never\"}'",
+    );
+    let out = evaluate_with_timeout(&deaf, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    assert_eq!(out.verdict, Verdict::Reject);
+
+    let two = script(
+        &dir,
+        "two.sh",
+        "cat >/dev/null; echo '{\"verdict\": \"approve\", \"rationale\": \"a\"}'; echo '{\"verdict\": \"approve\", \"rationale\": \"b\"}'",
+    );
+    let err = evaluate_with_timeout(&two, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("two objects");
+    assert_eq!(err.code(), "garbage", "{err}");
+
+    let step = script(
+        &dir,
+        "step.sh",
+        "cat >/dev/null; echo '{\"verdict\": \"approve\", \"rationale\": \"a\"}'",
+    );
+    let err = evaluate_with_timeout(&step, &request(Subject::Step), Duration::from_secs(5))
+        .await
+        .expect_err("approve is not a step verdict");
+    assert!(
+        matches!(
+            err,
+            EvaluatorError::Unfit {
+                verdict: Verdict::Approve,
+                subject: Subject::Step
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("CONTINUE, REORIENT, PAUSE"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_that_is_not_executable_is_a_spawn_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("review");
+    std::fs::write(&path, "#!/bin/sh\necho hi\n").expect("write");
+    let ev = CommandEvaluator {
+        command: path.to_string_lossy().into_owned(),
+        args: vec![],
+        timeout: Duration::from_secs(5),
+    };
+    let err = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("not executable");
+    assert_eq!(err.code(), "spawn", "{err}");
+    assert!(err.to_string().contains("not executable"), "{err}");
+}
+
+#[test]
+fn verdict_objects_are_parsed_strictly() {
+    let ok = parse_verdict(
+        "\n{\"verdict\": \"Continue\", \"rationale\": \" on track \", \"rule_ref\": \"r1\"}\n\n",
+    )
+    .expect("verdict");
+    assert_eq!(ok.verdict, Verdict::Continue);
+    assert_eq!(ok.rationale, "on track");
+    assert_eq!(ok.rule_ref.as_deref(), Some("r1"));
+    assert_eq!(ok.confidence, None);
+    for fenced in [
+        "```json\n{\"verdict\": \"pause\", \"rationale\": \"r\"}\n```",
+        "```JSON\n{\"verdict\": \"pause\", \"rationale\": \"r\"}\n```\n",
+        "```\n{\"verdict\": \"pause\", \"rationale\": \"r\"}\n```",
+        "```json {\"verdict\": \"pause\", \"rationale\": \"r\"} ```",
+    ] {
+        assert_eq!(
+            parse_verdict(fenced).expect(fenced).verdict,
+            Verdict::Pause,
+            "{fenced}"
+        );
+    }
+    for (bad, why) in [
+        ("", "expected one JSON object"),
+        ("I think it's fine", "expected one JSON object"),
+        ("[\"approve\", \"x\"]", "expected one JSON object"),
+        ("\"approve\"", "expected one JSON object"),
+        ("{\"rationale\": \"x\"}", "no \"verdict\""),
+        (
+            "{\"verdict\": 1, \"rationale\": \"x\"}",
+            "unknown verdict 1",
+        ),
+        ("{\"verdict\": \"approve\"}", "no \"rationale\""),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": \"  \"}",
+            "no \"rationale\"",
+        ),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": 3}",
+            "no \"rationale\"",
+        ),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": \"x\", \"confidence\": 1.5}",
+            "confidence 1.5",
+        ),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": \"x\", \"confidence\": -0.1}",
+            "confidence -0.1",
+        ),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": \"x\", \"confidence\": \"high\"}",
+            "confidence \"high\"",
+        ),
+        (
+            "{\"verdict\": \"approve\", \"rationale\": \"x\"} and more",
+            "expected one JSON object",
+        ),
+    ] {
+        let err = parse_verdict(bad).expect_err(bad);
+        assert_eq!(err.code(), "garbage", "{bad}");
+        assert!(err.to_string().contains(why), "{bad}: {err}");
+    }
 }

@@ -228,10 +228,35 @@ async fn a_stale_socket_from_a_crashed_engine_is_replaced() {
 async fn entering_pending_review_notifies_once_and_other_changes_do_not() {
     let r = start().await;
     let seeded: Vec<_> = r.notes.0.lock().expect("lock").drain(..).collect();
-    // The demo fleet passes through review four times (3 waiting, 1 merged + 1 rejected + 1 supervisor).
-    assert!(seeded
-        .iter()
-        .all(|n| n.kind.as_str() == "run_pending_review"));
+    // The demo fleet passes through review (runs left waiting, merged,
+    // rejected), has one run waiting on a tool call and one failed run: the
+    // runs still waiting and the failure notify, each once.
+    let kinds: std::collections::BTreeSet<&str> = seeded.iter().map(|n| n.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_question_blocking",
+            "run_failed",
+            "run_pending_review"
+        ]
+        .into(),
+        "{seeded:?}"
+    );
+    assert_eq!(
+        seeded
+            .iter()
+            .filter(|n| n.kind.as_str() == "agent_question_blocking")
+            .count(),
+        1,
+        "one run waits on a tool call: {seeded:?}"
+    );
+    let mut runs: Vec<_> = seeded.iter().map(|n| n.run_id).collect();
+    runs.dedup();
+    assert_eq!(
+        runs.len(),
+        seeded.len(),
+        "one notification per run: {seeded:?}"
+    );
     let running = r
         .engine
         .runs()

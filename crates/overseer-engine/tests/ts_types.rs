@@ -39,6 +39,7 @@ fn generated() -> String {
         GateOption,
         GateDecision,
         PendingGate,
+        overseer_core::SensorSummary,
         RunView,
         GateView,
         ActivityView,

@@ -14,7 +14,10 @@ const RUN_SELECT: &str = "
     SELECT r.id, r.task_id, t.title, w.name, r.agent, r.state, r.state_since, r.created_at,
            r.release_note,
            (SELECT g.id FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
-           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1)
+           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
+           (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'plan' ORDER BY e.id DESC LIMIT 1),
+           (SELECT json_group_array(json(s.payload)) FROM
+               (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s)
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id";
@@ -30,6 +33,8 @@ struct RawRun {
     view: RunView,
     state: String,
     gate: Option<(GateId, String)>,
+    plan: Option<String>,
+    sensors: Option<String>,
 }
 
 fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
@@ -48,9 +53,13 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             needs_you: false,
             release_note: r.get(8)?,
             pending_gate: None,
+            current_step: None,
+            sensors: None,
         },
         state: r.get(5)?,
         gate: gate_id.zip(gate_kind),
+        plan: r.get(11)?,
+        sensors: r.get(12)?,
     })
 }
 
@@ -71,6 +80,16 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
         None => None,
     };
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
+    // Agent-reported progress: text that does not parse shows as no progress,
+    // it never makes the run unreadable.
+    view.current_step = raw
+        .plan
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+        .and_then(|p| overseer_core::view::current_step(&p));
+    view.sensors = raw
+        .sensors
+        .and_then(|s| serde_json::from_str::<Vec<serde_json::Value>>(&s).ok())
+        .and_then(|s| overseer_core::view::sensor_summary(&s));
     Ok(view)
 }
 

@@ -35,6 +35,8 @@ export type GateDecision = { option: string, context: string | null, actor: Acto
 
 export type PendingGate = { id: number, kind: GateKind, };
 
+export type SensorSummary = { passed: number, failed: number, };
+
 export type RunView = { id: number, task_id: number, task_title: string, workspace: string, agent: string, state: RunState, 
 /**
  * When the run entered its current state.
@@ -47,7 +49,16 @@ needs_you: boolean,
 /**
  * The human's reason, for rejected runs.
  */
-release_note: string | null, pending_gate: PendingGate | null, };
+release_note: string | null, pending_gate: PendingGate | null, 
+/**
+ * The step the agent works on: the first unfinished entry of its latest
+ * plan (as the agent reported it: untrusted text).
+ */
+current_step?: string | null, 
+/**
+ * The latest result of each sensor (check command), once any ran.
+ */
+sensors?: SensorSummary | null, };
 
 export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
 /**
