@@ -460,6 +460,48 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
     ]);
     assert!(rules.contains("allow: Bash(npm test:*)"), "{rules}");
 
+    // Sensors and auto-advance, replaced as a whole; an empty check is refused.
+    let err = h.fails(&["workspace", "checks", "--workspace", "r", "--sensor", "  "]);
+    assert!(err.contains("sensor 1 is empty"), "{err}");
+    let err = h.fails(&[
+        "workspace",
+        "checks",
+        "--workspace",
+        "r",
+        "--auto-advance",
+        "maybe",
+    ]);
+    assert!(err.contains("say on, off, or default"), "{err}");
+    let set = h.ok(&[
+        "workspace",
+        "checks",
+        "--workspace",
+        "r",
+        "--sensor",
+        "npm test",
+        "--sensor",
+        "npm run lint",
+        "--auto-advance",
+        "on",
+    ]);
+    assert!(
+        set.contains("sensors: npm test; npm run lint; auto-advance: on"),
+        "{set}"
+    );
+    let list: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["workspace", "list", "--json"])).expect("json");
+    let r = list.iter().find(|w| w["name"] == "r").expect("workspace r");
+    assert_eq!(
+        r["settings"]["sensors"],
+        serde_json::json!(["npm test", "npm run lint"])
+    );
+    assert_eq!(r["settings"]["auto_advance"], true);
+    // The rules set above are kept.
+    assert_eq!(
+        r["settings"]["permissions"]["allow"],
+        serde_json::json!(["Bash(npm test:*)"])
+    );
+
     // A decision's story, each record's signature checked; a tampered record
     // makes `gates why` fail loudly.
     h.ok(&["demo", "seed"]);

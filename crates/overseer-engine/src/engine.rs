@@ -167,13 +167,13 @@ impl Engine {
         Ok(out.run)
     }
 
-    /// Seeds the demo fleet and publishes every resulting row.
     /// A large fleet for benchmarks (no events: open the window afterwards).
     pub fn seed_bulk(&self, actor: &Actor, count: u32) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
         Ok(demo::seed_bulk(&mut self.store(), actor, now, count)?)
     }
 
+    /// Seeds the demo fleet and publishes every resulting row.
     pub fn seed_demo(&self, actor: &Actor, settled: bool) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
         let (ids, events) = demo::seed(&mut self.store(), actor, now, settled)?;

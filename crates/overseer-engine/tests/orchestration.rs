@@ -49,6 +49,14 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
         "{activity:?}"
     );
     assert!(activity.iter().any(|a| a.kind == "file_written"));
+    // The dashboard row shows the sensors' latest results.
+    assert_eq!(
+        w.engine.run(run).expect("run").sensors,
+        Some(overseer_core::SensorSummary {
+            passed: 1,
+            failed: 0
+        })
+    );
 
     w.engine.approve_run(run, &Actor::app()).expect("approve");
     assert_eq!(
