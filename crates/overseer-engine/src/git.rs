@@ -143,7 +143,7 @@ pub struct FileChange {
 
 /// Files changed on `branch` since it left `base` (three-dot: the run's work only).
 pub fn diff_stat(repo: &Path, base: &str, branch: &str) -> Result<Vec<FileChange>, GitError> {
-    let range = format!("{base}...{branch}");
+    let range = format!("{}...{branch}", start_of(repo, base, branch));
     let out = run(repo, &["diff", "--numstat", "-z", &range])?;
     let mut changes = Vec::new();
     for entry in out.split('\0').filter(|e| !e.is_empty()) {
@@ -162,7 +162,33 @@ pub fn diff_stat(repo: &Path, base: &str, branch: &str) -> Result<Vec<FileChange
 
 /// The unified diff of the run's work.
 pub fn diff(repo: &Path, base: &str, branch: &str) -> Result<String, GitError> {
-    run(repo, &["diff", &format!("{base}...{branch}")])
+    run(
+        repo,
+        &[
+            "diff",
+            &format!("{}...{branch}", start_of(repo, base, branch)),
+        ],
+    )
+}
+
+/// Where a run's changes start: the commit its branch was created at (the
+/// oldest entry of the branch's reflog), so that a merged run still shows
+/// what it changed; `base` when the reflog is gone.
+fn start_of(repo: &Path, base: &str, branch: &str) -> String {
+    run(
+        repo,
+        &[
+            "reflog",
+            "show",
+            "--format=%H",
+            &format!("refs/heads/{branch}"),
+            "--",
+        ],
+    )
+    .ok()
+    .and_then(|log| log.lines().last().map(str::to_owned))
+    .filter(|c| !c.is_empty())
+    .unwrap_or_else(|| base.to_owned())
 }
 
 /// Where `branch` is checked out, if anywhere (main checkout or a worktree).

@@ -93,6 +93,12 @@ fn merging_into_a_clean_checked_out_base_updates_the_users_files() {
         "a\n"
     );
     assert_eq!(sh(r.path(), &["status", "--porcelain"]), "");
+    // After the merge the run still shows what it changed.
+    let changes = git::diff_stat(r.path(), "main", "overseer/run-1").expect("stat");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(git::diff(r.path(), "main", "overseer/run-1")
+        .expect("diff")
+        .contains("+a"));
 }
 
 #[test]
