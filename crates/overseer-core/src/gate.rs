@@ -47,6 +47,18 @@ impl GateKind {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The option that counts as "approve" on this kind of gate: for
+    /// co-signing, and for reading a human's choice as a verdict.
+    pub fn approve_option(self) -> &'static str {
+        match self {
+            GateKind::Plan | GateKind::MergeReview => "approve",
+            GateKind::ToolCall => "yes",
+            GateKind::StepReview | GateKind::SupervisorPause => "proceed",
+            GateKind::Deviation => "retry",
+            GateKind::Question => "answer",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]

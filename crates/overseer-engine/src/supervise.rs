@@ -41,13 +41,7 @@ pub(crate) fn policy_of(work: &RunWork) -> SupervisorPolicy {
 /// The option that counts as "approve" on each kind of gate (for co-signing
 /// and for reading a human's choice as a verdict).
 pub(crate) fn approve_option(kind: GateKind) -> Option<&'static str> {
-    match kind {
-        GateKind::Plan | GateKind::MergeReview => Some("approve"),
-        GateKind::ToolCall => Some("yes"),
-        GateKind::StepReview | GateKind::SupervisorPause => Some("proceed"),
-        GateKind::Deviation => Some("retry"),
-        GateKind::Question => Some("answer"),
-    }
+    Some(kind.approve_option())
 }
 
 /// Maps an ACP tool call to what the permission rules see.

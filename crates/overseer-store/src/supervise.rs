@@ -171,19 +171,25 @@ fn votes(
         .collect())
 }
 
+/// The gate's approve option as its opener set it, else its kind's (gates
+/// opened by the store itself, or without a supervisor, set none).
 fn approve_option(
     conn: &Connection,
     path: &Path,
-    gate_id: GateId,
+    gate: &GateView,
 ) -> Result<Option<String>, StoreError> {
-    conn.query_row(
-        "SELECT approve_option FROM gates WHERE id = ?1",
-        [gate_id],
-        |r| r.get(0),
-    )
-    .optional()
-    .map(Option::flatten)
-    .map_err(|e| StoreError::from_sqlite(e, path))
+    let set: Option<String> = conn
+        .query_row(
+            "SELECT approve_option FROM gates WHERE id = ?1",
+            [gate.id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    Ok(Some(
+        set.unwrap_or_else(|| gate.kind.approve_option().to_owned()),
+    ))
 }
 
 impl Store {
@@ -369,7 +375,7 @@ impl WriteTx<'_> {
         now: Millis,
     ) -> Result<VoteOutcome, StoreError> {
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
-        let approve = approve_option(self.conn(), self.path(), gate_id)?;
+        let approve = approve_option(self.conn(), self.path(), &gate)?;
         let already = |gate: &GateView| {
             let (option, by) = gate
                 .decision
@@ -560,7 +566,7 @@ impl WriteTx<'_> {
         if human_acted {
             return Ok(None);
         }
-        let approve = approve_option(self.conn(), self.path(), gate_id)?;
+        let approve = approve_option(self.conn(), self.path(), &gate)?;
         let waited = (at - gate.opened_at).max(0) / 1000;
         let rationale =
             format!("nobody answered within {waited} s: the gate's timer chose '{option}'");

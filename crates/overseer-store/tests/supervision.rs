@@ -398,3 +398,49 @@ fn only_humans_and_the_supervisor_vote() {
         assert!(err.to_string().contains("cannot vote"), "{err}");
     }
 }
+
+#[test]
+fn a_human_approval_reads_as_approve_on_gates_opened_without_a_supervisor() {
+    let mut f = Fixture::new();
+    // The store opens the merge review itself, with no approve option set.
+    let run = f.pending_review_run(1_000);
+    let review = f.store.run(run).expect("run").pending_gate.expect("review");
+    assert_eq!(review.kind, GateKind::MergeReview);
+    f.store
+        .write(|tx| {
+            tx.vote(
+                review.id,
+                &Actor::app(),
+                &user_choice("approve", None),
+                2_000,
+            )
+        })
+        .expect("approve");
+    let story = f.store.decisions_of_gate(review.id).expect("decisions");
+    assert_eq!(story.len(), 1, "{story:?}");
+    assert_eq!(story[0].verdict, Verdict::Approve, "{story:?}");
+    assert_eq!(story[0].option.as_deref(), Some("approve"));
+
+    // A deviation opened by the engine without a supervisor: retry approves,
+    // stop rejects.
+    for (option, verdict) in [("retry", Verdict::Approve), ("stop", Verdict::Reject)] {
+        let spec = GateSpec::new(
+            run,
+            GateKind::Deviation,
+            "The agent hit a problem",
+            vec![
+                GateOption::new("retry", "Retry"),
+                GateOption::new("stop", "Stop"),
+            ],
+        );
+        let gate = f
+            .store
+            .write(|tx| tx.open_gate_spec(&spec, &Actor::Engine, 3_000))
+            .expect("open");
+        f.store
+            .write(|tx| tx.vote(gate, &Actor::app(), &user_choice(option, None), 4_000))
+            .expect("decide");
+        let d = f.store.decisions_of_gate(gate).expect("decisions");
+        assert_eq!(d[0].verdict, verdict, "{option}: {d:?}");
+    }
+}
