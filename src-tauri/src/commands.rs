@@ -63,6 +63,14 @@ pub async fn list_gates(
 }
 
 #[tauri::command]
+pub async fn show_gate(
+    engine: State<'_, Arc<Engine>>,
+    gate_id: GateId,
+) -> Result<GateView, ApiError> {
+    blocking(&engine, move |e| e.gate(gate_id)).await
+}
+
+#[tauri::command]
 pub async fn decide_gate(
     engine: State<'_, Arc<Engine>>,
     gate_id: GateId,
@@ -134,6 +142,19 @@ pub async fn list_workspaces(
 }
 
 #[tauri::command]
+pub async fn set_workspace_checks(
+    engine: State<'_, Arc<Engine>>,
+    workspace: String,
+    sensors: Vec<String>,
+    auto_advance: Option<bool>,
+) -> Result<overseer_store::Workspace, ApiError> {
+    blocking(&engine, move |e| {
+        e.set_workspace_checks(&workspace, sensors, auto_advance, &Actor::app())
+    })
+    .await
+}
+
+#[tauri::command]
 pub async fn supervisor_status(
     engine: State<'_, Arc<Engine>>,
     scope: Scope,
@@ -153,12 +174,26 @@ pub async fn set_supervisor(
     .await
 }
 
+/// Rules as the user typed them: parsed here, so a rule that is not one
+/// comes back as a typed `invalid_input` naming it, not as an argument error.
+#[derive(Debug, serde::Deserialize)]
+pub struct RuleTexts {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
 #[tauri::command]
 pub async fn set_permissions(
     engine: State<'_, Arc<Engine>>,
     scope: Scope,
-    rules: RuleSet,
+    rules: RuleTexts,
 ) -> Result<RuleSet, ApiError> {
+    let rules = RuleSet::parse(&rules.allow, &rules.ask, &rules.deny)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     blocking(&engine, move |e| {
         e.set_permissions(&scope, rules, &Actor::app())
     })

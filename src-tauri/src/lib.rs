@@ -4,6 +4,7 @@
 
 mod commands;
 mod notifier;
+mod tray;
 
 use overseer_engine::{server, Engine, Paths, SystemClock};
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub fn builder(
             commands::reject_run,
             commands::abort_run,
             commands::list_gates,
+            commands::show_gate,
             commands::decide_gate,
             commands::hold_gate,
             commands::gate_story,
@@ -38,6 +40,7 @@ pub fn builder(
             commands::run_diff,
             commands::steer_run,
             commands::list_workspaces,
+            commands::set_workspace_checks,
             commands::supervisor_status,
             commands::set_supervisor,
             commands::set_permissions,
@@ -67,6 +70,7 @@ pub fn builder(
                     }
                 }));
             }
+            tray::install(app.handle(), engine.clone());
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.
             let mut rx = engine.subscribe();
@@ -174,6 +178,7 @@ mod tests {
             "reject-run",
             "abort-run",
             "list-gates",
+            "show-gate",
             "decide-gate",
             "hold-gate",
             "gate-story",
@@ -181,6 +186,7 @@ mod tests {
             "run-diff",
             "steer-run",
             "list-workspaces",
+            "set-workspace-checks",
             "supervisor-status",
             "set-supervisor",
             "set-permissions",

@@ -41,8 +41,8 @@ impl DesktopNotifier {
                     for n in coalesce(batch) {
                         let shown = notify_rust::Notification::new()
                             .appname("Overseer")
-                            .summary(&n.title)
-                            .body(&n.body)
+                            .summary(&inert(&n.title))
+                            .body(&inert(&n.body))
                             .action("default", "Open")
                             .hint(notify_rust::Hint::Category(
                                 "overseer.".to_owned() + n.kind.as_str(),
@@ -89,5 +89,34 @@ impl Notifier for DesktopNotifier {
         if tx.send(n.clone()).is_err() {
             tracing::warn!("notifier thread is gone; dropped {}", n.kind.as_str());
         }
+    }
+}
+
+/// Notification servers read the body (and some the summary) as markup:
+/// agent-controlled text (task titles, reasons) must arrive as text.
+fn inert(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inert;
+
+    #[test]
+    fn agent_text_reaches_the_notification_server_as_text() {
+        assert_eq!(
+            inert("<img src=x onerror=alert(1)> & <b>bold</b>"),
+            "&lt;img src=x onerror=alert(1)&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+        );
+        assert_eq!(inert("Fix the build"), "Fix the build");
     }
 }

@@ -12,7 +12,7 @@ if [ -z "${OVERSEER_E2E_INNER:-}" ]; then
     [ -x "$bin" ] || { echo "e2e: $bin is missing; run 'make app' first" >&2; exit 1; }
   done
   mkdir -p "$out"
-  rm -f "$out"/*.png "$out"/*.log
+  [ $# -gt 0 ] || rm -f "$out"/*.png "$out"/*.log
   export OVERSEER_E2E_INNER=1
   exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- "$0" "$@"
 fi
@@ -42,4 +42,7 @@ done
 export WEBDRIVER_URL="http://127.0.0.1:$port/"
 
 cd "$root/tests/e2e"
-node --test --test-concurrency=1 ./*.test.mjs
+# Every test file opens its own app on its own data dir; name files to run
+# only those (`tests/e2e/run.sh inbox.test.mjs`).
+if [ $# -gt 0 ]; then files=("$@"); else files=(./*.test.mjs); fi
+node --test --test-concurrency=1 "${files[@]}"

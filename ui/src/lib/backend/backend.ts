@@ -1,12 +1,58 @@
-import type { EngineEvent, RunView } from "../types";
+import type {
+  ActivityView,
+  EngineEvent,
+  GateStory,
+  GateView,
+  NotificationSettings,
+  PolicyStatus,
+  RuleSet,
+  RunDiff,
+  RunView,
+  Scope,
+  SupervisorPolicy,
+  Workspace,
+} from "../types";
 
-/** Everything the UI asks of the engine. One implementation talks to Tauri,
- * another (for tests and a plain browser) lives in memory. */
+/** Everything the UI asks of the engine. One implementation talks to Tauri
+ * (./tauri.ts, the only module that imports @tauri-apps); another lives in
+ * memory (./mock.ts) for unit tests and a plain browser. Every call rejects
+ * with an `ApiError` ({code, message}). Nothing here changes UI state: the
+ * result of an action arrives as a pushed event like any other change. */
 export interface Backend {
+  // Runs
   listRuns(): Promise<RunView[]>;
   approveRun(runId: number): Promise<RunView>;
   rejectRun(runId: number, reason: string): Promise<RunView>;
   abortRun(runId: number): Promise<RunView>;
+  /** Activity entries of a run with id > `after` (0: all). */
+  runActivity(runId: number, after: number): Promise<ActivityView[]>;
+  runDiff(runId: number): Promise<RunDiff>;
+  /** An instruction for the running agent's next turn. */
+  steerRun(runId: number, text: string): Promise<RunView>;
+
+  // Gates (plan, tool_call, step_review, supervisor_pause, deviation,
+  // merge_review, question)
+  listGates(pendingOnly: boolean): Promise<GateView[]>;
+  showGate(gateId: number): Promise<GateView>;
+  /** `context` is the optional free text (reason, feedback, guidance, or
+   * for a question the JSON object of answers). */
+  decideGate(gateId: number, option: string, context: string | null): Promise<GateView>;
+  /** Stops a gate's timer (auto-proceed, expiry): it waits for a human. */
+  holdGate(gateId: number): Promise<GateView>;
+  /** The chronological story of a gate, each audit record checked. */
+  gateStory(gateId: number): Promise<GateStory>;
+
+  // Settings
+  listWorkspaces(): Promise<Workspace[]>;
+  setWorkspaceChecks(workspace: string, sensors: string[], autoAdvance: boolean | null): Promise<Workspace>;
+  supervisorStatus(scope: Scope): Promise<PolicyStatus>;
+  setSupervisor(scope: Scope, policy: SupervisorPolicy | null): Promise<PolicyStatus>;
+  setPermissions(scope: Scope, rules: RuleSet): Promise<RuleSet>;
+  notificationSettings(): Promise<NotificationSettings>;
+  setNotificationSettings(settings: NotificationSettings): Promise<NotificationSettings>;
+
   /** Calls `onEvent` for every event the engine pushes; returns an unsubscribe. */
   subscribe(onEvent: (e: EngineEvent) => void): Promise<() => void>;
+  /** Calls `onOpen` when the user clicked an OS notification about a run. */
+  onOpenRequest(onOpen: (runId: number) => void): Promise<() => void>;
 }

@@ -1,44 +1,259 @@
 // An engine in memory, for unit tests and for `npm run dev` in a plain browser.
 // It answers like the real one: actions change nothing locally in the caller;
-// the change arrives as a pushed run_changed event.
+// the change arrives as a pushed event (after the call resolves, as after a
+// commit).
 import type { Backend } from "./backend";
-import type { ApiError, EngineEvent, ReleaseReason, RunView } from "../types";
+import type {
+  ActivityView,
+  ApiError,
+  EngineEvent,
+  GateStory,
+  GateView,
+  NotificationSettings,
+  PolicyStatus,
+  ReleaseReason,
+  RuleSet,
+  RunDiff,
+  RunView,
+  Scope,
+  SupervisorPolicy,
+  Workspace,
+} from "../types";
+
+const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
+
+export function defaultPolicy(): SupervisorPolicy {
+  return {
+    enabled: false,
+    autonomy: "advisory",
+    gate_authority: {},
+    evaluator: { type: "rules" },
+    max_reorient_attempts: 3,
+    timeout_seconds: 30,
+    always_supervise: false,
+    pause_timeout_seconds: 900,
+  };
+}
 
 export class MockBackend implements Backend {
-  private runs = new Map<number, RunView>();
+  runs = new Map<number, RunView>();
+  gates = new Map<number, GateView>();
+  activity = new Map<number, ActivityView[]>();
+  diffs = new Map<number, RunDiff>();
+  workspaces: Workspace[] = [];
+  notifications: NotificationSettings = { muted: [] };
+  policies = new Map<string, SupervisorPolicy | null>();
   private listeners = new Set<(e: EngineEvent) => void>();
-  /** Calls made, for tests. */
+  private openers = new Set<(runId: number) => void>();
+  /** Calls made, for tests: `"approveRun 3"`, `"decideGate 7 yes"`. */
   calls: string[] = [];
   /** When set, the next call fails with this error. */
   failNext: ApiError | null = null;
 
-  constructor(runs: RunView[] = [], private now: () => number = Date.now) {
+  constructor(
+    runs: RunView[] = [],
+    private now: () => number = Date.now,
+    gates: GateView[] = [],
+  ) {
     for (const r of runs) this.runs.set(r.id, structuredClone(r));
+    for (const g of gates) this.gates.set(g.id, structuredClone(g));
   }
 
-  async listRuns(): Promise<RunView[]> {
-    this.calls.push("listRuns");
-    return [...this.runs.values()].map((r) => structuredClone(r));
+  private async answer<T>(call: string, f: () => T): Promise<T> {
+    this.calls.push(call);
+    if (this.failNext) {
+      const e = this.failNext;
+      this.failNext = null;
+      throw e;
+    }
+    return structuredClone(f());
+  }
+
+  private run(id: number): RunView {
+    const r = this.runs.get(id);
+    if (!r) throw fail("not_found", `run ${id} does not exist`);
+    return r;
+  }
+
+  private gate(id: number): GateView {
+    const g = this.gates.get(id);
+    if (!g) throw fail("not_found", `gate ${id} does not exist`);
+    return g;
+  }
+
+  listRuns() {
+    return this.answer("listRuns", () => [...this.runs.values()]);
   }
 
   approveRun(runId: number) {
-    return this.release(`approveRun ${runId}`, runId, "merged", null);
+    return this.answer(`approveRun ${runId}`, () => this.release(runId, "merged", null, false));
   }
 
   rejectRun(runId: number, reason: string) {
-    if (!reason.trim()) {
-      return Promise.reject<RunView>({ code: "invalid_input", message: "rejecting a run needs a reason" });
-    }
-    return this.release(`rejectRun ${runId}`, runId, "human_rejected", reason);
+    return this.answer(`rejectRun ${runId}`, () => {
+      if (!reason.trim()) throw fail("invalid_input", "rejecting a run needs a reason: say what is wrong");
+      return this.release(runId, "human_rejected", reason, false);
+    });
   }
 
   abortRun(runId: number) {
-    return this.release(`abortRun ${runId}`, runId, "aborted_by_user", null, true);
+    return this.answer(`abortRun ${runId}`, () => this.release(runId, "aborted_by_user", null, true));
+  }
+
+  runActivity(runId: number, after: number) {
+    return this.answer(`runActivity ${runId}`, () => {
+      this.run(runId);
+      return (this.activity.get(runId) ?? []).filter((a) => a.id > after);
+    });
+  }
+
+  runDiff(runId: number) {
+    return this.answer(`runDiff ${runId}`, () => {
+      this.run(runId);
+      return this.diffs.get(runId) ?? { files: [], diff: "" };
+    });
+  }
+
+  steerRun(runId: number, text: string) {
+    return this.answer(`steerRun ${runId}`, () => {
+      const r = this.run(runId);
+      if (r.state.state !== "running") throw fail("invalid_transition", `run ${runId} is not running: only a running agent can be steered`);
+      if (!text.trim()) throw fail("invalid_input", "the instruction is empty: say what the agent should do");
+      this.addActivity(runId, "user_instruction", { text });
+      return r;
+    });
+  }
+
+  listGates(pendingOnly: boolean) {
+    return this.answer("listGates", () =>
+      [...this.gates.values()].filter((g) => !pendingOnly || g.status === "pending"),
+    );
+  }
+
+  showGate(gateId: number) {
+    return this.answer(`showGate ${gateId}`, () => this.gate(gateId));
+  }
+
+  decideGate(gateId: number, option: string, context: string | null) {
+    return this.answer(`decideGate ${gateId} ${option}`, () => {
+      const g = this.gate(gateId);
+      if (g.status === "decided") throw fail("already_decided", `gate ${gateId} was already decided`);
+      const opt = g.options.find((o) => o.id === option);
+      if (!opt) throw fail("invalid_input", `option '${option}' is not offered by this gate (offered: ${g.options.map((o) => o.id).join(", ")})`);
+      if (opt.requires_context && !context?.trim()) throw fail("invalid_input", `option '${option}' needs a reason: say why`);
+      const next: GateView = {
+        ...g,
+        status: "decided",
+        auto_at: null,
+        decision: { option, context, actor: { kind: "user", name: "app" }, at: this.now() },
+      };
+      this.gates.set(gateId, next);
+      const run = this.runs.get(g.run_id);
+      const events: EngineEvent[] = [{ type: "gate_decided", gate_id: gateId, run_id: g.run_id, kind: g.kind }];
+      if (run && run.pending_gate?.id === gateId) {
+        const updated: RunView = { ...run, pending_gate: null, needs_you: false };
+        events.push({ type: "run_changed", run: updated });
+      }
+      this.later(events);
+      return next;
+    });
+  }
+
+  holdGate(gateId: number) {
+    return this.answer(`holdGate ${gateId}`, () => {
+      const g = this.gate(gateId);
+      if (g.status === "decided") throw fail("already_decided", `gate ${gateId} was already decided`);
+      const next = { ...g, auto_at: null, auto_option: null };
+      this.gates.set(gateId, next);
+      return next;
+    });
+  }
+
+  gateStory(gateId: number) {
+    return this.answer(`gateStory ${gateId}`, (): GateStory => {
+      const gate = this.gate(gateId);
+      const rec = (seq: number, payload: object, actor: string, at: number) => ({
+        record: {
+          seq,
+          prev_hash: "0".repeat(64),
+          payload: JSON.stringify(payload),
+          payload_hash: "a".repeat(64),
+          actor,
+          at,
+          record_hash: "b".repeat(64),
+          signature: "c".repeat(128),
+        },
+        problem: null,
+      });
+      const records = [rec(gateId * 10, { type: "gate_opened", gate_id: gateId, kind: gate.kind }, "agent:demo", gate.opened_at)];
+      if (gate.decision) {
+        records.push(rec(gateId * 10 + 1, { type: "gate_decided", gate_id: gateId, option: gate.decision.option }, "user:app", gate.decision.at));
+      }
+      return { gate, decisions: [], records, verified: true };
+    });
+  }
+
+  listWorkspaces() {
+    return this.answer("listWorkspaces", () => this.workspaces);
+  }
+
+  setWorkspaceChecks(workspace: string, sensors: string[], autoAdvance: boolean | null) {
+    return this.answer(`setWorkspaceChecks ${workspace}`, () => {
+      const ws = this.workspaces.find((w) => w.name === workspace);
+      if (!ws) throw fail("not_found", `workspace ${workspace} does not exist`);
+      const empty = sensors.findIndex((s) => !s.trim());
+      if (empty >= 0) throw fail("invalid_input", `sensor ${empty + 1} is empty: give a check command such as \`npm test\`, or remove it`);
+      ws.settings = { ...ws.settings, sensors: sensors.map((s) => s.trim()), auto_advance: autoAdvance };
+      return ws;
+    });
+  }
+
+  supervisorStatus(scope: Scope) {
+    return this.answer("supervisorStatus", (): PolicyStatus => this.status(scope));
+  }
+
+  setSupervisor(scope: Scope, policy: SupervisorPolicy | null) {
+    return this.answer("setSupervisor", (): PolicyStatus => {
+      if (policy && policy.timeout_seconds < 1) throw fail("invalid_input", "timeout_seconds must be at least 1");
+      this.policies.set(key(scope), policy);
+      return this.status(scope);
+    });
+  }
+
+  setPermissions(scope: Scope, rules: RuleSet) {
+    return this.answer(`setPermissions ${key(scope)}`, () => {
+      const bad = [...rules.allow, ...rules.ask, ...rules.deny].find((r) => !/^[A-Za-z_][\w-]*(\(.*\))?$/.test(r));
+      if (bad) throw fail("invalid_input", `'${bad}' is not a rule: write Tool or Tool(specifier), e.g. Bash(npm test:*)`);
+      return rules;
+    });
+  }
+
+  notificationSettings() {
+    return this.answer("notificationSettings", () => this.notifications);
+  }
+
+  setNotificationSettings(settings: NotificationSettings) {
+    return this.answer("setNotificationSettings", () => {
+      if (settings.muted.includes("agent_question_blocking")) {
+        throw fail("invalid_input", "blocking questions always notify: they cannot be muted");
+      }
+      this.notifications = structuredClone(settings);
+      return this.notifications;
+    });
   }
 
   async subscribe(onEvent: (e: EngineEvent) => void) {
     this.listeners.add(onEvent);
-    return () => this.listeners.delete(onEvent);
+    return () => {
+      this.listeners.delete(onEvent);
+    };
+  }
+
+  async onOpenRequest(onOpen: (runId: number) => void) {
+    this.openers.add(onOpen);
+    return () => {
+      this.openers.delete(onOpen);
+    };
   }
 
   /** Pushes an event as the engine would after a commit. */
@@ -47,24 +262,47 @@ export class MockBackend implements Backend {
     for (const l of this.listeners) l(structuredClone(e));
   }
 
-  private async release(
-    call: string,
-    runId: number,
-    reason: ReleaseReason,
-    note: string | null,
-    anyActive = false,
-  ): Promise<RunView> {
-    this.calls.push(call);
-    if (this.failNext) {
-      const e = this.failNext;
-      this.failNext = null;
-      throw e;
-    }
-    const run = this.runs.get(runId);
-    if (!run) throw { code: "not_found", message: `run ${runId} does not exist` } satisfies ApiError;
+  /** As if the user clicked a notification about `runId`. */
+  clickNotification(runId: number) {
+    for (const o of this.openers) o(runId);
+  }
+
+  /** Opens a gate as an agent would, and pushes its events. */
+  openGate(gate: GateView) {
+    this.gates.set(gate.id, structuredClone(gate));
+    const run = this.runs.get(gate.run_id);
+    const events: EngineEvent[] = [{ type: "gate_opened", gate_id: gate.id, run_id: gate.run_id, kind: gate.kind }];
+    if (run) events.push({ type: "run_changed", run: { ...run, needs_you: true, pending_gate: { id: gate.id, kind: gate.kind } } });
+    for (const e of events) this.push(e);
+  }
+
+  addActivity(runId: number, kind: string, payload: ActivityView["payload"]) {
+    const list = this.activity.get(runId) ?? [];
+    const all = [...this.activity.values()].flat();
+    const entry: ActivityView = { id: all.length + 1, run_id: runId, at: this.now(), kind, payload };
+    list.push(entry);
+    this.activity.set(runId, list);
+    this.later([{ type: "run_activity", activity: entry }]);
+  }
+
+  private later(events: EngineEvent[]) {
+    // Pushed asynchronously, like the real engine's events after commit.
+    queueMicrotask(() => {
+      for (const e of events) this.push(e);
+    });
+  }
+
+  private status(scope: Scope): PolicyStatus {
+    const own = this.policies.get(key(scope)) ?? null;
+    const inherited = scope.task === null ? null : (this.policies.get(key({ ...scope, task: null })) ?? null);
+    return { scope, own, effective: own ?? inherited ?? defaultPolicy() };
+  }
+
+  private release(runId: number, reason: ReleaseReason, note: string | null, anyActive: boolean): RunView {
+    const run = this.run(runId);
     const active = run.state.state !== "released";
     if (!(run.state.state === "pending_review" || (anyActive && active))) {
-      throw { code: "invalid_transition", message: `cannot change a run that is ${run.state.state}` } satisfies ApiError;
+      throw fail("invalid_transition", `cannot change a run that is ${run.state.state}`);
     }
     const next: RunView = {
       ...run,
@@ -74,19 +312,77 @@ export class MockBackend implements Backend {
       pending_gate: null,
       release_note: note ?? run.release_note,
     };
-    // Pushed asynchronously, like the real engine's event after commit.
-    queueMicrotask(() => this.push({ type: "run_changed", run: next }));
-    return structuredClone(next);
+    const events: EngineEvent[] = [];
+    for (const g of this.gates.values()) {
+      if (g.run_id === runId && g.status === "pending") {
+        this.gates.set(g.id, { ...g, status: "decided", decision: { option: "abort", context: null, actor: { kind: "user", name: "app" }, at: this.now() } });
+        events.push({ type: "gate_decided", gate_id: g.id, run_id: runId, kind: g.kind });
+      }
+    }
+    events.push({ type: "run_changed", run: next });
+    this.later(events);
+    return next;
   }
 }
 
-/** A few rows so a plain browser shows something. */
-export function demoRuns(now: number): RunView[] {
+function key(scope: Scope): string {
+  return `${scope.workspace}/${scope.task ?? "*"}`;
+}
+
+/** A small fleet with a gate of every kind, so a plain browser shows every
+ * surface (`npm run dev`). */
+export function demoBackend(now: number): MockBackend {
   const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null };
-  return [
-    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, state_since: now - 720_000, needs_you: true },
-    { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: false },
-    { ...base, id: 3, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 9, kind: "tool_call" } },
-    { ...base, id: 4, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, state_since: now - 10_800_000, needs_you: false },
+  const runs: RunView[] = [
+    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review" } },
+    { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan" } },
+    { ...base, id: 3, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call" } },
+    { ...base, id: 4, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question" } },
+    { ...base, id: 5, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation" } },
+    { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review" } },
+    { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, state_since: now - 10_800_000, needs_you: false },
   ];
+  const gate = (id: number, run_id: number, kind: GateView["kind"], title: string, options: GateView["options"], payload: GateView["payload"], extra: Partial<GateView> = {}): GateView => ({
+    id, run_id, kind, status: "pending", title, options, payload, opened_at: now - 60_000 * id, decision: null,
+    auto_at: null, auto_option: null, authority: null, effected: false, ...extra,
+  });
+  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
+  const gates: GateView[] = [
+    gate(1, 1, "merge_review", "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")], {}),
+    gate(2, 2, "plan", "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")], {
+      goal: "Split billing into modules", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }], files: ["src/billing/invoices.ts", "src/billing/payments.ts"], risks: ["Import cycles"],
+    }),
+    gate(3, 3, "tool_call", "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")], {
+      request: { kind: "execute", command: "npm install pg-migrate", paths: [] }, reason: "installing packages is always gated", always_gated: "install_packages",
+    }),
+    gate(4, 4, "question", "A few questions before I plan the greeting.", [opt("answer", "Answer", true), opt("decline", "Decline")], {
+      message: "A few questions before I plan the greeting.",
+      schema: { type: "object", title: "Before I plan", required: ["framework", "add_tests"], properties: {
+        framework: { type: "string", title: "Framework", enum: ["svelte", "react", "vue"] },
+        add_tests: { type: "boolean", title: "Add tests?" },
+        notes: { type: "string", title: "Anything else I should know?" },
+      } },
+    }),
+    gate(5, 5, "deviation", "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")], {
+      cause: "sensor_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10,
+    }),
+    gate(6, 6, "step_review", "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], {
+      confidence: 0.64, explain: "one retry used; sensors passed",
+    }, { auto_at: now + 10_000, auto_option: "proceed" }),
+  ];
+  const mock = new MockBackend(runs, Date.now, gates);
+  mock.workspaces = [
+    { id: 1, name: "web-app", path: "~/src/web-app", settings: { sensors: ["npm test"], auto_advance: null } },
+    { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
+  ];
+  mock.diffs.set(1, {
+    files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],
+    diff: "diff --git a/src/limit.ts b/src/limit.ts\n--- a/src/limit.ts\n+++ b/src/limit.ts\n@@ -1,3 +1,5 @@\n-export const LIMIT = 10;\n+export const LIMIT = 100;\n+// per minute\n+export const WINDOW_MS = 60_000;\n export function allow() {\n   return true;\n",
+  });
+  return mock;
+}
+
+/** The rows of {@link demoBackend}, for tests that only need runs. */
+export function demoRuns(now: number): RunView[] {
+  return [...demoBackend(now).runs.values()];
 }

@@ -1,0 +1,229 @@
+// Agent- and user-controlled text is untrusted: task titles, workspace names
+// and rejection reasons full of markup must reach the real window as text.
+// Each payload is put where it reaches the window (task titles through the
+// CLI and the engine, workspace names, the reason of a rejected run), and
+// every view that shows it is checked: the text is displayed literally, no
+// element the payload describes exists, and none of its script ran.
+// Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { openApp, eventually, By, until } from "./lib.mjs";
+
+let bus;
+/** A dbus-monitor of our own on the session bus run.sh set up: the shared
+ * target/e2e/dbus-notify.log is also written by other runs, so this file
+ * records the Notify calls made while it runs, in memory. */
+async function watchNotifications() {
+  const child = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications'"], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let text = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (d) => (text += d));
+  // It reports its own connection first: from then on it sees every call.
+  await new Promise((resolve, reject) => {
+    child.stdout.once("data", resolve);
+    child.once("error", reject);
+  });
+  return {
+    /** Everything seen so far; `mark()` for a position to read from. */
+    mark: () => text.length,
+    since: (mark) => text.slice(mark),
+    stop: () => child.kill(),
+  };
+}
+
+const LONG = `${"<b>long</b> ".repeat(900)}END`.slice(0, 10_240);
+const PAYLOADS = [
+  `<img src=x onerror=window.__xss=1>`,
+  `<script>window.__xss=1</script>`,
+  `"><svg onload=window.__xss=1>`,
+  `javascript:window.__xss=1`,
+  `{@html x}`,
+  `<style>body{display:none}</style>`,
+  `<iframe srcdoc="<script>parent.__xss=1</script>"></iframe>`,
+  `<a href="javascript:window.__xss=1">click me</a>`,
+  `\u202Egnp.exe\u202C right-to-left override \u2067isolate\u2069`,
+  `' onmouseover='window.__xss=1' x='`,
+  LONG,
+];
+// Workspace names become folder names here (lib.mjs): no '/'.
+const WORKSPACES = [`<img src=x onerror=window.__xss=1>`, `"><svg onload=window.__xss=1>`];
+const REASONS = [`<script>window.__xss=1</script> broke <img src=x onerror=window.__xss=1>`, `<style>body{display:none}</style>`];
+
+let app;
+let driver;
+/** run id -> its title */
+const runs = new Map();
+
+const byTest = (id, extra = "") => By.css(`[data-testid="${id}"]${extra}`);
+
+/** What the page must never contain, whatever it shows. */
+async function assertInert(where) {
+  const found = await driver.executeScript(`
+    const root = document.getElementById("app");
+    return {
+      xss: typeof window.__xss,
+      img: root.querySelectorAll("img").length,
+      payloadSvg: root.querySelectorAll("svg[onload], svg:not([aria-hidden])").length,
+      script: root.querySelectorAll("script, iframe, object, embed, style, link").length,
+      handlers: [...root.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length,
+      jsLinks: root.querySelectorAll("a[href^='javascript' i]").length,
+      bodyDisplay: getComputedStyle(document.body).display,
+      bodyStyles: document.querySelectorAll("body style").length,
+    };
+  `);
+  assert.deepEqual(found, {
+    xss: "undefined",
+    img: 0,
+    payloadSvg: 0,
+    script: 0,
+    handlers: 0,
+    jsLinks: 0,
+    bodyDisplay: "block",
+    bodyStyles: 0,
+  }, `payload markup came alive in ${where}`);
+}
+
+/** The text of the app root as the DOM holds it (getText would also do, but
+ * it normalises the bidi controls and takes long on 10 KB strings). */
+const appText = () => driver.executeScript("return document.getElementById('app').textContent");
+/** What the user sees of an element (CSS applied): innerText. */
+const shown = (el) => driver.executeScript("return arguments[0].innerText", el);
+
+/** Decides every pending gate of `ids` the way that moves the run on (plan
+ * approved, tool calls allowed for the run) until each is in pending review. */
+async function driveToReview(ids) {
+  const order = ["approve", "always", "yes", "allow_once", "proceed", "continue", "retry"];
+  const states = () =>
+    app.sql(`SELECT id, state FROM runs WHERE id IN (${ids.map(() => "?").join(",")})`, ...ids);
+  try {
+    await eventually(driver, () => {
+      for (const g of JSON.parse(app.cli("gates", "list", "--json"))) {
+        // The review itself is what the test decides (reject).
+        if (!ids.includes(g.run_id) || g.kind === "merge_review") continue;
+        const option = order.find((o) => g.options.some((x) => x.id === o));
+        if (!option) continue;
+        try {
+          app.cli("gates", "decide", String(g.id), "--option", option);
+        } catch {
+          // Decided meanwhile (a timer, the supervisor): look again.
+        }
+      }
+      const now = states();
+      return now.length === ids.length && now.every(([, s]) => s === "pending_review");
+    }, 90_000, `runs ${ids.join(", ")} in pending review`);
+  } catch (e) {
+    const gates = JSON.parse(app.cli("gates", "list", "--json")).filter((g) => ids.includes(g.run_id));
+    const tail = ids.map((id) => app.cli("runs", "activity", String(id)).split("\n").slice(-8).join("\n"));
+    throw new Error(`${e.message}\nstates ${JSON.stringify(states())}\ngates ${JSON.stringify(gates.map((g) => [g.id, g.kind, g.title]))}\n${tail.join("\n---\n")}`);
+  }
+}
+
+async function go(view) {
+  await driver.findElement(By.css(`button[data-nav="${view}"]`)).click();
+}
+
+before(async () => {
+  bus = await watchNotifications();
+  app = await openApp();
+  driver = app.driver;
+  for (const name of WORKSPACES) app.workspace(name);
+  PAYLOADS.forEach((title, i) => {
+    runs.set(app.startDemo(WORKSPACES[i % WORKSPACES.length], "happy", title), title);
+  });
+});
+
+after(async () => {
+  // Stop the demo agents still waiting on their plans.
+  for (const id of runs.keys()) {
+    const [[state]] = app.sql("SELECT state FROM runs WHERE id = ?", id);
+    if (!state.startsWith("released")) app.cli("runs", "abort", String(id));
+  }
+  bus?.stop();
+  await app?.quit();
+});
+
+test("task titles full of markup show as text in the fleet", async () => {
+  await go("fleet");
+  await eventually(driver, async () => (await driver.findElements(By.css("[data-run-id]"))).length === runs.size, 20_000, "every run in the fleet");
+  for (const [id, title] of runs) {
+    const row = await driver.findElement(By.css(`[data-run-id="${id}"]`));
+    const text = await driver.executeScript("return arguments[0].textContent", row);
+    assert.ok(text.includes(title), `run ${id}: the title is in the row as text (${title.slice(0, 40)})`);
+    if (title !== LONG) {
+      assert.ok((await shown(row)).includes(title), `run ${id}: the row shows ${title}`);
+    }
+    const workspace = WORKSPACES.find((w) => text.includes(w));
+    assert.ok(workspace, `run ${id}: its workspace name is shown literally`);
+  }
+  await assertInert("the fleet");
+});
+
+test("the same titles show as text on the inbox cards and the run page", async () => {
+  // Every happy run asks to approve its plan first.
+  const gates = await eventually(driver, () => {
+    const list = JSON.parse(app.cli("gates", "list", "--json"));
+    return list.length >= runs.size ? list : null;
+  }, 60_000, "a plan gate per run");
+  await go("inbox");
+  await driver.wait(until.elementLocated(byTest("inbox")), 10_000);
+  await eventually(driver, async () => (await driver.findElements(By.css("[data-gate-id]"))).length >= runs.size, 15_000, "every gate in the inbox");
+  const text = await appText();
+  for (const title of runs.values()) assert.ok(text.includes(title), `inbox shows ${title.slice(0, 40)}`);
+  await assertInert("the inbox");
+
+  // The run page of the first gate's run.
+  const first = gates[0];
+  await driver.findElement(By.css(`[data-gate-id="${first.id}"] [data-testid="gate-run"]`)).click();
+  const title = runs.get(first.run_id);
+  await eventually(driver, async () => (await appText()).includes(title), 10_000, "the run page title");
+  await assertInert("the run page");
+});
+
+test("rejection reasons full of markup show as text on the released rows", async () => {
+  const [a, b] = [...runs.keys()];
+  await driveToReview([a, b]);
+  app.cli("runs", "reject", String(a), "--reason", REASONS[0]);
+  app.cli("runs", "reject", String(b), "--reason", REASONS[1]);
+
+  await go("fleet");
+  for (const [id, reason] of [[a, REASONS[0]], [b, REASONS[1]]]) {
+    const row = await eventually(driver, async () => {
+      const r = await driver.findElement(By.css(`[data-run-id="${id}"][data-reason="human_rejected"]`));
+      return r;
+    }, 15_000, `run ${id} released as rejected`);
+    assert.ok((await shown(row)).includes(reason), `run ${id} shows its reason literally`);
+  }
+  await assertInert("the fleet with release notes");
+  await driver.executeScript("window.scrollTo(0, 0)");
+  await app.shot("xss");
+});
+
+test("workspace names full of markup show as text on the Settings page", async () => {
+  await go("settings");
+  await driver.wait(until.elementLocated(By.css('[data-testid="settings"][data-loaded="1"]')), 10_000);
+  for (const name of WORKSPACES) {
+    const picker = await driver.findElement(byTest("workspace-picker"));
+    const options = await picker.findElements(By.css("option"));
+    let option = null;
+    for (const o of options) if ((await o.getAttribute("value")) === name) option = o;
+    assert.ok(option, `the picker offers ${name}`);
+    await option.click();
+    const header = await driver.findElement(By.css('[data-testid="workspace-settings"] h3'));
+    await eventually(driver, async () => (await header.getText()).includes(name), 5_000, `the header shows ${name}`);
+    assert.ok((await driver.findElement(byTest("scope-name")).getText()).includes(name));
+  }
+  await assertInert("the Settings page");
+  await app.shot("xss-settings");
+});
+
+test("OS notifications carry task titles as plain text, not as notification markup", () => {
+  const log = bus.since(0);
+  assert.match(log, /member=Notify/);
+  // Every Notify call since this file began, as dbus-monitor printed its
+  // arguments: an escaped title would read &lt;img ...
+  const raw = ["<img src=x", "<script>", "<svg onload", "<style>", "<b>long</b>"].filter((m) => log.includes(m));
+  assert.deepEqual(raw, [], "markup reached the notification server unescaped");
+});

@@ -1,0 +1,105 @@
+// The inbox's cards rendered on the server (no DOM needed): what each gate
+// kind shows and offers, straight from the gate.
+import { describe, expect, it } from "vitest";
+import { render } from "svelte/server";
+import GateCard from "../../components/inbox/GateCard.svelte";
+import InboxView from "../../components/inbox/InboxView.svelte";
+import { Gates } from "./gates.svelte";
+import { Nav } from "../nav.svelte";
+import { MockBackend, demoBackend } from "../backend/mock";
+import type { GateView } from "../types";
+
+const NOW = 1_700_000_000_000;
+
+async function html(gate: GateView, now = NOW) {
+  const backend = demoBackend(NOW);
+  backend.gates.set(gate.id, gate);
+  const gates = new Gates(backend);
+  await gates.start();
+  return render(GateCard, { props: { gate: gates.pending.get(gate.id)!, gates, nav: new Nav(), now } }).body;
+}
+
+const demo = (id: number) => demoBackend(NOW).gates.get(id)!;
+const actions = (body: string) => [...body.matchAll(/data-action="([^"]+)"/g)].map((m) => m[1]);
+
+describe("gate cards", () => {
+  it("show a batched question as tabs with one Submit, and the gate's other options", async () => {
+    const body = await html(demo(4));
+    const tabs = [...body.matchAll(/data-testid="question-tab"[^>]*data-key="([^"]+)"/g)].map((m) => m[1]);
+    expect(tabs).toEqual(["framework", "add_tests", "notes"]);
+    expect(body).toContain('data-testid="question-submit"');
+    expect(actions(body)).toEqual(["why", "answer", "decline"]);
+    expect(body).toContain("Submit all 3 answers");
+    // The first question is open, with its options as radio buttons and Other.
+    expect(body).toMatch(/type="radio"[^>]*data-choice="svelte"/);
+    expect(body).toContain('data-choice="other"');
+    expect(body).not.toContain('data-testid="gate-context"');
+  });
+
+  it("show a plan's goal, steps with roles, files and risks, with Approve / Request changes / Reject", async () => {
+    const body = await html(demo(2));
+    expect(body).toContain("Split billing into modules");
+    expect(body.match(/data-testid="plan-step"/g)).toHaveLength(2);
+    expect(body).toContain("coder");
+    expect(body).toContain("src/billing/invoices.ts");
+    expect(body).toContain("Import cycles");
+    expect(actions(body)).toEqual(["why", "approve", "request_changes", "reject"]);
+    expect(body).toContain("required to request changes, optional otherwise");
+  });
+
+  it("hide Retry when the engine no longer offers it", async () => {
+    const g = demo(5);
+    const body = await html({ ...g, options: g.options.filter((o) => o.id !== "retry"), payload: { cause: "turn_failed", error: "boom", attempts: 10, max_attempts: 10 } });
+    expect(actions(body)).toEqual(["why", "replan", "stop"]);
+    expect(body).toContain("attempts 10/10");
+    expect(body).toContain("Retry is no longer offered");
+    const fresh = await html(g);
+    expect(actions(fresh)).toEqual(["why", "retry", "replan", "stop"]);
+    expect(fresh).toContain("attempts 2/10");
+  });
+
+  it("show a tool call's exact command; no Always and no batch box when always-gated", async () => {
+    const gated = await html({ ...demo(3), options: demo(3).options.filter((o) => o.id !== "always"), payload: { request: { kind: "execute", command: "rm -rf build/", paths: [] }, always_gated: "destructive_shell", always_gated_why: "a destructive shell command" } });
+    expect(gated).toContain("rm -rf build/");
+    expect(gated).toContain('data-testid="always-gated"');
+    expect(actions(gated)).toEqual(["why", "yes", "no"]);
+  });
+
+  it("count a step review down from the display clock, with a way to stop the timer", async () => {
+    const g = { ...demo(6), auto_at: NOW + 8_000, auto_option: "proceed" };
+    expect(await html(g)).toContain("Proceeds in 8 s unless you stop it");
+    expect(await html(g, NOW + 3_000)).toContain("Proceeds in 5 s unless you stop it");
+    expect(actions(await html(g))).toEqual(["why", "hold", "proceed", "stop"]);
+    expect(actions(await html({ ...g, auto_at: null }))).toEqual(["why", "proceed", "stop"]);
+  });
+
+  it("render agent text as text, never as markup", async () => {
+    const evil = "<img src=x onerror=alert(1)>";
+    const body = await html({ ...demo(2), title: evil, payload: { goal: evil, steps: [{ title: evil }], files: [evil], risks: [] } });
+    expect(body).not.toContain("<img");
+    expect(body).toContain("&lt;img src=x onerror=alert(1)>");
+  });
+});
+
+describe("the inbox", () => {
+  it("lists blocking asks first, with batch boxes only on low-risk gates", async () => {
+    const backend = demoBackend(NOW);
+    backend.gates.set(3, { ...demo(3), payload: { request: { kind: "edit", paths: ["a.txt"] }, always_gated: null } });
+    const gates = new Gates(backend);
+    await gates.start();
+    const body = render(InboxView, { props: { gates, nav: new Nav(), now: NOW } }).body;
+    const order = [...body.matchAll(/<article[^>]*data-kind="([^"]+)"[^>]*data-ask="([^"]+)"/g)].map((m) => `${m[2]}:${m[1]}`);
+    expect(order).toEqual(["blocking:plan", "blocking:tool_call", "blocking:question", "blocking:deviation", "question:merge_review", "question:step_review"]);
+    expect(body.match(/data-testid="gate-select"/g)).toHaveLength(2);
+    expect(body).toContain('data-testid="approve-selected"');
+  });
+
+  it("says what to do when nothing waits", async () => {
+    const gates = new Gates(new MockBackend());
+    await gates.start();
+    const body = render(InboxView, { props: { gates, nav: new Nav(), now: NOW } }).body;
+    expect(body).toContain('data-testid="inbox-empty"');
+    expect(body).toContain("overseer task start");
+    expect(body).not.toContain('data-testid="approve-selected"');
+  });
+});

@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import { Gates } from "./gates.svelte";
+import { MockBackend, demoBackend } from "../backend/mock";
+import type { EngineEvent, GateView } from "../types";
+import { buildAnswers, initialDraft, parseSchema, questionPayload } from "./questions";
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+const NOW = 1_700_000_000_000;
+
+async function started(backend: MockBackend = demoBackend(NOW)) {
+  const gates = new Gates(backend);
+  await gates.start();
+  return { backend, gates };
+}
+
+describe("Gates", () => {
+  it("lists every pending gate once, blocking first, with its run's task", async () => {
+    const { backend, gates } = await started();
+    expect(gates.ready).toBe(true);
+    expect(gates.sorted.map((g) => g.kind)).toEqual(["plan", "tool_call", "question", "deviation", "merge_review", "step_review"]);
+    expect(gates.runs.get(4)?.task_title).toBe("Pick a framework for the greeting");
+    expect(backend.calls.filter((c) => c === "listGates")).toHaveLength(1);
+    expect(gates.forRun(5)?.kind).toBe("deviation");
+  });
+
+  it("adds a gate when the engine says it opened, and learns its run from run_changed", async () => {
+    const { backend, gates } = await started();
+    const run = { ...backend.runs.get(7)!, id: 8, task_title: "A new task", state: { state: "running" as const } };
+    backend.push({ type: "run_changed", run });
+    const g: GateView = { ...backend.gates.get(6)!, id: 40, run_id: 8, title: "Review step 1" };
+    backend.openGate(g);
+    await flush();
+    expect(gates.pending.get(40)?.title).toBe("Review step 1");
+    expect(gates.runs.get(8)?.task_title).toBe("A new task");
+  });
+
+  it("changes nothing when a decision is accepted until the gate_decided event arrives", async () => {
+    const backend = demoBackend(NOW);
+    const held: EngineEvent[] = [];
+    const push = backend.push.bind(backend);
+    backend.push = (e) => void held.push(e);
+    const { gates } = await started(backend);
+
+    expect(await gates.decide(2, "approve", null)).toBe(true);
+    await flush();
+    expect(gates.pending.has(2)).toBe(true);
+    expect(backend.calls).toContain("decideGate 2 approve");
+    for (const e of held) push(e);
+    expect(gates.pending.has(2)).toBe(false);
+  });
+
+  it("answers a question gate with the JSON object of answers built from its schema", async () => {
+    const { backend, gates } = await started();
+    const g = gates.pending.get(4)!;
+    const { schema } = questionPayload(g.payload);
+    const qs = parseSchema(schema);
+    const drafts = Object.fromEntries(qs.map((q) => [q.key, initialDraft(q, schema)]));
+    drafts["framework"]!.choice = "vue";
+    drafts["add_tests"]!.bool = true;
+    const built = buildAnswers(qs, drafts);
+    expect(built.ok).toBe(true);
+    if (!built.ok) return;
+    expect(await gates.decide(4, "answer", built.json)).toBe(true);
+    expect(JSON.parse(backend.gates.get(4)!.decision!.context!)).toEqual({ framework: "vue", add_tests: true });
+    await flush();
+    expect(gates.pending.has(4)).toBe(false);
+  });
+
+  it("shows a refused decision as a typed error, on the banner and on the card, and keeps the gate", async () => {
+    const { gates } = await started();
+    expect(await gates.decide(2, "request_changes", null)).toBe(false);
+    expect(gates.error?.code).toBe("invalid_input");
+    expect(gates.errors.get(2)?.message).toMatch(/needs a reason/);
+    expect(gates.pending.has(2)).toBe(true);
+    expect(gates.busy.size).toBe(0);
+
+    expect(await gates.decide(2, "request_changes", "split payments first")).toBe(true);
+    expect(gates.error).toBeNull();
+    expect(gates.errors.has(2)).toBe(false);
+  });
+
+  it("approves a batch with each gate's low-risk option and skips the rest", async () => {
+    const backend = demoBackend(NOW);
+    backend.gates.set(3, { ...backend.gates.get(3)!, payload: { request: { kind: "edit", paths: ["a.txt"] }, always_gated: null } });
+    const { gates } = await started(backend);
+    const ok = await gates.approveAll([6, 3, 2, 1, 99]);
+    expect(ok).toBe(2);
+    expect(backend.calls.filter((c) => c.startsWith("decideGate"))).toEqual(["decideGate 6 proceed", "decideGate 3 yes"]);
+    await flush();
+    expect([...gates.pending.keys()].sort()).toEqual([1, 2, 4, 5]);
+  });
+
+  it("never batch-approves an always-gated tool call", async () => {
+    const { backend, gates } = await started();
+    expect(await gates.approveAll([3])).toBe(0);
+    expect(backend.calls.some((c) => c.startsWith("decideGate"))).toBe(false);
+  });
+
+  it("stops a step review's timer: the gate now waits for a human", async () => {
+    const { backend, gates } = await started();
+    expect(gates.pending.get(6)?.auto_at).not.toBeNull();
+    expect(await gates.hold(6)).toBe(true);
+    expect(backend.calls).toContain("holdGate 6");
+    expect(gates.pending.get(6)?.auto_at).toBeNull();
+    expect(gates.pending.get(6)?.auto_option).toBeNull();
+  });
+
+  it("does not resurrect a gate decided while it was being fetched", async () => {
+    const { backend, gates } = await started();
+    const g: GateView = { ...backend.gates.get(6)!, id: 41, status: "decided" };
+    backend.gates.set(41, g);
+    backend.push({ type: "gate_opened", gate_id: 41, run_id: 6, kind: "step_review" });
+    await flush();
+    expect(gates.pending.has(41)).toBe(false);
+  });
+
+  it("keeps events that arrive while it lists, and stops listening when stopped", async () => {
+    const backend = demoBackend(NOW);
+    const list = backend.listGates.bind(backend);
+    backend.listGates = async (p) => {
+      const out = await list(p);
+      backend.push({ type: "gate_decided", gate_id: 1, run_id: 1, kind: "merge_review" });
+      return out;
+    };
+    const { gates } = await started(backend);
+    expect(gates.pending.has(1)).toBe(false);
+    gates.stop();
+    backend.push({ type: "gate_decided", gate_id: 2, run_id: 2, kind: "plan" });
+    expect(gates.pending.has(2)).toBe(true);
+  });
+});

@@ -1,0 +1,157 @@
+// Every pending gate of every run, kept in step by pushed events: a
+// gate_opened event fetches that one gate, gate_decided removes it. Nothing
+// is polled, and a decision changes nothing here until its event arrives.
+import type { Backend } from "../backend";
+import { toApiError } from "../backend";
+import type { ApiError, EngineEvent, GateView, RunView } from "../types";
+import { batchOption, sortGates } from "./order";
+
+/** What the inbox shows about the run a gate belongs to. */
+export interface RunLabel {
+  task_title: string;
+  workspace: string;
+  agent: string;
+}
+
+export class Gates {
+  pending = $state(new Map<number, GateView>());
+  ready = $state(false);
+  error = $state<ApiError | null>(null);
+  /** The last refused call per gate, for the card's inline message. */
+  errors = $state(new Map<number, ApiError>());
+  /** Gate ids with a call in flight. */
+  busy = $state(new Set<number>());
+  /** Task title, workspace and agent of every run seen, by run id. */
+  runs = $state(new Map<number, RunLabel>());
+
+  sorted = $derived(sortGates([...this.pending.values()]));
+
+  private unsubscribe: (() => void) | null = null;
+  private early: EngineEvent[] | null = [];
+
+  constructor(private backend: Backend) {}
+
+  /** Subscribes first, then lists, so no gate opened in between is lost. */
+  async start(): Promise<void> {
+    this.unsubscribe = await this.backend.subscribe((e) => void this.onEvent(e));
+    try {
+      const [gates, runs] = await Promise.all([this.backend.listGates(true), this.backend.listRuns()]);
+      this.pending = new Map(gates.map((g) => [g.id, g] as const));
+      this.runs = new Map(runs.map((r) => [r.id, label(r)] as const));
+      const early = this.early ?? [];
+      this.early = null;
+      for (const e of early) await this.onEvent(e);
+    } catch (e) {
+      this.error = toApiError(e);
+    } finally {
+      this.early = null;
+      this.ready = true;
+    }
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+
+  /** The pending gate of a run, if any. */
+  forRun(runId: number): GateView | undefined {
+    for (const g of this.pending.values()) if (g.run_id === runId) return g;
+    return undefined;
+  }
+
+  private async onEvent(e: EngineEvent): Promise<void> {
+    if (this.early) {
+      this.early.push(e);
+      return;
+    }
+    if (e.type === "gate_decided") {
+      if (this.pending.has(e.gate_id)) {
+        const next = new Map(this.pending);
+        next.delete(e.gate_id);
+        this.pending = next;
+      }
+      if (this.errors.has(e.gate_id)) {
+        const next = new Map(this.errors);
+        next.delete(e.gate_id);
+        this.errors = next;
+      }
+    } else if (e.type === "gate_opened") {
+      try {
+        const g = await this.backend.showGate(e.gate_id);
+        // A decision may have arrived while the gate was being fetched.
+        if (g.status !== "pending") return;
+        this.pending = new Map(this.pending).set(g.id, g);
+      } catch (err) {
+        this.error = toApiError(err);
+      }
+    } else if (e.type === "run_changed") {
+      const old = this.runs.get(e.run.id);
+      const next = label(e.run);
+      if (!old || old.task_title !== next.task_title || old.workspace !== next.workspace || old.agent !== next.agent) {
+        this.runs = new Map(this.runs).set(e.run.id, next);
+      }
+    }
+  }
+
+  /** True when the decision was accepted. The gate leaves the inbox when the
+   * engine says it was decided. */
+  async decide(gateId: number, option: string, context: string | null): Promise<boolean> {
+    return this.act(gateId, () => this.backend.decideGate(gateId, option, context));
+  }
+
+  /** Decides each gate with its batch option ({@link batchOption}), one after
+   * the other; gates that are not batchable are skipped. Returns how many
+   * decisions were accepted. */
+  async approveAll(gateIds: Iterable<number>): Promise<number> {
+    let ok = 0;
+    for (const id of gateIds) {
+      const g = this.pending.get(id);
+      const option = g ? batchOption(g) : null;
+      if (option === null) continue;
+      if (await this.decide(id, option, null)) ok += 1;
+    }
+    return ok;
+  }
+
+  /** Stops a gate's timer so it waits for a human. */
+  async hold(gateId: number): Promise<boolean> {
+    return this.act(gateId, async () => {
+      const g = await this.backend.holdGate(gateId);
+      // hold_gate pushes no event of its own: its answer is the new gate.
+      if (this.pending.has(g.id)) this.pending = new Map(this.pending).set(g.id, g);
+      return g;
+    });
+  }
+
+  dismissError(): void {
+    this.error = null;
+  }
+
+  private async act(gateId: number, call: () => Promise<unknown>): Promise<boolean> {
+    this.busy = new Set(this.busy).add(gateId);
+    try {
+      await call();
+      this.error = null;
+      if (this.errors.has(gateId)) {
+        const next = new Map(this.errors);
+        next.delete(gateId);
+        this.errors = next;
+      }
+      return true;
+    } catch (e) {
+      const err = toApiError(e);
+      this.error = err;
+      this.errors = new Map(this.errors).set(gateId, err);
+      return false;
+    } finally {
+      const next = new Set(this.busy);
+      next.delete(gateId);
+      this.busy = next;
+    }
+  }
+}
+
+function label(r: RunView): RunLabel {
+  return { task_title: r.task_title, workspace: r.workspace, agent: r.agent };
+}

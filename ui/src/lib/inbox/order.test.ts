@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import type { GateView } from "../types";
+import { askKind, batchOption, optionLabel, sortGates } from "./order";
+import { age, countdown, duration } from "./format";
+
+const opt = (id: string, requires_context = false) => ({ id, label: id[0]!.toUpperCase() + id.slice(1), requires_context });
+const gate = (id: number, kind: GateView["kind"], extra: Partial<GateView> = {}): GateView => ({
+  id,
+  run_id: id,
+  kind,
+  status: "pending",
+  title: `gate ${id}`,
+  options: [],
+  payload: {},
+  opened_at: id * 1000,
+  decision: null,
+  auto_at: null,
+  auto_option: null,
+  authority: null,
+  effected: false,
+  ...extra,
+});
+
+describe("askKind", () => {
+  it("treats every gate an agent waits on as blocking", () => {
+    for (const kind of ["plan", "tool_call", "supervisor_pause", "deviation", "question"] as const) {
+      expect(askKind(gate(1, kind))).toBe("blocking");
+    }
+  });
+
+  it("treats gates that resolve on their own, and reviews, as questions", () => {
+    expect(askKind(gate(1, "step_review"))).toBe("question");
+    expect(askKind(gate(1, "merge_review"))).toBe("question");
+    expect(askKind(gate(1, "question", { auto_at: 5, auto_option: "decline" }))).toBe("question");
+  });
+
+  it("takes the kind an opener declared", () => {
+    expect(askKind(gate(1, "plan", { payload: { ask_kind: "info" } }))).toBe("info");
+    expect(askKind(gate(1, "step_review", { payload: { ask_kind: "blocking" } }))).toBe("blocking");
+    expect(askKind(gate(1, "plan", { payload: { ask_kind: "bogus" } }))).toBe("blocking");
+  });
+});
+
+describe("sortGates", () => {
+  it("puts blocking first, then questions, then info, newest first within each", () => {
+    const gates = [
+      gate(1, "plan"),
+      gate(2, "step_review"),
+      gate(3, "tool_call"),
+      gate(4, "merge_review"),
+      gate(5, "plan", { payload: { ask_kind: "info" } }),
+      gate(6, "question"),
+    ];
+    expect(sortGates(gates).map((g) => g.id)).toEqual([6, 3, 1, 4, 2, 5]);
+  });
+
+  it("breaks ties in time by id, newest first, and does not change its input", () => {
+    const gates = [gate(1, "plan", { opened_at: 0 }), gate(2, "plan", { opened_at: 0 })];
+    expect(sortGates(gates).map((g) => g.id)).toEqual([2, 1]);
+    expect(gates.map((g) => g.id)).toEqual([1, 2]);
+  });
+});
+
+describe("batchOption", () => {
+  it("approves step reviews with proceed and ordinary tool calls with yes (never always)", () => {
+    expect(batchOption(gate(1, "step_review", { options: [opt("proceed"), opt("stop", true)] }))).toBe("proceed");
+    const call = gate(2, "tool_call", { options: [opt("yes"), opt("always"), opt("no")], payload: { always_gated: null } });
+    expect(batchOption(call)).toBe("yes");
+  });
+
+  it("never batches always-gated tool calls, plans, questions, deviations, pauses or merges", () => {
+    expect(batchOption(gate(1, "tool_call", { options: [opt("yes"), opt("no")], payload: { always_gated: "destructive_shell" } }))).toBeNull();
+    expect(batchOption(gate(2, "plan", { options: [opt("approve")] }))).toBeNull();
+    expect(batchOption(gate(3, "question", { options: [opt("answer", true)] }))).toBeNull();
+    expect(batchOption(gate(4, "deviation", { options: [opt("retry")] }))).toBeNull();
+    expect(batchOption(gate(5, "supervisor_pause", { options: [opt("proceed")] }))).toBeNull();
+    expect(batchOption(gate(6, "merge_review", { options: [opt("approve")] }))).toBeNull();
+  });
+
+  it("only picks an option the gate offers, without context, on a pending gate", () => {
+    expect(batchOption(gate(1, "step_review", { options: [opt("stop", true)] }))).toBeNull();
+    expect(batchOption(gate(2, "step_review", { options: [opt("proceed", true)] }))).toBeNull();
+    expect(batchOption(gate(3, "step_review", { options: [opt("proceed")], status: "decided" }))).toBeNull();
+  });
+
+  it("labels options by the gate's own words", () => {
+    const g = gate(1, "tool_call", { options: [{ id: "always", label: "Always for this run", requires_context: false }] });
+    expect(optionLabel(g, "always")).toBe("Always for this run");
+    expect(optionLabel(g, "other")).toBe("other");
+    expect(optionLabel(g, null)).toBe("");
+  });
+});
+
+describe("times", () => {
+  it("words durations the way a person reads them", () => {
+    expect(duration(8_000)).toBe("8 s");
+    expect(duration(8_400)).toBe("8 s");
+    expect(duration(-5)).toBe("0 s");
+    expect(duration(250_000)).toBe("4 min 10 s");
+    expect(duration(900_000)).toBe("15 min");
+    expect(duration(2 * 3_600_000 + 5 * 60_000)).toBe("2 h 5 min");
+    expect(duration(3 * 86_400_000)).toBe("3 d");
+    expect(age(1_000, 2_000)).toBe("just now");
+    expect(age(0, 125_000)).toBe("2 min 5 s ago");
+  });
+
+  it("counts a step review down to its auto-proceed, from the display clock", () => {
+    const g = gate(1, "step_review", { options: [opt("proceed"), opt("stop", true)], auto_at: 10_000, auto_option: "proceed" });
+    expect(countdown(g, 2_000)).toBe("Proceeds in 8 s unless you stop it");
+    expect(countdown(g, 3_000)).toBe("Proceeds in 7 s unless you stop it");
+    expect(countdown(g, 10_200)).toBe("Proceeds now unless you stop it");
+    expect(countdown({ ...g, auto_at: null }, 0)).toBeNull();
+    // A display clock a moment behind the engine's never shows more than the timer's length.
+    expect(countdown({ ...g, opened_at: 0 }, -900)).toBe("Proceeds in 10 s unless you stop it");
+  });
+
+  it("says what an expiring question or an unanswered pause will do", () => {
+    const q = gate(1, "question", { opened_at: 0, options: [opt("answer", true), opt("decline")], auto_at: 60_000, auto_option: "decline" });
+    expect(countdown(q, 0)).toBe("Expires in 1 min; then the default answer: Decline");
+    const p = gate(2, "supervisor_pause", { opened_at: 0, options: [opt("abort")], auto_at: 600_000, auto_option: "abort" });
+    expect(countdown(p, 0)).toBe("Nobody answered: the run is terminated in 10 min");
+  });
+});

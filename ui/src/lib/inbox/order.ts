@@ -1,0 +1,85 @@
+// How the inbox orders and classifies what waits for the user, and which
+// gates may be approved in a batch.
+import type { GateKind, GateView, JsonValue } from "../types";
+
+/** The three kinds of ask (PRODUCT.md, unified inbox). An agent waiting on
+ * an ACP permission, plan, deviation, pause or form is paused until answered:
+ * blocking. A step review that proceeds on its own, or a question with a
+ * default answer and an expiry, is a question. `info` never waits. */
+export type AskKind = "info" | "question" | "blocking";
+
+type Obj = { [key: string]: JsonValue };
+export const payloadObject = (p: JsonValue): Obj => (typeof p === "object" && p !== null && !Array.isArray(p) ? p : {});
+
+export function askKind(g: GateView): AskKind {
+  const declared = payloadObject(g.payload)["ask_kind"];
+  if (declared === "info" || declared === "question" || declared === "blocking") return declared;
+  if (g.auto_at !== null) return "question";
+  const kinds: Record<GateKind, AskKind> = {
+    plan: "blocking",
+    tool_call: "blocking",
+    step_review: "question",
+    supervisor_pause: "blocking",
+    deviation: "blocking",
+    merge_review: "question",
+    question: "blocking",
+  };
+  return kinds[g.kind];
+}
+
+export const ASK_LABELS: Record<AskKind, string> = {
+  blocking: "Blocking",
+  question: "Question",
+  info: "Info",
+};
+
+/** What the agent is waiting for, in words. */
+export const KIND_LABELS: Record<GateKind, string> = {
+  plan: "Plan",
+  tool_call: "Tool call",
+  step_review: "Step review",
+  supervisor_pause: "Supervisor pause",
+  deviation: "Deviation",
+  merge_review: "Review",
+  question: "Questions",
+};
+
+const RANK: Record<AskKind, number> = { blocking: 0, question: 1, info: 2 };
+
+/** Blocking first, then newest first. */
+export function sortGates(gates: GateView[]): GateView[] {
+  return [...gates].sort((a, b) => RANK[askKind(a)] - RANK[askKind(b)] || b.opened_at - a.opened_at || b.id - a.id);
+}
+
+/** The option a batch approval picks for `g`, or null when `g` must be
+ * decided on its own.
+ *
+ * Batchable (low risk, and nothing to read beyond the title):
+ * - `step_review`: "proceed" (the step already passed its checks; the
+ *   confidence model only asked for a glance);
+ * - `tool_call` that is not always-gated: "yes" (once: a batch never adds an
+ *   "always" rule).
+ *
+ * Never batchable: plans (the point is to read them), questions (they need
+ * answers), deviations (retry/replan/stop is a judgement), supervisor pauses
+ * (the supervisor asked for a human), merge reviews (the diff deserves a
+ * look), and always-gated tool calls (destructive by definition). An option
+ * that needs context is never picked. */
+export function batchOption(g: GateView): string | null {
+  if (g.status !== "pending") return null;
+  let wanted: string;
+  if (g.kind === "step_review") wanted = "proceed";
+  else if (g.kind === "tool_call") {
+    const p = payloadObject(g.payload);
+    if (p["always_gated"] !== null && p["always_gated"] !== undefined) return null;
+    wanted = "yes";
+  } else return null;
+  const opt = g.options.find((o) => o.id === wanted);
+  return opt && !opt.requires_context ? opt.id : null;
+}
+
+/** The label of an option id on a gate (the id itself if not offered). */
+export function optionLabel(g: GateView, id: string | null): string {
+  if (id === null) return "";
+  return g.options.find((o) => o.id === id)?.label ?? id;
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { deviationOf, planOf, stepOf, toolCallOf } from "./payload";
+
+describe("gate payloads", () => {
+  it("reads a plan: goal, steps with their agent role, files, risks", () => {
+    const p = planOf({ goal: "Split billing", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }, "Tidy up", 4], files: ["a.ts"], risks: ["cycles", 3] });
+    expect(p).toEqual({
+      goal: "Split billing",
+      steps: [
+        { title: "Extract invoices", agent: "coder" },
+        { title: "Extract payments", agent: null },
+        { title: "Tidy up", agent: null },
+      ],
+      files: ["a.ts"],
+      risks: ["cycles"],
+    });
+    expect(planOf(null)).toEqual({ goal: null, steps: [], files: [], risks: [] });
+  });
+
+  it("reads a tool call: the exact command, the paths, why it asks", () => {
+    const t = toolCallOf({
+      tool_call: { id: "c1", title: "Run rm -rf build/", kind: "execute", raw_input: { command: "rm -rf build/" } },
+      request: { tool: "Bash", kind: "execute", command: "rm -rf build/", paths: ["/w/build"] },
+      reason: "destructive shell commands always ask",
+      rule: null,
+      always_gated: "destructive_shell",
+      always_gated_why: "a destructive shell command",
+    });
+    expect(t).toMatchObject({ kind: "execute", tool: "Bash", command: "rm -rf build/", paths: ["/w/build"], alwaysGated: "destructive_shell", alwaysGatedWhy: "a destructive shell command", rule: null, content: null });
+    const edit = toolCallOf({ tool_call: { raw_input: { path: "a.txt", content: "hi\n" } }, request: { kind: "edit", paths: ["a.txt"] }, always_gated: null });
+    expect(edit).toMatchObject({ kind: "edit", command: null, paths: ["a.txt"], content: "hi\n", alwaysGated: null });
+  });
+
+  it("reads a deviation: error and attempts", () => {
+    expect(deviationOf({ cause: "turn_failed", error: "step 2 failed", attempts: 3, max_attempts: 10 })).toEqual({ cause: "turn_failed", error: "step 2 failed", attempts: 3, maxAttempts: 10 });
+  });
+
+  it("reads a step review, and the step nested in a supervisor pause", () => {
+    const record = { step: 2, confidence: 0.64, explain: "one retry", drift: ["x.toml"], destructive: true, sensors: [{ command: "npm test", passed: false, exit_code: 1 }], retries: 1, summary: "did it" };
+    expect(stepOf(record)).toMatchObject({ step: 2, confidence: 0.64, explain: "one retry", drift: ["x.toml"], destructive: true, retries: 1, summary: "did it", sensors: [{ command: "npm test", passed: false, exitCode: 1 }] });
+    expect(stepOf({ rationale: "out of scope", step: record, timeout_seconds: 600 })).toMatchObject({ step: 2, rationale: "out of scope", timeoutSeconds: 600, confidence: 0.64 });
+  });
+});

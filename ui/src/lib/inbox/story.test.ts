@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import type { CheckedRecord, DecisionRecord, GateStory, GateView } from "../types";
+import { actorText, buildStory, describeProblem, prefix } from "./story";
+
+const gate: GateView = {
+  id: 7, run_id: 3, kind: "plan", status: "decided", title: "Approve the plan: x",
+  options: [{ id: "approve", label: "Approve", requires_context: false }], payload: {}, opened_at: 1_000,
+  decision: { option: "approve", context: null, actor: { kind: "user", name: "app" }, at: 3_000 },
+  auto_at: null, auto_option: null, authority: "advisory", effected: true,
+};
+const rec = (seq: number, payload: object, actor: string, problem: CheckedRecord["problem"] = null): CheckedRecord => ({
+  record: { seq, prev_hash: "0".repeat(64), payload: JSON.stringify(payload), payload_hash: "1".repeat(64), actor, at: seq * 1000, record_hash: `${seq}abcdef0123456789`.padEnd(64, "0"), signature: "f".repeat(128) },
+  problem,
+});
+const advice: DecisionRecord = {
+  id: 1, run_id: 3, gate_id: 7, actor: { kind: "supervisor", name: "rules" }, verdict: "approve", option: "approve",
+  rationale: "small plan, two text files", correction: null, rule_ref: "plan:small", model_id: "gpt-x", prompt_version: "v3",
+  confidence: 0.9, source_event: "gate_opened:7", audit_seq: 2, at: 2_000,
+};
+const records = [
+  rec(3, { type: "gate_decided", gate_id: 7, option: "approve", context: "ship it" }, "user:app"),
+  rec(1, { type: "gate_opened", gate_id: 7, title: "Approve the plan: x", kind: "plan", options: [{ id: "approve", label: "Approve" }, { id: "reject", label: "Reject" }] }, "agent:demo"),
+  rec(2, { type: "decision", gate_id: 7, verdict: "approve" }, "supervisor:rules"),
+];
+
+describe("buildStory", () => {
+  it("tells the story in audit order, the supervisor's decision joined to its record", () => {
+    const s = buildStory({ gate, decisions: [advice], records, verified: true });
+    expect(s.entries.map((e) => [e.seq, e.type])).toEqual([[1, "gate_opened"], [2, "decision"], [3, "gate_decided"]]);
+    expect(s.entries[0]?.headline).toBe("Asked by agent:demo: Approve the plan: x");
+    expect(s.entries[0]?.facts).toContainEqual(["options", "Approve / Reject"]);
+    const d = s.entries[1]!;
+    expect(d.decision).toBe(advice);
+    expect(Object.fromEntries(d.facts)).toMatchObject({
+      actor: "supervisor:rules", verdict: "approve", rationale: "small plan, two text files", rule: "plan:small",
+      model: "gpt-x", "prompt version": "v3", confidence: "0.90", "source event": "gate_opened:7", "audit record": "#2",
+    });
+    expect(s.entries[2]?.headline).toBe("Decided by user:app: approve");
+    expect(s.entries[2]?.facts).toEqual([["context", "ship it"]]);
+    expect(s.entries.every((e) => e.verified)).toBe(true);
+    expect(s.verified).toBe(true);
+    expect(s.summary).toBe("Verified: all 3 records are signed, intact and chained.");
+  });
+
+  it("flags a tampered record loudly and marks the whole story unverified", () => {
+    const bad = [...records.slice(0, 2), rec(2, { type: "decision" }, "supervisor:rules", { problem: "bad_signature" })];
+    const s = buildStory({ gate, decisions: [advice], records: bad, verified: false });
+    expect(s.verified).toBe(false);
+    expect(s.entries.map((e) => e.verified)).toEqual([false, false, false]);
+    expect(s.entries[1]?.problem).toEqual({ problem: "bad_signature" });
+    expect(s.summary).toMatch(/^VERIFICATION FAILED: 1 of 3 records did not verify \(first: #2, bad signature/);
+  });
+
+  it("does not call a story verified when it is empty or a decision has no record", () => {
+    expect(buildStory({ gate, decisions: [], records: [], verified: true }).verified).toBe(false);
+    const lost = buildStory({ gate, decisions: [{ ...advice, audit_seq: 99 }], records, verified: true } satisfies GateStory);
+    expect(lost.verified).toBe(false);
+    expect(lost.unrecorded).toHaveLength(1);
+    expect(lost.summary).toMatch(/no audit record/);
+  });
+
+  it("names every audit problem in words", () => {
+    expect(describeProblem({ problem: "seq_gap", found: 9 })).toMatch(/found #9/);
+    expect(describeProblem({ problem: "truncated", checkpoint_count: 10, found: 8 })).toMatch(/10 records, found 8/);
+    for (const p of ["chain_broken", "payload_edited", "fields_edited", "bad_signature"] as const) {
+      expect(describeProblem({ problem: p })).toMatch(p.split("_")[0]!);
+    }
+    expect(prefix("abcdef", 4)).toBe("abcd…");
+    expect(actorText({ kind: "engine" })).toBe("engine");
+    expect(actorText({ kind: "agent", name: "demo" })).toBe("agent:demo");
+  });
+
+  it("keeps untrusted text as text", () => {
+    const s = buildStory({ gate, decisions: [], records: [rec(1, { type: "gate_opened", title: "<img src=x onerror=alert(1)>" }, "agent:evil")], verified: true });
+    expect(s.entries[0]?.headline).toBe("Asked by agent:evil: <img src=x onerror=alert(1)>");
+  });
+});
+
+describe("decision headlines", () => {
+  it("name the actor, the verdict and the option", () => {
+    const s = buildStory({ gate, decisions: [advice], records, verified: true });
+    expect(s.entries[1]?.headline).toBe("Decision by supervisor:rules: approve, option “approve”");
+  });
+});

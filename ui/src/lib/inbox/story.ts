@@ -1,0 +1,209 @@
+// A gate's story for the "Why?" drawer: every audit record about the gate in
+// order, each with the decision record it carries (verdict, rationale, rule,
+// model, prompt version, confidence, source event), and what its check found.
+// Pure: the drawer renders what this returns, as text.
+import type { Actor, AuditProblem, CheckedRecord, DecisionRecord, GateStory, JsonValue } from "../types";
+
+type Obj = { [key: string]: JsonValue };
+
+export interface StoryEntry {
+  seq: number;
+  at: number;
+  /** Who wrote the record, e.g. `agent:demo`, `user:app`, `engine`. */
+  actor: string;
+  /** The record's type: gate_opened, gate_terms, decision, gate_decided... */
+  type: string;
+  /** One line saying what happened. */
+  headline: string;
+  /** Label/value pairs worth showing (empty values left out). */
+  facts: [string, string][];
+  decision: DecisionRecord | null;
+  hash: string;
+  signature: string;
+  problem: AuditProblem | null;
+  /** The record is intact, signed, chained, and the whole story verifies. */
+  verified: boolean;
+}
+
+export interface Story {
+  entries: StoryEntry[];
+  /** Decisions about the gate whose audit record is not in the story. */
+  unrecorded: DecisionRecord[];
+  verified: boolean;
+  /** One sentence for the summary. */
+  summary: string;
+}
+
+/** The first `n` hex digits of a hash or signature. */
+export const prefix = (hex: string, n = 12): string => (hex.length > n ? `${hex.slice(0, n)}…` : hex);
+
+export function actorText(a: Actor): string {
+  switch (a.kind) {
+    case "user":
+      return `user:${a.name}`;
+    case "supervisor":
+      return `supervisor:${a.name}`;
+    case "agent":
+      return `agent:${a.name}`;
+    case "engine":
+      return "engine";
+  }
+}
+
+/** What a failed check found, in words that say what it means. */
+export function describeProblem(p: AuditProblem): string {
+  switch (p.problem) {
+    case "seq_gap":
+      return `sequence gap: expected the next record, found #${p.found} (records were deleted)`;
+    case "chain_broken":
+      return "chain broken: this record does not link to the one before it (records were removed or reordered)";
+    case "payload_edited":
+      return "payload edited: the content no longer matches its hash";
+    case "fields_edited":
+      return "fields edited: the actor, time or hashes were changed after signing";
+    case "bad_signature":
+      return "bad signature: the record was not signed by this installation's key";
+    case "truncated":
+      return `log truncated: the checkpoint vouches for ${p.checkpoint_count} records, found ${p.found}`;
+    case "checkpoint_mismatch":
+      return `checkpoint mismatch: the log differs from what the checkpoint of ${p.checkpoint_count} records signed`;
+    case "bad_checkpoint_signature":
+      return `bad checkpoint signature (checkpoint of ${p.checkpoint_count} records)`;
+  }
+}
+
+const text = (v: JsonValue | undefined): string | null => {
+  if (v === undefined || v === null) return null;
+  if (typeof v === "string") return v.trim() === "" ? null : v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  return JSON.stringify(v);
+};
+
+function parse(payload: string): Obj {
+  try {
+    const v: unknown = JSON.parse(payload);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Obj) : {};
+  } catch {
+    return {};
+  }
+}
+
+function facts(pairs: [string, string | null][]): [string, string][] {
+  return pairs.filter((p): p is [string, string] => p[1] !== null);
+}
+
+function decisionFacts(d: DecisionRecord): [string, string][] {
+  return facts([
+    ["actor", actorText(d.actor)],
+    ["verdict", d.verdict],
+    ["option", d.option],
+    ["rationale", d.rationale],
+    ["correction", d.correction],
+    ["rule", d.rule_ref],
+    ["model", d.model_id],
+    ["prompt version", d.prompt_version],
+    ["confidence", d.confidence === null ? null : d.confidence.toFixed(2)],
+    ["source event", d.source_event],
+    ["audit record", `#${d.audit_seq}`],
+  ]);
+}
+
+function describe(type: string, p: Obj, actor: string, decision: DecisionRecord | null): { headline: string; facts: [string, string][] } {
+  switch (type) {
+    case "gate_opened": {
+      const opts = Array.isArray(p["options"])
+        ? p["options"].map((o) => (typeof o === "object" && o !== null && !Array.isArray(o) ? text(o["label"]) ?? text(o["id"]) : null)).filter((o) => o !== null)
+        : [];
+      return {
+        headline: `Asked by ${actor}: ${text(p["title"]) ?? "a gate"}`,
+        facts: facts([
+          ["kind", text(p["kind"])],
+          ["options", opts.length > 0 ? opts.join(" / ") : null],
+        ]),
+      };
+    }
+    case "gate_terms":
+      return {
+        headline: "Terms set",
+        facts: facts([
+          ["supervisor authority", text(p["authority"])],
+          ["timer", p["auto_at"] ? `chooses “${text(p["auto_option"]) ?? "?"}” at ${new Date(Number(p["auto_at"])).toLocaleTimeString()}` : null],
+        ]),
+      };
+    case "decision": {
+      const verdict = decision?.verdict ?? text(p["verdict"]) ?? "?";
+      const option = decision?.option ?? text(p["option"]);
+      return {
+        headline: `Decision by ${actor}: ${verdict}${option ? `, option “${option}”` : ""}`,
+        facts: decision
+          ? decisionFacts(decision)
+          : facts([
+              ["verdict", text(p["verdict"])],
+              ["option", text(p["option"])],
+              ["rationale", text(p["rationale"])],
+              ["correction", text(p["correction"])],
+              ["rule", text(p["rule_ref"])],
+              ["model", text(p["model_id"])],
+              ["prompt version", text(p["prompt_version"])],
+              ["confidence", typeof p["confidence"] === "number" ? p["confidence"].toFixed(2) : null],
+              ["source event", text(p["source_event"])],
+            ]),
+      };
+    }
+    case "gate_decided": {
+      const over = typeof p["overrides"] === "object" && p["overrides"] !== null && !Array.isArray(p["overrides"]) ? p["overrides"] : null;
+      return {
+        headline: `Decided by ${actor}: ${text(p["option"]) ?? "?"}`,
+        facts: facts([
+          ["context", text(p["context"])],
+          ["overrides", over ? `${text(over["option"]) ?? "?"} by ${text(over["by"]) ?? "?"}` : null],
+        ]),
+      };
+    }
+    case "gate_timer_stopped":
+      return { headline: `Timer stopped by ${actor}: the gate waits for a human`, facts: [] };
+    default:
+      return { headline: `${type.replaceAll("_", " ")} by ${actor}`, facts: [] };
+  }
+}
+
+function entry(r: CheckedRecord, bySeq: Map<number, DecisionRecord>, storyVerified: boolean): StoryEntry {
+  const p = parse(r.record.payload);
+  const type = text(p["type"]) ?? "record";
+  const decision = bySeq.get(r.record.seq) ?? null;
+  const { headline, facts: f } = describe(type, p, r.record.actor, decision);
+  return {
+    seq: r.record.seq,
+    at: r.record.at,
+    actor: r.record.actor,
+    type,
+    headline,
+    facts: f,
+    decision,
+    hash: r.record.record_hash,
+    signature: r.record.signature,
+    problem: r.problem,
+    verified: r.problem === null && storyVerified,
+  };
+}
+
+/** The story in order of the audit log, decisions joined to their records. */
+export function buildStory(s: GateStory): Story {
+  const bySeq = new Map(s.decisions.map((d) => [d.audit_seq, d] as const));
+  const entries = [...s.records].sort((a, b) => a.record.seq - b.record.seq).map((r) => entry(r, bySeq, s.verified));
+  const seqs = new Set(entries.map((e) => e.seq));
+  const unrecorded = s.decisions.filter((d) => !seqs.has(d.audit_seq));
+  const bad = entries.filter((e) => e.problem !== null);
+  const verified = s.verified && bad.length === 0 && entries.length > 0 && unrecorded.length === 0;
+  let summary: string;
+  if (entries.length === 0) summary = "No audit records about this gate were found: nothing here can be verified.";
+  else if (verified) summary = entries.length === 1 ? "Verified: the 1 record is signed, intact and chained." : `Verified: all ${entries.length} records are signed, intact and chained.`;
+  else if (bad.length > 0) {
+    const first = bad[0];
+    summary = `VERIFICATION FAILED: ${bad.length} of ${entries.length} ${entries.length === 1 ? "record" : "records"} did not verify (first: #${first?.seq}, ${first?.problem ? describeProblem(first.problem) : "?"}). Run \`overseer audit verify\`.`;
+  } else if (unrecorded.length > 0) summary = `VERIFICATION FAILED: ${unrecorded.length} decision(s) have no audit record in this story.`;
+  else summary = "VERIFICATION FAILED: the engine could not verify this story. Run `overseer audit verify`.";
+  return { entries, unrecorded, verified, summary };
+}
+
+export { decisionFacts };

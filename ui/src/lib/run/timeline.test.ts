@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import type { ActivityView, JsonValue } from "../types";
+import { clip, describe as describeEntry, foldActivity, latestPlan, latestProposal } from "./timeline";
+
+let nextId = 1;
+const a = (kind: string, payload: JsonValue, at = 1000): ActivityView => ({ id: nextId++, run_id: 1, at, kind, payload });
+
+describe("foldActivity", () => {
+  it("folds a tool call's updates and its rule decision into one item", () => {
+    const items = foldActivity([
+      a("tool_call", { id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: {} }),
+      a("tool_call", { id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: { path: "src/a.ts" } }),
+      a("tool_allowed", { title: "Edit src/a.ts", kind: "edit", text: "Edit(src/**)" }),
+      a("tool_call", { id: "c1", title: null, status: "in_progress" }),
+      a("tool_call", { id: "c1", title: null, status: "completed" }),
+    ]);
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({
+      kind: "tool_call",
+      title: "Edit src/a.ts",
+      status: "completed",
+      decision: "allowed by rule Edit(src/**)",
+      tone: "good",
+      count: 5,
+    });
+    expect(items[0]!.output).toContain('"path": "src/a.ts"');
+  });
+
+  it("shows a denied call as denied, and a failed one as failed", () => {
+    const items = foldActivity([
+      a("tool_call", { id: "c2", title: "rm -rf build/", status: "pending" }),
+      a("tool_denied", { title: "rm -rf build/", text: "destructive shell (Bash(rm:*))" }),
+      a("tool_call", { id: "c2", status: "failed" }),
+      a("tool_call", { id: "c3", title: "Edit x", status: "in_progress" }),
+      a("tool_call", { id: "c3", status: "failed" }),
+    ]);
+    expect(items.map((i) => [i.title, i.decision, i.status, i.tone])).toEqual([
+      ["rm -rf build/", "denied: destructive shell (Bash(rm:*))", "failed", "bad"],
+      ["Edit x", null, "failed", "bad"],
+    ]);
+  });
+
+  it("matches a decision to a call named only in a later update", () => {
+    const items = foldActivity([
+      a("tool_call", { id: "c9", title: null, kind: "edit", status: "pending" }),
+      a("tool_call", { id: "c9", title: "Edit README.md", status: "pending" }),
+      a("tool_allowed", { title: "Edit README.md", text: "Edit(**)" }),
+    ]);
+    expect(items.map((i) => [i.title, i.decision])).toEqual([["Edit README.md", "allowed by rule Edit(**)"]]);
+  });
+
+  it("folds thousands of tool calls quickly", () => {
+    const many: ActivityView[] = [];
+    for (let k = 0; k < 3000; k++) {
+      many.push(a("tool_call", { id: `m${k}`, title: `Read f${k % 7}`, status: "pending" }));
+      many.push(a("tool_allowed", { title: `Read f${k % 7}`, text: "default" }));
+      many.push(a("tool_call", { id: `m${k}`, status: "completed" }));
+    }
+    const t0 = performance.now();
+    const items = foldActivity(many);
+    expect(items).toHaveLength(3000);
+    expect(items.every((i) => i.decision === "allowed by rule default" && i.status === "completed")).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(500);
+  });
+
+  it("keeps a decision with no matching call as its own item", () => {
+    const items = foldActivity([a("tool_allowed", { title: "Read README.md", text: "default: reads" })]);
+    expect(items[0]).toMatchObject({ kind: "tool_allowed", decision: "allowed by rule default: reads" });
+  });
+
+  it("folds runs of plan updates and of file reads, not other kinds", () => {
+    const plan = (statuses: string[]) => ({ entries: statuses.map((s, i) => ({ content: `step ${i + 1}`, priority: "medium", status: s })) });
+    const items = foldActivity([
+      a("plan", plan(["pending", "pending"])),
+      a("plan", plan(["in_progress", "pending"])),
+      a("file_read", { path: "README.md" }),
+      a("file_read", { path: "src/a.ts" }),
+      a("message", { text: "one" }),
+      a("message", { text: "two" }),
+      a("plan", plan(["completed", "in_progress"])),
+    ]);
+    expect(items.map((i) => [i.kind, i.count, i.title])).toEqual([
+      ["plan", 2, "Plan: 0 of 2 done; now: step 1"],
+      ["file_read", 2, "Read 2 files"],
+      ["message", 1, "The agent says"],
+      ["message", 1, "The agent says"],
+      ["plan", 1, "Plan: 1 of 2 done; now: step 2"],
+    ]);
+    expect(items[1]!.text).toBe("README.md\nsrc/a.ts");
+  });
+
+  it("keeps keys stable when entries are appended", () => {
+    const entries = [a("message", { text: "hi" }), a("tool_call", { id: "k", title: "T", status: "pending" })];
+    const before = foldActivity(entries).map((i) => i.key);
+    const after = foldActivity([...entries, a("tool_call", { id: "k", status: "completed" }), a("error", { text: "x" })]);
+    expect(after.slice(0, 2).map((i) => i.key)).toEqual(before);
+  });
+});
+
+describe("describe", () => {
+  it("describes sensors with their verdict and output", () => {
+    const pass = describeEntry(a("sensor", { command: "npm test", exit_code: 0, passed: true, output: "ok\n" }));
+    expect(pass).toMatchObject({ title: "npm test: passed (exit 0)", tone: "good", output: "ok\n" });
+    const fail = describeEntry(a("sensor", { command: "cargo test", exit_code: null, passed: false, output: "timed out after 600 s" }));
+    expect(fail).toMatchObject({ title: "cargo test: failed", tone: "bad" });
+  });
+
+  it("describes steps, verdicts, instructions, deviations and errors", () => {
+    expect(describeEntry(a("step_finished", { step: 2, confidence: 0.64, explain: "one retry used" }))).toMatchObject({
+      title: "Step 2 finished, confidence 0.64",
+      text: "one retry used",
+      tone: "attention",
+    });
+    expect(describeEntry(a("verdict", { verdict: "reorient", text: "off scope", correction: "stay in src/" }))).toMatchObject({
+      title: "Supervisor: REORIENT",
+      text: "off scope\nCorrection: stay in src/",
+    });
+    expect(describeEntry(a("user_instruction", { text: "also update docs", by: "user:app" }))).toMatchObject({
+      title: "Instruction from user:app",
+      text: "also update docs",
+    });
+    expect(describeEntry(a("deviation", { text: "npm test failed", cause: "sensor_failed" })).tone).toBe("bad");
+    expect(describeEntry(a("protocol_error", { text: "bad json" }))).toMatchObject({ title: "Protocol error", tone: "bad" });
+  });
+
+  it("survives payloads of the wrong shape and unknown kinds", () => {
+    expect(() => describeEntry(a("sensor", null))).not.toThrow();
+    expect(() => describeEntry(a("plan", "nonsense"))).not.toThrow();
+    expect(() => describeEntry(a("tool_call", [1, 2]))).not.toThrow();
+    expect(describeEntry(a("brand_new_kind", { x: 1 }))).toMatchObject({ label: "brand new kind", output: '{\n  "x": 1\n}' });
+  });
+});
+
+describe("plans", () => {
+  it("gives the latest progress plan and the latest proposal", () => {
+    const entries = [
+      a("plan_proposed", { goal: "Old", steps: [], files: [], risks: [] }),
+      a("plan", { entries: [{ content: "a", priority: "high", status: "completed" }] }),
+      a("plan_proposed", { goal: "Add a greeting", steps: [{ title: "Write it", agent: "demo" }, { title: "Note it" }], files: ["src/greeting.txt"], risks: ["none"] }),
+      a("plan", { entries: [{ content: "a", priority: "high", status: "completed" }, { content: "b", priority: "low", status: "in_progress" }, { content: "c", priority: "low", status: "weird" }] }),
+    ];
+    expect(latestPlan(entries)?.map((s) => s.status)).toEqual(["completed", "in_progress", "other"]);
+    expect(latestProposal(entries)).toEqual({
+      goal: "Add a greeting",
+      steps: [
+        { title: "Write it", agent: "demo" },
+        { title: "Note it", agent: null },
+      ],
+      files: ["src/greeting.txt"],
+      risks: ["none"],
+    });
+    expect(latestPlan([])).toBeNull();
+    expect(latestProposal([])).toBeNull();
+  });
+});
+
+describe("clip", () => {
+  it("cuts long text and says how much is hidden", () => {
+    expect(clip("abcdef", 4)).toEqual({ text: "abcd", hidden: 2 });
+    expect(clip("abc", 4)).toEqual({ text: "abc", hidden: 0 });
+  });
+});
