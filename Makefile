@@ -12,10 +12,13 @@ run: setup app
 test: setup lint rust-test ui-test e2e
 
 ## Benchmarks that print their figures (audit appends vs a bare loop, decision latency,
-## tool-call permission round trips with 1/10/50 demo agents, engine CPU while agents wait).
-bench: setup
+## tool-call permission round trips with 1/10/50 demo agents, engine CPU while agents wait,
+## and in the real window: dashboard load and filter with 10,000 runs vs 100, and a
+## blocking question's time to its row and to the Notify call).
+bench: setup app
 	$(CARGO) bench -p overseer-store --bench audit
 	$(CARGO) bench -p overseer-engine --bench permission
+	tests/e2e/bench/run.sh
 
 setup:
 	scripts/setup.sh

@@ -110,6 +110,30 @@ fn without_an_engine_the_cli_acts_on_the_store_directly() {
 }
 
 #[test]
+fn a_bulk_fleet_for_benchmarks_is_settled_and_audited() {
+    let h = Home::new();
+    assert!(h
+        .ok(&["demo", "seed", "--runs", "40"])
+        .contains("seeded 40 demo runs"));
+    let runs: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["runs", "list", "--json"])).expect("json");
+    assert_eq!(runs.len(), 40);
+    // No fictional live agents: every run waits for review or is released.
+    assert!(
+        runs.iter().all(|r| matches!(
+            r["state"]["state"].as_str(),
+            Some("pending_review" | "released")
+        )),
+        "{runs:?}"
+    );
+    assert!(runs.iter().any(|r| r["state"]["state"] == "pending_review"));
+    assert!(h.ok(&["audit", "verify"]).contains("audit log OK"));
+    // Only into an empty data dir.
+    let err = h.fails(&["demo", "seed", "--runs", "5"]);
+    assert!(err.contains("already has runs"), "{err}");
+}
+
+#[test]
 fn audit_verify_exits_non_zero_naming_the_first_bad_record() {
     let h = Home::new();
     h.ok(&["demo", "seed"]);

@@ -287,8 +287,9 @@ pub fn seed(
 }
 
 /// A large fleet for benchmarks: `count` runs across three workspaces, in a
-/// realistic mix of states (mostly merged, some waiting for review, some
-/// failed or rejected), created through the store's real transactions (each
+/// realistic mix of settled states (mostly merged, some waiting for review,
+/// some failed, interrupted or rejected), created through the store's real
+/// transactions (each
 /// state change compare-and-set and audited), 500 runs per transaction.
 pub fn seed_bulk(
     store: &mut Store,
@@ -336,7 +337,17 @@ pub fn seed_bulk(
                 tx.transition(run, RunEvent::Claim, None, &engine, at + 1)?;
                 tx.transition(run, RunEvent::Start, None, &engine, at + 2)?;
                 match k % 10 {
-                    0 => {}
+                    // No fictional live agents: a run "running" here would be
+                    // found agentless (interrupted) by the next engine start.
+                    0 => {
+                        tx.transition(
+                            run,
+                            RunEvent::Interrupt,
+                            Some("agent gone"),
+                            &engine,
+                            at + 3,
+                        )?;
+                    }
                     1 => {
                         tx.transition(run, RunEvent::Fail, Some("sensor failed"), &engine, at + 3)?;
                     }

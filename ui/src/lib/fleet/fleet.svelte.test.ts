@@ -85,3 +85,91 @@ describe("Fleet", () => {
     expect(fleet.error?.code).toBe("invalid_input");
   });
 });
+
+const running = (id: number, over: Partial<RunView> = {}): RunView => ({
+  ...review(id),
+  state: { state: "running" },
+  needs_you: false,
+  pending_gate: null,
+  state_since: id,
+  ...over,
+});
+
+describe("Fleet: what the user looks at", () => {
+  async function started(rows: RunView[]) {
+    const backend = new MockBackend(rows, () => 42);
+    const fleet = new Fleet(backend);
+    await fleet.start();
+    return { backend, fleet };
+  }
+
+  it("shows needs-you first, then filters and sorts as asked, and clears back", async () => {
+    const { fleet } = await started([
+      running(1, { workspace: "web" }),
+      review(2),
+      running(3, { workspace: "web", task_title: "alpha" }),
+    ]);
+    expect(fleet.shown.map((r) => r.id)).toEqual([2, 3, 1]);
+    expect(fleet.workspaces).toEqual(["w", "web"]);
+
+    fleet.setFilter({ workspace: "web" });
+    expect(fleet.shown.map((r) => r.id)).toEqual([3, 1]);
+    expect(fleet.filtered).toBe(true);
+    fleet.setFilter({ query: "alpha" });
+    expect(fleet.shown.map((r) => r.id)).toEqual([3]);
+
+    fleet.clearFilter();
+    fleet.sortBy("id");
+    expect(fleet.shown.map((r) => r.id)).toEqual([1, 2, 3]);
+    fleet.sortBy("id");
+    expect(fleet.shown.map((r) => r.id)).toEqual([3, 2, 1]);
+    expect(fleet.filtered).toBe(false);
+  });
+
+  it("moves the row in and out of the filtered view as events arrive", async () => {
+    const { backend, fleet } = await started([running(1), running(2)]);
+    fleet.setFilter({ needsYou: true });
+    expect(fleet.shown).toEqual([]);
+    backend.openGate({
+      id: 50,
+      run_id: 2,
+      kind: "plan",
+      status: "pending",
+      title: "Approve the plan",
+      options: [],
+      payload: null,
+      opened_at: 42,
+      decision: null,
+      auto_at: null,
+      auto_option: null,
+    } as unknown as Parameters<MockBackend["openGate"]>[0]);
+    expect(fleet.shown.map((r) => r.id)).toEqual([2]);
+    expect(fleet.counts.needs_you).toBe(1);
+    backend.push({ type: "run_changed", run: running(2, { current_step: "Write the code" }) });
+    expect(fleet.shown).toEqual([]);
+  });
+
+  it("moves the selection through the rows as shown", async () => {
+    const { fleet } = await started([running(1), running(2), running(3)]);
+    fleet.sortBy("id");
+    expect(fleet.move(1)).toBe(1);
+    expect(fleet.move(1)).toBe(2);
+    expect(fleet.move(5)).toBe(3);
+    expect(fleet.move(-1)).toBe(2);
+    fleet.setFilter({ query: "task 3" });
+    expect(fleet.move(1)).toBe(3);
+  });
+
+  it("keeps 10,000 rows live without re-listing", async () => {
+    const rows = Array.from({ length: 10_000 }, (_, i) => running(i + 1));
+    const { backend, fleet } = await started(rows);
+    expect(fleet.shown.length).toBe(10_000);
+    fleet.setFilter({ state: "pending_review" });
+    expect(fleet.shown.length).toBe(0);
+    backend.push({ type: "run_changed", run: review(5_000) });
+    expect(fleet.shown.map((r) => r.id)).toEqual([5_000]);
+    expect(fleet.counts.pending_review).toBe(1);
+    expect(fleet.counts.running).toBe(9_999);
+    expect(backend.calls.filter((c) => c === "listRuns")).toHaveLength(1);
+  });
+});

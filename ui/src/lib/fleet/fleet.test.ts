@@ -1,5 +1,27 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, countRuns, formatAge, sortRuns, stateLabel, stateTone } from "./fleet";
+import {
+  NO_FILTER,
+  adjustCounts,
+  applyEvent,
+  comparator,
+  replaceSorted,
+  withWorkspace,
+  countRuns,
+  filterRuns,
+  formatAge,
+  isFiltered,
+  keyCommand,
+  moveSelection,
+  needsYouLabel,
+  revealRow,
+  rowActions,
+  sortRuns,
+  stateLabel,
+  stateTone,
+  toggleSort,
+  visibleRange,
+  workspacesOf,
+} from "./fleet";
 import { toApiError } from "../backend/errors";
 import type { RunView } from "../types";
 
@@ -96,5 +118,295 @@ describe("errors", () => {
     expect(toApiError({ code: "bogus", message: "x" }).code).toBe("internal");
     expect(toApiError(new Error("boom"))).toEqual({ code: "internal", message: "boom" });
     expect(toApiError("plain string")).toEqual({ code: "internal", message: "plain string" });
+  });
+});
+
+const ids = (rows: RunView[]) => rows.map((r) => r.id);
+
+function fleetOf(): RunView[] {
+  return [
+    run(1, { task_title: "Fix the billing module", workspace: "web-app", agent: "claude-code" }),
+    run(2, {
+      task_title: "Refactor auth",
+      workspace: "api-server",
+      agent: "gemini",
+      state: { state: "pending_review" },
+      needs_you: true,
+      pending_gate: { id: 9, kind: "merge_review" },
+      sensors: { passed: 3, failed: 0 },
+    }),
+    run(3, {
+      task_title: "Speed up the CI cache",
+      workspace: "web-app",
+      agent: "codex",
+      needs_you: true,
+      pending_gate: { id: 10, kind: "tool_call" },
+      current_step: "Run the test suite",
+      sensors: { passed: 1, failed: 2 },
+    }),
+    run(4, { task_title: "Document the public API", workspace: "mobile", state: { state: "released", reason: "merged" } }),
+    run(5, {
+      task_title: "Test the settings page",
+      workspace: "mobile",
+      state: { state: "released", reason: "failed" },
+      release_note: "sensor failed",
+    }),
+    run(6, { task_title: "Upgrade deps", workspace: "api-server", state: { state: "queued" } }),
+  ];
+}
+
+describe("filtering", () => {
+  it("keeps everything with no filter", () => {
+    expect(ids(filterRuns(fleetOf(), NO_FILTER))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(isFiltered(NO_FILTER)).toBe(false);
+  });
+
+  it("filters by state, active runs, and release reason", () => {
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, state: "pending_review" }))).toEqual([2]);
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, state: "active" }))).toEqual([1, 2, 3, 6]);
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, state: "released" }))).toEqual([4, 5]);
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, state: "released:failed" }))).toEqual([5]);
+  });
+
+  it("filters by workspace and by needs-you, combined", () => {
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, workspace: "web-app" }))).toEqual([1, 3]);
+    expect(ids(filterRuns(fleetOf(), { ...NO_FILTER, needsYou: true }))).toEqual([2, 3]);
+    const f = { ...NO_FILTER, workspace: "web-app", needsYou: true };
+    expect(ids(filterRuns(fleetOf(), f))).toEqual([3]);
+    expect(isFiltered(f)).toBe(true);
+  });
+
+  it("searches title, workspace, agent, step, note and #id, every word, any case", () => {
+    const q = (query: string) => ids(filterRuns(fleetOf(), { ...NO_FILTER, query }));
+    expect(q("BILLING")).toEqual([1]);
+    expect(q("api")).toEqual([2, 4, 6]);
+    expect(q("gemini")).toEqual([2]);
+    expect(q("test suite")).toEqual([3]);
+    expect(q("sensor failed")).toEqual([5]);
+    expect(q("#6")).toEqual([6]);
+    expect(q("web-app ci")).toEqual([3]);
+    expect(q("   ")).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(q("nothing like this")).toEqual([]);
+  });
+
+  it("sees a changed row's new text (rows are replaced, never mutated)", () => {
+    const rows = fleetOf();
+    const f = { ...NO_FILTER, query: "lint" };
+    expect(ids(filterRuns(rows, f))).toEqual([]);
+    rows[0] = { ...rows[0]!, current_step: "Run the linter" };
+    expect(ids(filterRuns(rows, f))).toEqual([1]);
+  });
+
+  it("lists the workspaces present, sorted", () => {
+    expect(workspacesOf(fleetOf())).toEqual(["api-server", "mobile", "web-app"]);
+  });
+});
+
+describe("sorting by column", () => {
+  it("sorts by each column, ties broken by id, both directions", () => {
+    const rows = fleetOf();
+    expect(ids(sortRuns(rows, { key: "task", dir: "asc" }))).toEqual([4, 1, 2, 3, 5, 6]);
+    expect(ids(sortRuns(rows, { key: "task", dir: "desc" }))).toEqual([6, 5, 3, 2, 1, 4]);
+    expect(ids(sortRuns(rows, { key: "workspace", dir: "asc" }))).toEqual([2, 6, 4, 5, 1, 3]);
+    expect(ids(sortRuns(rows, { key: "id", dir: "desc" }))).toEqual([6, 5, 4, 3, 2, 1]);
+    expect(ids(sortRuns(rows, { key: "state", dir: "asc" }))).toEqual([2, 1, 3, 6, 4, 5]);
+    // Longest in its state first.
+    expect(ids(sortRuns(rows, { key: "waiting", dir: "asc" }))).toEqual([1, 2, 3, 4, 5, 6]);
+    // Failing checks first, then by passes, runs without checks last.
+    expect(ids(sortRuns(rows, { key: "sensors", dir: "asc" }))).toEqual([3, 2, 1, 4, 5, 6]);
+    expect(ids(sortRuns(rows, { key: "step", dir: "asc" }))[0]).toBe(3);
+  });
+
+  it("sorts numbers inside titles the way people count", () => {
+    const rows = [run(1, { task_title: "Fix (#10)" }), run(2, { task_title: "Fix (#9)" })];
+    expect(ids(sortRuns(rows, { key: "task", dir: "asc" }))).toEqual([2, 1]);
+  });
+
+  it("flips direction on the same column, starts ascending on a new one", () => {
+    expect(toggleSort({ key: "task", dir: "asc" }, "task")).toEqual({ key: "task", dir: "desc" });
+    expect(toggleSort({ key: "task", dir: "desc" }, "task")).toEqual({ key: "task", dir: "asc" });
+    expect(toggleSort({ key: "task", dir: "desc" }, "agent")).toEqual({ key: "agent", dir: "asc" });
+  });
+
+  it("does not change the input array", () => {
+    const rows = fleetOf();
+    sortRuns(rows, { key: "id", dir: "desc" });
+    expect(ids(rows)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
+
+describe("row actions and markers", () => {
+  it("offers approve and reject on review only, abort on every active run", () => {
+    const [r1, r2, , r4, , r6] = fleetOf();
+    expect(rowActions(r2!)).toEqual({ approve: true, reject: true, abort: true });
+    expect(rowActions(r1!)).toEqual({ approve: false, reject: false, abort: true });
+    expect(rowActions(r6!)).toEqual({ approve: false, reject: false, abort: true });
+    expect(rowActions(r4!)).toEqual({ approve: false, reject: false, abort: false });
+  });
+
+  it("says what the run waits for", () => {
+    const [r1, r2, r3] = fleetOf();
+    expect(needsYouLabel(r1!)).toBeNull();
+    expect(needsYouLabel(r2!)).toBe("review");
+    expect(needsYouLabel(r3!)).toBe("tool call");
+  });
+});
+
+describe("the virtual window", () => {
+  const v = { rowHeight: 36, overscan: 5, height: 360, count: 10_000 };
+
+  it("renders the rows in view plus the overscan, never past either end", () => {
+    expect(visibleRange({ ...v, scrollTop: 0 })).toEqual({ start: 0, end: 16 });
+    // Row 100 at the top: rows 95..(100 + 11 + 5).
+    expect(visibleRange({ ...v, scrollTop: 3600 })).toEqual({ start: 95, end: 116 });
+    expect(visibleRange({ ...v, scrollTop: 36 * 10_000 - 360 })).toEqual({ start: 9985, end: 10_000 });
+  });
+
+  it("copes with overscrolling, empty lists and short lists", () => {
+    expect(visibleRange({ ...v, scrollTop: -50 })).toEqual({ start: 0, end: 16 });
+    expect(visibleRange({ ...v, scrollTop: 10_000_000 })).toEqual({ start: 9994, end: 10_000 });
+    expect(visibleRange({ ...v, count: 0, scrollTop: 0 })).toEqual({ start: 0, end: 0 });
+    expect(visibleRange({ ...v, count: 3, scrollTop: 0 })).toEqual({ start: 0, end: 3 });
+    expect(visibleRange({ ...v, height: 0, scrollTop: 0 })).toEqual({ start: 0, end: 6 });
+  });
+
+  it("holds a bounded number of rows whatever the list length", () => {
+    for (const count of [10, 1_000, 100_000]) {
+      const r = visibleRange({ ...v, count, scrollTop: 36 * Math.floor(count / 2) });
+      expect(r.end - r.start).toBeLessThanOrEqual(Math.ceil(v.height / v.rowHeight) + 1 + 2 * v.overscan);
+    }
+  });
+
+  it("scrolls only as far as needed to show the selected row", () => {
+    // Rows 0..9 fully visible at scrollTop 0 with 360px.
+    expect(revealRow(5, 0, 360, 36)).toBeNull();
+    expect(revealRow(9, 0, 360, 36)).toBeNull();
+    expect(revealRow(10, 0, 360, 36)).toBe(36);
+    expect(revealRow(3, 200, 360, 36)).toBe(108);
+    expect(revealRow(9_999, 0, 360, 36)).toBe(36 * 10_000 - 360);
+    expect(revealRow(0, 0, 10, 36)).toBeNull();
+  });
+});
+
+describe("keyboard", () => {
+  it("moves the selection through the rows as shown and stops at the ends", () => {
+    const rows = fleetOf();
+    expect(moveSelection(rows, null, 1)).toBe(1);
+    expect(moveSelection(rows, 1, 1)).toBe(2);
+    expect(moveSelection(rows, 2, -1)).toBe(1);
+    expect(moveSelection(rows, 1, -1)).toBe(1);
+    expect(moveSelection(rows, 6, 1)).toBe(6);
+    // The selected run was filtered out: start again at the top.
+    expect(moveSelection(rows.slice(2), 1, 1)).toBe(3);
+    expect(moveSelection([], 1, 1)).toBeNull();
+  });
+
+  it("maps keys to commands, and leaves text fields and modified keys alone", () => {
+    expect(keyCommand({ key: "j" })).toBe("down");
+    expect(keyCommand({ key: "k" })).toBe("up");
+    expect(keyCommand({ key: "ArrowDown" })).toBe("down");
+    expect(keyCommand({ key: "Enter" })).toBe("open");
+    expect(keyCommand({ key: "a" })).toBe("approve");
+    expect(keyCommand({ key: "r" })).toBe("reject");
+    expect(keyCommand({ key: "x" })).toBe("abort");
+    expect(keyCommand({ key: "?" })).toBe("help");
+    expect(keyCommand({ key: "/" })).toBe("search");
+    expect(keyCommand({ key: "q" })).toBeNull();
+    expect(keyCommand({ key: "a", inField: true })).toBeNull();
+    expect(keyCommand({ key: "r", ctrlKey: true })).toBeNull();
+    expect(keyCommand({ key: "Escape", inField: true })).toBe("escape");
+  });
+});
+
+describe("10,000 runs", () => {
+  it("filters, searches and sorts a large fleet correctly", () => {
+    const states = [
+      { state: "running" },
+      { state: "pending_review" },
+      { state: "released", reason: "merged" },
+      { state: "queued" },
+    ] as const;
+    const big = Array.from({ length: 10_000 }, (_, i) =>
+      run(i + 1, {
+        task_title: `Fix thing (#${i})`,
+        workspace: ["web-app", "api-server", "mobile"][i % 3]!,
+        state: states[i % 4]!,
+        needs_you: i % 4 === 1,
+        state_since: (i * 7919) % 10_007,
+      }),
+    );
+    const f = { ...NO_FILTER, state: "pending_review" as const, workspace: "mobile" };
+    const out = filterRuns(sortRuns(big), f);
+    expect(out.length).toBe(big.filter((r) => r.state.state === "pending_review" && r.workspace === "mobile").length);
+    for (let i = 1; i < out.length; i++) expect(out[i - 1]!.state_since).toBeLessThanOrEqual(out[i]!.state_since);
+    expect(ids(filterRuns(big, { ...NO_FILTER, query: "(#9999)" }))).toEqual([10_000]);
+    const byTask = sortRuns(big, { key: "task", dir: "desc" });
+    expect(byTask[0]!.id).toBe(10_000);
+  });
+});
+
+describe("keeping the order row by row", () => {
+  it("moves a changed row to its new place, inserts a new one, and leaves the input alone", () => {
+    const cmp = comparator({ key: "id", dir: "asc" });
+    const rows = fleetOf();
+    const moved = replaceSorted(rows, rows[0], { ...rows[0]!, id: 1 }, cmp);
+    expect(ids(moved)).toEqual([1, 2, 3, 4, 5, 6]);
+    const added = replaceSorted(rows, undefined, run(0), cmp);
+    expect(ids(added)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(ids(rows)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("agrees with a full sort after any sequence of changes, for every order", () => {
+    // A small deterministic generator: the same "random" changes every run.
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n);
+    const states = [
+      { state: "running" },
+      { state: "pending_review" },
+      { state: "queued" },
+      { state: "released", reason: "merged" },
+      { state: "released", reason: "failed" },
+    ] as const;
+    const sorts = ["attention", "id", "task", "workspace", "agent", "state", "step", "waiting", "sensors"] as const;
+    for (const key of sorts) {
+      for (const dir of ["asc", "desc"] as const) {
+        const sort = { key, dir };
+        const cmp = comparator(sort);
+        const all = new Map<number, RunView>();
+        let sorted: RunView[] = [];
+        for (let i = 0; i < 300; i++) {
+          const id = 1 + rand(60);
+          const st = states[rand(states.length)]!;
+          const next = run(id, {
+            task_title: `task ${rand(20)}`,
+            workspace: ["a", "b", "c"][rand(3)]!,
+            agent: ["x", "y"][rand(2)]!,
+            state: st,
+            needs_you: st.state === "pending_review" || rand(4) === 0,
+            state_since: rand(50),
+            current_step: rand(3) === 0 ? null : `step ${rand(5)}`,
+            sensors: rand(3) === 0 ? null : { passed: rand(4), failed: rand(3) },
+          });
+          sorted = replaceSorted(sorted, all.get(id), next, cmp);
+          all.set(id, next);
+        }
+        expect(ids(sorted), `${key} ${dir}`).toEqual(ids(sortRuns([...all.values()], sort)));
+      }
+    }
+  });
+
+  it("adjusts counts for a changed or new row", () => {
+    const [r1, r2] = fleetOf();
+    const c = countRuns([r1!, r2!]);
+    const after = adjustCounts(c, r2!, { ...r2!, state: { state: "released", reason: "merged" }, needs_you: false });
+    expect(after).toMatchObject({ running: 1, pending_review: 0, released: 1, needs_you: 0 });
+    expect(adjustCounts(after, undefined, run(9))).toMatchObject({ running: 2 });
+    expect(c).toMatchObject({ pending_review: 1, needs_you: 1 });
+  });
+
+  it("adds a new workspace in order and keeps the list when it is known", () => {
+    const list = ["api", "web"];
+    expect(withWorkspace(list, "web")).toBe(list);
+    expect(withWorkspace(list, "mobile")).toEqual(["api", "mobile", "web"]);
   });
 });

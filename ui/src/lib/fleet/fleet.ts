@@ -1,5 +1,7 @@
-// Pure functions behind the fleet dashboard: labels, ordering, counts, and
-// folding pushed events into the row list.
+// Pure functions behind the fleet dashboard: labels, filtering, searching,
+// ordering, counts, the virtual window of a long list, keyboard selection, and
+// folding pushed events into the row list. No DOM, no Svelte: everything here
+// is fast on 10,000 rows and tested on its own.
 import type { EngineEvent, ReleaseReason, RunState, RunView, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
@@ -11,6 +13,11 @@ export const STATE_ORDER: readonly StateName[] = [
   "released",
 ];
 
+const STATE_RANK: Record<StateName, number> = Object.fromEntries(STATE_ORDER.map((s, i) => [s, i])) as Record<
+  StateName,
+  number
+>;
+
 const STATE_LABELS: Record<StateName, string> = {
   queued: "queued",
   claimed: "claimed",
@@ -19,6 +26,16 @@ const STATE_LABELS: Record<StateName, string> = {
   pending_review: "pending review",
   released: "released",
 };
+
+export const RELEASE_REASONS: readonly ReleaseReason[] = [
+  "merged",
+  "failed",
+  "interrupted",
+  "human_rejected",
+  "aborted_by_user",
+  "plan_rejected",
+  "supervisor_rejected",
+];
 
 const REASON_LABELS: Record<ReleaseReason, string> = {
   merged: "merged",
@@ -29,6 +46,14 @@ const REASON_LABELS: Record<ReleaseReason, string> = {
   interrupted: "interrupted",
   supervisor_rejected: "rejected by supervisor",
 };
+
+export function reasonLabel(r: ReleaseReason): string {
+  return REASON_LABELS[r];
+}
+
+export function stateNameLabel(s: StateName): string {
+  return STATE_LABELS[s];
+}
 
 export function stateLabel(s: RunState): string {
   return s.state === "released" ? `released · ${REASON_LABELS[s.reason]}` : STATE_LABELS[s.state];
@@ -70,16 +95,203 @@ export function formatAge(since: number, now: number): string {
   return `${Math.floor(s / 86_400)}d`;
 }
 
-/** Needs-you first (oldest wait first), then by state, then most recent change. */
-export function sortRuns(runs: RunView[]): RunView[] {
-  return [...runs].sort((a, b) => {
-    if (a.needs_you !== b.needs_you) return a.needs_you ? -1 : 1;
-    if (a.needs_you) return a.state_since - b.state_since || a.id - b.id;
-    const sa = STATE_ORDER.indexOf(a.state.state);
-    const sb = STATE_ORDER.indexOf(b.state.state);
-    return sa - sb || b.state_since - a.state_since || a.id - b.id;
-  });
+/** Not released yet: the run can still be aborted. */
+export function isActive(r: RunView): boolean {
+  return r.state.state !== "released";
 }
+
+/** Which inline actions a row offers. Approve and reject decide a finished
+ * run's review; abort stops any run that has not been released. */
+export function rowActions(r: RunView): { approve: boolean; reject: boolean; abort: boolean } {
+  const review = r.state.state === "pending_review";
+  return { approve: review, reject: review, abort: isActive(r) };
+}
+
+/** What the needs-you marker says: "review", or the kind of the open gate. */
+export function needsYouLabel(r: RunView): string | null {
+  if (!r.needs_you) return null;
+  if (r.state.state === "pending_review") return "review";
+  const kind = r.pending_gate?.kind;
+  return kind ? kind.replace(/_/g, " ") : "waiting";
+}
+
+// ---------------------------------------------------------------------------
+// Filtering and search
+
+/** "all", "active" (not released), a state, or a release reason
+ * (`released:failed`). */
+export type StateFilter = "all" | "active" | StateName | `released:${ReleaseReason}`;
+
+export interface Filter {
+  state: StateFilter;
+  /** Empty: every workspace. */
+  workspace: string;
+  needsYou: boolean;
+  /** Free text; every word must match the title, workspace, agent, step,
+   * note or `#id` (case-insensitive). */
+  query: string;
+}
+
+export const NO_FILTER: Filter = { state: "all", workspace: "", needsYou: false, query: "" };
+
+export function isFiltered(f: Filter): boolean {
+  return f.state !== "all" || f.workspace !== "" || f.needsYou || f.query.trim() !== "";
+}
+
+export function matchesState(r: RunView, s: StateFilter): boolean {
+  if (s === "all") return true;
+  if (s === "active") return r.state.state !== "released";
+  if (s.startsWith("released:")) return r.state.state === "released" && `released:${r.state.reason}` === s;
+  return r.state.state === s;
+}
+
+// Rows are replaced (never mutated) when they change, so the lower-cased
+// text of a row object can be remembered for as long as the object lives.
+const haystacks = new WeakMap<RunView, string>();
+
+function haystack(r: RunView): string {
+  let h = haystacks.get(r);
+  if (h === undefined) {
+    h = `#${r.id}\n${r.task_title}\n${r.workspace}\n${r.agent}\n${r.current_step ?? ""}\n${r.release_note ?? ""}`.toLowerCase();
+    haystacks.set(r, h);
+  }
+  return h;
+}
+
+export function queryWords(query: string): string[] {
+  return query.toLowerCase().split(/\s+/).filter((w) => w.length > 0);
+}
+
+export function matchesQuery(r: RunView, words: readonly string[]): boolean {
+  if (words.length === 0) return true;
+  const h = haystack(r);
+  for (const w of words) if (!h.includes(w)) return false;
+  return true;
+}
+
+export function filterRuns(runs: Iterable<RunView>, f: Filter): RunView[] {
+  const words = queryWords(f.query);
+  const out: RunView[] = [];
+  for (const r of runs) {
+    if (f.needsYou && !r.needs_you) continue;
+    if (f.workspace !== "" && r.workspace !== f.workspace) continue;
+    if (!matchesState(r, f.state)) continue;
+    if (!matchesQuery(r, words)) continue;
+    out.push(r);
+  }
+  return out;
+}
+
+/** The workspaces present, sorted by name. */
+export function workspacesOf(runs: Iterable<RunView>): readonly string[] {
+  const s = new Set<string>();
+  for (const r of runs) s.add(r.workspace);
+  return [...s].sort(collator.compare);
+}
+
+// ---------------------------------------------------------------------------
+// Ordering
+
+/** `attention`: needs-you first (longest waiting first), then by state, then
+ * the most recent change; every other key sorts by that column. */
+export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors";
+export type SortDir = "asc" | "desc";
+export interface Sort {
+  key: SortKey;
+  dir: SortDir;
+}
+
+export const DEFAULT_SORT: Sort = { key: "attention", dir: "asc" };
+
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+function attention(a: RunView, b: RunView): number {
+  if (a.needs_you !== b.needs_you) return a.needs_you ? -1 : 1;
+  if (a.needs_you) return a.state_since - b.state_since || a.id - b.id;
+  return STATE_RANK[a.state.state] - STATE_RANK[b.state.state] || b.state_since - a.state_since || a.id - b.id;
+}
+
+function stateKey(r: RunView): number {
+  // Released runs sort by reason after every active state.
+  return r.state.state === "released"
+    ? STATE_ORDER.length + RELEASE_REASONS.indexOf(r.state.reason)
+    : STATE_RANK[r.state.state];
+}
+
+function sensorKey(r: RunView): number {
+  // Failing sensors first when ascending: they are what a reviewer looks for.
+  const s = r.sensors;
+  if (!s) return Number.POSITIVE_INFINITY;
+  return s.failed > 0 ? -s.failed : s.passed;
+}
+
+const COMPARE: Record<Exclude<SortKey, "attention">, (a: RunView, b: RunView) => number> = {
+  id: (a, b) => a.id - b.id,
+  task: (a, b) => collator.compare(a.task_title, b.task_title),
+  workspace: (a, b) => collator.compare(a.workspace, b.workspace),
+  agent: (a, b) => collator.compare(a.agent, b.agent),
+  state: (a, b) => stateKey(a) - stateKey(b),
+  step: (a, b) => collator.compare(a.current_step ?? "\uffff", b.current_step ?? "\uffff"),
+  // Ascending: the longest wait (the oldest state change) first.
+  waiting: (a, b) => a.state_since - b.state_since,
+  sensors: (a, b) => sensorKey(a) - sensorKey(b),
+};
+
+/** The order of a sort as a comparator. It is total (ties break by id), so
+ * a row's place in a sorted array can be found by binary search. */
+export function comparator(sort: Sort = DEFAULT_SORT): (a: RunView, b: RunView) => number {
+  if (sort.key === "attention") return attention;
+  const cmp = COMPARE[sort.key];
+  const sign = sort.dir === "asc" ? 1 : -1;
+  return (a, b) => sign * cmp(a, b) || a.id - b.id;
+}
+
+/** A new array in the requested order; ties break by id so the order is
+ * stable across events. */
+export function sortRuns(runs: readonly RunView[], sort: Sort = DEFAULT_SORT): RunView[] {
+  return [...runs].sort(comparator(sort));
+}
+
+/** The first index whose row sorts at or after `r`. */
+function lowerBound(sorted: readonly RunView[], r: RunView, cmp: (a: RunView, b: RunView) => number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (cmp(sorted[mid]!, r) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A copy of `sorted` with `prev` (the row as it was, if it was there)
+ * replaced by `next` in its place by `cmp`: O(log n) comparisons instead of
+ * re-sorting 10,000 rows on every pushed event. */
+export function replaceSorted(
+  sorted: readonly RunView[],
+  prev: RunView | undefined,
+  next: RunView,
+  cmp: (a: RunView, b: RunView) => number,
+): RunView[] {
+  const out = sorted.slice();
+  if (prev) {
+    let at = lowerBound(out, prev, cmp);
+    if (out[at] !== prev) at = out.indexOf(prev); // not where it should be: find it anyway
+    if (at >= 0) out.splice(at, 1);
+  }
+  out.splice(lowerBound(out, next, cmp), 0, next);
+  return out;
+}
+
+/** What clicking a column header does: a new column sorts ascending, the
+ * same column flips direction. */
+export function toggleSort(current: Sort, key: SortKey): Sort {
+  if (current.key === key) return { key, dir: current.dir === "asc" ? "desc" : "asc" };
+  return { key, dir: "asc" };
+}
+
+// ---------------------------------------------------------------------------
+// Counts
 
 export type Counts = Record<StateName, number> & { needs_you: number };
 
@@ -91,6 +303,128 @@ export function countRuns(runs: Iterable<RunView>): Counts {
   }
   return c;
 }
+
+/** The counts after one row changed from `prev` (absent: a new run) to `next`. */
+export function adjustCounts(c: Counts, prev: RunView | undefined, next: RunView): Counts {
+  const out = { ...c };
+  if (prev) {
+    out[prev.state.state] -= 1;
+    if (prev.needs_you) out.needs_you -= 1;
+  }
+  out[next.state.state] += 1;
+  if (next.needs_you) out.needs_you += 1;
+  return out;
+}
+
+/** The workspace list with `name` in it (the same array when it already is). */
+export function withWorkspace(list: readonly string[], name: string): readonly string[] {
+  if (list.includes(name)) return list;
+  return [...list, name].sort(collator.compare);
+}
+
+// ---------------------------------------------------------------------------
+// The virtual window: which rows of a fixed-height list to render
+
+export interface Viewport {
+  /** Pixels scrolled past the first row. */
+  scrollTop: number;
+  /** Pixels of rows visible at once. */
+  height: number;
+  rowHeight: number;
+  count: number;
+  /** Extra rows rendered above and below, so fast scrolling shows no gap. */
+  overscan: number;
+}
+
+/** The half-open range [start, end) of row indexes to render. */
+export function visibleRange(v: Viewport): { start: number; end: number } {
+  if (v.count <= 0 || v.rowHeight <= 0) return { start: 0, end: 0 };
+  const top = Math.max(0, v.scrollTop);
+  const first = Math.min(v.count - 1, Math.floor(top / v.rowHeight));
+  const shown = Math.ceil(Math.max(0, v.height) / v.rowHeight) + 1;
+  const start = Math.max(0, first - v.overscan);
+  const end = Math.min(v.count, first + shown + v.overscan);
+  return { start, end };
+}
+
+/** The scrollTop that brings row `index` fully into view, or null when it
+ * already is (so selecting a visible row never scrolls). */
+export function revealRow(index: number, scrollTop: number, height: number, rowHeight: number): number | null {
+  const top = index * rowHeight;
+  const bottom = top + rowHeight;
+  let next = scrollTop;
+  if (top < scrollTop) next = top;
+  // Below the view: align its bottom, but never hide its top (a view
+  // shorter than a row shows the row's top).
+  else if (bottom > scrollTop + height) next = Math.min(top, Math.max(0, bottom - height));
+  return next === scrollTop ? null : next;
+}
+
+// ---------------------------------------------------------------------------
+// Keyboard selection
+
+/** The run selected after moving `delta` rows (j: +1, k: -1) from `current`
+ * in the rows as shown. With nothing (or a row no longer shown) selected,
+ * moving starts at the first row. Stops at either end. */
+export function moveSelection(rows: readonly RunView[], current: number | null, delta: number): number | null {
+  if (rows.length === 0) return null;
+  const at = current === null ? -1 : indexOfRun(rows, current);
+  if (at < 0) return rows[0]!.id;
+  const next = Math.min(rows.length - 1, Math.max(0, at + delta));
+  return rows[next]!.id;
+}
+
+export function indexOfRun(rows: readonly RunView[], id: number): number {
+  for (let i = 0; i < rows.length; i++) if (rows[i]!.id === id) return i;
+  return -1;
+}
+
+export type KeyCommand = "down" | "up" | "first" | "last" | "open" | "approve" | "reject" | "abort" | "help" | "search" | "escape";
+
+/** The dashboard's shortcut for a key press, or null. Keys typed into a
+ * text field are the user's text, never shortcuts. */
+export function keyCommand(e: {
+  key: string;
+  ctrlKey?: boolean;
+  metaKey?: boolean;
+  altKey?: boolean;
+  inField?: boolean;
+}): KeyCommand | null {
+  if (e.key === "Escape") return "escape";
+  if (e.ctrlKey || e.metaKey || e.altKey || e.inField) return null;
+  switch (e.key) {
+    case "j":
+    case "ArrowDown":
+      return "down";
+    case "k":
+    case "ArrowUp":
+      return "up";
+    case "Home":
+    case "g":
+      return "first";
+    case "End":
+    case "G":
+      return "last";
+    case "Enter":
+    case "o":
+      return "open";
+    case "a":
+      return "approve";
+    case "r":
+      return "reject";
+    case "x":
+      return "abort";
+    case "?":
+      return "help";
+    case "/":
+      return "search";
+    default:
+      return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Pushed events
 
 /** Folds one pushed event into the rows (by id). Returns the same map when
  * nothing changed, so callers can skip a re-render. */
