@@ -2,7 +2,7 @@
 // dir per file, the real app binary driven by WebKitWebDriver, the real CLI
 // talking to the app's engine over its socket, the real database file, and
 // screenshots under target/e2e/. Run by run.sh (Xvfb + session bus).
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -89,6 +89,29 @@ export async function eventually(driver, f, ms = 15_000, what = "condition") {
     }
   }, ms, `timed out waiting for ${what}`);
   return last;
+}
+
+/** A dbus-monitor of the test file's own on the session bus run.sh set up
+ * (the shared target/e2e/dbus-notify.log is also written by other runs): the
+ * Notify calls made while the file runs, in memory. */
+export async function watchNotifications() {
+  const child = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications'"], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let text = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (d) => (text += d));
+  // It reports its own connection first: from then on it sees every call.
+  await new Promise((resolve, reject) => {
+    child.stdout.once("data", resolve);
+    child.once("error", reject);
+  });
+  return {
+    /** Everything seen so far; `mark()` for a position to read from. */
+    mark: () => text.length,
+    since: (mark) => text.slice(mark),
+    stop: () => child.kill(),
+  };
 }
 
 export { By, until };

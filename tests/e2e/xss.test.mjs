@@ -7,32 +7,9 @@
 // Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { openApp, eventually, By, until } from "./lib.mjs";
+import { openApp, eventually, watchNotifications, By, until } from "./lib.mjs";
 
 let bus;
-/** A dbus-monitor of our own on the session bus run.sh set up: the shared
- * target/e2e/dbus-notify.log is also written by other runs, so this file
- * records the Notify calls made while it runs, in memory. */
-async function watchNotifications() {
-  const child = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications'"], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  let text = "";
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (d) => (text += d));
-  // It reports its own connection first: from then on it sees every call.
-  await new Promise((resolve, reject) => {
-    child.stdout.once("data", resolve);
-    child.once("error", reject);
-  });
-  return {
-    /** Everything seen so far; `mark()` for a position to read from. */
-    mark: () => text.length,
-    since: (mark) => text.slice(mark),
-    stop: () => child.kill(),
-  };
-}
 
 const LONG = `${"<b>long</b> ".repeat(900)}END`.slice(0, 10_240);
 const PAYLOADS = [

@@ -336,62 +336,31 @@ pub fn seed_bulk(
                 let run = tx.create_run(task, AGENTS[k % AGENTS.len()], user, at)?;
                 tx.transition(run, RunEvent::Claim, None, &engine, at + 1)?;
                 tx.transition(run, RunEvent::Start, None, &engine, at + 2)?;
-                match k % 10 {
-                    // No fictional live agents: a run "running" here would be
-                    // found agentless (interrupted) by the next engine start.
-                    0 => {
-                        tx.transition(
-                            run,
-                            RunEvent::Interrupt,
-                            Some("agent gone"),
-                            &engine,
-                            at + 3,
-                        )?;
+                // No fictional live agents: a run "running" here would be
+                // found agentless (interrupted) by the next engine start.
+                let (ends, note): (RunEvent, Option<&str>) = match k % 10 {
+                    0 => (RunEvent::Interrupt, Some("agent gone")),
+                    1 => (RunEvent::Fail, Some("sensor failed")),
+                    _ => (
+                        RunEvent::Finish {
+                            auto_advance: false,
+                        },
+                        None,
+                    ),
+                };
+                tx.transition(run, ends, note, &engine, at + 3)?;
+                // Of the finished runs: two in ten wait for review, one is
+                // rejected, the rest merged.
+                let review = match k % 10 {
+                    0..=3 => None,
+                    4 => Some(("reject", Some("not this way"), RunEvent::Reject)),
+                    _ => Some(("approve", None, RunEvent::Approve)),
+                };
+                if let Some((option, reason, event)) = review {
+                    if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
+                        tx.decide_gate(g, option, reason, user, at + 4)?;
                     }
-                    1 => {
-                        tx.transition(run, RunEvent::Fail, Some("sensor failed"), &engine, at + 3)?;
-                    }
-                    2 | 3 => {
-                        tx.transition(
-                            run,
-                            RunEvent::Finish {
-                                auto_advance: false,
-                            },
-                            None,
-                            &engine,
-                            at + 3,
-                        )?;
-                    }
-                    4 => {
-                        tx.transition(
-                            run,
-                            RunEvent::Finish {
-                                auto_advance: false,
-                            },
-                            None,
-                            &engine,
-                            at + 3,
-                        )?;
-                        if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
-                            tx.decide_gate(g, "reject", Some("not this way"), user, at + 4)?;
-                        }
-                        tx.transition(run, RunEvent::Reject, Some("not this way"), user, at + 4)?;
-                    }
-                    _ => {
-                        tx.transition(
-                            run,
-                            RunEvent::Finish {
-                                auto_advance: false,
-                            },
-                            None,
-                            &engine,
-                            at + 3,
-                        )?;
-                        if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
-                            tx.decide_gate(g, "approve", None, user, at + 4)?;
-                        }
-                        tx.transition(run, RunEvent::Approve, None, user, at + 4)?;
-                    }
+                    tx.transition(run, event, reason, user, at + 4)?;
                 }
                 out.push(run);
             }
