@@ -567,18 +567,8 @@ async fn launch_agent(
     let (process, stdin, stdout, stderr) =
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let run = work.run_id;
-    // The agent's stderr is its log: keep the tail in the timeline.
-    {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            use tokio::io::AsyncBufReadExt;
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(run, "agent: {line}");
-                let _ = &engine;
-            }
-        });
-    }
+    // The agent's stderr is its log: into the timeline, in batches.
+    tokio::spawn(keep_log(engine.clone(), run, stderr));
     let (conn, signals) = AgentConnection::start(stdout, stdin, worktree.to_owned(), "overseer")
         .await
         .map_err(|e| err(format!("the agent did not start a session: {e}")))?;
@@ -1281,4 +1271,84 @@ pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
         run_id: run,
         killed,
     }]);
+}
+
+/// Lines of an agent's log gathered into one timeline entry.
+const LOG_BATCH_LINES: usize = 50;
+/// How long the first line of a batch waits for company.
+const LOG_BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+/// Longest log line kept (the rest is cut, marked with an ellipsis).
+const LOG_LINE_MAX: usize = 2_000;
+/// Log lines kept per agent process; after that, one note and the rest only
+/// in the engine's own log (an agent printing without end must not fill the
+/// database).
+const LOG_LINES_MAX: usize = 5_000;
+
+/// Reads an agent's stderr to its end and keeps it in the run's timeline as
+/// `log` entries of up to [`LOG_BATCH_LINES`] lines. The text is untrusted:
+/// invalid UTF-8 is replaced, long lines are cut.
+async fn keep_log(engine: Arc<Engine>, run: RunId, stderr: impl tokio::io::AsyncRead + Unpin) {
+    use tokio::io::AsyncBufReadExt;
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut batch: Vec<String> = Vec::new();
+    let mut kept = 0usize;
+    let mut buf = Vec::new();
+    let flush = |batch: &mut Vec<String>| {
+        if batch.is_empty() {
+            return;
+        }
+        let lines = std::mem::take(batch);
+        let _ = engine.record_activity(
+            run,
+            "log",
+            json!({ "text": lines.join("\n"), "lines": lines.len() }),
+        );
+    };
+    loop {
+        // `buf` keeps a line read in part when the wait ran out (read_until
+        // appends what it read before being cancelled): cleared per line.
+        let read = if batch.is_empty() {
+            reader.read_until(b'\n', &mut buf).await.ok()
+        } else {
+            match tokio::time::timeout(LOG_BATCH_WAIT, reader.read_until(b'\n', &mut buf)).await {
+                Ok(r) => r.ok(),
+                Err(_) => {
+                    flush(&mut batch);
+                    continue;
+                }
+            }
+        };
+        let ended = read.is_none_or(|n| n == 0);
+        if ended && buf.is_empty() {
+            break;
+        }
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        buf.clear();
+        let line = text.trim_end_matches(['\n', '\r']);
+        tracing::debug!(run, "agent: {line}");
+        if kept >= LOG_LINES_MAX {
+            if ended {
+                break;
+            }
+            continue;
+        }
+        kept += 1;
+        let mut line: String = line.chars().take(LOG_LINE_MAX).collect();
+        if line.len() < text.trim_end_matches(['\n', '\r']).len() {
+            line.push('…');
+        }
+        batch.push(line);
+        if kept == LOG_LINES_MAX {
+            batch.push(format!(
+                "(the agent wrote more than {LOG_LINES_MAX} log lines; the rest is in the engine's own log)"
+            ));
+        }
+        if batch.len() >= LOG_BATCH_LINES {
+            flush(&mut batch);
+        }
+        if ended {
+            break;
+        }
+    }
+    flush(&mut batch);
 }

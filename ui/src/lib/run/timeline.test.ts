@@ -105,6 +105,12 @@ describe("describe", () => {
     expect(fail).toMatchObject({ title: "cargo test: failed", tone: "bad" });
   });
 
+  it("shows the agent's log as folded output with its line count", () => {
+    const log = describeEntry(a("log", { text: "starting\n<b>not bold</b>", lines: 2 }));
+    expect(log).toMatchObject({ title: "Agent log (2 lines)", label: "log", output: "starting\n<b>not bold</b>", text: null });
+    expect(describeEntry(a("log", { text: "one", lines: 1 })).title).toBe("Agent log (1 line)");
+  });
+
   it("describes steps, verdicts, instructions, deviations and errors", () => {
     expect(describeEntry(a("step_finished", { step: 2, confidence: 0.64, explain: "one retry used" }))).toMatchObject({
       title: "Step 2 finished, confidence 0.64",

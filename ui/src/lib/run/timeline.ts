@@ -88,6 +88,7 @@ const LABELS: Record<string, string> = {
   file_written: "write",
   file_refused: "refused",
   drift: "drift",
+  log: "log",
 };
 
 function planSteps(payload: JsonValue): PlanStep[] {
@@ -226,6 +227,10 @@ export function describe(e: ActivityView): TimelineItem {
       return item(e, { title: `Refused ${str(p.path) ?? "a file"}`, text, tone: "bad" });
     case "drift":
       return item(e, { title: "Changed files outside the plan", text, tone: "attention" });
+    case "log": {
+      const lines = num(p.lines);
+      return item(e, { title: `Agent log${lines === null ? "" : ` (${lines} ${lines === 1 ? "line" : "lines"})`}`, output: text });
+    }
     default:
       return item(e, { title: text ?? e.kind.replace(/_/g, " "), output: text ? null : pretty(e.payload) });
   }
