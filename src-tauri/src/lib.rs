@@ -128,8 +128,31 @@ pub fn run() -> Result<(), String> {
     let app = builder(engine.clone(), Some(listener), Some(on_open))
         .build(tauri::generate_context!())
         .map_err(|e| format!("cannot start the window: {e}"))?;
+    // SIGTERM and SIGINT close the app as its window would: cleanly.
+    let handle = app.handle().clone();
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("cannot listen for SIGTERM: the app exits only from its window");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        handle.exit(0);
+    });
     app.run(move |_, event| {
         if let tauri::RunEvent::Exit = event {
+            // No agent outlives the app (their runs are found interrupted,
+            // and resumable, at the next start).
+            let stopped = tauri::async_runtime::block_on(engine.stop_agents());
+            if stopped > 0 {
+                tracing::info!("stopped {stopped} agents at exit");
+            }
             if let Err(e) = engine.shutdown() {
                 tracing::warn!("final checkpoint: {e}");
             }

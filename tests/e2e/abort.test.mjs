@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { openApp, eventually, By } from "./lib.mjs";
 
 let app;
@@ -18,7 +18,8 @@ after(async () => {
   await app?.quit();
 });
 
-/** Live processes whose environment carries the run's agent marker. */
+/** Live processes of this app's run: its agent marker in their environment,
+ * working under this app's data. */
 function agentProcesses(runId) {
   const marker = new RegExp(`OVERSEER_AGENT_MARKER=overseer-[^\\0]*-run-${runId}\\0`);
   const found = [];
@@ -26,6 +27,8 @@ function agentProcesses(runId) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       if (/\)\s+Z/.test(stat)) continue; // a zombie is already dead
+      // Ours only: another app's agents may carry the same run number.
+      if (!readlinkSync(`/proc/${pid}/cwd`).startsWith(app.work)) continue;
       if (marker.test(readFileSync(`/proc/${pid}/environ`, "latin1"))) found.push(Number(pid));
     } catch {
       // gone, or not ours to read

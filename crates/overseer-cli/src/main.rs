@@ -967,6 +967,7 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     server.abort();
     orchestrator.abort();
     let _ = server.await;
+    engine.stop_agents().await;
     engine.shutdown()?;
     eprintln!("overseer engine stopped; audit checkpoint written");
     Ok(ExitCode::SUCCESS)

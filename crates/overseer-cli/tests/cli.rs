@@ -228,8 +228,10 @@ fn demo_agent() -> PathBuf {
     .clone()
 }
 
-/// Pids of live processes whose environment holds `needle`.
-fn procs_with(needle: &str) -> Vec<u32> {
+/// Pids of live processes whose environment holds `needle` and whose working
+/// directory lies under `root` (the test's own data: another test's or app's
+/// agents may carry the same run number).
+fn procs_with(root: &Path, needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -245,6 +247,8 @@ fn procs_with(needle: &str) -> Vec<u32> {
             live && std::fs::read(format!("/proc/{pid}/environ"))
                 .map(|env| String::from_utf8_lossy(&env).contains(needle))
                 .unwrap_or(false)
+                && std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .is_ok_and(|cwd| cwd.starts_with(root))
         })
         .collect()
 }
@@ -338,15 +342,15 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
     });
     let needle = format!("run-{run}\0");
     eventually("the agent and its grandchild", || {
-        procs_with(&needle).len() >= 2
+        procs_with(h.dir.path(), &needle).len() >= 2
     });
-    let agent_tree = procs_with(&needle);
+    let agent_tree = procs_with(h.dir.path(), &needle);
 
     // kill -9 the engine: its direct agent dies with it (PDEATHSIG).
     serve.0.kill().expect("kill -9");
     serve.0.wait().expect("reap");
     eventually("the direct agent to die with the engine", || {
-        procs_with(&needle).len() < agent_tree.len()
+        procs_with(h.dir.path(), &needle).len() < agent_tree.len()
     });
 
     // The next engine cleans up and tells the truth about the run.
@@ -358,7 +362,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
     );
     eventually("recovery", || h.run_state(run) == "released:interrupted");
     eventually("no agent process of the run left", || {
-        procs_with(&needle).is_empty()
+        procs_with(h.dir.path(), &needle).is_empty()
     });
     let gates: Vec<serde_json::Value> =
         serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
@@ -376,15 +380,57 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
         .trim()
         .parse()
         .expect("id");
-    eventually("the resumed run's plan gate", || {
+    eventually("the resumed run's plan gate, approved", || {
         let gates: Vec<serde_json::Value> =
             serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
-        gates
+        match gates
             .iter()
-            .any(|g| g["run_id"] == resumed && g["kind"] == "plan")
+            .find(|g| g["run_id"] == resumed && g["kind"] == "plan")
+        {
+            Some(g) => {
+                h.ok(&[
+                    "gates",
+                    "decide",
+                    &g["id"].to_string(),
+                    "--option",
+                    "approve",
+                ]);
+                true
+            }
+            None => false,
+        }
     });
-    h.ok(&["runs", "abort", &resumed.to_string()]);
-    assert_eq!(h.run_state(resumed), "released:aborted_by_user");
+    let needle = format!("run-{resumed}\0");
+    eventually("the resumed agent and its grandchild", || {
+        procs_with(h.dir.path(), &needle).len() >= 2
+    });
+
+    // A clean stop (SIGTERM) stops every agent's whole tree, the setsid
+    // grandchild too: nothing outlives the engine. The run did not fail: the
+    // next start finds it interrupted, resumable.
+    let pid = _serve2.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let mut serve2 = _serve2;
+    assert!(serve2.0.wait().expect("wait").success());
+    assert_eq!(
+        procs_with(h.dir.path(), &needle),
+        Vec::<u32>::new(),
+        "agent processes outlived a clean stop"
+    );
+    assert_eq!(h.run_state(resumed), "running");
+    let _serve3 = Serve(
+        h.cmd(&["serve"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve a third time"),
+    );
+    eventually("the stopped run found interrupted", || {
+        h.run_state(resumed) == "released:interrupted"
+    });
     let ok = h.ok(&["audit", "verify"]);
     assert!(ok.starts_with("audit log OK"), "{ok}");
 }

@@ -48,6 +48,9 @@ pub struct Engine {
     pub(crate) steering: Mutex<std::collections::HashMap<RunId, Vec<String>>>,
     /// What the user muted (kept in the database, cached here).
     notifications: Mutex<crate::notify::NotificationSettings>,
+    /// Set when the app closes: agents are being stopped on purpose, so
+    /// their ends are neither failures nor deviations.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -79,6 +82,7 @@ impl Engine {
             checkpointed: Mutex::new(checkpointed),
             steering: Mutex::default(),
             notifications: Mutex::new(notifications),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -222,6 +226,18 @@ impl Engine {
             .write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
         *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
         Ok(settings)
+    }
+
+    /// True once [`Engine::stop_agents`] began: the app is closing.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Before a clean exit: stops every live agent's whole process tree
+    /// (their runs are marked interrupted by the next start). Returns how
+    /// many agents were stopped.
+    pub async fn stop_agents(&self) -> usize {
+        crate::orchestrator::stop_all(self).await
     }
 
     /// Clean shutdown: a final checkpoint so a cut tail is detectable.

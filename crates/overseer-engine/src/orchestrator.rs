@@ -140,7 +140,7 @@ fn launch_queued(engine: &Arc<Engine>) {
 }
 
 fn launch(engine: &Arc<Engine>, run: RunId) {
-    if !engine.live.take(run) {
+    if engine.is_stopping() || !engine.live.take(run) {
         return;
     }
     let engine = engine.clone();
@@ -188,6 +188,11 @@ fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
 }
 
 fn fail_run(engine: &Engine, run: RunId, why: &str) {
+    // Agents stopped at exit did not fail: the next start finds their runs
+    // interrupted (resumable).
+    if engine.is_stopping() {
+        return;
+    }
     let _ = engine.record_activity(run, "error", json!({ "text": why }));
     match engine.run(run) {
         Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
@@ -917,6 +922,13 @@ async fn deviation(
     attempts: u32,
     can_retry: bool,
 ) -> Result<Deviation, ApiError> {
+    if engine.is_stopping() {
+        // The turn failed because the app is closing: nothing to ask.
+        return Err(ApiError::new(
+            ErrorCode::EngineUnavailable,
+            "the engine is stopping",
+        ));
+    }
     let _ = engine.record_activity(run, "deviation", json!({ "text": error, "cause": cause }));
     let mut options = Vec::new();
     if can_retry || attempts == 0 {
@@ -1243,6 +1255,36 @@ async fn weigh_step(
             d.context.unwrap_or_default()
         )),
     })
+}
+
+/// At a clean exit: every live agent's whole tree is stopped at once
+/// (SIGTERM, abort_timeout, SIGKILL), so no agent, nor a descendant that left
+/// its process group, outlives the app. Their runs stay as they are; the
+/// next start finds them agentless and marks them interrupted (resumable).
+pub(crate) async fn stop_all(engine: &Engine) -> usize {
+    engine
+        .stopping
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let lives: Vec<(RunId, Arc<Live>)> = engine
+        .live
+        .agents
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .collect();
+    let grace = engine.config.abort_timeout();
+    let stopped = lives.len();
+    futures::future::join_all(lives.into_iter().map(|(run, live)| async move {
+        match live.process.lock().await.terminate(grace).await {
+            Ok(r) if !r.survivors.is_empty() => {
+                tracing::error!(run, survivors = ?r.survivors, "processes survived the exit")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(run, "stopping the agent at exit: {e}"),
+        }
+    }))
+    .await;
+    stopped
 }
 
 /// Abort's effect, after the abort is committed: cancel the turn, stop the
