@@ -65,6 +65,22 @@ test("approving a pending review in the window merges it, on the record as user:
   await shot("dashboard-approved");
 });
 
+test("Why? on a decided row tells who approved it, each record verified", async () => {
+  await driver.findElement(row(1)).findElement(By.css('button[data-action="why"]')).click();
+  const drawer = await driver.wait(until.elementLocated(By.css('[data-testid="why-drawer"]')), 5_000);
+  const [[gate]] = sql("SELECT id FROM gates WHERE run_id = ? AND kind = 'merge_review'", 1);
+  assert.equal(await drawer.getAttribute("data-gate-id"), String(gate));
+  await driver.wait(async () => (await driver.findElements(By.css('[data-testid="why-record"]'))).length >= 2, 5_000, "the story");
+  assert.equal(await drawer.findElement(By.css('[data-testid="why-verified"]')).getAttribute("data-verified"), "true");
+  assert.match(await drawer.getText(), /user:app/);
+  for (const r of await driver.findElements(By.css('[data-testid="why-record"]'))) {
+    assert.equal(await r.getAttribute("data-verified"), "true");
+  }
+  await shot("dashboard-why");
+  await driver.findElement(By.css("body")).sendKeys("\uE00C"); // Escape
+  await driver.wait(async () => (await driver.findElements(By.css('[data-testid="why-drawer"]'))).length === 0, 5_000, "the drawer to close");
+});
+
 test("rejecting in the window asks for a reason and records it", async () => {
   const r = await driver.findElement(row(2));
   await r.findElement(By.css('button[data-action="reject"]')).click();

@@ -39,6 +39,11 @@ pub struct RunView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub sensors: Option<SensorSummary>,
+    /// The run's latest gate, pending or decided: where "Why?" starts for a
+    /// run whose decision is made.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub last_gate: Option<PendingGate>,
 }
 
 /// How a run's sensors stand: the latest result of each check command.

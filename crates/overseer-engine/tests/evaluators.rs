@@ -28,6 +28,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         pending_gate: None,
         current_step: None,
         sensors: None,
+        last_gate: None,
     };
     let gate = GateView {
         id: 12,

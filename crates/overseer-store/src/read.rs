@@ -17,7 +17,9 @@ const RUN_SELECT: &str = "
            (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
            (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'plan' ORDER BY e.id DESC LIMIT 1),
            (SELECT json_group_array(json(s.payload)) FROM
-               (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s)
+               (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s),
+           (SELECT g.id FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
+           (SELECT g.kind FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1)
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id";
@@ -35,6 +37,7 @@ struct RawRun {
     gate: Option<(GateId, String)>,
     plan: Option<String>,
     sensors: Option<String>,
+    last_gate: Option<(GateId, String)>,
 }
 
 fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
@@ -55,11 +58,17 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             pending_gate: None,
             current_step: None,
             sensors: None,
+            last_gate: None,
         },
         state: r.get(5)?,
         gate: gate_id.zip(gate_kind),
         plan: r.get(11)?,
         sensors: r.get(12)?,
+        last_gate: {
+            let id: Option<GateId> = r.get(13)?;
+            let kind: Option<String> = r.get(14)?;
+            id.zip(kind)
+        },
     })
 }
 
@@ -71,14 +80,18 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
     let mut view = raw.view;
     view.state = RunState::from_db(&raw.state)
         .ok_or_else(|| corrupt(format!("run {} has unknown state '{}'", view.id, raw.state)))?;
-    view.pending_gate = match raw.gate {
-        Some((id, kind)) => Some(PendingGate {
-            id,
-            kind: GateKind::parse(&kind)
-                .ok_or_else(|| corrupt(format!("gate {id} has unknown kind '{kind}'")))?,
-        }),
-        None => None,
+    let gate = |g: Option<(GateId, String)>| {
+        g.map(|(id, kind)| {
+            Ok(PendingGate {
+                id,
+                kind: GateKind::parse(&kind)
+                    .ok_or_else(|| corrupt(format!("gate {id} has unknown kind '{kind}'")))?,
+            })
+        })
+        .transpose()
     };
+    view.pending_gate = gate(raw.gate)?;
+    view.last_gate = gate(raw.last_gate)?;
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
     // Agent-reported progress: text that does not parse shows as no progress,
     // it never makes the run unreadable.

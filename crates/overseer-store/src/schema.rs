@@ -152,6 +152,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX decisions_by_gate ON decisions(gate_id, id);
     CREATE INDEX decisions_by_run ON decisions(run_id, id);
     "#,
+    // 4: each row names its run's latest gate (the "Why?" of a decided run).
+    r#"
+    CREATE INDEX gates_by_run ON gates(run_id, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -420,6 +420,10 @@ fn a_human_approval_reads_as_approve_on_gates_opened_without_a_supervisor() {
     assert_eq!(story.len(), 1, "{story:?}");
     assert_eq!(story[0].verdict, Verdict::Approve, "{story:?}");
     assert_eq!(story[0].option.as_deref(), Some("approve"));
+    // The decided gate stays the run's latest: where its "Why?" starts.
+    let row = f.store.run(run).expect("run");
+    assert_eq!(row.pending_gate, None);
+    assert_eq!(row.last_gate, Some(review.clone()));
 
     // A deviation opened by the engine without a supervisor: retry approves,
     // stop rejects.

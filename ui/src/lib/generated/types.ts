@@ -58,7 +58,12 @@ current_step?: string | null,
 /**
  * The latest result of each sensor (check command), once any ran.
  */
-sensors?: SensorSummary | null, };
+sensors?: SensorSummary | null, 
+/**
+ * The run's latest gate, pending or decided: where "Why?" starts for a
+ * run whose decision is made.
+ */
+last_gate?: PendingGate | null, };
 
 export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
 /**
