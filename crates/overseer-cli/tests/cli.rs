@@ -264,6 +264,28 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Waits for the run's plan gate and approves it.
+fn approve_plan(h: &Home, run: i64) {
+    eventually("the plan gate, approved", || {
+        let gates: Vec<serde_json::Value> =
+            serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+        let Some(g) = gates
+            .iter()
+            .find(|g| g["run_id"] == run && g["kind"] == "plan")
+        else {
+            return false;
+        };
+        h.ok(&[
+            "gates",
+            "decide",
+            &g["id"].to_string(),
+            "--option",
+            "approve",
+        ]);
+        true
+    });
+}
+
 #[test]
 fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_keeps_gates() {
     let h = Home::new();
@@ -320,26 +342,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
         .parse()
         .expect("run id");
     // Approve its plan, then let it hang in its endless turn.
-    eventually("the plan gate", || {
-        let gates: Vec<serde_json::Value> =
-            serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
-        match gates
-            .iter()
-            .find(|g| g["run_id"] == run && g["kind"] == "plan")
-        {
-            Some(g) => {
-                h.ok(&[
-                    "gates",
-                    "decide",
-                    &g["id"].to_string(),
-                    "--option",
-                    "approve",
-                ]);
-                true
-            }
-            None => false,
-        }
-    });
+    approve_plan(&h, run);
     let needle = format!("run-{run}\0");
     eventually("the agent and its grandchild", || {
         procs_with(h.dir.path(), &needle).len() >= 2
@@ -380,26 +383,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
         .trim()
         .parse()
         .expect("id");
-    eventually("the resumed run's plan gate, approved", || {
-        let gates: Vec<serde_json::Value> =
-            serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
-        match gates
-            .iter()
-            .find(|g| g["run_id"] == resumed && g["kind"] == "plan")
-        {
-            Some(g) => {
-                h.ok(&[
-                    "gates",
-                    "decide",
-                    &g["id"].to_string(),
-                    "--option",
-                    "approve",
-                ]);
-                true
-            }
-            None => false,
-        }
-    });
+    approve_plan(&h, resumed);
     let needle = format!("run-{resumed}\0");
     eventually("the resumed agent and its grandchild", || {
         procs_with(h.dir.path(), &needle).len() >= 2
