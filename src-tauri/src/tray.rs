@@ -9,7 +9,7 @@
 //! notifier) must never stop the app: building the icon may fail or even
 //! panic inside the indicator library, and both are logged and ignored.
 
-use overseer_core::{EngineEvent, RunView};
+use overseer_core::EngineEvent;
 use overseer_engine::Engine;
 use std::future::Future;
 use std::sync::Arc;
@@ -24,11 +24,6 @@ const SETTLE: Duration = Duration::from_millis(250);
 
 const OPEN_ID: &str = "open";
 const COUNT_ID: &str = "count";
-
-/// The runs that wait on the user: pending review or an open gate.
-pub fn needs_you_count(runs: &[RunView]) -> usize {
-    runs.iter().filter(|r| r.needs_you).count()
-}
 
 /// What the tray says about `count`.
 pub fn label(count: usize) -> String {
@@ -72,13 +67,10 @@ fn show_main<R: Runtime>(app: &AppHandle<R>) {
 pub fn install<R: Runtime>(app: &AppHandle<R>, engine: Arc<Engine>) {
     // Subscribe before the first count, so no change falls between the two.
     let rx = engine.subscribe();
-    let initial = engine
-        .runs()
-        .map(|runs| needs_you_count(&runs))
-        .unwrap_or_else(|e| {
-            tracing::warn!("tray: cannot count the runs that need you: {e}");
-            0
-        });
+    let initial = engine.needs_you_count().unwrap_or_else(|e| {
+        tracing::warn!("tray: cannot count the runs that need you: {e}");
+        0
+    });
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(app, initial)));
     let (tray, count_item) = match built {
         Ok(Ok(parts)) => parts,
@@ -96,8 +88,8 @@ pub fn install<R: Runtime>(app: &AppHandle<R>, engine: Arc<Engine>) {
     let count = move || {
         let engine = engine.clone();
         async move {
-            match tauri::async_runtime::spawn_blocking(move || engine.runs()).await {
-                Ok(Ok(runs)) => Some(needs_you_count(&runs)),
+            match tauri::async_runtime::spawn_blocking(move || engine.needs_you_count()).await {
+                Ok(Ok(n)) => Some(n),
                 Ok(Err(e)) => {
                     tracing::warn!("tray: cannot count the runs that need you: {e}");
                     None
@@ -208,7 +200,7 @@ mod tests {
 
     /// A run as the engine sends it (JSON, so fields added later with
     /// defaults do not break the test).
-    fn run(id: i64, state: RunState, needs_you: bool) -> RunView {
+    fn run(id: i64, state: RunState, needs_you: bool) -> overseer_core::RunView {
         let gate = needs_you.then(|| PendingGate {
             id: 100 + id,
             kind: GateKind::MergeReview,
@@ -227,18 +219,6 @@ mod tests {
             "pending_gate": gate,
         }))
         .expect("a run view")
-    }
-
-    #[test]
-    fn counts_only_the_runs_that_need_the_user() {
-        let runs = vec![
-            run(1, RunState::PendingReview, true),
-            run(2, RunState::Running, true),
-            run(3, RunState::Running, false),
-            run(4, RunState::Queued, false),
-        ];
-        assert_eq!(needs_you_count(&runs), 2);
-        assert_eq!(needs_you_count(&[]), 0);
     }
 
     #[test]

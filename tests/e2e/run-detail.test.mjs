@@ -15,7 +15,6 @@ const STEER = "Also mention the steering test in the notes";
 let app;
 let driver;
 let runId;
-let opener = "fleet";
 
 before(async () => {
   app = await openApp();
@@ -45,24 +44,11 @@ async function waitGate(kind, ms = 20_000) {
 
 const detail = () => By.css(`[data-testid="run-detail"][data-run-id="${runId}"]`);
 
-/** Opens the run page the way a user does: the task title in the fleet table;
- * if that is not wired (yet), the run link on its gate in the inbox. */
+/** Opens the run page the way a user does: its task title in the fleet. */
 async function openRunPage() {
   await driver.findElement(By.css('button[data-nav="fleet"]')).click();
   const title = await eventually(driver, async () => (await driver.findElements(By.css(`[data-run-id="${runId}"] .title`)))[0], 10_000, "the fleet row");
   await title.click();
-  const opened = await driver.wait(async () => (await driver.findElements(detail())).length > 0, 2_000).catch(() => false);
-  if (opened) {
-    opener = "fleet";
-    return;
-  }
-  opener = "inbox";
-  await driver.findElement(By.css('button[data-nav="inbox"]')).click();
-  const link = await eventually(driver, async () => {
-    for (const b of await driver.findElements(By.css('[data-testid="gate-run"]'))) if ((await b.getText()).trim() === `Run #${runId}`) return b;
-    return null;
-  }, 10_000, `the inbox link to run ${runId}`);
-  await link.click();
   await driver.wait(async () => (await driver.findElements(detail())).length > 0, 5_000, "the run page");
 }
 
@@ -81,7 +67,6 @@ test("a running agent: plan, gate, timeline, and steering from the page", async 
 
   const plan = await waitGate("plan");
   await openRunPage();
-  console.log(`# opened the run page from the ${opener}`);
   // The pending plan gate is at the top of the page.
   await eventually(driver, async () => (await driver.findElements(By.css(`[data-testid="run-gate"] [data-gate-id="${plan.id}"]`))).length === 1, 10_000, "the plan gate card");
   await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="timeline-entry"][data-kind="plan_proposed"]'))).length === 1, 10_000, "the proposed plan in the timeline");
@@ -175,12 +160,11 @@ test(`a ${BIG_LINES}-line diff opens at once and scrolls to its end`, async () =
   await driver.findElement(By.css('button[data-nav="fleet"]')).click();
   await eventually(driver, async () => (await driver.findElements(detail())).length === 0, 5_000, "the fleet page");
   // Time from the click that opens the page to the first diff line drawn.
-  const selector = opener === "fleet" ? `[data-run-id="${runId}"] .title` : '[data-testid="gate-run"]';
-  if (opener === "inbox") await driver.findElement(By.css('button[data-nav="inbox"]')).click();
+  const selector = `[data-run-id="${runId}"] .title`;
   await eventually(driver, async () => (await driver.findElements(By.css(selector))).length > 0, 5_000, "the opener");
   const ms = await driver.executeAsyncScript(
     `const [selector, done] = [arguments[0], arguments[arguments.length - 1]];
-     const el = [...document.querySelectorAll(selector)].find((e) => e.closest('[data-run-id]') || /Run #/.test(e.textContent));
+     const el = document.querySelector(selector);
      const t0 = performance.now();
      el.click();
      const poll = () => {

@@ -17,29 +17,7 @@ if [ -z "${OVERSEER_E2E_INNER:-}" ]; then
   exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- "$0" "$@"
 fi
 
-work=$(mktemp -d)
-export OVERSEER_DATA_DIR="$work/data" OVERSEER_CONFIG_DIR="$work/config"
-export OVERSEER_APP="$root/target/debug/overseer-app" OVERSEER_CLI="$root/target/debug/overseer"
-export E2E_OUT="$out"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-dbus-monitor --session "interface='org.freedesktop.Notifications'" >"$out/dbus-notify.log" 2>&1 &
-pids+=($!)
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-TAURI_WEBVIEW_AUTOMATION=true WebKitWebDriver --port="$port" >"$out/webdriver.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
-done
-export WEBDRIVER_URL="http://127.0.0.1:$port/"
+. "$root/tests/e2e/session.sh"
 
 cd "$root/tests/e2e"
 # Every test file opens its own app on its own data dir; name files to run

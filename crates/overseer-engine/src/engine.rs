@@ -105,6 +105,11 @@ impl Engine {
         Ok(self.store().runs()?)
     }
 
+    /// How many runs need the user (the tray's count).
+    pub fn needs_you_count(&self) -> Result<usize, ApiError> {
+        Ok(self.store().needs_you_count()?)
+    }
+
     pub fn run(&self, id: RunId) -> Result<RunView, ApiError> {
         Ok(self.store().run(id)?)
     }

@@ -150,10 +150,7 @@ fn launch(engine: &Arc<Engine>, run: RunId) {
             fail_run(&engine, run, &e.message);
         }
         if let Some(live) = engine.live.get(run) {
-            let grace = engine.config.abort_timeout();
-            if let Err(e) = live.process.lock().await.terminate(grace).await {
-                tracing::warn!(run, "stopping the agent: {e}");
-            }
+            terminate_tree(run, &live, engine.config.abort_timeout(), "after its run").await;
         }
         engine.live.set(run, None);
         engine.live.release(run);
@@ -1274,17 +1271,30 @@ pub(crate) async fn stop_all(engine: &Engine) -> usize {
         .collect();
     let grace = engine.config.abort_timeout();
     let stopped = lives.len();
-    futures::future::join_all(lives.into_iter().map(|(run, live)| async move {
-        match live.process.lock().await.terminate(grace).await {
-            Ok(r) if !r.survivors.is_empty() => {
-                tracing::error!(run, survivors = ?r.survivors, "processes survived the exit")
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(run, "stopping the agent at exit: {e}"),
-        }
-    }))
+    futures::future::join_all(
+        lives
+            .iter()
+            .map(|(run, live)| terminate_tree(*run, live, grace, "at exit")),
+    )
     .await;
     stopped
+}
+
+/// Stops an agent's whole process tree (SIGTERM, `grace`, SIGKILL) and
+/// returns the pids killed; survivors and failures are logged loudly.
+async fn terminate_tree(run: RunId, live: &Live, grace: Duration, when: &str) -> Vec<u32> {
+    match live.process.lock().await.terminate(grace).await {
+        Ok(r) => {
+            if !r.survivors.is_empty() {
+                tracing::error!(run, survivors = ?r.survivors, "processes survived the stop {when}");
+            }
+            r.killed
+        }
+        Err(e) => {
+            tracing::error!(run, "stopping the agent {when}: {e}");
+            Vec::new()
+        }
+    }
 }
 
 /// Abort's effect, after the abort is committed: cancel the turn, stop the
@@ -1294,20 +1304,7 @@ pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
         return;
     };
     let _ = live.conn.cancel().await;
-    let grace = engine.config.abort_timeout();
-    let report = live.process.lock().await.terminate(grace).await;
-    let killed = match report {
-        Ok(r) => {
-            if !r.survivors.is_empty() {
-                tracing::error!(run, survivors = ?r.survivors, "processes survived the abort");
-            }
-            r.killed
-        }
-        Err(e) => {
-            tracing::error!(run, "abort: {e}");
-            Vec::new()
-        }
-    };
+    let killed = terminate_tree(run, &live, engine.config.abort_timeout(), "on abort").await;
     engine.live.set(run, None);
     engine.publish(vec![EngineEvent::OrchestrationAborted {
         run_id: run,
@@ -1318,7 +1315,7 @@ pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
 /// Lines of an agent's log gathered into one timeline entry.
 const LOG_BATCH_LINES: usize = 50;
 /// How long the first line of a batch waits for company.
-const LOG_BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+const LOG_BATCH_WAIT: Duration = Duration::from_millis(300);
 /// Longest log line kept (the rest is cut, marked with an ellipsis).
 const LOG_LINE_MAX: usize = 2_000;
 /// Log lines kept per agent process; after that, one note and the rest only

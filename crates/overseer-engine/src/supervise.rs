@@ -38,12 +38,6 @@ pub(crate) fn policy_of(work: &RunWork) -> SupervisorPolicy {
     )
 }
 
-/// The option that counts as "approve" on each kind of gate (for co-signing
-/// and for reading a human's choice as a verdict).
-pub(crate) fn approve_option(kind: GateKind) -> Option<&'static str> {
-    Some(kind.approve_option())
-}
-
 /// Maps an ACP tool call to what the permission rules see.
 pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> ToolRequest {
     let kind = info.kind.clone().unwrap_or_else(|| "other".to_owned());
@@ -116,7 +110,7 @@ impl Engine {
         let policy = policy_of(work);
         spec.authority = policy.authority(spec.kind);
         if spec.approve_option.is_none() {
-            spec.approve_option = approve_option(spec.kind).map(str::to_owned);
+            spec.approve_option = Some(spec.kind.approve_option().to_owned());
         }
         let gate = self.open_gate_spec(&spec, actor)?;
         if spec.authority.is_some() {
@@ -145,8 +139,9 @@ impl Engine {
             return Ok(());
         };
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.set_gate_authority(gate, Some(authority), approve_option(kind), now))?;
+        self.store().write(|tx| {
+            tx.set_gate_authority(gate, Some(authority), Some(kind.approve_option()), now)
+        })?;
         let engine = self.clone();
         if let Some(rt) = self.runtime.get() {
             rt.spawn(async move { evaluate_gate(engine, gate, policy).await });

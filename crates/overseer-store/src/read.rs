@@ -126,6 +126,19 @@ pub(crate) fn runs(conn: &Connection, path: &Path) -> Result<Vec<RunView>, Store
     raws.into_iter().map(|r| finish_run(r, path)).collect()
 }
 
+/// How many runs need the user, as [`needs_you`] decides for each row:
+/// pending review, or an open gate. One query, for counts shown often.
+pub(crate) fn needs_you_count(conn: &Connection, path: &Path) -> Result<usize, StoreError> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM runs r WHERE r.state = 'pending_review'
+               OR EXISTS (SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending')",
+        )
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 struct RawGate {
     view: GateView,
     kind: String,
@@ -269,6 +282,12 @@ impl Store {
 
     pub fn runs(&self) -> Result<Vec<RunView>, StoreError> {
         runs(&self.conn, &self.path)
+    }
+
+    /// How many runs need the user (rows with `needs_you`), without
+    /// building every row.
+    pub fn needs_you_count(&self) -> Result<usize, StoreError> {
+        needs_you_count(&self.conn, &self.path)
     }
 
     pub fn gate(&self, id: GateId) -> Result<GateView, StoreError> {

@@ -25,6 +25,32 @@ fn entering_pending_review_opens_a_merge_review_gate_and_marks_needs_you() {
 }
 
 #[test]
+fn the_needs_you_count_agrees_with_the_rows() {
+    let mut f = Fixture::new();
+    assert_eq!(f.store.needs_you_count().expect("count"), 0);
+    let waiting = f.pending_review_run(1_000);
+    let other = f.pending_review_run(1_000);
+    let count = |f: &Fixture| {
+        let rows = f.store.runs().expect("runs");
+        (
+            f.store.needs_you_count().expect("count"),
+            rows.iter().filter(|r| r.needs_you).count(),
+        )
+    };
+    assert_eq!(count(&f), (2, 2));
+    // Decided and released: no longer counted.
+    let gate = f.store.run(other).expect("run").pending_gate.expect("gate");
+    f.store
+        .write(|tx| {
+            tx.decide_gate(gate.id, "approve", None, &Actor::app(), 2_000)?;
+            tx.transition(other, RunEvent::Approve, None, &Actor::app(), 2_000)
+        })
+        .expect("approve");
+    assert_eq!(count(&f), (1, 1));
+    assert!(f.store.run(waiting).expect("run").needs_you);
+}
+
+#[test]
 fn an_invalid_transition_is_refused_and_changes_nothing() {
     let mut f = Fixture::new();
     let run = f.pending_review_run(1_000);

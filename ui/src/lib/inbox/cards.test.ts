@@ -5,6 +5,7 @@ import { render } from "svelte/server";
 import GateCard from "../../components/inbox/GateCard.svelte";
 import InboxView from "../../components/inbox/InboxView.svelte";
 import { Gates } from "./gates.svelte";
+import { Fleet } from "../fleet/fleet.svelte";
 import { Nav } from "../nav.svelte";
 import { MockBackend, demoBackend } from "../backend/mock";
 import type { GateView } from "../types";
@@ -14,8 +15,9 @@ const NOW = 1_700_000_000_000;
 async function html(gate: GateView, now = NOW) {
   const backend = demoBackend(NOW);
   backend.gates.set(gate.id, gate);
-  const gates = new Gates(backend);
-  await gates.start();
+  const fleet = new Fleet(backend);
+  const gates = new Gates(backend, fleet);
+  await Promise.all([fleet.start(), gates.start()]);
   return render(GateCard, { props: { gate: gates.pending.get(gate.id)!, gates, nav: new Nav(), now } }).body;
 }
 

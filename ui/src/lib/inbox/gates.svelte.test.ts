@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Gates } from "./gates.svelte";
+import { Fleet } from "../fleet/fleet.svelte";
 import { MockBackend, demoBackend } from "../backend/mock";
 import type { EngineEvent, GateView } from "../types";
 import { buildAnswers, initialDraft, parseSchema, questionPayload } from "./questions";
@@ -8,8 +9,9 @@ const flush = () => new Promise((r) => setTimeout(r, 0));
 const NOW = 1_700_000_000_000;
 
 async function started(backend: MockBackend = demoBackend(NOW)) {
-  const gates = new Gates(backend);
-  await gates.start();
+  const fleet = new Fleet(backend);
+  const gates = new Gates(backend, fleet);
+  await Promise.all([fleet.start(), gates.start()]);
   return { backend, gates };
 }
 

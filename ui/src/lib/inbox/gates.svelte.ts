@@ -6,13 +6,6 @@ import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateView, RunView } from "../types";
 import { batchOption, sortGates } from "./order";
 
-/** What the inbox shows about the run a gate belongs to. */
-export interface RunLabel {
-  task_title: string;
-  workspace: string;
-  agent: string;
-}
-
 export class Gates {
   pending = $state(new Map<number, GateView>());
   ready = $state(false);
@@ -21,23 +14,30 @@ export class Gates {
   errors = $state(new Map<number, ApiError>());
   /** Gate ids with a call in flight. */
   busy = $state(new Set<number>());
-  /** Task title, workspace and agent of every run seen, by run id. */
-  runs = $state(new Map<number, RunLabel>());
 
   sorted = $derived(sortGates([...this.pending.values()]));
 
   private unsubscribe: (() => void) | null = null;
   private early: EngineEvent[] | null = [];
 
-  constructor(private backend: Backend) {}
+  /** `fleet` is the live run list the window already keeps (the inbox shows
+   * each gate's task, workspace and agent from it). */
+  constructor(
+    private backend: Backend,
+    private fleet: { readonly rows: ReadonlyMap<number, RunView> } = { rows: new Map() },
+  ) {}
+
+  /** Every run the window knows, by id. */
+  get runs(): ReadonlyMap<number, RunView> {
+    return this.fleet.rows;
+  }
 
   /** Subscribes first, then lists, so no gate opened in between is lost. */
   async start(): Promise<void> {
     this.unsubscribe = await this.backend.subscribe((e) => void this.onEvent(e));
     try {
-      const [gates, runs] = await Promise.all([this.backend.listGates(true), this.backend.listRuns()]);
+      const gates = await this.backend.listGates(true);
       this.pending = new Map(gates.map((g) => [g.id, g] as const));
-      this.runs = new Map(runs.map((r) => [r.id, label(r)] as const));
       const early = this.early ?? [];
       this.early = null;
       for (const e of early) await this.onEvent(e);
@@ -84,12 +84,6 @@ export class Gates {
         this.pending = new Map(this.pending).set(g.id, g);
       } catch (err) {
         this.error = toApiError(err);
-      }
-    } else if (e.type === "run_changed") {
-      const old = this.runs.get(e.run.id);
-      const next = label(e.run);
-      if (!old || old.task_title !== next.task_title || old.workspace !== next.workspace || old.agent !== next.agent) {
-        this.runs = new Map(this.runs).set(e.run.id, next);
       }
     }
   }
@@ -150,8 +144,4 @@ export class Gates {
       this.busy = next;
     }
   }
-}
-
-function label(r: RunView): RunLabel {
-  return { task_title: r.task_title, workspace: r.workspace, agent: r.agent };
 }
