@@ -47,7 +47,7 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 # npm packages: install when node_modules is missing or older than the lockfile.
-for dir in ui tests/e2e; do
+for dir in ui tests/e2e tests/real-agents; do
   lock="$dir/package-lock.json"
   [ -f "$dir/package.json" ] || continue
   stamp="$dir/node_modules/.package-lock.json"

@@ -238,6 +238,12 @@ enum TaskCommand {
         /// A read-only consultation: writes denied, shell asks, known-safe commands allowed
         #[arg(long)]
         read_only: bool,
+        /// How this task plans, replacing the profile's: auto, mode, prompt, skip
+        #[arg(long)]
+        plan: Option<String>,
+        /// The agent's session mode for this task, replacing the profile's supervised mode
+        #[arg(long)]
+        mode: Option<String>,
     },
 }
 
@@ -401,8 +407,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             threshold,
             auto_proceed_seconds,
             read_only,
+            plan,
+            mode,
         }) => {
+            let plan = match plan.as_deref() {
+                None => None,
+                Some(p) => Some(overseer_core::agent::PlanStrategy::parse(p).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--plan {p:?} is not a planning strategy; use auto, mode, prompt or skip"
+                    )
+                })?),
+            };
             let settings = overseer_store::TaskSettings {
+                plan,
+                mode,
                 permissions: RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?,
                 approval: ApprovalMode::parse(&approval, threshold).map_err(anyhow::Error::msg)?,
                 auto_proceed_seconds,

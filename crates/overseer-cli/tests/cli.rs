@@ -294,7 +294,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
     std::fs::write(
         cfg.join("overseer.toml"),
         format!(
-            "[agents.demo]\ncommand = {:?}\n",
+            "[agents.demo]\ncommand = {:?}\nmode = \"default\"\n",
             demo_agent().to_string_lossy()
         ),
     )

@@ -5,6 +5,8 @@
 //! it to the world. Time is always passed in as [`Millis`].
 //!
 //! Table of contents:
+//! - [`agent`]: agents' session modes, planning strategies, exit-plan answers.
+//! - [`plan`]: plans, the planning and step prompts, and where plans come from.
 //! - [`run`]: the run state machine, `apply(state, event, now)`.
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
@@ -18,9 +20,11 @@
 #![deny(clippy::wildcard_enum_match_arm)]
 
 pub mod actor;
+pub mod agent;
 pub mod confidence;
 pub mod error;
 pub mod gate;
+pub mod plan;
 pub mod rules;
 pub mod run;
 pub mod supervision;

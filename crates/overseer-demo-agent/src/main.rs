@@ -1,15 +1,22 @@
 //! `overseer-demo-agent`: a scripted ACP agent for demos and tests.
 //!
 //! It speaks ACP v1 on stdin/stdout through the same crate as Overseer's
-//! driver, and follows Overseer's prompt convention (see
-//! `overseer_engine::acp`): a plan-only turn, an execute turn, follow-ups.
-//! Its edits are real: files are written through the client's
-//! `fs/write_text_file` (so Overseer sees and confines them), and after the
-//! edits of a turn it commits them with git in the session's directory.
+//! driver and behaves like the real adapters: it offers the session modes
+//! `default` (asks before each edit), `plan` and `auto` (acts without asking),
+//! and, like claude-agent-acp 0.101, it STARTS in `auto`, so a client that
+//! does not set a supervised mode never sees its edits. In `plan` mode it
+//! ends a planning turn the way Claude does, with an exit-plan permission
+//! request (kind `switch_mode`, the plan as markdown in `rawInput.plan`, and
+//! an auto-accepting option a client must not pick). Outside plan mode it
+//! answers the planning prompt (`overseer_core::plan`) with a plan block, and
+//! each "Carry out step N" prompt with that step's edits. Its edits are real:
+//! files are written through the client's `fs/write_text_file` (so Overseer
+//! sees and confines them), and after each step it commits them with git.
 //!
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
-//!   `flaky`, `drift`, `stubborn`, `garbage` or `permissions` (see `script`).
+//!   `flaky`, `drift`, `stubborn`, `garbage`, `permissions` or `hijack`
+//!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_PERMISSIONS`, `OVERSEER_DEMO_LATENCY_FILE`,
 //!   `OVERSEER_DEMO_HOLD`: the `permissions` scenario's settings (below).
@@ -56,6 +63,10 @@ macro_rules! log {
 }
 pub(crate) use log;
 
+/// The modes the demo offers, and the one it starts in.
+pub(crate) const MODES: [&str; 3] = ["default", "plan", "auto"];
+const START_MODE: &str = "auto";
+
 /// Where the session is in Overseer's plan → execute cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Phase {
@@ -81,6 +92,10 @@ pub(crate) struct Session {
     pub(crate) answers: Option<Answers>,
     /// Tool calls made so far, for unique ids across retries.
     pub(crate) tool_calls: usize,
+    /// The session mode: `default`, `plan` or `auto`.
+    pub(crate) mode: String,
+    /// The plan step being carried out (0-based).
+    pub(crate) step: usize,
     turn_running: bool,
 }
 
@@ -225,6 +240,7 @@ async fn serve(
     let d_init = demo.clone();
     let d_new = demo.clone();
     let d_prompt = demo.clone();
+    let d_mode = demo.clone();
     let d_cancel = demo;
     Agent
         .v1()
@@ -266,7 +282,14 @@ async fn serve(
             async move |r: acp::SetSessionModeRequest,
                         responder: Responder<acp::SetSessionModeResponse>,
                         _cx| {
-                log!("mode set to {}", r.mode_id.0);
+                let mode = r.mode_id.0.to_string();
+                if !MODES.contains(&mode.as_str()) {
+                    return responder.respond_with_error(agent_client_protocol::Error::invalid_params().data(
+                        serde_json::json!({ "modeId": format!("unknown mode {mode:?}; offered: {}", MODES.join(", ")) }),
+                    ));
+                }
+                log!("mode set to {mode}");
+                d_mode.with_session(|s| s.mode = mode);
                 responder.respond(acp::SetSessionModeResponse::new())
             },
             agent_client_protocol::on_receive_request!(),
@@ -305,13 +328,17 @@ fn new_session(
         flaky_failed: false,
         answers: None,
         tool_calls: 0,
+        mode: START_MODE.to_owned(),
+        step: 0,
         turn_running: false,
     });
     let modes = acp::SessionModeState::new(
-        "code",
+        START_MODE,
         vec![
-            acp::SessionMode::new("plan", "Plan"),
-            acp::SessionMode::new("code", "Code"),
+            acp::SessionMode::new("default", "Default")
+                .description("Asks before each edit".to_owned()),
+            acp::SessionMode::new("plan", "Plan").description("Plans only".to_owned()),
+            acp::SessionMode::new("auto", "Auto").description("Edits without asking".to_owned()),
         ],
     );
     responder.respond(acp::NewSessionResponse::new(id).modes(modes))

@@ -3,7 +3,7 @@
 //! Everything is fixed text, so a demo or a test sees the same run every time.
 
 use agent_client_protocol::v1::schema as acp;
-use overseer_engine::acp::{PlanProposal, PlanStep};
+use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +24,9 @@ pub(crate) enum Scenario {
     Garbage,
     /// Not for demos: try to write outside the worktree three ways.
     Escape,
+    /// Like `happy`, but at the first step it switches itself to mode `auto`
+    /// (as no one asked it to) and then writes without asking.
+    Hijack,
     /// For benchmarks: after the plan, ask for many permissions in a row
     /// (reads and edits, alternating), timing each round trip; then write the
     /// greeting like `happy`. See [`PermissionSettings`].
@@ -42,12 +45,13 @@ impl Scenario {
             "garbage" => Scenario::Garbage,
             "escape" => Scenario::Escape,
             "permissions" => Scenario::Permissions,
+            "hijack" => Scenario::Hijack,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack";
 }
 
 impl fmt::Display for Scenario {
@@ -62,6 +66,7 @@ impl fmt::Display for Scenario {
             Scenario::Garbage => "garbage",
             Scenario::Escape => "escape",
             Scenario::Permissions => "permissions",
+            Scenario::Hijack => "hijack",
         })
     }
 }
@@ -171,6 +176,7 @@ impl Script {
             | Scenario::Flaky
             | Scenario::Stubborn
             | Scenario::Garbage
+            | Scenario::Hijack
             | Scenario::Escape => Script::greeting(
                 "Add a greeting to the project".into(),
                 GREETING.into(),
@@ -208,6 +214,8 @@ impl Script {
                         "deletes build/ recursively".into(),
                         "edits .env, which may hold secrets".into(),
                     ],
+                    markdown: None,
+                    source: PlanSource::Block,
                 },
                 actions: vec![
                     Action {
@@ -230,6 +238,8 @@ impl Script {
                     ],
                     files: vec!["src/greeting.txt".into()],
                     risks: vec!["none: one small text file".into()],
+                    markdown: None,
+                    source: PlanSource::Block,
                 },
                 actions: vec![write(
                     1,
@@ -244,6 +254,8 @@ impl Script {
                     steps: vec![step("Write the greeting")],
                     files: vec!["src/greeting.txt".into()],
                     risks: vec![],
+                    markdown: None,
+                    source: PlanSource::Block,
                 },
                 actions: vec![
                     write(
@@ -273,6 +285,8 @@ impl Script {
                 ],
                 files: vec!["src/greeting.txt".into(), "NOTES.md".into()],
                 risks: vec!["none: two small text files".into()],
+                markdown: None,
+                source: PlanSource::Block,
             },
             actions: vec![
                 write(0, "Edit src/greeting.txt", "src/greeting.txt", greeting),

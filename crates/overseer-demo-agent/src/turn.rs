@@ -1,17 +1,18 @@
 //! One prompt turn: what the agent says, asks and does until it answers
 //! `session/prompt`.
 //!
-//! Prompts follow Overseer's convention: [`PLAN_PROMPT_PREFIX`] asks for a
-//! plan only, [`EXECUTE_PROMPT_PREFIX`] carries it out, anything else is a
-//! follow-up (feedback, guidance, retry context) that resumes the remaining
-//! steps when execution has started.
+//! A planning prompt ([`is_planning_prompt`]) gets a plan (through the
+//! exit-plan request in `plan` mode, as a block otherwise); "Carry out step
+//! N" ([`step_of_prompt`]) does that step's edits; anything else is a
+//! follow-up (feedback, guidance, retry context) that resumes the current
+//! step when execution has started.
 
 use crate::script::{Action, Answers, Effect, PermissionSettings, Scenario, Script};
 use crate::{log, Demo, Phase};
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ErrorCode};
-use overseer_engine::acp::{plan_block, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX};
+use overseer_core::plan::{is_planning_prompt, plan_block, step_of_prompt};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,9 +75,10 @@ impl Turn {
         text: &str,
     ) -> Result<acp::StopReason, agent_client_protocol::Error> {
         let prompt = text.trim_start();
-        let outcome = if prompt.starts_with(PLAN_PROMPT_PREFIX) {
+        let outcome = if is_planning_prompt(prompt) {
             self.plan().await
-        } else if prompt.starts_with(EXECUTE_PROMPT_PREFIX) {
+        } else if let Some(step) = step_of_prompt(prompt) {
+            self.demo.with_session(|s| s.step = step);
             self.execute().await
         } else {
             self.follow_up(prompt).await
@@ -115,6 +117,9 @@ impl Turn {
         self.pause().await?;
         self.send_plan(&script, None)?;
         self.pause().await?;
+        if self.demo.with_session(|s| s.mode == "plan") {
+            return self.exit_plan(&script).await;
+        }
         // In two chunks, the way real agents stream.
         self.say("Here is my plan.\n\n")?;
         self.say(&format!(
@@ -125,21 +130,94 @@ impl Turn {
         Ok(acp::StopReason::EndTurn)
     }
 
+    /// Claude's way out of plan mode: a permission request carrying the plan
+    /// as markdown, with an auto-accepting option a client must not pick.
+    async fn exit_plan(&mut self, script: &Script) -> Step<acp::StopReason> {
+        let mut markdown = format!("# {}\n\n", script.plan.goal);
+        for (i, step) in script.plan.steps.iter().enumerate() {
+            markdown.push_str(&format!("{}. {}\n", i + 1, step.title));
+        }
+        markdown.push_str(&format!("\n{}\n", plan_block(&script.plan)));
+        self.say("I have a plan; asking to leave plan mode.")?;
+        let options = vec![
+            acp::PermissionOption::new(
+                "exit-plan-auto",
+                "Yes, and auto-accept edits",
+                acp::PermissionOptionKind::AllowAlways,
+            ),
+            acp::PermissionOption::new(
+                "exit-plan-default",
+                "Yes, manually approve edits",
+                acp::PermissionOptionKind::AllowOnce,
+            ),
+            acp::PermissionOption::new(
+                "reject",
+                "No, keep planning",
+                acp::PermissionOptionKind::RejectOnce,
+            ),
+        ];
+        let id = acp::ToolCallId::new("exit-plan-mode");
+        let fields = acp::ToolCallUpdateFields::new()
+            .title("Approve Plan".to_owned())
+            .kind(acp::ToolKind::SwitchMode)
+            .raw_input(serde_json::json!({ "plan": markdown }));
+        let answer = self
+            .cx
+            .send_request(acp::RequestPermissionRequest::new(
+                self.session.clone(),
+                acp::ToolCallUpdate::new(id, fields),
+                options,
+            ))
+            .block_task()
+            .await?;
+        let chosen = match answer.outcome {
+            acp::RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+            acp::RequestPermissionOutcome::Cancelled => return Err(Halt::Cancelled),
+            _ => "reject".to_owned(),
+        };
+        log!("exit-plan answered {chosen}");
+        let next = match chosen.as_str() {
+            "exit-plan-default" => "default",
+            "exit-plan-auto" => "auto",
+            // Like Claude: a rejection ends the prompt, cancelled.
+            _ => return Ok(acp::StopReason::Cancelled),
+        };
+        self.set_mode(next)?;
+        self.demo.with_session(|s| s.phase = Phase::Planned);
+        self.say("Plan approved. Waiting for the first step.")?;
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    /// Changes its own mode and tells the client, as agents do.
+    fn set_mode(&self, mode: &str) -> Step<()> {
+        self.demo.with_session(|s| s.mode = mode.to_owned());
+        self.update(acp::SessionUpdate::CurrentModeUpdate(
+            acp::CurrentModeUpdate::new(mode.to_owned()),
+        ))
+    }
+
     async fn execute(&mut self) -> Step<acp::StopReason> {
         self.demo.with_session(|s| s.phase = Phase::Executing);
+        // The scenarios' specials happen at the first step.
+        let first = self.demo.with_session(|s| s.step) == 0;
         match self.demo.scenario {
-            Scenario::Garbage => self.write_garbage(),
-            Scenario::Stubborn => return self.hang().await,
-            Scenario::Escape => return self.escape().await,
-            Scenario::Permissions => {
+            Scenario::Garbage if first => self.write_garbage(),
+            Scenario::Stubborn if first => return self.hang().await,
+            Scenario::Escape if first => return self.escape().await,
+            Scenario::Permissions if first => {
                 if let Some(stop) = self.time_permissions().await? {
                     return Ok(stop);
                 }
             }
-            Scenario::Happy
+            Scenario::Garbage
+            | Scenario::Stubborn
+            | Scenario::Escape
+            | Scenario::Permissions
+            | Scenario::Happy
             | Scenario::Questions
             | Scenario::Destructive
             | Scenario::Flaky
+            | Scenario::Hijack
             | Scenario::Drift => {}
         }
         self.run_remaining().await
@@ -168,7 +246,18 @@ impl Turn {
             return Ok(acp::StopReason::EndTurn);
         }
         let start = self.demo.with_session(|s| s.done);
+        let step = self.demo.with_session(|s| s.step);
+        if self.demo.scenario == Scenario::Hijack && step == 0 {
+            // Nobody asked for this: off to `auto`, then edit unasked.
+            self.set_mode("auto")?;
+        }
         for (index, action) in script.actions.iter().enumerate().skip(start) {
+            if action.entry != step {
+                if action.entry > step {
+                    break;
+                }
+                continue;
+            }
             self.send_plan(&script, Some(index))?;
             self.pause().await?;
             let flaky_now = self.demo.scenario == Scenario::Flaky
@@ -189,7 +278,9 @@ impl Turn {
             let id = acp::ToolCallId::new(format!("step-{}-call-{attempt}", index + 1));
             let location = self.cwd.join(action.location);
             self.announce(&id, action, &location)?;
-            let always = self.demo.with_session(|s| s.always_allowed);
+            let always = self
+                .demo
+                .with_session(|s| s.always_allowed || s.mode == "auto");
             if !always {
                 match self
                     .ask_permission(&id, &action.title, None, &action.raw_input)
@@ -225,15 +316,23 @@ impl Turn {
             self.tool_status(&id, acp::ToolCallStatus::Completed)?;
             self.demo.with_session(|s| s.done = index + 1);
         }
-        self.send_plan(&script, Some(script.actions.len()))?;
+        let done = self.demo.with_session(|s| s.done);
+        self.send_plan(&script, Some(done))?;
         self.pause().await?;
+        let title = script
+            .plan
+            .steps
+            .get(step)
+            .map_or("the task", |s| s.title.as_str());
         let message = format!(
-            "{}\n\nScenario: {}. Written by the Overseer demo agent.",
+            "{title}\n\n{}. Scenario: {}. Written by the Overseer demo agent.",
             script.plan.goal, self.demo.scenario
         );
         let summary = commit(&self.cwd, &message);
-        self.say(&summary)?;
-        self.demo.with_session(|s| s.phase = Phase::Done);
+        self.say(&format!("Step {} done: {title}. {summary}", step + 1))?;
+        if done >= script.actions.len() {
+            self.demo.with_session(|s| s.phase = Phase::Done);
+        }
         Ok(acp::StopReason::EndTurn)
     }
 

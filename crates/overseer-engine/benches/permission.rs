@@ -91,13 +91,13 @@ fn setup(dir: &Path, agent: &Path, requests: usize) -> Paths {
     let mut toml = String::from("abort_timeout_seconds = 1\n");
     for agents in LEVELS {
         toml.push_str(&format!(
-            "[agents.{}]\ncommand = {command}\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?} }}\n",
+            "[agents.{}]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?} }}\n",
             profile_name(agents),
             latency_file(dir, agents).to_string_lossy(),
         ));
     }
     toml.push_str(&format!(
-        "[agents.hold]\ncommand = {command}\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_HOLD = \"1\" }}\n"
+        "[agents.hold]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_HOLD = \"1\" }}\n"
     ));
     let config = dir.join("config");
     std::fs::create_dir_all(&config).expect("config dir");

@@ -15,15 +15,20 @@
 //! always_supervise = false
 //!
 //! [agents.claude]             # an agent profile: how to launch an ACP agent
-//! command = "claude-code-acp"
+//! command = "claude-agent-acp"
 //! args = []
 //! env = { ANTHROPIC_API_KEY = "sk-..." }
+//! pass_env = ["ANTHROPIC_BASE_URL"]  # copied from Overseer's own environment
+//! mode = "default"            # the supervised mode, set after every session/new
+//! plan = "auto"               # auto | mode | prompt | skip
 //! ```
 //!
 //! A missing file means the defaults; a broken one is an error that names the
-//! file and the line, never a silent fallback. The profile `demo` (our scripted
-//! agent) is built in unless the file defines its own.
+//! file and the line, never a silent fallback. Profiles `demo` (our scripted
+//! agent), `claude`, `codex` and `gemini` are built in unless the file defines
+//! its own of that name.
 
+use overseer_core::agent::{check_supervised_mode, PlanStrategy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,7 +56,7 @@ pub enum ConfigError {
     },
 }
 
-/// How to launch one ACP agent.
+/// How to launch one ACP agent, and how to supervise it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentProfile {
@@ -62,6 +67,119 @@ pub struct AgentProfile {
     /// agents do not inherit the app's environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables copied from Overseer's own environment when set there (an
+    /// API key the user exports, a base URL), so keys need not be in the file.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// Of these variables, one must be set (in `env` or passed) for the agent
+    /// to work; `overseer agents list` says which is missing.
+    #[serde(default)]
+    pub key_env: Vec<String>,
+    /// The session mode the agent works in: Overseer sets it after every
+    /// `session/new` or `session/resume`, and any other mode the agent
+    /// switches to (but the planning mode while planning) stops the run.
+    /// None: the agent offers no modes.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Let `mode` be one known to act without asking (`auto`, `acceptEdits`,
+    /// ...): the user's knowing choice, never a default.
+    #[serde(default)]
+    pub allow_unsupervised: bool,
+    /// How runs of this agent plan.
+    #[serde(default)]
+    pub plan: PlanStrategy,
+    /// The agent's planning mode, used when `plan` is `auto` or `mode`.
+    #[serde(default = "default_plan_mode")]
+    pub plan_mode: String,
+}
+
+fn default_plan_mode() -> String {
+    "plan".to_owned()
+}
+
+impl AgentProfile {
+    fn builtin(
+        command: &str,
+        args: &[&str],
+        mode: &str,
+        pass_env: &[&str],
+        key_env: &[&str],
+    ) -> Self {
+        let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+        AgentProfile {
+            command: command.to_owned(),
+            args: strings(args),
+            env: BTreeMap::new(),
+            pass_env: strings(pass_env),
+            key_env: strings(key_env),
+            mode: Some(mode.to_owned()),
+            allow_unsupervised: false,
+            plan: PlanStrategy::Auto,
+            plan_mode: default_plan_mode(),
+        }
+    }
+
+    /// The environment the agent gets from its profile: `env`, then each
+    /// `pass_env` variable that is set in `host` (and not in `env`).
+    pub fn environment(&self, host: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for name in &self.pass_env {
+            if self.env.contains_key(name) {
+                continue;
+            }
+            if let Some(v) = host(name) {
+                out.push((name.clone(), v));
+            }
+        }
+        out
+    }
+}
+
+/// The profiles Overseer knows without a config file. Claude runs in
+/// `default` (asks before edits and commands; claude-agent-acp 0.101 starts
+/// sessions in `auto`, so setting it matters), Codex in `read-only` (every
+/// write is an escalation we see), Gemini in `default`.
+pub fn builtin_profiles() -> BTreeMap<String, AgentProfile> {
+    let mut profiles = BTreeMap::new();
+    profiles.insert(
+        "claude".to_owned(),
+        AgentProfile::builtin(
+            "claude-agent-acp",
+            &[],
+            "default",
+            &[
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_BASE_URL",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+            ],
+            &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+        ),
+    );
+    profiles.insert(
+        "codex".to_owned(),
+        AgentProfile::builtin(
+            "codex-acp",
+            &[],
+            "read-only",
+            &["OPENAI_API_KEY", "CODEX_HOME"],
+            &["OPENAI_API_KEY"],
+        ),
+    );
+    profiles.insert(
+        "gemini".to_owned(),
+        AgentProfile::builtin(
+            "gemini",
+            &["--acp"],
+            "default",
+            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        ),
+    );
+    profiles
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +298,14 @@ impl Config {
                     message: format!("[agents.{name}] has an empty command"),
                 });
             }
+            if let Some(mode) = &p.mode {
+                if let Err(why) = check_supervised_mode(mode, p.allow_unsupervised) {
+                    return Err(ConfigError::Invalid {
+                        path,
+                        message: format!("[agents.{name}] {why}"),
+                    });
+                }
+            }
         }
         config.path = path;
         Ok(config)
@@ -197,25 +323,39 @@ impl Config {
             .unwrap_or(self.auto_advance)
     }
 
-    /// The profile called `name`; `demo` is built in.
+    /// The profile called `name`: the file's, else a built-in one.
     pub fn profile(&self, name: &str) -> Result<AgentProfile, ConfigError> {
-        if let Some(p) = self.agents.get(name) {
-            return Ok(p.clone());
+        self.profiles()
+            .remove(name)
+            .ok_or_else(|| ConfigError::UnknownAgent {
+                name: name.to_owned(),
+                known: self.profiles().into_keys().collect::<Vec<_>>().join(", "),
+                path: self.path.clone(),
+            })
+    }
+
+    /// Every profile by name: the built-in ones, overridden by the file's.
+    pub fn profiles(&self) -> BTreeMap<String, AgentProfile> {
+        let mut all = builtin_profiles();
+        all.insert(DEMO_AGENT.to_owned(), demo_profile());
+        for (name, p) in &self.agents {
+            all.insert(name.clone(), p.clone());
         }
-        if name == DEMO_AGENT {
-            return Ok(AgentProfile {
-                command: demo_agent_command(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-            });
-        }
-        let mut known: Vec<&str> = self.agents.keys().map(String::as_str).collect();
-        known.push(DEMO_AGENT);
-        Err(ConfigError::UnknownAgent {
-            name: name.to_owned(),
-            known: known.join(", "),
-            path: self.path.clone(),
-        })
+        all
+    }
+
+    /// Where the config file is (or would be).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Our scripted agent: it offers `default` and `plan` (and `auto`, which
+/// only its `hijack` scenario switches to, to test the guard).
+fn demo_profile() -> AgentProfile {
+    AgentProfile {
+        command: demo_agent_command(),
+        ..AgentProfile::builtin("", &[], "default", &[], &[])
     }
 }
 
@@ -286,8 +426,60 @@ mod tests {
         assert!(err.to_string().contains("empty command"));
         let err = parse("")
             .expect("ok")
-            .profile("claude")
+            .profile("claud")
             .expect_err("unknown");
-        assert!(err.to_string().contains("add [agents.claude]"), "{err}");
+        assert!(err.to_string().contains("add [agents.claud]"), "{err}");
+        assert!(
+            err.to_string().contains("claude, codex, demo, gemini"),
+            "{err}"
+        );
+        let err = parse("[agents.x]\ncommand = \"x\"\nmode = \"auto\"").expect_err("unasked");
+        assert!(err.to_string().contains("allow_unsupervised"), "{err}");
+        assert!(
+            parse("[agents.x]\ncommand = \"x\"\nmode = \"auto\"\nallow_unsupervised = true")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn built_in_profiles_run_supervised_and_plan_automatically() {
+        let c = parse("").expect("defaults");
+        let claude = c.profile("claude").expect("claude");
+        assert_eq!(claude.command, "claude-agent-acp");
+        assert_eq!(claude.mode.as_deref(), Some("default"));
+        assert_eq!(claude.plan, PlanStrategy::Auto);
+        assert_eq!(
+            c.profile("codex").expect("codex").mode.as_deref(),
+            Some("read-only")
+        );
+        let gemini = c.profile("gemini").expect("gemini");
+        assert_eq!(gemini.args, ["--acp"]);
+        // The file's profile of the same name wins.
+        let c = parse("[agents.claude]\ncommand = \"claude-code-acp\"\nplan = \"skip\"")
+            .expect("valid");
+        let claude = c.profile("claude").expect("claude");
+        assert_eq!(claude.command, "claude-code-acp");
+        assert_eq!(claude.plan, PlanStrategy::Skip);
+        assert_eq!(claude.mode, None, "a profile in the file says its own mode");
+    }
+
+    #[test]
+    fn pass_env_copies_only_what_is_set_and_env_wins() {
+        let c = parse(
+            "[agents.x]\ncommand = \"x\"\nenv = { A = \"file\" }\npass_env = [\"A\", \"B\", \"C\"]",
+        )
+        .expect("valid");
+        let env = c.profile("x").expect("x").environment(|k| match k {
+            "A" => Some("host".into()),
+            "B" => Some("b".into()),
+            _ => None,
+        });
+        assert_eq!(
+            env,
+            [
+                ("A".to_owned(), "file".to_owned()),
+                ("B".to_owned(), "b".to_owned())
+            ]
+        );
     }
 }

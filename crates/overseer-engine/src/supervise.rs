@@ -83,19 +83,26 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
 }
 
 /// The permission for one tool call, from the run's own "always" rules, then
-/// the task's, then the workspace's.
+/// the task's, then the workspace's. A planning turn is a read-only session
+/// whatever the task says: nothing changes before the plan is approved.
 pub(crate) fn permission_for(
     work: &RunWork,
     run_rules: &RuleSet,
     req: &ToolRequest,
     worktree: &str,
+    planning: bool,
 ) -> Permission {
     let layers = [
         run_rules,
         &work.task_settings.permissions,
         &work.workspace.settings.permissions,
     ];
-    rules::decide(req, &layers, work.task_settings.session, worktree)
+    let session = if planning {
+        rules::SessionMode::ReadOnly
+    } else {
+        work.task_settings.session
+    };
+    rules::decide(req, &layers, session, worktree)
 }
 
 impl Engine {

@@ -149,9 +149,14 @@ impl Engine {
                 "a task needs a prompt: say what the agent should do (--prompt TEXT)",
             ));
         }
-        self.config
+        let profile = self
+            .config
             .profile(&req.agent)
             .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+        if let Some(mode) = &req.settings.mode {
+            overseer_core::agent::check_supervised_mode(mode, profile.allow_unsupervised)
+                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        }
         req.settings
             .approval
             .validate()

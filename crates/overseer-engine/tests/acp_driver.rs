@@ -3,9 +3,10 @@
 //! produce on purpose (a 10 MB line, an agent dying mid-turn) use an
 //! in-process fake agent over `tokio::io::duplex`.
 
+use overseer_core::plan::{parse_plan, planning_prompt};
 use overseer_engine::acp::{
-    parse_plan, AgentConnection, AgentSignal, DriverError, PermissionChoice, PermissionReply,
-    PlanEntry, QuestionReply, StopReason, ToolCallInfo, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
+    AgentConnection, AgentSignal, DriverError, PermissionChoice, PermissionReply, PlanEntry,
+    QuestionReply, StopReason, ToolCallInfo,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -95,6 +96,7 @@ enum Seen {
     FileWritten(PathBuf, usize),
     FileRefused(String, String),
     ProtocolError(String),
+    Mode(String, Option<String>),
 }
 
 /// How the test answers permission requests.
@@ -124,6 +126,14 @@ async fn launch(scenario: &str) -> Agent {
 }
 
 async fn launch_with(scenario: &str, stderr: std::process::Stdio) -> Agent {
+    let agent = launch_in_starting_mode(scenario, stderr).await;
+    // As Overseer does: out of the demo's starting `auto`, into `default`.
+    agent.conn.set_mode("default").await.expect("set mode");
+    agent
+}
+
+/// The agent as it starts: in `auto`, like claude-agent-acp 0.101.
+async fn launch_in_starting_mode(scenario: &str, stderr: std::process::Stdio) -> Agent {
     let (tmp, repo) = repo();
     let mut child = tokio::process::Command::new(demo_agent())
         .env("OVERSEER_DEMO_SCENARIO", scenario)
@@ -190,19 +200,27 @@ impl Agent {
 
     async fn plan(&mut self) -> Vec<Seen> {
         let (result, seen) = self
-            .turn(&format!(
-                "{PLAN_PROMPT_PREFIX} Add a greeting to the project"
-            ))
+            .turn(&planning_prompt("Add a greeting to the project", ""))
             .await;
         assert_eq!(result.expect("plan turn"), StopReason::EndTurn);
         seen
     }
 
+    /// Both steps of the demo's two-step plans, one turn each, as Overseer
+    /// prompts them; stops at the first turn that does not end normally.
     async fn execute(&mut self) -> (Result<StopReason, DriverError>, Vec<Seen>) {
-        self.turn(&format!(
-            "{EXECUTE_PROMPT_PREFIX} Go ahead with the approved plan"
-        ))
-        .await
+        let mut all = Vec::new();
+        let mut last = Ok(StopReason::EndTurn);
+        for step in 1..=2 {
+            let (result, seen) = self.turn(&step_text(step)).await;
+            all.extend(seen);
+            let ended = matches!(result, Ok(StopReason::EndTurn));
+            last = result;
+            if !ended {
+                break;
+            }
+        }
+        (last, all)
     }
 
     fn commits(&self) -> usize {
@@ -256,8 +274,18 @@ fn answer(
         AgentSignal::FileWritten { path, bytes } => Seen::FileWritten(path, bytes),
         AgentSignal::FileRefused { path, reason } => Seen::FileRefused(path, reason),
         AgentSignal::ProtocolError { detail } => Seen::ProtocolError(detail),
+        AgentSignal::ModeChanged { mode, breach } => Seen::Mode(mode, breach),
+        AgentSignal::Settled(done) => {
+            let _ = done.send(());
+            return;
+        }
     };
     seen.push(entry);
+}
+
+/// The prompt of step `n` (1-based) of a two-step plan.
+fn step_text(n: usize) -> String {
+    format!("Carry out step {n} of 2 of the approved plan: go")
 }
 
 fn message(seen: &[Seen]) -> String {
@@ -312,7 +340,8 @@ fn last_plan(seen: &[Seen]) -> Vec<PlanEntry> {
 async fn happy_run_plans_then_writes_through_the_client_and_commits() {
     let mut agent = launch("happy").await;
     assert!(!agent.conn.session_id().is_empty());
-    assert_eq!(agent.conn.modes(), ["plan".to_owned(), "code".to_owned()]);
+    assert_eq!(agent.conn.mode_ids(), ["default", "plan", "auto"]);
+    assert_eq!(agent.conn.current_mode().as_deref(), Some("default"));
 
     let seen = agent.plan().await;
     let plan = parse_plan(&message(&seen)).expect("a plan block in the message");
@@ -356,7 +385,7 @@ async fn happy_run_plans_then_writes_through_the_client_and_commits() {
     assert!(last_plan(&seen).iter().all(|e| e.status == "completed"));
     assert!(message(&seen).contains("Committed"));
 
-    assert_eq!(agent.commits(), 2);
+    assert_eq!(agent.commits(), 3, "one commit per step");
     assert_eq!(
         git(&agent.repo, &["log", "-1", "--format=%an <%ae>"]),
         "Overseer Demo Agent <demo@overseer.invalid>"
@@ -392,8 +421,9 @@ async fn tool_call_updates_are_merged_by_id_into_one_state_each() {
 
     for id in ids {
         let states: Vec<&&ToolCallInfo> = calls.iter().filter(|c| c.id == id).collect();
-        // Announced with an empty input, then complete, then in progress, then done.
-        assert_eq!(states[0].raw_input, Some(serde_json::json!({})));
+        // Announced with an empty input (nothing known yet), then complete,
+        // then in progress, then done; a later empty input erases nothing.
+        assert_eq!(states[0].raw_input, None);
         let last = states.last().expect("a state");
         assert_eq!(last.status.as_deref(), Some("completed"));
         assert_eq!(
@@ -419,7 +449,7 @@ async fn a_rejected_permission_stops_the_turn_and_guidance_resumes_it() {
     agent.plan().await;
 
     agent.policy = Policy::Reject;
-    let (result, seen) = agent.execute().await;
+    let (result, seen) = agent.turn(&step_text(1)).await;
     assert_eq!(result.expect("execute"), StopReason::EndTurn);
     assert_eq!(
         permissions(&seen).len(),
@@ -438,14 +468,18 @@ async fn a_rejected_permission_stops_the_turn_and_guidance_resumes_it() {
         .await;
     assert_eq!(result.expect("follow-up"), StopReason::EndTurn);
     assert!(message(&seen).starts_with("Understood: Rejected"));
-    assert_eq!(written(&seen).len(), 2);
+    assert_eq!(
+        written(&seen),
+        [PathBuf::from("src/greeting.txt")],
+        "the follow-up resumes the step it was in, no further"
+    );
     assert_eq!(agent.commits(), 2);
 }
 
 #[tokio::test]
 async fn writes_outside_the_worktree_are_refused_and_reported() {
     let mut agent = launch("escape").await;
-    let (result, seen) = agent.execute().await;
+    let (result, seen) = agent.turn(&step_text(1)).await;
     assert_eq!(result.expect("execute"), StopReason::EndTurn);
 
     let refused: Vec<(String, String)> = seen
@@ -508,7 +542,7 @@ async fn a_flaky_step_fails_the_prompt_and_a_retry_succeeds() {
         [PathBuf::from("NOTES.md")],
         "only the remaining step"
     );
-    assert_eq!(agent.commits(), 2);
+    assert_eq!(agent.commits(), 3);
 }
 
 #[tokio::test]
@@ -530,7 +564,7 @@ async fn garbage_on_stdout_is_reported_and_the_run_goes_on() {
         "reports quote only a little"
     );
     assert_eq!(written(&seen).len(), 2);
-    assert_eq!(agent.commits(), 2);
+    assert_eq!(agent.commits(), 3);
 }
 
 #[tokio::test]
@@ -620,7 +654,7 @@ async fn cancelling_answers_a_pending_permission_cancelled() {
     agent.policy = Policy::Hold;
 
     let conn = &agent.conn;
-    let text = format!("{EXECUTE_PROMPT_PREFIX} go");
+    let text = step_text(1);
     let prompt = conn.prompt(&text);
     tokio::pin!(prompt);
     let mut held = Vec::new();
@@ -654,12 +688,9 @@ async fn without_a_listener_permissions_are_cancelled_never_allowed() {
     agent.plan().await;
     let (_, closed) = mpsc::channel(1);
     drop(std::mem::replace(&mut agent.signals, closed));
-    let result = tokio::time::timeout(
-        TURN,
-        agent.conn.prompt(&format!("{EXECUTE_PROMPT_PREFIX} go")),
-    )
-    .await
-    .expect("in time");
+    let result = tokio::time::timeout(TURN, agent.conn.prompt(&step_text(1)))
+        .await
+        .expect("in time");
     assert_eq!(result.expect("prompt"), StopReason::Cancelled);
     assert!(!agent.repo.join("src/greeting.txt").exists());
     assert_eq!(agent.commits(), 1);
@@ -689,7 +720,7 @@ async fn cancel_during_a_stubborn_turn_returns_promptly() {
     let conn = Arc::new(agent.conn);
     let running = {
         let conn = conn.clone();
-        tokio::spawn(async move { conn.prompt(&format!("{EXECUTE_PROMPT_PREFIX} go")).await })
+        tokio::spawn(async move { conn.prompt(&step_text(1)).await })
     };
     // Wait until the agent is stuck in its endless tool call.
     tokio::time::timeout(TURN, async {
@@ -854,4 +885,87 @@ async fn an_agent_that_dies_mid_turn_fails_the_prompt_with_a_clear_error() {
         err.to_string().contains("stderr"),
         "says where to look: {err}"
     );
+}
+
+// ---------------------------------------------------------------- modes
+
+#[tokio::test]
+async fn an_agent_left_in_its_starting_mode_edits_without_asking() {
+    // Why Overseer sets the mode: the demo, like claude-agent-acp 0.101,
+    // starts in `auto`.
+    let mut agent = launch_in_starting_mode("happy", std::process::Stdio::inherit()).await;
+    assert_eq!(agent.conn.current_mode().as_deref(), Some("auto"));
+    agent.plan().await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("turns"), StopReason::EndTurn);
+    assert!(permissions(&seen).is_empty(), "nothing was asked");
+    assert_eq!(written(&seen).len(), 2, "and both files were written");
+}
+
+#[tokio::test]
+async fn a_switch_to_a_mode_the_run_does_not_allow_is_caught_at_the_wire() {
+    let mut agent = launch("hijack").await;
+    agent.conn.allow_modes(vec!["default".into()]);
+    agent.plan().await;
+    let (_, seen) = agent.turn(&step_text(1)).await;
+    let (mode, why) = seen
+        .iter()
+        .find_map(|s| match s {
+            Seen::Mode(m, Some(why)) => Some((m.clone(), why.clone())),
+            _ => None,
+        })
+        .expect("the breach is reported");
+    assert_eq!(mode, "auto");
+    assert!(
+        why.contains("without asking") && why.contains("nobody chose"),
+        "{why}"
+    );
+    assert!(agent.conn.breached());
+    assert!(
+        written(&seen).is_empty(),
+        "nothing is written after the breach"
+    );
+    assert!(seen
+        .iter()
+        .any(|s| matches!(s, Seen::FileRefused(_, r) if r.contains("mode"))));
+    assert!(!agent.repo.join("src/greeting.txt").exists());
+    agent.conn.set_mode("default").await.expect("restore");
+    assert!(!agent.conn.breached());
+    assert_eq!(agent.conn.current_mode().as_deref(), Some("default"));
+}
+
+#[tokio::test]
+async fn a_mode_the_agent_does_not_offer_is_refused_by_name() {
+    let agent = launch("happy").await;
+    let e = agent.conn.set_mode("yolo").await.expect_err("not offered");
+    let text = e.to_string();
+    assert!(
+        text.contains("`yolo`") && text.contains("`default`, `plan`, `auto`"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn in_plan_mode_the_plan_comes_as_an_exit_plan_request_with_markdown() {
+    let mut agent = launch("happy").await;
+    agent.conn.set_mode("plan").await.expect("plan mode");
+    agent.policy = Policy::Reject;
+    let (result, seen) = agent
+        .turn(&planning_prompt("Add a greeting to the project", ""))
+        .await;
+    assert_eq!(
+        result.expect("turn"),
+        StopReason::Cancelled,
+        "rejecting keeps it planning, like Claude"
+    );
+    let (call, options) = permissions(&seen).pop().expect("the exit-plan request");
+    assert_eq!(call.kind.as_deref(), Some("switch_mode"));
+    let plan = call
+        .raw_input
+        .as_ref()
+        .and_then(|r| r.get("plan"))
+        .and_then(|p| p.as_str())
+        .expect("plan markdown");
+    assert!(plan.contains("1. Write the greeting"), "{plan}");
+    assert!(options.iter().any(|o| o.kind == "allow_always"));
 }

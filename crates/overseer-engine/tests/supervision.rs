@@ -113,16 +113,32 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
     w.engine
         .decide_gate(rm.id, "yes", None, &Actor::cli())
         .expect("yes");
-    // The .env edit is denied by the rule, without a gate; the step that did
-    // destructive work stops for a human whatever its confidence.
+    // The step that did destructive work stops for a human whatever its
+    // confidence: each plan step is weighed on its own.
     let review = pending_gate(&w, run, GateKind::StepReview).await;
     assert!(review.auto_at.is_none(), "a hard stop has no timer");
-    let activity = w.engine.activity(run, 0).expect("activity");
+    assert_eq!(review.payload["step"], 1, "{}", review.payload);
+    w.engine
+        .decide_gate(review.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    // Step 2: the .env edit is denied by the rule, without a gate.
+    let activity = until(&w, "the denied .env edit", |e| {
+        let activity = e.activity(run, 0).ok()?;
+        activity
+            .iter()
+            .any(|a| {
+                a.kind == "tool_denied"
+                    && a.payload["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("Edit(.env)"))
+            })
+            .then_some(activity)
+    })
+    .await;
     assert!(
-        activity.iter().any(|a| a.kind == "tool_denied"
-            && a.payload["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("Edit(.env)"))),
+        activity
+            .iter()
+            .any(|a| a.kind == "step_started" && a.payload["step"] == 2),
         "{activity:?}"
     );
     assert!(
@@ -134,10 +150,16 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
         "the denied edit never asked"
     );
     assert!(!w.engine.worktree_path("demo", run).join(".env").exists());
-    w.engine
-        .decide_gate(review.id, "proceed", None, &Actor::cli())
-        .expect("proceed");
-    state(&w, run, RunState::PendingReview).await;
+    // Whatever step 2's confidence asks for, the run ends in review.
+    until(&w, "the run in review", |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id == run && g.kind == GateKind::StepReview {
+                let _ = e.decide_gate(g.id, "proceed", None, &Actor::cli());
+            }
+        }
+        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,6 +362,18 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
     assert_eq!(err.code, ErrorCode::InvalidInput);
     w.engine
         .decide_gate(review.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    // Manual approval stops after every step: step 2 has its own review.
+    let second = yes_until(&w, run, "step 2's review", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::StepReview && g.id != review.id)
+    })
+    .await;
+    assert_eq!(second.payload["step"], 2, "{}", second.payload);
+    w.engine
+        .decide_gate(second.id, "proceed", None, &Actor::cli())
         .expect("proceed");
     state(&w, run, RunState::PendingReview).await;
     let err = w

@@ -50,6 +50,15 @@ pub struct TaskSettings {
     /// Replaces the workspace's supervisor policy for this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<SupervisorPolicy>,
+    /// Replaces the agent profile's planning strategy for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub plan: Option<overseer_core::agent::PlanStrategy>,
+    /// Replaces the agent profile's supervised mode for this task (checked
+    /// like the profile's: a mode that acts unasked is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]

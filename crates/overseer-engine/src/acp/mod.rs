@@ -19,19 +19,22 @@
 //! Agent output is untrusted: lines that are not JSON-RPC are reported as
 //! [`AgentSignal::ProtocolError`] and skipped (see `transport`), never a panic.
 //!
+//! Session modes are watched here, at the wire: the orchestrator names the
+//! modes a run allows ([`AgentConnection::allow_modes`]); when the agent
+//! reports any other (`current_mode_update`, or a `config_option_update` of
+//! its mode option), the driver at once refuses its file writes and cancels
+//! its permission requests, and reports [`AgentSignal::ModeChanged`] with the
+//! breach, until Overseer sets a mode again ([`AgentConnection::set_mode`]).
+//!
 //! Built on the `agent-client-protocol` crate (v5, stable protocol v1). Inside:
 //! `serve` answers what the agent sends, `confine` keeps file access in the
-//! worktree, `transport` gates the agent's output, and `plan` holds the prompt
-//! convention ([`PLAN_PROMPT_PREFIX`], [`parse_plan`]).
+//! worktree, and `transport` gates the agent's output. The plan convention
+//! lives in core (`overseer_core::plan`).
 
 mod confine;
-mod plan;
 mod serve;
 mod transport;
 
-pub use plan::{
-    parse_plan, plan_block, PlanProposal, PlanStep, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
-};
 pub use transport::MAX_LINE_BYTES;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -106,6 +109,22 @@ pub enum AgentSignal {
     /// The agent sent something that is not valid ACP; it was skipped or
     /// answered with an error, and the connection goes on.
     ProtocolError { detail: String },
+    /// The agent reports its session mode. `breach` says why the run does not
+    /// allow it (the driver already refuses writes and cancels asks).
+    ModeChanged {
+        mode: String,
+        breach: Option<String>,
+    },
+    /// Every signal sent before this one has been handled: answer it.
+    Settled(oneshot::Sender<()>),
+}
+
+/// One session mode the agent offers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModeInfo {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
 }
 
 /// One entry of the agent's progress list.
@@ -131,6 +150,9 @@ pub struct ToolCallInfo {
     pub raw_input: Option<serde_json::Value>,
     /// Files the call touches, as the agent named them.
     pub locations: Vec<PathBuf>,
+    /// The text content the agent attached (an exit-plan request's plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// One answer the agent offers to a permission request. Choose by `kind`:
@@ -186,6 +208,10 @@ pub enum DriverError {
         method: &'static str,
         detail: String,
     },
+    #[error("the agent offers no mode `{wanted}` (it offers {offered}); set the profile's `mode` to one of them")]
+    NoSuchMode { wanted: String, offered: String },
+    #[error("the agent accepted mode `{wanted}` but reports `{reported}`; it cannot be supervised this way")]
+    ModeNotTaken { wanted: String, reported: String },
 }
 
 /// A live ACP connection to one agent, with one session.
@@ -197,7 +223,11 @@ pub struct AgentConnection {
     shared: Arc<Shared>,
     session_id: acp::SessionId,
     session_id_text: String,
-    modes: Vec<String>,
+    modes: Vec<ModeInfo>,
+    /// The id of the agent's `mode` config option, when it offers one:
+    /// modes are then set through `session/set_config_option`.
+    mode_option: Option<String>,
+    resumed: bool,
     _stop: oneshot::Sender<()>,
 }
 
@@ -224,6 +254,23 @@ impl AgentConnection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        Self::start_or_resume(stdout_of_agent, stdin_of_agent, worktree, client_name, None).await
+    }
+
+    /// Like [`start`](Self::start), but continues the session `resume` with
+    /// `session/resume` when the agent offers it (falling back to a new
+    /// session when it does not, or refuses); [`resumed`](Self::resumed) tells.
+    pub async fn start_or_resume<R, W>(
+        stdout_of_agent: R,
+        stdin_of_agent: W,
+        worktree: PathBuf,
+        client_name: &str,
+        resume: Option<&str>,
+    ) -> Result<(AgentConnection, mpsc::Receiver<AgentSignal>), DriverError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let root =
             tokio::fs::canonicalize(&worktree)
                 .await
@@ -240,6 +287,9 @@ impl AgentConnection {
             cancel: watch::Sender::new(0),
             turn_cancelled: AtomicBool::new(false),
             ended: Mutex::new(None),
+            modes: Mutex::new(serve::ModeWatch::default()),
+            breached: AtomicBool::new(false),
+            read_only: AtomicBool::new(false),
         });
         let transport = transport::lines(stdout_of_agent, stdin_of_agent, shared.signals.clone());
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -287,35 +337,82 @@ impl AgentConnection {
                     answer.protocol_version.to_string(),
                 ));
             }
+            let can_resume = answer
+                .agent_capabilities
+                .session_capabilities
+                .resume
+                .is_some();
+            if let (Some(id), true) = (resume, can_resume) {
+                // A session/update may arrive before the answer: accept it.
+                let resumed = cx
+                    .send_request(acp::ResumeSessionRequest::new(
+                        acp::SessionId::new(id),
+                        shared.root.clone(),
+                    ))
+                    .block_task()
+                    .await;
+                match resumed {
+                    Ok(r) => return Ok((acp::SessionId::new(id), r.modes, r.config_options, true)),
+                    Err(e) => {
+                        tracing::warn!(error = %e.message, "session/resume refused; starting a new session");
+                    }
+                }
+            }
             let session = cx
                 .send_request(acp::NewSessionRequest::new(shared.root.clone()))
                 .block_task()
                 .await
                 .map_err(|e| shared.classify("session/new", e))?;
-            Ok(session)
+            Ok((
+                session.session_id,
+                session.modes,
+                session.config_options,
+                false,
+            ))
         };
-        let session = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
-            .await
-            .map_err(|_| DriverError::HandshakeTimeout(HANDSHAKE_TIMEOUT))??;
+        let (session_id, mode_state, config_options, resumed) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+                .await
+                .map_err(|_| DriverError::HandshakeTimeout(HANDSHAKE_TIMEOUT))??;
 
-        let session_id_text = session.session_id.0.to_string();
+        let session_id_text = session_id.0.to_string();
         let _ = shared.session_id.set(session_id_text.clone());
-        let modes = session
-            .modes
+        let mut modes: Vec<ModeInfo> = mode_state
+            .as_ref()
             .map(|m| {
                 m.available_modes
                     .iter()
-                    .map(|m| m.id.0.to_string())
+                    .map(|m| ModeInfo {
+                        id: m.id.0.to_string(),
+                        name: m.name.clone(),
+                        description: m.description.clone(),
+                    })
                     .collect()
             })
             .unwrap_or_default();
+        let mut current = mode_state.map(|m| m.current_mode_id.0.to_string());
+        let mode_option = config_options
+            .as_deref()
+            .and_then(serve::mode_option)
+            .map(|o| {
+                if modes.is_empty() {
+                    modes = o.values.clone();
+                }
+                if current.is_none() {
+                    current = Some(o.current.clone());
+                }
+                o.id
+            });
+        shared.modes_mut().current = current;
         Ok((
             AgentConnection {
                 cx,
                 shared,
-                session_id: session.session_id,
+                session_id,
                 session_id_text,
                 modes,
+                mode_option,
+                resumed,
                 _stop: stop,
             },
             receiver,
@@ -366,8 +463,111 @@ impl AgentConnection {
         &self.session_id_text
     }
 
-    /// The mode ids the agent offers (`session/new`'s `modes`), if any.
-    pub fn modes(&self) -> &[String] {
+    /// True when the session was continued with `session/resume`.
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// The modes the agent offers (`session/new`'s `modes`, or its `mode`
+    /// config option), if any.
+    pub fn modes(&self) -> &[ModeInfo] {
         &self.modes
+    }
+
+    /// The ids of [`modes`](Self::modes).
+    pub fn mode_ids(&self) -> Vec<String> {
+        self.modes.iter().map(|m| m.id.clone()).collect()
+    }
+
+    /// The mode the agent last reported (or that Overseer last set).
+    pub fn current_mode(&self) -> Option<String> {
+        self.shared.modes_mut().current.clone()
+    }
+
+    /// The modes the run allows from now on. The agent reporting any other
+    /// is a breach (see the module docs). An empty list switches the watch off.
+    pub fn allow_modes(&self, modes: Vec<String>) {
+        self.shared.modes_mut().allowed = modes;
+    }
+
+    /// Refuses (or again serves) the agent's file writes: a planning turn
+    /// changes nothing.
+    pub fn set_read_only(&self, read_only: bool) {
+        self.shared.read_only.store(read_only, Ordering::SeqCst);
+    }
+
+    /// True after the agent switched itself to a mode the run does not allow,
+    /// until Overseer sets a mode again.
+    pub fn breached(&self) -> bool {
+        self.shared.breached.load(Ordering::SeqCst)
+    }
+
+    /// Puts the session in `mode`: `session/set_config_option` when the agent
+    /// offers a mode option (its answer carries the new value, which must be
+    /// `mode`), else `session/set_mode`. The mode must be one the agent offers.
+    pub async fn set_mode(&self, mode: &str) -> Result<(), DriverError> {
+        if !self.modes.iter().any(|m| m.id == mode) {
+            return Err(DriverError::NoSuchMode {
+                wanted: mode.to_owned(),
+                offered: self
+                    .modes
+                    .iter()
+                    .map(|m| format!("`{}`", m.id))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        match &self.mode_option {
+            Some(option) => {
+                let answer = self
+                    .cx
+                    .send_request(acp::SetSessionConfigOptionRequest::new(
+                        self.session_id.clone(),
+                        option.clone(),
+                        acp::SessionConfigOptionValue::value_id(mode.to_owned()),
+                    ))
+                    .block_task()
+                    .await
+                    .map_err(|e| self.shared.classify("session/set_config_option", e))?;
+                if let Some(now) = serve::mode_option(&answer.config_options) {
+                    if now.current != mode {
+                        return Err(DriverError::ModeNotTaken {
+                            wanted: mode.to_owned(),
+                            reported: now.current,
+                        });
+                    }
+                }
+            }
+            None => {
+                self.cx
+                    .send_request(acp::SetSessionModeRequest::new(
+                        self.session_id.clone(),
+                        mode.to_owned(),
+                    ))
+                    .block_task()
+                    .await
+                    .map_err(|e| self.shared.classify("session/set_mode", e))?;
+            }
+        }
+        self.shared.modes_mut().current = Some(mode.to_owned());
+        self.shared.breached.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Waits until every signal the agent sent so far has been handled by
+    /// the receiver's reader (which must answer [`AgentSignal::Settled`]).
+    /// Call after a turn ends: the prompt's answer comes after the turn's
+    /// updates on the wire, so they are all in the channel before this.
+    pub async fn settle(&self) {
+        let (done, settled) = oneshot::channel();
+        if self
+            .shared
+            .signals
+            .send(AgentSignal::Settled(done))
+            .await
+            .is_ok()
+        {
+            let _ = settled.await;
+        }
     }
 }

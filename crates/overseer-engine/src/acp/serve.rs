@@ -9,12 +9,13 @@
 
 use super::confine::{self, resolve_in_worktree, Access};
 use super::{
-    AgentSignal, DriverError, PermissionChoice, PermissionReply, PlanEntry, QuestionReply,
-    ToolCallInfo, MAX_READ_BYTES,
+    AgentSignal, DriverError, ModeInfo, PermissionChoice, PermissionReply, PlanEntry,
+    QuestionReply, ToolCallInfo, MAX_READ_BYTES,
 };
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client};
+use overseer_core::agent::{check_mode, ModeCheck};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,9 +108,89 @@ pub(super) struct Shared {
     pub(super) turn_cancelled: AtomicBool,
     /// Why the connection ended, once it has.
     pub(super) ended: Mutex<Option<String>>,
+    /// The agent's session mode and the modes the run allows.
+    pub(super) modes: Mutex<ModeWatch>,
+    /// Set when the agent switched to a mode the run does not allow: writes
+    /// are refused and asks cancelled until Overseer sets a mode again.
+    pub(super) breached: AtomicBool,
+    /// Set while the turn must change nothing (planning): writes are refused.
+    pub(super) read_only: AtomicBool,
+}
+
+/// The mode the agent is in, and what the run allows (empty: not watched).
+#[derive(Debug, Default)]
+pub(super) struct ModeWatch {
+    pub(super) current: Option<String>,
+    pub(super) allowed: Vec<String>,
+}
+
+/// An agent's `mode` config option: its id, current value and values.
+pub(super) struct ModeOption {
+    pub(super) id: String,
+    pub(super) current: String,
+    pub(super) values: Vec<ModeInfo>,
+}
+
+/// The config option that selects the session mode (category `mode`, or
+/// id `mode`), if the agent offers one.
+pub(super) fn mode_option(options: &[acp::SessionConfigOption]) -> Option<ModeOption> {
+    let option = options
+        .iter()
+        .find(|o| matches!(o.category, Some(acp::SessionConfigOptionCategory::Mode)))
+        .or_else(|| options.iter().find(|o| &*o.id.0 == "mode"))?;
+    let acp::SessionConfigKind::Select(select) = &option.kind else {
+        return None;
+    };
+    let values = match &select.options {
+        acp::SessionConfigSelectOptions::Ungrouped(list) => list.clone(),
+        acp::SessionConfigSelectOptions::Grouped(groups) => {
+            groups.iter().flat_map(|g| g.options.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
+    Some(ModeOption {
+        id: option.id.0.to_string(),
+        current: select.current_value.0.to_string(),
+        values: values
+            .into_iter()
+            .map(|v| ModeInfo {
+                id: v.value.0.to_string(),
+                name: v.name,
+                description: v.description,
+            })
+            .collect(),
+    })
 }
 
 impl Shared {
+    pub(super) fn modes_mut(&self) -> std::sync::MutexGuard<'_, ModeWatch> {
+        self.modes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The agent says it is in `mode`: a breach takes effect here, before
+    /// the next message from the agent is handled.
+    fn on_mode(&self, mode: String) -> AgentSignal {
+        let breach = {
+            let mut watch = self.modes_mut();
+            watch.current = Some(mode.clone());
+            if watch.allowed.is_empty() {
+                None
+            } else {
+                match check_mode(&mode, &watch.allowed) {
+                    ModeCheck::Allowed => None,
+                    ModeCheck::Breach { why, .. } => Some(why),
+                }
+            }
+        };
+        if breach.is_some() {
+            self.breached.store(true, Ordering::SeqCst);
+            // Whatever the agent asked before is withdrawn too.
+            self.cancel.send_modify(|epoch| *epoch += 1);
+            tracing::warn!(%mode, "the agent switched to a mode the run does not allow");
+        }
+        AgentSignal::ModeChanged { mode, breach }
+    }
+
     async fn signal(&self, signal: AgentSignal) -> bool {
         self.signals.send(signal).await.is_ok()
     }
@@ -187,6 +268,15 @@ impl Shared {
             acp::SessionUpdate::ToolCallUpdate(update) => {
                 AgentSignal::ToolCall(self.merge_update(&update))
             }
+            acp::SessionUpdate::CurrentModeUpdate(update) => {
+                self.on_mode(update.current_mode_id.0.to_string())
+            }
+            acp::SessionUpdate::ConfigOptionUpdate(update) => {
+                match mode_option(&update.config_options) {
+                    Some(option) => self.on_mode(option.current),
+                    None => return,
+                }
+            }
             // Echoes of the user's prompt, commands, modes, usage and the
             // like carry nothing the orchestrator acts on yet.
             other => {
@@ -216,11 +306,14 @@ impl Shared {
             entry.kind = Some(kind);
         }
         entry.status = Some(wire_name(&call.status));
-        if call.raw_input.is_some() {
-            entry.raw_input = call.raw_input;
+        if let Some(raw_input) = call.raw_input.filter(|r| !is_empty_input(r)) {
+            entry.raw_input = Some(raw_input);
         }
         if !call.locations.is_empty() {
             entry.locations = call.locations.into_iter().map(|l| l.path).collect();
+        }
+        if let Some(text) = text_content(&call.content) {
+            entry.text = Some(text);
         }
         entry.clone()
     }
@@ -247,11 +340,16 @@ impl Shared {
         if let Some(status) = &fields.status {
             entry.status = Some(wire_name(status));
         }
-        if let Some(raw_input) = &fields.raw_input {
+        // claude-agent-acp announces ExitPlanMode's plan in a tool_call_update,
+        // then asks permission with an empty `rawInput`: keep what is known.
+        if let Some(raw_input) = fields.raw_input.as_ref().filter(|r| !is_empty_input(r)) {
             entry.raw_input = Some(raw_input.clone());
         }
         if let Some(locations) = &fields.locations {
             entry.locations = locations.iter().map(|l| l.path.clone()).collect();
+        }
+        if let Some(text) = fields.content.as_deref().and_then(text_content) {
+            entry.text = Some(text);
         }
         entry.clone()
     }
@@ -281,7 +379,7 @@ impl Shared {
             acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
         // Subscribe before asking, so a cancel while the question is out counts.
         let mut cancel = self.cancel.subscribe();
-        if self.turn_cancelled.load(Ordering::SeqCst) {
+        if self.turn_cancelled.load(Ordering::SeqCst) || self.breached.load(Ordering::SeqCst) {
             return responder.respond(cancelled);
         }
         let (reply, answer) = oneshot::channel();
@@ -447,6 +545,28 @@ impl Shared {
         request: acp::WriteTextFileRequest,
         responder: Responder<acp::WriteTextFileResponse>,
     ) -> Result<(), agent_client_protocol::Error> {
+        let held = if self.breached.load(Ordering::SeqCst) {
+            Some("the agent switched itself to a mode Overseer does not allow; nothing is written until the user decides")
+        } else if self.read_only.load(Ordering::SeqCst) {
+            Some("this is a planning turn: propose a plan, change nothing until it is approved")
+        } else {
+            None
+        };
+        if let Some(reason) = held {
+            let shown = request.path.display().to_string();
+            self.signal(AgentSignal::FileRefused {
+                path: shown.clone(),
+                reason: reason.to_owned(),
+            })
+            .await;
+            return responder.respond_with_error(
+                agent_client_protocol::Error::new(
+                    agent_client_protocol::ErrorCode::INVALID_REQUEST,
+                    format!("refused: {reason}"),
+                )
+                .data(serde_json::json!({ "path": shown })),
+            );
+        }
         let target = match self
             .confine(&request.session_id, &request.path, Access::Write)
             .await
@@ -518,6 +638,24 @@ fn io_error(path: &Path, e: &std::io::Error) -> agent_client_protocol::Error {
         agent_client_protocol::ErrorCode::INTERNAL_ERROR
     };
     agent_client_protocol::Error::new(code, format!("{}: {e}", path.display()))
+}
+
+/// `null` or `{}`: an announcement that carries no input yet.
+fn is_empty_input(raw: &serde_json::Value) -> bool {
+    raw.is_null() || raw.as_object().is_some_and(|o| o.is_empty())
+}
+
+/// The text of a tool call's content blocks, joined; diffs and terminals are
+/// not text.
+fn text_content(content: &[acp::ToolCallContent]) -> Option<String> {
+    let texts: Vec<String> = content
+        .iter()
+        .filter_map(|c| match c {
+            acp::ToolCallContent::Content(c) => text_of(c.content.clone()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
 /// The text of a content block; other kinds (images, resources) are not shown.

@@ -84,7 +84,7 @@ pub async fn world_with(
     std::fs::write(
         config.join("overseer.toml"),
         format!(
-            "abort_timeout_seconds = 1\n{extra_config}\n[agents.demo]\ncommand = {:?}\n",
+            "abort_timeout_seconds = 1\n{extra_config}\n[agents.demo]\ncommand = {:?}\nmode = \"default\"\n",
             demo_agent().to_string_lossy()
         ),
     )

@@ -146,6 +146,23 @@ export type SessionMode = "normal" | "read_only";
 
 export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode": "confidence_threshold", threshold: number, };
 
+export type PlanStrategy = "auto" | "mode" | "prompt" | "skip";
+
+export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
+/**
+ * The agent's own words for the plan (markdown, untrusted: rendered
+ * inertly), when it came from a plan mode or from prose.
+ */
+markdown?: string, 
+/**
+ * How the plan reached Overseer.
+ */
+source: PlanSource, };
+
+export type PlanStep = { title: string, agent?: string, };
+
+export type PlanSource = "block" | "agent_mode" | "progress_list" | "prose" | "skipped";
+
 export type WorkspaceSettings = { 
 /**
  * Check commands run in the worktree after the agent ends its work.
@@ -184,7 +201,16 @@ session: SessionMode,
 /**
  * Replaces the workspace's supervisor policy for this task.
  */
-supervisor?: SupervisorPolicy | null, };
+supervisor?: SupervisorPolicy | null, 
+/**
+ * Replaces the agent profile's planning strategy for this task.
+ */
+plan?: PlanStrategy, 
+/**
+ * Replaces the agent profile's supervised mode for this task (checked
+ * like the profile's: a mode that acts unasked is refused).
+ */
+mode?: string, };
 
 export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
 

@@ -1,17 +1,19 @@
 //! Drives runs: claims queued runs, launches their agent in a worktree over
-//! ACP, asks for a plan and opens the plan gate, executes, turns every failure
-//! into a deviation gate, runs the sensors, and hands the finished work to
-//! review (or merges it when the user's auto-advance rule says so).
+//! ACP, puts it in its supervised mode (`modes`), gets a plan approved
+//! (`planning`: the agent's own plan mode, a plain-words planning prompt, or
+//! none), executes each step as its own turn, turns every failure into a
+//! deviation gate, runs the sensors after each step, and hands the finished
+//! work to review (or merges it when the user's auto-advance rule says so).
 //!
 //! Every decision point is a gate written to the database before anyone waits
 //! on it; waiting is done by watching the engine's events, so a decision from
 //! the window, the CLI or a restart's re-notification all wake the same code.
 //! Agent output is recorded in the run's timeline as untrusted text.
 
-use crate::acp::{
-    parse_plan, AgentConnection, AgentSignal, PermissionReply, PlanProposal, QuestionReply,
-    StopReason, EXECUTE_PROMPT_PREFIX, PLAN_PROMPT_PREFIX,
-};
+mod modes;
+mod planning;
+
+use crate::acp::{AgentConnection, AgentSignal, PermissionReply, QuestionReply, StopReason};
 use crate::git;
 use crate::process::{self, AgentProcess, AgentSpec};
 use crate::supervise::{
@@ -20,6 +22,7 @@ use crate::supervise::{
 };
 use crate::Engine;
 use overseer_core::confidence::{self, Band, StepAction, StepEvidence};
+use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};
 use overseer_core::rules::{self, Permission, RuleSet};
 use overseer_core::supervision::{after_reorient_limit, correction_prompt, Verdict};
 use overseer_core::{
@@ -237,7 +240,7 @@ fn still_active(engine: &Engine, run: RunId) -> bool {
 
 /// Shared between the prompt loop and the signal pump.
 #[derive(Default)]
-struct Turn {
+pub(super) struct Turn {
     /// Agent message text of the current turn.
     transcript: String,
     /// Rejection reasons to tell the agent in its next prompt.
@@ -248,189 +251,232 @@ struct Turn {
     destructive: u32,
     /// Tool calls of the current step by id, and whether each succeeded.
     tool_calls: HashMap<String, bool>,
+    /// The agent's latest ACP plan (progress list) of the current turn.
+    entries: Vec<crate::acp::PlanEntry>,
+    /// Where the run is: planning (in the agent's mode or not) or executing.
+    phase: Phase,
+    /// The plan gate's outcome when it was the agent's own exit-plan request.
+    plan_decision: Option<planning::Decided>,
+    /// A mode the agent switched to that nobody chose: (mode, why).
+    breach: Option<(String, String)>,
+}
+
+/// What the run is doing, for the permission handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Phase {
+    #[default]
+    Executing,
+    /// A planning turn: writes are denied, shell asks.
+    Planning { in_mode: bool },
+}
+
+/// How a run's agent is supervised, from its profile and its task.
+pub(super) struct Supervision {
+    /// The mode the agent works in (None: it offers none).
+    pub(super) mode: Option<String>,
+    pub(super) plan: overseer_core::agent::PlanStrategy,
+    pub(super) plan_mode: String,
+}
+
+impl Supervision {
+    fn of(profile: &crate::config::AgentProfile, work: &RunWork) -> Supervision {
+        Supervision {
+            mode: work
+                .task_settings
+                .mode
+                .clone()
+                .or_else(|| profile.mode.clone()),
+            plan: work.task_settings.plan.unwrap_or(profile.plan),
+            plan_mode: profile.plan_mode.clone(),
+        }
+    }
 }
 
 async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
     engine.transition(run, RunEvent::Claim, None, &Actor::Engine)?;
     let work = engine.store().run_work(run)?;
+    let profile = engine
+        .config
+        .profile(&work.agent)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let supervision = Supervision::of(&profile, &work);
     let worktree = prepare_worktree(engine, &work).await?;
     let turn = Arc::new(Mutex::new(Turn::default()));
-    let conn = launch_agent(engine, &work, &worktree, &turn).await?;
+    let conn = launch_agent(engine, &work, &profile, &worktree, &turn).await?;
+    modes::supervise(engine, &work, &conn, &supervision).await?;
     engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
 
     let mut guidance = String::new();
-    'plan: loop {
-        // Plan: ask for a plan only, then the plan gate until approved.
-        let plan = loop {
-            let text = format!(
-                "{PLAN_PROMPT_PREFIX}\n{}\n{}",
-                work.prompt,
-                take_feedback(engine, run, &turn, &guidance)
-            );
-            guidance.clear();
-            match prompt_turn(&conn, &turn, &text).await {
-                Ok((StopReason::EndTurn, transcript)) => match parse_plan(&transcript) {
-                    Some(p) => break p,
-                    None => {
-                        match deviation(
-                            engine,
-                            run,
-                            "no_plan",
-                            "the agent ended its turn without a plan",
-                            0,
-                            false,
-                        )
-                        .await?
-                        {
-                            Deviation::Retry(g) | Deviation::Replan(g) => guidance = g,
-                            Deviation::Stop => return stop(engine, run, "stopped: no plan"),
-                        }
-                        continue;
-                    }
-                },
-                Ok((StopReason::Cancelled, _)) => return Ok(()),
-                Ok((other, _)) => {
-                    match deviation(
-                        engine,
-                        run,
-                        "turn_failed",
-                        &format!("planning ended with {other:?}"),
-                        0,
-                        false,
-                    )
-                    .await?
-                    {
-                        Deviation::Retry(g) | Deviation::Replan(g) => guidance = g,
-                        Deviation::Stop => return stop(engine, run, "stopped while planning"),
-                    }
-                }
-                Err(e) => {
-                    if !still_active(engine, run) {
-                        return Ok(());
-                    }
-                    return Err(e);
-                }
+    loop {
+        let plan =
+            match planning::plan(engine, &work, &conn, &turn, &supervision, &mut guidance).await? {
+                planning::Planned::Approved(plan) => plan,
+                planning::Planned::Ended => return Ok(()),
+            };
+        match execute(
+            engine,
+            &work,
+            &worktree,
+            &conn,
+            &turn,
+            &supervision,
+            &plan,
+            &mut guidance,
+        )
+        .await?
+        {
+            Executed::Done => break,
+            Executed::Replan => continue,
+            Executed::Ended => return Ok(()),
+        }
+    }
+    finish(engine, &work).await
+}
+
+/// How the steps of a plan went.
+enum Executed {
+    Done,
+    Replan,
+    Ended,
+}
+
+/// Each step of the approved plan is its own prompt turn, weighed when it
+/// ends (sensors, supervisor, confidence), with a deviation gate on failure.
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &Path,
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+    plan: &PlanProposal,
+    guidance: &mut String,
+) -> Result<Executed, ApiError> {
+    let run = work.run_id;
+    let mut index = 0;
+    let mut retries = 0;
+    let mut reorients = 0;
+    // A follow-up turn (a correction, a steering instruction) speaks to the
+    // agent directly instead of restating the step.
+    let mut follow_up: Option<String> = None;
+    while index < plan.steps.len() {
+        if !still_active(engine, run) {
+            return Ok(Executed::Ended);
+        }
+        let feedback = take_feedback(engine, run, turn, guidance);
+        guidance.clear();
+        let text = match follow_up.take() {
+            Some(lead) => format!("{lead}\n{feedback}").trim().to_owned(),
+            None if plan.source == PlanSource::Skipped => {
+                format!("{}\n{feedback}", work.prompt).trim().to_owned()
+            }
+            None => {
+                let _ = engine.record_activity(
+                    run,
+                    "step_started",
+                    json!({ "step": index + 1, "text": plan.steps[index].title }),
+                );
+                step_prompt(plan, index, &feedback)
             }
         };
-        let decision = plan_gate(engine, &work, &plan).await?;
-        match decision.option.as_str() {
-            "approve" => {
-                guidance = decision.context.unwrap_or_default();
+        let result = prompt_turn(conn, turn, &text).await;
+        if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
+            match next {
+                modes::Next::Again => continue,
+                modes::Next::Stopped => return Ok(Executed::Ended),
             }
-            "request_changes" => {
-                guidance = format!(
-                    "Revise the plan. Feedback: {}",
-                    decision.context.unwrap_or_default()
-                );
-                continue 'plan;
-            }
-            "reject" => {
-                let why = decision
-                    .context
-                    .unwrap_or_else(|| "plan rejected".to_owned());
-                engine.transition(run, RunEvent::RejectPlan, Some(&why), &decision.actor)?;
-                return Ok(());
-            }
-            _ => return Ok(()), // cancelled with the run
         }
-
-        // Execute, with a deviation gate on every failure, and each finished
-        // step weighed: the supervisor's verdict, then the confidence bands.
-        let mut retries = 0;
-        let mut reorients = 0;
-        let mut step_no = 0;
-        // A follow-up turn (a correction, a steering instruction) speaks to
-        // the agent directly instead of restating the execute instruction.
-        let mut follow_up: Option<String> = None;
-        loop {
-            if !still_active(engine, run) {
-                return Ok(());
-            }
-            let text = match follow_up.take() {
-                Some(lead) => {
-                    let rest = take_feedback(engine, run, &turn, &guidance);
-                    format!("{lead}\n{rest}").trim().to_owned()
+        let failure = match result {
+            Ok((StopReason::EndTurn, transcript)) => {
+                if engine.has_steering(run) {
+                    // The user spoke while the agent worked: another turn
+                    // with the instruction before the step is weighed.
+                    follow_up = Some(String::new());
+                    continue;
                 }
-                None => format!(
-                    "{EXECUTE_PROMPT_PREFIX}\n{}",
-                    take_feedback(engine, run, &turn, &guidance)
-                ),
-            };
-            guidance.clear();
-            let failure = match prompt_turn(&conn, &turn, &text).await {
-                Ok((StopReason::EndTurn, transcript)) => {
-                    if engine.has_steering(run) {
-                        // The user spoke while the agent worked: another
-                        // turn with the instruction before the step is weighed.
-                        follow_up = Some(String::new());
-                        continue;
-                    }
-                    let wt = worktree.clone();
-                    let _ = tokio::task::spawn_blocking(move || {
-                        git::commit_all(&wt, "Work left uncommitted by the agent")
-                    })
-                    .await;
-                    let drift = check_drift(engine, &work, &plan);
-                    let results =
-                        run_sensors(engine, run, &worktree, &work.workspace.settings.sensors).await;
-                    match results.iter().find(|r| !r.passed) {
-                        None => {
-                            step_no += 1;
-                            let step = FinishedStep {
-                                plan: &plan,
-                                sensors: &results,
-                                drift,
-                                retries,
-                                number: step_no,
-                                transcript,
-                            };
-                            match weigh_step(engine, &work, &turn, &step, &mut reorients).await? {
-                                StepNext::Proceed => break,
-                                StepNext::Again(g) => {
-                                    follow_up = Some(g);
-                                    continue;
-                                }
-                                StepNext::Stop(why) => return stop(engine, run, &why),
-                                StepNext::Ended => return Ok(()),
-                                StepNext::Diagnose(d) => d,
+                let wt = worktree.to_owned();
+                let _ = tokio::task::spawn_blocking(move || {
+                    git::commit_all(&wt, "Work left uncommitted by the agent")
+                })
+                .await;
+                let drift = check_drift(engine, work, plan);
+                let results =
+                    run_sensors(engine, run, worktree, &work.workspace.settings.sensors).await;
+                match results.iter().find(|r| !r.passed) {
+                    None => {
+                        let step = FinishedStep {
+                            plan,
+                            sensors: &results,
+                            drift,
+                            retries,
+                            number: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                            transcript,
+                        };
+                        match weigh_step(engine, work, turn, &step, &mut reorients).await? {
+                            StepNext::Proceed => {
+                                index += 1;
+                                retries = 0;
+                                continue;
                             }
+                            StepNext::Again(g) => {
+                                follow_up = Some(g);
+                                continue;
+                            }
+                            StepNext::Stop(why) => {
+                                stop(engine, run, &why)?;
+                                return Ok(Executed::Ended);
+                            }
+                            StepNext::Ended => return Ok(Executed::Ended),
+                            StepNext::Diagnose(d) => d,
                         }
-                        Some(f) => format!(
-                            "sensor `{}` failed (exit {})\n{}",
-                            f.command,
-                            f.exit_code.map_or("none".to_owned(), |c| c.to_string()),
-                            tail(&f.output, 4000)
-                        ),
                     }
+                    Some(f) => format!(
+                        "sensor `{}` failed (exit {})\n{}",
+                        f.command,
+                        f.exit_code.map_or("none".to_owned(), |c| c.to_string()),
+                        tail(&f.output, 4000)
+                    ),
                 }
-                Ok((StopReason::Cancelled, _)) => return Ok(()),
-                Ok((other, transcript)) => {
-                    format!("the turn ended with {other:?}: {}", tail(&transcript, 2000))
+            }
+            Ok((StopReason::Cancelled, _)) if !still_active(engine, run) => {
+                return Ok(Executed::Ended)
+            }
+            Ok((StopReason::Cancelled, transcript)) => {
+                format!("the agent cancelled its turn: {}", tail(&transcript, 2000))
+            }
+            Ok((other, transcript)) => {
+                format!("the turn ended with {other:?}: {}", tail(&transcript, 2000))
+            }
+            Err(e) => {
+                if !still_active(engine, run) {
+                    return Ok(Executed::Ended);
                 }
-                Err(e) => {
-                    if !still_active(engine, run) {
-                        return Ok(());
-                    }
-                    e.message
-                }
-            };
-            let can_retry = retries < MAX_RETRIES;
-            match deviation(engine, run, "turn_failed", &failure, retries, can_retry).await? {
-                Deviation::Retry(g) => {
-                    retries += 1;
-                    guidance = format!("The last attempt failed: {failure}\nRetry. {g}");
-                }
-                Deviation::Replan(g) => {
-                    guidance = format!("The last attempt failed: {failure}\nMake a new plan. {g}");
-                    continue 'plan;
-                }
-                Deviation::Stop => return stop(engine, run, &failure),
+                e.message
+            }
+        };
+        let can_retry = retries < MAX_RETRIES;
+        match deviation(engine, run, "turn_failed", &failure, retries, can_retry).await? {
+            Deviation::Retry(g) => {
+                retries += 1;
+                *guidance = format!("The last attempt failed: {failure}\nRetry. {g}");
+            }
+            Deviation::Replan(g) => {
+                *guidance = format!("The last attempt failed: {failure}\nMake a new plan. {g}");
+                return Ok(Executed::Replan);
+            }
+            Deviation::Stop => {
+                stop(engine, run, &failure)?;
+                return Ok(Executed::Ended);
             }
         }
-        break;
     }
+    Ok(Executed::Done)
+}
 
-    // Done: review, or merge when the user's rule says so.
+/// Done: review, or merge when the user's rule says so.
+async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
+    let run = work.run_id;
     let auto = engine
         .config
         .auto_advance("default", work.workspace.settings.auto_advance);
@@ -466,7 +512,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
         .pending_gate
         .filter(|g| g.kind == GateKind::MergeReview)
     {
-        engine.supervise_gate(&work, gate.id)?;
+        engine.supervise_gate(work, gate.id)?;
     }
     Ok(())
 }
@@ -494,22 +540,23 @@ fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str
     out
 }
 
-/// Sends one prompt and returns how it ended with the turn's message text.
-async fn prompt_turn(
+/// Sends one prompt and returns how it ended with the turn's message text,
+/// once every message the agent sent during the turn has been handled.
+pub(super) async fn prompt_turn(
     conn: &AgentConnection,
     turn: &Mutex<Turn>,
     text: &str,
 ) -> Result<(StopReason, String), ApiError> {
-    turn.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .transcript
-        .clear();
-    let stop = conn
-        .prompt(text)
-        .await
-        .map_err(|e| err(format!("the agent failed: {e}")))?;
-    // Signals are handled on their own task; give it a moment to drain.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        t.transcript.clear();
+        t.entries.clear();
+    }
+    let stop = conn.prompt(text).await;
+    // The prompt's answer follows the turn's updates on the wire; the pump
+    // handles signals on its own task, so wait until it has seen them all.
+    conn.settle().await;
+    let stop = stop.map_err(|e| err(format!("the agent failed: {e}")))?;
     let transcript = std::mem::take(&mut turn.lock().unwrap_or_else(|p| p.into_inner()).transcript);
     Ok((stop, transcript))
 }
@@ -545,14 +592,11 @@ async fn prepare_worktree(engine: &Engine, work: &RunWork) -> Result<PathBuf, Ap
 async fn launch_agent(
     engine: &Arc<Engine>,
     work: &RunWork,
+    profile: &crate::config::AgentProfile,
     worktree: &Path,
     turn: &Arc<Mutex<Turn>>,
 ) -> Result<Arc<AgentConnection>, ApiError> {
-    let profile = engine
-        .config
-        .profile(&work.agent)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
-    let mut env: Vec<(String, String)> = profile.env.into_iter().collect();
+    let mut env = profile.environment(|k| std::env::var(k).ok());
     if let Some(s) = work.options.get("scenario").and_then(|s| s.as_str()) {
         env.push(("OVERSEER_DEMO_SCENARIO".to_owned(), s.to_owned()));
     }
@@ -561,7 +605,7 @@ async fn launch_agent(
     }
     let spec = AgentSpec {
         program: PathBuf::from(&profile.command),
-        args: profile.args,
+        args: profile.args.clone(),
         env,
         cwd: worktree.to_owned(),
         marker: engine.agent_marker(work.run_id),
@@ -571,10 +615,28 @@ async fn launch_agent(
     let run = work.run_id;
     // The agent's stderr is its log: into the timeline, in batches.
     tokio::spawn(keep_log(engine.clone(), run, stderr));
-    let (conn, signals) = AgentConnection::start(stdout, stdin, worktree.to_owned(), "overseer")
-        .await
-        .map_err(|e| err(format!("the agent did not start a session: {e}")))?;
+    // A resumed run continues its agent's session where the agent can.
+    let previous = work
+        .options
+        .get(SESSION_OPTION)
+        .and_then(|s| s.as_str())
+        .map(str::to_owned);
+    let (conn, signals) = AgentConnection::start_or_resume(
+        stdout,
+        stdin,
+        worktree.to_owned(),
+        "overseer",
+        previous.as_deref(),
+    )
+    .await
+    .map_err(|e| {
+        err(format!(
+            "the agent `{}` did not start a session: {e}",
+            work.agent
+        ))
+    })?;
     let conn = Arc::new(conn);
+    remember_session(engine, work, &conn);
     engine.live.set(
         run,
         Some(Arc::new(Live {
@@ -588,8 +650,39 @@ async fn launch_agent(
         worktree.to_string_lossy().into_owned(),
         signals,
         turn.clone(),
+        conn.clone(),
     ));
     Ok(conn)
+}
+
+/// The run option that keeps the agent's session id, so a resumed run can
+/// continue the session (`session/resume`).
+const SESSION_OPTION: &str = "agent_session";
+
+fn remember_session(engine: &Engine, work: &RunWork, conn: &AgentConnection) {
+    let mut options = match &work.options {
+        serde_json::Value::Object(o) => serde_json::Value::Object(o.clone()),
+        _ => json!({}),
+    };
+    options[SESSION_OPTION] = json!(conn.session_id());
+    if let Err(e) = engine
+        .store()
+        .write(|tx| tx.set_run_options(work.run_id, &options, work.resumed_from))
+    {
+        tracing::warn!(run = work.run_id, "cannot keep the agent's session id: {e}");
+    }
+    let _ = engine.record_activity(
+        work.run_id,
+        "session",
+        json!({
+            "text": if conn.resumed() {
+                format!("resumed the agent's session {}", conn.session_id())
+            } else {
+                format!("the agent started session {}", conn.session_id())
+            },
+            "modes": conn.modes(),
+        }),
+    );
 }
 
 /// Handles everything the agent sends while it works.
@@ -599,6 +692,7 @@ async fn pump(
     worktree: String,
     mut signals: tokio::sync::mpsc::Receiver<AgentSignal>,
     turn: Arc<Mutex<Turn>>,
+    conn: Arc<AgentConnection>,
 ) {
     let run = work.run_id;
     let mut message = String::new();
@@ -631,6 +725,14 @@ async fn pump(
             }
             AgentSignal::Plan { entries } => {
                 let _ = engine.record_activity(run, "plan", json!({ "entries": entries }));
+                turn.lock().unwrap_or_else(|p| p.into_inner()).entries = entries;
+            }
+            AgentSignal::ModeChanged { mode, breach } => {
+                modes::on_mode_changed(&engine, run, &turn, &conn, mode, breach).await;
+            }
+            AgentSignal::Settled(done) => {
+                flush_message(&engine, run, &mut message);
+                let _ = done.send(());
             }
             AgentSignal::ToolCall(info) => {
                 match info.status.as_deref() {
@@ -653,10 +755,16 @@ async fn pump(
                 let turn = turn.clone();
                 let work = work.clone();
                 let worktree = worktree.clone();
+                let conn = conn.clone();
                 tokio::spawn(async move {
-                    let answer =
+                    let (answer, then_cancel) =
                         permission(&engine, &work, &worktree, &tool_call, &options, &turn).await;
                     let _ = reply.send(answer);
+                    if then_cancel {
+                        // The agent's exit-plan request was the plan gate: the
+                        // turn ends here, and each step gets its own.
+                        let _ = conn.cancel().await;
+                    }
                 });
             }
             AgentSignal::Question {
@@ -706,6 +814,10 @@ fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
 /// A permission request, decided by the permission rules (the run's
 /// "always" rules, the task's, the workspace's, then the defaults: reads
 /// allowed, everything else asks). Always-gated operations ask every time.
+///
+/// While planning, the session is read-only (writes denied by the rules,
+/// shell asks); in the agent's own plan mode, its exit-plan request is the
+/// plan gate. The second value says to cancel the turn once answered.
 async fn permission(
     engine: &Arc<Engine>,
     work: &RunWork,
@@ -713,6 +825,36 @@ async fn permission(
     tool_call: &crate::acp::ToolCallInfo,
     options: &[crate::acp::PermissionChoice],
     turn: &Mutex<Turn>,
+) -> (PermissionReply, bool) {
+    let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
+    if phase == (Phase::Planning { in_mode: true })
+        && overseer_core::agent::is_exit_plan_request(
+            tool_call.kind.as_deref(),
+            tool_call.title.as_deref(),
+            tool_call.raw_input.as_ref(),
+        )
+    {
+        return (
+            planning::exit_plan(engine, work, worktree, tool_call, options, turn).await,
+            true,
+        );
+    }
+    let planning = matches!(phase, Phase::Planning { .. });
+    (
+        tool_permission(engine, work, worktree, tool_call, options, turn, planning).await,
+        false,
+    )
+}
+
+/// A tool call's permission: rules first, then a gate for the user.
+async fn tool_permission(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &str,
+    tool_call: &crate::acp::ToolCallInfo,
+    options: &[crate::acp::PermissionChoice],
+    turn: &Mutex<Turn>,
+    planning: bool,
 ) -> PermissionReply {
     let run = work.run_id;
     let by_kind = |kinds: &[&str]| {
@@ -739,7 +881,7 @@ async fn permission(
         t.run_rules.clone()
     };
     let source = Some(format!("tool_call:{}", tool_call.id));
-    match permission_for(work, &run_rules, &req, worktree) {
+    match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
             let _ = engine.note_decision(
                 run,

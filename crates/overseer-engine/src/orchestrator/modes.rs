@@ -1,0 +1,194 @@
+//! The agent's session mode: set to the supervised one after every
+//! `session/new` or `session/resume`, watched for switches nobody chose.
+//!
+//! An adapter can turn supervision off by itself (claude-agent-acp 0.101
+//! opens every session in `auto`, where `rm -rf` runs unasked). So a run is
+//! never prompted before its agent confirmed the profile's supervised mode,
+//! and when the agent reports any mode the run does not allow, the driver
+//! refuses its writes and asks at once, this module records a security
+//! event, cancels the turn, and a blocking gate tells the user what happened.
+
+use super::{stop, wait_gate, Supervision, Turn, MAX_RETRIES};
+use crate::acp::AgentConnection;
+use crate::Engine;
+use overseer_core::agent::{acts_unasked, describe_mode};
+use overseer_core::{Actor, ApiError, ErrorCode, GateKind, GateOption, RunId};
+use overseer_store::RunWork;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// Puts the agent in its supervised mode and watches for any other. An agent
+/// that will not enter it is not prompted: the error names the agent, its
+/// modes and the fix.
+pub(super) async fn supervise(
+    engine: &Engine,
+    work: &RunWork,
+    conn: &AgentConnection,
+    supervision: &Supervision,
+) -> Result<(), ApiError> {
+    let offered = offered(conn);
+    let Some(mode) = &supervision.mode else {
+        // No mode named: fine for agents without modes, refused for one that
+        // starts in a mode known to act unasked.
+        if let Some(current) = conn.current_mode().filter(|m| acts_unasked(m)) {
+            return Err(refused(
+                work,
+                engine,
+                format!(
+                    "the agent `{}` starts in mode `{current}` ({}) and its profile names no \
+                     supervised mode; set `mode` in [agents.{}] to one that asks (it offers {offered})",
+                    work.agent,
+                    describe_mode(&current),
+                    work.agent
+                ),
+            ));
+        }
+        return Ok(());
+    };
+    if let Err(e) = conn.set_mode(mode).await {
+        return Err(refused(
+            work,
+            engine,
+            format!(
+                "the agent `{}` will not enter its supervised mode `{mode}`: {e}. It offers \
+                 {offered}. Set `mode` in [agents.{}] of {} to one of them that asks before acting",
+                work.agent,
+                work.agent,
+                engine.config.path().display()
+            ),
+        ));
+    }
+    conn.allow_modes(vec![mode.clone()]);
+    let _ = engine.record_activity(
+        work.run_id,
+        "mode",
+        json!({ "mode": mode, "text": format!("the agent works in mode `{mode}`: it {}", describe_mode(mode)) }),
+    );
+    Ok(())
+}
+
+/// Enters the agent's planning mode; the supervised mode stays allowed (the
+/// agent leaves planning through the plan gate into it).
+pub(super) async fn enter(
+    engine: &Engine,
+    work: &RunWork,
+    conn: &AgentConnection,
+    supervision: &Supervision,
+    plan_mode: &str,
+) -> Result<(), ApiError> {
+    conn.set_mode(plan_mode).await.map_err(|e| {
+        refused(
+            work,
+            engine,
+            format!(
+                "the agent `{}` will not enter its planning mode `{plan_mode}`: {e}; set \
+                 `plan = \"prompt\"` in [agents.{}]",
+                work.agent, work.agent
+            ),
+        )
+    })?;
+    let mut allowed = vec![plan_mode.to_owned()];
+    allowed.extend(supervision.mode.clone());
+    conn.allow_modes(allowed);
+    Ok(())
+}
+
+fn offered(conn: &AgentConnection) -> String {
+    let ids = conn.mode_ids();
+    if ids.is_empty() {
+        "no modes".to_owned()
+    } else {
+        ids.iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn refused(work: &RunWork, engine: &Engine, message: String) -> ApiError {
+    let _ = engine.record_activity(work.run_id, "error", json!({ "text": message }));
+    ApiError::new(ErrorCode::InvalidInput, message)
+}
+
+/// The pump saw the agent report a mode. A breach is recorded as a security
+/// event and the turn is cancelled; the run loop then opens the gate.
+pub(super) async fn on_mode_changed(
+    engine: &Engine,
+    run: RunId,
+    turn: &Mutex<Turn>,
+    conn: &AgentConnection,
+    mode: String,
+    breach: Option<String>,
+) {
+    let Some(why) = breach else {
+        let _ = engine.record_activity(
+            run,
+            "mode",
+            json!({ "mode": mode, "text": format!("the agent is in mode `{mode}`") }),
+        );
+        return;
+    };
+    let _ = engine.record_activity(
+        run,
+        "security",
+        json!({ "mode": mode, "text": format!("{why}; Overseer stopped the turn") }),
+    );
+    engine.audit(
+        &Actor::Engine,
+        json!({"type": "security_event", "event": "unsupervised_mode", "run_id": run, "mode": mode, "why": why}),
+    );
+    turn.lock().unwrap_or_else(|p| p.into_inner()).breach = Some((mode, why));
+    if let Err(e) = conn.cancel().await {
+        tracing::warn!(run, "cancelling after a mode breach: {e}");
+    }
+}
+
+/// What the run loop does after a breach was handled.
+pub(super) enum Next {
+    /// The user put the agent back in its supervised mode: go on.
+    Again,
+    /// The user stopped the run.
+    Stopped,
+}
+
+/// After a turn: when the agent switched itself to a mode nobody chose, a
+/// blocking gate says so; Retry puts the supervised mode back, Stop ends the
+/// run. `None` when nothing happened.
+pub(super) async fn after_breach(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+) -> Result<Option<Next>, ApiError> {
+    let breach = turn.lock().unwrap_or_else(|p| p.into_inner()).breach.take();
+    let (mode, why) = match breach {
+        Some(b) => b,
+        None if conn.breached() => (
+            conn.current_mode().unwrap_or_default(),
+            "the agent is in a mode the run does not allow".to_owned(),
+        ),
+        None => return Ok(None),
+    };
+    let run = work.run_id;
+    let back = supervision.mode.clone().unwrap_or_default();
+    let gate = engine.open_gate(
+        run,
+        GateKind::Deviation,
+        &format!("The agent switched itself to mode `{mode}`: Overseer stopped its turn"),
+        &[
+            GateOption::new("retry", &format!("Put it back in `{back}` and go on")),
+            GateOption::new("stop", "Stop the run"),
+        ],
+        json!({"cause": "mode_breach", "error": why, "mode": mode, "attempts": 0, "max_attempts": MAX_RETRIES}),
+        &Actor::Engine,
+    )?;
+    let d = wait_gate(engine, gate).await?;
+    if d.option == "retry" {
+        supervise(engine, work, conn, supervision).await?;
+        Ok(Some(Next::Again))
+    } else {
+        stop(engine, run, &format!("stopped: {why}"))?;
+        Ok(Some(Next::Stopped))
+    }
+}

@@ -1,0 +1,369 @@
+//! A run's plan, approved before anything changes.
+//!
+//! How the planning turn is held comes from the profile (or task) and the
+//! agent's modes (`overseer_core::agent::planning`):
+//! - in the agent's own planning mode, its exit-plan permission request IS
+//!   the plan gate ([`exit_plan`]): Approve answers with the option that
+//!   leaves plan mode without switching off per-edit supervision, Request
+//!   changes keeps it planning with the feedback as the next prompt, Reject
+//!   ends the run `plan_rejected`;
+//! - otherwise with a planning prompt in plain words, the turn read-only
+//!   (writes denied by the rules and by the driver, shell asks);
+//! - or not at all (`skip`): the task is one step.
+//!
+//! When a turn ends without an exit-plan request, the plan is the block the
+//! prompt asked for, else the ACP progress list, else the agent's prose: the
+//! user decides on what the agent said. A missing plan is never a deviation.
+
+use super::{
+    deviation, err, modes, plan_gate, prompt_turn, still_active, stop, take_feedback, Deviation,
+    Phase, Supervision, Turn,
+};
+use crate::acp::{AgentConnection, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
+use crate::Engine;
+use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
+use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
+use overseer_core::{ApiError, GateDecision, RunEvent};
+use overseer_store::RunWork;
+use serde_json::json;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The largest plan file read for the plan gate.
+const MAX_PLAN_FILE: u64 = 256 * 1024;
+
+/// How planning ended.
+pub(super) enum Planned {
+    Approved(PlanProposal),
+    /// The run ended (plan rejected, stopped, aborted).
+    Ended,
+}
+
+/// The plan gate's outcome, when the gate was the agent's exit-plan request.
+pub(super) enum Decided {
+    Approved(PlanProposal, Option<String>),
+    Changes(String),
+    Rejected(GateDecision),
+    /// The run ended while the gate was open.
+    Gone,
+}
+
+/// Plans until a plan is approved or the run ends. `guidance` carries the
+/// user's words into the next prompt (and out, with the approval).
+pub(super) async fn plan(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+    guidance: &mut String,
+) -> Result<Planned, ApiError> {
+    let run = work.run_id;
+    let how =
+        overseer_core::agent::planning(supervision.plan, &supervision.plan_mode, &conn.mode_ids())
+            .map_err(|why| err(format!("the agent `{}` cannot plan: {why}", work.agent)))?;
+    let mode = match how {
+        Planning::Skip => {
+            let plan = PlanProposal::skipped(&work.task_title);
+            let _ = engine.record_activity(
+                run,
+                "plan_skipped",
+                json!({ "text": "no plan gate: this run's profile or task says plan = \"skip\"" }),
+            );
+            return Ok(Planned::Approved(plan));
+        }
+        Planning::InMode(m) => Some(m),
+        Planning::Prompt => None,
+    };
+    loop {
+        if let Some(m) = &mode {
+            modes::enter(engine, work, conn, supervision, m).await?;
+        }
+        conn.set_read_only(true);
+        turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
+            in_mode: mode.is_some(),
+        };
+        let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
+        guidance.clear();
+        let result = prompt_turn(conn, turn, &text).await;
+        conn.set_read_only(false);
+        let (decided, entries) = {
+            let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+            t.phase = Phase::Executing;
+            (t.plan_decision.take(), std::mem::take(&mut t.entries))
+        };
+        if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
+            match next {
+                modes::Next::Again => continue,
+                modes::Next::Stopped => return Ok(Planned::Ended),
+            }
+        }
+        if !still_active(engine, run) {
+            return Ok(Planned::Ended);
+        }
+        if mode.is_some() && result.is_ok() {
+            // Out of the planning mode, whatever the agent chose.
+            modes::supervise(engine, work, conn, supervision).await?;
+        }
+        if let Some(decided) = decided {
+            match decided {
+                Decided::Approved(plan, context) => {
+                    *guidance = context.unwrap_or_default();
+                    return Ok(Planned::Approved(plan));
+                }
+                Decided::Changes(feedback) => {
+                    *guidance = revise(&feedback);
+                    continue;
+                }
+                Decided::Rejected(d) => {
+                    reject(engine, run, d)?;
+                    return Ok(Planned::Ended);
+                }
+                Decided::Gone => return Ok(Planned::Ended),
+            }
+        }
+        let failure = match result {
+            Ok((StopReason::Refusal, transcript)) => {
+                format!(
+                    "the agent refused to plan: {}",
+                    super::tail(&transcript, 2000)
+                )
+            }
+            Ok((StopReason::Cancelled, _)) => "the agent cancelled its planning turn".to_owned(),
+            Ok((
+                StopReason::EndTurn | StopReason::MaxTokens | StopReason::MaxTurnRequests,
+                transcript,
+            )) => {
+                let plan = plan_from_turn(&work.task_title, &transcript, &entries);
+                let d = plan_gate(engine, work, &plan).await?;
+                match d.option.as_str() {
+                    "approve" => {
+                        *guidance = d.context.unwrap_or_default();
+                        if mode.is_some() {
+                            modes::supervise(engine, work, conn, supervision).await?;
+                        }
+                        return Ok(Planned::Approved(plan));
+                    }
+                    "request_changes" => {
+                        *guidance = revise(d.context.as_deref().unwrap_or_default());
+                        continue;
+                    }
+                    "reject" => {
+                        reject(engine, run, d)?;
+                        return Ok(Planned::Ended);
+                    }
+                    other => {
+                        tracing::warn!(
+                            run,
+                            option = other,
+                            "plan gate closed without a plan decision"
+                        );
+                        return Ok(Planned::Ended);
+                    }
+                }
+            }
+            Err(e) => e.message,
+        };
+        match deviation(engine, run, "turn_failed", &failure, 0, false).await? {
+            Deviation::Retry(g) | Deviation::Replan(g) => *guidance = g,
+            Deviation::Stop => {
+                stop(engine, run, &format!("stopped while planning: {failure}"))?;
+                return Ok(Planned::Ended);
+            }
+        }
+    }
+}
+
+fn revise(feedback: &str) -> String {
+    format!("The user asked for changes to the plan: {feedback}\nRevise the plan.")
+}
+
+fn reject(engine: &Engine, run: overseer_core::RunId, d: GateDecision) -> Result<(), ApiError> {
+    let why = d.context.unwrap_or_else(|| "plan rejected".to_owned());
+    engine.transition(run, RunEvent::RejectPlan, Some(&why), &d.actor)?;
+    Ok(())
+}
+
+/// The plan a planning turn ended with: the block, else the progress list,
+/// else the prose (which the user then reads in the plan gate).
+fn plan_from_turn(goal: &str, transcript: &str, entries: &[crate::acp::PlanEntry]) -> PlanProposal {
+    if let Some(plan) = parse_plan(transcript) {
+        return plan;
+    }
+    let prose = transcript.trim();
+    if !entries.is_empty() {
+        return PlanProposal {
+            goal: goal.to_owned(),
+            steps: steps_of(entries),
+            files: Vec::new(),
+            risks: Vec::new(),
+            markdown: (!prose.is_empty()).then(|| prose.to_owned()),
+            source: PlanSource::ProgressList,
+        };
+    }
+    let text = if prose.is_empty() {
+        "(The agent ended its planning turn without a word. Approve to let it carry out the task as one step, or request changes.)"
+    } else {
+        prose
+    };
+    PlanProposal::from_markdown(goal, text, PlanSource::Prose)
+}
+
+fn steps_of(entries: &[crate::acp::PlanEntry]) -> Vec<PlanStep> {
+    entries
+        .iter()
+        .map(|e| PlanStep {
+            title: e.content.clone(),
+            agent: None,
+        })
+        .collect()
+}
+
+/// The agent asks to leave its planning mode with a plan: that request is
+/// the plan gate. Returns the answer to give the agent; the decision goes to
+/// [`plan`] through the turn.
+pub(super) async fn exit_plan(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &str,
+    tool_call: &ToolCallInfo,
+    options: &[PermissionChoice],
+    turn: &Mutex<Turn>,
+) -> PermissionReply {
+    let (transcript, entries) = {
+        let t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        (t.transcript.clone(), t.entries.clone())
+    };
+    let text = plan_text(tool_call, Path::new(worktree)).unwrap_or(transcript);
+    let mut plan = match parse_plan(&text) {
+        Some(mut p) => {
+            p.markdown = Some(text.clone());
+            p
+        }
+        None => PlanProposal::from_markdown(&work.task_title, &text, PlanSource::AgentMode),
+    };
+    plan.source = PlanSource::AgentMode;
+    if overseer_core::plan::steps_from_markdown(&text).is_empty() && !entries.is_empty() {
+        plan.steps = steps_of(&entries);
+    }
+    let offered: Vec<(&str, &str)> = options
+        .iter()
+        .map(|o| (o.option_id.as_str(), o.kind.as_str()))
+        .collect();
+    let selected = |id: Option<&str>| match id {
+        Some(id) => PermissionReply::Selected {
+            option_id: id.to_owned(),
+        },
+        None => PermissionReply::Cancelled,
+    };
+    let (reply, decided) = match plan_gate(engine, work, &plan).await {
+        Ok(d) => match d.option.as_str() {
+            // No safe option offered: cancelled, and Overseer sets the
+            // supervised mode itself.
+            "approve" => (
+                selected(exit_plan_approve_option(&offered)),
+                Decided::Approved(plan, d.context),
+            ),
+            "request_changes" => (
+                selected(exit_plan_reject_option(&offered)),
+                Decided::Changes(d.context.unwrap_or_default()),
+            ),
+            "reject" => (
+                selected(exit_plan_reject_option(&offered)),
+                Decided::Rejected(d),
+            ),
+            _ => (PermissionReply::Cancelled, Decided::Gone),
+        },
+        Err(e) => {
+            tracing::warn!(run = work.run_id, "plan gate: {}", e.message);
+            (PermissionReply::Cancelled, Decided::Gone)
+        }
+    };
+    turn.lock().unwrap_or_else(|p| p.into_inner()).plan_decision = Some(decided);
+    let _ = engine.record_activity(
+        work.run_id,
+        "plan_answer",
+        json!({ "text": format!("answered the agent's exit-plan request: {reply:?}") }),
+    );
+    reply
+}
+
+/// The plan an exit-plan request carries: `rawInput.plan`, else its text
+/// content, else the plan file it names (Claude's `planFilePath`, Gemini's
+/// `plan_filename`; a markdown file of at most 256 KiB).
+fn plan_text(tool_call: &ToolCallInfo, worktree: &Path) -> Option<String> {
+    let raw = tool_call.raw_input.as_ref();
+    let field = |k: &str| raw.and_then(|r| r.get(k)).and_then(|v| v.as_str());
+    if let Some(plan) = field("plan").filter(|p| !p.trim().is_empty()) {
+        return Some(plan.to_owned());
+    }
+    if let Some(text) = tool_call.text.as_ref().filter(|t| !t.trim().is_empty()) {
+        return Some(text.clone());
+    }
+    let file = field("planFilePath").or_else(|| field("plan_filename"))?;
+    let path = worktree.join(file);
+    let is_markdown = path.extension().is_some_and(|e| e == "md");
+    let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_PLAN_FILE);
+    if !(is_markdown && small) {
+        return None;
+    }
+    std::fs::read_to_string(&path)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp::PlanEntry;
+
+    #[test]
+    fn a_turn_without_a_block_becomes_a_plan_from_its_list_or_its_prose() {
+        let entries = vec![PlanEntry {
+            content: "Edit README.md".into(),
+            priority: "medium".into(),
+            status: "pending".into(),
+        }];
+        let p = plan_from_turn("goal", "I will edit the README.", &entries);
+        assert_eq!(p.source, PlanSource::ProgressList);
+        assert_eq!(p.steps[0].title, "Edit README.md");
+        let p = plan_from_turn("goal", "1. Read\n2. Write", &[]);
+        assert_eq!(p.source, PlanSource::Prose);
+        assert_eq!(p.steps.len(), 2);
+        let p = plan_from_turn("goal", "", &[]);
+        assert!(p
+            .markdown
+            .as_deref()
+            .is_some_and(|m| m.contains("without a word")));
+    }
+
+    #[test]
+    fn the_plan_comes_from_the_input_then_the_content_then_a_markdown_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("plan.md"), "1. From the file").expect("write");
+        std::fs::write(dir.path().join("secret.txt"), "not a plan").expect("write");
+        let call = |raw: serde_json::Value, text: Option<&str>| ToolCallInfo {
+            raw_input: Some(raw),
+            text: text.map(str::to_owned),
+            ..ToolCallInfo::default()
+        };
+        let from = |c: ToolCallInfo| plan_text(&c, dir.path());
+        assert_eq!(
+            from(call(json!({"plan": "# P"}), Some("t"))).as_deref(),
+            Some("# P")
+        );
+        assert_eq!(
+            from(call(json!({"plan": ""}), Some("t"))).as_deref(),
+            Some("t")
+        );
+        assert_eq!(
+            from(call(json!({"planFilePath": "plan.md"}), None)).as_deref(),
+            Some("1. From the file")
+        );
+        assert_eq!(
+            from(call(json!({"plan_filename": "secret.txt"}), None)),
+            None
+        );
+        assert_eq!(from(call(json!({}), None)), None);
+    }
+}
