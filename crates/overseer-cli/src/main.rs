@@ -59,6 +59,18 @@ enum Command {
     /// The delegated supervisor: policy per workspace or task, and votes
     #[command(subcommand)]
     Supervisor(SupervisorCommand),
+    /// Agent profiles: installed or not, the mode each runs in, what each needs
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+}
+
+#[derive(Subcommand)]
+enum AgentsCommand {
+    /// Every profile (built in and from overseer.toml) and whether it is ready
+    List {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Where a policy or rules apply: a workspace, or one of its tasks.
@@ -394,6 +406,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(AuditCommand::Verify { json }) => verify(&paths, json),
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
+        Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
         Command::Task(TaskCommand::Start {
             workspace,
             agent,
@@ -914,6 +927,43 @@ fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> anyhow::Resul
     serde_json::from_value(v).context(
         "the engine answered in a format this CLI does not understand; are both the same version?",
     )
+}
+
+/// The profiles as the engine sees them (its PATH and environment) when it
+/// runs, else as this shell does.
+async fn agents(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
+    let infos: Vec<overseer_engine::config::AgentInfo> =
+        match Client::connect(&paths.socket()).await? {
+            Some(mut client) => decode(client.call(Request::Agents).await?)?,
+            None => overseer_engine::config::Config::load(&paths.config_dir)?
+                .agent_infos(|k| std::env::var(k).ok()),
+        };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&infos)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for a in &infos {
+        let state = if a.needs.is_empty() {
+            "ready"
+        } else {
+            "NEEDS SETUP"
+        };
+        println!(
+            "{:<10} {:<12} {}",
+            a.name,
+            state,
+            a.found.as_deref().unwrap_or(&a.command)
+        );
+        match &a.mode {
+            Some(m) => println!("           mode `{m}`: {}", a.mode_effect),
+            None => println!("           mode: {}", a.mode_effect),
+        }
+        println!("           plan: {}", a.plan.as_str());
+        for need in &a.needs {
+            println!("           needs {need}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn verify(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {

@@ -582,3 +582,58 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("VERIFICATION FAILED"), "{text}");
 }
+
+#[test]
+fn agents_list_says_which_profiles_are_ready_and_what_their_mode_allows() {
+    let home = Home::new();
+    let config = home.dir.path().join("config");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("overseer.toml"),
+        "[agents.mine]\ncommand = \"/bin/true\"\nmode = \"read-only\"\nplan = \"skip\"\n",
+    )
+    .expect("config");
+    let listed: serde_json::Value =
+        serde_json::from_str(&home.ok(&["agents", "list", "--json"])).expect("json");
+    let by_name = |n: &str| {
+        listed
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|a| a["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} listed: {listed}"))
+    };
+    let mine = by_name("mine");
+    assert_eq!(mine["found"], "/bin/true");
+    assert_eq!(mine["needs"], serde_json::json!([]));
+    assert_eq!(mine["plan"], "skip");
+    assert_eq!(mine["from_file"], true);
+    let claude = by_name("claude");
+    assert_eq!(claude["mode"], "default");
+    assert_eq!(claude["mode_effect"], "asks before edits and commands");
+    let text = home.ok(&["agents", "list"]);
+    assert!(text.contains("mode `read-only`: reads only"), "{text}");
+
+    // A mode that acts unasked is refused for a task, with what to do.
+    std::fs::write(
+        config.join("overseer.toml"),
+        "[agents.bad]\ncommand = \"/bin/true\"\nmode = \"bypassPermissions\"\n",
+    )
+    .expect("config");
+    let err = home.fails(&["agents", "list"]);
+    assert!(err.contains("allow_unsupervised"), "{err}");
+    let err = home.fails(&[
+        "task",
+        "start",
+        "--workspace",
+        "w",
+        "--agent",
+        "demo",
+        "--prompt",
+        "p",
+        "--plan",
+        "later",
+    ]);
+    assert!(err.contains("auto, mode, prompt or skip"), "{err}");
+}

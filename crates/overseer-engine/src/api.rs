@@ -114,6 +114,8 @@ pub enum Request {
     SetNotifications {
         settings: crate::NotificationSettings,
     },
+    /// Every agent profile: installed or not, its mode, what it still needs.
+    Agents,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -350,6 +350,96 @@ impl Config {
     }
 }
 
+/// One agent profile as Settings and `overseer agents list` show it: what
+/// it runs, whether that is installed, what it still needs, and what its
+/// mode lets the agent do unasked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct AgentInfo {
+    pub name: String,
+    pub command: String,
+    /// Where the command was found, if it was.
+    #[ts(optional)]
+    pub found: Option<String>,
+    /// The supervised mode (None: the agent offers no modes).
+    #[ts(optional)]
+    pub mode: Option<String>,
+    /// What that mode lets the agent do, in words.
+    pub mode_effect: String,
+    pub plan: PlanStrategy,
+    /// What the profile still needs before it can run (empty: ready).
+    pub needs: Vec<String>,
+    /// True when `overseer.toml` defines it (else it is built in).
+    pub from_file: bool,
+}
+
+impl Config {
+    /// Every profile as [`AgentInfo`]; `host` reads Overseer's environment
+    /// (for `pass_env` keys and `PATH`).
+    pub fn agent_infos(&self, host: impl Fn(&str) -> Option<String>) -> Vec<AgentInfo> {
+        self.profiles()
+            .into_iter()
+            .map(|(name, p)| {
+                let found = find_command(&p.command, host("PATH").as_deref());
+                let mut needs = Vec::new();
+                if found.is_none() {
+                    needs.push(format!(
+                        "`{}` on PATH (not found){}",
+                        p.command,
+                        install_hint(&name)
+                    ));
+                }
+                let env = p.environment(&host);
+                if !p.key_env.is_empty()
+                    && !p.key_env.iter().any(|k| env.iter().any(|(n, _)| n == k))
+                {
+                    needs.push(format!(
+                        "an API key: set {} in Overseer's environment or in [agents.{name}] env",
+                        p.key_env.join(" or ")
+                    ));
+                }
+                AgentInfo {
+                    from_file: self.agents.contains_key(&name),
+                    mode_effect: p.mode.as_deref().map_or_else(
+                        || "no mode is set: only for agents that offer none".to_owned(),
+                        |m| overseer_core::agent::describe_mode(m).to_owned(),
+                    ),
+                    found: found.map(|f| f.to_string_lossy().into_owned()),
+                    command: p.command,
+                    mode: p.mode,
+                    plan: p.plan,
+                    needs,
+                    name,
+                }
+            })
+            .collect()
+    }
+}
+
+fn install_hint(name: &str) -> &'static str {
+    match name {
+        "claude" => ": npm install -g @agentclientprotocol/claude-agent-acp",
+        "codex" => ": npm install -g @zed-industries/codex-acp",
+        "gemini" => ": npm install -g @google/gemini-cli",
+        _ => "",
+    }
+}
+
+/// `command` as the process spawner would find it: a path as given, a bare
+/// name on `path`.
+fn find_command(command: &str, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let p = PathBuf::from(command);
+        return runnable(&p).then_some(p);
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(command))
+        .find(|p| runnable(p))
+}
+
 /// Our scripted agent: it offers `default` and `plan` (and `auto`, which
 /// only its `hijack` scenario switches to, to test the guard).
 fn demo_profile() -> AgentProfile {
@@ -461,6 +551,35 @@ mod tests {
         assert_eq!(claude.command, "claude-code-acp");
         assert_eq!(claude.plan, PlanStrategy::Skip);
         assert_eq!(claude.mode, None, "a profile in the file says its own mode");
+    }
+
+    #[test]
+    fn agent_infos_say_what_is_missing_and_what_the_mode_allows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = dir.path().join("claude-agent-acp");
+        std::fs::write(&bin, "#!/bin/sh\n").expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let c = parse("").expect("defaults");
+        let path = dir.path().to_string_lossy().into_owned();
+        let infos = c.agent_infos(|k| match k {
+            "PATH" => Some(path.clone()),
+            "ANTHROPIC_API_KEY" => Some("k".into()),
+            _ => None,
+        });
+        let claude = infos.iter().find(|i| i.name == "claude").expect("claude");
+        assert_eq!(
+            claude.found.as_deref(),
+            Some(bin.to_string_lossy().as_ref())
+        );
+        assert!(claude.needs.is_empty(), "{:?}", claude.needs);
+        assert_eq!(claude.mode_effect, "asks before edits and commands");
+        let codex = infos.iter().find(|i| i.name == "codex").expect("codex");
+        assert_eq!(codex.found, None);
+        assert_eq!(codex.needs.len(), 2, "{:?}", codex.needs);
+        assert!(codex.needs[0].contains("npm install -g @zed-industries/codex-acp"));
+        assert!(codex.needs[1].contains("OPENAI_API_KEY"));
+        assert!(!codex.from_file);
     }
 
     #[test]

@@ -234,6 +234,11 @@ impl Engine {
     }
 
     /// True once [`Engine::stop_agents`] began: the app is closing.
+    /// Every agent profile, installed or not, with what it still needs.
+    pub fn agents(&self) -> Vec<crate::config::AgentInfo> {
+        self.config.agent_infos(|k| std::env::var(k).ok())
+    }
+
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }

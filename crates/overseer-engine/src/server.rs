@@ -273,6 +273,7 @@ pub fn dispatch(
         }
         Request::Notifications => json(engine.notifications()),
         Request::SetNotifications { settings } => json(engine.set_notifications(settings, actor)?),
+        Request::Agents => json(engine.agents()),
         Request::Subscribe => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",

@@ -53,6 +53,7 @@ fn generated() -> String {
         overseer_core::rules::SessionMode,
         overseer_core::confidence::ApprovalMode,
         overseer_core::agent::PlanStrategy,
+        overseer_engine::config::AgentInfo,
         overseer_core::plan::PlanProposal,
         overseer_core::plan::PlanStep,
         overseer_core::plan::PlanSource,

@@ -148,6 +148,28 @@ export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode":
 
 export type PlanStrategy = "auto" | "mode" | "prompt" | "skip";
 
+export type AgentInfo = { name: string, command: string, 
+/**
+ * Where the command was found, if it was.
+ */
+found?: string, 
+/**
+ * The supervised mode (None: the agent offers no modes).
+ */
+mode?: string, 
+/**
+ * What that mode lets the agent do, in words.
+ */
+mode_effect: string, plan: PlanStrategy, 
+/**
+ * What the profile still needs before it can run (empty: ready).
+ */
+needs: Array<string>, 
+/**
+ * True when `overseer.toml` defines it (else it is built in).
+ */
+from_file: boolean, };
+
 export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
 /**
  * The agent's own words for the plan (markdown, untrusted: rendered
