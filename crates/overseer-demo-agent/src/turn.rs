@@ -225,11 +225,34 @@ impl Turn {
 
     async fn follow_up(&mut self, text: &str) -> Step<acp::StopReason> {
         self.say(&format!("Understood: {text}"))?;
+        if self.demo.with_session(|s| s.phase) == Phase::Idle {
+            // No plan was asked for (plan = "skip"): the prompt is the task.
+            return self.run_all().await;
+        }
         if self.demo.with_session(|s| s.phase) == Phase::Executing {
             self.pause().await?;
             return self.run_remaining().await;
         }
         Ok(acp::StopReason::EndTurn)
+    }
+
+    /// Every step in one turn, for a client that asked for no plan.
+    async fn run_all(&mut self) -> Step<acp::StopReason> {
+        self.demo.with_session(|s| s.phase = Phase::Executing);
+        let answers = self
+            .demo
+            .with_session(|s| s.answers.clone())
+            .unwrap_or_default();
+        let steps = Script::for_scenario(self.demo.scenario, &answers)
+            .plan
+            .steps
+            .len();
+        let mut stop = acp::StopReason::EndTurn;
+        for step in 0..steps {
+            self.demo.with_session(|s| s.step = step);
+            stop = self.run_remaining().await?;
+        }
+        Ok(stop)
     }
 
     /// Carries out the steps not done yet, asking before each tool call.

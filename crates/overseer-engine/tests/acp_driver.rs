@@ -863,6 +863,58 @@ async fn a_ten_megabyte_line_is_skipped_and_the_turn_still_ends() {
 }
 
 #[tokio::test]
+async fn after_a_flood_of_updates_settle_returns_only_once_every_one_is_handled() {
+    const CHUNKS: usize = 3_000;
+    let (conn, mut signals, _dir) = fake_agent(|prompt, mut out| async move {
+        let mut lines = String::new();
+        for i in 0..CHUNKS {
+            let chunk = serde_json::json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "fake-1",
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("{i} ")}}}});
+            lines.push_str(&format!("{chunk}\n"));
+        }
+        let done = serde_json::json!({"jsonrpc": "2.0", "id": prompt["id"], "result": {"stopReason": "end_turn"}});
+        lines.push_str(&format!("{done}\n"));
+        out.write_all(lines.as_bytes()).await.expect("write");
+        std::future::pending::<()>().await;
+    })
+    .await;
+    // A slow reader, as the orchestrator is when the database is busy.
+    let reader = tokio::spawn(async move {
+        let mut messages = 0usize;
+        while let Some(signal) = signals.recv().await {
+            match signal {
+                AgentSignal::Message { .. } => {
+                    messages += 1;
+                    if messages % 500 == 0 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                AgentSignal::Settled(done) => {
+                    let _ = done.send(());
+                    return messages;
+                }
+                _ => {}
+            }
+        }
+        messages
+    });
+    let stop = tokio::time::timeout(TURN, conn.prompt("hi"))
+        .await
+        .expect("no hang")
+        .expect("prompt");
+    assert_eq!(stop, StopReason::EndTurn);
+    tokio::time::timeout(TURN, conn.settle())
+        .await
+        .expect("settles");
+    assert_eq!(
+        reader.await.expect("reader"),
+        CHUNKS,
+        "every message handled before settle returned"
+    );
+}
+
+#[tokio::test]
 async fn an_agent_that_dies_mid_turn_fails_the_prompt_with_a_clear_error() {
     let (conn, _signals, _dir) = fake_agent(|_prompt, out| async move {
         drop(out); // the agent's stdout closes, as when it crashes

@@ -1105,8 +1105,12 @@ fn tail(s: &str, max: usize) -> String {
     s.chars().skip(n - max).collect()
 }
 
-/// Files the agent changed that its plan did not declare.
+/// Files the agent changed that its plan did not declare. A plan that
+/// declares no files (one from a plan mode or prose) cannot drift.
 fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) -> Vec<String> {
+    if plan.files.is_empty() {
+        return Vec::new();
+    }
     let Ok((files, _)) = engine.run_diff(work.run_id) else {
         return Vec::new();
     };
