@@ -886,7 +886,7 @@ async fn after_a_flood_of_updates_settle_returns_only_once_every_one_is_handled(
             match signal {
                 AgentSignal::Message { .. } => {
                     messages += 1;
-                    if messages % 500 == 0 {
+                    if messages.is_multiple_of(500) {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 }
