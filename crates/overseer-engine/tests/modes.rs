@@ -1,0 +1,123 @@
+//! Session modes with the demo agent over real pipes: a run is never
+//! prompted before its agent confirmed the supervised mode, and a switch
+//! nobody chose stops the turn, is audited and is put to the user.
+
+mod common;
+
+use common::*;
+use overseer_core::{Actor, GateKind, RunState};
+use overseer_engine::TaskStart;
+use overseer_store::{TaskSettings, WorkspaceSettings};
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_will_not_enter_its_supervised_mode_is_never_prompted() {
+    let extra = format!(
+        "[agents.strict]\ncommand = {:?}\nmode = \"read-only\"\n",
+        demo_agent().to_string_lossy()
+    );
+    let w = world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        &extra,
+    )
+    .await;
+    let run = w
+        .engine
+        .start_task(
+            &TaskStart {
+                workspace: "demo".into(),
+                agent: "strict".into(),
+                prompt: "Update the greeting".into(),
+                title: None,
+                scenario: Some("happy".into()),
+                settings: TaskSettings::default(),
+            },
+            &Actor::cli(),
+        )
+        .expect("start")
+        .run_id;
+    let note = until(&w, "the run to fail", |e| {
+        let r = e.run(run).ok()?;
+        matches!(r.state, RunState::Released { .. }).then_some(r.release_note)
+    })
+    .await
+    .unwrap_or_default();
+    assert!(note.contains("`strict`"), "names the agent: {note}");
+    assert!(note.contains("`read-only`"), "names the mode: {note}");
+    assert!(
+        note.contains("`default`, `plan`, `auto`"),
+        "names its modes: {note}"
+    );
+    assert!(
+        note.contains("[agents.strict]"),
+        "says where to fix it: {note}"
+    );
+    let activity = w.engine.activity(run, 0).expect("activity");
+    assert!(
+        !activity
+            .iter()
+            .any(|a| a.kind == "message" || a.kind == "plan"),
+        "the agent was never prompted: {activity:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why() {
+    let w = world(Vec::new()).await;
+    let run = start(&w, "hijack");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let gate = pending_gate(&w, run, GateKind::Deviation).await;
+    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
+    assert_eq!(gate.payload["mode"], "auto");
+    assert!(gate.title.contains("`auto`"), "{}", gate.title);
+    assert!(
+        gate.payload["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("without asking") && e.contains("nobody chose")),
+        "{}",
+        gate.payload
+    );
+    let ids: Vec<&str> = gate.options.iter().map(|o| o.id.as_str()).collect();
+    assert_eq!(ids, ["retry", "stop"]);
+    // Nothing the agent wrote unasked landed.
+    let greeting = w.engine.worktree_path("demo", run).join("src/greeting.txt");
+    assert_eq!(
+        std::fs::read_to_string(&greeting).expect("greeting"),
+        "hello\n"
+    );
+    let activity = w.engine.activity(run, 0).expect("activity");
+    assert!(
+        activity.iter().any(|a| a.kind == "security"),
+        "{activity:?}"
+    );
+    assert!(activity.iter().any(|a| a.kind == "file_refused"
+        && a.payload["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("mode"))));
+    assert!(w.engine.verify_audit().expect("audit").is_ok());
+    let paths = w.engine.paths();
+    let keyring = overseer_store::Keyring::load_or_create(&paths.config_dir).expect("keys");
+    let store = overseer_store::Store::open(&paths.db(), keyring).expect("store");
+    let security = store
+        .audit_records(0, 100_000)
+        .expect("records")
+        .into_iter()
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(&r.payload).ok())
+        .any(|p| p["type"] == "security_event" && p["mode"] == "auto" && p["run_id"] == run);
+    assert!(security, "the breach is in the signed audit log");
+    w.engine
+        .decide_gate(gate.id, "stop", None, &Actor::cli())
+        .expect("stop");
+    state(
+        &w,
+        run,
+        RunState::Released {
+            reason: overseer_core::ReleaseReason::Failed,
+        },
+    )
+    .await;
+}
