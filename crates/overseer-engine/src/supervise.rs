@@ -50,6 +50,7 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
         })
     };
     let command = field(&["command", "cmd"])
+        .or_else(|| argv_command(raw))
         .or_else(|| (kind == "execute").then(|| info.title.clone()).flatten());
     let mut paths: Vec<String> = info
         .locations
@@ -79,6 +80,25 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
         kind,
         command,
         paths,
+    }
+}
+
+/// A command given as an argument list (Codex: `["/bin/bash", "-lc", "rm -rf
+/// build"]`): the script a shell runs, else the arguments joined as a shell
+/// would read them, so the rules see what will run.
+fn argv_command(raw: Option<&serde_json::Value>) -> Option<String> {
+    let list = raw?.get("command")?.as_array()?;
+    let args: Vec<&str> = list.iter().filter_map(|v| v.as_str()).collect();
+    if args.len() != list.len() || args.is_empty() {
+        return None;
+    }
+    let shell = args[0].rsplit('/').next().unwrap_or_default();
+    let is_shell = matches!(shell, "sh" | "bash" | "zsh" | "dash");
+    match args.as_slice() {
+        [_, flag, script] if is_shell && flag.starts_with('-') && flag.contains('c') => {
+            Some((*script).to_owned())
+        }
+        _ => shlex::try_join(args.iter().copied()).ok(),
     }
 }
 
@@ -996,5 +1016,42 @@ impl Engine {
             }
         }
         Ok(rules)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(raw: serde_json::Value) -> crate::acp::ToolCallInfo {
+        crate::acp::ToolCallInfo {
+            id: "c".into(),
+            title: Some("Run something".into()),
+            kind: Some("execute".into()),
+            raw_input: Some(raw),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_command_given_as_a_list_is_read_as_the_shell_would_run_it() {
+        let req = tool_request(
+            &call(serde_json::json!({"command": ["/bin/bash", "-lc", "rm -rf build"]})),
+            "/w",
+        );
+        assert_eq!(req.command.as_deref(), Some("rm -rf build"));
+        let req = tool_request(
+            &call(serde_json::json!({"command": ["git", "commit", "-m", "a b"]})),
+            "/w",
+        );
+        assert_eq!(req.command.as_deref(), Some("git commit -m 'a b'"));
+        let req = tool_request(&call(serde_json::json!({"command": "ls -la"})), "/w");
+        assert_eq!(req.command.as_deref(), Some("ls -la"));
+        let req = tool_request(&call(serde_json::json!({"command": [1, 2]})), "/w");
+        assert_eq!(
+            req.command.as_deref(),
+            Some("Run something"),
+            "else the title"
+        );
     }
 }

@@ -496,6 +496,16 @@ impl AgentConnection {
         self.shared.read_only.store(read_only, Ordering::SeqCst);
     }
 
+    /// What is known so far of the tool call `id` (merged from every update).
+    pub fn tool_call(&self, id: &str) -> Option<ToolCallInfo> {
+        self.shared
+            .tool_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
     /// True after the agent switched itself to a mode the run does not allow,
     /// until Overseer sets a mode again.
     pub fn breached(&self) -> bool {
@@ -517,6 +527,24 @@ impl AgentConnection {
                     .join(", "),
             });
         }
+        // The agent may report the new mode before it answers (Claude sends
+        // `current_mode_update` first): the mode being set is no breach.
+        let allowed_before = {
+            let mut watch = self.shared.modes_mut();
+            let before = watch.allowed.clone();
+            if !watch.allowed.is_empty() && !watch.allowed.iter().any(|m| m == mode) {
+                watch.allowed.push(mode.to_owned());
+            }
+            before
+        };
+        let result = self.request_mode(mode).await;
+        if result.is_err() {
+            self.shared.modes_mut().allowed = allowed_before;
+        }
+        result
+    }
+
+    async fn request_mode(&self, mode: &str) -> Result<(), DriverError> {
         match &self.mode_option {
             Some(option) => {
                 let answer = self

@@ -245,6 +245,16 @@ impl Shared {
             return;
         }
         let signal = match n.update {
+            acp::SessionUpdate::AgentMessageChunk(chunk)
+                if is_informational(chunk.meta.as_ref()) =>
+            {
+                // Not the model's words (claude-agent-acp's billing and auto
+                // mode notices): kept out of the transcript a plan is read from.
+                if let Some(text) = text_of(chunk.content) {
+                    tracing::info!(%text, "agent notice (not model output)");
+                }
+                return;
+            }
             acp::SessionUpdate::AgentMessageChunk(chunk) => match text_of(chunk.content) {
                 Some(text) => AgentSignal::Message { text },
                 None => return,
@@ -398,7 +408,10 @@ impl Shared {
         let withdrawn = responder.cancellation();
         // Waiting for a human must not hold the dispatch loop.
         cx.spawn(async move {
+            // An answer given before a cancel is the answer (the orchestrator
+            // answers an exit-plan request, then cancels the turn).
             let outcome = tokio::select! {
+                biased;
                 answer = answer => match answer {
                     Ok(PermissionReply::Selected { option_id }) if offered.contains(&option_id) => {
                         acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(option_id))
@@ -462,6 +475,7 @@ impl Shared {
         let withdrawn = responder.cancellation();
         cx.spawn(async move {
             let action = tokio::select! {
+                biased;
                 answer = answer => match answer {
                     Ok(QuestionReply::Accept { content }) => {
                         match serde_json::from_value::<BTreeMap<String, acp::ElicitationContentValue>>(content) {
@@ -638,6 +652,14 @@ fn io_error(path: &Path, e: &std::io::Error) -> agent_client_protocol::Error {
         agent_client_protocol::ErrorCode::INTERNAL_ERROR
     };
     agent_client_protocol::Error::new(code, format!("{}: {e}", path.display()))
+}
+
+/// A message chunk the adapter marks as its own notice, not the model's
+/// output: `_meta.claudeCode.kind = "informational"` (claude-agent-acp).
+fn is_informational(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> bool {
+    meta.and_then(|m| m.get("claudeCode"))
+        .and_then(|c| c.get("kind"))
+        .is_some_and(|k| k == "informational")
 }
 
 /// `null` or `{}`: an announcement that carries no input yet.

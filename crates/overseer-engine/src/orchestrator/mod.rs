@@ -757,8 +757,10 @@ async fn pump(
                 let worktree = worktree.clone();
                 let conn = conn.clone();
                 tokio::spawn(async move {
-                    let (answer, then_cancel) =
-                        permission(&engine, &work, &worktree, &tool_call, &options, &turn).await;
+                    let (answer, then_cancel) = permission(
+                        &engine, &work, &worktree, &tool_call, &options, &turn, &conn,
+                    )
+                    .await;
                     let _ = reply.send(answer);
                     if then_cancel {
                         // The agent's exit-plan request was the plan gate: the
@@ -825,6 +827,7 @@ async fn permission(
     tool_call: &crate::acp::ToolCallInfo,
     options: &[crate::acp::PermissionChoice],
     turn: &Mutex<Turn>,
+    conn: &AgentConnection,
 ) -> (PermissionReply, bool) {
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })
@@ -835,7 +838,7 @@ async fn permission(
         )
     {
         return (
-            planning::exit_plan(engine, work, worktree, tool_call, options, turn).await,
+            planning::exit_plan(engine, work, worktree, tool_call, options, turn, conn).await,
             true,
         );
     }

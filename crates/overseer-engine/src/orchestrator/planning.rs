@@ -31,6 +31,9 @@ use std::sync::{Arc, Mutex};
 
 /// The largest plan file read for the plan gate.
 const MAX_PLAN_FILE: u64 = 256 * 1024;
+/// How many times (50 ms apart) an exit-plan request without its plan waits
+/// for the agent's update that carries it.
+const PLAN_WAIT_TRIES: u32 = 40;
 
 /// How planning ended.
 pub(super) enum Planned {
@@ -229,12 +232,25 @@ pub(super) async fn exit_plan(
     tool_call: &ToolCallInfo,
     options: &[PermissionChoice],
     turn: &Mutex<Turn>,
+    conn: &AgentConnection,
 ) -> PermissionReply {
     let (transcript, entries) = {
         let t = turn.lock().unwrap_or_else(|p| p.into_inner());
         (t.transcript.clone(), t.entries.clone())
     };
-    let text = plan_text(tool_call, Path::new(worktree)).unwrap_or(transcript);
+    // claude-agent-acp may ask before its update with the plan is in: give
+    // that update a moment to arrive (it is merged by the driver).
+    let mut text = plan_text(tool_call, Path::new(worktree));
+    for _ in 0..PLAN_WAIT_TRIES {
+        if text.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        text = conn
+            .tool_call(&tool_call.id)
+            .and_then(|c| plan_text(&c, Path::new(worktree)));
+    }
+    let text = text.unwrap_or(transcript);
     let mut plan = match parse_plan(&text) {
         Some(mut p) => {
             p.markdown = Some(text.clone());
