@@ -229,6 +229,10 @@ impl Turn {
             // No plan was asked for (plan = "skip"): the prompt is the task.
             return self.run_all().await;
         }
+        if text.contains("The user rejected a tool call") {
+            // Like a real agent told why: it does not ask for that again.
+            self.demo.with_session(|s| s.done += 1);
+        }
         if self.demo.with_session(|s| s.phase) == Phase::Executing {
             self.pause().await?;
             return self.run_remaining().await;

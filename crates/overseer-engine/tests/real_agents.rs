@@ -745,17 +745,22 @@ async fn claude_rm_rf_is_always_asked_and_a_no_with_a_reason_keeps_the_directory
             .any(|l| l == "User refused permission to run tool"),
         "{latest:?}"
     );
+    // The reason reaches the model in a follow-up on the same step, before
+    // step 2 begins.
     let inputs = r.server.inputs();
+    let reason = inputs
+        .iter()
+        .position(|l| {
+            l.contains(
+                "The user rejected a tool call: rm -rf build: CI still reads build/, keep it",
+            )
+        })
+        .unwrap_or_else(|| panic!("the reason never reached the model: {inputs:?}"));
     let step2 = inputs
         .iter()
-        .find(|l| l.contains("Carry out step 2 of 2"))
+        .position(|l| l.contains("Carry out step 2 of 2"))
         .unwrap_or_else(|| panic!("no step 2 prompt: {inputs:?}"));
-    assert!(
-        step2.contains(
-            "The user rejected a tool call: rm -rf build: CI still reads build/, keep it"
-        ),
-        "{step2}"
-    );
+    assert!(reason < step2, "{inputs:?}");
     r.assert_supervised(run, "default");
     r.done();
 }
@@ -965,20 +970,18 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
     );
     assert_eq!(read(&worktree.join("notes.txt")), "hi\n");
     r.decide(&patch, "no", Some("leave the README alone"));
-    // Codex ends its turn on a refusal (`abort`): a deviation.
-    let deviation = r.gate(run, &[GateKind::Deviation]).await;
-    assert_eq!(
-        read(&worktree.join("README.md")),
-        "# Demo\n\nA demo project.\n"
+    // Codex ends its turn on a refusal (`abort`): that is the user's no, not
+    // a failure. Overseer tells it why in a follow-up turn on the same step.
+    r.state(run, RunState::PendingReview).await;
+    assert!(
+        r.server.sent("leave the README alone"),
+        "the reason reached the model"
     );
-    r.decide(&deviation, "stop", Some("enough"));
-    r.state(
-        run,
-        RunState::Released {
-            reason: ReleaseReason::Failed,
-        },
-    )
-    .await;
+    assert!(
+        !r.activity(run).iter().any(|a| a.kind == "deviation"),
+        "{}",
+        r.dump(run)
+    );
     assert_eq!(
         read(&worktree.join("README.md")),
         "# Demo\n\nA demo project.\n"

@@ -259,6 +259,10 @@ pub(super) struct Turn {
     plan_decision: Option<planning::Decided>,
     /// A mode the agent switched to that nobody chose: (mode, why).
     breach: Option<(String, String)>,
+    /// A human said no during the turn: the agent hears why at once, in a
+    /// follow-up turn on the same step (a rule's denial waits for the next
+    /// prompt, so an agent that keeps asking cannot loop).
+    owes_reason: bool,
 }
 
 /// What the run is doing, for the permission handler.
@@ -389,9 +393,10 @@ async fn execute(
         }
         let failure = match result {
             Ok((StopReason::EndTurn, transcript)) => {
-                if engine.has_steering(run) {
-                    // The user spoke while the agent worked: another turn
-                    // with the instruction before the step is weighed.
+                if engine.has_steering(run) || has_rejections(turn) {
+                    // The user spoke while the agent worked (an instruction,
+                    // or a "no" and why): another turn on the same step, so
+                    // the agent hears it before the step is weighed.
                     follow_up = Some(String::new());
                     continue;
                 }
@@ -441,6 +446,12 @@ async fn execute(
             }
             Ok((StopReason::Cancelled, _)) if !still_active(engine, run) => {
                 return Ok(Executed::Ended)
+            }
+            // Some agents end the turn on a refusal (codex-acp's `abort`):
+            // that is the user's "no", not a failure; tell the agent why.
+            Ok((StopReason::Cancelled, _)) if has_rejections(turn) => {
+                follow_up = Some(String::new());
+                continue;
             }
             Ok((StopReason::Cancelled, transcript)) => {
                 format!("the agent cancelled its turn: {}", tail(&transcript, 2000))
@@ -522,6 +533,13 @@ fn stop(engine: &Engine, run: RunId, why: &str) -> Result<(), ApiError> {
         engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine)?;
     }
     Ok(())
+}
+
+/// True (once) when a human refused a tool call during the turn and the
+/// agent has not yet been told why.
+fn has_rejections(turn: &Mutex<Turn>) -> bool {
+    let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+    std::mem::take(&mut t.owes_reason) && !t.rejections.is_empty()
 }
 
 fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str) -> String {
@@ -975,12 +993,14 @@ async fn tool_permission(
                             .unwrap_or(PermissionReply::Cancelled)
                     }
                     "no" => {
-                        if let Some(reason) = d.context.filter(|c| !c.trim().is_empty()) {
-                            turn.lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .rejections
-                                .push(format!("{title}: {reason}"));
-                        }
+                        let reason = d
+                            .context
+                            .filter(|c| !c.trim().is_empty())
+                            .unwrap_or_else(|| "no reason given".to_owned());
+                        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+                        t.rejections.push(format!("{title}: {reason}"));
+                        t.owes_reason = true;
+                        drop(t);
                         reject()
                     }
                     _ => PermissionReply::Cancelled,
