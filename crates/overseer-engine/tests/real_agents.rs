@@ -798,6 +798,77 @@ async fn claude_retries_an_overloaded_api_by_itself_and_the_run_gets_through() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_supervised_mode() {
+    let mut r = real_world(
+        "claude resume",
+        Adapter::Claude,
+        "engine-resume.json",
+        &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+    )
+    .await;
+    let run = r.start("hang once", Some(PlanStrategy::Skip));
+    r.until(run, "the hanging model request", |_| {
+        r.server
+            .main_requests()
+            .iter()
+            .any(|e| e["reply"]["hang"] == true)
+            .then_some(())
+    })
+    .await;
+    // The engine stops (its agents with it) and a new one starts on the
+    // same data: the run is interrupted, and resuming it continues the
+    // agent's own session.
+    r.engine().stop_agents().await;
+    let engine = Arc::new(
+        Engine::open(
+            r.paths.clone(),
+            Arc::new(SystemClock),
+            Arc::new(LogNotifier),
+        )
+        .expect("engine"),
+    );
+    engine.start_orchestrator();
+    r.w.engine = engine;
+    r.state(
+        run,
+        RunState::Released {
+            reason: ReleaseReason::Interrupted,
+        },
+    )
+    .await;
+    let resumed = r
+        .engine()
+        .resume_run(run, &Actor::cli())
+        .expect("resume")
+        .run_id;
+    r.state(resumed, RunState::PendingReview).await;
+    let activity = r.activity(resumed);
+    let session = activity
+        .iter()
+        .find(|a| a.kind == "session")
+        .unwrap_or_else(|| panic!("{}", r.dump(resumed)));
+    assert!(
+        session.payload["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("resumed the agent's session")),
+        "{}",
+        r.dump(resumed)
+    );
+    let first_mode = activity
+        .iter()
+        .position(|a| a.kind == "mode")
+        .expect("the mode is set");
+    let first_prompt = activity
+        .iter()
+        .position(|a| a.kind == "message")
+        .unwrap_or(usize::MAX);
+    assert!(first_mode < first_prompt, "{}", r.dump(resumed));
+    assert_eq!(activity[first_mode].payload["mode"], "default");
+    r.assert_supervised(resumed, "default");
+    r.done();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_crashing_mid_turn_opens_a_deviation_and_nothing_is_merged() {
     let r = real_world(
         "claude crash",
