@@ -21,6 +21,7 @@ fn main() {
         "set_permissions",
         "set_notification_settings",
         "notification_settings",
+        "agents",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         eprintln!("tauri build step failed: {e:#}");

@@ -217,3 +217,11 @@ pub async fn set_notification_settings(
     })
     .await
 }
+
+/// Every agent profile: installed or not, its mode, what it still needs.
+#[tauri::command]
+pub async fn agents(
+    engine: State<'_, Arc<Engine>>,
+) -> Result<Vec<overseer_engine::config::AgentInfo>, ApiError> {
+    blocking(&engine, |e| Ok(e.agents())).await
+}

@@ -46,6 +46,7 @@ pub fn builder(
             commands::set_permissions,
             commands::notification_settings,
             commands::set_notification_settings,
+            commands::agents,
         ])
         .setup(move |app| {
             let engine = app.state::<Arc<Engine>>().inner().clone();
@@ -215,6 +216,7 @@ mod tests {
             "set-permissions",
             "notification-settings",
             "set-notification-settings",
+            "agents",
         ] {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),

@@ -161,6 +161,13 @@ test("a plan shows its steps, files and risks; Request changes needs feedback an
   assert.match(text, /src\/greeting\.txt/);
   assert.match(text, /NOTES\.md/);
   assert.match(text, /none: two small text files/);
+  // The plan came through the agent's plan mode, with its own words for it.
+  const source = await el.findElement(By.css('[data-testid="plan-source"]'));
+  assert.equal(await source.getAttribute("data-source"), "agent_mode");
+  assert.equal(await source.getText(), "Plan from the agent's plan mode");
+  const words = await el.findElement(By.css('[data-testid="plan-markdown"]'));
+  assert.equal(await words.findElement(By.css("h4")).getText(), "Add a react greeting, with tests (notes: keep it short)");
+  assert.deepEqual(await Promise.all((await words.findElements(By.css("ol > li"))).map((li) => li.getText())), ["Write the greeting", "Note the change in NOTES.md"]);
   await shot("plan");
 
   // No feedback, no request: the card says so and nothing is recorded.

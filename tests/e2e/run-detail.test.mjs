@@ -116,6 +116,20 @@ test("a running agent: plan, gate, timeline, and steering from the page", async 
   await sensor.findElement(By.css("summary")).click();
   const pre = await eventually(driver, async () => (await sensor.findElements(By.css("pre")))[0], 5_000, "the check's output");
   assert.match(await pre.getText(), /all checks passed/);
+
+  // Each step of the approved plan was its own turn, in the agent's
+  // supervised mode; the plan came through the agent's plan mode.
+  const titles = async (kind) =>
+    Promise.all((await driver.findElements(By.css(`[data-testid="timeline-entry"][data-kind="${kind}"] .title`))).map((t) => t.getText()));
+  assert.deepEqual(await titles("step_started"), ["Step 1: Write the greeting", "Step 2: Note the change in NOTES.md"]);
+  assert.ok((await titles("mode")).includes("Mode: default"), `mode entries: ${await titles("mode")}`);
+  assert.match((await titles("session"))[0] ?? "", /the agent started session/);
+  assert.equal((await driver.findElements(By.css('[data-testid="timeline-entry"][data-kind="security"]'))).length, 0, "no security event");
+  const source = await driver.findElement(By.css('[data-testid="proposal"] [data-testid="plan-source"]'));
+  assert.equal(await source.getAttribute("data-source"), "agent_mode");
+  assert.equal(await driver.executeScript("return arguments[0].textContent", source), "from the agent's plan mode");
+  const words = await driver.executeScript("return document.querySelector('[data-testid=proposal] [data-testid=plan-markdown] h4')?.textContent");
+  assert.equal(words, "Add a greeting to the project", "the agent's markdown, its heading rendered as one");
 });
 
 test("the diff of the finished run: files, lines, side by side, inert names", async () => {
@@ -214,4 +228,42 @@ test("approving from the page merges the run; the page follows", async () => {
   const files = await driver.findElements(By.css('[data-testid="diff-file"]'));
   assert.ok(files.length > 0, "the merged run keeps its diff");
   assert.equal((await driver.findElements(By.css('[data-testid="diff-empty"]'))).length, 0);
+});
+
+test("an agent that switches itself to a mode that acts unasked: a security warning and a blocking gate that explains", async () => {
+  app.workspace("hijacked");
+  runId = app.startDemo("hijacked", "hijack", "Greeting, hijacked");
+  app.cli("gates", "decide", String((await waitGate("plan")).id), "--option", "approve");
+  const end = Date.now() + 30_000;
+  let breach;
+  while (!breach) {
+    assert.ok(Date.now() < end, `no mode_breach gate: ${JSON.stringify(pendingGates())}`);
+    for (const g of pendingGates()) {
+      if (g.kind === "deviation" && g.payload.cause === "mode_breach") breach = g;
+      else if (g.kind === "tool_call") app.cli("gates", "decide", String(g.id), "--option", "yes");
+    }
+    if (!breach) await sleep(150);
+  }
+  await openRunPage();
+  const card = await eventually(driver, async () => (await driver.findElements(By.css(`[data-testid="run-gate"] [data-gate-id="${breach.id}"]`)))[0], 10_000, "the breach gate on the run page");
+  await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", card);
+  assert.equal(await card.findElement(By.css('[data-testid="deviation"]')).getAttribute("data-cause"), "mode_breach");
+  const explain = await card.findElement(By.css('[data-testid="mode-breach"]')).getText();
+  assert.ok(explain.includes(`switched itself to mode ${breach.payload.mode}`), explain);
+  assert.match(explain, /acts? without\s+asking/);
+  assert.ok((await card.findElement(By.css('[data-testid="deviation-error"]')).getText()).includes(breach.payload.error));
+  const buttons = await card.findElements(By.css("button[data-action]"));
+  const offered = [];
+  for (const b of buttons) offered.push([await b.getAttribute("data-action"), await b.getText()]);
+  assert.deepEqual(offered.filter(([a]) => a !== "why"), [["retry", "Put it back in `default` and go on"], ["stop", "Stop the run"]]);
+
+  // The timeline says it loudly, as a warning.
+  const warning = await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="timeline-entry"][data-kind="security"]')))[0], 10_000, "the security event");
+  assert.match(await warning.getAttribute("class"), /\bwarning\b/);
+  assert.ok((await warning.getText()).includes(`switched itself to mode “${breach.payload.mode}”`));
+  await app.shot("run-detail-mode-breach");
+
+  await card.findElement(By.css('button[data-action="stop"]')).click();
+  await eventually(driver, async () => app.sql("SELECT state FROM runs WHERE id = ?", runId)[0][0].startsWith("released"), 15_000, "the run to stop");
+  assert.deepEqual(app.sql("SELECT option, actor FROM gate_decisions WHERE gate_id = ?", breach.id), [["stop", "user:app"]]);
 });

@@ -221,3 +221,34 @@ test("sensors, auto-advance and permission rules set in the page are what the CL
   await driver.executeScript("window.scrollTo(0, 0)");
   await app.shot("settings");
 });
+
+test("the Agents section lists every profile the engine knows: the demo agent ready, in mode default", async () => {
+  await openSettings();
+  const section = await driver.wait(until.elementLocated(By.css('[data-testid="agents"][data-loaded="1"]')), 10_000);
+  const expected = JSON.parse(app.cli("agents", "list", "--json"));
+  const shown = await section.findElements(byTest("agent"));
+  const names = await Promise.all(shown.map((el) => el.getAttribute("data-name")));
+  assert.deepEqual([...names].sort(), expected.map((a) => a.name).sort(), "the same profiles as `overseer agents list`");
+
+  const demo = await reveal(await section.findElement(By.css('[data-testid="agent"][data-name="demo"]')));
+  assert.equal(await demo.getAttribute("data-ready"), "true");
+  assert.equal(await demo.getAttribute("data-mode"), "default");
+  assert.equal(await demo.findElement(byTest("agent-state")).getText(), "ready");
+  const info = expected.find((a) => a.name === "demo");
+  assert.ok(info.found, "the CLI finds the demo agent too");
+  const command = await demo.findElement(byTest("agent-command")).getText();
+  assert.ok(command.includes(`found at ${info.found}`), command);
+  const mode = await demo.findElement(byTest("agent-mode")).getText();
+  assert.ok(mode.startsWith("default:") && mode.includes(info.mode_effect), mode);
+  assert.match(await demo.findElement(byTest("agent-plan")).getText(), /plan mode/);
+  assert.equal((await demo.findElements(byTest("agent-need"))).length, 0);
+
+  // A profile that is not ready says what it needs, as the CLI does.
+  for (const a of expected.filter((x) => x.needs.length > 0)) {
+    const el = await section.findElement(By.css(`[data-testid="agent"][data-name="${a.name}"]`));
+    assert.equal(await el.getAttribute("data-ready"), "false");
+    const needs = await Promise.all((await el.findElements(byTest("agent-need"))).map((n) => driver.executeScript("return arguments[0].textContent", n)));
+    assert.deepEqual(needs, a.needs);
+  }
+  await app.shot("settings-agents");
+});

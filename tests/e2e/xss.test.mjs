@@ -196,6 +196,77 @@ test("workspace names full of markup show as text on the Settings page", async (
   await app.shot("xss-settings");
 });
 
+// The agent's own words for its plan (markdown) reach the window from the
+// demo agent's exit-plan request. The `questions` scenario writes the user's
+// "anything else?" answer into its plan's goal, and so into that markdown:
+// an answer that closes the heading and goes on with HTML, a javascript:
+// link and a script makes the plan the agent sends hostile markdown.
+const HOSTILE_NOTES = [
+  "x)",
+  "",
+  "<img src=x onerror=window.__xss=1>",
+  "",
+  "See [click me](javascript:window.__xss=1) <script>window.__xss=1</script> **bold**",
+  "",
+  "- first <iframe srcdoc=\"<script>parent.__xss=1</script>\"></iframe>",
+  "  - [x](javascript:alert(1))",
+].join("\n");
+
+test("a plan's markdown full of markup renders inertly in the plan gate and on the run page", async () => {
+  const id = app.startDemo(WORKSPACES[0], "questions", "Plan with hostile markdown");
+  runs.set(id, "Plan with hostile markdown");
+  const question = await eventually(driver, () => JSON.parse(app.cli("gates", "list", "--json")).find((g) => g.run_id === id && g.kind === "question"), 30_000, "the questions before the plan");
+  app.cli("gates", "decide", String(question.id), "--option", "answer", "--context", JSON.stringify({ framework: "react", add_tests: true, notes: HOSTILE_NOTES }));
+  const plan = await eventually(driver, () => JSON.parse(app.cli("gates", "list", "--json")).find((g) => g.run_id === id && g.kind === "plan"), 30_000, "the plan gate");
+  // What the engine holds: the agent's markdown, from its plan mode.
+  assert.equal(plan.payload.source, "agent_mode");
+  assert.ok(plan.payload.markdown.includes("<img src=x onerror=window.__xss=1>"), plan.payload.markdown);
+
+  await go("inbox");
+  const words = await driver.wait(until.elementLocated(By.css(`[data-gate-id="${plan.id}"] [data-testid="plan-markdown"]`)), 15_000);
+  await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", words);
+  const card = await driver.findElement(By.css(`[data-gate-id="${plan.id}"]`));
+  const source = await card.findElement(byTest("plan-source"));
+  assert.equal(await source.getAttribute("data-source"), "agent_mode");
+  assert.equal(await source.getText(), "Plan from the agent's plan mode");
+  const inWords = await driver.executeScript(`
+    const el = arguments[0];
+    return {
+      text: el.textContent,
+      headings: el.querySelectorAll("h4, h5, h6").length,
+      lists: el.querySelectorAll("ol, ul").length,
+      strong: [...el.querySelectorAll("strong")].map((s) => s.textContent),
+      links: [...el.querySelectorAll("[data-testid=md-link]")].map((l) => [l.textContent, l.nextElementSibling?.textContent ?? ""]),
+      anchors: el.querySelectorAll("a, [href], [src], [srcdoc]").length,
+    };
+  `, words);
+  // The markdown became elements...
+  assert.ok(inWords.headings >= 1, "the goal is a heading");
+  assert.ok(inWords.lists >= 2, "the steps and the nested list are lists");
+  assert.deepEqual(inWords.strong, ["bold"]);
+  // ...and its HTML stayed text, its links words with their URL shown.
+  for (const literal of ["<img src=x onerror=window.__xss=1>", "<script>window.__xss=1</script>", '<iframe srcdoc="<script>parent.__xss=1</script>"></iframe>']) {
+    assert.ok(inWords.text.includes(literal), `shown literally: ${literal}`);
+  }
+  assert.deepEqual(inWords.links, [["click me", "(javascript:window.__xss=1)"], ["x", "(javascript:alert(1))"]]);
+  assert.equal(inWords.anchors, 0, "nothing to click, nothing loaded");
+  assert.ok((await shown(words)).includes("<img src=x onerror=window.__xss=1>"), "the user sees the tag as text");
+  await assertInert("the plan gate's markdown");
+  await app.shot("xss-plan-markdown");
+
+  // The run page's plan panel shows the same words, as inertly.
+  const open = await driver.findElement(By.css(`[data-gate-id="${plan.id}"] [data-testid="gate-run"]`));
+  await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", open);
+  await open.click();
+  const panel = await driver.wait(until.elementLocated(By.css('[data-testid="proposal"] [data-testid="plan-markdown"]')), 15_000);
+  const panelText = await driver.executeScript("return arguments[0].textContent", panel);
+  assert.ok(panelText.includes("<img src=x onerror=window.__xss=1>"), panelText);
+  assert.equal(await driver.findElement(By.css('[data-testid="proposal"] [data-testid="plan-source"]')).getText(), "from the agent's plan mode");
+  await driver.executeScript("document.querySelectorAll('[data-testid=proposal] details').forEach((d) => (d.open = true))");
+  await assertInert("the run page's plan panel");
+  app.cli("runs", "abort", String(id));
+});
+
 test("OS notifications carry task titles as plain text, not as notification markup", () => {
   const log = bus.since(0);
   assert.match(log, /member=Notify/);

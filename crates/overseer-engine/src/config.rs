@@ -358,9 +358,11 @@ pub struct AgentInfo {
     pub name: String,
     pub command: String,
     /// Where the command was found, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub found: Option<String>,
     /// The supervised mode (None: the agent offers no modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub mode: Option<String>,
     /// What that mode lets the agent do, in words.

@@ -904,7 +904,9 @@ async fn tool_permission(
     let source = Some(format!("tool_call:{}", tool_call.id));
     match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
-            let _ = engine.note_decision(
+            // No allow without its record: if the decision cannot be
+            // written, the agent is not allowed.
+            if let Err(e) = engine.note_decision(
                 run,
                 None,
                 &Actor::Engine,
@@ -915,7 +917,14 @@ async fn tool_permission(
                     source_event: source,
                     ..DecisionInput::default()
                 },
-            );
+            ) {
+                tracing::error!(
+                    run,
+                    "cannot record a rule's allow, so it is not given: {}",
+                    e.message
+                );
+                return PermissionReply::Cancelled;
+            }
             let _ = engine.record_activity(
                 run,
                 "tool_allowed",

@@ -1,5 +1,6 @@
 import type {
   ActivityView,
+  AgentInfo,
   EngineEvent,
   GateStory,
   GateView,
@@ -50,6 +51,8 @@ export interface Backend {
   setPermissions(scope: Scope, rules: RuleSet): Promise<RuleSet>;
   notificationSettings(): Promise<NotificationSettings>;
   setNotificationSettings(settings: NotificationSettings): Promise<NotificationSettings>;
+  /** Every agent profile: installed or not, its mode, what it still needs. */
+  agents(): Promise<AgentInfo[]>;
 
   /** Calls `onEvent` for every event the engine pushes; returns an unsubscribe. */
   subscribe(onEvent: (e: EngineEvent) => void): Promise<() => void>;

@@ -40,6 +40,14 @@ describe("the UI's boundaries", () => {
     expect(dom).toEqual([]);
   });
 
+  it("uses marked only to tokenize, in the markdown module", () => {
+    const users = all.filter((f) => /from\s+["']marked["']/.test(readFileSync(f, "utf8"))).map((f) => relative(SRC, f));
+    expect(users).toEqual(["lib/markdown/markdown.ts"]);
+    const source = readFileSync(join(SRC, "lib/markdown/markdown.ts"), "utf8");
+    // Its HTML renderer is never called: marked(...), marked.parse, parseInline, Renderer.
+    expect(source).not.toMatch(/marked\s*\(|\.parse\(|parseInline|Renderer|\.use\(/);
+  });
+
   it("puts no inline style attribute in markup (the CSP forbids it)", () => {
     const inline = all
       .filter((f) => f.endsWith(".svelte") && /<[a-zA-Z][^>]*\sstyle="/.test(readFileSync(f, "utf8")))

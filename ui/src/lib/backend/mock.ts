@@ -5,6 +5,7 @@
 import type { Backend } from "./backend";
 import type {
   ActivityView,
+  AgentInfo,
   ApiError,
   EngineEvent,
   GateStory,
@@ -42,6 +43,7 @@ export class MockBackend implements Backend {
   diffs = new Map<number, RunDiff>();
   workspaces: Workspace[] = [];
   notifications: NotificationSettings = { muted: [] };
+  agentInfos: AgentInfo[] = [];
   policies = new Map<string, SupervisorPolicy | null>();
   private listeners = new Set<(e: EngineEvent) => void>();
   private openers = new Set<(runId: number) => void>();
@@ -232,6 +234,10 @@ export class MockBackend implements Backend {
     return this.answer("notificationSettings", () => this.notifications);
   }
 
+  agents() {
+    return this.answer("agents", () => this.agentInfos);
+  }
+
   setNotificationSettings(settings: NotificationSettings) {
     return this.answer("setNotificationSettings", () => {
       if (settings.muted.includes("agent_question_blocking")) {
@@ -351,6 +357,7 @@ export function demoBackend(now: number): MockBackend {
     gate(1, 1, "merge_review", "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")], {}),
     gate(2, 2, "plan", "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")], {
       goal: "Split billing into modules", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }], files: ["src/billing/invoices.ts", "src/billing/payments.ts"], risks: ["Import cycles"],
+      source: "agent_mode", markdown: "# Split billing\n\n1. Extract **invoices** into `src/billing/invoices.ts`\n2. Extract payments\n   - keep the public API\n\nSee [the design](https://example.com/billing).\n",
     }),
     gate(3, 3, "tool_call", "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")], {
       request: { kind: "execute", command: "npm install pg-migrate", paths: [] }, reason: "installing packages is always gated", always_gated: "install_packages",
@@ -374,6 +381,11 @@ export function demoBackend(now: number): MockBackend {
   mock.workspaces = [
     { id: 1, name: "web-app", path: "~/src/web-app", settings: { sensors: ["npm test"], auto_advance: null } },
     { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
+  ];
+  mock.agentInfos = [
+    { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false },
+    { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false },
+    { name: "demo", command: "/opt/overseer/overseer-demo-agent", found: "/opt/overseer/overseer-demo-agent", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false },
   ];
   mock.diffs.set(1, {
     files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],

@@ -5,6 +5,7 @@ import type { Backend } from "./backend";
 import { toApiError } from "./errors";
 import type {
   ActivityView,
+  AgentInfo,
   EngineEvent,
   GateStory,
   GateView,
@@ -50,6 +51,7 @@ export const tauriBackend: Backend = {
   setPermissions: (scope, rules) => call<RuleSet>("set_permissions", { scope, rules }),
   notificationSettings: () => call<NotificationSettings>("notification_settings"),
   setNotificationSettings: (settings) => call<NotificationSettings>("set_notification_settings", { settings }),
+  agents: () => call<AgentInfo[]>("agents"),
 
   subscribe: async (onEvent) => listen<EngineEvent>(EVENT, (e) => onEvent(e.payload)),
   onOpenRequest: async (onOpen) => listen<{ run_id: number }>(OPEN, (e) => onOpen(e.payload.run_id)),

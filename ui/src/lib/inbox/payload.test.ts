@@ -13,8 +13,14 @@ describe("gate payloads", () => {
       ],
       files: ["a.ts"],
       risks: ["cycles"],
+      markdown: null,
+      source: null,
     });
-    expect(planOf(null)).toEqual({ goal: null, steps: [], files: [], risks: [] });
+    expect(planOf(null)).toEqual({ goal: null, steps: [], files: [], risks: [], markdown: null, source: null });
+    // The agent's own words and where the plan came from; an unknown source
+    // reads as absent.
+    expect(planOf({ goal: "g", markdown: "# Plan\n<img src=x>", source: "agent_mode" })).toMatchObject({ markdown: "# Plan\n<img src=x>", source: "agent_mode" });
+    expect(planOf({ goal: "g", markdown: "  ", source: "<b>" })).toMatchObject({ markdown: null, source: null });
   });
 
   it("reads a tool call: the exact command, the paths, why it asks", () => {
@@ -32,7 +38,9 @@ describe("gate payloads", () => {
   });
 
   it("reads a deviation: error and attempts", () => {
-    expect(deviationOf({ cause: "turn_failed", error: "step 2 failed", attempts: 3, max_attempts: 10 })).toEqual({ cause: "turn_failed", error: "step 2 failed", attempts: 3, maxAttempts: 10 });
+    expect(deviationOf({ cause: "turn_failed", error: "step 2 failed", attempts: 3, max_attempts: 10 })).toEqual({ cause: "turn_failed", mode: null, error: "step 2 failed", attempts: 3, maxAttempts: 10 });
+    // The agent switched itself to a mode that acts unasked.
+    expect(deviationOf({ cause: "mode_breach", error: "mode `auto` acts unasked", mode: "auto", attempts: 0, max_attempts: 10 })).toMatchObject({ cause: "mode_breach", mode: "auto", error: "mode `auto` acts unasked" });
   });
 
   it("reads a step review, and the step nested in a supervisor pause", () => {

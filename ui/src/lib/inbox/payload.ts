@@ -2,7 +2,8 @@
 // (crates/overseer-engine/src/orchestrator.rs). The payload is untrusted agent
 // text: these only pick fields and check their types; the cards render the
 // results as text. A missing or mistyped field reads as absent.
-import type { JsonValue } from "../types";
+import type { JsonValue, PlanSource } from "../types";
+import { planSourceOf } from "../plan/source";
 
 type Obj = { [key: string]: JsonValue };
 const obj = (v: JsonValue | undefined): Obj => (typeof v === "object" && v !== null && !Array.isArray(v) ? v : {});
@@ -15,6 +16,9 @@ export interface PlanView {
   steps: { title: string; agent: string | null }[];
   files: string[];
   risks: string[];
+  /** The agent's own words for the plan (untrusted markdown). */
+  markdown: string | null;
+  source: PlanSource | null;
 }
 
 export function planOf(payload: JsonValue): PlanView {
@@ -27,7 +31,14 @@ export function planOf(payload: JsonValue): PlanView {
         return title === null ? [] : [{ title, agent: str(o["agent"]) }];
       })
     : [];
-  return { goal: str(p["goal"]), steps, files: strs(p["files"]), risks: strs(p["risks"]) };
+  return {
+    goal: str(p["goal"]),
+    steps,
+    files: strs(p["files"]),
+    risks: strs(p["risks"]),
+    markdown: str(p["markdown"]),
+    source: planSourceOf(p["source"]),
+  };
 }
 
 export interface ToolCallView {
@@ -65,6 +76,8 @@ export function toolCallOf(payload: JsonValue): ToolCallView {
 
 export interface DeviationView {
   cause: string | null;
+  /** A mode breach: the mode the agent switched itself to. */
+  mode: string | null;
   error: string | null;
   attempts: number | null;
   maxAttempts: number | null;
@@ -72,7 +85,7 @@ export interface DeviationView {
 
 export function deviationOf(payload: JsonValue): DeviationView {
   const p = obj(payload);
-  return { cause: str(p["cause"]), error: str(p["error"]), attempts: num(p["attempts"]), maxAttempts: num(p["max_attempts"]) };
+  return { cause: str(p["cause"]), mode: str(p["mode"]), error: str(p["error"]), attempts: num(p["attempts"]), maxAttempts: num(p["max_attempts"]) };
 }
 
 export interface StepView {

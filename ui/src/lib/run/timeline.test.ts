@@ -129,6 +129,28 @@ describe("describe", () => {
     expect(describeEntry(a("protocol_error", { text: "bad json" }))).toMatchObject({ title: "Protocol error", tone: "bad" });
   });
 
+  it("describes the step turns, modes, sessions and security events", () => {
+    expect(describeEntry(a("step_started", { step: 2, text: "Note the change in NOTES.md" }))).toMatchObject({
+      label: "step",
+      title: "Step 2: Note the change in NOTES.md",
+      tone: "info",
+    });
+    expect(describeEntry(a("mode", { mode: "default", text: "the agent works in mode `default`: it asks" }))).toMatchObject({
+      label: "mode",
+      title: "Mode: default",
+      text: "the agent works in mode `default`: it asks",
+    });
+    const sec = describeEntry(a("security", { mode: "auto", text: "mode `auto` acts unasked; Overseer stopped the turn" }));
+    expect(sec).toMatchObject({ label: "security", tone: "bad", text: "mode `auto` acts unasked; Overseer stopped the turn" });
+    expect(sec.title).toMatch(/switched itself to mode “auto”/);
+    expect(
+      describeEntry(a("session", { text: "the agent started session s1", modes: [{ id: "default", name: "Default" }, { id: "plan", name: "plan" }, 3] })),
+    ).toMatchObject({ label: "session", title: "the agent started session s1", text: "Modes it offers: default (Default), plan" });
+    expect(describeEntry(a("session", { text: "resumed", modes: [] })).text).toBeNull();
+    expect(describeEntry(a("plan_skipped", { text: "no plan gate" }))).toMatchObject({ title: "Planning skipped", text: "no plan gate" });
+    expect(describeEntry(a("plan_answer", { text: "answered the agent's exit-plan request" })).title).toBe("answered the agent's exit-plan request");
+  });
+
   it("survives payloads of the wrong shape and unknown kinds", () => {
     expect(() => describeEntry(a("sensor", null))).not.toThrow();
     expect(() => describeEntry(a("plan", "nonsense"))).not.toThrow();
@@ -154,7 +176,11 @@ describe("plans", () => {
       ],
       files: ["src/greeting.txt"],
       risks: ["none"],
+      markdown: null,
+      source: null,
     });
+    const words = a("plan_proposed", { goal: "G", steps: [], files: [], risks: [], markdown: "# G\n\n1. do it", source: "prose" });
+    expect(latestProposal([...entries, words])).toMatchObject({ markdown: "# G\n\n1. do it", source: "prose" });
     expect(latestPlan([])).toBeNull();
     expect(latestProposal([])).toBeNull();
   });

@@ -4,7 +4,8 @@
 // progress, completed) and the rule decision on it become one item; runs of
 // plan updates and of file reads become one item each. Payloads are agent or
 // engine JSON: every field is read defensively and only ever shown as text.
-import type { ActivityView, JsonValue } from "../types";
+import type { ActivityView, JsonValue, PlanSource } from "../types";
+import { planSourceOf } from "../plan/source";
 
 export type Tone = "neutral" | "good" | "bad" | "attention" | "info";
 
@@ -41,6 +42,9 @@ export interface Proposal {
   steps: Array<{ title: string; agent: string | null }>;
   files: string[];
   risks: string[];
+  /** The agent's own words for the plan (untrusted markdown). */
+  markdown: string | null;
+  source: PlanSource | null;
 }
 
 type Obj = { [key: string]: JsonValue };
@@ -89,6 +93,12 @@ const LABELS: Record<string, string> = {
   file_refused: "refused",
   drift: "drift",
   log: "log",
+  step_started: "step",
+  mode: "mode",
+  security: "security",
+  session: "session",
+  plan_skipped: "plan",
+  plan_answer: "plan",
 };
 
 function planSteps(payload: JsonValue): PlanStep[] {
@@ -123,6 +133,8 @@ export function latestProposal(entries: readonly ActivityView[]): Proposal | nul
       steps: list(p.steps).map((s) => ({ title: str(obj(s).title) ?? "", agent: str(obj(s).agent) })),
       files: strings(p.files),
       risks: strings(p.risks),
+      markdown: typeof p.markdown === "string" && p.markdown.trim() !== "" ? p.markdown : null,
+      source: planSourceOf(p.source),
     };
   }
   return null;
@@ -201,6 +213,36 @@ export function describe(e: ActivityView): TimelineItem {
         tone: conf === null ? "neutral" : conf >= 0.8 ? "good" : conf >= 0.5 ? "attention" : "bad",
       });
     }
+    case "step_started": {
+      const step = num(p.step);
+      return item(e, { title: `Step ${step ?? "?"}: ${text ?? "(untitled)"}`, tone: "info" });
+    }
+    case "mode": {
+      const mode = str(p.mode);
+      return item(e, { title: mode === null ? "Mode" : `Mode: ${mode}`, text });
+    }
+    case "security": {
+      const mode = str(p.mode);
+      return item(e, {
+        title: `The agent switched itself to mode ${mode === null ? "?" : `“${mode}”`}, which acts unasked`,
+        text,
+        tone: "bad",
+      });
+    }
+    case "session": {
+      const modes = list(p.modes).flatMap((m) => {
+        const o = obj(m);
+        const id = str(o.id);
+        if (id === null) return [];
+        const name = str(o.name);
+        return [name && name !== id ? `${id} (${name})` : id];
+      });
+      return item(e, { title: text ?? "Agent session", text: modes.length ? `Modes it offers: ${modes.join(", ")}` : null });
+    }
+    case "plan_skipped":
+      return item(e, { title: "Planning skipped", text });
+    case "plan_answer":
+      return item(e, { title: text ?? "Answered the agent's plan request" });
     case "deviation":
       return item(e, { title: `Deviation${str(p.cause) ? `: ${str(p.cause)}` : ""}`, text, tone: "bad" });
     case "verdict": {
