@@ -869,6 +869,47 @@ async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborting_claude_mid_turn_cancels_the_turn_and_stops_its_whole_tree() {
+    let r = real_world(
+        "claude abort",
+        Adapter::Claude,
+        "resume.json",
+        &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+    )
+    .await;
+    let run = r.start("hang prompt", Some(PlanStrategy::Skip));
+    r.until(run, "the hanging model request", |_| {
+        r.server
+            .main_requests()
+            .iter()
+            .any(|e| e["reply"]["hang"] == true)
+            .then_some(())
+    })
+    .await;
+    assert!(!r.agent_pids(run).is_empty(), "the adapter runs");
+    r.engine().abort_run(run, &Actor::cli()).expect("abort");
+    r.state(
+        run,
+        RunState::Released {
+            reason: ReleaseReason::AbortedByUser,
+        },
+    )
+    .await;
+    r.until(run, "the adapter's whole tree to be gone", |_| {
+        r.agent_pids(run).is_empty().then_some(())
+    })
+    .await;
+    assert!(
+        !r.activity(run).iter().any(|a| a.kind == "deviation"),
+        "an abort is no failure: {}",
+        r.dump(run)
+    );
+    let head = git(&r.w.repo, &["rev-list", "--count", "main"]);
+    assert_eq!(head, "1", "nothing merged");
+    r.done();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_crashing_mid_turn_opens_a_deviation_and_nothing_is_merged() {
     let r = real_world(
         "claude crash",
