@@ -256,6 +256,9 @@ enum TaskCommand {
         /// The agent's session mode for this task, replacing the profile's supervised mode
         #[arg(long)]
         mode: Option<String>,
+        /// Seconds an agent's question waits before it takes its defaults (or is declined)
+        #[arg(long, value_name = "SECONDS")]
+        question_timeout: Option<u64>,
     },
 }
 
@@ -422,6 +425,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             read_only,
             plan,
             mode,
+            question_timeout,
         }) => {
             let plan = match plan.as_deref() {
                 None => None,
@@ -434,6 +438,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let settings = overseer_store::TaskSettings {
                 plan,
                 mode,
+                question_timeout_seconds: question_timeout,
                 permissions: RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?,
                 approval: ApprovalMode::parse(&approval, threshold).map_err(anyhow::Error::msg)?,
                 auto_proceed_seconds,

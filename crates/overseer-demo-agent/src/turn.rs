@@ -503,6 +503,7 @@ impl Turn {
                 "framework",
                 acp::StringPropertySchema::new()
                     .title("Framework")
+                    .default_value("svelte".to_owned())
                     .enum_values(
                         FRAMEWORKS
                             .iter()
@@ -513,7 +514,9 @@ impl Turn {
             )
             .property(
                 "add_tests",
-                acp::BooleanPropertySchema::new().title("Add tests?"),
+                acp::BooleanPropertySchema::new()
+                    .title("Add tests?")
+                    .default_value(false),
                 true,
             )
             .property(

@@ -140,3 +140,47 @@ async fn yes_to_tool_calls_until_review(w: &World, run: i64) {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_a_timeout_takes_its_defaults_when_nobody_answers() {
+    let w = world(Vec::new()).await;
+    let run = start_with(
+        &w,
+        "questions",
+        TaskSettings {
+            question_timeout_seconds: Some(1),
+            ..Default::default()
+        },
+    );
+    let q = pending_gate(&w, run, GateKind::Question).await;
+    assert_eq!(q.payload["ask_kind"], "question", "{}", q.payload);
+    assert!(q.auto_at.is_some(), "the countdown is persisted");
+    assert!(q.options.iter().any(|o| o.id == "default"));
+    // Nobody answers: the timer takes the form's defaults.
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    assert_eq!(
+        plan.payload["goal"], "Add a svelte greeting, without tests",
+        "{}",
+        plan.payload
+    );
+    let decided = w
+        .engine
+        .gate(q.id)
+        .expect("gate")
+        .decision
+        .expect("decided");
+    assert_eq!(decided.option, "default");
+    assert_eq!(decided.actor, Actor::Engine);
+
+    // Without a timeout a question waits for the user: it is blocking.
+    let run = start(&w, "questions");
+    let q = until(&w, "the second question", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::Question)
+    })
+    .await;
+    assert_eq!(q.payload["ask_kind"], "blocking");
+    assert!(q.auto_at.is_none());
+}

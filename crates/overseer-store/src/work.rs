@@ -59,6 +59,12 @@ pub struct TaskSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub mode: Option<String>,
+    /// An agent's question waits this long, then takes its defaults (or is
+    /// declined when it has none), so an unattended run does not stall.
+    /// None: questions wait for the user (they are blocking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub question_timeout_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]

@@ -1021,23 +1021,38 @@ async fn tool_permission(
 }
 
 /// An elicitation: a question gate in the inbox; the answer's context is the
-/// form content (JSON), or plain text put under `answer`.
+/// form content (JSON), or plain text put under `answer`. With the task's
+/// question timeout it is a `question` (not `blocking`) ask: its timer takes
+/// the form's defaults, or declines when there are none.
 async fn question(
     engine: &Arc<Engine>,
     work: &RunWork,
     message: &str,
     schema: &serde_json::Value,
 ) -> QuestionReply {
-    let mut spec = GateSpec::new(
-        work.run_id,
-        GateKind::Question,
-        message,
-        vec![
-            GateOption::new("answer", "Answer").with_required_context(),
-            GateOption::new("decline", "Decline"),
-        ],
-    );
-    spec.payload = json!({"message": message, "schema": schema});
+    let defaults = schema_defaults(schema);
+    let mut options = vec![GateOption::new("answer", "Answer").with_required_context()];
+    if !defaults.is_empty() {
+        options.push(GateOption::new("default", "Use the defaults"));
+    }
+    options.push(GateOption::new("decline", "Decline"));
+    let mut spec = GateSpec::new(work.run_id, GateKind::Question, message, options);
+    let timeout = work.task_settings.question_timeout_seconds;
+    spec.payload = json!({
+        "message": message,
+        "schema": schema,
+        "ask_kind": if timeout.is_some() { "question" } else { "blocking" },
+    });
+    if let Some(secs) = timeout {
+        let at =
+            engine.clock.now() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
+        let fallback = if defaults.is_empty() {
+            "decline"
+        } else {
+            "default"
+        };
+        spec.auto = Some((at, fallback.to_owned()));
+    }
     let gate = match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
         Ok(g) => g,
         Err(_) => return QuestionReply::Cancel,
@@ -1051,9 +1066,30 @@ async fn question(
                 .unwrap_or_else(|| json!({ "answer": text }));
             QuestionReply::Accept { content }
         }
+        Ok(d) if d.option == "default" => QuestionReply::Accept {
+            content: serde_json::Value::Object(defaults),
+        },
         Ok(d) if d.option == "decline" => QuestionReply::Decline,
         Ok(_) | Err(_) => QuestionReply::Cancel,
     }
+}
+
+/// The `default` of each field of a form schema that has one.
+fn schema_defaults(schema: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|props| {
+            props
+                .iter()
+                .filter_map(|(k, p)| {
+                    p.get("default")
+                        .filter(|d| !d.is_null())
+                        .map(|d| (k.clone(), d.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 async fn plan_gate(

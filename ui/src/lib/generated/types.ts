@@ -232,7 +232,13 @@ plan?: PlanStrategy,
  * Replaces the agent profile's supervised mode for this task (checked
  * like the profile's: a mode that acts unasked is refused).
  */
-mode?: string, };
+mode?: string, 
+/**
+ * An agent's question waits this long, then takes its defaults (or is
+ * declined when it has none), so an unattended run does not stall.
+ * None: questions wait for the user (they are blocking).
+ */
+question_timeout_seconds?: number, };
 
 export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
 
