@@ -381,7 +381,7 @@ impl WriteTx<'_> {
                 .decision
                 .as_ref()
                 .map(|d| (d.option.clone(), d.actor.to_string()))
-                .unwrap_or_else(|| ("?".to_owned(), "?".to_owned()));
+                .unwrap_or_else(|| ("(none)".to_owned(), "nobody yet".to_owned()));
             StoreError::AlreadyDecided {
                 gate_id,
                 option,
@@ -596,11 +596,11 @@ impl WriteTx<'_> {
         now: Millis,
     ) -> Result<GateView, StoreError> {
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
-        if gate.decision.is_some() {
+        if let Some(d) = gate.decision {
             return Err(StoreError::AlreadyDecided {
                 gate_id,
-                option: gate.decision.map(|d| d.option).unwrap_or_default(),
-                by: "?".to_owned(),
+                option: d.option,
+                by: d.actor.to_string(),
             });
         }
         if gate.auto_at.is_none() {

@@ -365,10 +365,16 @@ impl<'a> WriteTx<'a> {
             )
             .map_err(|e| self.sql(e))?;
         if changed != 1 {
+            // Someone decided first: say who and what, from the row itself.
+            let current = crate::read::gate(self.conn(), self.path(), gate.id)?;
+            let (option, by) = current
+                .decision
+                .map(|d| (d.option, d.actor.to_string()))
+                .unwrap_or_else(|| ("(being decided)".to_owned(), "another writer".to_owned()));
             return Err(StoreError::AlreadyDecided {
                 gate_id: gate.id,
-                option: "?".to_owned(),
-                by: "another writer".to_owned(),
+                option,
+                by,
             });
         }
         let seq = self.append_audit(
