@@ -294,6 +294,21 @@ impl Real {
         &self.w.engine
     }
 
+    /// Starts a task without a plan whose first model request the script
+    /// leaves unanswered, and returns once that request is out.
+    async fn start_hanging(&self, prompt: &str) -> i64 {
+        let run = self.start(prompt, Some(PlanStrategy::Skip));
+        self.until(run, "the hanging model request", |_| {
+            self.server
+                .main_requests()
+                .iter()
+                .any(|e| e["reply"]["hang"] == true)
+                .then_some(())
+        })
+        .await;
+        run
+    }
+
     fn start(&self, prompt: &str, plan: Option<PlanStrategy>) -> i64 {
         self.engine()
             .start_task(
@@ -806,15 +821,8 @@ async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_
         &[("CLAUDE_CODE_MAX_RETRIES", "1")],
     )
     .await;
-    let run = r.start("hang once", Some(PlanStrategy::Skip));
-    r.until(run, "the hanging model request", |_| {
-        r.server
-            .main_requests()
-            .iter()
-            .any(|e| e["reply"]["hang"] == true)
-            .then_some(())
-    })
-    .await;
+    // The model request hangs: the turn is under way.
+    let run = r.start_hanging("hang once").await;
     // The engine stops (its agents with it) and a new one starts on the
     // same data: the run is interrupted, and resuming it continues the
     // agent's own session.
@@ -877,15 +885,8 @@ async fn aborting_claude_mid_turn_cancels_the_turn_and_stops_its_whole_tree() {
         &[("CLAUDE_CODE_MAX_RETRIES", "1")],
     )
     .await;
-    let run = r.start("hang prompt", Some(PlanStrategy::Skip));
-    r.until(run, "the hanging model request", |_| {
-        r.server
-            .main_requests()
-            .iter()
-            .any(|e| e["reply"]["hang"] == true)
-            .then_some(())
-    })
-    .await;
+    // The model request hangs: the turn is under way.
+    let run = r.start_hanging("hang prompt").await;
     assert!(!r.agent_pids(run).is_empty(), "the adapter runs");
     r.engine().abort_run(run, &Actor::cli()).expect("abort");
     r.state(
@@ -918,16 +919,8 @@ async fn claude_crashing_mid_turn_opens_a_deviation_and_nothing_is_merged() {
         &[("CLAUDE_CODE_MAX_RETRIES", "1")],
     )
     .await;
-    let run = r.start("hang prompt", Some(PlanStrategy::Skip));
     // The model request hangs: the turn is under way.
-    r.until(run, "the hanging model request", |_| {
-        r.server
-            .main_requests()
-            .iter()
-            .any(|e| e["reply"]["hang"] == true)
-            .then_some(())
-    })
-    .await;
+    let run = r.start_hanging("hang prompt").await;
     let pids = r.agent_pids(run);
     assert!(!pids.is_empty(), "the adapter runs");
     let status = Command::new("kill")
