@@ -705,7 +705,13 @@ impl RulesEvaluator {
                 }
                 GateKind::StepReview => {
                     let score = gate.payload["confidence"].as_f64().unwrap_or(0.0);
-                    if score >= 0.5 && !gate.payload["destructive"].as_bool().unwrap_or(true) {
+                    let band = overseer_core::confidence::band(score);
+                    let medium_or_better = matches!(
+                        band,
+                        overseer_core::confidence::Band::High
+                            | overseer_core::confidence::Band::Medium
+                    );
+                    if medium_or_better && !gate.payload["destructive"].as_bool().unwrap_or(true) {
                         out(
                             Verdict::Approve,
                             "rules:confidence_medium",
