@@ -18,6 +18,7 @@
 //!   `flaky`, `drift`, `stubborn`, `garbage`, `permissions` or `hijack`
 //!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
+//! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).
 //! - `OVERSEER_DEMO_PERMISSIONS`, `OVERSEER_DEMO_LATENCY_FILE`,
 //!   `OVERSEER_DEMO_HOLD`: the `permissions` scenario's settings (below).
 //!
@@ -66,6 +67,15 @@ pub(crate) use log;
 /// The modes the demo offers, and the one it starts in.
 pub(crate) const MODES: [&str; 3] = ["default", "plan", "auto"];
 const START_MODE: &str = "auto";
+
+/// The mode a session starts in: `OVERSEER_DEMO_START_MODE` if it names one
+/// of [`MODES`], else `auto` (as claude-agent-acp 0.101 does).
+fn start_mode() -> String {
+    std::env::var("OVERSEER_DEMO_START_MODE")
+        .ok()
+        .filter(|m| MODES.contains(&m.as_str()))
+        .unwrap_or_else(|| START_MODE.to_owned())
+}
 
 /// Where the session is in Overseer's plan → execute cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -328,12 +338,12 @@ fn new_session(
         flaky_failed: false,
         answers: None,
         tool_calls: 0,
-        mode: START_MODE.to_owned(),
+        mode: start_mode(),
         step: 0,
         turn_running: false,
     });
     let modes = acp::SessionModeState::new(
-        START_MODE,
+        start_mode(),
         vec![
             acp::SessionMode::new("default", "Default")
                 .description("Asks before each edit".to_owned()),

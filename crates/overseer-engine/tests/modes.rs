@@ -121,3 +121,42 @@ async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why(
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_without_a_mode_keeps_the_agent_in_the_asking_mode_it_starts_in() {
+    // A profile written before modes mattered: no `mode`. The agent starts
+    // in `default` (as older adapters do), so that is the run's mode, and a
+    // later switch to `auto` is still caught.
+    let extra = format!(
+        "[agents.legacy]\ncommand = {:?}\nenv = {{ OVERSEER_DEMO_START_MODE = \"default\" }}\n",
+        demo_agent().to_string_lossy()
+    );
+    let w = world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        &extra,
+    )
+    .await;
+    let run = w
+        .engine
+        .start_task(
+            &TaskStart {
+                workspace: "demo".into(),
+                agent: "legacy".into(),
+                prompt: "Update the greeting".into(),
+                title: None,
+                scenario: Some("hijack".into()),
+                settings: TaskSettings::default(),
+            },
+            &Actor::cli(),
+        )
+        .expect("start")
+        .run_id;
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let gate = pending_gate(&w, run, GateKind::Deviation).await;
+    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
+    assert_eq!(gate.payload["mode"], "auto");
+}

@@ -303,10 +303,18 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
         .config
         .profile(&work.agent)
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
-    let supervision = Supervision::of(&profile, &work);
+    let mut supervision = Supervision::of(&profile, &work);
     let worktree = prepare_worktree(engine, &work).await?;
     let turn = Arc::new(Mutex::new(Turn::default()));
     let conn = launch_agent(engine, &work, &profile, &worktree, &turn).await?;
+    if supervision.mode.is_none() {
+        // A profile that names no mode (written before modes mattered) keeps
+        // the agent in the one it starts in, if that one asks: a later switch
+        // is still caught. One that acts unasked is refused in `supervise`.
+        supervision.mode = conn
+            .current_mode()
+            .filter(|m| !overseer_core::agent::acts_unasked(m));
+    }
     modes::supervise(engine, &work, &conn, &supervision).await?;
     engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
 
