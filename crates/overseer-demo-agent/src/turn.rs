@@ -503,7 +503,6 @@ impl Turn {
                 "framework",
                 acp::StringPropertySchema::new()
                     .title("Framework")
-                    .default_value("svelte".to_owned())
                     .enum_values(
                         FRAMEWORKS
                             .iter()
@@ -514,9 +513,7 @@ impl Turn {
             )
             .property(
                 "add_tests",
-                acp::BooleanPropertySchema::new()
-                    .title("Add tests?")
-                    .default_value(false),
+                acp::BooleanPropertySchema::new().title("Add tests?"),
                 true,
             )
             .property(

@@ -142,7 +142,7 @@ async fn yes_to_tool_calls_until_review(w: &World, run: i64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_with_a_timeout_takes_its_defaults_when_nobody_answers() {
+async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_goes_on() {
     let w = world(Vec::new()).await;
     let run = start_with(
         &w,
@@ -155,11 +155,15 @@ async fn a_question_with_a_timeout_takes_its_defaults_when_nobody_answers() {
     let q = pending_gate(&w, run, GateKind::Question).await;
     assert_eq!(q.payload["ask_kind"], "question", "{}", q.payload);
     assert!(q.auto_at.is_some(), "the countdown is persisted");
-    assert!(q.options.iter().any(|o| o.id == "default"));
-    // Nobody answers: the timer takes the form's defaults.
+    assert!(
+        !q.options.iter().any(|o| o.id == "default"),
+        "the demo's form has no defaults to take"
+    );
+    // Nobody answers: the timer declines, and the agent plans without answers.
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     assert_eq!(
-        plan.payload["goal"], "Add a svelte greeting, without tests",
+        plan.payload["goal"],
+        "Add a svelte greeting, without tests (no answers given; using defaults)",
         "{}",
         plan.payload
     );
@@ -169,7 +173,7 @@ async fn a_question_with_a_timeout_takes_its_defaults_when_nobody_answers() {
         .expect("gate")
         .decision
         .expect("decided");
-    assert_eq!(decided.option, "default");
+    assert_eq!(decided.option, "decline");
     assert_eq!(decided.actor, Actor::Engine);
 
     // Without a timeout a question waits for the user: it is blocking.

@@ -1613,3 +1613,26 @@ async fn keep_log(engine: Arc<Engine>, run: RunId, stderr: impl tokio::io::Async
     }
     flush(&mut batch);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forms_defaults_are_what_its_timer_answers_with() {
+        let schema = json!({"type": "object", "properties": {
+            "framework": {"type": "string", "enum": ["svelte", "react"], "default": "svelte"},
+            "add_tests": {"type": "boolean", "default": false},
+            "tags": {"type": "array", "items": {"anyOf": []}, "default": ["a", "b"]},
+            "notes": {"type": "string"},
+            "odd": {"type": "string", "default": null},
+        }});
+        let defaults = schema_defaults(&schema);
+        assert_eq!(
+            serde_json::Value::Object(defaults),
+            json!({"framework": "svelte", "add_tests": false, "tags": ["a", "b"]})
+        );
+        assert!(schema_defaults(&json!({"type": "object"})).is_empty());
+        assert!(schema_defaults(&json!("not a schema")).is_empty());
+    }
+}
