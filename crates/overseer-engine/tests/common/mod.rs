@@ -110,11 +110,17 @@ pub fn start(w: &World, scenario: &str) -> i64 {
 }
 
 pub fn start_with(w: &World, scenario: &str, settings: TaskSettings) -> i64 {
+    start_as(w, "demo", scenario, settings)
+}
+
+/// Starts a task with the agent profile `agent` (one the world's
+/// overseer.toml defines, running the demo agent) in `scenario`.
+pub fn start_as(w: &World, agent: &str, scenario: &str, settings: TaskSettings) -> i64 {
     w.engine
         .start_task(
             &TaskStart {
                 workspace: "demo".into(),
-                agent: "demo".into(),
+                agent: agent.into(),
                 prompt: "Update the greeting".into(),
                 title: None,
                 scenario: Some(scenario.into()),
