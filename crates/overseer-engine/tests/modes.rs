@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use overseer_core::{Actor, GateKind, RunState};
-use overseer_engine::TaskStart;
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use std::sync::Arc;
 
@@ -22,21 +21,7 @@ async fn an_agent_that_will_not_enter_its_supervised_mode_is_never_prompted() {
         &extra,
     )
     .await;
-    let run = w
-        .engine
-        .start_task(
-            &TaskStart {
-                workspace: "demo".into(),
-                agent: "strict".into(),
-                prompt: "Update the greeting".into(),
-                title: None,
-                scenario: Some("happy".into()),
-                settings: TaskSettings::default(),
-            },
-            &Actor::cli(),
-        )
-        .expect("start")
-        .run_id;
+    let run = start_as(&w, "strict", "happy", TaskSettings::default());
     let note = until(&w, "the run to fail", |e| {
         let r = e.run(run).ok()?;
         matches!(r.state, RunState::Released { .. }).then_some(r.release_note)
@@ -137,21 +122,7 @@ async fn a_profile_without_a_mode_keeps_the_agent_in_the_asking_mode_it_starts_i
         &extra,
     )
     .await;
-    let run = w
-        .engine
-        .start_task(
-            &TaskStart {
-                workspace: "demo".into(),
-                agent: "legacy".into(),
-                prompt: "Update the greeting".into(),
-                title: None,
-                scenario: Some("hijack".into()),
-                settings: TaskSettings::default(),
-            },
-            &Actor::cli(),
-        )
-        .expect("start")
-        .run_id;
+    let run = start_as(&w, "legacy", "hijack", TaskSettings::default());
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())

@@ -401,7 +401,7 @@ async fn execute(
         }
         let failure = match result {
             Ok((StopReason::EndTurn, transcript)) => {
-                if engine.has_steering(run) || has_rejections(turn) {
+                if engine.has_steering(run) || take_owed_reason(turn) {
                     // The user spoke while the agent worked (an instruction,
                     // or a "no" and why): another turn on the same step, so
                     // the agent hears it before the step is weighed.
@@ -457,7 +457,7 @@ async fn execute(
             }
             // Some agents end the turn on a refusal (codex-acp's `abort`):
             // that is the user's "no", not a failure; tell the agent why.
-            Ok((StopReason::Cancelled, _)) if has_rejections(turn) => {
+            Ok((StopReason::Cancelled, _)) if take_owed_reason(turn) => {
                 follow_up = Some(String::new());
                 continue;
             }
@@ -545,7 +545,7 @@ fn stop(engine: &Engine, run: RunId, why: &str) -> Result<(), ApiError> {
 
 /// True (once) when a human refused a tool call during the turn and the
 /// agent has not yet been told why.
-fn has_rejections(turn: &Mutex<Turn>) -> bool {
+fn take_owed_reason(turn: &Mutex<Turn>) -> bool {
     let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
     std::mem::take(&mut t.owes_reason) && !t.rejections.is_empty()
 }

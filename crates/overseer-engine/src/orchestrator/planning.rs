@@ -141,10 +141,8 @@ pub(super) async fn plan(
                 let d = plan_gate(engine, work, &plan).await?;
                 match d.option.as_str() {
                     "approve" => {
+                        // Already back in the supervised mode (above).
                         *guidance = d.context.unwrap_or_default();
-                        if mode.is_some() {
-                            modes::supervise(engine, work, conn, supervision).await?;
-                        }
                         return Ok(Planned::Approved(plan));
                     }
                     "request_changes" => {

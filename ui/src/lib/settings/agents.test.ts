@@ -15,16 +15,16 @@ const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
 });
 
 describe("agent profiles in words", () => {
-  it("is ready only when found and needing nothing", () => {
+  it("is ready only when the engine says it needs nothing", () => {
     expect(agentReady(info("demo"))).toBe(true);
     expect(agentReady(info("codex", { found: undefined, needs: ["codex-acp on PATH"] }))).toBe(false);
     expect(agentReady(info("claude", { needs: ["an API key"] }))).toBe(false);
-    // As the engine sends it over IPC: null, not absent.
-    expect(agentReady(info("gemini", { found: null as unknown as undefined }))).toBe(false);
+    // A command not found is always one of the engine's needs.
+    expect(agentReady(info("gemini", { found: undefined, needs: ["`gemini` on PATH (not found)"] }))).toBe(false);
   });
 
   it("lists ready agents first", () => {
-    const list = [info("codex", { found: undefined }), info("zed"), info("claude")];
+    const list = [info("codex", { found: undefined, needs: ["`codex-acp` on PATH (not found)"] }), info("zed"), info("claude")];
     expect(sortAgents(list).map((a) => a.name)).toEqual(["claude", "zed", "codex"]);
   });
 

@@ -15,10 +15,10 @@ export function planStrategyText(plan: PlanStrategy): string {
   }
 }
 
-/** Ready when its command was found and nothing else is missing. (The
- * engine sends an absent `found` as null, though the type says optional.) */
+/** Ready when the engine says it needs nothing (a missing command is one of
+ * its needs): the window does not judge for itself. */
 export function agentReady(a: AgentInfo): boolean {
-  return typeof a.found === "string" && a.found !== "" && a.needs.length === 0;
+  return a.needs.length === 0;
 }
 
 /** Ready ones first, then by name. */
