@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building, running and testing Overseer needs, and only what is
 # missing: Debian/Ubuntu packages (with apt when root, else it prints the exact
-# sudo line), the Rust toolchain check, and the npm packages of the UI and the
-# end-to-end tests. Safe to run again: a warm machine skips every step.
+# sudo line; bubblewrap is what contains every run), the Rust toolchain check,
+# and the npm packages of the UI and the end-to-end tests. Safe to run again: a warm machine skips every step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libssl-dev libxdo-dev
   libayatana-appindicator3-dev librsvg2-dev xvfb xauth x11-utils webkit2gtk-driver
-  dbus dbus-x11 dunst imagemagick python3)
+  dbus dbus-x11 dunst imagemagick python3 git bubblewrap)
 
 missing=()
 for p in "${PKGS[@]}"; do
