@@ -999,9 +999,16 @@ fn verify(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
         }
         Err(failure) => {
             if json {
+                let record = failure.record.as_ref();
                 println!(
                     "{}",
-                    serde_json::json!({"ok": false, "seq": failure.seq, "problem": failure.problem, "message": failure.to_string()})
+                    serde_json::json!({
+                        "ok": false,
+                        "seq": record.map(|r| r.seq),
+                        "problem": record.map(|r| &r.problem),
+                        "decisions": failure.decisions,
+                        "message": failure.to_string(),
+                    })
                 );
             }
             eprintln!("audit log FAILED verification: {failure}");

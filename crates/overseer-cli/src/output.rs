@@ -4,17 +4,26 @@
 use overseer_core::{GateView, RunState, RunView};
 use std::fmt::Write;
 
-/// Escapes control characters (ANSI escapes, carriage returns) in untrusted text.
+/// Escapes control characters (ANSI escapes, carriage returns) and bidi
+/// controls (an RTL override would reorder the rest of the line) in
+/// untrusted text.
 pub fn inert(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
-            if c.is_control() {
+            if c.is_control() || is_bidi_control(c) {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]
             }
         })
         .collect()
+}
+
+/// Characters that change the order text is shown in: embeddings,
+/// overrides, isolates and marks (U+202A-U+202E, U+2066-U+2069, U+200E,
+/// U+200F, U+061C).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// Like [`inert`], but keeps line breaks (for diffs).
@@ -257,8 +266,17 @@ pub fn gate_story(story: &overseer_engine::GateStory) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    for m in &story.decision_problems {
+        let _ = writeln!(out, "  [NOT VERIFIED] {}", inert(&m.to_string()));
+    }
     if story.verified {
         let _ = writeln!(out, "all {} records verified", story.records.len());
+    } else if !story.decision_problems.is_empty() {
+        let _ = writeln!(
+            out,
+            "VERIFICATION FAILED: {} decision row(s) about this gate have no matching signed record (written outside Overseer); run `overseer audit verify`",
+            story.decision_problems.len()
+        );
     } else {
         out.push_str(
             "VERIFICATION FAILED: this story was tampered with; run `overseer audit verify`\n",
@@ -320,6 +338,15 @@ mod tests {
     fn terminal_escapes_from_agents_are_printed_inert() {
         assert_eq!(inert("ok\u{1b}[2Jgone\r"), "ok\\u{1b}[2Jgone\\r");
         assert_eq!(inert("plain"), "plain");
+    }
+
+    #[test]
+    fn bidi_overrides_from_agents_are_printed_inert() {
+        assert_eq!(
+            inert("title \u{202E}exe.txt\u{2066}x"),
+            "title \\u{202e}exe.txt\\u{2066}x"
+        );
+        assert_eq!(inert("שלום"), "שלום", "right-to-left text itself stays");
     }
 
     #[test]

@@ -153,6 +153,50 @@ fn audit_verify_exits_non_zero_naming_the_first_bad_record() {
 }
 
 #[test]
+fn a_decision_written_straight_into_sqlite_fails_audit_verify_and_gates_why() {
+    let h = Home::new();
+    h.ok(&["demo", "seed"]);
+    assert!(h.ok(&["audit", "verify"]).contains("audit log OK"));
+    let gates: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    let gate = gates
+        .iter()
+        .find(|g| g["status"] == "pending")
+        .expect("a pending gate")["id"]
+        .as_i64()
+        .expect("id");
+    // The chain is untouched; only the gate's row says it was decided.
+    let db = rusqlite::Connection::open(h.data().join("overseer.db")).expect("open");
+    db.execute(
+        "UPDATE gates SET status = 'decided', decided_option = 'approve',
+                decided_by = 'user:cli', decided_at = 1 WHERE id = ?1",
+        [gate],
+    )
+    .expect("forge");
+    let out = h.run(&["audit", "verify"]);
+    assert!(
+        !out.status.success(),
+        "a forged decision fails verification"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("gate {gate}'s decision")) && err.contains("no signed audit record"),
+        "{err}"
+    );
+    let out = h.run(&["audit", "verify", "--json"]);
+    assert!(!out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["decisions"][0]["table"], "gates");
+    assert_eq!(v["decisions"][0]["problem"], "no_record");
+    let out = h.run(&["gates", "why", &gate.to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("[NOT VERIFIED]"), "{text}");
+    assert!(text.contains("VERIFICATION FAILED"), "{text}");
+}
+
+#[test]
 fn a_database_from_a_newer_version_is_refused_with_what_to_do() {
     let h = Home::new();
     h.ok(&["demo", "seed"]);

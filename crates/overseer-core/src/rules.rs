@@ -35,6 +35,13 @@
 //!   `src/../.env` is `.env` and does not match `Edit(src/**)`. A call that
 //!   touches several paths matches an allow or ask rule only if every path
 //!   does, and an ask or deny rule if any does.
+//! - Symlinks: the engine resolves each path on disk before the rules see it
+//!   ([`ToolRequest::resolved`]: the longest existing prefix canonicalized,
+//!   so symlinks and `..` count). Allow rules match the resolved path
+//!   relative to the worktree: with `docs -> $HOME`, `docs/.bashrc` is not a
+//!   `docs/**` file. Deny and ask rules match the path as given or as
+//!   resolved. A path that resolves outside the worktree (or cannot be
+//!   resolved) is never allowed by a rule: it asks, saying where it leads.
 //! - `WebFetch(domain:example.com)` matches fetches from that host and its
 //!   subdomains.
 //! - `mcp__server` and `mcp__server__*` match every tool of that MCP server;
@@ -49,15 +56,18 @@
 //! 3. A read-only session denies writes (edit, delete and move kinds, and the
 //!    `Edit`, `Write`, `MultiEdit`, `NotebookEdit`, `Delete`, `Move` tools),
 //!    even always-gated ones: a denial is stricter than a question.
-//! 4. Always-gated operations ([`always_gated`]) ask, whatever the allow rules
+//! 4. A path that leads outside the worktree once resolved (a symlink out)
+//!    or cannot be resolved asks, whatever the allow rules say (rule
+//!    [`CONFINEMENT`]).
+//! 5. Always-gated operations ([`always_gated`]) ask, whatever the allow rules
 //!    or the confidence: a human sees them every time.
-//! 5. A read-only session allows known-safe shell commands (`ls`, `cat`,
+//! 6. A read-only session allows known-safe shell commands (`ls`, `cat`,
 //!    `git status`, ...) and asks for any other.
-//! 6. The layers in precedence order (the run's "always" rules, the task's,
+//! 7. The layers in precedence order (the run's "always" rules, the task's,
 //!    the workspace's): the first layer with a matching rule decides, and ask
 //!    beats allow within a layer. A compound shell command no single rule
 //!    covers is decided part by part: allowed if every part is allowed.
-//! 7. Defaults: read-only kinds (read, search, think, fetch) are allowed;
+//! 8. Defaults: read-only kinds (read, search, think, fetch) are allowed;
 //!    everything else (edits, shell, git, other tools) asks.
 
 use serde::{Deserialize, Serialize};
@@ -78,6 +88,83 @@ pub struct ToolRequest {
     /// Paths the call touches, as the agent gave them (relative to the
     /// worktree or absolute).
     pub paths: Vec<String>,
+    /// Where each of `paths` leads on disk, in the same order, as the engine
+    /// resolved it (symlinks followed, `..` applied). Empty when nobody
+    /// resolved them: the rules then see the paths as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<Resolved>,
+}
+
+/// Where a path of a tool call leads, resolved on disk by the engine the way
+/// the operating system would resolve it (the longest existing prefix
+/// canonicalized, so symlinks and `..` count). Core does no I/O: this is the
+/// engine's answer, passed in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "leads", rename_all = "snake_case")]
+pub enum Resolved {
+    /// Inside the worktree, at `path` relative to it.
+    Inside { path: String },
+    /// Outside the worktree, to the absolute `path`.
+    Outside { path: String },
+    /// It could not be resolved (`why`): a symlink that points nowhere, a
+    /// directory that cannot be read, ...
+    Unresolved { why: String },
+}
+
+impl ToolRequest {
+    /// The first path that leads outside the worktree (or cannot be
+    /// resolved) once resolved, with where it leads: no rule may allow it.
+    fn leaves_worktree(&self) -> Option<(&str, String)> {
+        self.paths
+            .iter()
+            .zip(&self.resolved)
+            .find_map(|(p, r)| match r {
+                Resolved::Inside { .. } => None,
+                Resolved::Outside { path } => Some((p.as_str(), format!("leads to {path}"))),
+                Resolved::Unresolved { why } => {
+                    Some((p.as_str(), format!("cannot be resolved ({why})")))
+                }
+            })
+    }
+
+    /// Path `i` as rules match it when every path must match (allow): the
+    /// resolved path when there is one, else the path as given.
+    fn effective(&self, i: usize, worktree: &str) -> String {
+        match self.resolved.get(i) {
+            Some(Resolved::Inside { path }) => normalize(worktree, path),
+            Some(Resolved::Outside { path }) => normalize(worktree, path),
+            Some(Resolved::Unresolved { .. }) | None => {
+                normalize(worktree, self.paths.get(i).map_or("", String::as_str))
+            }
+        }
+    }
+
+    /// Path `i` both as given and as resolved (deny and ask rules match
+    /// either).
+    fn both(&self, i: usize, worktree: &str) -> Vec<String> {
+        let given = normalize(worktree, self.paths.get(i).map_or("", String::as_str));
+        let resolved = self.effective(i, worktree);
+        if resolved == given {
+            vec![given]
+        } else {
+            vec![given, resolved]
+        }
+    }
+
+    /// Every path relative to the worktree when inside it, both as given and
+    /// as resolved (always-gated checks look at both).
+    fn relative_paths(&self, worktree: &str) -> Vec<String> {
+        let mut out: Vec<String> = self.paths.iter().map(|p| relative(worktree, p)).collect();
+        for r in &self.resolved {
+            if let Resolved::Inside { path } = r {
+                let rel = relative(worktree, path);
+                if !out.contains(&rel) {
+                    out.push(rel);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One permission rule, kept with its original text. Serialized as that text.
@@ -261,13 +348,14 @@ impl Rule {
             return req.command.as_deref().map(str::trim) == Some(spec.as_str());
         }
         let patterns = path_patterns(spec, worktree);
-        let hit = |p: &String| {
-            let path = normalize(worktree, p);
-            patterns.iter().any(|g| g.matches_with(&path, GLOB_OPTIONS))
-        };
+        let hit = |path: &str| patterns.iter().any(|g| g.matches_with(path, GLOB_OPTIONS));
+        // Allow rules match where each path really leads (a symlink
+        // `docs -> ~` does not make `~/.bashrc` a `docs/**` file); deny and
+        // ask rules match the path as given or as resolved.
+        let n = req.paths.len();
         match q {
-            Quantifier::All => req.paths.iter().all(hit),
-            Quantifier::Any => req.paths.iter().any(hit),
+            Quantifier::All => (0..n).all(|i| hit(&req.effective(i, worktree))),
+            Quantifier::Any => (0..n).any(|i| req.both(i, worktree).iter().any(|p| hit(p))),
         }
     }
 }
@@ -954,6 +1042,11 @@ fn is_shell(req: &ToolRequest) -> bool {
     req.kind == "execute" || req.tool == "Bash"
 }
 
+/// The `rule` of a decision made by confinement: a denial of a path outside
+/// the worktree as given, or a question about one that leads out once
+/// resolved. An "always" answer could never apply to it.
+pub const CONFINEMENT: &str = "confinement";
+
 /// Decides a tool call; see the module docs for the order of checks.
 /// `layers` in precedence order: the run's "always" rules, the task's, the
 /// workspace's.
@@ -970,7 +1063,7 @@ pub fn decide(
             normalize(worktree, outside)
         };
         return Permission::Deny {
-            rule: "confinement".to_owned(),
+            rule: CONFINEMENT.to_owned(),
             reason: format!("{shown} is outside the run's worktree {worktree}"),
         };
     }
@@ -986,6 +1079,15 @@ pub fn decide(
         return Permission::Deny {
             rule: "read-only session".to_owned(),
             reason: "read-only session: writes are denied".to_owned(),
+        };
+    }
+    if let Some((path, leads)) = req.leaves_worktree() {
+        return Permission::Ask {
+            reason: format!(
+                "{path} {leads}: it leaves the run's worktree {worktree} (through a symlink), so no rule can allow it"
+            ),
+            always_gated: None,
+            rule: Some(CONFINEMENT.to_owned()),
         };
     }
     if let Some((gated, detail)) = always_gated(req, worktree) {
@@ -1094,8 +1196,13 @@ pub fn always_rule(req: &ToolRequest, worktree: &str) -> Rule {
         // `;` changes nothing in the shell and keeps the rule exact.
         _ if is_shell(req) && command.ends_with(":*") => format!("Bash({command};)"),
         _ if is_shell(req) && !command.is_empty() => format!("Bash({command})"),
-        [one] if is_edit_tool(&req.tool) => {
-            format!("Edit({})", glob::Pattern::escape(&relative(worktree, one)))
+        // The file the edit really touched, once resolved.
+        [_] if is_edit_tool(&req.tool) => {
+            let path = req.effective(0, worktree);
+            format!(
+                "Edit({})",
+                glob::Pattern::escape(&relative(worktree, &path))
+            )
         }
         _ => req.tool.clone(),
     };
@@ -1143,15 +1250,17 @@ pub fn always_gated(req: &ToolRequest, worktree: &str) -> Option<(AlwaysGated, S
         ));
     }
     // Judged relative to the worktree so that the worktree's own location
-    // (`/srv/prod-app/...`, `~/.aws/...`) does not gate every call.
-    for p in &req.paths {
-        if is_secret(&relative(worktree, p)) {
+    // (`/srv/prod-app/...`, `~/.aws/...`) does not gate every call; both as
+    // given and where a symlink leads (`notes.txt -> .env`).
+    let paths = req.relative_paths(worktree);
+    for p in &paths {
+        if is_secret(p) {
             return Some((AlwaysGated::SecretFiles, format!("{p}: a secret file")));
         }
     }
     if is_write(req) {
-        for p in &req.paths {
-            if is_production(&relative(worktree, p)) {
+        for p in &paths {
+            if is_production(p) {
                 return Some((
                     AlwaysGated::ProductionConfig,
                     format!("{p}: production configuration"),

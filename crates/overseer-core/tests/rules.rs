@@ -2,8 +2,8 @@
 //! checks, always-gated operations, and read-only sessions.
 
 use overseer_core::rules::{
-    always_gated, always_rule, decide, is_read_only_kind, AlwaysGated, Permission, Rule, RuleError,
-    RuleSet, SessionMode, ToolRequest,
+    always_gated, always_rule, decide, is_read_only_kind, AlwaysGated, Permission, Resolved, Rule,
+    RuleError, RuleSet, SessionMode, ToolRequest, CONFINEMENT,
 };
 
 const WT: &str = "/data/worktrees/web/run-7";
@@ -14,6 +14,7 @@ fn bash(command: &str) -> ToolRequest {
         kind: "execute".into(),
         command: Some(command.into()),
         paths: vec![],
+        resolved: vec![],
     }
 }
 
@@ -23,6 +24,7 @@ fn edit(path: &str) -> ToolRequest {
         kind: "edit".into(),
         command: None,
         paths: vec![path.into()],
+        resolved: vec![],
     }
 }
 
@@ -39,6 +41,7 @@ fn read(path: &str) -> ToolRequest {
         kind: "read".into(),
         command: None,
         paths: vec![path.into()],
+        resolved: vec![],
     }
 }
 
@@ -48,6 +51,7 @@ fn tool(name: &str, kind: &str) -> ToolRequest {
         kind: kind.into(),
         command: None,
         paths: vec![],
+        resolved: vec![],
     }
 }
 
@@ -443,6 +447,7 @@ fn web_fetch_domains_and_mcp_servers() {
         kind: "fetch".into(),
         command: Some(url.into()),
         paths: vec![],
+        resolved: vec![],
     };
     let docs = rule("WebFetch(domain:docs.rs)");
     assert!(docs.matches(&fetch("https://docs.rs/serde"), WT));
@@ -1202,4 +1207,143 @@ fn ordinary_agent_commands_are_not_always_gated() {
     ] {
         assert_eq!(always_gated(&bash(cmd), WT), None, "{cmd}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Paths as the engine resolved them on disk (symlinks followed)
+// ---------------------------------------------------------------------------
+
+fn resolved(mut req: ToolRequest, to: Resolved) -> ToolRequest {
+    req.resolved = vec![to];
+    req
+}
+
+fn inside(path: &str) -> Resolved {
+    Resolved::Inside { path: path.into() }
+}
+
+#[test]
+fn an_allow_rule_matches_where_a_symlink_leads_not_the_text() {
+    let docs = rules(&["Edit(docs/**)"], &[], &[]);
+    // `docs -> $HOME`: docs/.bashrc is ~/.bashrc.
+    let out = resolved(
+        edit("docs/.bashrc"),
+        Resolved::Outside {
+            path: "/home/u/.bashrc".into(),
+        },
+    );
+    match decide(&out, &[&docs], SessionMode::Normal, WT) {
+        Permission::Ask {
+            reason,
+            rule,
+            always_gated,
+        } => {
+            assert_eq!(rule.as_deref(), Some(CONFINEMENT));
+            assert_eq!(always_gated, None);
+            assert!(
+                reason.contains("docs/.bashrc leads to /home/u/.bashrc")
+                    && reason.contains("leaves the run's worktree"),
+                "{reason}"
+            );
+        }
+        other => panic!("a path leading out is never allowed by a rule: {other:?}"),
+    }
+    // Not even by a bare `Edit` or an absolute-path rule.
+    let broad = rules(&["Edit", "Edit(//home/**)"], &[], &[]);
+    assert!(matches!(
+        decide(&out, &[&broad], SessionMode::Normal, WT),
+        Permission::Ask { .. }
+    ));
+    // A symlink inside the worktree: the rule matches where it leads.
+    let moved = resolved(edit("docs/guide.md"), inside("site/guide.md"));
+    assert!(matches!(
+        decide(&moved, &[&docs], SessionMode::Normal, WT),
+        Permission::Ask { rule: None, .. }
+    ));
+    let site = rules(&["Edit(site/**)"], &[], &[]);
+    assert!(matches!(
+        decide(&moved, &[&site], SessionMode::Normal, WT),
+        Permission::Allow { .. }
+    ));
+    // Resolved where it was asked: as before.
+    let plain = resolved(edit("docs/guide.md"), inside("docs/guide.md"));
+    assert!(matches!(
+        decide(&plain, &[&docs], SessionMode::Normal, WT),
+        Permission::Allow { .. }
+    ));
+}
+
+#[test]
+fn deny_rules_and_always_gated_checks_see_both_the_text_and_the_target() {
+    let deny = rules(&["Edit"], &[], &["Edit(secrets/**)"]);
+    let via_link = resolved(edit("s/key.txt"), inside("secrets/key.txt"));
+    assert!(matches!(
+        decide(&via_link, &[&deny], SessionMode::Normal, WT),
+        Permission::Deny { .. }
+    ));
+    // The text alone still counts for a deny rule.
+    let named = resolved(edit("secrets/key.txt"), inside("vault/key.txt"));
+    assert!(matches!(
+        decide(&named, &[&deny], SessionMode::Normal, WT),
+        Permission::Deny { .. }
+    ));
+    // `notes.txt -> .env` is a secret file.
+    let env = resolved(read("notes.txt"), inside(".env"));
+    assert_eq!(
+        always_gated(&env, WT).map(|g| g.0),
+        Some(AlwaysGated::SecretFiles)
+    );
+    // The "always" rule names the file the edit really touches.
+    assert_eq!(
+        always_rule(&moved_edit(), WT).as_str(),
+        "Edit(site/guide.md)"
+    );
+}
+
+fn moved_edit() -> ToolRequest {
+    resolved(edit("docs/guide.md"), inside("site/guide.md"))
+}
+
+#[test]
+fn a_path_that_cannot_be_resolved_asks_and_reads_out_of_the_worktree_ask_too() {
+    let all = rules(&["Edit", "Read"], &[], &[]);
+    let dangling = resolved(
+        edit("link/x"),
+        Resolved::Unresolved {
+            why: "it points nowhere".into(),
+        },
+    );
+    match decide(&dangling, &[&all], SessionMode::Normal, WT) {
+        Permission::Ask { reason, .. } => {
+            assert!(reason.contains("cannot be resolved"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Reading through a symlink out of the worktree is not a read-only
+    // default either: it asks.
+    let key = resolved(
+        read("docs/id_ed25519"),
+        Resolved::Outside {
+            path: "/home/u/.ssh/id_ed25519".into(),
+        },
+    );
+    assert!(matches!(
+        decide(&key, &[], SessionMode::Normal, WT),
+        Permission::Ask { .. }
+    ));
+    // A path outside as given is still denied outright.
+    assert!(matches!(
+        decide(
+            &resolved(
+                edit("../x"),
+                Resolved::Outside {
+                    path: "/data/x".into()
+                }
+            ),
+            &[&all],
+            SessionMode::Normal,
+            WT
+        ),
+        Permission::Deny { .. }
+    ));
 }

@@ -2,7 +2,7 @@ use crate::config::{Config, ConfigError};
 use crate::notify::notification_for;
 use crate::{demo, ops, Clock, Notifier, Paths};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, GateId, GateView, RunId, RunView};
-use overseer_store::{Keyring, Store, StoreError, VerifyFailure, VerifyReport};
+use overseer_store::{AuditFailure, Keyring, Store, StoreError, VerifyReport};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -190,7 +190,9 @@ impl Engine {
         Ok(ids)
     }
 
-    pub fn verify_audit(&self) -> Result<Result<VerifyReport, VerifyFailure>, ApiError> {
+    /// Verifies the audit log's chain and checkpoints, and every decision row
+    /// against its signed record.
+    pub fn verify_audit(&self) -> Result<Result<VerifyReport, AuditFailure>, ApiError> {
         Ok(self.store().verify_audit()?)
     }
 

@@ -26,6 +26,7 @@ mod orchestrator;
 pub mod paths;
 pub mod process;
 pub mod server;
+mod signed;
 mod supervise;
 mod work;
 

@@ -74,12 +74,26 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
         _ => "Other",
     }
     .to_owned();
-    let _ = worktree;
+    // Where each path really leads, for the rules (core does no I/O): a
+    // symlink `docs -> ~` must not make `~/.bashrc` a `docs/**` file.
+    let resolved = match std::fs::canonicalize(worktree) {
+        Ok(root) => paths
+            .iter()
+            .map(|p| crate::acp::resolve_for_rules(&root, p))
+            .collect(),
+        Err(e) => paths
+            .iter()
+            .map(|_| rules::Resolved::Unresolved {
+                why: format!("the worktree {worktree} cannot be resolved ({e})"),
+            })
+            .collect(),
+    };
     ToolRequest {
         tool,
         kind,
         command,
         paths,
+        resolved,
     }
 }
 
@@ -562,7 +576,9 @@ pub(crate) async fn evaluate_step(
     let source = Some(format!("step_finished:{}:{step_no}", work.run_id));
     match evaluate_with_timeout(&*ev, &req, timeout).await {
         Ok(out) => {
-            let _ = engine.note_decision(
+            // No verdict without its record: one that cannot be written
+            // pauses the run for the human instead of taking effect.
+            if let Err(e) = engine.note_decision(
                 work.run_id,
                 None,
                 &actor,
@@ -577,7 +593,24 @@ pub(crate) async fn evaluate_step(
                     source_event: source,
                     ..DecisionInput::default()
                 },
-            );
+            ) {
+                tracing::error!(
+                    run = work.run_id,
+                    "cannot record the supervisor's verdict, so it is not followed: {}",
+                    e.message
+                );
+                return StepJudgement {
+                    verdict: Verdict::Pause,
+                    rationale: format!(
+                        "the supervisor's verdict on step {step_no} ({}) could not be recorded, so it is not followed: {}",
+                        out.verdict.as_str(),
+                        e.message
+                    ),
+                    correction: None,
+                    confidence: None,
+                    failed: true,
+                };
+            }
             StepJudgement {
                 verdict: out.verdict,
                 rationale: out.rationale,
@@ -596,7 +629,14 @@ pub(crate) async fn evaluate_step(
                 source_event: source,
                 ..DecisionInput::default()
             };
-            let _ = engine.note_decision(work.run_id, None, &actor, &input);
+            if let Err(e) = engine.note_decision(work.run_id, None, &actor, &input) {
+                // The run pauses for the human either way.
+                tracing::error!(
+                    run = work.run_id,
+                    "cannot record the supervisor's failure: {}",
+                    e.message
+                );
+            }
             engine.notify_user(
                 NotificationKind::SupervisorFailed,
                 work.run_id,
@@ -847,7 +887,11 @@ pub struct GateStory {
     pub decisions: Vec<overseer_core::supervision::DecisionRecord>,
     /// Every audit record about the gate, each checked on its own.
     pub records: Vec<overseer_store::CheckedRecord>,
-    /// True when every record's signature, hashes and chain link verify.
+    /// Decision rows about the gate (its decision, its history, its votes)
+    /// that no verifying signed record backs: written outside Overseer.
+    pub decision_problems: Vec<overseer_store::DecisionMismatch>,
+    /// True when every record's signature, hashes and chain link verify and
+    /// every decision row is backed by its signed record.
     pub verified: bool,
 }
 
@@ -876,11 +920,13 @@ impl Engine {
         let view = store.gate(gate)?;
         let decisions = store.decisions_of_gate(gate)?;
         let records = store.audit_story("gate_id", gate)?;
-        let verified = records.iter().all(|r| r.problem.is_none());
+        let decision_problems = store.gate_decision_problems(gate)?;
+        let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();
         Ok(GateStory {
             gate: view,
             decisions,
             records,
+            decision_problems,
             verified,
         })
     }

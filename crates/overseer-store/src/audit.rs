@@ -9,6 +9,7 @@
 //! (count + head hash), kept in the database and in the config dir, vouch for
 //! how long the log was.
 
+use crate::attest::DecisionMismatch;
 use crate::Keyring;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -138,6 +139,16 @@ pub fn read_records(
     rows.collect()
 }
 
+/// The record at `seq`, if there is one.
+pub(crate) fn record_at(conn: &Connection, seq: i64) -> rusqlite::Result<Option<AuditRecord>> {
+    conn.prepare_cached(
+        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
+         FROM audit_log WHERE seq = ?1",
+    )?
+    .query_row([seq], row_to_record)
+    .optional()
+}
+
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
     Ok(AuditRecord {
         seq: r.get(0)?,
@@ -232,9 +243,79 @@ impl fmt::Display for VerifyFailure {
     }
 }
 
-/// Verifies every record, then every checkpoint (database and `file_cp`).
-/// The outer `Result` is a database failure; the inner one is the verdict.
+/// Why a log failed verification: its first bad record or checkpoint, and
+/// every decision row no verifying signed record backs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditFailure {
+    /// The first bad record or checkpoint, if the chain itself is broken.
+    pub record: Option<VerifyFailure>,
+    /// Decision rows (gates, their history, votes and notes) whose signed
+    /// record is missing, does not verify, or says something else.
+    pub decisions: Vec<DecisionMismatch>,
+}
+
+impl fmt::Display for AuditFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        if let Some(r) = &self.record {
+            write!(f, "{r}")?;
+            first = false;
+        }
+        if !self.decisions.is_empty() {
+            if !first {
+                writeln!(f)?;
+            }
+            write!(
+                f,
+                "{} decision row(s) are not backed by their signed record:",
+                self.decisions.len()
+            )?;
+            for d in &self.decisions {
+                write!(f, "\n  - {d}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Verifies the chain and every checkpoint, then cross-checks every
+/// decision row against its signed record. The outer `Result` is a database
+/// failure; the inner one is the verdict.
 pub(crate) fn verify(
+    conn: &Connection,
+    keyring: &Keyring,
+    file_cp: Option<&Checkpoint>,
+) -> rusqlite::Result<Result<VerifyReport, AuditFailure>> {
+    let chain = verify_chain(conn, keyring, file_cp)?;
+    let verified_below = match &chain {
+        Ok(report) => report.records + 1,
+        Err(f) => match f.problem {
+            AuditProblem::Truncated { .. }
+            | AuditProblem::CheckpointMismatch { .. }
+            | AuditProblem::BadCheckpointSignature { .. } => head(conn)?.0 + 1,
+            AuditProblem::SeqGap { .. }
+            | AuditProblem::ChainBroken
+            | AuditProblem::PayloadEdited
+            | AuditProblem::FieldsEdited
+            | AuditProblem::BadSignature => f.seq,
+        },
+    };
+    let decisions = crate::attest::check_all(conn, keyring, verified_below)?;
+    Ok(match chain {
+        Ok(report) if decisions.is_empty() => Ok(report),
+        Ok(_) => Err(AuditFailure {
+            record: None,
+            decisions,
+        }),
+        Err(record) => Err(AuditFailure {
+            record: Some(record),
+            decisions,
+        }),
+    })
+}
+
+/// Verifies every record, then every checkpoint (database and `file_cp`).
+fn verify_chain(
     conn: &Connection,
     keyring: &Keyring,
     file_cp: Option<&Checkpoint>,

@@ -132,15 +132,23 @@ fn verify_with(key: &VerifyingKey, msg: &[u8], signature_hex: &str) -> bool {
     key.verify(msg, &sig).is_ok()
 }
 
+/// Creates `dir` (and its missing parents) owner-only, and takes group and
+/// other access away from one that already existed: the key lives here.
 fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|source| StoreError::Io {
-            path: dir.to_owned(),
-            source,
-        })
+        .map_err(io)?;
+    let mode = fs::metadata(dir).map_err(io)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io)?;
+    }
+    Ok(())
 }
 
 fn parse_key(path: &Path, text: &str) -> Result<SigningKey, StoreError> {
@@ -202,6 +210,35 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let dmode = fs::metadata(&cfg).expect("meta").permissions().mode();
         assert_eq!(dmode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn an_existing_open_config_dir_is_made_owner_only_before_the_key_goes_in() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = dir.path().join("config");
+        fs::create_dir(&cfg).expect("mkdir");
+        fs::set_permissions(&cfg, fs::Permissions::from_mode(0o755)).expect("chmod");
+        Keyring::load_or_create(&cfg).expect("create");
+        let dmode = fs::metadata(&cfg).expect("meta").permissions().mode();
+        assert_eq!(dmode & 0o777, 0o700);
+        let checkpoints = cfg.join(CHECKPOINT_DIR);
+        let key = Keyring::load_or_create(&cfg).expect("load");
+        key.save_checkpoint(
+            "db",
+            &Checkpoint {
+                count: 0,
+                head_hash: String::new(),
+                at: 0,
+                signature: String::new(),
+            },
+            &cfg,
+        )
+        .expect("checkpoint");
+        let cmode = fs::metadata(checkpoints)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(cmode & 0o777, 0o700);
     }
 
     #[test]

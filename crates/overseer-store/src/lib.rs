@@ -11,6 +11,7 @@
 //! Reads go through `&Store`; every mutation goes through [`Store::write`], which
 //! hands out a [`WriteTx`] and commits it only if the closure succeeded.
 
+mod attest;
 pub mod audit;
 mod error;
 pub mod keys;
@@ -20,8 +21,9 @@ mod supervise;
 mod work;
 mod write;
 
+pub use attest::{DecisionMismatch, DecisionProblem, DecisionTable};
 pub use audit::{
-    AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
+    AuditFailure, AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
 };
 pub use error::StoreError;
 pub use keys::Keyring;
@@ -30,6 +32,7 @@ pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
 pub use work::{RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;
 
+use overseer_core::GateId;
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -168,12 +171,23 @@ impl Store {
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
-    /// Verifies the whole audit log against the keyring and every checkpoint.
-    /// The outer error is a failure to read; the inner one names the first bad
-    /// record.
-    pub fn verify_audit(&self) -> Result<Result<VerifyReport, VerifyFailure>, StoreError> {
+    /// Verifies the whole audit log against the keyring and every checkpoint,
+    /// and every decision row against its signed record. The outer error is
+    /// a failure to read; the inner one names the first bad record and every
+    /// decision row its record does not back.
+    pub fn verify_audit(&self) -> Result<Result<VerifyReport, AuditFailure>, StoreError> {
         let file_cp = self.keyring.load_checkpoint(&self.db_id()?)?;
         audit::verify(&self.conn, &self.keyring, file_cp.as_ref())
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// Every decision row about one gate (its own decision, its history, its
+    /// votes) that no verifying signed record backs. Empty when all is well.
+    pub fn gate_decision_problems(
+        &self,
+        gate: GateId,
+    ) -> Result<Vec<DecisionMismatch>, StoreError> {
+        attest::check_one_gate(&self.conn, &self.keyring, gate)
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 

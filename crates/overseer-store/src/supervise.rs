@@ -148,27 +148,33 @@ fn query_decisions(
 }
 
 /// The votes on a gate: decisions by humans and the supervisor, in order.
-fn votes(
-    conn: &Connection,
-    path: &Path,
-    gate_id: GateId,
-) -> Result<Vec<(Vote, Option<String>)>, StoreError> {
-    Ok(query_decisions(conn, path, "gate_id", gate_id)?
-        .into_iter()
-        .filter(|d| matches!(d.actor, Actor::User(_) | Actor::Supervisor(_)))
-        .map(|d| {
-            let context = d.rationale.clone();
-            (
-                Vote {
-                    actor: d.actor,
-                    verdict: d.verdict,
-                    option: d.option,
-                    at: d.at,
-                },
-                context,
-            )
-        })
-        .collect())
+/// Only votes their signed record backs count: a row written into the
+/// database outside Overseer never co-signs, overrides or stops a timer.
+fn votes(tx: &WriteTx<'_>, gate_id: GateId) -> Result<Vec<(Vote, Option<String>)>, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: tx.path().to_owned(),
+        detail: format!("gate {gate_id}: {detail}"),
+    };
+    let mut out = Vec::new();
+    for d in tx.signed_votes_of_gate(gate_id)? {
+        let actor =
+            Actor::parse(&d.actor).ok_or_else(|| corrupt(format!("actor '{}'", d.actor)))?;
+        if !matches!(actor, Actor::User(_) | Actor::Supervisor(_)) {
+            continue;
+        }
+        let verdict = Verdict::parse(&d.verdict)
+            .ok_or_else(|| corrupt(format!("verdict '{}'", d.verdict)))?;
+        out.push((
+            Vote {
+                actor,
+                verdict,
+                option: d.option,
+                at: d.at,
+            },
+            d.rationale,
+        ));
+    }
+    Ok(out)
 }
 
 /// The gate's approve option as its opener set it, else its kind's (gates
@@ -328,6 +334,7 @@ impl WriteTx<'_> {
                 "verdict": verdict.as_str(),
                 "option": input.option,
                 "rationale": input.rationale,
+                "context": input.context,
                 "correction": input.correction,
                 "rule_ref": input.rule_ref,
                 "model_id": input.model_id,
@@ -374,6 +381,7 @@ impl WriteTx<'_> {
         input: &DecisionInput,
         now: Millis,
     ) -> Result<VoteOutcome, StoreError> {
+        self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
         let approve = approve_option(self.conn(), self.path(), &gate)?;
         let already = |gate: &GateView| {
@@ -432,7 +440,7 @@ impl WriteTx<'_> {
                 return Err(already(&gate));
             }
         }
-        let prior = votes(self.conn(), self.path(), gate_id)?;
+        let prior = votes(self, gate_id)?;
         let prior_votes: Vec<Vote> = prior.iter().map(|(v, _)| v.clone()).collect();
         let new = Vote {
             actor: actor.clone(),
@@ -533,8 +541,23 @@ impl WriteTx<'_> {
 
     /// The engine acts on a gate's decision: from now on nobody can change it.
     /// Returns the gate as it stands (a human's override made before this
-    /// point is what the engine must act on).
+    /// point is what the engine must act on). A decision its signed record
+    /// does not back is not acted on: see [`WriteTx::effect_decision`].
     pub fn mark_effected(&mut self, gate_id: GateId, now: Millis) -> Result<GateView, StoreError> {
+        Ok(self.effect_decision(gate_id, now)?.0)
+    }
+
+    /// [`WriteTx::mark_effected`], saying also what was wrong when the row's
+    /// decision was not the one its signed record holds. Then the gate is
+    /// as the record says (still pending when no record says anything), a
+    /// signed `security_event` is recorded, and only a decision the record
+    /// backs is marked effected.
+    pub fn effect_decision(
+        &mut self,
+        gate_id: GateId,
+        now: Millis,
+    ) -> Result<(GateView, Option<crate::DecisionMismatch>), StoreError> {
+        let forged = self.reconcile_gate(gate_id, now)?;
         self.conn()
             .execute(
                 "UPDATE gates SET effected_at = ?1
@@ -542,7 +565,7 @@ impl WriteTx<'_> {
                 params![now, gate_id],
             )
             .map_err(|e| self.sql(e))?;
-        read::gate(self.conn(), self.path(), gate_id)
+        Ok((read::gate(self.conn(), self.path(), gate_id)?, forged))
     }
 
     /// Fires a gate's timer: decides it with the timer's option, once, and
@@ -553,6 +576,7 @@ impl WriteTx<'_> {
         gate_id: GateId,
         now: Millis,
     ) -> Result<Option<GateView>, StoreError> {
+        self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
         let (Some(at), Some(option)) = (gate.auto_at, gate.auto_option.clone()) else {
             return Ok(None);
@@ -560,9 +584,7 @@ impl WriteTx<'_> {
         if gate.decision.is_some() || at > now {
             return Ok(None);
         }
-        let human_acted = votes(self.conn(), self.path(), gate_id)?
-            .iter()
-            .any(|(v, _)| v.actor.is_user());
+        let human_acted = votes(self, gate_id)?.iter().any(|(v, _)| v.actor.is_user());
         if human_acted {
             return Ok(None);
         }
@@ -595,6 +617,7 @@ impl WriteTx<'_> {
         actor: &Actor,
         now: Millis,
     ) -> Result<GateView, StoreError> {
+        self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
         if let Some(d) = gate.decision {
             return Err(StoreError::AlreadyDecided {

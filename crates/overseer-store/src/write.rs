@@ -57,6 +57,11 @@ impl<'a> WriteTx<'a> {
         &self.path
     }
 
+    /// The key that signs this transaction's records (and checks older ones).
+    pub(crate) fn keyring(&self) -> &Keyring {
+        self.keyring
+    }
+
     pub(crate) fn sql(&self, e: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(e, &self.path)
     }
@@ -333,6 +338,7 @@ impl<'a> WriteTx<'a> {
             };
             return Ok(self.vote(gate_id, actor, &input, now)?.gate);
         }
+        self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(&self.tx, &self.path, gate_id)?;
         if let Some(d) = &gate.decision {
             return Err(StoreError::AlreadyDecided {

@@ -23,7 +23,14 @@ fn log_with(n: i64, checkpoint_at: Option<i64>) -> Fixture {
 }
 
 fn verdict(f: &Fixture) -> Result<i64, VerifyFailure> {
-    f.store.verify_audit().expect("readable").map(|r| r.records)
+    f.store
+        .verify_audit()
+        .expect("readable")
+        .map(|r| r.records)
+        .map_err(|e| {
+            assert!(e.decisions.is_empty(), "no decision rows here: {e}");
+            e.record.expect("a bad record")
+        })
 }
 
 fn sql(f: &Fixture, sql: &str) {

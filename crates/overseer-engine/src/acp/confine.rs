@@ -4,15 +4,20 @@
 //! The path an agent sends is resolved the way the operating system would
 //! resolve it (the longest existing prefix is canonicalized, so `..` and
 //! symlinks count), and the result must stay under the canonical worktree.
-//! The part that does not exist yet may only name plain components. The I/O is
-//! then done on the resolved path, never on the agent's string. Writes into
-//! `.git` are refused too: a hook or config written there would run on the
-//! user's machine the next time anyone commits.
+//! The part that does not exist yet may only name plain components. Writes
+//! into `.git` are refused too: a hook or config written there would run on
+//! the user's machine the next time anyone commits.
 //!
-//! An agent that also has a shell can race this (swap a directory for a
-//! symlink between the check and the write); confining what we serve is not a
-//! sandbox, and the design says so.
+//! The I/O is then done on the resolved path relative to the worktree,
+//! beneath a descriptor of the worktree ([`RootDir`]: `openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`), never on the agent's string:
+//! an agent with a shell that swaps a directory for a symlink between the
+//! check and the I/O makes the kernel refuse it, it does not lead the I/O out.
+//!
+//! The permission rules use the same resolution ([`resolve_for_rules`]) so a
+//! rule matches where a path leads, not its text.
 
+use overseer_core::rules::Resolved;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
@@ -47,6 +52,53 @@ pub(crate) fn resolve_in_worktree(
     requested: &Path,
     access: Access,
 ) -> Result<Confined, Refusal> {
+    let resolved = resolve(root, requested)?;
+    let Ok(relative) = resolved.strip_prefix(root) else {
+        return Err(Refusal(format!(
+            "{} is outside the run's worktree {}",
+            resolved.display(),
+            root.display()
+        )));
+    };
+    let relative = relative.to_path_buf();
+    if access == Access::Write
+        && relative
+            .components()
+            .any(|c| c.as_os_str() == std::ffi::OsStr::new(".git"))
+    {
+        return Err(Refusal(
+            "writing inside .git is refused: hooks and config there would run outside the worktree"
+                .into(),
+        ));
+    }
+    Ok(Confined {
+        absolute: resolved,
+        relative,
+    })
+}
+
+/// Where a path of a tool call leads, for the permission rules: resolved
+/// like [`resolve_in_worktree`] does, relative to `root` (canonical) when it
+/// stays inside, absolute when it leads out.
+pub(crate) fn resolve_for_rules(root: &Path, requested: &str) -> Resolved {
+    match resolve(root, Path::new(requested)) {
+        Ok(resolved) => match resolved.strip_prefix(root) {
+            Ok(rel) if rel.as_os_str().is_empty() => Resolved::Inside { path: ".".into() },
+            Ok(rel) => Resolved::Inside {
+                path: rel.to_string_lossy().into_owned(),
+            },
+            Err(_) => Resolved::Outside {
+                path: resolved.to_string_lossy().into_owned(),
+            },
+        },
+        Err(Refusal(why)) => Resolved::Unresolved { why },
+    }
+}
+
+/// Resolves `requested` the way the operating system would: the longest
+/// existing prefix canonicalized (so `..` and symlinks count), then the
+/// plain components that do not exist yet. Absolute.
+fn resolve(root: &Path, requested: &Path) -> Result<PathBuf, Refusal> {
     if requested.as_os_str().is_empty() {
         return Err(Refusal("the path is empty".into()));
     }
@@ -89,28 +141,209 @@ pub(crate) fn resolve_in_worktree(
         }
     }
 
-    let Ok(relative) = resolved.strip_prefix(root) else {
-        return Err(Refusal(format!(
-            "{} is outside the run's worktree {}",
-            resolved.display(),
-            root.display()
-        )));
-    };
-    let relative = relative.to_path_buf();
-    if access == Access::Write
-        && relative
-            .components()
-            .any(|c| c.as_os_str() == std::ffi::OsStr::new(".git"))
-    {
-        return Err(Refusal(
-            "writing inside .git is refused: hooks and config there would run outside the worktree"
-                .into(),
-        ));
+    Ok(resolved)
+}
+
+/// The run's worktree held open: the files the engine reads and writes for
+/// the agent are opened beneath this descriptor with `openat2` and
+/// `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, so a directory swapped for a
+/// symlink between the check and the I/O cannot lead the I/O out of the
+/// worktree: the kernel refuses the escape (`EXDEV`) at resolution time.
+///
+/// Missing parent directories are created one component at a time
+/// (`mkdirat` in a directory opened beneath the root); a write goes to a
+/// temporary file in the target's directory and is renamed over the target
+/// within that one directory (`renameat` on single names: nothing to
+/// resolve, nothing to swap), which also never writes through a hard link.
+#[derive(Debug)]
+pub(crate) struct RootDir {
+    fd: rustix::fd::OwnedFd,
+}
+
+const BENEATH: rustix::fs::ResolveFlags =
+    rustix::fs::ResolveFlags::BENEATH.union(rustix::fs::ResolveFlags::NO_MAGICLINKS);
+
+impl RootDir {
+    /// Opens `root` (canonical) as an `O_PATH` directory.
+    pub(crate) fn open(root: &Path) -> std::io::Result<RootDir> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(RootDir { fd })
     }
-    Ok(Confined {
-        absolute: resolved,
-        relative,
-    })
+
+    /// Opens `relative` beneath the root.
+    fn beneath(
+        &self,
+        relative: &Path,
+        flags: rustix::fs::OFlags,
+    ) -> std::io::Result<rustix::fd::OwnedFd> {
+        let path: &Path = if relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            relative
+        };
+        Ok(rustix::fs::openat2(
+            &self.fd,
+            path,
+            flags | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+            BENEATH,
+        )?)
+    }
+
+    /// Reads the regular file at `relative` (to the root), at most `max`
+    /// bytes; a bigger file is an error naming its size.
+    pub(crate) fn read(&self, relative: &Path, max: u64) -> Result<Vec<u8>, BeneathError> {
+        use rustix::fs::OFlags;
+        use std::io::Read;
+        // O_NONBLOCK: opening a FIFO must not hang the engine.
+        let fd = self.beneath(relative, OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK)?;
+        let stat = rustix::fs::fstat(&fd)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(BeneathError::NotAFile);
+        }
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        if size > max {
+            return Err(BeneathError::TooBig(size));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(BeneathError::TooBig(bytes.len() as u64));
+        }
+        Ok(bytes)
+    }
+
+    /// Writes `content` to `relative` (to the root), creating missing parent
+    /// directories. Never follows a link out of the root.
+    pub(crate) fn write(&self, relative: &Path, content: &[u8]) -> Result<(), BeneathError> {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        use std::io::Write;
+        let Some(Component::Normal(name)) = relative.components().next_back() else {
+            return Err(BeneathError::NotAFile);
+        };
+        let parent = relative.parent().unwrap_or(Path::new(""));
+        let dir = self.directory(parent)?;
+        // Keep the permissions of a file being replaced (an executable
+        // script stays executable); never set-id bits.
+        let mode = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st)
+                if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                    == rustix::fs::FileType::RegularFile =>
+            {
+                Some(Mode::from_raw_mode(st.st_mode & 0o777))
+            }
+            Ok(_) | Err(_) => None,
+        };
+        let tmp = temp_name(name);
+        let fd = rustix::fs::openat2(
+            &dir,
+            tmp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o666),
+            BENEATH,
+        )?;
+        let cleanup = |e: BeneathError| {
+            let _ = rustix::fs::unlinkat(&dir, tmp.as_os_str(), AtFlags::empty());
+            e
+        };
+        if let Some(mode) = mode {
+            rustix::fs::fchmod(&fd, mode).map_err(|e| cleanup(e.into()))?;
+        }
+        let mut file = std::fs::File::from(fd);
+        file.write_all(content).map_err(|e| cleanup(e.into()))?;
+        drop(file);
+        rustix::fs::renameat(&dir, tmp.as_os_str(), &dir, name).map_err(|e| cleanup(e.into()))?;
+        Ok(())
+    }
+
+    /// The directory `relative` (to the root) opened beneath it, created
+    /// one component at a time when missing.
+    fn directory(&self, relative: &Path) -> Result<rustix::fd::OwnedFd, BeneathError> {
+        use rustix::fs::{Mode, OFlags};
+        let dir_flags = OFlags::PATH | OFlags::DIRECTORY;
+        let mut dir = self.beneath(Path::new(""), dir_flags)?;
+        let mut prefix = PathBuf::new();
+        for component in relative.components() {
+            let Component::Normal(name) = component else {
+                return Err(BeneathError::NotAFile);
+            };
+            prefix.push(name);
+            dir = match self.beneath(&prefix, dir_flags) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    self.beneath(&prefix, dir_flags)?
+                }
+                Err(e) => return Err(e.into()),
+            };
+        }
+        Ok(dir)
+    }
+}
+
+/// A name for the temporary file beside `name`: hidden, unlikely to clash
+/// (and created with `O_EXCL`, so a clash is an error, never a reuse).
+fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut tmp = std::ffi::OsString::from(".");
+    // Long names stay under NAME_MAX.
+    let short: String = name.to_string_lossy().chars().take(100).collect();
+    tmp.push(short);
+    tmp.push(format!(".overseer-{}-{n}.tmp", std::process::id()));
+    tmp
+}
+
+/// Why reading or writing beneath the root failed.
+#[derive(Debug)]
+pub(crate) enum BeneathError {
+    /// The path leads out of the worktree at the moment of the I/O (a
+    /// symlink or a swapped directory): the kernel refused it.
+    Escapes,
+    /// Not a regular file (a directory, a FIFO, a device).
+    NotAFile,
+    TooBig(u64),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for BeneathError {
+    fn from(e: std::io::Error) -> Self {
+        if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) {
+            BeneathError::Escapes
+        } else {
+            BeneathError::Io(e)
+        }
+    }
+}
+
+impl From<rustix::io::Errno> for BeneathError {
+    fn from(e: rustix::io::Errno) -> Self {
+        BeneathError::from(std::io::Error::from(e))
+    }
+}
+
+impl fmt::Display for BeneathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BeneathError::Escapes => f.write_str(
+                "it leads outside the run's worktree (a symlink or a directory swapped for one); refused",
+            ),
+            BeneathError::NotAFile => f.write_str("it is not a regular file"),
+            BeneathError::TooBig(n) => write!(f, "it is {n} bytes"),
+            BeneathError::Io(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 #[cfg(test)]

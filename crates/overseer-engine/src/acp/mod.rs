@@ -35,6 +35,7 @@ mod confine;
 mod serve;
 mod transport;
 
+pub(crate) use confine::resolve_for_rules;
 pub use transport::MAX_LINE_BYTES;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -278,9 +279,14 @@ impl AgentConnection {
                     path: worktree.clone(),
                     source,
                 })?;
+        let root_dir = confine::RootDir::open(&root).map_err(|source| DriverError::Worktree {
+            path: worktree.clone(),
+            source,
+        })?;
         let (signals, receiver) = mpsc::channel(SIGNAL_BUFFER);
         let shared = Arc::new(Shared {
             root,
+            root_dir: Arc::new(root_dir),
             signals,
             tool_calls: Mutex::new(HashMap::new()),
             session_id: OnceLock::new(),

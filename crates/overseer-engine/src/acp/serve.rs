@@ -7,7 +7,7 @@
 //! question) is answered from a spawned task instead, so the loop never blocks
 //! on a decision.
 
-use super::confine::{self, resolve_in_worktree, Access};
+use super::confine::{self, resolve_in_worktree, Access, BeneathError, RootDir};
 use super::{
     AgentSignal, DriverError, ModeInfo, PermissionChoice, PermissionReply, PlanEntry,
     QuestionReply, ToolCallInfo, MAX_READ_BYTES,
@@ -98,6 +98,8 @@ pub(super) async fn drive<T>(
 pub(super) struct Shared {
     /// The worktree, canonical.
     pub(super) root: PathBuf,
+    /// The worktree held open: file I/O for the agent happens beneath it.
+    pub(super) root_dir: Arc<RootDir>,
     pub(super) signals: mpsc::Sender<AgentSignal>,
     pub(super) tool_calls: Mutex<HashMap<String, ToolCallInfo>>,
     /// Set once `session/new` answered; updates for other sessions are refused.
@@ -542,7 +544,14 @@ impl Shared {
             Ok(target) => target,
             Err(e) => return responder.respond_with_error(e),
         };
-        match read_text(&target.absolute, request.line, request.limit).await {
+        match read_text(
+            &self.root_dir,
+            &target.relative,
+            request.line,
+            request.limit,
+        )
+        .await
+        {
             Ok(content) => {
                 self.signal(AgentSignal::FileRead {
                     path: target.relative,
@@ -550,7 +559,27 @@ impl Shared {
                 .await;
                 responder.respond(acp::ReadTextFileResponse::new(content))
             }
-            Err(e) => responder.respond_with_error(e),
+            Err(e) => {
+                self.refused_at_io(&target.relative, &e).await;
+                responder.respond_with_error(e)
+            }
+        }
+    }
+
+    /// A file request the kernel refused because it led out of the worktree
+    /// at the moment of the I/O (a swap race): reported like a refusal.
+    async fn refused_at_io(&self, relative: &Path, e: &agent_client_protocol::Error) {
+        if e.data
+            .as_ref()
+            .is_some_and(|d| d.get("escapes") == Some(&serde_json::Value::Bool(true)))
+        {
+            let shown = relative.display().to_string();
+            tracing::warn!(path = %shown, "file request refused at the I/O: it led out of the worktree");
+            self.signal(AgentSignal::FileRefused {
+                path: shown,
+                reason: BeneathError::Escapes.to_string(),
+            })
+            .await;
         }
     }
 
@@ -588,13 +617,16 @@ impl Shared {
             Ok(target) => target,
             Err(e) => return responder.respond_with_error(e),
         };
-        if let Some(parent) = target.absolute.parent() {
-            if let Err(e) = tokio::fs::create_dir_all(parent).await {
-                return responder.respond_with_error(io_error(&target.relative, &e));
-            }
-        }
         let bytes = request.content.len();
-        match tokio::fs::write(&target.absolute, request.content).await {
+        // Beneath the worktree's descriptor: parents created one component
+        // at a time, the file written to a temporary name and renamed.
+        let root = self.root_dir.clone();
+        let relative = target.relative.clone();
+        let written =
+            tokio::task::spawn_blocking(move || root.write(&relative, request.content.as_bytes()))
+                .await
+                .unwrap_or_else(|e| Err(BeneathError::Io(std::io::Error::other(e.to_string()))));
+        match written {
             Ok(()) => {
                 self.signal(AgentSignal::FileWritten {
                     path: target.relative,
@@ -603,34 +635,29 @@ impl Shared {
                 .await;
                 responder.respond(acp::WriteTextFileResponse::new())
             }
-            Err(e) => responder.respond_with_error(io_error(&target.relative, &e)),
+            Err(e) => {
+                let e = beneath_error(&target.relative, e);
+                self.refused_at_io(&target.relative, &e).await;
+                responder.respond_with_error(e)
+            }
         }
     }
 }
 
-/// Reads a UTF-8 file, optionally from a 1-based `line` for `limit` lines.
+/// Reads a UTF-8 file beneath the worktree, optionally from a 1-based
+/// `line` for `limit` lines.
 async fn read_text(
-    path: &Path,
+    root: &Arc<RootDir>,
+    relative: &Path,
     line: Option<u32>,
     limit: Option<u32>,
 ) -> Result<String, agent_client_protocol::Error> {
-    let shown = path.to_path_buf();
-    let meta = tokio::fs::metadata(path)
+    let shown = relative.to_path_buf();
+    let (root, rel) = (root.clone(), relative.to_path_buf());
+    let bytes = tokio::task::spawn_blocking(move || root.read(&rel, MAX_READ_BYTES))
         .await
-        .map_err(|e| io_error(&shown, &e))?;
-    if meta.len() > MAX_READ_BYTES {
-        return Err(agent_client_protocol::Error::new(
-            agent_client_protocol::ErrorCode::INVALID_PARAMS,
-            format!(
-                "{} is {} bytes, over the {MAX_READ_BYTES}-byte limit for reads through the client",
-                shown.display(),
-                meta.len()
-            ),
-        ));
-    }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| io_error(&shown, &e))?;
+        .unwrap_or_else(|e| Err(BeneathError::Io(std::io::Error::other(e.to_string()))))
+        .map_err(|e| beneath_error(&shown, e))?;
     let text = String::from_utf8(bytes).map_err(|_| {
         agent_client_protocol::Error::new(
             agent_client_protocol::ErrorCode::INVALID_PARAMS,
@@ -643,6 +670,31 @@ async fn read_text(
     let skip = line.map_or(0, |l| l.saturating_sub(1)) as usize;
     let take = limit.map_or(usize::MAX, |l| l as usize);
     Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
+}
+
+/// What the agent hears when I/O beneath the worktree failed. A refused
+/// escape carries `"escapes": true` in its data.
+fn beneath_error(path: &Path, e: BeneathError) -> agent_client_protocol::Error {
+    use agent_client_protocol::ErrorCode;
+    match e {
+        BeneathError::Io(e) => io_error(path, &e),
+        BeneathError::TooBig(n) => agent_client_protocol::Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "{} is {n} bytes, over the {MAX_READ_BYTES}-byte limit for reads through the client",
+                path.display()
+            ),
+        ),
+        BeneathError::NotAFile => agent_client_protocol::Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("{} is not a regular file", path.display()),
+        ),
+        BeneathError::Escapes => agent_client_protocol::Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("refused: {}: {}", path.display(), BeneathError::Escapes),
+        )
+        .data(serde_json::json!({ "path": path.display().to_string(), "escapes": true })),
+    }
 }
 
 fn io_error(path: &Path, e: &std::io::Error) -> agent_client_protocol::Error {
@@ -701,22 +753,34 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
 mod tests {
     use super::*;
 
+    fn root_of(dir: &tempfile::TempDir) -> Arc<RootDir> {
+        Arc::new(RootDir::open(dir.path()).expect("open root"))
+    }
+
     #[tokio::test]
     async fn a_read_can_start_at_a_line_and_stop_after_a_limit() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let file = dir.path().join("f.txt");
-        std::fs::write(&file, "one\ntwo\nthree\nfour").expect("write");
+        std::fs::write(dir.path().join("f.txt"), "one\ntwo\nthree\nfour").expect("write");
+        let root = root_of(&dir);
+        let file = Path::new("f.txt");
         assert_eq!(
-            read_text(&file, None, None).await.expect("all"),
+            read_text(&root, file, None, None).await.expect("all"),
             "one\ntwo\nthree\nfour"
         );
         assert_eq!(
-            read_text(&file, Some(2), Some(2)).await.expect("slice"),
+            read_text(&root, file, Some(2), Some(2))
+                .await
+                .expect("slice"),
             "two\nthree\n"
         );
-        assert_eq!(read_text(&file, Some(4), None).await.expect("tail"), "four");
         assert_eq!(
-            read_text(&file, Some(9), None).await.expect("past the end"),
+            read_text(&root, file, Some(4), None).await.expect("tail"),
+            "four"
+        );
+        assert_eq!(
+            read_text(&root, file, Some(9), None)
+                .await
+                .expect("past the end"),
             ""
         );
     }
@@ -724,14 +788,20 @@ mod tests {
     #[tokio::test]
     async fn a_file_that_is_not_text_or_not_there_is_an_error_for_the_agent() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let file = dir.path().join("bin");
-        std::fs::write(&file, [0xff, 0xfe, 0x00]).expect("write");
-        let e = read_text(&file, None, None).await.expect_err("binary");
+        std::fs::write(dir.path().join("bin"), [0xff, 0xfe, 0x00]).expect("write");
+        let root = root_of(&dir);
+        let e = read_text(&root, Path::new("bin"), None, None)
+            .await
+            .expect_err("binary");
         assert!(e.message.contains("not a UTF-8 text file"));
-        let e = read_text(&dir.path().join("missing"), None, None)
+        let e = read_text(&root, Path::new("missing"), None, None)
             .await
             .expect_err("missing");
         assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND);
+        let e = read_text(&root, Path::new(""), None, None)
+            .await
+            .expect_err("a directory");
+        assert!(e.message.contains("not a regular file"), "{}", e.message);
     }
 
     #[test]

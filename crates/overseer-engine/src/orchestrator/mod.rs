@@ -167,6 +167,9 @@ fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
     if !killed.is_empty() {
         tracing::warn!(?killed, "killed agent processes left by a previous engine");
     }
+    // A decision written into the database while the engine was down, with
+    // no signed record, is put back before anything acts on it.
+    engine.reconcile_decisions_at_start()?;
     for run in engine.runs()? {
         if matches!(
             run.state,
@@ -215,10 +218,9 @@ async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiErr
     loop {
         if engine.gate(gate)?.decision.is_some() {
             // Acting on it now: from here on nobody can override it, and a
-            // human's override made before this point is what we act on.
-            let now = engine.clock.now();
-            let g = engine.store().write(|tx| tx.mark_effected(gate, now))?;
-            if let Some(d) = g.decision {
+            // human's override made before this point is what we act on. A
+            // decision its signed record does not back is not acted on.
+            if let Some(d) = engine.effect_signed(gate)? {
                 return Ok(d);
             }
         }
@@ -941,7 +943,9 @@ async fn tool_permission(
             allow()
         }
         Permission::Deny { rule, reason } => {
-            let _ = engine.note_decision(
+            // A denial stands even when its record cannot be written (the
+            // safe side); the failure is logged.
+            if let Err(e) = engine.note_decision(
                 run,
                 None,
                 &Actor::Engine,
@@ -952,7 +956,9 @@ async fn tool_permission(
                     source_event: source,
                     ..DecisionInput::default()
                 },
-            );
+            ) {
+                tracing::error!(run, "cannot record a rule's denial: {}", e.message);
+            }
             let _ = engine.record_activity(
                 run,
                 "tool_denied",
@@ -971,8 +977,9 @@ async fn tool_permission(
         } => {
             let mut gate_options = vec![GateOption::new("yes", "Yes")];
             // "Always" would add a rule that can never apply to an
-            // always-gated operation: not offered for those.
-            if always_gated.is_none() {
+            // always-gated operation, nor to a path that leads out of the
+            // worktree: not offered for those.
+            if always_gated.is_none() && rule.as_deref() != Some(rules::CONFINEMENT) {
                 gate_options.push(GateOption::new("always", "Always for this run"));
             }
             gate_options.push(GateOption::new("no", "No"));
@@ -1428,7 +1435,9 @@ async fn weigh_step(
         StepAction::HardStop => (Verdict::Pause, "confidence:hard_stop"),
         StepAction::AbortStep => (Verdict::Pause, "confidence:abort_step"),
     };
-    let _ = engine.note_decision(
+    // No decision without its record: a step that would proceed on its own
+    // but whose decision cannot be written waits for the human instead.
+    let action = match engine.note_decision(
         run,
         None,
         &Actor::Engine,
@@ -1440,7 +1449,22 @@ async fn weigh_step(
             source_event: Some(format!("step_finished:{run}:{}", step.number)),
             ..DecisionInput::default()
         },
-    );
+    ) {
+        Ok(_) => action,
+        Err(e) => {
+            tracing::error!(
+                run,
+                "cannot record the step's decision ({rule}), so the step waits for a human: {}",
+                e.message
+            );
+            match action {
+                StepAction::AbortStep => StepAction::AbortStep,
+                StepAction::Proceed
+                | StepAction::ReviewWithTimeout { .. }
+                | StepAction::HardStop => StepAction::HardStop,
+            }
+        }
+    };
     let auto = match action {
         StepAction::Proceed => return Ok(StepNext::Proceed),
         StepAction::AbortStep => {

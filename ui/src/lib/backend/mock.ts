@@ -191,7 +191,7 @@ export class MockBackend implements Backend {
       if (gate.decision) {
         records.push(rec(gateId * 10 + 1, { type: "gate_decided", gate_id: gateId, option: gate.decision.option }, "user:app", gate.decision.at));
       }
-      return { gate, decisions: [], records, verified: true };
+      return { gate, decisions: [], records, decision_problems: [], verified: true };
     });
   }
 

@@ -257,6 +257,24 @@ export type CheckedRecord = { record: AuditRecord,
  */
 problem: AuditProblem | null, };
 
+export type DecisionTable = "gates" | "gate_decisions" | "decisions";
+
+export type DecisionProblem = { "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, };
+
+export type DecisionMismatch = { table: DecisionTable, 
+/**
+ * The row's id (for `gates`, the gate id).
+ */
+row_id: number, gate_id: number | null, run_id: number | null, 
+/**
+ * The record the row names, or the one that should back it.
+ */
+audit_seq: number | null, 
+/**
+ * What the row claims, in words (`'approve' by user:cli at 1700000000000`).
+ */
+claim: string, } & ({ "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, });
+
 export type GateStory = { gate: GateView, 
 /**
  * Every decision on the gate (votes, timers), in order, with rationale.
@@ -267,7 +285,13 @@ decisions: Array<DecisionRecord>,
  */
 records: Array<CheckedRecord>, 
 /**
- * True when every record's signature, hashes and chain link verify.
+ * Decision rows about the gate (its decision, its history, its votes)
+ * that no verifying signed record backs: written outside Overseer.
+ */
+decision_problems: Array<DecisionMismatch>, 
+/**
+ * True when every record's signature, hashes and chain link verify and
+ * every decision row is backed by its signed record.
  */
 verified: boolean, };
 

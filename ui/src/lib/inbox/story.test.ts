@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CheckedRecord, DecisionRecord, GateStory, GateView } from "../types";
-import { actorText, buildStory, describeProblem, prefix } from "./story";
+import { actorText, buildStory, describeMismatch, describeProblem, prefix } from "./story";
 
 const gate: GateView = {
   id: 7, run_id: 3, kind: "plan", status: "decided", title: "Approve the plan: x",
@@ -25,7 +25,7 @@ const records = [
 
 describe("buildStory", () => {
   it("tells the story in audit order, the supervisor's decision joined to its record", () => {
-    const s = buildStory({ gate, decisions: [advice], records, verified: true });
+    const s = buildStory({ gate, decisions: [advice], records, decision_problems: [], verified: true });
     expect(s.entries.map((e) => [e.seq, e.type])).toEqual([[1, "gate_opened"], [2, "decision"], [3, "gate_decided"]]);
     expect(s.entries[0]?.headline).toBe("Asked by agent:demo: Approve the plan: x");
     expect(s.entries[0]?.facts).toContainEqual(["options", "Approve / Reject"]);
@@ -44,7 +44,7 @@ describe("buildStory", () => {
 
   it("flags a tampered record loudly and marks the whole story unverified", () => {
     const bad = [...records.slice(0, 2), rec(2, { type: "decision" }, "supervisor:rules", { problem: "bad_signature" })];
-    const s = buildStory({ gate, decisions: [advice], records: bad, verified: false });
+    const s = buildStory({ gate, decisions: [advice], records: bad, decision_problems: [], verified: false });
     expect(s.verified).toBe(false);
     expect(s.entries.map((e) => e.verified)).toEqual([false, false, false]);
     expect(s.entries[1]?.problem).toEqual({ problem: "bad_signature" });
@@ -52,11 +52,50 @@ describe("buildStory", () => {
   });
 
   it("does not call a story verified when it is empty or a decision has no record", () => {
-    expect(buildStory({ gate, decisions: [], records: [], verified: true }).verified).toBe(false);
-    const lost = buildStory({ gate, decisions: [{ ...advice, audit_seq: 99 }], records, verified: true } satisfies GateStory);
+    expect(buildStory({ gate, decisions: [], records: [], decision_problems: [], verified: true }).verified).toBe(false);
+    const lost = buildStory({ gate, decisions: [{ ...advice, audit_seq: 99 }], records, decision_problems: [], verified: true } satisfies GateStory);
     expect(lost.verified).toBe(false);
     expect(lost.unrecorded).toHaveLength(1);
     expect(lost.summary).toMatch(/no audit record/);
+  });
+
+  it("calls a decision written into the database without its signed record NOT VERIFIED, loudly", () => {
+    // What `UPDATE gates SET decided_option = 'approve' ...` leaves: the
+    // records all verify, but none of them says the gate was decided.
+    const forged = buildStory({
+      gate,
+      decisions: [],
+      records: records.filter((r) => r.record.seq === 1),
+      decision_problems: [
+        { table: "gates", row_id: 7, gate_id: 7, run_id: 3, audit_seq: null, claim: "'approve' by user:cli at 3000", problem: "no_record" },
+      ],
+      verified: false,
+    });
+    expect(forged.verified).toBe(false);
+    expect(forged.decisionUnverified).toBe(true);
+    expect(forged.summary).toMatch(/^NOT VERIFIED: the decision shown was written into the database outside Overseer/);
+    expect(forged.problems[0]?.text).toMatch(/the gate's decision \('approve' by user:cli at 3000\) has no signed audit record/);
+    // Even if the engine's own flag said otherwise, a problem is never "verified".
+    expect(buildStory({ gate, decisions: [], records, verified: true, decision_problems: [{ table: "decisions", row_id: 4, gate_id: 7, run_id: 3, audit_seq: 2, claim: "approve by supervisor:rules", problem: "differs", field: "rationale", row: "'x'", record: "'y'" }] }).verified).toBe(false);
+  });
+
+  it("describes each kind of mismatch and keeps a story with a security event unverified", () => {
+    const m = (problem: object) => ({ table: "gate_decisions" as const, row_id: 1, gate_id: 7, run_id: null, audit_seq: 5, claim: "'yes' by user:app at 1", ...problem }) as Parameters<typeof describeMismatch>[0];
+    expect(describeMismatch(m({ problem: "record_not_verified", why: { problem: "payload_edited" } }))).toMatch(/does not verify \(payload edited/);
+    expect(describeMismatch(m({ problem: "wrong_record", detail: "a gate_opened record" }))).toMatch(/something else/);
+    expect(describeMismatch(m({ problem: "record_reused", other_row_id: 3 }))).toMatch(/row 3 already claims/);
+    expect(describeMismatch(m({ problem: "decision_erased", option: "no", by: "user:app" }))).toMatch(/erased outside Overseer/);
+    const event = rec(4, {
+      type: "security_event", event: "decision_without_record", gate_id: 7,
+      found: { status: "decided", option: "approve", by: "user:cli" }, restored: { status: "pending" }, text: "gate 7's decision has no signed audit record",
+    }, "engine");
+    const s = buildStory({ gate, decisions: [advice], records: [...records, event], decision_problems: [], verified: true });
+    expect(s.verified).toBe(false);
+    expect(s.tampering.map((e) => e.seq)).toEqual([4]);
+    expect(s.summary).toMatch(/^TAMPERING DETECTED/);
+    const e = s.entries.find((x) => x.seq === 4)!;
+    expect(e.headline).toMatch(/^SECURITY: a decision written into the database outside Overseer/);
+    expect(Object.fromEntries(e.facts)).toMatchObject({ "found in the database": "approve by user:cli", "put back to": "pending: waiting for a real decision" });
   });
 
   it("names every audit problem in words", () => {
@@ -71,14 +110,14 @@ describe("buildStory", () => {
   });
 
   it("keeps untrusted text as text", () => {
-    const s = buildStory({ gate, decisions: [], records: [rec(1, { type: "gate_opened", title: "<img src=x onerror=alert(1)>" }, "agent:evil")], verified: true });
+    const s = buildStory({ gate, decisions: [], records: [rec(1, { type: "gate_opened", title: "<img src=x onerror=alert(1)>" }, "agent:evil")], decision_problems: [], verified: true });
     expect(s.entries[0]?.headline).toBe("Asked by agent:evil: <img src=x onerror=alert(1)>");
   });
 });
 
 describe("decision headlines", () => {
   it("name the actor, the verdict and the option", () => {
-    const s = buildStory({ gate, decisions: [advice], records, verified: true });
+    const s = buildStory({ gate, decisions: [advice], records, decision_problems: [], verified: true });
     expect(s.entries[1]?.headline).toBe("Decision by supervisor:rules: approve, option “approve”");
   });
 });

@@ -2,7 +2,7 @@
 // order, each with the decision record it carries (verdict, rationale, rule,
 // model, prompt version, confidence, source event), and what its check found.
 // Pure: the drawer renders what this returns, as text.
-import type { Actor, AuditProblem, CheckedRecord, DecisionRecord, GateStory, JsonValue } from "../types";
+import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue } from "../types";
 
 type Obj = { [key: string]: JsonValue };
 
@@ -29,6 +29,15 @@ export interface Story {
   entries: StoryEntry[];
   /** Decisions about the gate whose audit record is not in the story. */
   unrecorded: DecisionRecord[];
+  /**
+   * Decision rows in the database (the gate's decision, its history, its
+   * votes) that no verifying signed record backs, each in words.
+   */
+  problems: { mismatch: DecisionMismatch; text: string }[];
+  /** The gate's own decision, as the database holds it, is not backed by its signed record. */
+  decisionUnverified: boolean;
+  /** Security events about the gate: decisions found without their record. */
+  tampering: StoryEntry[];
   verified: boolean;
   /** One sentence for the summary. */
   summary: string;
@@ -69,6 +78,32 @@ export function describeProblem(p: AuditProblem): string {
       return `checkpoint mismatch: the log differs from what the checkpoint of ${p.checkpoint_count} records signed`;
     case "bad_checkpoint_signature":
       return `bad checkpoint signature (checkpoint of ${p.checkpoint_count} records)`;
+  }
+}
+
+const TABLE_WORDS: Record<DecisionMismatch["table"], string> = {
+  gates: "the gate's decision",
+  gate_decisions: "a row of the gate's decision history",
+  decisions: "a vote or note",
+};
+
+/** A decision row its signed record does not back, in words that say what it means. */
+export function describeMismatch(m: DecisionMismatch): string {
+  const what = `${TABLE_WORDS[m.table]} (${m.claim})`;
+  const at = m.audit_seq === null ? "" : ` (audit record #${m.audit_seq})`;
+  switch (m.problem) {
+    case "no_record":
+      return `${what} has no signed audit record: it was written into the database outside Overseer and is not acted on`;
+    case "record_not_verified":
+      return `${what}${at}: its audit record does not verify (${describeProblem(m.why)})`;
+    case "wrong_record":
+      return `${what}${at} names a record about something else (${m.detail}): written outside Overseer`;
+    case "differs":
+      return `${what}${at}: the database says ${m.field} = ${m.row}, the signed record says ${m.record}: changed outside Overseer`;
+    case "record_reused":
+      return `${what}${at}: row ${m.other_row_id} already claims that record: copied outside Overseer`;
+    case "decision_erased":
+      return `${what}${at}: the database says pending, the signed record says “${m.option}” by ${m.by}: erased outside Overseer`;
   }
 }
 
@@ -160,6 +195,22 @@ function describe(type: string, p: Obj, actor: string, decision: DecisionRecord 
         ]),
       };
     }
+    case "security_event": {
+      const found = typeof p["found"] === "object" && p["found"] !== null && !Array.isArray(p["found"]) ? p["found"] : null;
+      const restored = typeof p["restored"] === "object" && p["restored"] !== null && !Array.isArray(p["restored"]) ? p["restored"] : null;
+      const event = text(p["event"]) ?? "security event";
+      return {
+        headline:
+          event === "decision_without_record"
+            ? "SECURITY: a decision written into the database outside Overseer, without its signed record, was not acted on"
+            : `SECURITY: ${event.replaceAll("_", " ")}`,
+        facts: facts([
+          ["found in the database", found ? `${text(found["option"]) ?? text(found["status"]) ?? "?"} by ${text(found["by"]) ?? "?"}` : null],
+          ["put back to", restored ? (text(restored["status"]) === "pending" ? "pending: waiting for a real decision" : `${text(restored["option"]) ?? "?"} by ${text(restored["by"]) ?? "?"} (the signed decision)`) : null],
+          ["details", text(p["text"])],
+        ]),
+      };
+    }
     case "gate_timer_stopped":
       return { headline: `Timer stopped by ${actor}: the gate waits for a human`, facts: [] };
     default:
@@ -194,16 +245,27 @@ export function buildStory(s: GateStory): Story {
   const seqs = new Set(entries.map((e) => e.seq));
   const unrecorded = s.decisions.filter((d) => !seqs.has(d.audit_seq));
   const bad = entries.filter((e) => e.problem !== null);
-  const verified = s.verified && bad.length === 0 && entries.length > 0 && unrecorded.length === 0;
+  const mismatches = s.decision_problems ?? [];
+  const problems = mismatches.map((mismatch) => ({ mismatch, text: describeMismatch(mismatch) }));
+  const decisionUnverified = mismatches.some((m) => m.table === "gates");
+  const tampering = entries.filter((e) => e.type === "security_event");
+  const verified =
+    s.verified && bad.length === 0 && entries.length > 0 && unrecorded.length === 0 && problems.length === 0 && tampering.length === 0;
   let summary: string;
   if (entries.length === 0) summary = "No audit records about this gate were found: nothing here can be verified.";
   else if (verified) summary = entries.length === 1 ? "Verified: the 1 record is signed, intact and chained." : `Verified: all ${entries.length} records are signed, intact and chained.`;
   else if (bad.length > 0) {
     const first = bad[0];
     summary = `VERIFICATION FAILED: ${bad.length} of ${entries.length} ${entries.length === 1 ? "record" : "records"} did not verify (first: #${first?.seq}, ${first?.problem ? describeProblem(first.problem) : "?"}). Run \`overseer audit verify\`.`;
+  } else if (problems.length > 0) {
+    summary = decisionUnverified
+      ? `NOT VERIFIED: the decision shown was written into the database outside Overseer; no signed record backs it (${problems.length} decision row${problems.length === 1 ? "" : "s"} without a matching signed record). Run \`overseer audit verify\`.`
+      : `NOT VERIFIED: ${problems.length} decision row${problems.length === 1 ? "" : "s"} about this gate ${problems.length === 1 ? "has" : "have"} no matching signed record. Run \`overseer audit verify\`.`;
   } else if (unrecorded.length > 0) summary = `VERIFICATION FAILED: ${unrecorded.length} decision(s) have no audit record in this story.`;
+  else if (tampering.length > 0)
+    summary = `TAMPERING DETECTED: a decision was written into the database outside Overseer (record #${tampering[0]?.seq}); it was not acted on. The records themselves verify.`;
   else summary = "VERIFICATION FAILED: the engine could not verify this story. Run `overseer audit verify`.";
-  return { entries, unrecorded, verified, summary };
+  return { entries, unrecorded, problems, decisionUnverified, tampering, verified, summary };
 }
 
 export { decisionFacts };

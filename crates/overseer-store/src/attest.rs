@@ -1,0 +1,891 @@
+//! Decisions exist only with their signed record.
+//!
+//! A decision lives in three tables: the gate's row (`gates.decided_*`), the
+//! gate's decision history (`gate_decisions`) and the votes and notes with
+//! their rationale (`decisions`). Each was written in the same transaction as
+//! a signed audit record saying the same thing, and the rows name that record
+//! (`audit_seq`). Anyone who can write the database file but does not hold the
+//! signing key can change the rows, not the records. So a row counts only when
+//! its record verifies (hashes, signature, link to the record before it) and
+//! says the same thing: same gate, run, option, context, actor and time.
+//!
+//! [`DecisionBook`] does that check; the store uses it where the engine acts
+//! on a decision ([`crate::WriteTx::effect_decision`], votes, timers), in the
+//! "Why?" story, and in `audit verify`, which checks every row.
+
+use crate::audit::{self, AuditProblem, AuditRecord};
+use crate::Keyring;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+
+/// Which table a decision row lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionTable {
+    /// The gate's own row: its current decision.
+    Gates,
+    /// The gate's decision history.
+    GateDecisions,
+    /// Votes, timers' choices and the engine's notes, with their rationale.
+    Decisions,
+}
+
+impl DecisionTable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionTable::Gates => "gates",
+            DecisionTable::GateDecisions => "gate_decisions",
+            DecisionTable::Decisions => "decisions",
+        }
+    }
+}
+
+/// What is wrong between a decision row and its signed record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case", tag = "problem")]
+pub enum DecisionProblem {
+    /// No signed record backs the row: it was written outside Overseer.
+    NoRecord,
+    /// The row names a record that does not verify on its own.
+    RecordNotVerified { why: AuditProblem },
+    /// The row names a record about something else (another gate, run or
+    /// kind of record).
+    WrongRecord { detail: String },
+    /// The record says something else than the row.
+    Differs {
+        field: String,
+        row: String,
+        record: String,
+    },
+    /// Another row already claims the same record (a copied row).
+    RecordReused { other_row_id: i64 },
+    /// The signed record says the gate was decided; the row says pending.
+    DecisionErased { option: String, by: String },
+}
+
+/// A decision row that its signed record does not back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct DecisionMismatch {
+    pub table: DecisionTable,
+    /// The row's id (for `gates`, the gate id).
+    pub row_id: i64,
+    pub gate_id: Option<i64>,
+    pub run_id: Option<i64>,
+    /// The record the row names, or the one that should back it.
+    pub audit_seq: Option<i64>,
+    /// What the row claims, in words (`'approve' by user:cli at 1700000000000`).
+    pub claim: String,
+    #[serde(flatten)]
+    pub problem: DecisionProblem,
+}
+
+impl fmt::Display for DecisionMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.table {
+            DecisionTable::Gates => format!("gate {}'s decision", self.row_id),
+            DecisionTable::GateDecisions => format!(
+                "gate {}'s decision history row {}",
+                self.gate_id.unwrap_or_default(),
+                self.row_id
+            ),
+            DecisionTable::Decisions => match self.gate_id {
+                Some(g) => format!("decision {} on gate {g}", self.row_id),
+                None => format!(
+                    "decision {} on run {}",
+                    self.row_id,
+                    self.run_id.unwrap_or_default()
+                ),
+            },
+        };
+        let seq = self
+            .audit_seq
+            .map_or_else(String::new, |s| format!(" (audit record #{s})"));
+        match &self.problem {
+            DecisionProblem::NoRecord => write!(
+                f,
+                "{what} ({}) has no signed audit record: it was written into the database outside Overseer and is not acted on",
+                self.claim
+            ),
+            DecisionProblem::RecordNotVerified { why } => write!(
+                f,
+                "{what} ({}){seq}: its audit record does not verify ({why:?}): the record was edited or forged",
+                self.claim
+            ),
+            DecisionProblem::WrongRecord { detail } => write!(
+                f,
+                "{what} ({}){seq}: it names an audit record about something else ({detail}): the row was written outside Overseer",
+                self.claim
+            ),
+            DecisionProblem::Differs { field, row, record } => write!(
+                f,
+                "{what}{seq}: the database says {field} = {row}, its signed record says {record}: the row was changed outside Overseer"
+            ),
+            DecisionProblem::RecordReused { other_row_id } => write!(
+                f,
+                "{what} ({}){seq}: row {other_row_id} already claims that record: the row was copied outside Overseer",
+                self.claim
+            ),
+            DecisionProblem::DecisionErased { option, by } => write!(
+                f,
+                "{what}{seq}: the database says pending, but its signed record says '{option}' by {by}: the decision was erased outside Overseer"
+            ),
+        }
+    }
+}
+
+/// A gate's decision as its row holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct GateRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub kind: String,
+    pub status: String,
+    pub option: Option<String>,
+    pub context: Option<String>,
+    pub by: Option<String>,
+    pub at: Option<i64>,
+}
+
+impl GateRow {
+    fn claim(&self) -> String {
+        match (&self.option, &self.by, self.at) {
+            (Some(o), Some(b), Some(a)) => format!("'{o}' by {b} at {a}"),
+            _ => format!("status {}", self.status),
+        }
+    }
+
+    fn is_decided(&self) -> bool {
+        self.status != "pending"
+    }
+}
+
+const GATE_ROW_SELECT: &str = "SELECT id, run_id, kind, status, decided_option, decided_context,
+        decided_by, decided_at FROM gates";
+
+fn gate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GateRow> {
+    Ok(GateRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        kind: r.get(2)?,
+        status: r.get(3)?,
+        option: r.get(4)?,
+        context: r.get(5)?,
+        by: r.get(6)?,
+        at: r.get(7)?,
+    })
+}
+
+pub(crate) fn read_gate_row(conn: &Connection, id: i64) -> rusqlite::Result<Option<GateRow>> {
+    conn.prepare_cached(&format!("{GATE_ROW_SELECT} WHERE id = ?1"))?
+        .query_row([id], gate_row)
+        .optional()
+}
+
+/// A row of `gate_decisions`.
+#[derive(Debug, Clone)]
+struct HistoryRow {
+    id: i64,
+    gate_id: i64,
+    option: String,
+    context: Option<String>,
+    actor: String,
+    at: i64,
+    audit_seq: i64,
+}
+
+const HISTORY_SELECT: &str =
+    "SELECT id, gate_id, option, context, actor, at, audit_seq FROM gate_decisions";
+
+fn history_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRow> {
+    Ok(HistoryRow {
+        id: r.get(0)?,
+        gate_id: r.get(1)?,
+        option: r.get(2)?,
+        context: r.get(3)?,
+        actor: r.get(4)?,
+        at: r.get(5)?,
+        audit_seq: r.get(6)?,
+    })
+}
+
+/// A row of `decisions`.
+#[derive(Debug, Clone)]
+pub(crate) struct DecisionRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub gate_id: Option<i64>,
+    pub actor: String,
+    pub verdict: String,
+    pub option: Option<String>,
+    pub rationale: Option<String>,
+    pub correction: Option<String>,
+    pub rule_ref: Option<String>,
+    pub model_id: Option<String>,
+    pub prompt_version: Option<String>,
+    pub confidence: Option<f64>,
+    pub source_event: Option<String>,
+    pub at: i64,
+    pub audit_seq: i64,
+}
+
+const DECISION_ROW_SELECT: &str = "SELECT id, run_id, gate_id, actor, verdict, option, rationale,
+        correction, rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq
+        FROM decisions";
+
+fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRow> {
+    Ok(DecisionRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        gate_id: r.get(2)?,
+        actor: r.get(3)?,
+        verdict: r.get(4)?,
+        option: r.get(5)?,
+        rationale: r.get(6)?,
+        correction: r.get(7)?,
+        rule_ref: r.get(8)?,
+        model_id: r.get(9)?,
+        prompt_version: r.get(10)?,
+        confidence: r.get(11)?,
+        source_event: r.get(12)?,
+        at: r.get(13)?,
+        audit_seq: r.get(14)?,
+    })
+}
+
+/// Reads records and checks each once: hashes, signature, and link to the
+/// record before it. Records below `verified_below` were already checked by
+/// a pass over the whole chain.
+pub(crate) struct DecisionBook<'c> {
+    conn: &'c Connection,
+    keyring: &'c Keyring,
+    verified_below: i64,
+    /// Which row first claimed each record.
+    claimed: HashMap<i64, (DecisionTable, i64)>,
+}
+
+/// A record's payload, parsed once.
+struct Signed<'r> {
+    record: &'r AuditRecord,
+    payload: Value,
+}
+
+fn text(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
+}
+
+fn shown(v: Option<&str>) -> String {
+    v.map_or_else(|| "(none)".to_owned(), |s| format!("'{s}'"))
+}
+
+impl<'c> DecisionBook<'c> {
+    pub(crate) fn new(conn: &'c Connection, keyring: &'c Keyring) -> Self {
+        DecisionBook {
+            conn,
+            keyring,
+            verified_below: 0,
+            claimed: HashMap::new(),
+        }
+    }
+
+    /// Records `1..verified_below` verified by a pass over the whole chain.
+    pub(crate) fn trusting_chain_below(mut self, verified_below: i64) -> Self {
+        self.verified_below = verified_below;
+        self
+    }
+
+    /// The record at `seq` and what checking it found.
+    fn record(&self, seq: i64) -> rusqlite::Result<Option<(AuditRecord, Option<AuditProblem>)>> {
+        let Some(record) = audit::record_at(self.conn, seq)? else {
+            return Ok(None);
+        };
+        let problem = if seq < self.verified_below {
+            None
+        } else {
+            let prev = if seq > 1 {
+                audit::record_at(self.conn, seq - 1)?
+            } else {
+                None
+            };
+            audit::check_record(self.keyring, &record, prev.as_ref())
+        };
+        Ok(Some((record, problem)))
+    }
+
+    /// Whether another row already claims `seq`; claims it otherwise.
+    fn claim(&mut self, seq: i64, table: DecisionTable, row_id: i64) -> Option<i64> {
+        match self.claimed.get(&seq) {
+            Some((t, id)) if (*t, *id) != (table, row_id) => Some(*id),
+            Some(_) => None,
+            None => {
+                self.claimed.insert(seq, (table, row_id));
+                None
+            }
+        }
+    }
+
+    /// The latest `gate_decided` record about `gate`, if any. `hint`: a seq at
+    /// or before it (from `gate_decisions`); a wrong hint only costs a scan.
+    pub(crate) fn latest_gate_record(
+        &mut self,
+        gate: i64,
+        hint: Option<i64>,
+    ) -> rusqlite::Result<Option<i64>> {
+        let find = |from: i64| -> rusqlite::Result<Option<i64>> {
+            self.conn
+                .prepare_cached(
+                    "SELECT seq FROM audit_log WHERE seq >= ?1
+                       AND json_extract(payload, '$.type') = 'gate_decided'
+                       AND json_extract(payload, '$.gate_id') = ?2
+                     ORDER BY seq DESC LIMIT 1",
+                )?
+                .query_row(params![from, gate], |r| r.get(0))
+                .optional()
+        };
+        if let Some(from) = hint {
+            if let Some(seq) = find(from)? {
+                return Ok(Some(seq));
+            }
+        }
+        find(0)
+    }
+
+    /// The hint for [`Self::latest_gate_record`]: the newest history row's seq.
+    pub(crate) fn history_hint(&self, gate: i64) -> rusqlite::Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT max(audit_seq) FROM gate_decisions WHERE gate_id = ?1")?
+            .query_row([gate], |r| r.get(0))
+    }
+
+    /// Checks a gate's row against the latest signed `gate_decided` record
+    /// about it (`latest`): a decided row must match it, a pending row must
+    /// have none (else its decision was erased).
+    pub(crate) fn check_gate(
+        &mut self,
+        row: &GateRow,
+        latest: Option<i64>,
+    ) -> rusqlite::Result<Option<DecisionMismatch>> {
+        let mismatch = |audit_seq, problem| DecisionMismatch {
+            table: DecisionTable::Gates,
+            row_id: row.id,
+            gate_id: Some(row.id),
+            run_id: Some(row.run_id),
+            audit_seq,
+            claim: row.claim(),
+            problem,
+        };
+        let Some(seq) = latest else {
+            return Ok(row
+                .is_decided()
+                .then(|| mismatch(None, DecisionProblem::NoRecord)));
+        };
+        let Some((record, problem)) = self.record(seq)? else {
+            return Ok(row
+                .is_decided()
+                .then(|| mismatch(None, DecisionProblem::NoRecord)));
+        };
+        if let Some(why) = problem {
+            return Ok(Some(mismatch(
+                Some(seq),
+                DecisionProblem::RecordNotVerified { why },
+            )));
+        }
+        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let signed = Signed {
+            record: &record,
+            payload,
+        };
+        if !row.is_decided() {
+            return Ok(Some(mismatch(
+                Some(seq),
+                DecisionProblem::DecisionErased {
+                    option: text(signed.payload.get("option")).unwrap_or("?").to_owned(),
+                    by: record.actor.clone(),
+                },
+            )));
+        }
+        Ok(gate_differs(row, &signed).map(|p| mismatch(Some(seq), p)))
+    }
+
+    fn check_history(&mut self, row: &HistoryRow) -> rusqlite::Result<Option<DecisionMismatch>> {
+        let mismatch = |problem| DecisionMismatch {
+            table: DecisionTable::GateDecisions,
+            row_id: row.id,
+            gate_id: Some(row.gate_id),
+            run_id: None,
+            audit_seq: Some(row.audit_seq),
+            claim: format!("'{}' by {} at {}", row.option, row.actor, row.at),
+            problem,
+        };
+        if let Some(other) = self.claim(row.audit_seq, DecisionTable::GateDecisions, row.id) {
+            return Ok(Some(mismatch(DecisionProblem::RecordReused {
+                other_row_id: other,
+            })));
+        }
+        let Some((record, problem)) = self.record(row.audit_seq)? else {
+            return Ok(Some(mismatch(DecisionProblem::NoRecord)));
+        };
+        if let Some(why) = problem {
+            return Ok(Some(mismatch(DecisionProblem::RecordNotVerified { why })));
+        }
+        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let kind = text(payload.get("type")).unwrap_or("?");
+        if kind != "gate_decided"
+            || payload.get("gate_id").and_then(Value::as_i64) != Some(row.gate_id)
+        {
+            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                detail: format!(
+                    "a {kind} record about gate {}",
+                    payload
+                        .get("gate_id")
+                        .map_or("-".to_owned(), Value::to_string)
+                ),
+            })));
+        }
+        let fields = [
+            (
+                "option",
+                Some(row.option.as_str()),
+                text(payload.get("option")),
+            ),
+            (
+                "context",
+                row.context.as_deref(),
+                text(payload.get("context")),
+            ),
+            (
+                "actor",
+                Some(row.actor.as_str()),
+                Some(record.actor.as_str()),
+            ),
+        ];
+        for (field, r, s) in fields {
+            if r != s {
+                return Ok(Some(mismatch(DecisionProblem::Differs {
+                    field: field.to_owned(),
+                    row: shown(r),
+                    record: shown(s),
+                })));
+            }
+        }
+        if row.at != record.at {
+            return Ok(Some(mismatch(DecisionProblem::Differs {
+                field: "at".to_owned(),
+                row: row.at.to_string(),
+                record: record.at.to_string(),
+            })));
+        }
+        Ok(None)
+    }
+
+    /// Checks a vote or note against the `decision` record it names.
+    pub(crate) fn check_decision(
+        &mut self,
+        row: &DecisionRow,
+    ) -> rusqlite::Result<Option<DecisionMismatch>> {
+        let mismatch = |problem| DecisionMismatch {
+            table: DecisionTable::Decisions,
+            row_id: row.id,
+            gate_id: row.gate_id,
+            run_id: Some(row.run_id),
+            audit_seq: Some(row.audit_seq),
+            claim: format!(
+                "{}{} by {} at {}",
+                row.verdict,
+                row.option
+                    .as_deref()
+                    .map(|o| format!(" '{o}'"))
+                    .unwrap_or_default(),
+                row.actor,
+                row.at
+            ),
+            problem,
+        };
+        if let Some(other) = self.claim(row.audit_seq, DecisionTable::Decisions, row.id) {
+            return Ok(Some(mismatch(DecisionProblem::RecordReused {
+                other_row_id: other,
+            })));
+        }
+        let Some((record, problem)) = self.record(row.audit_seq)? else {
+            return Ok(Some(mismatch(DecisionProblem::NoRecord)));
+        };
+        if let Some(why) = problem {
+            return Ok(Some(mismatch(DecisionProblem::RecordNotVerified { why })));
+        }
+        let p: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let kind = text(p.get("type")).unwrap_or("?");
+        let same_run = p.get("run_id").and_then(Value::as_i64) == Some(row.run_id);
+        let same_gate = p.get("gate_id").and_then(Value::as_i64) == row.gate_id;
+        if kind != "decision" || !same_run || !same_gate {
+            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                detail: format!(
+                    "a {kind} record about run {} and gate {}",
+                    p.get("run_id").map_or("-".to_owned(), Value::to_string),
+                    p.get("gate_id").map_or("-".to_owned(), Value::to_string)
+                ),
+            })));
+        }
+        // The rationale column holds the rationale, else the human's context;
+        // records written before the context was signed do not carry it.
+        let rationale_signed = match (p.get("context"), text(p.get("rationale"))) {
+            (Some(c), r) => Some(r.or(c.as_str())),
+            (None, Some(r)) => Some(Some(r)),
+            (None, None) => None,
+        };
+        let mut fields = vec![
+            (
+                "actor",
+                Some(row.actor.as_str()),
+                Some(record.actor.as_str()),
+            ),
+            (
+                "verdict",
+                Some(row.verdict.as_str()),
+                text(p.get("verdict")),
+            ),
+            ("option", row.option.as_deref(), text(p.get("option"))),
+            (
+                "correction",
+                row.correction.as_deref(),
+                text(p.get("correction")),
+            ),
+            ("rule_ref", row.rule_ref.as_deref(), text(p.get("rule_ref"))),
+            ("model_id", row.model_id.as_deref(), text(p.get("model_id"))),
+            (
+                "prompt_version",
+                row.prompt_version.as_deref(),
+                text(p.get("prompt_version")),
+            ),
+            (
+                "source_event",
+                row.source_event.as_deref(),
+                text(p.get("source_event")),
+            ),
+        ];
+        if let Some(signed) = rationale_signed {
+            fields.push(("rationale", row.rationale.as_deref(), signed));
+        }
+        for (field, r, s) in fields {
+            if r != s {
+                return Ok(Some(mismatch(DecisionProblem::Differs {
+                    field: field.to_owned(),
+                    row: shown(r),
+                    record: shown(s),
+                })));
+            }
+        }
+        let confidence = p.get("confidence").and_then(Value::as_f64);
+        if row.confidence != confidence {
+            let show = |c: Option<f64>| c.map_or_else(|| "(none)".to_owned(), |c| c.to_string());
+            return Ok(Some(mismatch(DecisionProblem::Differs {
+                field: "confidence".to_owned(),
+                row: show(row.confidence),
+                record: show(confidence),
+            })));
+        }
+        if row.at != record.at {
+            return Ok(Some(mismatch(DecisionProblem::Differs {
+                field: "at".to_owned(),
+                row: row.at.to_string(),
+                record: record.at.to_string(),
+            })));
+        }
+        Ok(None)
+    }
+}
+
+/// How a decided gate's row differs from its latest signed record, if it does.
+fn gate_differs(row: &GateRow, s: &Signed<'_>) -> Option<DecisionProblem> {
+    let p = &s.payload;
+    let about = p.get("gate_id").and_then(Value::as_i64) == Some(row.id)
+        && p.get("run_id").and_then(Value::as_i64) == Some(row.run_id)
+        && text(p.get("type")) == Some("gate_decided");
+    if !about {
+        return Some(DecisionProblem::WrongRecord {
+            detail: format!("a {} record", text(p.get("type")).unwrap_or("?")),
+        });
+    }
+    let fields = [
+        ("kind", Some(row.kind.as_str()), text(p.get("kind"))),
+        ("option", row.option.as_deref(), text(p.get("option"))),
+        ("context", row.context.as_deref(), text(p.get("context"))),
+        (
+            "decided_by",
+            row.by.as_deref(),
+            Some(s.record.actor.as_str()),
+        ),
+    ];
+    for (field, r, signed) in fields {
+        if r != signed {
+            return Some(DecisionProblem::Differs {
+                field: field.to_owned(),
+                row: shown(r),
+                record: shown(signed),
+            });
+        }
+    }
+    if row.at != Some(s.record.at) {
+        return Some(DecisionProblem::Differs {
+            field: "decided_at".to_owned(),
+            row: row
+                .at
+                .map_or_else(|| "(none)".to_owned(), |a| a.to_string()),
+            record: s.record.at.to_string(),
+        });
+    }
+    None
+}
+
+/// What the signed record says a gate's decision is (restoring a row).
+pub(crate) struct SignedDecision {
+    pub option: String,
+    pub context: Option<String>,
+    pub by: String,
+    pub at: i64,
+}
+
+impl DecisionBook<'_> {
+    /// The decision the latest verifying `gate_decided` record gives `gate`.
+    pub(crate) fn signed_decision(
+        &mut self,
+        latest: Option<i64>,
+    ) -> rusqlite::Result<Option<SignedDecision>> {
+        let Some(seq) = latest else { return Ok(None) };
+        let Some((record, None)) = self.record(seq)? else {
+            return Ok(None);
+        };
+        let p: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        Ok(text(p.get("option")).map(|option| SignedDecision {
+            option: option.to_owned(),
+            context: text(p.get("context")).map(str::to_owned),
+            by: record.actor.clone(),
+            at: record.at,
+        }))
+    }
+}
+
+/// One gate checked for its acting: its row against its latest record.
+/// Pending rows are not looked up (nothing acts on them).
+pub(crate) fn check_gate_for_acting(
+    conn: &Connection,
+    keyring: &Keyring,
+    gate: i64,
+) -> rusqlite::Result<Option<(GateRow, DecisionMismatch, Option<SignedDecision>)>> {
+    let Some(row) = read_gate_row(conn, gate)? else {
+        return Ok(None);
+    };
+    if !row.is_decided() {
+        return Ok(None);
+    }
+    let mut book = DecisionBook::new(conn, keyring);
+    let hint = book.history_hint(gate)?;
+    let latest = book.latest_gate_record(gate, hint)?;
+    let Some(mismatch) = book.check_gate(&row, latest)? else {
+        return Ok(None);
+    };
+    let signed = book.signed_decision(latest)?;
+    Ok(Some((row, mismatch, signed)))
+}
+
+/// Every mismatch about one gate: its row (also a pending one whose decision
+/// was erased), its history and its votes. For the "Why?" story.
+pub(crate) fn check_one_gate(
+    conn: &Connection,
+    keyring: &Keyring,
+    gate: i64,
+) -> rusqlite::Result<Vec<DecisionMismatch>> {
+    let mut out = Vec::new();
+    let mut book = DecisionBook::new(conn, keyring);
+    if let Some(row) = read_gate_row(conn, gate)? {
+        let latest = book.latest_gate_record(gate, None)?;
+        out.extend(book.check_gate(&row, latest)?);
+    }
+    let history = conn
+        .prepare_cached(&format!("{HISTORY_SELECT} WHERE gate_id = ?1 ORDER BY id"))?
+        .query_map([gate], history_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for h in &history {
+        out.extend(book.check_history(h)?);
+    }
+    let decisions = decisions_of_gate(conn, gate)?;
+    for d in &decisions {
+        out.extend(book.check_decision(d)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn decisions_of_gate(
+    conn: &Connection,
+    gate: i64,
+) -> rusqlite::Result<Vec<DecisionRow>> {
+    conn.prepare_cached(&format!(
+        "{DECISION_ROW_SELECT} WHERE gate_id = ?1 ORDER BY id"
+    ))?
+    .query_map([gate], decision_row)?
+    .collect()
+}
+
+/// Every decision row of the database against its record, for `audit
+/// verify`. `verified_below`: records before this seq were verified by the
+/// chain pass (the first bad record, or one past the last).
+pub(crate) fn check_all(
+    conn: &Connection,
+    keyring: &Keyring,
+    verified_below: i64,
+) -> rusqlite::Result<Vec<DecisionMismatch>> {
+    let mut out = Vec::new();
+    let mut book = DecisionBook::new(conn, keyring).trusting_chain_below(verified_below);
+    // The latest gate_decided record of every gate, in one pass.
+    let latest: HashMap<i64, i64> = conn
+        .prepare(
+            "SELECT json_extract(payload, '$.gate_id'), max(seq) FROM audit_log
+             WHERE json_extract(payload, '$.type') = 'gate_decided'
+             GROUP BY json_extract(payload, '$.gate_id')",
+        )?
+        .query_map([], |r| {
+            Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .filter_map(|r| match r {
+            Ok((Some(g), s)) => Some(Ok((g, s))),
+            Ok((None, _)) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<rusqlite::Result<_>>()?;
+    let gates = conn
+        .prepare(&format!("{GATE_ROW_SELECT} ORDER BY id"))?
+        .query_map([], gate_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for g in &gates {
+        out.extend(book.check_gate(g, latest.get(&g.id).copied())?);
+    }
+    let history = conn
+        .prepare(&format!("{HISTORY_SELECT} ORDER BY id"))?
+        .query_map([], history_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for h in &history {
+        out.extend(book.check_history(h)?);
+    }
+    let decisions = conn
+        .prepare(&format!("{DECISION_ROW_SELECT} ORDER BY id"))?
+        .query_map([], decision_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for d in &decisions {
+        out.extend(book.check_decision(d)?);
+    }
+    Ok(out)
+}
+
+impl crate::WriteTx<'_> {
+    /// Checks a decided gate's row against its latest signed record before
+    /// anything acts on it. A row no verifying record backs is put back to
+    /// what the signed record says (or to pending when no record says
+    /// anything), with a signed `security_event` (`decision_without_record`)
+    /// naming what was found. Returns what was wrong, if anything.
+    pub fn reconcile_gate(
+        &mut self,
+        gate: overseer_core::GateId,
+        now: overseer_core::Millis,
+    ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
+        let found =
+            check_gate_for_acting(self.conn(), self.keyring(), gate).map_err(|e| self.sql(e))?;
+        let Some((row, mismatch, signed)) = found else {
+            return Ok(None);
+        };
+        let restored = match &signed {
+            Some(d) => {
+                self.conn()
+                    .execute(
+                        "UPDATE gates SET status = 'decided', decided_option = ?1,
+                                decided_context = ?2, decided_by = ?3, decided_at = ?4
+                         WHERE id = ?5",
+                        params![d.option, d.context, d.by, d.at, gate],
+                    )
+                    .map_err(|e| self.sql(e))?;
+                serde_json::json!({"status": "decided", "option": d.option, "by": d.by, "at": d.at})
+            }
+            None => {
+                self.conn()
+                    .execute(
+                        "UPDATE gates SET status = 'pending', decided_option = NULL,
+                                decided_context = NULL, decided_by = NULL, decided_at = NULL,
+                                effected_at = NULL
+                         WHERE id = ?1",
+                        [gate],
+                    )
+                    .map_err(|e| self.sql(e))?;
+                serde_json::json!({"status": "pending"})
+            }
+        };
+        self.append_audit(
+            &overseer_core::Actor::Engine,
+            &serde_json::json!({
+                "type": "security_event",
+                "event": "decision_without_record",
+                "gate_id": row.id,
+                "run_id": row.run_id,
+                "found": {
+                    "status": row.status,
+                    "option": row.option,
+                    "context": row.context,
+                    "by": row.by,
+                    "at": row.at,
+                },
+                "audit_seq": mismatch.audit_seq,
+                "problem": mismatch.problem,
+                "restored": restored,
+                "text": mismatch.to_string(),
+            }),
+            now,
+        )?;
+        Ok(Some(mismatch))
+    }
+
+    /// The votes on a gate that their signed records back, each as its row.
+    pub(crate) fn signed_votes_of_gate(
+        &self,
+        gate: overseer_core::GateId,
+    ) -> Result<Vec<DecisionRow>, crate::StoreError> {
+        let rows = decisions_of_gate(self.conn(), gate).map_err(|e| self.sql(e))?;
+        let mut book = DecisionBook::new(self.conn(), self.keyring());
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            // A row without its record does not count; `audit verify` and
+            // "Why?" name it.
+            if book
+                .check_decision(&row)
+                .map_err(|e| self.sql(e))?
+                .is_none()
+            {
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl crate::WriteTx<'_> {
+    /// [`Self::reconcile_gate`] on every decided gate nothing has acted on
+    /// yet (at start, before recovery acts on any). Returns each gate that
+    /// was put back, with what was wrong.
+    pub fn reconcile_unacted(
+        &mut self,
+        now: overseer_core::Millis,
+    ) -> Result<Vec<(overseer_core::GateView, DecisionMismatch)>, crate::StoreError> {
+        let ids: Vec<i64> = self
+            .conn()
+            .prepare(
+                "SELECT id FROM gates WHERE status = 'decided' AND effected_at IS NULL ORDER BY id",
+            )
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.sql(e))?;
+        let mut out = Vec::new();
+        for id in ids {
+            if let Some(m) = self.reconcile_gate(id, now)? {
+                out.push((self.gate(id)?, m));
+            }
+        }
+        Ok(out)
+    }
+}
