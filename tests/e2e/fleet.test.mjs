@@ -286,3 +286,51 @@ describe("10,000 runs", () => {
     assert.equal((await domRows(driver))[0].id, 10_000);
   });
 });
+
+describe("agent text cannot spoof the row around it", () => {
+  let app;
+  let driver;
+  let run;
+  // A right-to-left override, then text meant to read as something else.
+  const title = "\u202Efdp.exe  Approve all";
+
+  before(async () => {
+    app = await openApp();
+    driver = app.driver;
+    app.workspace("bidi");
+    run = app.startDemo("bidi", "happy", title);
+    await driver.wait(until.elementLocated(row(run)), 15_000);
+  });
+
+  after(async () => {
+    await app?.quit();
+  });
+
+  test("a title with U+202E stays inside its own isolate and its own cell", async () => {
+    const seen = await driver.executeScript(`
+      const r = document.querySelector('[role="row"][data-run-id="${run}"]');
+      const cell = r.querySelector('[data-col="task"]');
+      const bdi = cell.querySelector('[data-testid="run-title"]');
+      const box = (el) => { const b = el.getBoundingClientRect(); return { left: b.left, right: b.right }; };
+      const isolates = [...r.querySelectorAll("bdi")].map((b) => getComputedStyle(b).unicodeBidi);
+      return {
+        text: bdi.textContent,
+        tag: bdi.tagName,
+        bidi: getComputedStyle(bdi).unicodeBidi,
+        isolates,
+        title: box(bdi),
+        cell: box(cell),
+        workspace: r.querySelector('[data-col="workspace"]').textContent.trim(),
+        workspaceBox: box(r.querySelector('[data-col="workspace"]')),
+      };`);
+    assert.equal(seen.text, title, "the title as the agent wrote it, as text");
+    assert.equal(seen.tag, "BDI");
+    assert.equal(seen.bidi, "isolate");
+    assert.ok(seen.isolates.length >= 4 && seen.isolates.every((b) => b === "isolate"), JSON.stringify(seen.isolates));
+    // Laid out inside its cell (ellipsized there), never over the next column.
+    assert.ok(seen.title.left >= seen.cell.left - 1, JSON.stringify(seen));
+    assert.ok(Math.min(seen.title.right, seen.cell.right) <= seen.workspaceBox.left, JSON.stringify(seen));
+    assert.equal(seen.workspace, "bidi", "the next column reads as it is");
+    await app.shot("fleet-bidi");
+  });
+});

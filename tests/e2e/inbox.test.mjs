@@ -371,3 +371,39 @@ test("a record altered in the database is flagged loudly in the drawer and by th
   await press(driver.findElement(By.css('[data-testid="why-drawer"] button[data-action="close"]')));
   await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="why-drawer"]'))).length === 0, 5_000, "the drawer to close");
 });
+
+test("a decision written straight into the database is NOT VERIFIED in Why? and not acted on", async () => {
+  // The supervised run's plan waits for a human. Someone with write access
+  // to the file (not to the signing key) marks it approved.
+  const id = await gateOf(runS, "plan");
+  const py = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); n=c.execute(\"UPDATE gates SET status = 'decided', decided_option = 'approve', decided_by = 'user:app', decided_at = 1 WHERE id = ?\", (int(sys.argv[2]),)).rowcount; c.commit(); print(n)";
+  assert.equal(execFileSync("python3", ["-c", py, join(app.dataDir, "overseer.db"), String(id)], { encoding: "utf8" }).trim(), "1");
+
+  await press((await cardOf(id)).findElement(By.css('button[data-action="why"]')));
+  const summary = await driver.wait(until.elementLocated(By.css('[data-testid="why-verified"]')), 5_000);
+  await eventually(driver, async () => (await summary.getAttribute("data-verified")) === "false", 5_000, "the forged decision to fail verification");
+  assert.match(await summary.getText(), /NOT VERIFIED: the decision shown was written into the database outside Overseer/);
+  const decision = await driver.findElement(By.css('[data-testid="why-decision"]'));
+  assert.equal(await decision.getAttribute("data-verified"), "false");
+  assert.match(await decision.getText(), /NOT VERIFIED/);
+  const problem = await driver.findElement(By.css('[data-testid="why-decision-problem"]'));
+  assert.equal(await problem.getAttribute("data-problem"), "no_record");
+  assert.match(await problem.getText(), /has no signed audit record/);
+  await shot("why-forged-decision");
+
+  // The next event wakes the run's wait: the engine does not act on it, puts
+  // the gate back, and signs a security event; the drawer follows.
+  app.cli("runs", "steer", String(runS), "keep the greeting short");
+  await eventually(driver, async () => app.sql("SELECT status FROM gates WHERE id = ?", id)[0][0] === "pending", 10_000, "the gate to be pending again");
+  const [[events]] = app.sql("SELECT COUNT(*) FROM audit_log WHERE json_extract(payload, '$.type') = 'security_event' AND json_extract(payload, '$.event') = 'decision_without_record' AND json_extract(payload, '$.gate_id') = ?", id);
+  assert.equal(events, 1);
+  await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="why-record"][data-type="security_event"]'))).length === 1, 10_000, "the security event in the story");
+  assert.match(await driver.findElement(By.css('[data-testid="why-verified"]')).getText(), /TAMPERING DETECTED/);
+  assert.match(await driver.findElement(By.css('[data-testid="why-decision"]')).getText(), /Still waiting for a decision/);
+  // Nothing ran past the plan.
+  assert.deepEqual(app.sql("SELECT COUNT(*) FROM gates WHERE run_id = ? AND kind = 'tool_call'", runS), [[0]]);
+  await press(driver.findElement(By.css('[data-testid="why-drawer"] button[data-action="close"]')));
+  await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="why-drawer"]'))).length === 0, 5_000, "the drawer to close");
+  // Still in the inbox, waiting for a real decision.
+  await eventually(driver, async () => (await driver.findElements(card(`[data-gate-id="${id}"]`))).length === 1, 10_000, "the plan back in the inbox");
+});
