@@ -242,6 +242,13 @@ test("the Agents section lists every profile the engine knows: the demo agent re
   assert.ok(mode.startsWith("default:") && mode.includes(info.mode_effect), mode);
   assert.match(await demo.findElement(byTest("agent-plan")).getText(), /plan mode/);
   assert.equal((await demo.findElements(byTest("agent-need"))).length, 0);
+  // Whether this machine contains runs, as the engine measured it (the
+  // test machines do: bubblewrap and a cgroup v2 tree).
+  const machine = await section.findElement(byTest("containment"));
+  const canContain = info.containment.sandbox.state === "available";
+  assert.equal(await machine.getAttribute("data-contained"), String(canContain));
+  assert.match(await machine.getText(), canContain ? /Runs are contained: a bubblewrap sandbox/ : /cannot contain runs/);
+  assert.equal(await demo.findElement(byTest("agent-containment")).getText(), info.contained ? "sandboxed (bubblewrap)" : "cannot start: this machine cannot contain it");
 
   // A profile that is not ready says what it needs, as the CLI does.
   for (const a of expected.filter((x) => x.needs.length > 0)) {

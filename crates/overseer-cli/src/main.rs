@@ -947,6 +947,11 @@ async fn agents(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&infos)?);
         return Ok(ExitCode::SUCCESS);
     }
+    // Containment is the machine's: said once, then per profile only when
+    // it runs differently.
+    if let Some(first) = infos.first() {
+        println!("{}", first.containment.summary());
+    }
     for a in &infos {
         let state = if a.needs.is_empty() {
             "ready"
@@ -964,6 +969,14 @@ async fn agents(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
             None => println!("           mode: {}", a.mode_effect),
         }
         println!("           plan: {}", a.plan.as_str());
+        // Where the machine cannot contain, a profile either needs the fix
+        // (listed below) or runs uncontained by its own choice.
+        if !a.contained && a.needs.iter().all(|n| !n.starts_with("a sandbox")) {
+            println!("           runs NOT CONTAINED (allow_uncontained = true)");
+        }
+        if !a.network {
+            println!("           network: none (network = false)");
+        }
         for need in &a.needs {
             println!("           needs {need}");
         }

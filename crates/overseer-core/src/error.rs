@@ -18,8 +18,11 @@ pub enum ErrorCode {
     InvalidInput,
     /// The database could not be read or written (locked, full, newer version).
     Storage,
-    /// No engine is reachable.
+    /// No engine is reachable (or it has too many connections open).
     EngineUnavailable,
+    /// The caller may not ask this: a process inside a run talking to the
+    /// engine (a run can ask and report only through its agent's protocol).
+    Forbidden,
     /// A bug: something that should not happen did.
     Internal,
 }

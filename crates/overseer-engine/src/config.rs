@@ -21,6 +21,10 @@
 //! pass_env = ["ANTHROPIC_BASE_URL"]  # copied from Overseer's own environment
 //! mode = "default"            # the supervised mode, set after every session/new
 //! plan = "auto"               # auto | mode | prompt | skip
+//! read_paths = []             # extra dirs readable in the sandbox
+//! write_paths = []            # extra dirs writable in the sandbox
+//! network = true              # false: no network in the sandbox
+//! allow_uncontained = false   # run even where bubblewrap cannot contain it
 //! ```
 //!
 //! A missing file means the defaults; a broken one is an error that names the
@@ -91,10 +95,31 @@ pub struct AgentProfile {
     /// The agent's planning mode, used when `plan` is `auto` or `mode`.
     #[serde(default = "default_plan_mode")]
     pub plan_mode: String,
+    /// Extra directories the agent (and the run's sensors) may read inside
+    /// the sandbox (absolute paths; never Overseer's data or config dir).
+    #[serde(default)]
+    pub read_paths: Vec<PathBuf>,
+    /// Extra directories the agent may write (absolute paths).
+    #[serde(default)]
+    pub write_paths: Vec<PathBuf>,
+    /// False: the sandbox gets a network namespace of its own (no network
+    /// but its own loopback).
+    #[serde(default = "default_true")]
+    pub network: bool,
+    /// Run this profile's agents even where the machine cannot contain them
+    /// (no bubblewrap, user namespaces forbidden): the user's knowing
+    /// choice, never a default. Uncontained, an agent can reach everything
+    /// the user can, Overseer's key and socket included.
+    #[serde(default)]
+    pub allow_uncontained: bool,
 }
 
 fn default_plan_mode() -> String {
     "plan".to_owned()
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl AgentProfile {
@@ -116,6 +141,10 @@ impl AgentProfile {
             allow_unsupervised: false,
             plan: PlanStrategy::Auto,
             plan_mode: default_plan_mode(),
+            read_paths: Vec::new(),
+            write_paths: Vec::new(),
+            network: true,
+            allow_uncontained: false,
         }
     }
 
@@ -372,12 +401,28 @@ pub struct AgentInfo {
     pub needs: Vec<String>,
     /// True when `overseer.toml` defines it (else it is built in).
     pub from_file: bool,
+    /// What this machine can do to contain its runs.
+    pub containment: crate::contain::Containment,
+    /// Whether its runs would be contained: false when the machine cannot
+    /// and the profile allows running uncontained (else it is a need).
+    pub contained: bool,
+    /// Whether its sandbox shares the network.
+    pub network: bool,
 }
 
 impl Config {
     /// Every profile as [`AgentInfo`]; `host` reads Overseer's environment
-    /// (for `pass_env` keys and `PATH`).
+    /// (for `pass_env` keys and `PATH`). Containment is this machine's.
     pub fn agent_infos(&self, host: impl Fn(&str) -> Option<String>) -> Vec<AgentInfo> {
+        self.agent_infos_in(host, crate::contain::probe())
+    }
+
+    /// [`Config::agent_infos`] on a machine that contains as `containment` says.
+    pub fn agent_infos_in(
+        &self,
+        host: impl Fn(&str) -> Option<String>,
+        containment: &crate::contain::Containment,
+    ) -> Vec<AgentInfo> {
         self.profiles()
             .into_iter()
             .map(|(name, p)| {
@@ -399,7 +444,24 @@ impl Config {
                         p.key_env.join(" or ")
                     ));
                 }
+                let contained =
+                    match crate::contain::require_sandbox(containment, &name, p.allow_uncontained) {
+                        Ok(contained) => contained,
+                        Err(_) => {
+                            if let crate::contain::SandboxStatus::Missing { why, fix } =
+                                &containment.sandbox
+                            {
+                                needs.push(format!(
+                                    "a sandbox: {why}; {fix} (or set allow_uncontained = true in [agents.{name}] to run it uncontained)"
+                                ));
+                            }
+                            false
+                        }
+                    };
                 AgentInfo {
+                    containment: containment.clone(),
+                    contained,
+                    network: p.network,
                     from_file: self.agents.contains_key(&name),
                     mode_effect: p.mode.as_deref().map_or_else(
                         || "no mode is set: only for agents that offer none".to_owned(),
@@ -564,11 +626,12 @@ mod tests {
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let c = parse("").expect("defaults");
         let path = dir.path().to_string_lossy().into_owned();
-        let infos = c.agent_infos(|k| match k {
+        let host = |k: &str| match k {
             "PATH" => Some(path.clone()),
             "ANTHROPIC_API_KEY" => Some("k".into()),
             _ => None,
-        });
+        };
+        let infos = c.agent_infos_in(host, &contained());
         let claude = infos.iter().find(|i| i.name == "claude").expect("claude");
         assert_eq!(
             claude.found.as_deref(),
@@ -582,6 +645,57 @@ mod tests {
         assert!(codex.needs[0].contains("npm install -g @zed-industries/codex-acp"));
         assert!(codex.needs[1].contains("OPENAI_API_KEY"));
         assert!(!codex.from_file);
+        assert!(claude.contained && claude.network);
+    }
+
+    fn contained() -> crate::contain::Containment {
+        crate::contain::Containment {
+            sandbox: crate::contain::SandboxStatus::Available {
+                bwrap: "/usr/bin/bwrap".into(),
+            },
+            cgroups: crate::contain::CgroupStatus::Available {
+                root: "/sys/fs/cgroup".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn containment_settings_are_read_and_a_machine_that_cannot_contain_is_a_need() {
+        let c = parse(
+            "[agents.x]\ncommand = \"/bin/true\"\nread_paths = [\"/opt/data\"]\nwrite_paths = [\"/srv/cache\"]\nnetwork = false\nallow_uncontained = true\n",
+        )
+        .expect("valid");
+        let x = c.profile("x").expect("x");
+        assert_eq!(x.read_paths, [PathBuf::from("/opt/data")]);
+        assert_eq!(x.write_paths, [PathBuf::from("/srv/cache")]);
+        assert!(!x.network && x.allow_uncontained);
+        let claude = c.profile("claude").expect("claude");
+        assert!(claude.network && !claude.allow_uncontained && claude.read_paths.is_empty());
+
+        let cannot = crate::contain::Containment {
+            sandbox: crate::contain::SandboxStatus::Missing {
+                why: "bubblewrap (bwrap) is not installed".into(),
+                fix: "apt-get install bubblewrap".into(),
+            },
+            ..contained()
+        };
+        let infos = c.agent_infos_in(|k| (k == "PATH").then(|| "/bin".to_owned()), &cannot);
+        let x = infos.iter().find(|i| i.name == "x").expect("x");
+        assert!(!x.contained && !x.network);
+        assert!(
+            x.needs.is_empty(),
+            "x runs uncontained by choice: {:?}",
+            x.needs
+        );
+        let demo = infos.iter().find(|i| i.name == "demo").expect("demo");
+        assert!(!demo.contained);
+        assert!(
+            demo.needs.iter().any(|n| n.starts_with(
+                "a sandbox: bubblewrap (bwrap) is not installed; apt-get install bubblewrap"
+            ) && n.contains("allow_uncontained = true in [agents.demo]")),
+            "{:?}",
+            demo.needs
+        );
     }
 
     #[test]

@@ -20,16 +20,20 @@ pub enum NotificationKind {
     /// The supervisor's evaluator failed (timeout, error, garbage): the
     /// human decides.
     SupervisorFailed,
+    /// Something a run did was refused as an attack (a process of a run
+    /// connected to the engine's socket). Always notifies.
+    SecurityEvent,
 }
 
 impl NotificationKind {
-    pub const ALL: [NotificationKind; 6] = [
+    pub const ALL: [NotificationKind; 7] = [
         NotificationKind::AgentQuestionPending,
         NotificationKind::AgentQuestionBlocking,
         NotificationKind::RunPendingReview,
         NotificationKind::RunFailed,
         NotificationKind::SupervisorEscalated,
         NotificationKind::SupervisorFailed,
+        NotificationKind::SecurityEvent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +44,7 @@ impl NotificationKind {
             NotificationKind::RunFailed => "run_failed",
             NotificationKind::SupervisorEscalated => "supervisor_escalated",
             NotificationKind::SupervisorFailed => "supervisor_failed",
+            NotificationKind::SecurityEvent => "security_event",
         }
     }
 
@@ -50,6 +55,11 @@ impl NotificationKind {
     /// Blocking asks always notify: they cannot be muted.
     pub fn is_blocking(self) -> bool {
         self == NotificationKind::AgentQuestionBlocking
+    }
+
+    /// Blocking asks and security events cannot be muted.
+    pub fn can_mute(self) -> bool {
+        !self.is_blocking() && self != NotificationKind::SecurityEvent
     }
 }
 
@@ -62,9 +72,13 @@ pub struct NotificationSettings {
 
 impl NotificationSettings {
     pub fn validate(&self) -> Result<(), String> {
-        match self.muted.iter().find(|k| k.is_blocking()) {
-            Some(k) => Err(format!(
+        match self.muted.iter().find(|k| !k.can_mute()) {
+            Some(k) if k.is_blocking() => Err(format!(
                 "{} cannot be muted: an agent is stopped until you answer",
+                k.as_str()
+            )),
+            Some(k) => Err(format!(
+                "{} cannot be muted: it says a run tried to reach what it must not",
                 k.as_str()
             )),
             None => Ok(()),
@@ -72,7 +86,7 @@ impl NotificationSettings {
     }
 
     pub fn is_muted(&self, kind: NotificationKind) -> bool {
-        !kind.is_blocking() && self.muted.contains(&kind)
+        kind.can_mute() && self.muted.contains(&kind)
     }
 }
 
@@ -196,6 +210,9 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     }
                     NotificationKind::SupervisorFailed => {
                         format!("The supervisor failed on {n} decisions")
+                    }
+                    NotificationKind::SecurityEvent => {
+                        format!("{n} security events: runs tried to reach Overseer")
                     }
                 };
                 let mut body: Vec<String> = many

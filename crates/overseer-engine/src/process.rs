@@ -2,17 +2,23 @@
 //! in their own process group, dying with the engine (PR_SET_PDEATHSIG), and
 //! stopped as a whole tree.
 //!
-//! A process tree is more than a process group: agents start helpers that
-//! call `setsid` or double-fork and get reparented to init. Every process an
-//! agent starts inherits `OVERSEER_AGENT_MARKER=<marker>` in its environment,
-//! so stopping a run signals its group, its descendants (by parent pid) and
-//! every process of ours that carries its marker. At start the engine kills
-//! whatever carries its database's marker prefix: agents left by a killed
-//! engine.
+//! Contained (see `contain`), an agent runs inside bubblewrap (`bwrap` is
+//! the child; the agent runs in the sandbox's own pid namespace below it)
+//! and joins its run's cgroup before exec, so everything it ever starts is
+//! in that cgroup and one `cgroup.kill` stops it all.
+//!
+//! Without a cgroup, a process tree is more than a process group: agents
+//! start helpers that call `setsid` or double-fork and get reparented to
+//! init. Every process an agent starts inherits
+//! `OVERSEER_AGENT_MARKER=<marker>` in its environment, so stopping a run
+//! signals its group, its descendants (by parent pid) and every process of
+//! ours that carries its marker. At start the engine kills whatever carries
+//! its database's marker prefix: agents left by a killed engine.
 
+use crate::contain::{RunCgroup, SandboxPlan};
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
@@ -43,6 +49,8 @@ pub enum ProcessError {
     Pipes,
     #[error("waiting for the agent: {0}")]
     Wait(std::io::Error),
+    #[error("cannot put the agent in its run's cgroup: {0}")]
+    Cgroup(std::io::Error),
 }
 
 /// How to start one agent.
@@ -53,6 +61,10 @@ pub struct AgentSpec {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
     pub marker: String,
+    /// Run inside this bubblewrap sandbox (None: uncontained).
+    pub sandbox: Option<SandboxPlan>,
+    /// Join this cgroup before exec (None: tracked by marker only).
+    pub cgroup: Option<RunCgroup>,
 }
 
 /// A running agent and what it leaves behind.
@@ -61,6 +73,8 @@ pub struct AgentProcess {
     child: Child,
     pid: u32,
     marker: String,
+    cgroup: Option<RunCgroup>,
+    sandboxed: bool,
 }
 
 /// What stopping a tree did.
@@ -74,6 +88,27 @@ pub struct TerminateReport {
     pub survivors: Vec<u32>,
 }
 
+/// `program` as exec would find it with `path`: a path as given, a bare
+/// name in the first `path` entry that has it runnable.
+pub fn resolve_program(program: &Path, path: Option<&str>) -> Option<PathBuf> {
+    if program.components().count() > 1 || program.is_absolute() {
+        return crate::contain::is_executable(program).then(|| program.to_owned());
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_absolute() && crate::contain::is_executable(p))
+}
+
+/// The PATH the agent will see: its profile's, else Overseer's.
+fn child_path(spec: &AgentSpec) -> Option<String> {
+    spec.env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("PATH").ok())
+}
+
 /// Starts the agent with piped stdio.
 pub fn spawn(
     spec: &AgentSpec,
@@ -81,7 +116,18 @@ pub fn spawn(
     if !spec.cwd.is_dir() {
         return Err(ProcessError::NoCwd(spec.cwd.clone()));
     }
-    let mut cmd = Command::new(&spec.program);
+    let program = spec.program.to_string_lossy().into_owned();
+    let mut cmd = match &spec.sandbox {
+        Some(plan) => {
+            // bwrap would only say "execvp: No such file": resolve here.
+            let resolved = resolve_program(&spec.program, child_path(spec).as_deref())
+                .ok_or_else(|| ProcessError::NotFound(program.clone()))?;
+            let mut cmd = Command::new(&plan.bwrap);
+            cmd.args(plan.args()).arg(resolved);
+            cmd
+        }
+        None => Command::new(&spec.program),
+    };
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .env_clear()
@@ -95,16 +141,36 @@ pub fn spawn(
             cmd.env(k, v);
         }
     }
+    if let Some(plan) = &spec.sandbox {
+        for (k, v) in &plan.env {
+            cmd.env(k, v);
+        }
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
     cmd.env(MARKER_ENV, &spec.marker);
     die_with_parent(&mut cmd);
-    let program = spec.program.to_string_lossy().into_owned();
-    let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => ProcessError::NotFound(program.clone()),
+    // Kept open until the child has exec'd (the closure only holds its number).
+    let procs = match &spec.cgroup {
+        Some(cg) => {
+            let file = cg.procs_file().map_err(ProcessError::Cgroup)?;
+            join_cgroup(&mut cmd, &file);
+            Some(file)
+        }
+        None => None,
+    };
+    let spawned = cmd.spawn();
+    drop(procs);
+    let mut child = spawned.map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound if spec.sandbox.is_none() => {
+            ProcessError::NotFound(program.clone())
+        }
         _ => ProcessError::Spawn {
-            program: program.clone(),
+            program: spec
+                .sandbox
+                .as_ref()
+                .map_or(program.clone(), |p| p.bwrap.to_string_lossy().into_owned()),
             source,
         },
     })?;
@@ -119,6 +185,8 @@ pub fn spawn(
             child,
             pid,
             marker: spec.marker.clone(),
+            cgroup: spec.cgroup.clone(),
+            sandboxed: spec.sandbox.is_some(),
         },
         stdin,
         stdout,
@@ -134,6 +202,26 @@ fn die_with_parent(cmd: &mut Command) {
     unsafe {
         cmd.pre_exec(|| {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// The child joins the cgroup whose `cgroup.procs` is `procs` before exec,
+/// so nothing it starts can run outside it.
+#[allow(unsafe_code)]
+fn join_cgroup(cmd: &mut Command, procs: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    let fd = procs.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and makes one
+    // async-signal-safe system call (write) on a descriptor the parent keeps
+    // open until spawn returns; it allocates nothing (an OS error converts
+    // without allocating).
+    unsafe {
+        cmd.pre_exec(move || {
+            let file = std::os::fd::BorrowedFd::borrow_raw(fd);
+            rustix::io::write(file, b"0")
+                .map(|_| ())
                 .map_err(std::io::Error::from)
         });
     }
@@ -159,31 +247,62 @@ impl AgentProcess {
             .then_some(self.pid);
         let mut pids: HashSet<u32> = tree_of(self.pid, &self.marker).into_iter().collect();
         pids.extend(own);
+        if let Some(cg) = &self.cgroup {
+            pids.extend(cg.pids().into_iter().filter(|p| !is_zombie(*p)));
+        }
         let mut v: Vec<u32> = pids.into_iter().collect();
         v.sort_unstable();
         v
     }
 
-    /// SIGTERM to the whole tree, up to `grace` to exit, then SIGKILL.
+    /// Who gets SIGTERM: everyone but bubblewrap's own processes (the
+    /// outer one and the sandbox's init, its child), which would end the
+    /// sandbox at once instead of letting the agent exit cleanly; they end
+    /// when the agent does.
+    fn term_targets(&self, tree: &[u32]) -> Vec<u32> {
+        if !self.sandboxed {
+            return tree.to_vec();
+        }
+        let helpers: HashSet<u32> = our_processes()
+            .into_iter()
+            .filter(|p| p.ppid == self.pid)
+            .map(|p| p.pid)
+            .chain([self.pid])
+            .collect();
+        tree.iter()
+            .copied()
+            .filter(|p| !helpers.contains(p))
+            .collect()
+    }
+
+    /// SIGTERM to the whole tree, up to `grace` to exit, then SIGKILL
+    /// (`cgroup.kill` when it has a cgroup); the cgroup is removed at the end.
     pub async fn terminate(&mut self, grace: Duration) -> Result<TerminateReport, ProcessError> {
         let mut report = TerminateReport::default();
         let first = self.tree();
         if first.is_empty() {
             report.exited_on_term = true;
+            self.remove_cgroup();
             return Ok(report);
         }
-        signal_all(&first, self.pid, rustix::process::Signal::TERM);
+        let targets = self.term_targets(&first);
+        let group = (!self.sandboxed).then_some(self.pid);
+        signal_all(&targets, group, rustix::process::Signal::TERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if self.tree().is_empty() {
                 report.exited_on_term = true;
                 let _ = self.child.try_wait();
+                self.remove_cgroup();
                 return Ok(report);
             }
             tokio::time::sleep(POLL).await;
         }
         let stubborn = self.tree();
-        signal_all(&stubborn, self.pid, rustix::process::Signal::KILL);
+        if let Some(cg) = &self.cgroup {
+            cg.kill();
+        }
+        signal_all(&stubborn, Some(self.pid), rustix::process::Signal::KILL);
         report.killed = stubborn;
         let deadline = Instant::now() + KILL_WAIT;
         loop {
@@ -194,15 +313,116 @@ impl AgentProcess {
                 break;
             }
             // A late child of a dying process: kill it too.
-            signal_all(&left, self.pid, rustix::process::Signal::KILL);
+            if let Some(cg) = &self.cgroup {
+                cg.kill();
+            }
+            signal_all(&left, Some(self.pid), rustix::process::Signal::KILL);
             tokio::time::sleep(POLL).await;
         }
+        self.remove_cgroup();
         Ok(report)
+    }
+
+    fn remove_cgroup(&mut self) {
+        let Some(cg) = self.cgroup.take() else { return };
+        if let Err(e) = cg.remove() {
+            tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display());
+        } else if let Some(root) = cg.path().parent() {
+            crate::contain::cgroup::remove_if_empty(root);
+        }
     }
 }
 
-fn signal_all(pids: &[u32], group: u32, sig: rustix::process::Signal) {
-    if let Some(pg) = to_pid(group) {
+impl Drop for AgentProcess {
+    /// Dropped without [`AgentProcess::terminate`] (the runtime ended):
+    /// the child got SIGKILL (`kill_on_drop`); whatever else is in its
+    /// cgroup gets it too, and the cgroup goes.
+    fn drop(&mut self) {
+        let Some(cg) = self.cgroup.take() else { return };
+        let left = cg.kill_blocking(Duration::from_secs(1));
+        if left.is_empty() {
+            let _ = cg.remove();
+            if let Some(root) = cg.path().parent() {
+                crate::contain::cgroup::remove_if_empty(root);
+            }
+        }
+    }
+}
+
+/// What a command run to its end printed, and how it ended.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// None: it did not exit by itself (killed at the time limit).
+    pub status: Option<ExitStatus>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub timed_out: bool,
+    /// Processes it left behind, stopped after it ended.
+    pub leftovers: TerminateReport,
+}
+
+/// Runs `spec` with no input to its end or `limit`, keeping the last
+/// `keep` bytes of each output; then stops whatever it left behind (a
+/// daemon it started), giving it `grace` after SIGTERM.
+pub async fn run_captured(
+    spec: &AgentSpec,
+    limit: Duration,
+    grace: Duration,
+    keep: usize,
+) -> Result<Captured, ProcessError> {
+    let (mut proc, stdin, stdout, stderr) = spawn(spec)?;
+    drop(stdin);
+    let out = tokio::spawn(read_tail(stdout, keep));
+    let err = tokio::spawn(read_tail(stderr, keep));
+    let mut captured = Captured::default();
+    match tokio::time::timeout(limit, proc.wait()).await {
+        Ok(Ok(status)) => captured.status = Some(status),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => captured.timed_out = true,
+    }
+    captured.leftovers = proc.terminate(grace).await?;
+    // A leftover outside any cgroup may still hold the pipes: do not wait
+    // for it forever.
+    let read = |h: tokio::task::JoinHandle<Vec<u8>>| async move {
+        tokio::time::timeout(KILL_WAIT, h)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    captured.stdout = read(out).await;
+    captured.stderr = read(err).await;
+    Ok(captured)
+}
+
+async fn read_tail(mut r: impl tokio::io::AsyncRead + Unpin, keep: usize) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > keep.saturating_mul(2) {
+                    let cut = kept.len() - keep;
+                    kept.drain(..cut);
+                }
+            }
+        }
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .is_none_or(|s| s == "Z" || s == "X")
+    })
+}
+
+fn signal_all(pids: &[u32], group: Option<u32>, sig: rustix::process::Signal) {
+    if let Some(pg) = group.and_then(to_pid) {
         let _ = rustix::process::kill_process_group(pg, sig);
     }
     for &p in pids {
@@ -261,14 +481,17 @@ fn our_processes() -> Vec<ProcInfo> {
 }
 
 fn carries_marker(pid: u32, wanted: &dyn Fn(&str) -> bool) -> bool {
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
+    marker_of(pid).is_some_and(|m| wanted(&m))
+}
+
+/// The marker in a process's environment, if it has one.
+pub(crate) fn marker_of(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let prefix = format!("{MARKER_ENV}=");
     env.split(|b| *b == 0)
         .filter_map(|kv| std::str::from_utf8(kv).ok())
-        .filter_map(|kv| kv.strip_prefix(&prefix))
-        .any(wanted)
+        .find_map(|kv| kv.strip_prefix(&prefix))
+        .map(str::to_owned)
 }
 
 /// Live processes of the tree rooted at `root` or carrying `marker`.

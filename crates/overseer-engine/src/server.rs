@@ -3,16 +3,40 @@
 //! The socket is owner-only (0600) and connections from another user are
 //! refused. Every call on a socket connection acts as `user:cli`: the actor
 //! comes from the kind of connection, never from the request.
+//!
+//! A connection from inside a run is refused whatever it found on disk (the
+//! sandbox hides the socket; this is the second fence): the peer's pid
+//! (SO_PEERCRED) is looked up in `/proc` at once, and if its cgroup is one
+//! of this engine's run cgroups, or (without cgroups) its environment
+//! carries this engine's run marker, it gets one `forbidden` error line, the
+//! connection is closed, and the attempt is a signed security event, a
+//! `security` entry on the run and a notification. The pid is read twice
+//! around the lookup with its start time, so a pid reused meanwhile is not
+//! mistaken for the peer.
+//!
+//! The accept loop backs off when the process is out of file descriptors
+//! (EMFILE/ENFILE: retrying at once would spin) and serves at most
+//! [`MAX_CONNECTIONS`] at a time; extra ones get an error line.
 
 use crate::api::{Call, Request, ServerLine, MAX_LINE};
 use crate::{Engine, EngineError};
-use overseer_core::{Actor, ApiError, ErrorCode};
+use overseer_core::{Actor, ApiError, ErrorCode, RunId};
+use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
+
+/// Connections served at once; more get an `engine_unavailable` line.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A run refused again within this time is not recorded again (a process
+/// hammering the socket must not fill the audit log); it is counted.
+const SECURITY_EVENT_EVERY: Duration = Duration::from_secs(60);
+/// How long a refused connection is kept open for its refusal to be read.
+const REFUSE_LINGER: Duration = Duration::from_secs(2);
 
 /// A bound socket, ready to accept. Dropping it removes the socket file.
 pub struct Listener {
@@ -53,6 +77,97 @@ pub fn bind(path: &Path) -> Result<Listener, EngineError> {
     })
 }
 
+/// What the accept loop does after an error: how long to wait before the
+/// next accept, and whether to log it (once per burst, not per error).
+#[derive(Debug, Default)]
+pub struct AcceptBackoff {
+    /// Errors since the last successful accept.
+    failures: u64,
+}
+
+impl AcceptBackoff {
+    /// Out of file descriptors: wait before accepting again (the pending
+    /// connection stays in the backlog). Other errors (a peer that hung up
+    /// before we accepted) are retried at once.
+    pub fn failed(&mut self, e: &std::io::Error) -> (Option<Duration>, bool) {
+        self.failures += 1;
+        let log = self.failures == 1;
+        let exhausted = matches!(
+            e.raw_os_error(),
+            Some(code) if code == rustix::io::Errno::MFILE.raw_os_error()
+                || code == rustix::io::Errno::NFILE.raw_os_error()
+                || code == rustix::io::Errno::NOBUFS.raw_os_error()
+                || code == rustix::io::Errno::NOMEM.raw_os_error()
+        );
+        let wait = if exhausted {
+            Some(Duration::from_millis(50 + 25 * self.failures.min(2)))
+        } else if self.failures > 100 {
+            // Anything else that keeps failing must not spin either.
+            Some(Duration::from_millis(10))
+        } else {
+            None
+        };
+        (wait, log)
+    }
+
+    /// An accept worked: the burst is over. Returns how many failed in it.
+    pub fn succeeded(&mut self) -> u64 {
+        std::mem::take(&mut self.failures)
+    }
+}
+
+/// Who may not talk to this engine: processes in its run cgroups, or
+/// carrying its run marker.
+struct Fence {
+    cgroup_root: Option<PathBuf>,
+    marker_prefix: String,
+}
+
+impl Fence {
+    fn of(engine: &Engine) -> Fence {
+        Fence {
+            cgroup_root: engine.run_cgroup_root(),
+            marker_prefix: crate::orchestrator::marker_prefix(engine),
+        }
+    }
+
+    /// The run `pid` belongs to (Some(0) when it belongs to one of ours but
+    /// its id cannot be read), or Err when the peer cannot be identified.
+    fn run_of(&self, pid: Option<i32>) -> Result<Option<RunId>, String> {
+        let pid = pid
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|&p| p > 0)
+            .ok_or("the peer's process id is not visible")?;
+        let started =
+            start_time(pid).map_err(|e| format!("the peer (pid {pid}) cannot be checked: {e}"))?;
+        let by_cgroup = self
+            .cgroup_root
+            .as_deref()
+            .and_then(|root| crate::contain::cgroup::run_of(pid, root));
+        let by_marker = || {
+            crate::process::marker_of(pid)
+                .and_then(|m| m.strip_prefix(&self.marker_prefix).map(str::to_owned))
+                .map(|rest| crate::contain::parse_run_name(&rest).unwrap_or(0))
+        };
+        let run = by_cgroup.or_else(by_marker);
+        // The same process as before the lookup, not a reused pid.
+        if start_time(pid).ok() != Some(started) {
+            return Err("the peer's process changed while it was checked".to_owned());
+        }
+        Ok(run)
+    }
+}
+
+/// A process's start time (clock ticks after boot), from /proc/PID/stat.
+fn start_time(pid: u32) -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Field 22; fields after the command name (which may hold spaces) start at 3.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| std::io::Error::other("unreadable /proc/PID/stat"))
+}
+
 /// Accepts connections until the task is dropped or aborted.
 pub async fn serve(engine: Arc<Engine>, listener: Listener) {
     let owner = std::fs::metadata(&engine.paths().data_dir)
@@ -69,26 +184,155 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
             return;
         }
     };
+    let fence = Fence::of(&engine);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut backoff = AcceptBackoff::default();
+    let mut recorded: HashMap<RunId, (Instant, u64)> = HashMap::new();
     loop {
-        let (stream, _) = match accepting.accept().await {
-            Ok(conn) => conn,
+        let stream = match accepting.accept().await {
+            Ok((stream, _)) => {
+                let failed = backoff.succeeded();
+                if failed > 1 {
+                    tracing::warn!(
+                        "accept on {} worked again after {failed} failures",
+                        listener.path.display()
+                    );
+                }
+                stream
+            }
             Err(e) => {
-                tracing::warn!("accept on {}: {e}", listener.path.display());
+                let (wait, log) = backoff.failed(&e);
+                if log {
+                    tracing::warn!(
+                        "accept on {}: {e}{}",
+                        listener.path.display(),
+                        if wait.is_some() {
+                            "; backing off until descriptors are free"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                if let Some(d) = wait {
+                    tokio::time::sleep(d).await;
+                }
                 continue;
             }
         };
-        let peer = stream.peer_cred().ok().map(|c| c.uid());
+        let cred = stream.peer_cred().ok();
+        let peer = cred.map(|c| c.uid());
         if owner.is_none() || peer != owner {
             tracing::warn!(?peer, ?owner, "refused a connection from another user");
             continue;
         }
+        let pid = cred.and_then(|c| c.pid());
+        match fence.run_of(pid) {
+            Ok(None) => {}
+            Ok(Some(run)) => {
+                let now = Instant::now();
+                let entry = recorded
+                    .entry(run)
+                    .or_insert((now - SECURITY_EVENT_EVERY, 0));
+                entry.1 += 1;
+                if now.duration_since(entry.0) >= SECURITY_EVENT_EVERY {
+                    let attempts = std::mem::take(&mut entry.1);
+                    entry.0 = now;
+                    let engine = engine.clone();
+                    let pid = pid.unwrap_or(0);
+                    tokio::task::spawn_blocking(move || {
+                        refused_from_run(&engine, run, pid, attempts)
+                    });
+                }
+                tokio::spawn(refuse(
+                    stream,
+                    ErrorCode::Forbidden,
+                    "refused: this connection comes from inside a run; a run asks and reports \
+                     only through its agent, never through Overseer's socket (recorded as a security event)"
+                        .to_owned(),
+                ));
+                continue;
+            }
+            Err(why) => {
+                tracing::warn!(
+                    ?pid,
+                    "refused a connection whose caller could not be checked: {why}"
+                );
+                tokio::spawn(refuse(
+                    stream,
+                    ErrorCode::Forbidden,
+                    format!("refused: {why}; connect from a process that stays alive until it has its answer"),
+                ));
+                continue;
+            }
+        }
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(
+                stream,
+                ErrorCode::EngineUnavailable,
+                format!("the engine already serves {MAX_CONNECTIONS} connections; close some (idle `overseer` commands, subscribers) and retry"),
+            ));
+            continue;
+        };
         let engine = engine.clone();
         tokio::spawn(async move {
             if let Err(e) = handle(engine, stream).await {
                 tracing::debug!("connection closed: {e}");
             }
+            drop(slot);
         });
     }
+}
+
+/// One error line, then the connection is closed. Our side is shut for
+/// writing first and what the client sends is read and dropped for a
+/// moment: closing with its request unread would make its write fail (or
+/// its read see a reset) before it reads why.
+async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
+    let line = ServerLine::Error {
+        id: None,
+        error: ApiError::new(code, message),
+    };
+    let _ = tokio::time::timeout(REFUSE_LINGER, write_line(&mut stream, &line)).await;
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(REFUSE_LINGER, async {
+        let mut drained = 0usize;
+        while drained < MAX_LINE {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+    })
+    .await;
+}
+
+/// A process of `run` connected: a signed security event, a `security`
+/// entry on the run, and the user is told.
+fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
+    tracing::warn!(run, pid, "refused a connection from inside run {run}");
+    engine.audit(
+        &Actor::Engine,
+        serde_json::json!({"type": "security_event", "event": "socket_from_run", "run_id": run, "pid": pid, "attempts": attempts}),
+    );
+    if run == 0 {
+        return;
+    }
+    let text = format!(
+        "a process of this run (pid {pid}) connected to Overseer's socket; the connection was refused{}",
+        if attempts > 1 { format!(" ({attempts} attempts in the last minute)") } else { String::new() }
+    );
+    let _ = engine.record_activity(
+        run,
+        "security",
+        serde_json::json!({ "text": text, "pid": pid }),
+    );
+    engine.notify_user(
+        crate::NotificationKind::SecurityEvent,
+        run,
+        format!("Run {run} tried to reach Overseer"),
+        text,
+    );
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std::io::Result<()> {
@@ -278,5 +522,37 @@ pub fn dispatch(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_descriptors_the_loop_waits_and_logs_once_per_burst() {
+        let mut b = AcceptBackoff::default();
+        let emfile = std::io::Error::from_raw_os_error(rustix::io::Errno::MFILE.raw_os_error());
+        let mut logged = 0;
+        for _ in 0..10_000 {
+            let (wait, log) = b.failed(&emfile);
+            let wait = wait.expect("EMFILE always waits");
+            assert!(wait >= Duration::from_millis(50) && wait <= Duration::from_millis(100));
+            logged += usize::from(log);
+        }
+        assert_eq!(logged, 1, "one line per burst");
+        assert_eq!(b.succeeded(), 10_000);
+        let enfile = std::io::Error::from_raw_os_error(rustix::io::Errno::NFILE.raw_os_error());
+        assert!(b.failed(&enfile).1, "a new burst is logged again");
+        // A peer that hung up before the accept: retried at once, and a
+        // long run of any error does not spin either.
+        let mut b = AcceptBackoff::default();
+        let aborted =
+            std::io::Error::from_raw_os_error(rustix::io::Errno::CONNABORTED.raw_os_error());
+        assert_eq!(b.failed(&aborted).0, None);
+        for _ in 0..200 {
+            b.failed(&aborted);
+        }
+        assert!(b.failed(&aborted).0.is_some());
     }
 }

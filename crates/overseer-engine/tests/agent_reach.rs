@@ -29,11 +29,17 @@ async fn a_live_agent_gets_its_profile_environment_and_nothing_else_of_the_engin
     pending_gate(&w, run, GateKind::Plan).await;
 
     let marker = format!("OVERSEER_AGENT_MARKER={}", w.engine.agent_marker(run));
+    // The agent itself, not the bubblewrap processes above it (they carry
+    // the same environment).
     let (pid, environ) = std::fs::read_dir("/proc")
         .expect("/proc")
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+            if exe.file_name().is_some_and(|n| n == "bwrap") {
+                return None;
+            }
             let env = std::fs::read(e.path().join("environ")).ok()?;
             let vars: Vec<String> = env
                 .split(|b| *b == 0)
@@ -66,5 +72,23 @@ async fn a_live_agent_gets_its_profile_environment_and_nothing_else_of_the_engin
             .canonicalize()
             .expect("worktree"),
         "the agent works in its run's worktree"
+    );
+    // Contained: its own pid namespace (bubblewrap), its run's cgroup.
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).expect("pid ns");
+    assert_ne!(
+        ns(&pid.to_string()),
+        ns("self"),
+        "the agent runs in a sandbox"
+    );
+    let root = w.engine.run_cgroup_root().expect("cgroups work here");
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("cgroup");
+    let name = root
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        cgroup.contains(&format!("/{name}/run-{run}\n")),
+        "the agent is in its run's cgroup: {cgroup}"
     );
 }

@@ -49,14 +49,17 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
         "{activity:?}"
     );
     assert!(activity.iter().any(|a| a.kind == "file_written"));
-    // The agent's stderr is its log, kept in the timeline.
-    assert!(
-        activity.iter().any(|a| a.kind == "log"
-            && a.payload["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("scenario happy"))),
-        "{activity:?}"
-    );
+    // The agent's stderr is its log, kept in the timeline (in batches: the
+    // last one lands a moment after the agent's last line).
+    until(&w, "the agent's log in the timeline", |e| {
+        e.activity(run, 0).ok()?.into_iter().find(|a| {
+            a.kind == "log"
+                && a.payload["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("scenario happy"))
+        })
+    })
+    .await;
     // The dashboard row shows the sensors' latest results.
     assert_eq!(
         w.engine.run(run).expect("run").sensors,

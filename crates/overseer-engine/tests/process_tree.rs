@@ -30,6 +30,8 @@ fn script(dir: &Path, body: &str) -> AgentSpec {
             std::process::id(),
             dir.display().to_string().len()
         ),
+        sandbox: None,
+        cgroup: None,
     }
 }
 

@@ -8,6 +8,7 @@ const CODES: readonly ErrorCode[] = [
   "invalid_input",
   "storage",
   "engine_unavailable",
+  "forbidden",
   "internal",
 ];
 

@@ -7,6 +7,7 @@ import type {
   ActivityView,
   AgentInfo,
   ApiError,
+  Containment,
   EngineEvent,
   GateStory,
   GateView,
@@ -22,6 +23,12 @@ import type {
 } from "../types";
 
 const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
+
+/** A machine that contains runs (what the demo shows in Settings → Agents). */
+const MOCK_CONTAINMENT: Containment = {
+  sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
+  cgroups: { state: "available", root: "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice" },
+};
 
 export function defaultPolicy(): SupervisorPolicy {
   return {
@@ -383,9 +390,9 @@ export function demoBackend(now: number): MockBackend {
     { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
   ];
   mock.agentInfos = [
-    { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false },
-    { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false },
-    { name: "demo", command: "/opt/overseer/overseer-demo-agent", found: "/opt/overseer/overseer-demo-agent", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false },
+    { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
+    { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
+    { name: "demo", command: "/opt/overseer/overseer-demo-agent", found: "/opt/overseer/overseer-demo-agent", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
   ];
   mock.diffs.set(1, {
     files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { AgentInfo } from "../types";
-import { agentReady, planStrategyText, sortAgents } from "./agents";
+import type { AgentInfo, Containment } from "../types";
+import { agentContainmentText, agentReady, containmentText, planStrategyText, sortAgents } from "./agents";
+
+const contained: Containment = {
+  sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
+  cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
+};
+const uncontainable: Containment = {
+  sandbox: { state: "missing", why: "bubblewrap (bwrap) is not installed", fix: "apt-get install bubblewrap" },
+  cgroups: { state: "missing", why: "no cgroup v2 mount" },
+};
 
 const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
   name,
@@ -11,6 +20,9 @@ const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
   plan: "auto",
   needs: [],
   from_file: false,
+  containment: contained,
+  contained: true,
+  network: true,
   ...over,
 });
 
@@ -33,5 +45,25 @@ describe("agent profiles in words", () => {
     expect(planStrategyText("mode")).toMatch(/plan mode/);
     expect(planStrategyText("prompt")).toMatch(/prompt/);
     expect(planStrategyText("auto")).toMatch(/plan mode.*else/);
+  });
+
+  it("says plainly when the machine cannot contain, with the fix", () => {
+    expect(containmentText(contained)).toEqual({
+      ok: true,
+      text: expect.stringMatching(/contained: a bubblewrap sandbox.*cgroup v2 at \/sys\/fs\/cgroup\/unified/),
+    });
+    const bad = containmentText(uncontainable);
+    expect(bad.ok).toBe(false);
+    expect(bad.text).toMatch(/cannot contain runs: bubblewrap \(bwrap\) is not installed\. Fix: apt-get install bubblewrap/);
+    expect(bad.text).toMatch(/allow_uncontained = true/);
+  });
+
+  it("says how each profile's runs are contained", () => {
+    expect(agentContainmentText(info("a"))).toBe("sandboxed (bubblewrap)");
+    expect(agentContainmentText(info("a", { network: false }))).toBe("sandboxed (bubblewrap), no network");
+    expect(
+      agentContainmentText(info("a", { containment: uncontainable, contained: false, needs: ["a sandbox: ..."] })),
+    ).toMatch(/cannot start/);
+    expect(agentContainmentText(info("a", { containment: uncontainable, contained: false }))).toMatch(/NOT CONTAINED/);
   });
 });

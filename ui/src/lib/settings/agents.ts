@@ -1,5 +1,5 @@
 // Agent profiles (AgentInfo) in words, for the Settings page. Pure.
-import type { AgentInfo, PlanStrategy } from "../types";
+import type { AgentInfo, Containment, PlanStrategy } from "../types";
 
 /** How runs of a profile plan, in words. */
 export function planStrategyText(plan: PlanStrategy): string {
@@ -24,4 +24,30 @@ export function agentReady(a: AgentInfo): boolean {
 /** Ready ones first, then by name. */
 export function sortAgents(list: readonly AgentInfo[]): AgentInfo[] {
   return [...list].sort((a, b) => Number(agentReady(b)) - Number(agentReady(a)) || a.name.localeCompare(b.name));
+}
+
+/** What this machine does to contain runs, in words; `ok` is false when it
+ * cannot (the window must say so plainly, with the fix). */
+export function containmentText(c: Containment): { ok: boolean; text: string } {
+  const cgroups =
+    c.cgroups.state === "available"
+      ? `each run in its own cgroup (cgroup v2 at ${c.cgroups.root})`
+      : `no cgroup per run (${c.cgroups.why})`;
+  if (c.sandbox.state === "available") {
+    return { ok: true, text: `Runs are contained: a bubblewrap sandbox around every agent and sensor, ${cgroups}.` };
+  }
+  return {
+    ok: false,
+    text:
+      `This machine cannot contain runs: ${c.sandbox.why}. Fix: ${c.sandbox.fix}. ` +
+      `Until then an agent starts only if its profile sets allow_uncontained = true, and then it can reach ` +
+      `everything you can, Overseer's key and socket included.`,
+  };
+}
+
+/** How one profile's runs are contained, in words. */
+export function agentContainmentText(a: AgentInfo): string {
+  if (a.contained) return a.network ? "sandboxed (bubblewrap)" : "sandboxed (bubblewrap), no network";
+  if (a.needs.some((n) => n.startsWith("a sandbox"))) return "cannot start: this machine cannot contain it";
+  return "NOT CONTAINED (allow_uncontained = true)";
 }

@@ -145,16 +145,20 @@ describe("workspace checks", () => {
 });
 
 describe("notifications", () => {
-  it("has a human label for every kind and only one blocking kind", () => {
+  it("has a human label for every kind; blocking asks and security events cannot be muted", () => {
     expect(NOTIFICATION_KINDS.map((k) => k.kind).sort()).toEqual([
       "agent_question_blocking",
       "agent_question_pending",
       "run_failed",
       "run_pending_review",
+      "security_event",
       "supervisor_escalated",
       "supervisor_failed",
     ]);
-    expect(NOTIFICATION_KINDS.filter((k) => k.blocking).map((k) => k.kind)).toEqual(["agent_question_blocking"]);
+    expect(NOTIFICATION_KINDS.filter((k) => k.blocking).map((k) => k.kind)).toEqual([
+      "agent_question_blocking",
+      "security_event",
+    ]);
   });
 
   it("mutes and unmutes a kind, never a blocking one", () => {

@@ -1,0 +1,824 @@
+//! The bubblewrap sandbox of one agent or sensor, built as data
+//! ([`SandboxPlan`]) from what it must hide and what it may reach
+//! ([`SandboxInputs`]), then turned into `bwrap` arguments.
+//!
+//! The layout, mount by mount (bwrap applies them in order):
+//!
+//! - the whole system read-only (`--ro-bind / /`), a new `/dev`, a `/proc`
+//!   of the sandbox's own pid namespace, a private `/tmp`;
+//! - an empty tmpfs over each place a run must never reach: Overseer's data
+//!   dir (database, socket, other runs' worktrees), its config dir (the
+//!   audit signing key), `$XDG_RUNTIME_DIR` (D-Bus, the ssh agent), the
+//!   user's HOME (dotfiles) and the user's checkout;
+//! - bound back: the run's working copy (writable) with its `.git`
+//!   read-only again (a `.git` that is missing or a symlink is covered by
+//!   `/dev/null`, so the run cannot create one either), the object
+//!   directory of the user's repository (read-only: the run's clone
+//!   borrows objects from it), toolchains under HOME (read-only), the
+//!   agent program's own install (read-only), the agent's HOME and TMPDIR
+//!   (writable), every directory a profile's `*_HOME` variable names
+//!   (writable), and the profile's `read_paths` / `write_paths`.
+//!
+//! Mounts are applied parents first (by path depth), so a bind-back under
+//! a hidden place works and a hidden place under a bound one stays hidden.
+//! A bind may never BE a hidden place nor lie inside the data or config
+//! dir (other than the run's own working copy and the agent's home): the
+//! plan refuses such a profile with the reason.
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// Directories under HOME that toolchains run from, bound read-only when
+/// they exist.
+pub const TOOLCHAIN_DIRS: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".nvm",
+    ".local/bin",
+    ".local/lib",
+    ".bun",
+    ".deno",
+    ".volta",
+    ".pyenv",
+    "go",
+];
+
+/// Secrets inside those toolchain dirs: covered by `/dev/null`.
+const TOOLCHAIN_SECRETS: &[&str] = &[".cargo/credentials", ".cargo/credentials.toml"];
+
+/// What a sandbox is built from.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxInputs {
+    /// The bubblewrap binary.
+    pub bwrap: PathBuf,
+    pub data_dir: PathBuf,
+    pub config_dir: PathBuf,
+    pub runtime_dir: Option<PathBuf>,
+    /// The user's HOME (hidden; toolchains under it come back read-only).
+    pub host_home: Option<PathBuf>,
+    /// Overseer's own PATH (used when the profile sets none).
+    pub host_path: Option<String>,
+    /// The user's checkout (hidden).
+    pub repo: Option<PathBuf>,
+    /// The user's repository's object directory (read-only).
+    pub repo_objects: Option<PathBuf>,
+    /// The run's working copy: writable, and the working directory.
+    pub worktree: PathBuf,
+    /// The agent's own HOME, bound at the user's HOME path, when the
+    /// profile's environment sets no HOME.
+    pub private_home: Option<PathBuf>,
+    /// The resolved program: its install is bound read-only.
+    pub program: Option<PathBuf>,
+    /// The profile's environment (HOME, TMPDIR, `*_HOME`, PATH are read).
+    pub env: Vec<(String, String)>,
+    pub read_paths: Vec<PathBuf>,
+    pub write_paths: Vec<PathBuf>,
+    /// False: a network namespace of its own (loopback only).
+    pub network: bool,
+}
+
+/// One mount of the sandbox, after the fixed base (`/`, `/dev`, `/proc`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    /// An empty tmpfs: hides what is there (read-only, but `/tmp`, the
+    /// sandbox's private temp dir).
+    Tmpfs(PathBuf),
+    Bind {
+        source: PathBuf,
+        target: PathBuf,
+        writable: bool,
+    },
+    /// `/dev/null`, read-only, over a protected path that is missing or a
+    /// symlink (so the run cannot create it).
+    Cover(PathBuf),
+}
+
+impl Mount {
+    pub fn target(&self) -> &Path {
+        match self {
+            Mount::Tmpfs(t) | Mount::Cover(t) => t,
+            Mount::Bind { target, .. } => target,
+        }
+    }
+
+    fn order(&self) -> u8 {
+        match self {
+            Mount::Tmpfs(_) => 0,
+            Mount::Bind { .. } => 1,
+            Mount::Cover(_) => 2,
+        }
+    }
+
+    /// True when what is at the target afterwards is the host's own content
+    /// at that path.
+    fn is_host_view(&self) -> bool {
+        matches!(self, Mount::Bind { source, target, .. } if source == target)
+    }
+}
+
+/// A sandbox, ready to become `bwrap` arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPlan {
+    pub bwrap: PathBuf,
+    /// In the order bwrap applies them.
+    pub mounts: Vec<Mount>,
+    pub network: bool,
+    pub chdir: PathBuf,
+    /// Variables set inside unless the profile sets them (HOME, TMPDIR).
+    pub env: Vec<(String, String)>,
+}
+
+impl SandboxPlan {
+    /// The arguments after `bwrap` and before the program.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = super::NAMESPACE_FLAGS.iter().map(OsString::from).collect();
+        if !self.network {
+            a.push("--unshare-net".into());
+        }
+        for s in ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"] {
+            a.push(s.into());
+        }
+        for m in &self.mounts {
+            match m {
+                Mount::Tmpfs(t) => {
+                    a.push("--tmpfs".into());
+                    a.push(t.into());
+                }
+                Mount::Bind {
+                    source,
+                    target,
+                    writable,
+                } => {
+                    a.push(if *writable { "--bind" } else { "--ro-bind" }.into());
+                    a.push(source.into());
+                    a.push(target.into());
+                }
+                Mount::Cover(t) => {
+                    a.push("--ro-bind".into());
+                    a.push("/dev/null".into());
+                    a.push(t.into());
+                }
+            }
+        }
+        // Hidden places are read-only too (a write there would vanish with
+        // the sandbox; better that it fails). Last: bwrap made the mount
+        // points of the binds inside them already.
+        for m in &self.mounts {
+            if let Mount::Tmpfs(t) = m {
+                if t.as_path() != Path::new("/tmp") {
+                    a.push("--remount-ro".into());
+                    a.push(t.into());
+                }
+            }
+        }
+        a.push("--chdir".into());
+        a.push(self.chdir.clone().into());
+        a.push("--".into());
+        a
+    }
+
+    /// The mount that decides what is at `path` (absolute, canonical):
+    /// the last applied one at or above it; None: the read-only host view.
+    fn deciding(&self, path: &Path) -> Option<&Mount> {
+        self.mounts
+            .iter()
+            .rev()
+            .find(|m| path.starts_with(m.target()))
+    }
+
+    /// Whether `path` is writable inside (its working copy, its homes, the
+    /// private /tmp; never a hidden place).
+    pub fn writable(&self, path: &Path) -> bool {
+        self.deciding(path).is_some_and(|m| match m {
+            Mount::Bind { writable, .. } => *writable,
+            Mount::Tmpfs(t) => t.as_path() == Path::new("/tmp"),
+            Mount::Cover(_) => false,
+        })
+    }
+
+    /// Whether the host's `path` is out of sight inside (under a tmpfs, or
+    /// under something else bound at its place).
+    pub fn hides(&self, path: &Path) -> bool {
+        self.deciding(path).is_some_and(|m| !m.is_host_view())
+    }
+}
+
+/// Why a sandbox cannot be built as the profile asks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+fn depth(p: &Path) -> usize {
+    p.components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .count()
+}
+
+fn canon(p: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(p).ok()
+}
+
+fn env_of<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Builds the sandbox for `inputs`.
+pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
+    let worktree = canon(&inputs.worktree).ok_or_else(|| {
+        PlanError(format!(
+            "the run's working copy {} does not exist",
+            inputs.worktree.display()
+        ))
+    })?;
+    let data_dir = canon(&inputs.data_dir).unwrap_or_else(|| inputs.data_dir.clone());
+    let config_dir = canon(&inputs.config_dir).unwrap_or_else(|| inputs.config_dir.clone());
+    let runtime_dir = inputs.runtime_dir.as_deref().and_then(canon);
+    let host_home = inputs.host_home.as_deref().and_then(canon);
+    let repo = inputs.repo.as_deref().and_then(canon);
+    // The places a run never reaches.
+    let tmp = PathBuf::from("/tmp");
+    let mut hidden: Vec<PathBuf> = vec![tmp.clone(), data_dir.clone(), config_dir.clone()];
+    hidden.extend(runtime_dir.clone());
+    hidden.extend(host_home.clone());
+    hidden.extend(repo.clone());
+    let secret_roots: Vec<PathBuf> = [
+        Some(data_dir.clone()),
+        Some(config_dir.clone()),
+        runtime_dir,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+
+    let mut mounts: Vec<Mount> = Vec::new();
+    let mut env: Vec<(String, String)> = Vec::new();
+    // Allowed inside the data dir: the working copy, the agent's home.
+    let mut allowed_inside: Vec<PathBuf> = vec![worktree.clone()];
+
+    // A bind the user asked for (profile paths and env dirs): an error when
+    // it would expose what is hidden. Automatic ones are skipped instead.
+    let check = |p: &Path, allowed_inside: &[PathBuf]| -> Result<(), String> {
+        if depth(p) == 0 {
+            return Err(format!("{} is the whole filesystem", p.display()));
+        }
+        if let Some(h) = hidden.iter().find(|h| h.as_path() == p) {
+            return Err(format!(
+                "{} is a place a run must not reach ({})",
+                p.display(),
+                what_is(
+                    h,
+                    &data_dir,
+                    &config_dir,
+                    host_home.as_deref(),
+                    repo.as_deref()
+                )
+            ));
+        }
+        if let Some(s) = secret_roots.iter().find(|s| p.starts_with(s)) {
+            if !allowed_inside.iter().any(|a| p.starts_with(a)) {
+                return Err(format!(
+                    "{} lies inside {}",
+                    p.display(),
+                    what_is(
+                        s,
+                        &data_dir,
+                        &config_dir,
+                        host_home.as_deref(),
+                        repo.as_deref()
+                    )
+                ));
+            }
+        }
+        Ok(())
+    };
+
+    // HOME: the profile's, or the agent's own bound at the user's HOME.
+    let profile_home = env_of(&inputs.env, "HOME");
+    if profile_home.is_none() {
+        if let Some(private) = &inputs.private_home {
+            let private = canon(private).ok_or_else(|| {
+                PlanError(format!(
+                    "the agent's home {} does not exist",
+                    private.display()
+                ))
+            })?;
+            let target = host_home.clone().unwrap_or_else(|| private.clone());
+            allowed_inside.push(private.clone());
+            env.push(("HOME".to_owned(), target.to_string_lossy().into_owned()));
+            mounts.push(Mount::Bind {
+                source: private,
+                target,
+                writable: true,
+            });
+        }
+    }
+    if env_of(&inputs.env, "TMPDIR").is_none() {
+        env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
+    }
+
+    // Directories the profile's environment names for the agent's own
+    // state: HOME, TMPDIR and every *_HOME.
+    let mut writable: Vec<PathBuf> = Vec::new();
+    for (k, v) in &inputs.env {
+        if !(k == "HOME" || k == "TMPDIR" || k.ends_with("_HOME")) || !v.starts_with('/') {
+            continue;
+        }
+        // TMPDIR=/tmp is the private /tmp already.
+        let Some(dir) = canon(Path::new(v)).filter(|d| d.is_dir() && *d != tmp) else {
+            continue;
+        };
+        check(&dir, &allowed_inside).map_err(|why| {
+            PlanError(format!(
+                "the profile's {k}={v} cannot be given to the agent: {why}; point it elsewhere"
+            ))
+        })?;
+        writable.push(dir);
+    }
+    for p in &inputs.write_paths {
+        let dir = user_path(p, "write_paths")?;
+        check(&dir, &allowed_inside).map_err(|why| {
+            PlanError(format!(
+                "write_paths entry {}: {why}; remove it",
+                p.display()
+            ))
+        })?;
+        writable.push(dir);
+    }
+    let mut readable: Vec<PathBuf> = Vec::new();
+    for p in &inputs.read_paths {
+        let dir = user_path(p, "read_paths")?;
+        check(&dir, &allowed_inside).map_err(|why| {
+            PlanError(format!(
+                "read_paths entry {}: {why}; remove it",
+                p.display()
+            ))
+        })?;
+        readable.push(dir);
+    }
+
+    // Automatic read-only binds: toolchains under HOME, PATH entries under
+    // HOME, the program's install, the repository's objects.
+    let mut automatic: Vec<PathBuf> = Vec::new();
+    let mut covers: Vec<PathBuf> = Vec::new();
+    if let Some(home) = &host_home {
+        for d in TOOLCHAIN_DIRS {
+            automatic.extend(canon(&home.join(d)));
+        }
+        let path = env_of(&inputs.env, "PATH")
+            .map(str::to_owned)
+            .or_else(|| inputs.host_path.clone())
+            .unwrap_or_default();
+        for entry in std::env::split_paths(&path) {
+            if let Some(e) = canon(&entry).filter(|e| e.starts_with(home) && e != home) {
+                automatic.push(e);
+            }
+        }
+        for s in TOOLCHAIN_SECRETS {
+            let p = home.join(s);
+            if p.exists() {
+                covers.push(p);
+            }
+        }
+    }
+    if let Some(program) = inputs.program.as_deref().and_then(canon) {
+        automatic.extend(install_dir(&program));
+    }
+    automatic.extend(inputs.repo_objects.as_deref().and_then(canon));
+    for p in automatic {
+        if check(&p, &allowed_inside).is_ok() && p.is_dir() {
+            readable.push(p);
+        } else {
+            tracing::debug!("not bound into the sandbox: {}", p.display());
+        }
+    }
+
+    for h in &hidden {
+        if h.exists() {
+            mounts.push(Mount::Tmpfs(h.clone()));
+        }
+    }
+    for p in readable {
+        mounts.push(Mount::Bind {
+            source: p.clone(),
+            target: p,
+            writable: false,
+        });
+    }
+    for p in writable {
+        mounts.push(Mount::Bind {
+            source: p.clone(),
+            target: p,
+            writable: true,
+        });
+    }
+    mounts.push(Mount::Bind {
+        source: worktree.clone(),
+        target: worktree.clone(),
+        writable: true,
+    });
+    // The run's repository metadata: read-only, never missing.
+    let git = worktree.join(".git");
+    match std::fs::symlink_metadata(&git) {
+        Ok(m) if m.is_dir() || m.is_file() => mounts.push(Mount::Bind {
+            source: git.clone(),
+            target: git,
+            writable: false,
+        }),
+        _ => covers.push(git),
+    }
+    mounts.extend(covers.into_iter().map(Mount::Cover));
+
+    Ok(SandboxPlan {
+        bwrap: inputs.bwrap.clone(),
+        mounts: order(mounts),
+        network: inputs.network,
+        chdir: worktree,
+        env,
+    })
+}
+
+/// Parents first; at one depth, hide, then bind, then cover; a hide that an
+/// earlier mount already took away from the host's view is dropped (it
+/// would only create an empty mount point); duplicates are dropped, a
+/// writable bind winning over a read-only one of the same path.
+fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
+    mounts.sort_by_key(|m| (depth(m.target()), m.order()));
+    let mut out: Vec<Mount> = Vec::new();
+    for m in mounts {
+        if let Some(same) = out.iter_mut().find(|o| o.target() == m.target()) {
+            match (&*same, &m) {
+                (
+                    Mount::Bind {
+                        source: s1,
+                        writable: false,
+                        ..
+                    },
+                    Mount::Bind {
+                        source: s2,
+                        writable: true,
+                        ..
+                    },
+                ) if s1 == s2 => *same = m,
+                // Something else in its place: the hide is not needed.
+                (Mount::Tmpfs(_), Mount::Bind { .. }) if !m.is_host_view() => *same = m,
+                (Mount::Tmpfs(_), Mount::Bind { .. } | Mount::Cover(_)) => out.push(m),
+                _ => {}
+            }
+            continue;
+        }
+        if let Mount::Tmpfs(t) = &m {
+            // The mount that decides what is at `t` so far: the deepest
+            // (last applied) one above it. None: the host's own view.
+            let above = out
+                .iter()
+                .rev()
+                .find(|o| t.starts_with(o.target()) && o.target() != t.as_path());
+            if above.is_some_and(|o| !o.is_host_view()) {
+                continue;
+            }
+        }
+        out.push(m);
+    }
+    out
+}
+
+fn user_path(p: &Path, field: &str) -> Result<PathBuf, PlanError> {
+    if !p.is_absolute() {
+        return Err(PlanError(format!(
+            "{field} entry {} is not an absolute path; write it in full",
+            p.display()
+        )));
+    }
+    canon(p).ok_or_else(|| {
+        PlanError(format!(
+            "{field} entry {} does not exist; create it or remove the entry",
+            p.display()
+        ))
+    })
+}
+
+fn what_is(
+    p: &Path,
+    data: &Path,
+    config: &Path,
+    home: Option<&Path>,
+    repo: Option<&Path>,
+) -> &'static str {
+    if p == data {
+        "Overseer's data dir: database, socket, every run's working copy"
+    } else if p == config {
+        "Overseer's config dir: the audit signing key"
+    } else if Some(p) == home {
+        "your HOME: dotfiles, credentials"
+    } else if Some(p) == repo {
+        "your checkout of the repository"
+    } else if p == Path::new("/tmp") {
+        "the shared /tmp: other programs' files and sockets"
+    } else {
+        "$XDG_RUNTIME_DIR: D-Bus, the ssh agent"
+    }
+}
+
+/// What to bind so `program` can run: the top-most `node_modules` above
+/// it (an npm-installed adapter and its packages), else its directory.
+pub fn install_dir(program: &Path) -> Option<PathBuf> {
+    let top_node_modules = program
+        .ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last();
+    top_node_modules
+        .or_else(|| program.parent())
+        .map(Path::to_owned)
+}
+
+/// The object directory of the repository at `repo` (`git rev-parse
+/// --git-common-dir` + `/objects`), where a run's clone borrows objects.
+pub fn objects_dir(repo: &Path) -> Option<PathBuf> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "--git-common-dir"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let common = match out {
+        Some(o) => {
+            let text = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            let p = PathBuf::from(text);
+            if p.is_absolute() {
+                p
+            } else {
+                repo.join(p)
+            }
+        }
+        None => repo.join(".git"),
+    };
+    let objects = common.join("objects");
+    objects.is_dir().then_some(objects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            // Not under /tmp (hidden as a whole): each hide must show.
+            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/unit-tmp");
+            std::fs::create_dir_all(&base).expect("mkdir");
+            let dir = tempfile::tempdir_in(&base).expect("tempdir");
+            let root = dir.path().canonicalize().expect("canon");
+            for d in [
+                "home/.cargo/bin",
+                "home/.local/bin",
+                "home/bin",
+                "data/worktrees/w/run-1/.git/hooks",
+                "data/agent-homes/claude",
+                "config",
+                "repo/.git/objects",
+                "runtime",
+                "codex-home",
+                "tools/lib/node_modules/pkg/node_modules/dep/bin",
+            ] {
+                std::fs::create_dir_all(root.join(d)).expect("mkdir");
+            }
+            std::fs::write(root.join("home/.cargo/credentials.toml"), "token").expect("write");
+            Fixture { _dir: dir, root }
+        }
+
+        fn p(&self, s: &str) -> PathBuf {
+            self.root.join(s)
+        }
+
+        fn inputs(&self) -> SandboxInputs {
+            SandboxInputs {
+                bwrap: "/usr/bin/bwrap".into(),
+                data_dir: self.p("data"),
+                config_dir: self.p("config"),
+                runtime_dir: Some(self.p("runtime")),
+                host_home: Some(self.p("home")),
+                host_path: Some(format!(
+                    "{}:/usr/bin:{}",
+                    self.p("home/bin").display(),
+                    self.p("home/.cargo/bin").display()
+                )),
+                repo: Some(self.p("repo")),
+                repo_objects: Some(self.p("repo/.git/objects")),
+                worktree: self.p("data/worktrees/w/run-1"),
+                private_home: Some(self.p("data/agent-homes/claude")),
+                program: Some(self.p("tools/lib/node_modules/pkg/node_modules/dep/bin")),
+                network: true,
+                ..SandboxInputs::default()
+            }
+        }
+    }
+
+    fn bind(m: &[Mount], target: &Path) -> Option<(PathBuf, bool)> {
+        m.iter().find_map(|x| match x {
+            Mount::Bind {
+                source,
+                target: t,
+                writable,
+            } if t == target => Some((source.clone(), *writable)),
+            _ => None,
+        })
+    }
+
+    fn position(m: &[Mount], target: &Path) -> usize {
+        m.iter()
+            .position(|x| x.target() == target)
+            .unwrap_or_else(|| panic!("no mount at {}", target.display()))
+    }
+
+    #[test]
+    fn the_plan_hides_the_engine_and_the_user_and_binds_back_only_the_run() {
+        let f = Fixture::new();
+        let plan = plan(&f.inputs()).expect("plan");
+        let m = &plan.mounts;
+        for hidden in [
+            "data/overseer.sock",
+            "data/worktrees/w/run-2",
+            "config/key",
+            "runtime/bus",
+            "repo/src",
+            "repo/.git/hooks",
+            "home/.bashrc",
+        ] {
+            assert!(plan.hides(&f.p(hidden)), "{hidden} is hidden: {m:#?}");
+        }
+        assert!(plan.hides(Path::new("/tmp/x")));
+        assert!(plan.writable(Path::new("/tmp/x")));
+        assert!(!plan.writable(&f.p("data/overseer.sock")));
+        assert!(!plan.writable(&f.p("repo/x")));
+        let args: Vec<String> = plan
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let ro = args
+            .iter()
+            .position(|a| a == "--remount-ro")
+            .expect("hides are read-only");
+        assert!(
+            args[..ro].iter().all(|a| a != "--remount-ro")
+                && args[ro..]
+                    .iter()
+                    .step_by(2)
+                    .take_while(|a| *a == "--remount-ro")
+                    .count()
+                    > 0,
+            "{args:?}"
+        );
+        assert!(!args
+            .windows(2)
+            .any(|w| w[0] == "--remount-ro" && w[1] == "/tmp"));
+        assert!(!plan.hides(Path::new("/usr/bin/git")));
+        // The agent's own home stands in for the user's HOME (no tmpfs
+        // needed there: the bind replaces it).
+        assert_eq!(
+            bind(m, &f.p("home")),
+            Some((f.p("data/agent-homes/claude"), true))
+        );
+        assert!(plan
+            .env
+            .contains(&("HOME".into(), f.p("home").to_string_lossy().into_owned())));
+        assert!(plan.env.contains(&("TMPDIR".into(), "/tmp".into())));
+        // The working copy is writable, its .git read-only, after it.
+        let wt = f.p("data/worktrees/w/run-1");
+        assert_eq!(bind(m, &wt), Some((wt.clone(), true)));
+        assert_eq!(bind(m, &wt.join(".git")), Some((wt.join(".git"), false)));
+        assert!(!plan.hides(&wt.join("src")));
+        assert!(position(m, &wt.join(".git")) > position(m, &wt));
+        assert!(plan.writable(&wt.join("src/x")));
+        assert!(!plan.writable(&wt.join(".git/hooks/x")));
+        // Read-only: the repository's objects, toolchains and PATH entries
+        // under HOME, the program's top-most node_modules.
+        for ro in [
+            "repo/.git/objects",
+            "home/.cargo",
+            "home/.local/bin",
+            "home/bin",
+            "home/.cargo/bin",
+            "tools/lib/node_modules",
+        ] {
+            assert_eq!(bind(m, &f.p(ro)), Some((f.p(ro), false)), "{ro}");
+            assert!(!plan.writable(&f.p(ro).join("x")), "{ro}");
+            assert!(!plan.hides(&f.p(ro).join("x")), "{ro}");
+        }
+        assert!(m.contains(&Mount::Cover(f.p("home/.cargo/credentials.toml"))));
+        assert!(plan.hides(&f.p("home/.cargo/credentials.toml")));
+        assert!(position(m, &f.p("home/.cargo")) > position(m, &f.p("home")));
+        assert_eq!(plan.chdir, wt);
+        assert!(!plan.args().contains(&OsString::from("--unshare-net")));
+        let args: Vec<String> = plan
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.starts_with(&["--unshare-user".to_owned(), "--unshare-pid".to_owned()]));
+        assert_eq!(args.last().map(String::as_str), Some("--"));
+    }
+
+    #[test]
+    fn profile_dirs_are_writable_and_may_not_expose_what_is_hidden() {
+        let f = Fixture::new();
+        let mut inputs = f.inputs();
+        inputs.env = vec![
+            ("HOME".into(), f.p("codex-home").to_string_lossy().into()),
+            (
+                "CODEX_HOME".into(),
+                f.p("codex-home").to_string_lossy().into(),
+            ),
+            ("API_KEY".into(), "/".into()),
+        ];
+        inputs.network = false;
+        let plan = plan(&inputs).expect("plan");
+        assert_eq!(
+            bind(&plan.mounts, &f.p("codex-home")),
+            Some((f.p("codex-home"), true))
+        );
+        // The profile's HOME: the user's HOME is hidden (a tmpfs).
+        assert!(plan.hides(&f.p("home/.bashrc")));
+        assert!(!plan.writable(&f.p("home/.bashrc")) || plan.hides(&f.p("home/.bashrc")));
+        assert!(!plan.env.iter().any(|(k, _)| k == "HOME"));
+        assert!(plan.args().contains(&OsString::from("--unshare-net")));
+
+        for (k, v, why) in [
+            ("HOME", f.p("home"), "your HOME"),
+            ("CARGO_HOME", f.p("config"), "signing key"),
+            (
+                "X_HOME",
+                f.p("data/worktrees"),
+                "inside Overseer's data dir",
+            ),
+        ] {
+            let mut inputs = f.inputs();
+            inputs.env = vec![(k.into(), v.to_string_lossy().into())];
+            let err = super::plan(&inputs).expect_err("refused");
+            assert!(err.0.contains(why), "{err}");
+            assert!(err.0.contains(k), "{err}");
+        }
+        let mut inputs = f.inputs();
+        inputs.write_paths = vec!["relative".into()];
+        assert!(super::plan(&inputs)
+            .expect_err("relative")
+            .0
+            .contains("absolute"));
+        inputs.write_paths = vec![f.p("data")];
+        assert!(super::plan(&inputs).is_err());
+        inputs.write_paths = vec![];
+        inputs.read_paths = vec![f.p("config")];
+        assert!(super::plan(&inputs).is_err());
+        // A bind above a hidden place is fine: the hide is applied after it.
+        inputs.read_paths = vec![f.root.clone()];
+        let plan = super::plan(&inputs).expect("plan");
+        assert!(!plan.hides(&f.p("script.json")));
+        assert!(plan.hides(&f.p("config/key")));
+        assert!(plan.hides(&f.p("data/overseer.sock")));
+    }
+
+    #[test]
+    fn a_missing_or_symlinked_git_is_covered() {
+        let f = Fixture::new();
+        let wt = f.p("data/worktrees/w/run-1");
+        std::fs::remove_dir_all(wt.join(".git")).expect("rm");
+        let p = plan(&f.inputs()).expect("plan");
+        assert!(p.mounts.contains(&Mount::Cover(wt.join(".git"))));
+        std::os::unix::fs::symlink(f.p("repo/.git"), wt.join(".git")).expect("symlink");
+        let p = plan(&f.inputs()).expect("plan");
+        assert!(p.mounts.contains(&Mount::Cover(wt.join(".git"))));
+        std::fs::remove_file(wt.join(".git")).expect("rm");
+        std::fs::write(wt.join(".git"), "gitdir: /elsewhere\n").expect("write");
+        let p = plan(&f.inputs()).expect("plan");
+        assert_eq!(
+            bind(&p.mounts, &wt.join(".git")),
+            Some((wt.join(".git"), false))
+        );
+    }
+
+    #[test]
+    fn install_dirs() {
+        assert_eq!(
+            install_dir(Path::new("/a/node_modules/b/node_modules/c/dist/x.js")),
+            Some(PathBuf::from("/a/node_modules"))
+        );
+        assert_eq!(
+            install_dir(Path::new("/usr/local/bin/agent")),
+            Some(PathBuf::from("/usr/local/bin"))
+        );
+    }
+}
