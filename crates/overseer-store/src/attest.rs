@@ -577,7 +577,7 @@ impl<'c> DecisionBook<'c> {
             }
         }
         let confidence = p.get("confidence").and_then(Value::as_f64);
-        if row.confidence != confidence {
+        if !same_float(row.confidence, confidence) {
             let show = |c: Option<f64>| c.map_or_else(|| "(none)".to_owned(), |c| c.to_string());
             return Ok(Some(mismatch(DecisionProblem::Differs {
                 field: "confidence".to_owned(),
@@ -593,6 +593,17 @@ impl<'c> DecisionBook<'c> {
             })));
         }
         Ok(None)
+    }
+}
+
+/// Two confidences the same up to how JSON parsing rounds: the record holds
+/// the shortest decimal that reads back exactly, but serde_json's default
+/// parser may land an ulp or two away from it.
+fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => (a - b).abs() <= 8.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0),
+        _ => false,
     }
 }
 

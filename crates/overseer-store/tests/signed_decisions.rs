@@ -357,3 +357,43 @@ fn a_forged_decision_neither_blocks_a_timer_nor_a_human() {
     assert_eq!(security_events(&f.store).len(), 1);
     assert!(f.store.verify_audit().expect("read").is_ok());
 }
+
+#[test]
+fn confidences_that_json_reads_back_an_ulp_away_still_verify_but_an_edit_does_not() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    // A confidence the engine computed in a real run: serde_json's default
+    // parser reads its shortest decimal back as 0.9166666666666669, two ulps
+    // away from the value SQLite stored.
+    let note = |confidence: f64| DecisionInput {
+        verdict: Some(Verdict::Continue),
+        rationale: Some("step went fine".into()),
+        rule_ref: Some("confidence:proceed".into()),
+        confidence: Some(confidence),
+        ..DecisionInput::default()
+    };
+    f.store
+        .write(|tx| {
+            tx.record_decision_note(
+                run,
+                None,
+                &Actor::Engine,
+                &note(0.916_666_666_666_666_7),
+                2_000,
+            )
+        })
+        .expect("note");
+    f.store
+        .write(|tx| tx.record_decision_note(run, None, &Actor::Engine, &note(0.1 + 0.2), 2_001))
+        .expect("note");
+    assert!(f.store.verify_audit().expect("read").is_ok());
+    sql(
+        &f.store,
+        "UPDATE decisions SET confidence = 0.99 WHERE id = 1",
+    );
+    let failure = f.store.verify_audit().expect("read").expect_err("caught");
+    assert!(
+        matches!(&failure.decisions[0].problem, DecisionProblem::Differs { field, .. } if field == "confidence"),
+        "{failure}"
+    );
+}
