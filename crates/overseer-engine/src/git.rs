@@ -1,14 +1,35 @@
-//! Git, through the `git` command: worktrees for runs, diffs for review, and a
-//! merge that never touches uncommitted work in the user's checkout.
+//! Git, through the `git` command: a repository of its own for each run,
+//! diffs for review read from it, and a merge into the user's repository that
+//! never touches uncommitted work in the user's checkout.
 //!
-//! The merge is computed without a working tree (`git merge-tree
-//! --write-tree`, git 2.38+), committed with `commit-tree`, and then moved onto
-//! the base branch with a compare-and-set (`update-ref NEW OLD`) when the base
-//! is not checked out, or a fast-forward (`merge --ff-only`) when it is checked
-//! out and clean. A conflict or a dirty checkout changes nothing.
+//! **Every git command the engine runs is hardened here, in one place**
+//! ([`Git`]): a cleared environment (only `PATH`, the locale, and git's own
+//! switches that turn off the system and global configuration, with `HOME`
+//! pointing at a directory that does not exist), hooks off
+//! (`core.hooksPath=/dev/null`), no fsmonitor, no untracked cache, only the
+//! `file` transport, objects checked on transfer, no signing programs, no
+//! credential helpers, and every filter, merge and diff driver that the
+//! repository's configuration defines neutralised (its commands set to empty,
+//! filters not required), so nothing a run writes into a repository's
+//! configuration or `.git/hooks` is ever executed by the engine. Diffs add
+//! `--no-ext-diff --no-textconv`; commits add `--no-verify`.
+//!
+//! A run's repository is `git clone --shared --no-checkout --template=` of
+//! the user's repository (objects borrowed read-only through alternates, no
+//! hook templates), its `origin` remote removed, then the run's branch checked
+//! out at the base commit. Review reads the run's repository; only a merge
+//! the user (or their rules) approved writes to the user's repository: the
+//! reviewed commit is fetched into a hidden ref (`refs/overseer/runs/N`),
+//! merged without a working tree (`git merge-tree --write-tree`, git 2.38+),
+//! committed with `commit-tree`, and moved onto the base branch with a
+//! compare-and-set (`update-ref NEW OLD`) when the base is not checked out, or
+//! a fast-forward (`merge --ff-only`) when it is checked out and clean. A
+//! conflict or a dirty checkout changes nothing.
 
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -22,7 +43,7 @@ pub enum GitError {
         dir: PathBuf,
         stderr: String,
     },
-    #[error("merging {branch} into {base} conflicts in: {files}. Nothing was changed; resolve it in the run's worktree or reject the run")]
+    #[error("merging {branch} into {base} conflicts in: {files}. Nothing was changed; reject the run, or merge its branch yourself from the run's repository")]
     Conflict {
         branch: String,
         base: String,
@@ -32,29 +53,229 @@ pub enum GitError {
     DirtyCheckout { base: String, checkout: PathBuf },
     #[error("{base} moved while merging; approve again to merge onto the new {base}")]
     BaseMoved { base: String },
+    #[error("{dir} exists but is not this run's repository ({why}); move it away or remove it, then resume the run")]
+    NotRunRepo { dir: PathBuf, why: String },
+    #[error("cannot create or remove {dir}: {source}")]
+    Io {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
+/// Configuration given on every command line: it wins over any file.
+const HARDENING: &[&str] = &[
+    // Hooks: a directory that cannot exist, so no hook is ever found.
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    // Only local paths as remotes: no ssh (core.sshCommand), no ext::.
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+    "transfer.fsckObjects=true",
+    // Fetching into a repository with alternates would run this command.
+    "core.alternateRefsCommand=true",
+    // Programs git would start on its own.
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "merge.verifySignatures=false",
+    "log.showSignature=false",
+    "credential.helper=",
+    "core.pager=cat",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    // The engine's own commits.
+    "user.name=Overseer",
+    "user.email=overseer@localhost",
+];
+
+/// Where git looks for a user's configuration: nowhere that exists.
+const NO_HOME: &str = "/nonexistent/overseer-git-home";
+
+/// The environment every git command starts from: nothing of the engine's.
+fn hardened_command() -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env_clear();
+    for key in ["PATH", "LANG", "LC_ALL"] {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    cmd.env("HOME", NO_HOME)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(GitError::Missing)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        // What is reviewed and merged is the objects themselves.
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .stdin(Stdio::null());
+    for c in HARDENING {
+        cmd.arg("-c").arg(c);
+    }
+    cmd
 }
 
-/// Runs git and returns trimmed stdout, or the error with git's own words.
-fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = git(dir, args)?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
-    } else {
-        Err(GitError::Failed {
-            args: args.join(" "),
+/// One repository as the engine's git sees it, with the drivers its
+/// configuration defines neutralised for every command run through it.
+pub(crate) struct Git {
+    /// What names the repository: `-C DIR`, or `--git-dir --work-tree`.
+    at: Vec<OsString>,
+    dir: PathBuf,
+    /// Overrides for the repository's own drivers (as `GIT_CONFIG_*`, so a
+    /// driver's name can hold any character).
+    neutral: Vec<(String, String)>,
+}
+
+impl Git {
+    /// The repository that contains `dir` (the user's checkout).
+    pub(crate) fn open(dir: &Path) -> Result<Git, GitError> {
+        let mut at = vec![OsString::from("-C"), dir.as_os_str().to_owned()];
+        // An explicit work tree: a `core.worktree` in its configuration
+        // cannot point the engine's `git add` at files elsewhere.
+        if dir.join(".git").exists() {
+            at = vec![
+                OsString::from("--git-dir"),
+                dir.join(".git").into_os_string(),
+                OsString::from("--work-tree"),
+                dir.as_os_str().to_owned(),
+            ];
+        }
+        let mut git = Git {
+            at,
             dir: dir.to_owned(),
+            neutral: Vec::new(),
+        };
+        git.neutral = git.drivers()?;
+        Ok(git)
+    }
+
+    /// Every filter, merge and diff driver the configuration defines (its
+    /// own file, anything it includes, the worktree's), turned off.
+    fn drivers(&self) -> Result<Vec<(String, String)>, GitError> {
+        let out = self.output(&[
+            "config",
+            "--null",
+            "--name-only",
+            "--get-regexp",
+            r"^(filter|merge|diff)\..+\.[a-z]+$",
+        ])?;
+        match out.status.code() {
+            Some(0) => {}
+            // No such key.
+            Some(1) => return Ok(Vec::new()),
+            _ => return Err(self.failed("config --get-regexp", &out)),
+        }
+        let mut drivers: Vec<(String, String)> = Vec::new();
+        for key in String::from_utf8_lossy(&out.stdout).split('\0') {
+            let key = key.trim();
+            let Some((driver, _)) = key.rsplit_once('.') else {
+                continue;
+            };
+            if drivers.iter().any(|(d, _)| d == driver) {
+                continue;
+            }
+            let Some((section, _)) = driver.split_once('.') else {
+                continue;
+            };
+            drivers.push((driver.to_owned(), section.to_owned()));
+        }
+        let mut neutral = Vec::new();
+        for (driver, section) in drivers {
+            let off: &[(&str, &str)] = match section.as_str() {
+                "filter" => &[
+                    ("clean", ""),
+                    ("smudge", ""),
+                    ("process", ""),
+                    ("required", "false"),
+                ],
+                // A merge driver with no command makes a content conflict.
+                "merge" => &[("driver", "")],
+                "diff" => &[("command", ""), ("textconv", "")],
+                _ => &[],
+            };
+            for (var, value) in off {
+                neutral.push((format!("{driver}.{var}"), (*value).to_owned()));
+            }
+        }
+        Ok(neutral)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = hardened_command();
+        if !self.neutral.is_empty() {
+            cmd.env("GIT_CONFIG_COUNT", self.neutral.len().to_string());
+            for (i, (k, v)) in self.neutral.iter().enumerate() {
+                cmd.env(format!("GIT_CONFIG_KEY_{i}"), k);
+                cmd.env(format!("GIT_CONFIG_VALUE_{i}"), v);
+            }
+        }
+        cmd.args(&self.at).args(args);
+        cmd
+    }
+
+    fn output(&self, args: &[&str]) -> Result<Output, GitError> {
+        self.command(args).output().map_err(GitError::Missing)
+    }
+
+    /// Runs git with `input` on its stdin.
+    fn output_with(&self, args: &[&str], input: &str) -> Result<Output, GitError> {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(GitError::Missing)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A git that exits early closes its stdin: its status says why.
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        child.wait_with_output().map_err(GitError::Missing)
+    }
+
+    fn failed(&self, args: &str, out: &Output) -> GitError {
+        GitError::Failed {
+            args: args.to_owned(),
+            dir: self.dir.clone(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
+        }
+    }
+
+    /// Runs git and returns trimmed stdout, or the error with git's own words.
+    fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        let out = self.output(args)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+        } else {
+            Err(self.failed(&args.join(" "), &out))
+        }
+    }
+
+    /// Exit 0 is yes, 1 is no, anything else an error.
+    fn test(&self, args: &[&str]) -> Result<bool, GitError> {
+        let out = self.output(args)?;
+        match out.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(self.failed(&args.join(" "), &out)),
+        }
+    }
+
+    /// The commit `rev` names.
+    fn commit_of(&self, rev: &str) -> Result<String, GitError> {
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--end-of-options",
+            &format!("{rev}^{{commit}}"),
+        ])
+    }
+
+    fn has_commit(&self, sha: &str) -> Result<bool, GitError> {
+        let out = self.output(&["cat-file", "-e", &format!("{sha}^{{commit}}")])?;
+        Ok(out.status.success())
     }
 }
 
@@ -63,7 +284,13 @@ pub fn repo_root(path: &Path) -> Result<PathBuf, GitError> {
     if !path.is_dir() {
         return Err(GitError::NotARepo(path.to_owned()));
     }
-    let out = git(path, &["rev-parse", "--show-toplevel"])?;
+    let mut cmd = hardened_command();
+    let out = cmd
+        .arg("-C")
+        .arg(path)
+        .args(["rev-parse", "--show-toplevel"])
+        .output()
+        .map_err(GitError::Missing)?;
     if !out.status.success() {
         return Err(GitError::NotARepo(path.to_owned()));
     }
@@ -72,65 +299,143 @@ pub fn repo_root(path: &Path) -> Result<PathBuf, GitError> {
 
 /// The branch checked out in `repo` (e.g. `main`).
 pub fn current_branch(repo: &Path) -> Result<String, GitError> {
-    run(repo, &["symbolic-ref", "--short", "HEAD"])
+    Git::open(repo)?.run(&["symbolic-ref", "--short", "HEAD"])
 }
 
-/// Creates `worktree` on a new `branch` starting at `base`. Idempotent for a
-/// worktree that already exists on that branch (a resumed run).
-pub fn add_worktree(
-    repo: &Path,
-    worktree: &Path,
-    branch: &str,
-    base: &str,
-) -> Result<(), GitError> {
-    if worktree.join(".git").exists() {
-        let on = run(worktree, &["symbolic-ref", "--short", "HEAD"])?;
+/// The commit `rev` (a branch, a sha) names in `repo`.
+pub fn commit_of(repo: &Path, rev: &str) -> Result<String, GitError> {
+    Git::open(repo)?.commit_of(rev)
+}
+
+/// True when `dir` is a linked worktree of the user's repository (`.git` is
+/// a file): a run created before runs had repositories of their own.
+pub fn is_linked_worktree(dir: &Path) -> bool {
+    dir.join(".git").is_file()
+}
+
+/// Creates the run's own repository at `dir`: a clone of `repo` sharing its
+/// objects read-only, without hook templates or the `origin` remote, on a
+/// new `branch` at `base` (a commit). Idempotent for a repository that
+/// already exists on that branch (a resumed run), also an older run's linked
+/// worktree.
+pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Result<(), GitError> {
+    let io = |source| GitError::Io {
+        dir: dir.to_owned(),
+        source,
+    };
+    if dir.join(".git").exists() {
+        let run = Git::open(dir)?;
+        let on = run.run(&["symbolic-ref", "--short", "HEAD"])?;
         if on == branch {
             return Ok(());
         }
+        if is_linked_worktree(dir) {
+            return Err(GitError::NotRunRepo {
+                dir: dir.to_owned(),
+                why: format!("a worktree on {on}, not {branch}"),
+            });
+        }
+        // Cloned, then interrupted before its branch was checked out.
+        return finish_run_repo(&run, repo, branch, base);
     }
-    if let Some(parent) = worktree.parent() {
-        std::fs::create_dir_all(parent).map_err(GitError::Missing)?;
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir).map_err(io)?.next().is_none();
+        if !empty {
+            return Err(GitError::NotRunRepo {
+                dir: dir.to_owned(),
+                why: "it has files but no .git".to_owned(),
+            });
+        }
+        std::fs::remove_dir(dir).map_err(io)?;
     }
-    let wt = worktree.to_string_lossy();
-    run(repo, &["worktree", "add", "-b", branch, &wt, base]).map(|_| ())
+    let parent = dir.parent().unwrap_or(dir);
+    std::fs::create_dir_all(parent).map_err(io)?;
+    let out = hardened_command()
+        .arg("-C")
+        .arg(parent)
+        .args([
+            "clone",
+            "-q",
+            "--shared",
+            "--no-checkout",
+            "--template=",
+            "--",
+        ])
+        .arg(repo)
+        .arg(dir)
+        .output()
+        .map_err(GitError::Missing)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: "clone --shared --no-checkout".to_owned(),
+            dir: parent.to_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    finish_run_repo(&Git::open(dir)?, repo, branch, base)
 }
 
-/// Removes a run's worktree and its branch (`overseer runs clean`).
-pub fn remove_worktree(repo: &Path, worktree: &Path, branch: &str) -> Result<(), GitError> {
-    if worktree.exists() {
-        run(
-            repo,
-            &["worktree", "remove", "--force", &worktree.to_string_lossy()],
-        )?;
+/// A fresh clone becomes the run's repository: no remote, the run's branch
+/// checked out at the base commit (resolved in the user's repository).
+fn finish_run_repo(run: &Git, repo: &Path, branch: &str, base: &str) -> Result<(), GitError> {
+    // Nothing in the run's repository points back at the user's repository
+    // as a remote (its alternates file names the objects, read-only).
+    if run.run(&["remote"])?.lines().any(|r| r == "origin") {
+        run.run(&["remote", "remove", "origin"])?;
     }
-    run(repo, &["worktree", "prune"])?;
-    // The branch may already be merged and deleted by the user: not an error.
-    let _ = run(repo, &["branch", "-D", branch]);
-    Ok(())
+    if run.commit_of(&format!("refs/heads/{branch}")).is_ok() {
+        return run.run(&["checkout", "-q", branch, "--"]).map(|_| ());
+    }
+    let base = Git::open(repo)?.commit_of(base)?;
+    run.run(&["checkout", "-q", "--no-track", "-b", branch, &base, "--"])
+        .map(|_| ())
+}
+
+/// Removes a run's repository (`overseer runs clean`). A run from before
+/// runs had repositories of their own is a linked worktree of the user's
+/// repository: that one is removed with `git worktree remove`, and its
+/// branch deleted, as before.
+pub fn remove_run_repo(repo: &Path, dir: &Path, branch: &str) -> Result<(), GitError> {
+    if is_linked_worktree(dir) {
+        let user = Git::open(repo)?;
+        user.run(&["worktree", "remove", "--force", &dir.to_string_lossy()])?;
+        user.run(&["worktree", "prune"])?;
+        // Only a linked worktree's branch lives in the user's repository;
+        // it may already be merged and deleted by the user: not an error.
+        let _ = user.run(&["branch", "-D", "--", branch]);
+        return Ok(());
+    }
+    if !dir.exists() {
+        // Already gone (removed by hand): forget a worktree registered for it.
+        Git::open(repo)?.run(&["worktree", "prune"])?;
+        return Ok(());
+    }
+    std::fs::remove_dir_all(dir).map_err(|source| GitError::Io {
+        dir: dir.to_owned(),
+        source,
+    })
 }
 
 /// Commits everything in the worktree that the agent left uncommitted.
 pub fn commit_all(worktree: &Path, message: &str) -> Result<bool, GitError> {
-    run(worktree, &["add", "-A"])?;
-    let staged = git(worktree, &["diff", "--cached", "--quiet"])?;
-    if staged.status.success() {
+    let git = Git::open(worktree)?;
+    git.run(&["add", "-A"])?;
+    if git.test(&[
+        "diff",
+        "--cached",
+        "--quiet",
+        "--no-ext-diff",
+        "--no-textconv",
+    ])? {
         return Ok(false);
     }
-    run(
-        worktree,
-        &[
-            "-c",
-            "user.name=Overseer",
-            "-c",
-            "user.email=overseer@localhost",
-            "commit",
-            "-q",
-            "-m",
-            message,
-        ],
-    )?;
+    git.run(&["commit", "-q", "--no-verify", "-m", message])?;
     Ok(true)
+}
+
+/// The commit `branch` points at in the run's repository.
+pub fn branch_head(worktree: &Path, branch: &str) -> Result<String, GitError> {
+    Git::open(worktree)?.commit_of(&format!("refs/heads/{branch}"))
 }
 
 /// One changed file in a run's diff.
@@ -141,10 +446,18 @@ pub struct FileChange {
     pub deletions: u64,
 }
 
-/// Files changed on `branch` since it left `base` (three-dot: the run's work only).
-pub fn diff_stat(repo: &Path, base: &str, branch: &str) -> Result<Vec<FileChange>, GitError> {
-    let range = format!("{}...{branch}", start_of(repo, base, branch));
-    let out = run(repo, &["diff", "--numstat", "-z", &range])?;
+/// Files changed on `to` since it left `from` (three-dot: the run's work only).
+pub fn diff_stat(repo: &Path, from: &str, to: &str) -> Result<Vec<FileChange>, GitError> {
+    let range = format!("{from}...{to}");
+    let out = Git::open(repo)?.run(&[
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--numstat",
+        "-z",
+        &range,
+        "--",
+    ])?;
     let mut changes = Vec::new();
     for entry in out.split('\0').filter(|e| !e.is_empty()) {
         let mut parts = entry.splitn(3, '\t');
@@ -160,40 +473,142 @@ pub fn diff_stat(repo: &Path, base: &str, branch: &str) -> Result<Vec<FileChange
     Ok(changes)
 }
 
-/// The unified diff of the run's work.
-pub fn diff(repo: &Path, base: &str, branch: &str) -> Result<String, GitError> {
-    run(
-        repo,
-        &[
-            "diff",
-            &format!("{}...{branch}", start_of(repo, base, branch)),
-        ],
-    )
+/// The unified diff of the run's work (`from...to`).
+pub fn diff(repo: &Path, from: &str, to: &str) -> Result<String, GitError> {
+    Git::open(repo)?.run(&[
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        &format!("{from}...{to}"),
+        "--",
+    ])
 }
 
-/// Where a run's changes start: the commit its branch was created at (the
-/// oldest entry of the branch's reflog), so that a merged run still shows
-/// what it changed; `base` when the reflog is gone.
-fn start_of(repo: &Path, base: &str, branch: &str) -> String {
-    run(
-        repo,
-        &[
-            "reflog",
-            "show",
-            "--format=%H",
-            &format!("refs/heads/{branch}"),
-            "--",
-        ],
-    )
-    .ok()
-    .and_then(|log| log.lines().last().map(str::to_owned))
-    .filter(|c| !c.is_empty())
-    .unwrap_or_else(|| base.to_owned())
+/// Where a run's changes start when its base commit was not recorded (a run
+/// from before runs had repositories of their own): the commit its branch
+/// was created at (the oldest entry of the branch's reflog); `base` when the
+/// reflog is gone.
+pub fn branch_start(repo: &Path, base: &str, branch: &str) -> String {
+    Git::open(repo)
+        .and_then(|git| {
+            git.run(&[
+                "reflog",
+                "show",
+                "--format=%H",
+                &format!("refs/heads/{branch}"),
+                "--",
+            ])
+        })
+        .ok()
+        .and_then(|log| log.lines().last().map(str::to_owned))
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| base.to_owned())
+}
+
+/// The commits of `to` that `from` and every one of `except` lack, newest
+/// first (the run's own commits).
+pub fn commits_between(
+    repo: &Path,
+    from: &str,
+    to: &str,
+    except: &[String],
+) -> Result<Vec<String>, GitError> {
+    let mut args = vec![
+        "rev-list".to_owned(),
+        "--end-of-options".to_owned(),
+        to.to_owned(),
+    ];
+    args.push(format!("^{from}"));
+    args.extend(except.iter().map(|e| format!("^{e}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = Git::open(repo)?.run(&args)?;
+    Ok(out.lines().map(str::to_owned).collect())
+}
+
+/// Those of `commits` that `repo` has and that are reachable from `rev`.
+pub fn reachable_from(repo: &Path, commits: &[String], rev: &str) -> Result<Vec<String>, GitError> {
+    if commits.is_empty() {
+        return Ok(Vec::new());
+    }
+    let git = Git::open(repo)?;
+    let input: String = commits.iter().map(|c| format!("{c}\n")).collect();
+    let out = git.output_with(
+        &["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        &input,
+    )?;
+    if !out.status.success() {
+        return Err(git.failed("cat-file --batch-check", &out));
+    }
+    let present: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(" commit").map(str::to_owned))
+        .collect();
+    let mut found = Vec::new();
+    for c in present {
+        if git.test(&["merge-base", "--is-ancestor", &c, rev])? {
+            found.push(c);
+        }
+    }
+    Ok(found)
+}
+
+/// True when `commit` is in `repo` and reachable from `rev`.
+pub fn contains(repo: &Path, rev: &str, commit: &str) -> Result<bool, GitError> {
+    let git = Git::open(repo)?;
+    if !git.has_commit(commit)? {
+        return Ok(false);
+    }
+    git.test(&["merge-base", "--is-ancestor", commit, rev])
+}
+
+/// The commit on `base`'s first-parent line that merged `tip`, if any.
+pub fn merge_of(repo: &Path, base: &str, tip: &str) -> Result<Option<String>, GitError> {
+    let out = Git::open(repo)?.run(&[
+        "rev-list",
+        "--first-parent",
+        "--parents",
+        "--max-count=10000",
+        "--end-of-options",
+        base,
+    ])?;
+    Ok(out.lines().find_map(|line| {
+        let mut shas = line.split(' ');
+        let commit = shas.next()?;
+        shas.any(|p| p == tip).then(|| commit.to_owned())
+    }))
+}
+
+/// Fetches `commit` from the run's repository at `from` into `into` (a hidden
+/// ref such as `refs/overseer/runs/3`, never a branch) of the user's `repo`.
+pub fn fetch_commit(repo: &Path, from: &Path, commit: &str, into: &str) -> Result<(), GitError> {
+    let refspec = format!("+{commit}:{into}");
+    let from = from.to_string_lossy();
+    Git::open(repo)?
+        .run(&[
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            // Never a command named by the configuration of a remote.
+            "--upload-pack=git-upload-pack",
+            "--end-of-options",
+            &from,
+            &refspec,
+        ])
+        .map(|_| ())
+}
+
+/// Deletes a ref (the hidden one a merge fetched into); absent is fine.
+pub fn delete_ref(repo: &Path, name: &str) -> Result<(), GitError> {
+    Git::open(repo)?
+        .run(&["update-ref", "-d", name])
+        .map(|_| ())
 }
 
 /// Where `branch` is checked out, if anywhere (main checkout or a worktree).
-fn checkout_of(repo: &Path, branch: &str) -> Result<Option<PathBuf>, GitError> {
-    let list = run(repo, &["worktree", "list", "--porcelain"])?;
+fn checkout_of(git: &Git, branch: &str) -> Result<Option<PathBuf>, GitError> {
+    let list = git.run(&["worktree", "list", "--porcelain"])?;
     let mut current: Option<PathBuf> = None;
     for line in list.lines() {
         if let Some(p) = line.strip_prefix("worktree ") {
@@ -205,25 +620,28 @@ fn checkout_of(repo: &Path, branch: &str) -> Result<Option<PathBuf>, GitError> {
     Ok(None)
 }
 
-/// Merges `branch` into `base` (a merge commit), or explains why it cannot
-/// and changes nothing. Returns the new commit of `base`.
-pub fn merge(repo: &Path, branch: &str, base: &str, message: &str) -> Result<String, GitError> {
-    let old = run(repo, &["rev-parse", &format!("refs/heads/{base}")])?;
-    let tip = run(repo, &["rev-parse", &format!("refs/heads/{branch}")])?;
-    let checkout = checkout_of(repo, base)?;
-    if let Some(dir) = &checkout {
-        let status = run(dir, &["status", "--porcelain", "--untracked-files=no"])?;
+/// A merge commit of `tip` onto `old` (the base's commit), written but not
+/// yet on any branch; or why it cannot be made, with nothing changed.
+/// `label` names the run's work in a conflict message.
+pub fn merge_commit(
+    repo: &Path,
+    base: &str,
+    old: &str,
+    tip: &str,
+    label: &str,
+    message: &str,
+) -> Result<String, GitError> {
+    let git = Git::open(repo)?;
+    if let Some(dir) = checkout_of(&git, base)? {
+        let status = Git::open(&dir)?.run(&["status", "--porcelain", "--untracked-files=no"])?;
         if !status.is_empty() {
             return Err(GitError::DirtyCheckout {
                 base: base.to_owned(),
-                checkout: dir.clone(),
+                checkout: dir,
             });
         }
     }
-    let out = git(
-        repo,
-        &["merge-tree", "--write-tree", "--name-only", &old, &tip],
-    )?;
+    let out = git.output(&["merge-tree", "--write-tree", "--name-only", old, tip])?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let mut lines = text.lines();
     let tree = lines.next().unwrap_or_default().trim().to_owned();
@@ -235,52 +653,56 @@ pub fn merge(repo: &Path, branch: &str, base: &str, message: &str) -> Result<Str
                 .filter(|l| !l.trim().is_empty())
                 .collect();
             return Err(GitError::Conflict {
-                branch: branch.to_owned(),
+                branch: label.to_owned(),
                 base: base.to_owned(),
                 files: files.join(", "),
             });
         }
-        _ => {
-            return Err(GitError::Failed {
-                args: "merge-tree --write-tree".into(),
-                dir: repo.to_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-            })
+        _ => return Err(git.failed("merge-tree --write-tree", &out)),
+    }
+    git.run(&["commit-tree", &tree, "-p", old, "-p", tip, "-m", message])
+}
+
+/// Moves `base` from `old` to `commit`: a fast-forward of the checkout when
+/// the base is checked out (and clean), else a compare-and-set of the ref.
+pub fn advance_base(repo: &Path, base: &str, old: &str, commit: &str) -> Result<(), GitError> {
+    let git = Git::open(repo)?;
+    let moved = || GitError::BaseMoved {
+        base: base.to_owned(),
+    };
+    match checkout_of(&git, base)? {
+        // Checked out and clean: a fast-forward updates the files the user
+        // sees; it refuses when the base is no longer `old`.
+        Some(dir) => {
+            let checkout = Git::open(&dir)?;
+            if checkout.commit_of("HEAD")? != old {
+                return Err(moved());
+            }
+            checkout
+                .run(&["merge", "--ff-only", "-q", "--no-verify", commit])
+                .map_err(|e| match e {
+                    GitError::Failed { .. } => moved(),
+                    other => other,
+                })?;
+        }
+        // Not checked out: move the ref only if nobody moved it meanwhile.
+        None => {
+            git.run(&["update-ref", &format!("refs/heads/{base}"), commit, old])
+                .map_err(|_| moved())?;
         }
     }
-    let commit = run(
-        repo,
-        &[
-            "-c",
-            "user.name=Overseer",
-            "-c",
-            "user.email=overseer@localhost",
-            "commit-tree",
-            &tree,
-            "-p",
-            &old,
-            "-p",
-            &tip,
-            "-m",
-            message,
-        ],
-    )?;
-    match checkout {
-        // Checked out and clean: a fast-forward updates the files the user sees.
-        Some(dir) => run(&dir, &["merge", "--ff-only", "-q", &commit]).map_err(|e| match e {
-            GitError::Failed { .. } => GitError::BaseMoved {
-                base: base.to_owned(),
-            },
-            other => other,
-        })?,
-        // Not checked out: move the ref only if nobody moved it meanwhile.
-        None => run(
-            repo,
-            &["update-ref", &format!("refs/heads/{base}"), &commit, &old],
-        )
-        .map_err(|_| GitError::BaseMoved {
-            base: base.to_owned(),
-        })?,
-    };
+    Ok(())
+}
+
+/// Merges `tip` (a commit or a ref of `repo`) into `base` (a merge commit), or
+/// explains why it cannot and changes nothing. Returns the new commit of
+/// `base`. The engine merges runs with [`merge_commit`] and [`advance_base`]
+/// so that it can record the commit in between; this is both in one.
+pub fn merge(repo: &Path, tip: &str, base: &str, message: &str) -> Result<String, GitError> {
+    let git = Git::open(repo)?;
+    let old = git.commit_of(&format!("refs/heads/{base}"))?;
+    let tip_commit = git.commit_of(tip)?;
+    let commit = merge_commit(repo, base, &old, &tip_commit, tip, message)?;
+    advance_base(repo, base, &old, &commit)?;
     Ok(commit)
 }

@@ -16,11 +16,11 @@ pub mod api;
 pub mod client;
 mod clock;
 pub mod config;
-pub mod contain;
 pub mod demo;
 mod engine;
 pub mod evaluate;
 pub mod git;
+mod merge;
 mod notify;
 pub mod ops;
 mod orchestrator;
@@ -33,6 +33,7 @@ mod work;
 
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
+pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
 };

@@ -260,33 +260,23 @@ impl Engine {
         self.gate(gate_id)
     }
 
-    /// A merge review decided by the supervisor: mark it effected (from now on
-    /// nobody can override it) and apply it.
+    /// A merge review decided by a vote (the supervisor's, or a human's
+    /// approval it co-signed): marked effected (from now on nobody can
+    /// override it) and applied. Approval merges through the one merge
+    /// ([`Engine::effect_approval`]); anything else releases the run as its
+    /// decider chose.
     fn review_effect(&self, gate: &GateView) -> Result<(), ApiError> {
         let now = self.clock.now();
         let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
         let Some(d) = gate.decision.clone() else {
             return Ok(());
         };
-        if !matches!(d.actor, Actor::Supervisor(_)) {
-            return Ok(());
-        }
         let run = gate.run_id;
-        match d.option.as_str() {
-            "approve" => {
-                let work = self.store().run_work(run)?;
-                if let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) {
-                    let repo = std::path::PathBuf::from(&work.workspace.path);
-                    let message = format!("Merge run {run}: {}", work.task_title);
-                    if let Err(e) = crate::git::merge(&repo, branch, base, &message) {
-                        let err = ApiError::from(e);
-                        self.open_merge_failed(run, &err)?;
-                        return Err(err);
-                    }
-                }
-                self.transition(run, overseer_core::RunEvent::Approve, None, &d.actor)?;
-            }
-            _ => {
+        if d.option == GateKind::MergeReview.approve_option() {
+            return self.effect_approval(&gate, &d.actor).map(|_| ());
+        }
+        match (&d.actor, d.option.as_str()) {
+            (Actor::Supervisor(_), _) => {
                 let why = d
                     .context
                     .unwrap_or_else(|| "rejected by the supervisor".to_owned());
@@ -296,6 +286,15 @@ impl Engine {
                     Some(&why),
                     &d.actor,
                 )?;
+            }
+            (_, "abort") => {
+                self.abort_run(run, &d.actor)?;
+            }
+            _ => {
+                let why = d
+                    .context
+                    .unwrap_or_else(|| format!("rejected by {}", d.actor));
+                self.transition(run, overseer_core::RunEvent::Reject, Some(&why), &d.actor)?;
             }
         }
         Ok(())
@@ -893,6 +892,11 @@ pub struct GateStory {
     /// True when every record's signature, hashes and chain link verify and
     /// every decision row is backed by its signed record.
     pub verified: bool,
+    /// A human approved this co-signed gate and it waits for the
+    /// supervisor's approval: the window says "waiting for the co-sign".
+    #[serde(default)]
+    #[ts(optional)]
+    pub awaiting_cosign: Option<bool>,
 }
 
 /// Where a supervisor policy or permission rules apply.
@@ -922,12 +926,14 @@ impl Engine {
         let records = store.audit_story("gate_id", gate)?;
         let decision_problems = store.gate_decision_problems(gate)?;
         let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();
+        let awaiting_cosign = Some(crate::merge::awaiting_cosign(&view, &decisions));
         Ok(GateStory {
             gate: view,
             decisions,
             records,
             decision_problems,
             verified,
+            awaiting_cosign,
         })
     }
 

@@ -2,7 +2,7 @@
 //! gate, merging on approval, cleaning and resuming runs. Each action commits
 //! first and publishes after, like the review actions in `engine.rs`.
 
-use crate::git::{self, GitError};
+use crate::git;
 use crate::Engine;
 use overseer_core::{
     ActivityView, Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView,
@@ -11,19 +11,6 @@ use overseer_core::{
 use overseer_store::{Workspace, WorkspaceSettings};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-
-impl From<GitError> for ApiError {
-    fn from(e: GitError) -> Self {
-        let code = match e {
-            GitError::NotARepo(_) => ErrorCode::InvalidInput,
-            GitError::Conflict { .. }
-            | GitError::DirtyCheckout { .. }
-            | GitError::BaseMoved { .. } => ErrorCode::Conflict,
-            GitError::Missing(_) | GitError::Failed { .. } => ErrorCode::Internal,
-        };
-        ApiError::new(code, e.to_string())
-    }
-}
 
 /// What `overseer task start` asks for.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
@@ -54,7 +41,8 @@ pub fn run_branch(run: RunId) -> String {
 }
 
 impl Engine {
-    /// Where a run's worktree lives: under the data dir, never in the user's checkout.
+    /// Where a run's repository lives: under the data dir, never in the
+    /// user's checkout (a clone of its own; see [`crate::git`]).
     pub fn worktree_path(&self, workspace: &str, run: RunId) -> PathBuf {
         let safe: String = workspace
             .chars()
@@ -242,25 +230,14 @@ impl Engine {
         Ok(decided)
     }
 
-    /// Approve = merge, then record. If the merge cannot happen safely nothing
-    /// is recorded as merged: the user gets the reason and a deviation gate.
+    /// Approve = merge (the one [`Engine::merge_run`]), then record. If the
+    /// merge cannot happen safely nothing is recorded as merged: the user gets
+    /// the reason and a deviation gate. On a review the supervisor co-signs,
+    /// the approval is a vote that waits for the supervisor's (the run stays
+    /// in review, "waiting for the co-sign"). A second approval never merges
+    /// twice.
     pub fn approve_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
-        let (run, work) = {
-            let store = self.store();
-            (store.run(id)?, store.run_work(id)?)
-        };
-        if run.state == RunState::PendingReview {
-            if let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) {
-                let repo = PathBuf::from(&work.workspace.path);
-                let message = format!("Merge run {id}: {}", work.task_title);
-                if let Err(e) = git::merge(&repo, branch, base, &message) {
-                    let err = ApiError::from(e);
-                    self.open_merge_failed(id, &err)?;
-                    return Err(err);
-                }
-            }
-        }
-        self.approve_recorded(id, actor)
+        self.approve_review(id, actor)
     }
 
     pub(crate) fn open_merge_failed(&self, run_id: RunId, err: &ApiError) -> Result<(), ApiError> {
@@ -320,13 +297,30 @@ impl Engine {
             }
             _ => {
                 let reason = context.unwrap_or("the work could not be merged");
-                self.reject_run(gate.run_id, reason, actor)?;
+                let review_pending = self
+                    .run(gate.run_id)?
+                    .pending_gate
+                    .is_some_and(|g| g.kind == GateKind::MergeReview);
+                if review_pending {
+                    self.reject_run(gate.run_id, reason, actor)?;
+                } else {
+                    // The review was decided approve (the merge then failed):
+                    // the human's stop releases the run as rejected.
+                    self.transition(
+                        gate.run_id,
+                        overseer_core::RunEvent::Reject,
+                        Some(reason),
+                        actor,
+                    )?;
+                }
             }
         }
         self.gate(gate.id)
     }
 
-    /// Removes a released run's worktree and branch.
+    /// Removes a released run's repository (its branch with it); a run from
+    /// before runs had repositories of their own is a linked worktree of the
+    /// user's repository, removed as before with its branch.
     pub fn clean_run(&self, id: RunId) -> Result<RunView, ApiError> {
         let (run, work) = {
             let store = self.store();
@@ -361,7 +355,12 @@ impl Engine {
                     format!("the worktree {wt} is in use by a resumed run"),
                 ));
             }
-            git::remove_worktree(Path::new(&work.workspace.path), Path::new(wt), branch)?;
+            let user = Path::new(&work.workspace.path);
+            git::remove_run_repo(user, Path::new(wt), branch)?;
+            // A merge that failed may have left its fetched commit behind.
+            if let Err(e) = git::delete_ref(user, &crate::merge::hidden_ref(id)) {
+                tracing::warn!(run = id, "cannot delete the run's hidden ref: {e}");
+            }
         }
         Ok(run)
     }
@@ -393,7 +392,15 @@ impl Engine {
                 if let (Some(wt), Some(branch), Some(base)) =
                     (&work.worktree, &work.branch, &work.base_ref)
                 {
-                    tx.set_run_work(run_id, wt, branch, base, actor, now)?;
+                    tx.set_run_work(
+                        run_id,
+                        wt,
+                        branch,
+                        base,
+                        work.base_commit.as_deref(),
+                        actor,
+                        now,
+                    )?;
                 }
                 Ok(Started {
                     task_id: work.task_id,
@@ -559,16 +566,27 @@ impl Engine {
         Ok(())
     }
 
-    /// The files changed by a run and its unified diff.
+    /// The files changed by a run and its unified diff, read from the run's
+    /// own repository: from the commit it started at to the commit its review
+    /// shows (the branch's latest while it works).
     pub fn run_diff(&self, id: RunId) -> Result<(Vec<git::FileChange>, String), ApiError> {
         let work = self.store().run_work(id)?;
-        let (Some(branch), Some(base)) = (&work.branch, &work.base_ref) else {
+        let (Some(branch), Some(base), Some(dir)) = (&work.branch, &work.base_ref, &work.worktree)
+        else {
             return Ok((Vec::new(), String::new()));
         };
-        let repo = PathBuf::from(&work.workspace.path);
+        let repo = PathBuf::from(dir);
+        let from = match &work.base_commit {
+            Some(c) => c.clone(),
+            None => git::branch_start(&repo, base, branch),
+        };
+        let to = match &work.reviewed_tip {
+            Some(t) => t.clone(),
+            None => format!("refs/heads/{branch}"),
+        };
         Ok((
-            git::diff_stat(&repo, base, branch)?,
-            git::diff(&repo, base, branch)?,
+            git::diff_stat(&repo, &from, &to)?,
+            git::diff(&repo, &from, &to)?,
         ))
     }
 }

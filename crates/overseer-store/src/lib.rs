@@ -29,7 +29,7 @@ pub use error::StoreError;
 pub use keys::Keyring;
 pub use schema::SCHEMA_VERSION;
 pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
-pub use work::{RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
+pub use work::{MergeRecord, RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;
 
 use overseer_core::GateId;

@@ -156,6 +156,27 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX gates_by_run ON gates(run_id, id);
     "#,
+    // 5: runs in repositories of their own: the commit a run started from,
+    // the commit its review showed, and each merge's intent recorded before
+    // git runs (so a crash between git and the database never merges twice).
+    r#"
+    ALTER TABLE runs ADD COLUMN base_commit TEXT;
+    ALTER TABLE runs ADD COLUMN reviewed_tip TEXT;
+
+    CREATE TABLE merges (
+        run_id       INTEGER PRIMARY KEY REFERENCES runs(id),
+        base_ref     TEXT NOT NULL,
+        base_before  TEXT NOT NULL,
+        tip          TEXT NOT NULL,
+        merge_commit TEXT,
+        status       TEXT NOT NULL CHECK (status IN ('started', 'done')),
+        outcome      TEXT,
+        actor        TEXT NOT NULL,
+        started_at   INTEGER NOT NULL,
+        done_at      INTEGER
+    ) STRICT;
+    CREATE INDEX merges_by_tip ON merges(tip);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,5 +1,7 @@
 //! What runs work on: workspaces (registered git repositories and their
-//! settings), each run's worktree and options, and the run's activity timeline
+//! settings), each run's repository (where, on which branch, from which base
+//! commit, and the commit its review showed) and options, each merge's record
+//! (its intent written before git runs), and the run's activity timeline
 //! (agent messages, plans, tool calls, sensor results).
 //!
 //! Timeline entries are not audit records: they are what the agent reported,
@@ -84,13 +86,43 @@ pub struct RunWork {
     pub prompt: String,
     pub agent: String,
     pub workspace: Workspace,
+    /// The run's own repository (a clone of the workspace's), or for a run
+    /// created before runs had repositories of their own, a linked worktree.
     pub worktree: Option<String>,
     pub branch: Option<String>,
+    /// The branch of the user's repository the run started from and merges into.
     pub base_ref: Option<String>,
+    /// The commit the run started from (None: a run from before this was kept).
+    pub base_commit: Option<String>,
+    /// The commit of the run's branch its review showed: what a merge merges.
+    pub reviewed_tip: Option<String>,
     /// Run options, e.g. `{"scenario": "flaky"}` for the demo agent.
     pub options: serde_json::Value,
     pub resumed_from: Option<RunId>,
     pub task_settings: TaskSettings,
+}
+
+/// A merge of a run into the user's repository: its intent, recorded before
+/// git runs, then its commit, then that it is done. A merge found done is
+/// never made again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeRecord {
+    pub run_id: RunId,
+    /// The branch merged into.
+    pub base_ref: String,
+    /// The branch's commit before the merge.
+    pub base_before: String,
+    /// The reviewed commit of the run's branch.
+    pub tip: String,
+    /// The merge commit, once git made it (before it is on the branch).
+    pub merge_commit: Option<String>,
+    pub done: bool,
+    /// How it ended: `merged`, `nothing_to_merge`, `merged_outside` (the
+    /// work was already on the branch without a record of Overseer's).
+    pub outcome: Option<String>,
+    pub actor: String,
+    pub started_at: Millis,
+    pub done_at: Option<Millis>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -113,6 +145,24 @@ fn parse_task_settings(text: &str, path: &std::path::Path) -> Result<TaskSetting
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
         path: path.to_owned(),
         detail: format!("task settings: {e}"),
+    })
+}
+
+const MERGE_SELECT: &str = "SELECT m.run_id, m.base_ref, m.base_before, m.tip, m.merge_commit,
+        m.status, m.outcome, m.actor, m.started_at, m.done_at FROM merges m";
+
+fn merge_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MergeRecord> {
+    Ok(MergeRecord {
+        run_id: r.get(0)?,
+        base_ref: r.get(1)?,
+        base_before: r.get(2)?,
+        tip: r.get(3)?,
+        merge_commit: r.get(4)?,
+        done: r.get::<_, String>(5)? == "done",
+        outcome: r.get(6)?,
+        actor: r.get(7)?,
+        started_at: r.get(8)?,
+        done_at: r.get(9)?,
     })
 }
 
@@ -160,7 +210,8 @@ impl Store {
             .conn
             .query_row(
                 "SELECT r.id, r.task_id, t.title, t.prompt, r.agent, w.id, w.name, w.path, w.settings,
-                        r.worktree, r.branch, r.base_ref, r.options, r.resumed_from, t.settings
+                        r.worktree, r.branch, r.base_ref, r.options, r.resumed_from, t.settings,
+                        r.base_commit, r.reviewed_tip
                  FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workspaces w ON w.id = t.workspace_id
                  WHERE r.id = ?1",
                 [run_id],
@@ -170,6 +221,7 @@ impl Store {
                         (r.get::<_, i64>(5)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?),
                         (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<i64>>(13)?),
                         r.get::<_, String>(14)?,
+                        (r.get::<_, Option<String>>(15)?, r.get::<_, Option<String>>(16)?),
                     ))
                 },
             )
@@ -181,6 +233,7 @@ impl Store {
             (wid, wname, wpath, wsettings),
             (worktree, branch, base_ref, options, resumed_from),
             tsettings,
+            (base_commit, reviewed_tip),
         ) = row;
         Ok(RunWork {
             run_id,
@@ -197,10 +250,34 @@ impl Store {
             worktree,
             branch,
             base_ref,
+            base_commit,
+            reviewed_tip,
             options: serde_json::from_str(&options).unwrap_or(serde_json::Value::Null),
             resumed_from,
             task_settings: parse_task_settings(&tsettings, &self.path)?,
         })
+    }
+
+    /// The record of a run's merge, if one was started.
+    pub fn merge_record(&self, run_id: RunId) -> Result<Option<MergeRecord>, StoreError> {
+        self.conn
+            .prepare_cached(&format!("{MERGE_SELECT} WHERE m.run_id = ?1"))
+            .and_then(|mut s| s.query_row([run_id], merge_row).optional())
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
+    /// The merge records of every run of a task (a resumed run works on the
+    /// same branch as the run it resumed).
+    pub fn merges_of_task(&self, task_id: TaskId) -> Result<Vec<MergeRecord>, StoreError> {
+        self.conn
+            .prepare_cached(&format!(
+                "{MERGE_SELECT} JOIN runs r ON r.id = m.run_id WHERE r.task_id = ?1 ORDER BY m.run_id"
+            ))
+            .and_then(|mut s| {
+                s.query_map([task_id], merge_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
     /// An app setting (JSON text), if set.
@@ -374,21 +451,24 @@ impl WriteTx<'_> {
         Ok(())
     }
 
-    /// Records where a run works (its worktree and branch) and its options.
+    /// Records where a run works (its repository and branch) and what it
+    /// started from (the base branch, and its commit when known).
+    #[allow(clippy::too_many_arguments)]
     pub fn set_run_work(
         &mut self,
         run_id: RunId,
         worktree: &str,
         branch: &str,
         base_ref: &str,
+        base_commit: Option<&str>,
         actor: &Actor,
         now: Millis,
     ) -> Result<(), StoreError> {
         let n = self
             .conn()
             .execute(
-                "UPDATE runs SET worktree = ?1, branch = ?2, base_ref = ?3 WHERE id = ?4",
-                params![worktree, branch, base_ref, run_id],
+                "UPDATE runs SET worktree = ?1, branch = ?2, base_ref = ?3, base_commit = ?4 WHERE id = ?5",
+                params![worktree, branch, base_ref, base_commit, run_id],
             )
             .map_err(|e| self.sql(e))?;
         if n != 1 {
@@ -399,10 +479,144 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             actor,
-            &json!({"type": "run_worktree", "run_id": run_id, "worktree": worktree, "branch": branch, "base": base_ref}),
+            &json!({"type": "run_worktree", "run_id": run_id, "worktree": worktree, "branch": branch, "base": base_ref, "base_commit": base_commit}),
             now,
         )?;
         Ok(())
+    }
+
+    /// Records the commit of the run's branch that its review shows: the one
+    /// a merge merges, whatever the branch does afterwards.
+    pub fn set_reviewed_tip(
+        &mut self,
+        run_id: RunId,
+        tip: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE runs SET reviewed_tip = ?1 WHERE id = ?2",
+                params![tip, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if n != 1 {
+            return Err(StoreError::NotFound {
+                what: "run",
+                id: run_id,
+            });
+        }
+        self.append_audit(
+            &Actor::Engine,
+            &json!({"type": "run_reviewed_tip", "run_id": run_id, "tip": tip}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Records that a merge is about to happen, before git runs. A merge
+    /// already recorded as done is never started again.
+    pub fn begin_merge(
+        &mut self,
+        run_id: RunId,
+        base_ref: &str,
+        base_before: &str,
+        tip: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute(
+                "INSERT INTO merges(run_id, base_ref, base_before, tip, status, actor, started_at)
+                 VALUES (?1, ?2, ?3, ?4, 'started', ?5, ?6)
+                 ON CONFLICT(run_id) DO UPDATE SET base_ref = excluded.base_ref,
+                    base_before = excluded.base_before, tip = excluded.tip, merge_commit = NULL,
+                    actor = excluded.actor, started_at = excluded.started_at
+                 WHERE merges.status = 'started'",
+                params![run_id, base_ref, base_before, tip, actor.to_string(), now],
+            )
+            .map_err(|e| self.missing_run(e, run_id))?;
+        if n != 1 {
+            return Err(StoreError::InvalidInput(format!(
+                "run {run_id} is already merged: its merge is recorded as done"
+            )));
+        }
+        self.append_audit(
+            actor,
+            &json!({"type": "merge_intent", "run_id": run_id, "base": base_ref, "base_before": base_before, "tip": tip}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Records the merge commit git made, before it is put on the branch.
+    pub fn set_merge_commit(
+        &mut self,
+        run_id: RunId,
+        commit: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE merges SET merge_commit = ?1 WHERE run_id = ?2 AND status = 'started'",
+                params![commit, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if n != 1 {
+            return Err(StoreError::InvalidInput(format!(
+                "run {run_id} has no merge in progress to record commit {commit} for"
+            )));
+        }
+        self.append_audit(
+            &Actor::Engine,
+            &json!({"type": "merge_commit", "run_id": run_id, "merge_commit": commit}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Records a merge as done (with or without an intent before it: a run
+    /// with nothing to merge, or work found merged outside Overseer).
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_merge(
+        &mut self,
+        run_id: RunId,
+        base_ref: &str,
+        base_before: &str,
+        tip: &str,
+        merge_commit: Option<&str>,
+        outcome: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO merges(run_id, base_ref, base_before, tip, merge_commit, status, outcome, actor, started_at, done_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'done', ?6, ?7, ?8, ?8)
+                 ON CONFLICT(run_id) DO UPDATE SET merge_commit = coalesce(excluded.merge_commit, merges.merge_commit),
+                    status = 'done', outcome = excluded.outcome, done_at = excluded.done_at",
+                params![run_id, base_ref, base_before, tip, merge_commit, outcome, actor.to_string(), now],
+            )
+            .map_err(|e| self.missing_run(e, run_id))?;
+        self.append_audit(
+            actor,
+            &json!({"type": "merge_done", "run_id": run_id, "base": base_ref, "tip": tip, "merge_commit": merge_commit, "outcome": outcome}),
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// A foreign-key failure means the run does not exist.
+    fn missing_run(&self, e: rusqlite::Error, run_id: RunId) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
+                what: "run",
+                id: run_id,
+            },
+            _ => self.sql(e),
+        }
     }
 
     pub fn set_run_options(

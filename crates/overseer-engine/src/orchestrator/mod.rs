@@ -163,17 +163,6 @@ fn launch(engine: &Arc<Engine>, run: RunId) {
 /// Marks agents of a killed engine as interrupted, kills any that survived,
 /// and notifies again about everything still waiting for the user.
 fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
-    // Every process a killed engine's runs left: their cgroups first (exact,
-    // marker or not), then by marker (machines without cgroups).
-    if let Some(root) = engine.run_cgroup_root() {
-        let killed = crate::contain::cgroup::sweep(&root);
-        if !killed.is_empty() {
-            tracing::warn!(
-                ?killed,
-                "killed processes left in run cgroups by a previous engine"
-            );
-        }
-    }
     let killed = process::kill_marked(&marker_prefix(engine));
     if !killed.is_empty() {
         tracing::warn!(?killed, "killed agent processes left by a previous engine");
@@ -506,29 +495,54 @@ async fn execute(
     Ok(Executed::Done)
 }
 
-/// Done: review, or merge when the user's rule says so.
+/// Done: review, or merge when the user's rule says so. The commit the
+/// review shows (the branch's latest) is recorded first: it is what a merge
+/// merges, whatever happens to the branch afterwards.
 async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let run = work.run_id;
+    let e = engine.clone();
+    tokio::task::spawn_blocking(move || e.record_review_tip(run))
+        .await
+        .map_err(|e| err(e.to_string()))??;
     let auto = engine
         .config
         .auto_advance("default", work.workspace.settings.auto_advance);
     if auto {
-        let done = engine.store().run_work(run)?;
-        if let (Some(branch), Some(base)) = (done.branch, done.base_ref) {
-            let repo = PathBuf::from(&work.workspace.path);
-            let message = format!("Merge run {run}: {}", work.task_title);
-            let merged =
-                tokio::task::spawn_blocking(move || git::merge(&repo, &branch, &base, &message))
-                    .await
-                    .map_err(|e| err(e.to_string()))?;
-            if merged.is_ok() {
+        use crate::merge::MergeOutcome;
+        let e = engine.clone();
+        let merged = tokio::task::spawn_blocking(move || e.merge_run(run, &Actor::Engine))
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        match merged {
+            Ok(MergeOutcome::NoRepository) => {}
+            Ok(outcome) => {
+                engine.note_merge(run, &outcome);
+                let note = match outcome {
+                    MergeOutcome::Merged { .. } | MergeOutcome::AlreadyMerged { .. } => {
+                        "merged: every sensor passed and auto-advance is on"
+                    }
+                    MergeOutcome::NothingToMerge => {
+                        "nothing to merge: every sensor passed and auto-advance is on"
+                    }
+                    MergeOutcome::MergedOutside | MergeOutcome::NoRepository => {
+                        "already on the base branch, merged outside Overseer: nothing merged again"
+                    }
+                };
                 engine.transition(
                     run,
                     RunEvent::Finish { auto_advance: true },
-                    Some("merged: every sensor passed and auto-advance is on"),
+                    Some(note),
                     &Actor::Engine,
                 )?;
                 return Ok(());
+            }
+            // Nothing changed: the review waits for the user, and says why.
+            Err(e) => {
+                let _ = engine.record_activity(
+                    run,
+                    "merge",
+                    json!({ "text": format!("auto-advance did not merge: {}", e.message) }),
+                );
             }
         }
     }
@@ -600,31 +614,56 @@ pub(super) async fn prompt_turn(
     Ok((stop, transcript))
 }
 
+/// The run's own repository (see [`crate::git`]): created on the first
+/// attempt, at the base branch's commit then, which is recorded; a resumed
+/// run keeps the one it had.
 async fn prepare_worktree(engine: &Engine, work: &RunWork) -> Result<PathBuf, ApiError> {
     let repo = PathBuf::from(&work.workspace.path);
-    let (worktree, branch, base) = match (&work.worktree, &work.branch, &work.base_ref) {
-        (Some(w), Some(b), Some(base)) => (PathBuf::from(w), b.clone(), base.clone()),
+    let (worktree, branch, base, base_commit) = match (&work.worktree, &work.branch, &work.base_ref)
+    {
+        (Some(w), Some(b), Some(base)) => (
+            PathBuf::from(w),
+            b.clone(),
+            base.clone(),
+            work.base_commit.clone(),
+        ),
         _ => {
             let r = repo.clone();
-            let base = tokio::task::spawn_blocking(move || git::current_branch(&r))
-                .await
-                .map_err(|e| err(e.to_string()))??;
+            let (base, commit) = tokio::task::spawn_blocking(move || {
+                let base = git::current_branch(&r)?;
+                let commit = git::commit_of(&r, &format!("refs/heads/{base}"))?;
+                Ok::<_, git::GitError>((base, commit))
+            })
+            .await
+            .map_err(|e| err(e.to_string()))??;
             (
                 engine.worktree_path(&work.workspace.name, work.run_id),
                 crate::run_branch(work.run_id),
                 base,
+                Some(commit),
             )
         }
     };
-    let (r, w, b, s) = (repo.clone(), worktree.clone(), branch.clone(), base.clone());
-    tokio::task::spawn_blocking(move || git::add_worktree(&r, &w, &b, &s))
+    // A run resumed from one created before base commits were kept starts
+    // its repository (if it is gone) from the base branch as it is now.
+    let start = base_commit.clone().unwrap_or_else(|| base.clone());
+    let (r, w, b) = (repo.clone(), worktree.clone(), branch.clone());
+    tokio::task::spawn_blocking(move || git::create_run_repo(&r, &w, &b, &start))
         .await
         .map_err(|e| err(e.to_string()))??;
     let now = engine.clock.now();
     let wt = worktree.to_string_lossy().into_owned();
-    engine
-        .store()
-        .write(|tx| tx.set_run_work(work.run_id, &wt, &branch, &base, &Actor::Engine, now))?;
+    engine.store().write(|tx| {
+        tx.set_run_work(
+            work.run_id,
+            &wt,
+            &branch,
+            &base,
+            base_commit.as_deref(),
+            &Actor::Engine,
+            now,
+        )
+    })?;
     Ok(worktree)
 }
 
@@ -642,19 +681,12 @@ async fn launch_agent(
     if let Ok(ms) = std::env::var("OVERSEER_DEMO_STEP_MS") {
         env.push(("OVERSEER_DEMO_STEP_MS".to_owned(), ms));
     }
-    // Contained (bubblewrap, the run's cgroup), or not started at all
-    // unless the profile allows running uncontained.
-    let contained = engine
-        .contain_agent(work, profile, &env, worktree)
-        .map_err(|note| ApiError::new(ErrorCode::InvalidInput, note))?;
     let spec = AgentSpec {
         program: PathBuf::from(&profile.command),
         args: profile.args.clone(),
         env,
         cwd: worktree.to_owned(),
         marker: engine.agent_marker(work.run_id),
-        sandbox: contained.sandbox,
-        cgroup: contained.cgroup,
     };
     let (process, stdin, stdout, stderr) =
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
@@ -1246,55 +1278,38 @@ async fn run_sensors(
 ) -> Vec<SensorResult> {
     let mut results = Vec::new();
     for command in commands {
-        // Each command contained like the agent (its own fresh home, a
-        // cleared environment), in a cgroup of its own: what it leaves
-        // behind (a daemon) is stopped when it ends.
-        let out = match engine.contain_sensor(run, worktree) {
-            Ok(contained) => {
-                let spec = AgentSpec {
-                    program: PathBuf::from("sh"),
-                    args: vec!["-c".to_owned(), command.clone()],
-                    env: Vec::new(),
-                    cwd: worktree.to_owned(),
-                    marker: format!("{}-sensors", engine.agent_marker(run)),
-                    sandbox: contained.sandbox,
-                    cgroup: contained.cgroup,
-                };
-                process::run_captured(
-                    &spec,
-                    SENSOR_TIMEOUT,
-                    engine.config.abort_timeout(),
-                    SENSOR_OUTPUT_MAX,
-                )
-                .await
-                .map_err(|e| format!("cannot run: {e}"))
-            }
-            Err(note) => Err(format!("cannot run: {note}")),
-        };
-        let _ = std::fs::remove_dir_all(engine.sensor_home(run));
+        let out = tokio::time::timeout(
+            SENSOR_TIMEOUT,
+            tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(command)
+                .current_dir(worktree)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await;
         let result = match out {
-            Ok(o) if o.timed_out => SensorResult {
+            Ok(Ok(o)) => {
+                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&o.stderr));
+                SensorResult {
+                    command: command.clone(),
+                    exit_code: o.status.code(),
+                    passed: o.status.success(),
+                    output: tail(&text, SENSOR_OUTPUT_MAX),
+                }
+            }
+            Ok(Err(e)) => SensorResult {
+                command: command.clone(),
+                exit_code: None,
+                passed: false,
+                output: format!("cannot run: {e}"),
+            },
+            Err(_) => SensorResult {
                 command: command.clone(),
                 exit_code: None,
                 passed: false,
                 output: format!("timed out after {} s", SENSOR_TIMEOUT.as_secs()),
-            },
-            Ok(o) => {
-                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&o.stderr));
-                let status = o.status;
-                SensorResult {
-                    command: command.clone(),
-                    exit_code: status.and_then(|s| s.code()),
-                    passed: status.is_some_and(|s| s.success()),
-                    output: tail(&text, SENSOR_OUTPUT_MAX),
-                }
-            }
-            Err(output) => SensorResult {
-                command: command.clone(),
-                exit_code: None,
-                passed: false,
-                output,
             },
         };
         let _ = engine.record_activity(run, "sensor", json!(result));

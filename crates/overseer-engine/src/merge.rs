@@ -1,0 +1,516 @@
+//! One merge for every path that merges a run: the user's approval
+//! (`approve_run`), a supervisor's (or a co-signed) decision on the merge
+//! review (`review_effect`), and auto-advance when a run finishes. Each calls
+//! [`Engine::merge_run`], and only it writes to the user's repository.
+//!
+//! A merge is idempotent across a crash: its intent (run, base branch, the
+//! base's commit before, the reviewed commit) is recorded before git runs, the
+//! merge commit is recorded before it is put on the branch, and a merge whose
+//! reviewed commit is already on the base is never made again: with a record,
+//! the record is completed; without one, the work was merged outside
+//! Overseer, which is recorded as a signed security event, put in the run's
+//! timeline and notified.
+
+use crate::git;
+use crate::notify::NotificationKind;
+use crate::Engine;
+use overseer_core::supervision::{resolve, Autonomy, DecisionRecord, Resolution, Vote};
+use overseer_core::{
+    Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, RunEvent, RunId, RunState, RunView,
+};
+use overseer_store::{MergeRecord, RunWork};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// How a run's merge ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum MergeOutcome {
+    /// A new merge commit is on the base branch.
+    Merged { commit: String },
+    /// Merged before (a crash after git's merge, or a second approval): the
+    /// record was completed, nothing was merged again.
+    AlreadyMerged { commit: Option<String> },
+    /// The reviewed work was already on the base branch although Overseer
+    /// never merged it: a security event; nothing was merged again.
+    MergedOutside,
+    /// The run committed nothing: there is nothing to merge.
+    NothingToMerge,
+    /// The run has no repository (a seeded demo run).
+    NoRepository,
+}
+
+impl MergeOutcome {
+    /// What the run's timeline says about it.
+    fn text(&self, base: &str) -> String {
+        match self {
+            MergeOutcome::Merged { commit } => format!("merged into {base} as {}", short(commit)),
+            MergeOutcome::AlreadyMerged { commit: Some(c) } => format!(
+                "already merged into {base} as {} (the record was completed; nothing merged again)",
+                short(c)
+            ),
+            MergeOutcome::AlreadyMerged { commit: None } => {
+                format!("already merged into {base} (the record was completed; nothing merged again)")
+            }
+            MergeOutcome::MergedOutside => format!(
+                "already on {base}, merged outside Overseer (a security event); nothing merged again"
+            ),
+            MergeOutcome::NothingToMerge => "the run changed nothing: nothing to merge".to_owned(),
+            MergeOutcome::NoRepository => "the run has no repository: nothing to merge".to_owned(),
+        }
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// One merge at a time in this process: two paths approving the same run at
+/// once (the supervisor's effect and a human's retry) see each other's record.
+static MERGING: Mutex<()> = Mutex::new(());
+
+/// Where a run's merge reads and writes.
+struct Sides {
+    user: PathBuf,
+    repo: PathBuf,
+    base: String,
+    branch: String,
+    /// Where the run's work starts (its base commit).
+    from: String,
+    /// The reviewed commit.
+    tip: String,
+}
+
+/// Where a run's merge stops (tests of a crash between git and the database).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Never,
+    AfterGit,
+}
+
+impl From<git::GitError> for ApiError {
+    fn from(e: git::GitError) -> Self {
+        let code = match e {
+            git::GitError::NotARepo(_) | git::GitError::NotRunRepo { .. } => {
+                ErrorCode::InvalidInput
+            }
+            git::GitError::Conflict { .. }
+            | git::GitError::DirtyCheckout { .. }
+            | git::GitError::BaseMoved { .. } => ErrorCode::Conflict,
+            git::GitError::Missing(_) | git::GitError::Failed { .. } | git::GitError::Io { .. } => {
+                ErrorCode::Internal
+            }
+        };
+        ApiError::new(code, e.to_string())
+    }
+}
+
+/// The hidden ref a run's reviewed commit is fetched into (never a branch).
+pub fn hidden_ref(run: RunId) -> String {
+    format!("refs/overseer/runs/{run}")
+}
+
+impl Engine {
+    /// Merges a run's reviewed commit into its base branch in the user's
+    /// repository, once: the only way Overseer writes to the user's
+    /// repository. Does not decide the review or move the run: its callers do.
+    pub fn merge_run(&self, run: RunId, actor: &Actor) -> Result<MergeOutcome, ApiError> {
+        self.merge_until(run, actor, Stop::Never)
+    }
+
+    /// [`Engine::merge_run`] up to and including git's merge, without
+    /// recording that it is done: what a crash right after git merged leaves
+    /// behind. For tests of crash recovery only.
+    #[doc(hidden)]
+    pub fn merge_run_crashing_after_git(
+        &self,
+        run: RunId,
+        actor: &Actor,
+    ) -> Result<MergeOutcome, ApiError> {
+        self.merge_until(run, actor, Stop::AfterGit)
+    }
+
+    fn merge_until(&self, run: RunId, actor: &Actor, stop: Stop) -> Result<MergeOutcome, ApiError> {
+        let _one = MERGING.lock().unwrap_or_else(|p| p.into_inner());
+        let work = self.store().run_work(run)?;
+        if let Some(m) = self.store().merge_record(run)?.filter(|m| m.done) {
+            return Ok(match m.outcome.as_deref() {
+                Some("nothing_to_merge") => MergeOutcome::NothingToMerge,
+                Some("merged_outside") => MergeOutcome::MergedOutside,
+                _ => MergeOutcome::AlreadyMerged {
+                    commit: m.merge_commit,
+                },
+            });
+        }
+        let Some(sides) = sides(&work)? else {
+            return Ok(MergeOutcome::NoRepository);
+        };
+        let Sides {
+            user,
+            repo,
+            base,
+            branch,
+            from,
+            tip,
+        } = &sides;
+        let old = git::commit_of(user, &format!("refs/heads/{base}"))?;
+        let done = |commit: Option<&str>, outcome: &str, before: &str| {
+            let now = self.clock.now();
+            self.store()
+                .write(|tx| tx.finish_merge(run, base, before, tip, commit, outcome, actor, now))
+        };
+        if git::commits_between(repo, from, tip, &[])?.is_empty() {
+            done(None, "nothing_to_merge", &old)?;
+            return Ok(MergeOutcome::NothingToMerge);
+        }
+        let merges = self.store().merges_of_task(work.task_id)?;
+        if git::contains(user, &old, tip)? {
+            // Ours, from before a crash (or an earlier run of the task): the
+            // record is completed, nothing merged again.
+            if let Some(m) = merges.iter().find(|m| &m.tip == tip) {
+                let commit = merge_commit_of(user, &old, tip, m);
+                done(commit.as_deref(), "merged", &m.base_before)?;
+                return Ok(MergeOutcome::AlreadyMerged { commit });
+            }
+            self.unrecorded_merge(&work, base, &old, tip, std::slice::from_ref(tip));
+            done(None, "merged_outside", &old)?;
+            return Ok(MergeOutcome::MergedOutside);
+        }
+        // Part of the run's work on the base without a merge of ours: said,
+        // and the rest merged as reviewed.
+        let ours: Vec<String> = merges
+            .iter()
+            .filter(|m| m.run_id != run)
+            .map(|m| m.tip.clone())
+            .collect();
+        let unaccounted = git::commits_between(repo, from, tip, &ours)?;
+        let outside = git::reachable_from(user, &unaccounted, &old)?;
+        if !outside.is_empty() {
+            self.unrecorded_merge(&work, base, &old, tip, &outside);
+        }
+
+        // The intent, before git writes anything to the user's repository.
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.begin_merge(run, base, &old, tip, actor, now))?;
+        let hidden = hidden_ref(run);
+        let message = format!("Merge run {run}: {}", work.task_title);
+        let merged = (|| -> Result<String, ApiError> {
+            git::fetch_commit(user, repo, tip, &hidden)?;
+            let commit = git::merge_commit(user, base, &old, tip, branch, &message)?;
+            let now = self.clock.now();
+            self.store()
+                .write(|tx| tx.set_merge_commit(run, &commit, now))?;
+            git::advance_base(user, base, &old, &commit)?;
+            Ok(commit)
+        })();
+        if let Err(e) = git::delete_ref(user, &hidden) {
+            tracing::warn!(run, "cannot delete {hidden} in {}: {e}", user.display());
+        }
+        let commit = merged?;
+        if stop == Stop::AfterGit {
+            return Ok(MergeOutcome::Merged { commit });
+        }
+        done(Some(&commit), "merged", &old)?;
+        Ok(MergeOutcome::Merged { commit })
+    }
+
+    /// Checks, when a run enters review, that none of its work is already on
+    /// its base branch without a merge of Overseer's; says so if it is.
+    pub(crate) fn check_unrecorded_merge(&self, run: RunId) -> Result<(), ApiError> {
+        let work = self.store().run_work(run)?;
+        let Some(sides) = sides(&work)? else {
+            return Ok(());
+        };
+        let old = git::commit_of(&sides.user, &format!("refs/heads/{}", sides.base))?;
+        let ours: Vec<String> = self
+            .store()
+            .merges_of_task(work.task_id)?
+            .into_iter()
+            .map(|m| m.tip)
+            .collect();
+        let commits = git::commits_between(&sides.repo, &sides.from, &sides.tip, &ours)?;
+        let outside = git::reachable_from(&sides.user, &commits, &old)?;
+        if !outside.is_empty() {
+            self.unrecorded_merge(&work, &sides.base, &old, &sides.tip, &outside);
+        }
+        Ok(())
+    }
+
+    /// A run's commits found on the base branch without a merge of Overseer's:
+    /// a signed security event, the run's timeline, and the user (once).
+    fn unrecorded_merge(&self, work: &RunWork, base: &str, at: &str, tip: &str, found: &[String]) {
+        let run = work.run_id;
+        let said = self
+            .store()
+            .run_events(run, 0, i64::MAX)
+            .map(|events| {
+                events
+                    .iter()
+                    .any(|e| e.kind == "security" && e.payload["event"] == "unrecorded_merge")
+            })
+            .unwrap_or(false);
+        if said {
+            return;
+        }
+        let text = format!(
+            "{} of run {run}'s commits {} already on {base} ({}) although Overseer never merged {}: {base} was moved outside a reviewed merge. Overseer will not merge {} again; look at who moved {base}",
+            found.len(),
+            if found.len() == 1 { "is" } else { "are" },
+            short(at),
+            if found.len() == 1 { "it" } else { "them" },
+            if found.len() == 1 { "it" } else { "them" },
+        );
+        tracing::error!(run, "{text}");
+        self.audit(
+            &Actor::Engine,
+            json!({"type": "security_event", "event": "unrecorded_merge", "run_id": run,
+                   "base": base, "base_commit": at, "tip": tip, "found": found}),
+        );
+        if let Err(e) = self.record_activity(
+            run,
+            "security",
+            json!({"event": "unrecorded_merge", "base": base, "base_commit": at, "found": found, "text": text}),
+        ) {
+            tracing::error!(run, "cannot record the unrecorded merge: {}", e.message);
+        }
+        self.notify_user(
+            NotificationKind::AgentQuestionBlocking,
+            run,
+            format!("Run {run}'s work is on {base}, merged outside Overseer"),
+            text,
+        );
+    }
+
+    /// Says in the run's timeline how its merge went.
+    pub(crate) fn note_merge(&self, run: RunId, outcome: &MergeOutcome) {
+        if *outcome == MergeOutcome::NoRepository {
+            return;
+        }
+        let base = self
+            .store()
+            .run_work(run)
+            .ok()
+            .and_then(|w| w.base_ref)
+            .unwrap_or_else(|| "the base branch".to_owned());
+        if let Err(e) = self.record_activity(
+            run,
+            "merge",
+            json!({"outcome": outcome, "text": outcome.text(&base)}),
+        ) {
+            tracing::warn!(
+                run,
+                "cannot record the merge in the timeline: {}",
+                e.message
+            );
+        }
+    }
+
+    /// Merges, and says how in the run's timeline; a merge that cannot happen
+    /// opens a deviation gate with the reason (retry, or stop).
+    pub(crate) fn merge_or_deviation(
+        &self,
+        run: RunId,
+        actor: &Actor,
+    ) -> Result<MergeOutcome, ApiError> {
+        match self.merge_run(run, actor) {
+            Ok(outcome) => {
+                self.note_merge(run, &outcome);
+                Ok(outcome)
+            }
+            Err(err) => {
+                self.open_merge_failed(run, &err)?;
+                Err(err)
+            }
+        }
+    }
+
+    /// Records the commit the run's review shows (its branch's latest), and
+    /// says if any of its work is already on the base without a merge of
+    /// Overseer's. Nothing to do for a run without a repository.
+    pub(crate) fn record_review_tip(&self, run: RunId) -> Result<(), ApiError> {
+        let work = self.store().run_work(run)?;
+        let (Some(branch), Some(dir)) = (&work.branch, &work.worktree) else {
+            return Ok(());
+        };
+        let tip = git::branch_head(Path::new(dir), branch)?;
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.set_reviewed_tip(run, &tip, now))?;
+        if let Err(e) = self.check_unrecorded_merge(run) {
+            tracing::warn!(
+                run,
+                "cannot check the base for the run's commits: {}",
+                e.message
+            );
+        }
+        Ok(())
+    }
+
+    /// A human's approval of a run waiting for review. Without a co-signing
+    /// supervisor the approval decides: the merge first, then the decision
+    /// and the run's release in one transaction (a failed merge records
+    /// nothing). On a co-signed review the vote is recorded first, and the
+    /// merge waits for the supervisor's approval (see [`Engine::review_effect`]).
+    pub(crate) fn approve_review(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let run = self.run(id)?;
+        let gate = match run.state {
+            RunState::PendingReview => self.review_gate(id)?,
+            // Not waiting for review: the state machine says why.
+            _ => None,
+        };
+        let Some(gate) = gate else {
+            return self.approve_recorded(id, actor);
+        };
+        if gate.decision.is_some() {
+            // Decided approve before and not merged (the merge failed, or the
+            // engine stopped in between): a retry merges; anything else says
+            // who decided what.
+            return self.effect_approval(&gate, actor);
+        }
+        if gate.authority == Some(Autonomy::Cosign) {
+            return self.cosign_approval(&gate, actor);
+        }
+        self.merge_or_deviation(id, actor)?;
+        self.approve_recorded(id, actor)
+    }
+
+    /// The run's latest merge-review gate.
+    fn review_gate(&self, run: RunId) -> Result<Option<GateView>, ApiError> {
+        Ok(self
+            .store()
+            .gates(false)?
+            .into_iter()
+            .filter(|g| g.run_id == run && g.kind == GateKind::MergeReview)
+            .max_by_key(|g| g.id))
+    }
+
+    /// A human's approval on a co-signed merge review: a vote. It decides
+    /// (and merges) only with the supervisor's approval, before or after.
+    fn cosign_approval(&self, gate: &GateView, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let voted = self.store().write(|tx| {
+            tx.decide_gate(
+                gate.id,
+                GateKind::MergeReview.approve_option(),
+                None,
+                actor,
+                now,
+            )
+        })?;
+        if voted.decision.is_none() {
+            self.record_activity(
+                gate.run_id,
+                "cosign",
+                json!({"gate_id": gate.id, "by": actor.to_string(),
+                       "text": format!("approved by {actor}; the merge waits for the co-sign of the supervisor")}),
+            )?;
+            let run = self.run(gate.run_id)?;
+            self.publish(vec![EngineEvent::RunChanged { run: run.clone() }]);
+            return Ok(run);
+        }
+        self.publish(vec![EngineEvent::GateDecided {
+            gate_id: gate.id,
+            run_id: gate.run_id,
+            kind: gate.kind,
+        }]);
+        self.effect_approval(&voted, actor)
+    }
+
+    /// Acts on a merge review decided approve: marked effected (nobody can
+    /// change it any more), merged, and the run released as merged.
+    pub(crate) fn effect_approval(
+        &self,
+        gate: &GateView,
+        actor: &Actor,
+    ) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
+        let approve = GateKind::MergeReview.approve_option();
+        match &gate.decision {
+            Some(d) if d.option == approve => {}
+            Some(d) => {
+                return Err(ApiError::new(
+                    ErrorCode::AlreadyDecided,
+                    format!(
+                        "run {}'s review was already decided: '{}' by {}",
+                        gate.run_id, d.option, d.actor
+                    ),
+                ))
+            }
+            None => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidTransition,
+                    format!(
+                        "run {}'s review has no decision its signed record backs; decide it again",
+                        gate.run_id
+                    ),
+                ))
+            }
+        }
+        self.merge_or_deviation(gate.run_id, actor)?;
+        self.transition(gate.run_id, RunEvent::Approve, None, actor)
+    }
+}
+
+/// True when a human approved this pending, co-signed gate and it waits for
+/// the supervisor's approval (core's resolution of the votes cast so far).
+pub(crate) fn awaiting_cosign(gate: &GateView, decisions: &[DecisionRecord]) -> bool {
+    if gate.decision.is_some() {
+        return false;
+    }
+    let votes: Vec<Vote> = decisions
+        .iter()
+        .filter(|d| matches!(d.actor, Actor::User(_) | Actor::Supervisor(_)))
+        .map(|d| Vote {
+            actor: d.actor.clone(),
+            verdict: d.verdict,
+            option: d.option.clone(),
+            at: d.at,
+        })
+        .collect();
+    matches!(
+        resolve(gate.authority, Some(gate.kind.approve_option()), &votes),
+        Resolution::Pending {
+            awaiting_cosign: true
+        }
+    )
+}
+
+/// The merge commit a record names, if it is on the base; else the commit
+/// on the base's first-parent line that merged `tip`.
+fn merge_commit_of(user: &Path, old: &str, tip: &str, m: &MergeRecord) -> Option<String> {
+    m.merge_commit
+        .clone()
+        .filter(|c| git::contains(user, old, c).unwrap_or(false))
+        .or_else(|| git::merge_of(user, old, tip).ok().flatten())
+}
+
+/// Where a run's merge reads and writes, or None for a run without a
+/// repository. The reviewed commit is the one recorded when the run entered
+/// review, else (a run from before it was recorded, or not yet in review)
+/// the branch's commit now.
+fn sides(work: &RunWork) -> Result<Option<Sides>, ApiError> {
+    let (Some(branch), Some(base), Some(dir)) = (&work.branch, &work.base_ref, &work.worktree)
+    else {
+        return Ok(None);
+    };
+    let repo = PathBuf::from(dir);
+    let tip = match &work.reviewed_tip {
+        Some(t) => t.clone(),
+        None => git::branch_head(&repo, branch)?,
+    };
+    let from = match &work.base_commit {
+        Some(c) => c.clone(),
+        None => git::branch_start(&repo, base, branch),
+    };
+    Ok(Some(Sides {
+        user: PathBuf::from(&work.workspace.path),
+        repo,
+        base: base.clone(),
+        branch: branch.clone(),
+        from,
+        tip,
+    }))
+}
