@@ -16,6 +16,7 @@ pub mod api;
 pub mod client;
 mod clock;
 pub mod config;
+pub mod contain;
 pub mod demo;
 mod engine;
 pub mod evaluate;

@@ -276,7 +276,7 @@ impl Engine {
             tracing::error!(run, "cannot record the unrecorded merge: {}", e.message);
         }
         self.notify_user(
-            NotificationKind::AgentQuestionBlocking,
+            NotificationKind::SecurityEvent,
             run,
             format!("Run {run}'s work is on {base}, merged outside Overseer"),
             text,

@@ -231,7 +231,7 @@ async fn work_found_on_main_without_a_merge_of_overseers_is_a_security_event() {
     );
     assert_eq!(audit_mentions(&w, "unrecorded_merge"), 1);
     assert!(
-        notes.kinds().contains(&NotificationKind::AgentQuestionBlocking),
+        notes.kinds().contains(&NotificationKind::SecurityEvent),
         "{:?}",
         notes.kinds()
     );

@@ -163,6 +163,17 @@ fn launch(engine: &Arc<Engine>, run: RunId) {
 /// Marks agents of a killed engine as interrupted, kills any that survived,
 /// and notifies again about everything still waiting for the user.
 fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
+    // Every process a killed engine's runs left: their cgroups first (exact,
+    // marker or not), then by marker (machines without cgroups).
+    if let Some(root) = engine.run_cgroup_root() {
+        let killed = crate::contain::cgroup::sweep(&root);
+        if !killed.is_empty() {
+            tracing::warn!(
+                ?killed,
+                "killed processes left in run cgroups by a previous engine"
+            );
+        }
+    }
     let killed = process::kill_marked(&marker_prefix(engine));
     if !killed.is_empty() {
         tracing::warn!(?killed, "killed agent processes left by a previous engine");
@@ -681,12 +692,19 @@ async fn launch_agent(
     if let Ok(ms) = std::env::var("OVERSEER_DEMO_STEP_MS") {
         env.push(("OVERSEER_DEMO_STEP_MS".to_owned(), ms));
     }
+    // Contained (bubblewrap, the run's cgroup), or not started at all
+    // unless the profile allows running uncontained.
+    let contained = engine
+        .contain_agent(work, profile, &env, worktree)
+        .map_err(|note| ApiError::new(ErrorCode::InvalidInput, note))?;
     let spec = AgentSpec {
         program: PathBuf::from(&profile.command),
         args: profile.args.clone(),
         env,
         cwd: worktree.to_owned(),
         marker: engine.agent_marker(work.run_id),
+        sandbox: contained.sandbox,
+        cgroup: contained.cgroup,
     };
     let (process, stdin, stdout, stderr) =
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
@@ -1278,38 +1296,55 @@ async fn run_sensors(
 ) -> Vec<SensorResult> {
     let mut results = Vec::new();
     for command in commands {
-        let out = tokio::time::timeout(
-            SENSOR_TIMEOUT,
-            tokio::process::Command::new("sh")
-                .arg("-c")
-                .arg(command)
-                .current_dir(worktree)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await;
-        let result = match out {
-            Ok(Ok(o)) => {
-                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&o.stderr));
-                SensorResult {
-                    command: command.clone(),
-                    exit_code: o.status.code(),
-                    passed: o.status.success(),
-                    output: tail(&text, SENSOR_OUTPUT_MAX),
-                }
+        // Each command contained like the agent (its own fresh home, a
+        // cleared environment), in a cgroup of its own: what it leaves
+        // behind (a daemon) is stopped when it ends.
+        let out = match engine.contain_sensor(run, worktree) {
+            Ok(contained) => {
+                let spec = AgentSpec {
+                    program: PathBuf::from("sh"),
+                    args: vec!["-c".to_owned(), command.clone()],
+                    env: Vec::new(),
+                    cwd: worktree.to_owned(),
+                    marker: format!("{}-sensors", engine.agent_marker(run)),
+                    sandbox: contained.sandbox,
+                    cgroup: contained.cgroup,
+                };
+                process::run_captured(
+                    &spec,
+                    SENSOR_TIMEOUT,
+                    engine.config.abort_timeout(),
+                    SENSOR_OUTPUT_MAX,
+                )
+                .await
+                .map_err(|e| format!("cannot run: {e}"))
             }
-            Ok(Err(e)) => SensorResult {
-                command: command.clone(),
-                exit_code: None,
-                passed: false,
-                output: format!("cannot run: {e}"),
-            },
-            Err(_) => SensorResult {
+            Err(note) => Err(format!("cannot run: {note}")),
+        };
+        let _ = std::fs::remove_dir_all(engine.sensor_home(run));
+        let result = match out {
+            Ok(o) if o.timed_out => SensorResult {
                 command: command.clone(),
                 exit_code: None,
                 passed: false,
                 output: format!("timed out after {} s", SENSOR_TIMEOUT.as_secs()),
+            },
+            Ok(o) => {
+                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&o.stderr));
+                let status = o.status;
+                SensorResult {
+                    command: command.clone(),
+                    exit_code: status.and_then(|s| s.code()),
+                    passed: status.is_some_and(|s| s.success()),
+                    output: tail(&text, SENSOR_OUTPUT_MAX),
+                }
+            }
+            Err(output) => SensorResult {
+                command: command.clone(),
+                exit_code: None,
+                passed: false,
+                output,
             },
         };
         let _ = engine.record_activity(run, "sensor", json!(result));

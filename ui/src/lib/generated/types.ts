@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
-export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "internal";
+export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
 
 export type ApiError = { code: ErrorCode, message: string, };
 
@@ -148,6 +148,12 @@ export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode":
 
 export type PlanStrategy = "auto" | "mode" | "prompt" | "skip";
 
+export type SandboxStatus = { "state": "available", bwrap: string, } | { "state": "missing", why: string, fix: string, };
+
+export type CgroupStatus = { "state": "available", root: string, } | { "state": "missing", why: string, };
+
+export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, };
+
 export type AgentInfo = { name: string, command: string, 
 /**
  * Where the command was found, if it was.
@@ -168,7 +174,20 @@ needs: Array<string>,
 /**
  * True when `overseer.toml` defines it (else it is built in).
  */
-from_file: boolean, };
+from_file: boolean, 
+/**
+ * What this machine can do to contain its runs.
+ */
+containment: Containment, 
+/**
+ * Whether its runs would be contained: false when the machine cannot
+ * and the profile allows running uncontained (else it is a need).
+ */
+contained: boolean, 
+/**
+ * Whether its sandbox shares the network.
+ */
+network: boolean, };
 
 export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
 /**
@@ -330,6 +349,6 @@ export type Started = { task_id: number, run_id: number, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
 
-export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed";
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event";
 
 export type NotificationSettings = { muted: Array<NotificationKind>, };
