@@ -116,6 +116,45 @@ describe("Gates", () => {
     expect(gates.pending.has(41)).toBe(false);
   });
 
+  it("says when a co-signed gate the human approved waits for the supervisor's co-sign", async () => {
+    const backend = demoBackend(NOW);
+    backend.gates.set(1, { ...backend.gates.get(1)!, authority: "cosign" });
+    let voted = false;
+    const story = backend.gateStory.bind(backend);
+    backend.gateStory = async (id) => ({ ...(await story(id)), awaiting_cosign: id === 1 && voted });
+    // The engine records the human's vote; the gate stays pending.
+    backend.decideGate = async (id) => {
+      voted = true;
+      return backend.gates.get(id)!;
+    };
+    const { gates } = await started(backend);
+    expect(gates.awaitingCosign.has(1)).toBe(false);
+    expect(await gates.decide(1, "approve", null)).toBe(true);
+    expect(gates.pending.has(1)).toBe(true);
+    expect(gates.awaitingCosign.has(1)).toBe(true);
+    // The supervisor co-signs: the gate is decided and leaves the inbox.
+    backend.push({ type: "gate_decided", gate_id: 1, run_id: 1, kind: "merge_review" });
+    await flush();
+    expect(gates.pending.has(1)).toBe(false);
+    expect(gates.awaitingCosign.has(1)).toBe(false);
+  });
+
+  it("learns of an approval given elsewhere (the CLI) from its run's change", async () => {
+    const backend = demoBackend(NOW);
+    backend.gates.set(1, { ...backend.gates.get(1)!, authority: "cosign" });
+    let voted = false;
+    const story = backend.gateStory.bind(backend);
+    backend.gateStory = async (id) => ({ ...(await story(id)), awaiting_cosign: id === 1 && voted });
+    const { gates } = await started(backend);
+    voted = true;
+    backend.push({ type: "run_changed", run: backend.runs.get(1)! });
+    await flush();
+    await flush();
+    expect(gates.awaitingCosign.has(1)).toBe(true);
+    // A gate without a co-signing supervisor never asks.
+    expect(backend.calls.filter((c) => c.startsWith("gateStory")).every((c) => c === "gateStory 1")).toBe(true);
+  });
+
   it("keeps events that arrive while it lists, and stops listening when stopped", async () => {
     const backend = demoBackend(NOW);
     const list = backend.listGates.bind(backend);

@@ -14,6 +14,9 @@ export class Gates {
   errors = $state(new Map<number, ApiError>());
   /** Gate ids with a call in flight. */
   busy = $state(new Set<number>());
+  /** Co-signed gates a human approved that wait for the supervisor's
+   * approval (the engine says so in each gate's story). */
+  awaitingCosign = $state(new Set<number>());
 
   sorted = $derived(sortGates([...this.pending.values()]));
 
@@ -38,6 +41,7 @@ export class Gates {
     try {
       const gates = await this.backend.listGates(true);
       this.pending = new Map(gates.map((g) => [g.id, g] as const));
+      await Promise.all(gates.map((g) => this.refreshCosign(g)));
       const early = this.early ?? [];
       this.early = null;
       for (const e of early) await this.onEvent(e);
@@ -76,22 +80,51 @@ export class Gates {
         next.delete(e.gate_id);
         this.errors = next;
       }
+      this.setAwaiting(e.gate_id, false);
     } else if (e.type === "gate_opened") {
       try {
         const g = await this.backend.showGate(e.gate_id);
         // A decision may have arrived while the gate was being fetched.
         if (g.status !== "pending") return;
         this.pending = new Map(this.pending).set(g.id, g);
+        await this.refreshCosign(g);
       } catch (err) {
         this.error = toApiError(err);
       }
+    } else if (e.type === "run_changed") {
+      // A human's approval of a co-signed gate changes no gate, only its
+      // run (from the window, the CLI or the socket alike).
+      const g = this.forRun(e.run.id);
+      if (g) await this.refreshCosign(g);
     }
+  }
+
+  /** Asks the engine whether a co-signed gate waits for the supervisor. */
+  private async refreshCosign(g: GateView): Promise<void> {
+    if (g.authority !== "cosign") return;
+    try {
+      const story = await this.backend.gateStory(g.id);
+      this.setAwaiting(g.id, story.awaiting_cosign === true && this.pending.has(g.id));
+    } catch {
+      // The card just does not say it; the gate itself is unaffected.
+    }
+  }
+
+  private setAwaiting(gateId: number, on: boolean): void {
+    if (this.awaitingCosign.has(gateId) === on) return;
+    const next = new Set(this.awaitingCosign);
+    if (on) next.add(gateId);
+    else next.delete(gateId);
+    this.awaitingCosign = next;
   }
 
   /** True when the decision was accepted. The gate leaves the inbox when the
    * engine says it was decided. */
   async decide(gateId: number, option: string, context: string | null): Promise<boolean> {
-    return this.act(gateId, () => this.backend.decideGate(gateId, option, context));
+    const ok = await this.act(gateId, () => this.backend.decideGate(gateId, option, context));
+    const g = this.pending.get(gateId);
+    if (ok && g) await this.refreshCosign(g);
+    return ok;
   }
 
   /** Decides each gate with its batch option ({@link batchOption}), one after
