@@ -658,6 +658,20 @@ fn agents_list_says_which_profiles_are_ready_and_what_their_mode_allows() {
     assert_eq!(claude["mode_effect"], "asks before edits and commands");
     let text = home.ok(&["agents", "list"]);
     assert!(text.contains("mode `read-only`: reads only"), "{text}");
+    // Whether this machine contains runs comes first, as the engine measured
+    // it (these machines do), and in the JSON per profile.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("contained: bubblewrap, cgroup v2 at ")
+            || first.starts_with("NOT CONTAINED: "),
+        "{text}"
+    );
+    assert_eq!(
+        mine["containment"]["sandbox"]["state"] == "available",
+        first.starts_with("contained"),
+        "{mine}"
+    );
+    assert_eq!(mine["contained"], first.starts_with("contained"));
 
     // A mode that acts unasked is refused for a task, with what to do.
     std::fs::write(
@@ -680,4 +694,107 @@ fn agents_list_says_which_profiles_are_ready_and_what_their_mode_allows() {
         "later",
     ]);
     assert!(err.contains("auto, mode, prompt or skip"), "{err}");
+}
+
+#[test]
+fn where_the_machine_cannot_contain_a_run_is_not_started_unless_its_profile_allows_it() {
+    let h = Home::new();
+    let cfg = h.dir.path().join("config");
+    std::fs::create_dir_all(&cfg).expect("cfg");
+    let demo = demo_agent();
+    std::fs::write(
+        cfg.join("overseer.toml"),
+        format!(
+            "[agents.demo]\ncommand = {demo:?}\nmode = \"default\"\n\n\
+             [agents.loose]\ncommand = {demo:?}\nmode = \"default\"\nallow_uncontained = true\n",
+        ),
+    )
+    .expect("config");
+    let repo = h.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+            .args(&args)
+            .status()
+            .expect("git");
+        assert!(ok.success());
+    }
+    h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
+    // An engine whose bubblewrap cannot run (as on a machine without it).
+    let _serve = Serve(
+        h.cmd(&["serve"])
+            .env("OVERSEER_BWRAP", "/nonexistent/bwrap")
+            .env("OVERSEER_DEMO_STEP_MS", "0")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    wait_for(&h.data().join("overseer.sock"));
+    let list = h.ok(&["agents", "list"]);
+    assert!(
+        list.starts_with(
+            "NOT CONTAINED: OVERSEER_BWRAP=/nonexistent/bwrap is not an executable file"
+        ),
+        "{list}"
+    );
+    assert!(
+        list.contains("runs NOT CONTAINED (allow_uncontained = true)"),
+        "{list}"
+    );
+    assert!(list.contains("needs a sandbox: "), "{list}");
+
+    let start = |agent: &str| -> i64 {
+        h.ok(&[
+            "task",
+            "start",
+            "--workspace",
+            "r",
+            "--agent",
+            agent,
+            "--prompt",
+            "p",
+        ])
+        .trim()
+        .parse()
+        .expect("run id")
+    };
+    // Not allowed uncontained: never launched; the run says why and the fix.
+    let refused = start("demo");
+    eventually("the run to fail", || {
+        h.run_state(refused) == "released:failed"
+    });
+    let shown: serde_json::Value =
+        serde_json::from_str(&h.ok(&["runs", "show", &refused.to_string(), "--json"]))
+            .expect("json");
+    let note = shown["release_note"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(note.contains("cannot contain the agent"), "{shown}");
+    assert!(
+        note.contains("allow_uncontained = true in [agents.demo]"),
+        "{shown}"
+    );
+    let activity = h.ok(&["runs", "activity", &refused.to_string(), "--json"]);
+    assert!(
+        !activity.contains("\"session\""),
+        "no agent was started: {activity}"
+    );
+
+    // Allowed: it runs, uncontained, and says so on its timeline.
+    let loose = start("loose");
+    eventually("the uncontained run's plan gate", || {
+        h.ok(&["gates", "list", "--json"])
+            .contains(&format!("\"run_id\": {loose}"))
+            || h.ok(&["gates", "list", "--json"])
+                .contains(&format!("\"run_id\":{loose}"))
+    });
+    let activity = h.ok(&["runs", "activity", &loose.to_string(), "--json"]);
+    assert!(activity.contains("runs UNCONTAINED"), "{activity}");
 }

@@ -133,12 +133,32 @@ pub(crate) fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The bubblewrap binary to use instead of the one on PATH.
+pub const BWRAP_ENV: &str = "OVERSEER_BWRAP";
+
 fn probe_sandbox() -> SandboxStatus {
-    let Some(bwrap) = find_bwrap() else {
-        return SandboxStatus::Missing {
-            why: "bubblewrap (bwrap) is not installed".to_owned(),
-            fix: BWRAP_FIX.to_owned(),
-        };
+    let chosen = std::env::var_os(BWRAP_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let bwrap = match chosen {
+        Some(p) if is_executable(&p) => p,
+        Some(p) => {
+            return SandboxStatus::Missing {
+                why: format!("{BWRAP_ENV}={} is not an executable file", p.display()),
+                fix: format!(
+                    "point {BWRAP_ENV} at bubblewrap, or unset it to use the one on PATH, and restart Overseer"
+                ),
+            }
+        }
+        None => match find_bwrap() {
+            Some(p) => p,
+            None => {
+                return SandboxStatus::Missing {
+                    why: "bubblewrap (bwrap) is not installed".to_owned(),
+                    fix: BWRAP_FIX.to_owned(),
+                }
+            }
+        },
     };
     let mut cmd = std::process::Command::new(&bwrap);
     cmd.args(NAMESPACE_FLAGS)
