@@ -365,3 +365,43 @@ async fn a_cosigned_review_the_supervisor_approved_first_merges_on_the_humans_ap
     assert_eq!(view.state, merged());
     assert_eq!(merges_on_main(&w.repo), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_that_cannot_happen_changes_nothing_and_its_retry_merges_once() {
+    let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    to_review(&w, run).await;
+    let base = git(&w.repo, &["rev-parse", "main"]);
+    // The user's checkout of main has uncommitted work: nothing may touch it.
+    std::fs::write(w.repo.join("README.md"), "my uncommitted work\n").expect("dirty");
+    let err = w
+        .engine
+        .approve_run(run, &Actor::app())
+        .expect_err("dirty checkout");
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("commit or stash"), "{}", err.message);
+    assert_eq!(git(&w.repo, &["rev-parse", "main"]), base);
+    assert_eq!(
+        git(&w.repo, &["for-each-ref", "refs/overseer"]),
+        "",
+        "the hidden ref is gone"
+    );
+    assert_eq!(
+        w.engine.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+    let deviation = pending_gate(&w, run, GateKind::Deviation).await;
+    assert_eq!(deviation.payload["cause"], "merge_failed");
+    // The user puts their work away and retries: one merge.
+    git(&w.repo, &["stash", "-q"]);
+    w.engine
+        .decide_gate(deviation.id, "retry", None, &Actor::app())
+        .expect("retry");
+    state(&w, run, merged()).await;
+    assert_eq!(merges_on_main(&w.repo), 1);
+    git(&w.repo, &["stash", "pop", "-q"]);
+    assert_eq!(
+        std::fs::read_to_string(w.repo.join("README.md")).expect("read"),
+        "my uncommitted work\n"
+    );
+}
