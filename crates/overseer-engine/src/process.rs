@@ -248,7 +248,7 @@ impl AgentProcess {
         let mut pids: HashSet<u32> = tree_of(self.pid, &self.marker).into_iter().collect();
         pids.extend(own);
         if let Some(cg) = &self.cgroup {
-            pids.extend(cg.pids().into_iter().filter(|p| !is_zombie(*p)));
+            pids.extend(cg.live_pids());
         }
         let mut v: Vec<u32> = pids.into_iter().collect();
         v.sort_unstable();
@@ -339,12 +339,22 @@ impl Drop for AgentProcess {
     /// cgroup gets it too, and the cgroup goes.
     fn drop(&mut self) {
         let Some(cg) = self.cgroup.take() else { return };
-        let left = cg.kill_blocking(Duration::from_secs(1));
-        if left.is_empty() {
-            let _ = cg.remove();
-            if let Some(root) = cg.path().parent() {
-                crate::contain::cgroup::remove_if_empty(root);
+        let left = cg.kill_blocking(KILL_WAIT);
+        let _ = self.child.try_wait();
+        if !left.is_empty() {
+            tracing::error!(
+                ?left,
+                "processes in {} survived cgroup.kill",
+                cg.path().display()
+            );
+        }
+        match cg.remove() {
+            Ok(()) => {
+                if let Some(root) = cg.path().parent() {
+                    crate::contain::cgroup::remove_if_empty(root);
+                }
             }
+            Err(e) => tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display()),
         }
     }
 }
@@ -411,14 +421,6 @@ async fn read_tail(mut r: impl tokio::io::AsyncRead + Unpin, keep: usize) -> Vec
             }
         }
     }
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, r)| r.split_whitespace().next())
-            .is_none_or(|s| s == "Z" || s == "X")
-    })
 }
 
 fn signal_all(pids: &[u32], group: Option<u32>, sig: rustix::process::Signal) {

@@ -164,9 +164,10 @@ pub(crate) fn probe() -> CgroupStatus {
     for base in [v2.mount.clone(), own.clone()] {
         match usable(&base, &own) {
             Ok(()) => {
+                remove_stale(&base);
                 return CgroupStatus::Available {
                     root: base.to_string_lossy().into_owned(),
-                }
+                };
             }
             Err(why) => reasons.push(why),
         }
@@ -219,7 +220,7 @@ impl RunCgroup {
             }
         }
         let cg = RunCgroup { path };
-        if !cg.pids().is_empty() {
+        if !cg.live_pids().is_empty() {
             let left = cg.kill_blocking(Duration::from_secs(5));
             if !left.is_empty() {
                 tracing::error!(?left, "processes left in {} survived", cg.path.display());
@@ -302,13 +303,19 @@ impl RunCgroup {
         rm(&self.path)
     }
 
+    /// Its live processes (a zombie waits only for its parent to reap it:
+    /// it runs nothing and does not keep the cgroup from being removed).
+    pub fn live_pids(&self) -> Vec<u32> {
+        self.pids().into_iter().filter(|p| !is_zombie(*p)).collect()
+    }
+
     /// Kills everything in it and waits up to `wait` for it to be empty;
-    /// returns the pids still there (empty: all gone).
+    /// returns the pids still alive (empty: all gone).
     pub fn kill_blocking(&self, wait: Duration) -> Vec<u32> {
         let deadline = Instant::now() + wait;
         loop {
             self.kill();
-            let left = self.pids();
+            let left = self.live_pids();
             if left.is_empty() || Instant::now() >= deadline {
                 return left;
             }
@@ -321,13 +328,21 @@ impl RunCgroup {
         let deadline = Instant::now() + wait;
         loop {
             self.kill();
-            let left = self.pids();
+            let left = self.live_pids();
             if left.is_empty() || Instant::now() >= deadline {
                 return left;
             }
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .is_none_or(|s| s == "Z" || s == "X")
+    })
 }
 
 /// After a crash: kills what is left in every `run-*` cgroup under `root`
@@ -343,7 +358,7 @@ pub fn sweep(root: &Path) -> Vec<u32> {
             continue;
         }
         let cg = RunCgroup { path: e.path() };
-        killed.extend(cg.pids());
+        killed.extend(cg.live_pids());
         let left = cg.kill_blocking(Duration::from_secs(5));
         if !left.is_empty() {
             tracing::error!(
@@ -359,6 +374,41 @@ pub fn sweep(root: &Path) -> Vec<u32> {
     }
     remove_if_empty(root);
     killed
+}
+
+/// How old an empty run cgroup must be before any engine may remove it.
+const STALE: Duration = Duration::from_secs(600);
+
+/// Removes empty `run-*` cgroups older than ten minutes under every
+/// `overseer-*` directory of `base`, and those directories once empty:
+/// what engines that vanished left (a data dir deleted after a crash, a
+/// test's temp dir). Nothing with a live process in it is touched, and an
+/// engine whose run cgroup is removed under it only finds it gone.
+pub(crate) fn remove_stale(base: &Path) {
+    let Ok(roots) = std::fs::read_dir(base) else {
+        return;
+    };
+    for root in roots.filter_map(|e| e.ok()) {
+        let name = root.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("overseer-") || name.starts_with("overseer-probe-") {
+            continue;
+        }
+        if let Ok(runs) = std::fs::read_dir(root.path()) {
+            for run in runs.filter_map(|e| e.ok()) {
+                let old = run
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE);
+                let cg = RunCgroup { path: run.path() };
+                if old && run.file_type().is_ok_and(|t| t.is_dir()) && cg.live_pids().is_empty() {
+                    let _ = cg.remove();
+                }
+            }
+        }
+        remove_if_empty(&root.path());
+    }
 }
 
 /// Removes an engine's cgroup directory once no run uses it (it is made
