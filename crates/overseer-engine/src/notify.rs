@@ -20,8 +20,9 @@ pub enum NotificationKind {
     /// The supervisor's evaluator failed (timeout, error, garbage): the
     /// human decides.
     SupervisorFailed,
-    /// Something a run did was refused as an attack (a process of a run
-    /// connected to the engine's socket). Always notifies.
+    /// A security event: a run tried to reach what it must not (a process
+    /// of a run connected to the engine's socket), or the user's repository
+    /// changed outside a recorded merge. Always notifies.
     SecurityEvent,
 }
 
@@ -78,7 +79,7 @@ impl NotificationSettings {
                 k.as_str()
             )),
             Some(k) => Err(format!(
-                "{} cannot be muted: it says a run tried to reach what it must not",
+                "{} cannot be muted: it says something tried to get around Overseer",
                 k.as_str()
             )),
             None => Ok(()),
@@ -211,9 +212,7 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     NotificationKind::SupervisorFailed => {
                         format!("The supervisor failed on {n} decisions")
                     }
-                    NotificationKind::SecurityEvent => {
-                        format!("{n} security events: runs tried to reach Overseer")
-                    }
+                    NotificationKind::SecurityEvent => format!("{n} security events"),
                 };
                 let mut body: Vec<String> = many
                     .iter()

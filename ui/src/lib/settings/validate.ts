@@ -331,7 +331,11 @@ export const NOTIFICATION_KINDS: readonly { kind: NotificationKind; label: strin
   { kind: "run_failed", label: "A run failed", blocking: false },
   { kind: "supervisor_escalated", label: "The supervisor handed a decision to you", blocking: false },
   { kind: "supervisor_failed", label: "The supervisor failed (timeout, error) and you decide", blocking: false },
-  { kind: "security_event", label: "A run tried to reach Overseer (refused; always notified)", blocking: true },
+  {
+    kind: "security_event",
+    label: "A security event: a run tried to reach Overseer, or main moved outside a recorded merge",
+    blocking: true,
+  },
 ];
 
 /** The muted list after switching `kind` on (notify) or off (muted).
