@@ -14,11 +14,11 @@ use tauri::{Emitter, Manager};
 /// The event name the web view listens on.
 pub const EVENT_NAME: &str = "overseer://event";
 
-/// Builds the app around an already opened engine; with a listener, the local
-/// API is served beside the window.
 /// The event that asks the window to open a run (a notification was clicked).
 pub const OPEN_EVENT: &str = "overseer://open";
 
+/// Builds the app around an already opened engine; with a listener, the local
+/// API is served beside the window.
 pub fn builder(
     engine: Arc<Engine>,
     listener: Option<server::Listener>,

@@ -104,7 +104,7 @@ fn table(outcomes: &[Outcome]) -> String {
         String::from("red-team suite (tests/security), from a real child of claude-agent-acp:\n");
     for o in outcomes {
         t.push_str(&format!(
-            "  {:<28} {:<8} {}\n",
+            "  {:<50} {:<8} {}\n",
             o.attack,
             if o.blocked { "blocked" } else { "REACHED" },
             o.detail
