@@ -11,7 +11,8 @@
 //! answers the planning prompt (`overseer_core::plan`) with a plan block, and
 //! each "Carry out step N" prompt with that step's edits. Its edits are real:
 //! files are written through the client's `fs/write_text_file` (so Overseer
-//! sees and confines them), and after each step it commits them with git.
+//! sees and confines them), and after each step it commits them with git,
+//! unless its `.git` is read-only (Overseer's containment: the engine commits).
 //!
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,

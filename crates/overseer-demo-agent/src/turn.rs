@@ -738,8 +738,14 @@ fn remove_dir_inside(cwd: &Path, dir: &str) {
     }
 }
 
-/// `git add -A` and a commit in `cwd`; returns what to tell the user.
+/// `git add -A` and a commit in `cwd`; returns what to tell the user. Under
+/// Overseer's containment the run's `.git` is read-only to agents and the
+/// engine commits each step itself: then there is nothing to do here.
 fn commit(cwd: &Path, message: &str) -> String {
+    if !git_dir_writable(cwd) {
+        return "Done. Overseer commits the step (this run's repository is read-only to agents)."
+            .to_owned();
+    }
     let git = |args: &[&str]| {
         Command::new("git")
             .arg("-C")
@@ -778,4 +784,20 @@ fn commit(cwd: &Path, message: &str) -> String {
         log!("commit failed: {e}");
         format!("The edits are made, but the commit failed: {e}")
     })
+}
+
+/// True when a file can be created in `cwd/.git` (false on a read-only bind).
+fn git_dir_writable(cwd: &Path) -> bool {
+    let probe = cwd
+        .join(".git")
+        .join(format!("overseer-demo-probe-{}", std::process::id()));
+    match std::fs::File::create_new(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            true
+        }
+        // A linked worktree's `.git` is a file: let git find the real dir.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => true,
+        Err(_) => false,
+    }
 }
