@@ -186,13 +186,15 @@ impl SandboxPlan {
             .find(|m| path.starts_with(m.target()))
     }
 
-    /// Whether `path` is writable inside (its working copy, its homes, the
-    /// private /tmp; never a hidden place).
+    /// Whether a write at `path` inside reaches the host's file there (its
+    /// working copy, its homes, the profile's write paths). The private
+    /// `/tmp` takes writes too, but they land in the sandbox's own tmpfs and
+    /// reach nothing: a host path under `/tmp` (a data dir there, say) is
+    /// out of sight, not writable.
     pub fn writable(&self, path: &Path) -> bool {
         self.deciding(path).is_some_and(|m| match m {
             Mount::Bind { writable, .. } => *writable,
-            Mount::Tmpfs(t) => t.as_path() == Path::new("/tmp"),
-            Mount::Cover(_) => false,
+            Mount::Tmpfs(_) | Mount::Cover(_) => false,
         })
     }
 
@@ -577,9 +579,15 @@ mod tests {
 
     impl Fixture {
         fn new() -> Fixture {
-            // Not under /tmp (hidden as a whole): each hide must show.
-            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/unit-tmp");
-            std::fs::create_dir_all(&base).expect("mkdir");
+            // Not under /tmp (the private /tmp hides it as a whole, and the
+            // plan then needs no hide of its own): each hide must show. A
+            // checkout may itself live under /tmp (CI clones there), so
+            // prefer /var/tmp.
+            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/unit-tmp");
+            let base = [PathBuf::from("/var/tmp/overseer-unit-tests"), target]
+                .into_iter()
+                .find(|b| !b.starts_with("/tmp") && std::fs::create_dir_all(b).is_ok())
+                .expect("a temp dir outside /tmp");
             let dir = tempfile::tempdir_in(&base).expect("tempdir");
             let root = dir.path().canonicalize().expect("canon");
             for d in [
@@ -661,7 +669,10 @@ mod tests {
             assert!(plan.hides(&f.p(hidden)), "{hidden} is hidden: {m:#?}");
         }
         assert!(plan.hides(Path::new("/tmp/x")));
-        assert!(plan.writable(Path::new("/tmp/x")));
+        assert!(
+            m.contains(&Mount::Tmpfs(PathBuf::from("/tmp"))),
+            "a private /tmp"
+        );
         assert!(!plan.writable(&f.p("data/overseer.sock")));
         assert!(!plan.writable(&f.p("repo/x")));
         let args: Vec<String> = plan
