@@ -478,7 +478,11 @@ fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
                 .iter()
                 .rev()
                 .find(|o| t.starts_with(o.target()) && o.target() != t.as_path());
-            if above.is_some_and(|o| !o.is_host_view()) {
+            // Under the private /tmp (a checkout or data dir in /tmp) the hide
+            // stays: /tmp takes writes, a hidden place must not.
+            let private_tmp =
+                |o: &Mount| matches!(o, Mount::Tmpfs(p) if p.as_path() == Path::new("/tmp"));
+            if above.is_some_and(|o| !o.is_host_view() && !private_tmp(o)) {
                 continue;
             }
         }
@@ -650,6 +654,51 @@ mod tests {
         m.iter()
             .position(|x| x.target() == target)
             .unwrap_or_else(|| panic!("no mount at {}", target.display()))
+    }
+
+    #[test]
+    fn a_checkout_and_data_dir_under_tmp_stay_hidden_and_read_only() {
+        // CI clones under /tmp: the private /tmp must not stand in for the
+        // hides, or a run could write where the user's checkout shows.
+        let dir = tempfile::Builder::new()
+            .prefix("overseer-plan-")
+            .tempdir_in("/tmp")
+            .expect("tempdir in /tmp");
+        let root = dir.path().canonicalize().expect("canon");
+        for d in ["repo/.git/objects", "data/worktrees/w/run-1/.git", "config"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        let plan = plan(&SandboxInputs {
+            bwrap: "/usr/bin/bwrap".into(),
+            data_dir: root.join("data"),
+            config_dir: root.join("config"),
+            repo: Some(root.join("repo")),
+            repo_objects: Some(root.join("repo/.git/objects")),
+            worktree: root.join("data/worktrees/w/run-1"),
+            network: true,
+            ..SandboxInputs::default()
+        })
+        .expect("plan");
+        let args: Vec<String> = plan
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        for hidden in ["repo", "data", "config"] {
+            let p = root.join(hidden);
+            assert!(
+                plan.mounts.contains(&Mount::Tmpfs(p.clone())),
+                "{hidden} has its own hide: {:#?}",
+                plan.mounts
+            );
+            let p = p.to_string_lossy().into_owned();
+            assert!(
+                args.windows(2).any(|w| w[0] == "--remount-ro" && w[1] == p),
+                "{hidden} is read-only: {args:?}"
+            );
+        }
+        assert!(!plan.writable(&root.join("repo/README.md")));
+        assert!(plan.writable(&root.join("data/worktrees/w/run-1/src")));
     }
 
     #[test]
