@@ -48,17 +48,236 @@ impl GateKind {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// The option that counts as "approve" on this kind of gate: for
-    /// co-signing, and for reading a human's choice as a verdict.
-    pub fn approve_option(self) -> &'static str {
+    /// The choices this kind of gate can offer, in the order they are shown.
+    /// A gate offers all of them or a subset (a deviation the agent cannot
+    /// retry offers no `retry`; a question without defaults no `default`).
+    pub fn options(self) -> Vec<GateChoice> {
+        fn all<C: Choice>() -> Vec<GateChoice> {
+            C::ALL.iter().map(|c| c.into_choice()).collect()
+        }
         match self {
-            GateKind::Plan | GateKind::MergeReview => "approve",
-            GateKind::ToolCall => "yes",
-            GateKind::StepReview | GateKind::SupervisorPause => "proceed",
-            GateKind::Deviation => "retry",
-            GateKind::Question => "answer",
+            GateKind::Plan => all::<PlanChoice>(),
+            GateKind::ToolCall => all::<ToolCallChoice>(),
+            GateKind::StepReview => all::<StepReviewChoice>(),
+            GateKind::SupervisorPause => all::<SupervisorPauseChoice>(),
+            GateKind::Deviation => all::<DeviationChoice>(),
+            GateKind::MergeReview => all::<MergeReviewChoice>(),
+            GateKind::Question => all::<QuestionChoice>(),
         }
     }
+
+    /// The choice that counts as "approve" on this kind of gate: for
+    /// co-signing, and for reading a human's choice as a verdict.
+    pub fn approve_choice(self) -> GateChoice {
+        match self {
+            GateKind::Plan => GateChoice::Plan(PlanChoice::Approve),
+            GateKind::ToolCall => GateChoice::ToolCall(ToolCallChoice::Yes),
+            GateKind::StepReview => GateChoice::StepReview(StepReviewChoice::Proceed),
+            GateKind::SupervisorPause => {
+                GateChoice::SupervisorPause(SupervisorPauseChoice::Proceed)
+            }
+            GateKind::Deviation => GateChoice::Deviation(DeviationChoice::Retry),
+            GateKind::MergeReview => GateChoice::MergeReview(MergeReviewChoice::Approve),
+            GateKind::Question => GateChoice::Question(QuestionChoice::Answer),
+        }
+    }
+
+    /// The id of [`GateKind::approve_choice`], as on the wire.
+    pub fn approve_option(self) -> &'static str {
+        self.approve_choice().as_str()
+    }
+}
+
+/// The fixed choices of one kind of gate. Their ids (`as_str`) are what the
+/// wire and the database carry; match on the enum, never on the id.
+pub trait Choice: Copy + Sized + 'static {
+    /// The kind of gate that offers these choices.
+    const KIND: GateKind;
+    /// Every choice, in the order a gate shows them.
+    const ALL: &'static [Self];
+    /// The id on the wire and in the database.
+    fn as_str(self) -> &'static str;
+    /// The choice an id names, if this kind offers it.
+    fn parse(id: &str) -> Option<Self>;
+    /// Tagged with its kind.
+    fn into_choice(self) -> GateChoice;
+}
+
+macro_rules! choices {
+    ($(#[$meta:meta])* $name:ident, $kind:ident, { $($(#[$vmeta:meta])* $variant:ident => $id:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $id)] $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $id),+
+                }
+            }
+        }
+
+        impl Choice for $name {
+            const KIND: GateKind = GateKind::$kind;
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+            fn parse(id: &str) -> Option<Self> {
+                match id {
+                    $($id => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+            fn into_choice(self) -> GateChoice {
+                GateChoice::$kind(self)
+            }
+        }
+
+        impl From<$name> for GateChoice {
+            fn from(c: $name) -> GateChoice {
+                GateChoice::$kind(c)
+            }
+        }
+    };
+}
+
+choices!(
+    /// A plan gate: the agent's plan, before any step runs.
+    PlanChoice, Plan, {
+        Approve => "approve",
+        /// Needs a reason: what to change.
+        RequestChanges => "request_changes",
+        Reject => "reject",
+    }
+);
+
+choices!(
+    /// A tool call the rules send to a human.
+    ToolCallChoice, ToolCall, {
+        Yes => "yes",
+        /// Allow it, and add a rule allowing its like for the rest of the run.
+        Always => "always",
+        No => "no",
+    }
+);
+
+choices!(
+    /// A step review (confidence too low to go on unasked).
+    StepReviewChoice, StepReview, {
+        Proceed => "proceed",
+        Stop => "stop",
+    }
+);
+
+choices!(
+    /// The supervisor paused the run.
+    SupervisorPauseChoice, SupervisorPause, {
+        Proceed => "proceed",
+        /// Correct the agent (the context is the correction).
+        Modify => "modify",
+        Abort => "abort",
+    }
+);
+
+choices!(
+    /// A deviation: a failed turn, a mode breach, a failed merge.
+    DeviationChoice, Deviation, {
+        Retry => "retry",
+        Replan => "replan",
+        Stop => "stop",
+    }
+);
+
+choices!(
+    /// A merge review (a run waiting in pending_review).
+    MergeReviewChoice, MergeReview, {
+        Approve => "approve",
+        Reject => "reject",
+        Abort => "abort",
+    }
+);
+
+choices!(
+    /// A question from the agent (an elicitation).
+    QuestionChoice, Question, {
+        /// The context is the answer (form content as JSON, or plain text).
+        Answer => "answer",
+        /// Take the form's defaults.
+        Default => "default",
+        Decline => "decline",
+    }
+);
+
+/// A choice on some gate, tagged by the gate's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+#[serde(tag = "kind", content = "choice", rename_all = "snake_case")]
+pub enum GateChoice {
+    Plan(PlanChoice),
+    ToolCall(ToolCallChoice),
+    StepReview(StepReviewChoice),
+    SupervisorPause(SupervisorPauseChoice),
+    Deviation(DeviationChoice),
+    MergeReview(MergeReviewChoice),
+    Question(QuestionChoice),
+}
+
+impl GateChoice {
+    /// Reads an option id from the wire (the window, the CLI, the socket, the
+    /// database) as a choice of `kind`.
+    pub fn parse(kind: GateKind, id: &str) -> Result<GateChoice, DecisionError> {
+        fn one<C: Choice>(id: &str) -> Result<GateChoice, DecisionError> {
+            parse_choice::<C>(id).map(Choice::into_choice)
+        }
+        match kind {
+            GateKind::Plan => one::<PlanChoice>(id),
+            GateKind::ToolCall => one::<ToolCallChoice>(id),
+            GateKind::StepReview => one::<StepReviewChoice>(id),
+            GateKind::SupervisorPause => one::<SupervisorPauseChoice>(id),
+            GateKind::Deviation => one::<DeviationChoice>(id),
+            GateKind::MergeReview => one::<MergeReviewChoice>(id),
+            GateKind::Question => one::<QuestionChoice>(id),
+        }
+    }
+
+    pub fn kind(self) -> GateKind {
+        match self {
+            GateChoice::Plan(_) => GateKind::Plan,
+            GateChoice::ToolCall(_) => GateKind::ToolCall,
+            GateChoice::StepReview(_) => GateKind::StepReview,
+            GateChoice::SupervisorPause(_) => GateKind::SupervisorPause,
+            GateChoice::Deviation(_) => GateKind::Deviation,
+            GateChoice::MergeReview(_) => GateKind::MergeReview,
+            GateChoice::Question(_) => GateKind::Question,
+        }
+    }
+
+    /// The option id on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateChoice::Plan(c) => c.as_str(),
+            GateChoice::ToolCall(c) => c.as_str(),
+            GateChoice::StepReview(c) => c.as_str(),
+            GateChoice::SupervisorPause(c) => c.as_str(),
+            GateChoice::Deviation(c) => c.as_str(),
+            GateChoice::MergeReview(c) => c.as_str(),
+            GateChoice::Question(c) => c.as_str(),
+        }
+    }
+}
+
+/// Reads an option id as one of `C`'s choices.
+pub fn parse_choice<C: Choice>(id: &str) -> Result<C, DecisionError> {
+    C::parse(id).ok_or_else(|| DecisionError::UnknownOption {
+        chosen: id.to_owned(),
+        offered: C::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -106,6 +325,11 @@ impl GateOption {
         }
     }
 
+    /// An option for one of a kind's fixed choices.
+    pub fn choice<C: Choice>(choice: C, label: &str) -> Self {
+        GateOption::new(choice.as_str(), label)
+    }
+
     pub fn with_required_context(mut self) -> Self {
         self.requires_context = true;
         self
@@ -115,9 +339,9 @@ impl GateOption {
 /// The options of a merge-review gate (a run waiting in pending_review).
 pub fn merge_review_options() -> Vec<GateOption> {
     vec![
-        GateOption::new("approve", "Approve and merge"),
-        GateOption::new("reject", "Reject").with_required_context(),
-        GateOption::new("abort", "Abort"),
+        GateOption::choice(MergeReviewChoice::Approve, "Approve and merge"),
+        GateOption::choice(MergeReviewChoice::Reject, "Reject").with_required_context(),
+        GateOption::choice(MergeReviewChoice::Abort, "Abort"),
     ]
 }
 
@@ -128,6 +352,14 @@ pub struct GateDecision {
     pub context: Option<String>,
     pub actor: Actor,
     pub at: Millis,
+}
+
+impl GateDecision {
+    /// The decision's option as one of `C`'s choices (the option of a gate of
+    /// `C::KIND` was checked against its offered options when decided).
+    pub fn choice<C: Choice>(&self) -> Result<C, DecisionError> {
+        parse_choice::<C>(&self.option)
+    }
 }
 
 /// Why a decision does not fit the gate's options.
@@ -172,6 +404,55 @@ mod tests {
             assert_eq!(GateKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(GateKind::parse("nope"), None);
+    }
+
+    #[test]
+    fn choices_round_trip_through_their_ids_and_know_their_kind() {
+        for k in GateKind::ALL {
+            let options = k.options();
+            assert!(!options.is_empty());
+            for c in options {
+                assert_eq!(c.kind(), k);
+                assert_eq!(GateChoice::parse(k, c.as_str()), Ok(c));
+                let json = serde_json::to_value(c).expect("serializes");
+                assert_eq!(json["kind"], k.as_str());
+                assert_eq!(json["choice"], c.as_str());
+            }
+            assert!(k.options().contains(&k.approve_choice()));
+            assert!(GateChoice::parse(k, "nope").is_err());
+        }
+    }
+
+    #[test]
+    fn option_ids_stay_as_they_are_on_the_wire_and_in_the_database() {
+        let ids = |k: GateKind| {
+            k.options()
+                .into_iter()
+                .map(GateChoice::as_str)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(GateKind::Plan),
+            ["approve", "request_changes", "reject"]
+        );
+        assert_eq!(ids(GateKind::ToolCall), ["yes", "always", "no"]);
+        assert_eq!(ids(GateKind::StepReview), ["proceed", "stop"]);
+        assert_eq!(
+            ids(GateKind::SupervisorPause),
+            ["proceed", "modify", "abort"]
+        );
+        assert_eq!(ids(GateKind::Deviation), ["retry", "replan", "stop"]);
+        assert_eq!(ids(GateKind::MergeReview), ["approve", "reject", "abort"]);
+        assert_eq!(ids(GateKind::Question), ["answer", "default", "decline"]);
+        assert_eq!(
+            serde_json::to_value(PlanChoice::RequestChanges).expect("serializes"),
+            "request_changes"
+        );
+        let err = GateChoice::parse(GateKind::ToolCall, "maybe").expect_err("unknown");
+        assert_eq!(
+            err.to_string(),
+            "option 'maybe' is not offered by this gate (offered: yes, always, no)"
+        );
     }
 
     #[test]

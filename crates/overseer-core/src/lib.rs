@@ -33,8 +33,9 @@ pub mod view;
 pub use actor::Actor;
 pub use error::{ApiError, ErrorCode};
 pub use gate::{
-    check_decision, merge_review_options, DecisionError, GateDecision, GateKind, GateOption,
-    GateStatus,
+    check_decision, merge_review_options, parse_choice, Choice, DecisionError, DeviationChoice,
+    GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice, PlanChoice,
+    QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
 };
 pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
 pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorSummary};

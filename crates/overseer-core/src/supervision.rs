@@ -456,10 +456,18 @@ impl SupervisorPolicy {
 /// Escalate and advise never pick one (they hand the choice to the human), and
 /// neither does anything on questions, deviations or supervisor pauses.
 pub fn verdict_option(kind: GateKind, verdict: Verdict) -> Option<&'static str> {
+    use crate::gate::{MergeReviewChoice, PlanChoice, StepReviewChoice, ToolCallChoice};
     let (approve, reject) = match kind {
-        GateKind::Plan | GateKind::MergeReview => ("approve", "reject"),
-        GateKind::ToolCall => ("yes", "no"),
-        GateKind::StepReview => ("proceed", "stop"),
+        GateKind::Plan => (PlanChoice::Approve.as_str(), PlanChoice::Reject.as_str()),
+        GateKind::MergeReview => (
+            MergeReviewChoice::Approve.as_str(),
+            MergeReviewChoice::Reject.as_str(),
+        ),
+        GateKind::ToolCall => (ToolCallChoice::Yes.as_str(), ToolCallChoice::No.as_str()),
+        GateKind::StepReview => (
+            StepReviewChoice::Proceed.as_str(),
+            StepReviewChoice::Stop.as_str(),
+        ),
         GateKind::Question | GateKind::Deviation | GateKind::SupervisorPause => return None,
     };
     match verdict {

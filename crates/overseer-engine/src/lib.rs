@@ -21,15 +21,22 @@ pub mod demo;
 mod engine;
 pub mod evaluate;
 pub mod git;
+// The modules that decide gates match their choices exhaustively: a new
+// choice must force a decision, never fall into a wildcard arm.
+#[deny(clippy::wildcard_enum_match_arm)]
 mod merge;
 mod notify;
+#[deny(clippy::wildcard_enum_match_arm)]
 pub mod ops;
+#[deny(clippy::wildcard_enum_match_arm)]
 mod orchestrator;
 pub mod paths;
 pub mod process;
 pub mod server;
 mod signed;
+#[deny(clippy::wildcard_enum_match_arm)]
 mod supervise;
+#[deny(clippy::wildcard_enum_match_arm)]
 mod work;
 
 pub use clock::{Clock, SystemClock};

@@ -16,7 +16,8 @@ use crate::notify::NotificationKind;
 use crate::Engine;
 use overseer_core::supervision::{resolve, Autonomy, DecisionRecord, Resolution, Vote};
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, RunEvent, RunId, RunState, RunView,
+    Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, MergeReviewChoice, RunEvent,
+    RunId, RunState, RunView,
 };
 use overseer_store::{MergeRecord, RunWork};
 use serde_json::json;
@@ -355,10 +356,11 @@ impl Engine {
     /// merge waits for the supervisor's approval (see [`Engine::review_effect`]).
     pub(crate) fn approve_review(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
         let run = self.run(id)?;
-        let gate = match run.state {
-            RunState::PendingReview => self.review_gate(id)?,
-            // Not waiting for review: the state machine says why.
-            _ => None,
+        // Not waiting for review: the state machine says why.
+        let gate = if matches!(run.state, RunState::PendingReview) {
+            self.review_gate(id)?
+        } else {
+            None
         };
         let Some(gate) = gate else {
             return self.approve_recorded(id, actor);
@@ -427,9 +429,8 @@ impl Engine {
     ) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
-        let approve = GateKind::MergeReview.approve_option();
         match &gate.decision {
-            Some(d) if d.option == approve => {}
+            Some(d) if d.choice::<MergeReviewChoice>() == Ok(MergeReviewChoice::Approve) => {}
             Some(d) => {
                 return Err(ApiError::new(
                     ErrorCode::AlreadyDecided,

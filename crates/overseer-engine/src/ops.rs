@@ -4,7 +4,9 @@
 //! click in the window and a command in a terminal take the same path. Each
 //! returns the events to publish; publishing happens after the commit.
 
-use overseer_core::{Actor, EngineEvent, GateKind, Millis, RunEvent, RunId, RunState, RunView};
+use overseer_core::{
+    Actor, EngineEvent, GateKind, MergeReviewChoice, Millis, RunEvent, RunId, RunState, RunView,
+};
 use overseer_store::{Store, StoreError, WriteTx};
 
 /// The run after an operation and what to tell subscribers.
@@ -25,7 +27,7 @@ pub fn approve_run(
     review_decision(
         store,
         run_id,
-        "approve",
+        MergeReviewChoice::Approve.as_str(),
         None,
         RunEvent::Approve,
         actor,
@@ -50,7 +52,7 @@ pub fn reject_run(
     review_decision(
         store,
         run_id,
-        "reject",
+        MergeReviewChoice::Reject.as_str(),
         Some(reason),
         RunEvent::Reject,
         actor,
@@ -69,7 +71,7 @@ pub fn abort_run(
     let mut events = Vec::new();
     let run = store.write(|tx| {
         if let Some(gate) = tx.pending_gate(run_id, GateKind::MergeReview)? {
-            tx.decide_gate(gate, "abort", None, actor, now)?;
+            tx.decide_gate(gate, MergeReviewChoice::Abort.as_str(), None, actor, now)?;
         }
         let closing = pending_gates(tx, run_id)?;
         tx.transition(run_id, RunEvent::Abort, None, actor, now)?;

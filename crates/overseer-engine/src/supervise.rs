@@ -23,7 +23,8 @@ use overseer_core::supervision::{
     EvaluatorOutput, StepFacts, Subject, SupervisorPolicy, Verdict,
 };
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView, RunId,
+    Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView,
+    MergeReviewChoice, RunId, StepReviewChoice, SupervisorPauseChoice,
 };
 use overseer_store::{DecisionInput, GateSpec, RunWork};
 use serde_json::json;
@@ -272,10 +273,11 @@ impl Engine {
             return Ok(());
         };
         let run = gate.run_id;
-        if d.option == GateKind::MergeReview.approve_option() {
+        let choice = d.choice::<MergeReviewChoice>();
+        if choice == Ok(MergeReviewChoice::Approve) {
             return self.effect_approval(&gate, &d.actor).map(|_| ());
         }
-        match (&d.actor, d.option.as_str()) {
+        match (&d.actor, choice) {
             (Actor::Supervisor(_), _) => {
                 let why = d
                     .context
@@ -287,10 +289,10 @@ impl Engine {
                     &d.actor,
                 )?;
             }
-            (_, "abort") => {
+            (_, Ok(MergeReviewChoice::Abort)) => {
                 self.abort_run(run, &d.actor)?;
             }
-            _ => {
+            (_, Ok(MergeReviewChoice::Approve | MergeReviewChoice::Reject) | Err(_)) => {
                 let why = d
                     .context
                     .unwrap_or_else(|| format!("rejected by {}", d.actor));
@@ -864,17 +866,18 @@ fn fire(engine: &Engine, gate: GateId) {
 /// The options of a step-review gate.
 pub(crate) fn step_review_options() -> Vec<GateOption> {
     vec![
-        GateOption::new("proceed", "Proceed"),
-        GateOption::new("stop", "Stop").with_required_context(),
+        GateOption::choice(StepReviewChoice::Proceed, "Proceed"),
+        GateOption::choice(StepReviewChoice::Stop, "Stop").with_required_context(),
     ]
 }
 
 /// The options of a supervisor-pause gate.
 pub(crate) fn supervisor_pause_options() -> Vec<GateOption> {
     vec![
-        GateOption::new("proceed", "Proceed anyway"),
-        GateOption::new("modify", "Correct the agent").with_required_context(),
-        GateOption::new("abort", "Abort the run"),
+        GateOption::choice(SupervisorPauseChoice::Proceed, "Proceed anyway"),
+        GateOption::choice(SupervisorPauseChoice::Modify, "Correct the agent")
+            .with_required_context(),
+        GateOption::choice(SupervisorPauseChoice::Abort, "Abort the run"),
     ]
 }
 

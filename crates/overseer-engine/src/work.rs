@@ -5,8 +5,8 @@
 use crate::git;
 use crate::Engine;
 use overseer_core::{
-    ActivityView, Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView,
-    RunId, RunState, RunView, TaskId,
+    parse_choice, ActivityView, Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode, GateId,
+    GateKind, GateOption, GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
 use overseer_store::{Workspace, WorkspaceSettings};
 use serde_json::json;
@@ -196,16 +196,14 @@ impl Engine {
     ) -> Result<GateView, ApiError> {
         let gate = self.gate(gate_id)?;
         if gate.kind == GateKind::MergeReview {
-            match option {
-                "approve" => self.approve_run(gate.run_id, actor)?,
-                "reject" => self.reject_run(gate.run_id, context.unwrap_or_default(), actor)?,
-                "abort" => self.abort_run(gate.run_id, actor)?,
-                other => {
-                    return Err(ApiError::new(
-                        ErrorCode::InvalidInput,
-                        format!("option '{other}' is not offered by this gate (offered: approve, reject, abort)"),
-                    ))
+            let choice = parse_choice::<MergeReviewChoice>(option)
+                .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+            match choice {
+                MergeReviewChoice::Approve => self.approve_run(gate.run_id, actor)?,
+                MergeReviewChoice::Reject => {
+                    self.reject_run(gate.run_id, context.unwrap_or_default(), actor)?
                 }
+                MergeReviewChoice::Abort => self.abort_run(gate.run_id, actor)?,
             };
             return self.gate(gate_id);
         }
@@ -256,8 +254,9 @@ impl Engine {
                 GateKind::Deviation,
                 "The approved work could not be merged",
                 &[
-                    GateOption::new("retry", "Retry the merge"),
-                    GateOption::new("stop", "Stop: reject the run").with_required_context(),
+                    GateOption::choice(DeviationChoice::Retry, "Retry the merge"),
+                    GateOption::choice(DeviationChoice::Stop, "Stop: reject the run")
+                        .with_required_context(),
                 ],
                 &json!({"cause": "merge_failed", "error": err.message}),
                 &Actor::Engine,
@@ -291,11 +290,11 @@ impl Engine {
             run_id: gate.run_id,
             kind: gate.kind,
         }]);
-        match option {
-            "retry" => {
+        match parse_choice::<DeviationChoice>(option) {
+            Ok(DeviationChoice::Retry) => {
                 self.approve_run(gate.run_id, actor)?;
             }
-            _ => {
+            Ok(DeviationChoice::Replan | DeviationChoice::Stop) | Err(_) => {
                 let reason = context.unwrap_or("the work could not be merged");
                 let review_pending = self
                     .run(gate.run_id)?
@@ -371,17 +370,21 @@ impl Engine {
             let store = self.store();
             (store.run(id)?, store.run_work(id)?)
         };
-        match run.state {
+        let resumable = matches!(
+            run.state,
             RunState::Released {
-                reason:
-                    overseer_core::ReleaseReason::Interrupted | overseer_core::ReleaseReason::Failed,
-            } => {}
-            other => {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidTransition,
-                    format!("run {id} is {other}; only interrupted or failed runs can be resumed"),
-                ))
+                reason: overseer_core::ReleaseReason::Interrupted
+                    | overseer_core::ReleaseReason::Failed,
             }
+        );
+        if !resumable {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTransition,
+                format!(
+                    "run {id} is {}; only interrupted or failed runs can be resumed",
+                    run.state
+                ),
+            ));
         }
         let now = self.clock.now();
         let (started, view) = {

@@ -11,7 +11,9 @@ use crate::{read, Store, StoreError, WriteTx};
 use overseer_core::supervision::{
     accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
 };
-use overseer_core::{check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunId};
+use overseer_core::{
+    check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunId, ToolCallChoice,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 use std::path::Path;
@@ -76,7 +78,7 @@ pub struct VoteOutcome {
 /// The verdict a human's choice amounts to: choosing the approve option (or
 /// "always") approves; anything else rejects.
 pub fn verdict_of_choice(approve_option: Option<&str>, option: &str) -> Verdict {
-    if Some(option) == approve_option || option == "always" {
+    if Some(option) == approve_option || option == ToolCallChoice::Always.as_str() {
         Verdict::Approve
     } else {
         Verdict::Reject

@@ -26,8 +26,9 @@ use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};
 use overseer_core::rules::{self, Permission, RuleSet};
 use overseer_core::supervision::{after_reorient_limit, correction_prompt, Verdict};
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateId, GateKind, GateOption, RunEvent,
-    RunId, RunState,
+    Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode, GateDecision, GateId, GateKind,
+    GateOption, PlanChoice, QuestionChoice, RunEvent, RunId, RunState, StepReviewChoice,
+    SupervisorPauseChoice, ToolCallChoice,
 };
 use overseer_store::RunWork;
 use overseer_store::{DecisionInput, GateSpec};
@@ -756,10 +757,10 @@ async fn launch_agent(
 const SESSION_OPTION: &str = "agent_session";
 
 fn remember_session(engine: &Engine, work: &RunWork, conn: &AgentConnection) {
-    let mut options = match &work.options {
-        serde_json::Value::Object(o) => serde_json::Value::Object(o.clone()),
-        _ => json!({}),
-    };
+    let mut options = work
+        .options
+        .as_object()
+        .map_or_else(|| json!({}), |o| serde_json::Value::Object(o.clone()));
     options[SESSION_OPTION] = json!(conn.session_id());
     if let Err(e) = engine
         .store()
@@ -1043,14 +1044,17 @@ async fn tool_permission(
             always_gated,
             rule,
         } => {
-            let mut gate_options = vec![GateOption::new("yes", "Yes")];
+            let mut gate_options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
             // "Always" would add a rule that can never apply to an
             // always-gated operation, nor to a path that leads out of the
             // worktree: not offered for those.
             if always_gated.is_none() && rule.as_deref() != Some(rules::CONFINEMENT) {
-                gate_options.push(GateOption::new("always", "Always for this run"));
+                gate_options.push(GateOption::choice(
+                    ToolCallChoice::Always,
+                    "Always for this run",
+                ));
             }
-            gate_options.push(GateOption::new("no", "No"));
+            gate_options.push(GateOption::choice(ToolCallChoice::No, "No"));
             let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, gate_options);
             spec.payload = json!({
                 "tool_call": tool_call,
@@ -1067,9 +1071,9 @@ async fn tool_permission(
                     Err(_) => return PermissionReply::Cancelled,
                 };
             match wait_gate(engine, gate).await {
-                Ok(d) => match d.option.as_str() {
-                    "yes" => allow(),
-                    "always" => {
+                Ok(d) => match d.choice::<ToolCallChoice>() {
+                    Ok(ToolCallChoice::Yes) => allow(),
+                    Ok(ToolCallChoice::Always) => {
                         let added = rules::always_rule(&req, worktree);
                         let _ = engine.record_activity(
                             run,
@@ -1084,7 +1088,7 @@ async fn tool_permission(
                         by_kind(&["allow_always", "allow_once"])
                             .unwrap_or(PermissionReply::Cancelled)
                     }
-                    "no" => {
+                    Ok(ToolCallChoice::No) => {
                         let reason = d
                             .context
                             .filter(|c| !c.trim().is_empty())
@@ -1095,7 +1099,7 @@ async fn tool_permission(
                         drop(t);
                         reject()
                     }
-                    _ => PermissionReply::Cancelled,
+                    Err(_) => PermissionReply::Cancelled,
                 },
                 Err(_) => PermissionReply::Cancelled,
             }
@@ -1114,11 +1118,15 @@ async fn question(
     schema: &serde_json::Value,
 ) -> QuestionReply {
     let defaults = schema_defaults(schema);
-    let mut options = vec![GateOption::new("answer", "Answer").with_required_context()];
+    let mut options =
+        vec![GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context()];
     if !defaults.is_empty() {
-        options.push(GateOption::new("default", "Use the defaults"));
+        options.push(GateOption::choice(
+            QuestionChoice::Default,
+            "Use the defaults",
+        ));
     }
-    options.push(GateOption::new("decline", "Decline"));
+    options.push(GateOption::choice(QuestionChoice::Decline, "Decline"));
     let mut spec = GateSpec::new(work.run_id, GateKind::Question, message, options);
     let timeout = work.task_settings.question_timeout_seconds;
     spec.payload = json!({
@@ -1130,18 +1138,21 @@ async fn question(
         let at =
             engine.clock.now() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
         let fallback = if defaults.is_empty() {
-            "decline"
+            QuestionChoice::Decline
         } else {
-            "default"
+            QuestionChoice::Default
         };
-        spec.auto = Some((at, fallback.to_owned()));
+        spec.auto = Some((at, fallback.as_str().to_owned()));
     }
     let gate = match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
         Ok(g) => g,
         Err(_) => return QuestionReply::Cancel,
     };
-    match wait_gate(engine, gate).await {
-        Ok(d) if d.option == "answer" => {
+    let Ok(d) = wait_gate(engine, gate).await else {
+        return QuestionReply::Cancel;
+    };
+    match d.choice::<QuestionChoice>() {
+        Ok(QuestionChoice::Answer) => {
             let text = d.context.unwrap_or_default();
             let content = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
@@ -1149,11 +1160,11 @@ async fn question(
                 .unwrap_or_else(|| json!({ "answer": text }));
             QuestionReply::Accept { content }
         }
-        Ok(d) if d.option == "default" => QuestionReply::Accept {
+        Ok(QuestionChoice::Default) => QuestionReply::Accept {
             content: serde_json::Value::Object(defaults),
         },
-        Ok(d) if d.option == "decline" => QuestionReply::Decline,
-        Ok(_) | Err(_) => QuestionReply::Cancel,
+        Ok(QuestionChoice::Decline) => QuestionReply::Decline,
+        Err(_) => QuestionReply::Cancel,
     }
 }
 
@@ -1187,9 +1198,10 @@ async fn plan_gate(
         GateKind::Plan,
         &format!("Approve the plan: {}", plan.goal),
         vec![
-            GateOption::new("approve", "Approve"),
-            GateOption::new("request_changes", "Request changes").with_required_context(),
-            GateOption::new("reject", "Reject"),
+            GateOption::choice(PlanChoice::Approve, "Approve"),
+            GateOption::choice(PlanChoice::RequestChanges, "Request changes")
+                .with_required_context(),
+            GateOption::choice(PlanChoice::Reject, "Reject"),
         ],
     );
     spec.payload = json!(plan);
@@ -1222,10 +1234,10 @@ async fn deviation(
     let _ = engine.record_activity(run, "deviation", json!({ "text": error, "cause": cause }));
     let mut options = Vec::new();
     if can_retry || attempts == 0 {
-        options.push(GateOption::new("retry", "Retry"));
+        options.push(GateOption::choice(DeviationChoice::Retry, "Retry"));
     }
-    options.push(GateOption::new("replan", "Replan"));
-    options.push(GateOption::new("stop", "Stop"));
+    options.push(GateOption::choice(DeviationChoice::Replan, "Replan"));
+    options.push(GateOption::choice(DeviationChoice::Stop, "Stop"));
     let gate = engine.open_gate(
         run,
         GateKind::Deviation,
@@ -1235,11 +1247,12 @@ async fn deviation(
         &Actor::Engine,
     )?;
     let d = wait_gate(engine, gate).await?;
+    let choice = d.choice::<DeviationChoice>();
     let guidance = d.context.unwrap_or_default();
-    Ok(match d.option.as_str() {
-        "retry" => Deviation::Retry(guidance),
-        "replan" => Deviation::Replan(guidance),
-        _ => Deviation::Stop,
+    Ok(match choice {
+        Ok(DeviationChoice::Retry) => Deviation::Retry(guidance),
+        Ok(DeviationChoice::Replan) => Deviation::Replan(guidance),
+        Ok(DeviationChoice::Stop) | Err(_) => Deviation::Stop,
     })
 }
 
@@ -1462,17 +1475,20 @@ async fn weigh_step(
                 );
                 spec.payload = json!({"rationale": judged.rationale, "step": record, "timeout_seconds": policy.pause_timeout_seconds});
                 let secs = i64::try_from(policy.pause_timeout_seconds).unwrap_or(i64::MAX / 2000);
-                spec.auto = Some((engine.clock.now() + secs * 1000, "abort".to_owned()));
+                spec.auto = Some((
+                    engine.clock.now() + secs * 1000,
+                    SupervisorPauseChoice::Abort.as_str().to_owned(),
+                ));
                 let gate = engine.open_gate_spec(&spec, &Actor::Engine)?;
                 let d = wait_gate(engine, gate).await?;
-                match d.option.as_str() {
-                    "proceed" => {}
-                    "modify" => {
+                match d.choice::<SupervisorPauseChoice>() {
+                    Ok(SupervisorPauseChoice::Proceed) => {}
+                    Ok(SupervisorPauseChoice::Modify) => {
                         return Ok(StepNext::Again(correction_prompt(
                             d.context.as_deref().unwrap_or_default(),
                         )))
                     }
-                    _ if d.actor == Actor::Engine => {
+                    Ok(SupervisorPauseChoice::Abort) | Err(_) if d.actor == Actor::Engine => {
                         let note = format!(
                             "terminated: nobody answered the supervisor's pause within {} s",
                             policy.pause_timeout_seconds
@@ -1485,7 +1501,7 @@ async fn weigh_step(
                         )?;
                         return Ok(StepNext::Ended);
                     }
-                    _ => {
+                    Ok(SupervisorPauseChoice::Abort) | Err(_) => {
                         engine.abort_run(run, &d.actor)?;
                         return Ok(StepNext::Ended);
                     }
@@ -1561,7 +1577,7 @@ async fn weigh_step(
             auto_proceed_after_ms,
         } => Some((
             engine.clock.now() + auto_proceed_after_ms,
-            "proceed".to_owned(),
+            StepReviewChoice::Proceed.as_str().to_owned(),
         )),
         StepAction::HardStop => None,
     };
@@ -1576,9 +1592,9 @@ async fn weigh_step(
     spec.auto = auto;
     let gate = engine.open_gate_supervised(work, spec, &Actor::Engine)?;
     let d = wait_gate(engine, gate).await?;
-    Ok(match d.option.as_str() {
-        "proceed" => StepNext::Proceed,
-        _ => StepNext::Stop(format!(
+    Ok(match d.choice::<StepReviewChoice>() {
+        Ok(StepReviewChoice::Proceed) => StepNext::Proceed,
+        Ok(StepReviewChoice::Stop) | Err(_) => StepNext::Stop(format!(
             "stopped at step review: {}",
             d.context.unwrap_or_default()
         )),

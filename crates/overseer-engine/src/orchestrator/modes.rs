@@ -12,7 +12,7 @@ use super::{stop, wait_gate, Supervision, Turn, MAX_RETRIES};
 use crate::acp::AgentConnection;
 use crate::Engine;
 use overseer_core::agent::{acts_unasked, describe_mode};
-use overseer_core::{Actor, ApiError, ErrorCode, GateKind, GateOption, RunId};
+use overseer_core::{Actor, ApiError, DeviationChoice, ErrorCode, GateKind, GateOption, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -177,18 +177,24 @@ pub(super) async fn after_breach(
         GateKind::Deviation,
         &format!("The agent switched itself to mode `{mode}`: Overseer stopped its turn"),
         &[
-            GateOption::new("retry", &format!("Put it back in `{back}` and go on")),
-            GateOption::new("stop", "Stop the run"),
+            GateOption::choice(
+                DeviationChoice::Retry,
+                &format!("Put it back in `{back}` and go on"),
+            ),
+            GateOption::choice(DeviationChoice::Stop, "Stop the run"),
         ],
         json!({"cause": "mode_breach", "error": why, "mode": mode, "attempts": 0, "max_attempts": MAX_RETRIES}),
         &Actor::Engine,
     )?;
     let d = wait_gate(engine, gate).await?;
-    if d.option == "retry" {
-        supervise(engine, work, conn, supervision).await?;
-        Ok(Some(Next::Again))
-    } else {
-        stop(engine, run, &format!("stopped: {why}"))?;
-        Ok(Some(Next::Stopped))
+    match d.choice::<DeviationChoice>() {
+        Ok(DeviationChoice::Retry) => {
+            supervise(engine, work, conn, supervision).await?;
+            Ok(Some(Next::Again))
+        }
+        Ok(DeviationChoice::Replan | DeviationChoice::Stop) | Err(_) => {
+            stop(engine, run, &format!("stopped: {why}"))?;
+            Ok(Some(Next::Stopped))
+        }
     }
 }

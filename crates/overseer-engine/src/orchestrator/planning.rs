@@ -23,7 +23,7 @@ use crate::acp::{AgentConnection, PermissionChoice, PermissionReply, StopReason,
 use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
-use overseer_core::{ApiError, GateDecision, RunEvent};
+use overseer_core::{ApiError, GateDecision, PlanChoice, RunEvent};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::Path;
@@ -139,24 +139,24 @@ pub(super) async fn plan(
             )) => {
                 let plan = plan_from_turn(&work.task_title, &transcript, &entries);
                 let d = plan_gate(engine, work, &plan).await?;
-                match d.option.as_str() {
-                    "approve" => {
+                match d.choice::<PlanChoice>() {
+                    Ok(PlanChoice::Approve) => {
                         // Already back in the supervised mode (above).
                         *guidance = d.context.unwrap_or_default();
                         return Ok(Planned::Approved(plan));
                     }
-                    "request_changes" => {
+                    Ok(PlanChoice::RequestChanges) => {
                         *guidance = revise(d.context.as_deref().unwrap_or_default());
                         continue;
                     }
-                    "reject" => {
+                    Ok(PlanChoice::Reject) => {
                         reject(engine, run, d)?;
                         return Ok(Planned::Ended);
                     }
-                    other => {
+                    Err(_) => {
                         tracing::warn!(
                             run,
-                            option = other,
+                            option = d.option.as_str(),
                             "plan gate closed without a plan decision"
                         );
                         return Ok(Planned::Ended);
@@ -271,22 +271,22 @@ pub(super) async fn exit_plan(
         None => PermissionReply::Cancelled,
     };
     let (reply, decided) = match plan_gate(engine, work, &plan).await {
-        Ok(d) => match d.option.as_str() {
+        Ok(d) => match d.choice::<PlanChoice>() {
             // No safe option offered: cancelled, and Overseer sets the
             // supervised mode itself.
-            "approve" => (
+            Ok(PlanChoice::Approve) => (
                 selected(exit_plan_approve_option(&offered)),
                 Decided::Approved(plan, d.context),
             ),
-            "request_changes" => (
+            Ok(PlanChoice::RequestChanges) => (
                 selected(exit_plan_reject_option(&offered)),
                 Decided::Changes(d.context.unwrap_or_default()),
             ),
-            "reject" => (
+            Ok(PlanChoice::Reject) => (
                 selected(exit_plan_reject_option(&offered)),
                 Decided::Rejected(d),
             ),
-            _ => (PermissionReply::Cancelled, Decided::Gone),
+            Err(_) => (PermissionReply::Cancelled, Decided::Gone),
         },
         Err(e) => {
             tracing::warn!(run = work.run_id, "plan gate: {}", e.message);

@@ -15,6 +15,22 @@ export type RunState = { "state": "queued" } | { "state": "claimed" } | { "state
 
 export type GateKind = "plan" | "tool_call" | "step_review" | "supervisor_pause" | "deviation" | "merge_review" | "question";
 
+export type PlanChoice = "approve" | "request_changes" | "reject";
+
+export type ToolCallChoice = "yes" | "always" | "no";
+
+export type StepReviewChoice = "proceed" | "stop";
+
+export type SupervisorPauseChoice = "proceed" | "modify" | "abort";
+
+export type DeviationChoice = "retry" | "replan" | "stop";
+
+export type MergeReviewChoice = "approve" | "reject" | "abort";
+
+export type QuestionChoice = "answer" | "default" | "decline";
+
+export type GateChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
+
 export type GateStatus = "pending" | "decided";
 
 export type GateOption = { 

@@ -1,6 +1,6 @@
 // Times as the inbox shows them: ages ("3 min ago") and countdowns
 // ("proceeds in 8 s"). `now` always comes from the display clock.
-import type { GateView } from "../types";
+import type { GateView, StepReviewChoice, SupervisorPauseChoice } from "../types";
 import { optionLabel } from "./order";
 
 /** A duration in words: "8 s", "4 min 10 s", "2 h 5 min", "3 d". */
@@ -32,9 +32,9 @@ export function countdown(g: GateView, now: number): string | null {
   const label = optionLabel(g, g.auto_option);
   switch (g.kind) {
     case "step_review":
-      return g.auto_option === "proceed" ? `Proceeds ${when} unless you stop it` : `${label} ${when}`;
+      return g.auto_option === ("proceed" satisfies StepReviewChoice) ? `Proceeds ${when} unless you stop it` : `${label} ${when}`;
     case "supervisor_pause":
-      return `Nobody answered: the run ${g.auto_option === "abort" ? "is terminated" : `chooses “${label}”`} ${when}`;
+      return `Nobody answered: the run ${g.auto_option === ("abort" satisfies SupervisorPauseChoice) ? "is terminated" : `chooses “${label}”`} ${when}`;
     case "question":
       return `Expires ${when}; then the default answer: ${label || "none"}`;
     case "plan":

@@ -1,6 +1,6 @@
 // How the inbox orders and classifies what waits for the user, and which
 // gates may be approved in a batch.
-import type { GateKind, GateView, JsonValue } from "../types";
+import type { GateKind, GateView, JsonValue, StepReviewChoice, ToolCallChoice } from "../types";
 
 /** The three kinds of ask (PRODUCT.md, unified inbox). An agent waiting on
  * an ACP permission, plan, deviation, pause or form is paused until answered:
@@ -67,12 +67,12 @@ export function sortGates(gates: GateView[]): GateView[] {
  * that needs context is never picked. */
 export function batchOption(g: GateView): string | null {
   if (g.status !== "pending") return null;
-  let wanted: string;
-  if (g.kind === "step_review") wanted = "proceed";
+  let wanted: StepReviewChoice | ToolCallChoice;
+  if (g.kind === "step_review") wanted = "proceed" satisfies StepReviewChoice;
   else if (g.kind === "tool_call") {
     const p = payloadObject(g.payload);
     if (p["always_gated"] !== null && p["always_gated"] !== undefined) return null;
-    wanted = "yes";
+    wanted = "yes" satisfies ToolCallChoice;
   } else return null;
   const opt = g.options.find((o) => o.id === wanted);
   return opt && !opt.requires_context ? opt.id : null;
