@@ -249,6 +249,9 @@ test("the Agents section lists every profile the engine knows: the demo agent re
   assert.equal(await machine.getAttribute("data-contained"), String(canContain));
   assert.match(await machine.getText(), canContain ? /Runs are contained: a bubblewrap sandbox/ : /cannot contain runs/);
   assert.equal(await demo.findElement(byTest("agent-containment")).getText(), info.contained ? "sandboxed (bubblewrap)" : "cannot start: this machine cannot contain it");
+  // Every page says it too when the machine cannot (and nothing when it can).
+  const banners = await driver.findElements(byTest("containment-banner"));
+  assert.equal(banners.length, canContain ? 0 : 1, "the containment banner matches the engine's verdict");
 
   // A profile that is not ready says what it needs, as the CLI does.
   for (const a of expected.filter((x) => x.needs.length > 0)) {

@@ -1,0 +1,37 @@
+// The window says on every page, not only in Settings, when this machine
+// cannot contain runs, with the engine's reason and fix; and says nothing
+// when it can. Rendered from the real component.
+import { describe, expect, it } from "vitest";
+import { render } from "svelte/server";
+import ContainmentBanner from "./ContainmentBanner.svelte";
+import type { Containment } from "../../lib/types";
+
+const missing: Containment = {
+  sandbox: {
+    state: "missing",
+    why: "bwrap was not found on PATH",
+    fix: "apt-get install bubblewrap",
+  },
+  cgroups: { state: "missing", why: "no cgroup v2 mount" },
+};
+
+const available: Containment = {
+  sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
+  cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
+};
+
+describe("containment banner", () => {
+  it("names the reason, the fix and what running uncontained means", () => {
+    const { body } = render(ContainmentBanner, { props: { containment: missing, onsettings: () => {} } });
+    expect(body).toContain('data-testid="containment-banner"');
+    expect(body).toContain('role="alert"');
+    expect(body).toContain("bwrap was not found on PATH");
+    expect(body).toContain("apt-get install bubblewrap");
+    expect(body).toContain("allow_uncontained = true");
+  });
+
+  it("is absent when runs are contained", () => {
+    const { body } = render(ContainmentBanner, { props: { containment: available, onsettings: () => {} } });
+    expect(body).not.toContain("containment-banner");
+  });
+});
