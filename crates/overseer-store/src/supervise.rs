@@ -12,7 +12,8 @@ use overseer_core::supervision::{
     accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
 };
 use overseer_core::{
-    check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunId, ToolCallChoice,
+    check_decision, Actor, GateChoice, GateId, GateKind, GateOption, GateView, Millis, RunId,
+    ToolCallChoice,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
@@ -30,8 +31,8 @@ pub struct GateSpec {
     pub authority: Option<Autonomy>,
     /// The option that counts as "approve" (for co-signing).
     pub approve_option: Option<String>,
-    /// A timer: at `auto_at`, if no human has acted, `auto_option` is chosen.
-    pub auto: Option<(Millis, String)>,
+    /// A timer: at `auto_at`, if no human has acted, this choice is made.
+    pub auto: Option<(Millis, GateChoice)>,
 }
 
 impl GateSpec {
@@ -244,11 +245,12 @@ impl WriteTx<'_> {
             now,
         )?;
         let (auto_at, auto_option) = match &spec.auto {
-            Some((at, option)) => (Some(*at), Some(option.as_str())),
+            Some((at, choice)) => (Some(*at), Some(choice.as_str())),
             None => (None, None),
         };
-        if let Some(option) = auto_option {
-            if !spec.options.iter().any(|o| o.id == option) {
+        if let Some((_, choice)) = &spec.auto {
+            let option = choice.as_str();
+            if choice.kind() != spec.kind || !spec.options.iter().any(|o| o.id == option) {
                 return Err(StoreError::InvalidInput(format!(
                     "gate timer option '{option}' is not one of the gate's options"
                 )));

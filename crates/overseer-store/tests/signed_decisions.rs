@@ -7,7 +7,7 @@ mod common;
 
 use common::Fixture;
 use overseer_core::supervision::{Autonomy, Verdict};
-use overseer_core::{Actor, GateKind, GateOption, GateStatus, RunId};
+use overseer_core::{Actor, GateKind, GateOption, GateStatus, RunId, StepReviewChoice};
 use overseer_store::{
     AuditProblem, DecisionInput, DecisionProblem, DecisionTable, GateSpec, Store,
 };
@@ -336,7 +336,7 @@ fn a_forged_decision_neither_blocks_a_timer_nor_a_human() {
             GateOption::new("stop", "Stop"),
         ],
     );
-    spec.auto = Some((5_000, "proceed".to_owned()));
+    spec.auto = Some((5_000, StepReviewChoice::Proceed.into()));
     let gate = f
         .store
         .write(|tx| tx.open_gate_spec(&spec, &Actor::Engine, 1_000))

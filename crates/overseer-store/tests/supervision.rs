@@ -7,7 +7,7 @@ mod common;
 
 use common::Fixture;
 use overseer_core::supervision::{Autonomy, Verdict};
-use overseer_core::{Actor, GateKind, GateOption, GateStatus, RunId};
+use overseer_core::{Actor, GateChoice, GateKind, GateOption, GateStatus, RunId, ToolCallChoice};
 use overseer_store::{AuditProblem, DecisionInput, GateSpec, Store, StoreError};
 
 fn supervisor() -> Actor {
@@ -32,7 +32,10 @@ fn tool_gate(
     );
     spec.authority = authority;
     spec.approve_option = Some("yes".to_owned());
-    spec.auto = auto.map(|(at, o)| (at, o.to_owned()));
+    spec.auto = auto.map(|(at, o)| {
+        let choice = GateChoice::parse(GateKind::ToolCall, o).expect("a tool-call choice");
+        (at, choice)
+    });
     store
         .write(|tx| tx.open_gate_spec(&spec, &Actor::Agent("demo".into()), 1_000))
         .expect("open gate")
@@ -320,7 +323,7 @@ fn a_timer_fires_once_also_after_a_restart_and_never_after_a_human_acted() {
     );
     spec.authority = Some(Autonomy::Cosign);
     spec.approve_option = Some("yes".to_owned());
-    spec.auto = Some((5_000, "yes".to_owned()));
+    spec.auto = Some((5_000, ToolCallChoice::Yes.into()));
     let gate = store
         .write(|tx| tx.open_gate_spec(&spec, &Actor::Engine, 1_000))
         .expect("gate");

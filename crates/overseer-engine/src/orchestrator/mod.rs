@@ -1142,7 +1142,7 @@ async fn question(
         } else {
             QuestionChoice::Default
         };
-        spec.auto = Some((at, fallback.as_str().to_owned()));
+        spec.auto = Some((at, fallback.into()));
     }
     let gate = match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
         Ok(g) => g,
@@ -1477,7 +1477,7 @@ async fn weigh_step(
                 let secs = i64::try_from(policy.pause_timeout_seconds).unwrap_or(i64::MAX / 2000);
                 spec.auto = Some((
                     engine.clock.now() + secs * 1000,
-                    SupervisorPauseChoice::Abort.as_str().to_owned(),
+                    SupervisorPauseChoice::Abort.into(),
                 ));
                 let gate = engine.open_gate_spec(&spec, &Actor::Engine)?;
                 let d = wait_gate(engine, gate).await?;
@@ -1577,7 +1577,7 @@ async fn weigh_step(
             auto_proceed_after_ms,
         } => Some((
             engine.clock.now() + auto_proceed_after_ms,
-            StepReviewChoice::Proceed.as_str().to_owned(),
+            StepReviewChoice::Proceed.into(),
         )),
         StepAction::HardStop => None,
     };
