@@ -3,7 +3,9 @@
 //! exercises the real paths and leaves a verifiable audit log.
 
 use crate::ops;
-use overseer_core::{Actor, EngineEvent, GateKind, GateOption, Millis, RunEvent, RunId};
+use overseer_core::{
+    Actor, EngineEvent, GateKind, GateOption, MergeReviewChoice, Millis, RunEvent, RunId,
+};
 use overseer_store::{Store, StoreError};
 use serde_json::json;
 
@@ -353,12 +355,16 @@ pub fn seed_bulk(
                 // rejected, the rest merged.
                 let review = match k % 10 {
                     0..=3 => None,
-                    4 => Some(("reject", Some("not this way"), RunEvent::Reject)),
-                    _ => Some(("approve", None, RunEvent::Approve)),
+                    4 => Some((
+                        MergeReviewChoice::Reject,
+                        Some("not this way"),
+                        RunEvent::Reject,
+                    )),
+                    _ => Some((MergeReviewChoice::Approve, None, RunEvent::Approve)),
                 };
                 if let Some((option, reason, event)) = review {
                     if let Some(g) = tx.pending_gate(run, GateKind::MergeReview)? {
-                        tx.decide_gate(g, option, reason, user, at + 4)?;
+                        tx.decide_gate(g, option.as_str(), reason, user, at + 4)?;
                     }
                     tx.transition(run, event, reason, user, at + 4)?;
                 }
