@@ -5,6 +5,7 @@
 use crate::ops;
 use overseer_core::{
     Actor, EngineEvent, GateKind, GateOption, MergeReviewChoice, Millis, RunEvent, RunId,
+    ToolCallChoice,
 };
 use overseer_store::{Store, StoreError};
 use serde_json::json;
@@ -206,9 +207,9 @@ pub fn seed(
                         GateKind::ToolCall,
                         "Run `npm install pg-migrate` in the worktree",
                         &[
-                            GateOption::new("allow_once", "Yes"),
-                            GateOption::new("allow_always", "Always for this run"),
-                            GateOption::new("reject_once", "No").with_required_context(),
+                            GateOption::choice(ToolCallChoice::Yes, "Yes"),
+                            GateOption::choice(ToolCallChoice::Always, "Always for this run"),
+                            GateOption::choice(ToolCallChoice::No, "No").with_required_context(),
                         ],
                         &json!({"tool": "Bash", "command": "npm install pg-migrate"}),
                         &Actor::Agent(agent.to_string()),

@@ -282,6 +282,18 @@ impl<'a> WriteTx<'a> {
         actor: &Actor,
         now: Millis,
     ) -> Result<GateId, StoreError> {
+        // Every gate source (ACP, the demo, hooks and MCP to come) offers
+        // only its kind's typed choices, so the engine's exhaustive matches
+        // cover whatever a human picks.
+        for o in options {
+            overseer_core::GateChoice::parse(kind, &o.id).map_err(|e| {
+                StoreError::InvalidInput(format!(
+                    "a {} gate cannot offer `{}`: {e}",
+                    kind.as_str(),
+                    o.id
+                ))
+            })?;
+        }
         let options_json = serde_json::to_string(options)
             .map_err(|e| StoreError::InvalidInput(format!("gate options: {e}")))?;
         self.tx

@@ -4,7 +4,10 @@
 mod common;
 
 use common::Fixture;
-use overseer_core::{Actor, ErrorCode, GateKind, GateStatus, ReleaseReason, RunEvent, RunState};
+use overseer_core::{
+    Actor, ErrorCode, GateKind, GateOption, GateStatus, ReleaseReason, RunEvent, RunState,
+    ToolCallChoice,
+};
 use overseer_store::StoreError;
 
 #[test]
@@ -149,6 +152,49 @@ fn a_decision_must_name_an_offered_option_and_reject_needs_a_reason() {
         f.store.gate(gate).expect("gate").status,
         GateStatus::Pending
     );
+}
+
+#[test]
+fn a_gate_offers_only_its_kinds_typed_choices() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let before = f.store.gates(true).expect("gates").len();
+    // An ACP option id is not a tool-call choice: a gate source must map it.
+    let err = f
+        .store
+        .write(|tx| {
+            tx.open_gate(
+                run,
+                GateKind::ToolCall,
+                "Run `npm install`",
+                &[
+                    GateOption::new("allow_once", "Yes"),
+                    GateOption::new("no", "No"),
+                ],
+                &serde_json::json!({}),
+                &Actor::Engine,
+                2_000,
+            )
+        })
+        .expect_err("allow_once is not a tool-call choice");
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert!(err.to_string().contains("allow_once"), "{err}");
+    assert_eq!(f.store.gates(true).expect("gates").len(), before);
+    let opened = f.store.write(|tx| {
+        tx.open_gate(
+            run,
+            GateKind::ToolCall,
+            "Run `npm install`",
+            &[
+                GateOption::choice(ToolCallChoice::Yes, "Yes"),
+                GateOption::choice(ToolCallChoice::No, "No"),
+            ],
+            &serde_json::json!({}),
+            &Actor::Engine,
+            2_000,
+        )
+    });
+    assert!(opened.is_ok(), "{opened:?}");
 }
 
 #[test]
