@@ -61,3 +61,17 @@ fn absolute(p: PathBuf) -> PathBuf {
 pub fn exists(path: &Path) -> bool {
     path.try_exists().unwrap_or(false)
 }
+
+/// `s` as one file-name component: ASCII letters, digits, `-` and `_` kept,
+/// everything else `_` (workspace and profile names in the data dir).
+pub(crate) fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

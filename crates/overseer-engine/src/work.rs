@@ -44,16 +44,7 @@ impl Engine {
     /// Where a run's repository lives: under the data dir, never in the
     /// user's checkout (a clone of its own; see [`crate::git`]).
     pub fn worktree_path(&self, workspace: &str, run: RunId) -> PathBuf {
-        let safe: String = workspace
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let safe = crate::paths::file_safe(workspace);
         self.paths()
             .data_dir
             .join("worktrees")

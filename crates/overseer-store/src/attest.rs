@@ -326,6 +326,30 @@ impl<'c> DecisionBook<'c> {
         }
     }
 
+    /// The record a history or decision row names, verified, with its
+    /// payload; or why it cannot back the row (another row claimed it, it is
+    /// missing, it does not verify).
+    fn backing(
+        &mut self,
+        seq: i64,
+        table: DecisionTable,
+        row_id: i64,
+    ) -> rusqlite::Result<Result<(AuditRecord, Value), DecisionProblem>> {
+        if let Some(other) = self.claim(seq, table, row_id) {
+            return Ok(Err(DecisionProblem::RecordReused {
+                other_row_id: other,
+            }));
+        }
+        let Some((record, problem)) = self.record(seq)? else {
+            return Ok(Err(DecisionProblem::NoRecord));
+        };
+        if let Some(why) = problem {
+            return Ok(Err(DecisionProblem::RecordNotVerified { why }));
+        }
+        let payload = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        Ok(Ok((record, payload)))
+    }
+
     /// The latest `gate_decided` record about `gate`, if any. `hint`: a seq at
     /// or before it (from `gate_decisions`); a wrong hint only costs a scan.
     pub(crate) fn latest_gate_record(
@@ -419,18 +443,11 @@ impl<'c> DecisionBook<'c> {
             claim: format!("'{}' by {} at {}", row.option, row.actor, row.at),
             problem,
         };
-        if let Some(other) = self.claim(row.audit_seq, DecisionTable::GateDecisions, row.id) {
-            return Ok(Some(mismatch(DecisionProblem::RecordReused {
-                other_row_id: other,
-            })));
-        }
-        let Some((record, problem)) = self.record(row.audit_seq)? else {
-            return Ok(Some(mismatch(DecisionProblem::NoRecord)));
-        };
-        if let Some(why) = problem {
-            return Ok(Some(mismatch(DecisionProblem::RecordNotVerified { why })));
-        }
-        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let (record, payload) =
+            match self.backing(row.audit_seq, DecisionTable::GateDecisions, row.id)? {
+                Ok(found) => found,
+                Err(problem) => return Ok(Some(mismatch(problem))),
+            };
         let kind = text(payload.get("type")).unwrap_or("?");
         if kind != "gate_decided"
             || payload.get("gate_id").and_then(Value::as_i64) != Some(row.gate_id)
@@ -503,18 +520,10 @@ impl<'c> DecisionBook<'c> {
             ),
             problem,
         };
-        if let Some(other) = self.claim(row.audit_seq, DecisionTable::Decisions, row.id) {
-            return Ok(Some(mismatch(DecisionProblem::RecordReused {
-                other_row_id: other,
-            })));
-        }
-        let Some((record, problem)) = self.record(row.audit_seq)? else {
-            return Ok(Some(mismatch(DecisionProblem::NoRecord)));
+        let (record, p) = match self.backing(row.audit_seq, DecisionTable::Decisions, row.id)? {
+            Ok(found) => found,
+            Err(problem) => return Ok(Some(mismatch(problem))),
         };
-        if let Some(why) = problem {
-            return Ok(Some(mismatch(DecisionProblem::RecordNotVerified { why })));
-        }
-        let p: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
         let kind = text(p.get("type")).unwrap_or("?");
         let same_run = p.get("run_id").and_then(Value::as_i64) == Some(row.run_id);
         let same_gate = p.get("gate_id").and_then(Value::as_i64) == row.gate_id;

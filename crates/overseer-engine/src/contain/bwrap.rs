@@ -339,27 +339,21 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         })?;
         writable.push(dir);
     }
-    for p in &inputs.write_paths {
-        let dir = user_path(p, "write_paths")?;
-        check(&dir, &allowed_inside).map_err(|why| {
-            PlanError(format!(
-                "write_paths entry {}: {why}; remove it",
-                p.display()
-            ))
-        })?;
-        writable.push(dir);
-    }
-    let mut readable: Vec<PathBuf> = Vec::new();
-    for p in &inputs.read_paths {
-        let dir = user_path(p, "read_paths")?;
-        check(&dir, &allowed_inside).map_err(|why| {
-            PlanError(format!(
-                "read_paths entry {}: {why}; remove it",
-                p.display()
-            ))
-        })?;
-        readable.push(dir);
-    }
+    // The profile's own paths: each must exist and expose nothing hidden.
+    let user_paths = |paths: &[PathBuf], field: &str| -> Result<Vec<PathBuf>, PlanError> {
+        paths
+            .iter()
+            .map(|p| {
+                let dir = user_path(p, field)?;
+                check(&dir, &allowed_inside).map_err(|why| {
+                    PlanError(format!("{field} entry {}: {why}; remove it", p.display()))
+                })?;
+                Ok(dir)
+            })
+            .collect()
+    };
+    writable.extend(user_paths(&inputs.write_paths, "write_paths")?);
+    let mut readable = user_paths(&inputs.read_paths, "read_paths")?;
 
     // Automatic read-only binds: toolchains under HOME, PATH entries under
     // HOME, the program's install, the repository's objects.

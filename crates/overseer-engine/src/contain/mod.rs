@@ -463,16 +463,7 @@ impl Engine {
 }
 
 fn safe_name(s: &str) -> String {
-    let safe: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = crate::paths::file_safe(s);
     if safe.is_empty() {
         "_".to_owned()
     } else {
