@@ -14,6 +14,8 @@
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
 //! - [`confidence`]: confidence per step, approval modes and their bands.
 //! - [`supervision`]: supervisor verdicts, policies, autonomy, vote resolution.
+//! - [`session`]: agents that reach us from outside (hooks, MCP): their asks and our answers.
+//! - [`message`]: agent-to-agent messages through the hub.
 //! - [`view`]: the read models the UI and the CLI show, and the events pushed to them.
 
 // Domain matches list every variant: a new state or event must force a decision.
@@ -24,9 +26,11 @@ pub mod agent;
 pub mod confidence;
 pub mod error;
 pub mod gate;
+pub mod message;
 pub mod plan;
 pub mod rules;
 pub mod run;
+pub mod session;
 pub mod supervision;
 pub mod view;
 
@@ -38,6 +42,7 @@ pub use gate::{
     QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
 };
 pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
+pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
 pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorSummary};
 
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.

@@ -67,6 +67,8 @@ pub enum PlanSource {
     Prose,
     /// No planning turn: the profile or task says `plan = "skip"`.
     Skipped,
+    /// An agent outside Overseer asked for approval (`request_plan_approval`).
+    Requested,
 }
 
 impl PlanProposal {

@@ -24,10 +24,12 @@ pub enum ReleaseReason {
     Failed,
     Interrupted,
     SupervisorRejected,
+    /// An external session (hooks, MCP) ended on its own.
+    Ended,
 }
 
 impl ReleaseReason {
-    pub const ALL: [ReleaseReason; 7] = [
+    pub const ALL: [ReleaseReason; 8] = [
         ReleaseReason::Merged,
         ReleaseReason::HumanRejected,
         ReleaseReason::AbortedByUser,
@@ -35,6 +37,7 @@ impl ReleaseReason {
         ReleaseReason::Failed,
         ReleaseReason::Interrupted,
         ReleaseReason::SupervisorRejected,
+        ReleaseReason::Ended,
     ];
 
     /// The stable snake_case name stored in the database.
@@ -47,6 +50,7 @@ impl ReleaseReason {
             ReleaseReason::Failed => "failed",
             ReleaseReason::Interrupted => "interrupted",
             ReleaseReason::SupervisorRejected => "supervisor_rejected",
+            ReleaseReason::Ended => "ended",
         }
     }
 
@@ -146,6 +150,8 @@ pub enum RunEvent {
     SupervisorReject,
     /// The run failed and will not be retried.
     Fail,
+    /// An external session ended (its agent said so).
+    End,
 }
 
 impl RunEvent {
@@ -166,6 +172,7 @@ impl RunEvent {
             RunEvent::Interrupt,
             RunEvent::SupervisorReject,
             RunEvent::Fail,
+            RunEvent::End,
         ]
     }
 
@@ -186,6 +193,7 @@ impl RunEvent {
             RunEvent::Interrupt => "interrupt",
             RunEvent::SupervisorReject => "supervisor_reject",
             RunEvent::Fail => "fail",
+            RunEvent::End => "end",
         }
     }
 }
@@ -264,6 +272,10 @@ pub fn apply(
         RunEvent::Fail => match state {
             S::Claimed | S::Running | S::RetryQueued => Some(released(ReleaseReason::Failed)),
             S::Queued | S::PendingReview | S::Released { .. } => None,
+        },
+        RunEvent::End => match state {
+            S::Running => Some(released(ReleaseReason::Ended)),
+            S::Queued | S::Claimed | S::RetryQueued | S::PendingReview | S::Released { .. } => None,
         },
     };
     match next {

@@ -44,6 +44,14 @@ pub struct RunView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub last_gate: Option<PendingGate>,
+    /// Where the run came from: launched by Overseer, or an agent outside it
+    /// (a terminal Claude Code or Codex session, an MCP client).
+    #[serde(default)]
+    pub origin: crate::RunOrigin,
+    /// For an external session: its own id and where it works.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub session: Option<crate::session::ExternalSession>,
 }
 
 /// How a run's sensors stand: the latest result of each check command.

@@ -116,6 +116,14 @@ pub enum Request {
     },
     /// Every agent profile: installed or not, its mode, what it still needs.
     Agents,
+    /// An agent outside Overseer (a hook, `overseer mcp`) asks or reports;
+    /// answered with a [`overseer_core::SessionAnswer`] once decided (a
+    /// blocking ask keeps the call open until a human or the supervisor
+    /// answers). It can never decide anything.
+    Session {
+        session: overseer_core::SessionRef,
+        ask: overseer_core::SessionAsk,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,6 +12,7 @@
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
 pub mod acp;
+pub mod agents;
 pub mod api;
 pub mod client;
 mod clock;

@@ -274,8 +274,9 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
             continue;
         };
         let engine = engine.clone();
+        let peer = pid.and_then(|p| u32::try_from(p).ok());
         tokio::spawn(async move {
-            if let Err(e) = handle(engine, stream).await {
+            if let Err(e) = handle(engine, stream, peer).await {
                 tracing::debug!("connection closed: {e}");
             }
             drop(slot);
@@ -342,7 +343,7 @@ async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std:
     w.flush().await
 }
 
-async fn handle(engine: Arc<Engine>, stream: UnixStream) -> std::io::Result<()> {
+async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     // Bytes, not String: invalid UTF-8 from a client is an error to answer,
@@ -392,8 +393,54 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream) -> std::io::Result<()> 
                 }
             }
         }
-        let engine = engine.clone();
         let id = call.id;
+        if let Request::Session { session, ask } = call.request {
+            // An external agent's ask: answered when decided. The asker
+            // leaving (EOF, or anything more on the line while it should be
+            // waiting) drops the wait; the engine then withdraws its gate
+            // unless the asker comes back with the same key.
+            let asked = engine.session_ask(session, ask, peer);
+            tokio::pin!(asked);
+            let mut probe = [0u8; 1];
+            let reply = tokio::select! {
+                reply = &mut asked => reply,
+                _ = reader.read(&mut probe) => return Ok(()),
+            };
+            let line = match reply.and_then(json) {
+                Ok(result) => ServerLine::Result {
+                    id: Some(id),
+                    result,
+                },
+                Err(error) => ServerLine::Error {
+                    id: Some(id),
+                    error,
+                },
+            };
+            write_line(&mut write, &line).await?;
+            continue;
+        }
+        if crate::agents::external::is_decision(&call.request) {
+            if let Some(session) = peer.and_then(|p| engine.external_ancestor(p)) {
+                let error = ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "refused: this process was started by the agent of run {session} (an external session); \
+                         an agent can ask and report, never decide. Decide from the window or from a terminal \
+                         the agent did not start"
+                    ),
+                );
+                write_line(
+                    &mut write,
+                    &ServerLine::Error {
+                        id: Some(id),
+                        error,
+                    },
+                )
+                .await?;
+                continue;
+            }
+        }
+        let engine = engine.clone();
         let reply =
             tokio::task::spawn_blocking(move || dispatch(&engine, call.request, &Actor::cli()))
                 .await
@@ -521,6 +568,10 @@ pub fn dispatch(
         Request::Subscribe => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",
+        )),
+        Request::Session { .. } => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "an agent's ask is only answered on a socket connection (`overseer hook`, `overseer mcp`)",
         )),
     }
 }

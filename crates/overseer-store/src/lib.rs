@@ -17,6 +17,7 @@ mod error;
 pub mod keys;
 mod read;
 mod schema;
+mod session;
 mod supervise;
 mod work;
 mod write;
@@ -28,6 +29,7 @@ pub use audit::{
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use schema::SCHEMA_VERSION;
+pub use session::NewSession;
 pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
 pub use work::{MergeRecord, RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;

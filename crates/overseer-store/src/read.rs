@@ -19,7 +19,8 @@ const RUN_SELECT: &str = "
            (SELECT json_group_array(json(s.payload)) FROM
                (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s),
            (SELECT g.id FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
-           (SELECT g.kind FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1)
+           (SELECT g.kind FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
+           r.origin, r.session_id, r.cwd
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id";
@@ -38,6 +39,8 @@ struct RawRun {
     plan: Option<String>,
     sensors: Option<String>,
     last_gate: Option<(GateId, String)>,
+    origin: String,
+    session: Option<overseer_core::session::ExternalSession>,
 }
 
 fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
@@ -59,6 +62,17 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             current_step: None,
             sensors: None,
             last_gate: None,
+            origin: overseer_core::RunOrigin::Launched,
+            session: None,
+        },
+        origin: r.get(15)?,
+        session: {
+            let id: Option<String> = r.get(16)?;
+            let cwd: Option<String> = r.get(17)?;
+            id.map(|session_id| overseer_core::session::ExternalSession {
+                session_id,
+                cwd: cwd.unwrap_or_default(),
+            })
         },
         state: r.get(5)?,
         gate: gate_id.zip(gate_kind),
@@ -90,6 +104,13 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
         })
         .transpose()
     };
+    view.origin = overseer_core::RunOrigin::parse(&raw.origin).ok_or_else(|| {
+        corrupt(format!(
+            "run {} has unknown origin '{}'",
+            view.id, raw.origin
+        ))
+    })?;
+    view.session = raw.session;
     view.pending_gate = gate(raw.gate)?;
     view.last_gate = gate(raw.last_gate)?;
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());

@@ -177,6 +177,34 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX merges_by_tip ON merges(tip);
     "#,
+    // 6: agents from outside (hooks, MCP) as runs of their own origin;
+    // an asker's key on each gate (asked again after a reconnect, it finds
+    // the same gate); agent-to-agent messages through the hub.
+    r#"
+    ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'launched';
+    ALTER TABLE runs ADD COLUMN session_id TEXT;
+    ALTER TABLE runs ADD COLUMN cwd TEXT;
+    CREATE INDEX runs_by_session ON runs(origin, session_id) WHERE session_id IS NOT NULL;
+
+    ALTER TABLE gates ADD COLUMN ask_key TEXT;
+    CREATE INDEX gates_by_ask_key ON gates(run_id, ask_key) WHERE ask_key IS NOT NULL;
+
+    CREATE TABLE messages (
+        id             INTEGER PRIMARY KEY,
+        from_run       INTEGER REFERENCES runs(id),
+        sender         TEXT NOT NULL,
+        recipient      TEXT NOT NULL CHECK (recipient IN ('supervisor', 'user', 'broadcast', 'run')),
+        to_run         INTEGER REFERENCES runs(id),
+        body           TEXT NOT NULL,
+        correlation_id TEXT,
+        status         TEXT NOT NULL CHECK (status IN ('delivered', 'blocked')),
+        blocked_reason TEXT,
+        at             INTEGER NOT NULL,
+        audit_seq      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX messages_by_run ON messages(from_run, id);
+    CREATE INDEX messages_to_run ON messages(to_run, id);
+    "#,
 ];
 
 /// The schema version this build writes.

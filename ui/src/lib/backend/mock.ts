@@ -345,7 +345,7 @@ function key(scope: Scope): string {
 /** A small fleet with a gate of every kind, so a plain browser shows every
  * surface (`npm run dev`). */
 export function demoBackend(now: number): MockBackend {
-  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null };
+  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const };
   const runs: RunView[] = [
     { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review" } },
     { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan" } },

@@ -35,6 +35,7 @@ const run: RunView = {
   created_at: 0,
   needs_you: false,
   release_note: null,
+  origin: "launched",
   pending_gate: null,
   current_step: `${RLO}step two`,
   sensors: null,

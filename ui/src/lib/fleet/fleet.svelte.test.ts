@@ -14,6 +14,7 @@ const review = (id: number): RunView => ({
   created_at: 0,
   needs_you: true,
   release_note: null,
+  origin: "launched",
   pending_gate: { id: 100 + id, kind: "merge_review" },
 });
 

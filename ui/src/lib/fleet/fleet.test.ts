@@ -37,6 +37,7 @@ function run(id: number, over: Partial<RunView> = {}): RunView {
     created_at: 0,
     needs_you: false,
     release_note: null,
+  origin: "launched",
     pending_gate: null,
     ...over,
   };

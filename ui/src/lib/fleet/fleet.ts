@@ -35,6 +35,7 @@ export const RELEASE_REASONS: readonly ReleaseReason[] = [
   "aborted_by_user",
   "plan_rejected",
   "supervisor_rejected",
+  "ended",
 ];
 
 const REASON_LABELS: Record<ReleaseReason, string> = {
@@ -45,6 +46,7 @@ const REASON_LABELS: Record<ReleaseReason, string> = {
   failed: "failed",
   interrupted: "interrupted",
   supervisor_rejected: "rejected by supervisor",
+  ended: "session ended",
 };
 
 export function reasonLabel(r: ReleaseReason): string {
@@ -81,6 +83,7 @@ export function stateTone(s: RunState): "attention" | "active" | "idle" | "good"
         case "aborted_by_user":
         case "plan_rejected":
         case "supervisor_rejected":
+        case "ended":
           return "muted";
       }
   }

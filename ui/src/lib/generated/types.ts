@@ -9,7 +9,7 @@ export type ApiError = { code: ErrorCode, message: string, };
 
 export type Actor = { "kind": "user", "name": string } | { "kind": "supervisor", "name": string } | { "kind": "engine" } | { "kind": "agent", "name": string };
 
-export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected";
+export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected" | "ended";
 
 export type RunState = { "state": "queued" } | { "state": "claimed" } | { "state": "running" } | { "state": "retry_queued" } | { "state": "pending_review" } | { "state": "released", reason: ReleaseReason, };
 
@@ -53,6 +53,32 @@ export type PendingGate = { id: number, kind: GateKind, };
 
 export type SensorSummary = { passed: number, failed: number, };
 
+export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
+
+export type ExternalSession = { session_id: string, cwd: string, };
+
+export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: number, };
+
+export type MessageStatus = "delivered" | "blocked";
+
+export type MessageView = { id: number, 
+/**
+ * The run that sent it (None: the user or the supervisor).
+ */
+from_run: number | null, 
+/**
+ * Who sent it, as an actor string (`agent:claude`, `user:app`, `supervisor`).
+ */
+from: string, to: MessageTo, 
+/**
+ * Untrusted text when an agent wrote it.
+ */
+body: string, correlation_id: string | null, status: MessageStatus, 
+/**
+ * Why the policy held it back.
+ */
+blocked_reason: string | null, at: number, };
+
 export type RunView = { id: number, task_id: number, task_title: string, workspace: string, agent: string, state: RunState, 
 /**
  * When the run entered its current state.
@@ -79,7 +105,16 @@ sensors?: SensorSummary | null,
  * The run's latest gate, pending or decided: where "Why?" starts for a
  * run whose decision is made.
  */
-last_gate?: PendingGate | null, };
+last_gate?: PendingGate | null, 
+/**
+ * Where the run came from: launched by Overseer, or an agent outside it
+ * (a terminal Claude Code or Codex session, an MCP client).
+ */
+origin: RunOrigin, 
+/**
+ * For an external session: its own id and where it works.
+ */
+session?: ExternalSession | null, };
 
 export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
 /**
@@ -218,7 +253,7 @@ source: PlanSource, };
 
 export type PlanStep = { title: string, agent?: string, };
 
-export type PlanSource = "block" | "agent_mode" | "progress_list" | "prose" | "skipped";
+export type PlanSource = "block" | "agent_mode" | "progress_list" | "prose" | "skipped" | "requested";
 
 export type WorkspaceSettings = { 
 /**

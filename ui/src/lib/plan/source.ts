@@ -1,7 +1,7 @@
 // Where a proposed plan came from (PlanProposal.source), in words. Pure.
 import type { PlanSource } from "../types";
 
-const SOURCES: readonly PlanSource[] = ["block", "agent_mode", "progress_list", "prose", "skipped"];
+const SOURCES: readonly PlanSource[] = ["block", "agent_mode", "progress_list", "prose", "skipped", "requested"];
 
 /** The source field of a payload, or null when it is not one we know. */
 export function planSourceOf(v: unknown): PlanSource | null {
@@ -27,5 +27,7 @@ export function planSourceText(source: PlanSource, agent: string | null = null):
       return "from its message";
     case "skipped":
       return "no plan: planning was skipped";
+    case "requested":
+      return "asked for by the agent";
   }
 }

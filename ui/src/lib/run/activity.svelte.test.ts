@@ -15,6 +15,7 @@ const run = (id: number, state: RunView["state"] = { state: "running" }): RunVie
   created_at: 0,
   needs_you: false,
   release_note: null,
+  origin: "launched",
   pending_gate: null,
 });
 const flush = () => new Promise((r) => setTimeout(r, 0));

@@ -1,0 +1,8 @@
+//! The ways an agent reaches us from outside Overseer, each translating its
+//! protocol into core's session asks ([`overseer_core::SessionAsk`]):
+//! - [`external`]: the engine side: a session's fleet row, its asks as gates.
+//! - `hooks`: Claude Code's and Codex's hook formats (the `overseer hook` command).
+//!
+//! (Agents Overseer launches speak ACP: [`crate::acp`].)
+
+pub mod external;
