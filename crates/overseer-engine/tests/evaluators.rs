@@ -29,6 +29,8 @@ fn request(subject: Subject) -> EvaluationRequest {
         current_step: None,
         sensors: None,
         last_gate: None,
+        origin: Default::default(),
+        session: None,
     };
     let gate = GateView {
         id: 12,
