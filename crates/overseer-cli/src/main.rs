@@ -2,6 +2,8 @@
 //! through the running engine when there is one (so the window sees it live),
 //! otherwise through the same store transaction in this process.
 
+mod hook;
+mod mcp;
 mod output;
 
 use anyhow::Context;
@@ -62,6 +64,11 @@ enum Command {
     /// Agent profiles: installed or not, the mode each runs in, what each needs
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Claude Code and Codex hooks: the command they run, and installing it
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
+    /// A stdio MCP server of human-in-the-loop tools (ask_user, request_plan_approval, ...)
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Subcommand)]
@@ -395,6 +402,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir, cli.config_dir).map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve => serve(paths).await,
+        Command::Hook(cmd) => hook::run(&paths, cmd).await,
+        Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled, runs }).await?)?;
             println!(
