@@ -82,6 +82,20 @@ impl GateKind {
         }
     }
 
+    /// The choice that declines what the gate asks: what a gate gets when
+    /// nobody waits for its answer any more (its asker left).
+    pub fn decline_choice(self) -> GateChoice {
+        match self {
+            GateKind::Plan => GateChoice::Plan(PlanChoice::Reject),
+            GateKind::ToolCall => GateChoice::ToolCall(ToolCallChoice::No),
+            GateKind::StepReview => GateChoice::StepReview(StepReviewChoice::Stop),
+            GateKind::SupervisorPause => GateChoice::SupervisorPause(SupervisorPauseChoice::Abort),
+            GateKind::Deviation => GateChoice::Deviation(DeviationChoice::Stop),
+            GateKind::MergeReview => GateChoice::MergeReview(MergeReviewChoice::Reject),
+            GateKind::Question => GateChoice::Question(QuestionChoice::Decline),
+        }
+    }
+
     /// The id of [`GateKind::approve_choice`], as on the wire.
     pub fn approve_option(self) -> &'static str {
         self.approve_choice().as_str()

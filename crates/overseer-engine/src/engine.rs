@@ -51,6 +51,8 @@ pub struct Engine {
     /// Set when the app closes: agents are being stopped on purpose, so
     /// their ends are neither failures nor deviations.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// External sessions' agents, "always" rules and waiting askers.
+    pub(crate) external: crate::agents::external::Sessions,
 }
 
 impl Engine {
@@ -83,6 +85,7 @@ impl Engine {
             steering: Mutex::default(),
             notifications: Mutex::new(notifications),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            external: Default::default(),
         })
     }
 

@@ -47,30 +47,19 @@ impl WriteTx<'_> {
         self.transition(run, RunEvent::Start, None, actor, now)?;
         Ok((task, run))
     }
-
-    /// Remembers the asker's key of a gate it opened.
-    pub fn set_gate_ask_key(&mut self, gate: GateId, key: &str) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
-                "UPDATE gates SET ask_key = ?1 WHERE id = ?2",
-                params![key, gate],
-            )
-            .map_err(|e| self.sql(e))?;
-        Ok(())
-    }
 }
 
 impl Store {
-    /// The live run of an external session, if it has one.
+    /// The latest run of an external session, with its state.
     pub fn session_run(
         &self,
         origin: RunOrigin,
         session_id: &str,
-    ) -> Result<Option<RunId>, StoreError> {
+    ) -> Result<Option<(RunId, RunState)>, StoreError> {
         let rows: Vec<(RunId, String)> = self
             .raw_connection()
             .prepare_cached(
-                "SELECT id, state FROM runs WHERE origin = ?1 AND session_id = ?2 ORDER BY id DESC",
+                "SELECT id, state FROM runs WHERE origin = ?1 AND session_id = ?2 ORDER BY id DESC LIMIT 1",
             )
             .and_then(|mut s| {
                 s.query_map(params![origin.as_str(), session_id], |r| {
@@ -79,10 +68,17 @@ impl Store {
                 .collect()
             })
             .map_err(|e| StoreError::from_sqlite(e, self.path()))?;
-        Ok(rows
-            .into_iter()
-            .find(|(_, state)| RunState::from_db(state).is_some_and(|s| !s.is_released()))
-            .map(|(id, _)| id))
+        rows.into_iter()
+            .next()
+            .map(|(id, state)| {
+                RunState::from_db(&state)
+                    .map(|s| (id, s))
+                    .ok_or_else(|| StoreError::Corrupt {
+                        path: self.path().to_owned(),
+                        detail: format!("run {id} has unknown state '{state}'"),
+                    })
+            })
+            .transpose()
     }
 
     /// The gate of `run` its asker opened with `key`.

@@ -33,6 +33,8 @@ pub struct GateSpec {
     pub approve_option: Option<String>,
     /// A timer: at `auto_at`, if no human has acted, this choice is made.
     pub auto: Option<(Millis, GateChoice)>,
+    /// The external asker's own id for this ask (see `gate_by_ask_key`).
+    pub ask_key: Option<String>,
 }
 
 impl GateSpec {
@@ -46,6 +48,7 @@ impl GateSpec {
             authority: None,
             approve_option: None,
             auto: None,
+            ask_key: None,
         }
     }
 }
@@ -258,13 +261,15 @@ impl WriteTx<'_> {
         }
         self.conn()
             .execute(
-                "UPDATE gates SET authority = ?1, approve_option = ?2, auto_at = ?3, auto_decision = ?4
-                 WHERE id = ?5",
+                "UPDATE gates SET authority = ?1, approve_option = ?2, auto_at = ?3, auto_decision = ?4,
+                                  ask_key = ?5
+                 WHERE id = ?6",
                 params![
                     spec.authority.map(Autonomy::as_str),
                     spec.approve_option,
                     auto_at,
                     auto_option,
+                    spec.ask_key,
                     id
                 ],
             )

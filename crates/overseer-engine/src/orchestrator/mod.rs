@@ -183,6 +183,11 @@ fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
     // no signed record, is put back before anything acts on it.
     engine.reconcile_decisions_at_start()?;
     for run in engine.runs()? {
+        // An external session lives outside us: it was not interrupted,
+        // and its askers come back for their gates (or they are withdrawn).
+        if run.origin.is_external() {
+            continue;
+        }
         if matches!(
             run.state,
             RunState::Claimed | RunState::Running | RunState::RetryQueued
@@ -199,6 +204,7 @@ fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
         }
     }
     engine.renotify_pending()?;
+    crate::agents::external::withdraw_unclaimed_after_restart(engine);
     Ok(())
 }
 
@@ -225,7 +231,7 @@ fn err(message: impl Into<String>) -> ApiError {
 }
 
 /// Waits for a gate's decision. The gate is already in the database.
-async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
+pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
     let mut rx = engine.subscribe();
     loop {
         if engine.gate(gate)?.decision.is_some() {
