@@ -6,3 +6,4 @@
 //! (Agents Overseer launches speak ACP: [`crate::acp`].)
 
 pub mod external;
+pub mod hooks;
