@@ -83,11 +83,13 @@ pub async fn run(paths: &Paths, args: McpArgs) -> anyhow::Result<ExitCode> {
             anyhow::anyhow!("cannot read the current directory ({e}); pass --cwd DIR")
         })?,
     };
-    let session_id = match args.session {
-        Some(s) if !s.trim().is_empty() => s.trim().to_owned(),
-        Some(_) => {
-            anyhow::bail!("--session is empty; leave it out for a new session id per process")
+    let session_id = match args.session.as_deref().map(str::trim) {
+        Some(s) if s.is_empty() || s.len() > 256 || s.chars().any(char::is_control) => {
+            anyhow::bail!(
+                "--session must be 1 to 256 printable characters; leave it out for a new session id per process"
+            )
         }
+        Some(s) => s.to_owned(),
         None => format!("mcp-{prefix}"),
     };
     let server = Server {

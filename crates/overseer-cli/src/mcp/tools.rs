@@ -21,7 +21,7 @@ pub const READ_MESSAGES: &str = "read_messages";
 
 /// Longest question header: a tab label in the inbox.
 pub const MAX_HEADER: usize = 30;
-pub const MAX_QUESTIONS: usize = 10;
+pub const MAX_QUESTIONS: usize = 8;
 pub const MAX_OPTIONS: usize = 20;
 /// Longest free text in any one field (a question, a goal, a summary, a
 /// message body); the engine's line limit is far above what this allows.

@@ -1,0 +1,497 @@
+//! `overseer mcp` driven by the official MCP TypeScript SDK client (pinned in
+//! tests/real-agents/package.json; tests/real-agents/mcp-client.mjs), against
+//! a real engine (`overseer serve` on a private data dir). The answers are
+//! decided through the engine's API, as the window decides them.
+
+use overseer_engine::api::Request;
+use overseer_engine::client::Client;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const CLIENT_NAME: &str = "overseer-test-client";
+
+fn real_agents() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/real-agents");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
+            .exists(),
+        "the MCP TypeScript SDK is not installed in {}: run scripts/setup.sh",
+        dir.display()
+    );
+    dir
+}
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+/// A child killed when the test ends, however it ends.
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.data().join("overseer.sock")
+    }
+
+    /// Where the MCP client "works" (its fleet row's cwd).
+    fn project(&self) -> PathBuf {
+        let p = self.dir.path().join("project");
+        std::fs::create_dir_all(&p).expect("project dir");
+        p
+    }
+
+    fn serve(&self) -> Kill {
+        let child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .arg("--data-dir")
+            .arg(self.data())
+            .arg("--config-dir")
+            .arg(self.config())
+            .arg("serve")
+            .env_remove("OVERSEER_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("overseer serve");
+        let start = Instant::now();
+        while !self.socket().exists() || self.api_try(Request::Ping).is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the engine never answered on {}",
+                self.socket().display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Kill(child)
+    }
+
+    fn api_try(&self, request: Request) -> Option<Result<Value, String>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut client = Client::connect(&self.socket()).await.ok()??;
+            Some(client.call(request).await.map_err(|e| e.message))
+        })
+    }
+
+    fn api(&self, request: Request) -> Value {
+        match self.api_try(request.clone()) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => panic!("{request:?} failed: {e}"),
+            None => panic!("no engine for {request:?}"),
+        }
+    }
+
+    /// Runs the SDK client with `calls`; `mcp_args` go after `overseer mcp`.
+    fn client(&self, calls: Value, mcp_args: &[&str]) -> McpClient {
+        let mut args = vec![
+            "--data-dir".to_owned(),
+            self.data().display().to_string(),
+            "--config-dir".to_owned(),
+            self.config().display().to_string(),
+            "mcp".to_owned(),
+        ];
+        args.extend(mcp_args.iter().map(|s| s.to_string()));
+        let spec = json!({
+            "command": env!("CARGO_BIN_EXE_overseer"),
+            "args": args,
+            "cwd": self.project(),
+            "clientName": CLIENT_NAME,
+            "calls": calls,
+        });
+        let mut child = Command::new("node")
+            .arg(real_agents().join("mcp-client.mjs"))
+            .arg(spec.to_string())
+            .current_dir(real_agents())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node (Node.js 20+ must be on PATH: run scripts/setup.sh)");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(v) => {
+                        if tx.send(v).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => eprintln!("mcp-client: {line}"),
+                }
+            }
+        });
+        McpClient {
+            _child: Kill(child),
+            events: rx,
+        }
+    }
+
+    /// The pending gate of `kind` on an `mcp` fleet row, once it is there.
+    fn wait_gate(&self, kind: &str, not: &[i64]) -> Value {
+        let start = Instant::now();
+        loop {
+            let gates = self.api(Request::ListGates { pending_only: true });
+            let runs = self.api(Request::ListRuns);
+            let mcp_run = |id: &Value| {
+                runs.as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| &r["id"] == id && r["origin"] == "mcp")
+            };
+            if let Some(g) = gates.as_array().into_iter().flatten().find(|g| {
+                g["kind"] == kind
+                    && mcp_run(&g["run_id"])
+                    && !not.contains(&g["id"].as_i64().unwrap_or(-1))
+            }) {
+                return g.clone();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "no pending {kind} gate on an mcp row; gates: {gates}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn gate(&self, id: i64) -> Value {
+        self.api(Request::ShowGate { gate: id })
+    }
+
+    fn run(&self, id: &Value) -> Value {
+        self.api(Request::ShowRun {
+            run: id.as_i64().expect("run id"),
+        })
+    }
+
+    fn decide(&self, gate: &Value, option: &str, context: Option<&str>) {
+        self.api(Request::DecideGate {
+            gate: gate["id"].as_i64().expect("gate id"),
+            option: option.to_owned(),
+            context: context.map(str::to_owned),
+        });
+    }
+}
+
+struct McpClient {
+    _child: Kill,
+    events: mpsc::Receiver<Value>,
+}
+
+impl McpClient {
+    fn next(&self, event: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) if v["event"] == event => return v,
+                Ok(v) if v["event"] == "error" => panic!("the client failed: {v}"),
+                Ok(_) => {}
+                Err(e) => panic!("no {event} from the MCP client within {within:?}: {e}"),
+            }
+        }
+    }
+
+    /// The next call's outcome: the CallToolResult (or a thrown error).
+    fn outcome(&self, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) if v["event"] == "result" || v["event"] == "error" => return v,
+                Ok(_) => {}
+                Err(e) => panic!("no tool result within {within:?}: {e}"),
+            }
+        }
+    }
+}
+
+fn text(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn questions() -> Value {
+    json!({"questions": [
+        {"header": "Tone", "question": "Which tone should the greeting have?",
+         "options": [{"label": "Formal", "description": "Good day"}, {"label": "Friendly"}]},
+        {"header": "Pages", "question": "Which pages get it?", "multiple": true,
+         "options": [{"label": "Home"}, {"label": "About"}, {"label": "FAQ"}]}
+    ]})
+}
+
+#[test]
+fn tools_are_listed_with_schemas_and_bad_calls_are_tool_errors_even_without_an_engine() {
+    let h = Home::new();
+    let c = h.client(
+        json!([
+            {"tool": "ask_user", "arguments": {"questions": [
+                {"header": "A header far longer than thirty characters", "question": "Q?"}]}},
+            {"tool": "request_plan_approval", "arguments": {"goal": "x"}},
+            {"tool": "ask_user", "arguments": questions()},
+            {"tool": "read_messages", "arguments": {}},
+            {"tool": "no_such_tool", "arguments": {}}
+        ]),
+        &[],
+    );
+    let init = c.next("initialized", Duration::from_secs(15));
+    assert_eq!(
+        init["protocolVersion"], "2025-11-25",
+        "the SDK's newest revision with initialize"
+    );
+    assert_eq!(init["server"]["name"], "overseer");
+    let tools = c.next("tools", Duration::from_secs(5))["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ask_user",
+            "request_plan_approval",
+            "report_step",
+            "send_message",
+            "read_messages"
+        ]
+    );
+    for t in tools.as_array().expect("tools") {
+        assert!(
+            t["description"].as_str().is_some_and(|d| d.len() > 100),
+            "{t}"
+        );
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert_eq!(t["outputSchema"]["type"], "object", "{t}");
+    }
+    let header =
+        &tools[0]["inputSchema"]["properties"]["questions"]["items"]["properties"]["header"];
+    assert_eq!(header["maxLength"], 30);
+    assert_eq!(
+        tools[1]["inputSchema"]["required"],
+        json!(["goal", "steps"])
+    );
+    assert_eq!(tools[4]["annotations"]["readOnlyHint"], true);
+
+    let r = c.outcome(Duration::from_secs(5));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("at most 30 characters"), "{r}");
+    let r = c.outcome(Duration::from_secs(5));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("missing field `steps`"), "{r}");
+
+    // No engine: an error at once that says so and what to do instead.
+    for _ in 0..2 {
+        let r = c.outcome(Duration::from_secs(5));
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        assert!(text(&r).starts_with("Overseer is not running"), "{r}");
+        assert!(text(&r).contains("directly"), "{r}");
+        assert!(r["ms"].as_u64().expect("ms") < 2000, "slow: {r}");
+    }
+    // An unknown tool is a protocol error (the SDK throws).
+    let r = c.outcome(Duration::from_secs(5));
+    assert_eq!(r["event"], "error", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .expect("message")
+            .contains("no tool named"),
+        "{r}"
+    );
+    c.next("done", Duration::from_secs(5));
+    // Nothing was opened anywhere: no engine, no database, no gate.
+    assert!(
+        !h.data().exists(),
+        "overseer mcp created {}",
+        h.data().display()
+    );
+}
+
+#[test]
+fn questions_and_plans_wait_in_the_inbox_and_the_decision_is_the_tool_result() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let c = h.client(
+        json!([
+            {"tool": "ask_user", "arguments": questions(), "progress": true},
+            {"tool": "request_plan_approval", "arguments": {
+                "goal": "Add a greeting to the home page",
+                "steps": [{"title": "Write the greeting"}, {"title": "Test it", "agent": "tester"}],
+                "files": ["src/home.rs"], "risks": ["none"]}},
+            {"tool": "request_plan_approval", "arguments": {
+                "goal": "Add a short greeting to the home page",
+                "steps": [{"title": "Write the greeting"}]}}
+        ]),
+        &["--progress-seconds", "1"],
+    );
+    c.next("tools", Duration::from_secs(15));
+
+    let gate = h.wait_gate("question", &[]);
+    let run = h.run(&gate["run_id"]);
+    assert_eq!(run["origin"], "mcp", "{run}");
+    assert_eq!(run["agent"], CLIENT_NAME, "{run}");
+    assert!(run["needs_you"] == true, "{run}");
+    let cwd = run["session"]["cwd"].as_str().expect("cwd").to_owned();
+    assert_eq!(Path::new(&cwd), h.project().as_path());
+    // Waiting a little shows progress to a client that asked for it.
+    c.next("progress", Duration::from_secs(5));
+    h.decide(
+        &gate,
+        "answer",
+        Some(
+            &json!({"question_0": "Friendly", "question_0_custom": "but short",
+                    "question_1": ["Home", "FAQ"]})
+            .to_string(),
+        ),
+    );
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(r["event"], "result", "{r}");
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"action": "answered", "answers": [
+            {"header": "Tone", "question": "Which tone should the greeting have?",
+             "selected": ["Friendly"], "custom": "but short"},
+            {"header": "Pages", "question": "Which pages get it?",
+             "selected": ["Home", "FAQ"], "custom": null}
+        ]})
+    );
+    assert!(
+        text(&r).contains("chose \"Friendly\"; wrote \"but short\""),
+        "{r}"
+    );
+
+    let plan = h.wait_gate("plan", &[]);
+    assert_eq!(plan["run_id"], gate["run_id"], "one fleet row per session");
+    h.decide(&plan, "request_changes", Some("one step is enough"));
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "changes_requested", "feedback": "one step is enough"}),
+        "{r}"
+    );
+    assert!(text(&r).contains("Revise the plan"), "{r}");
+
+    let plan2 = h.wait_gate("plan", &[plan["id"].as_i64().expect("id")]);
+    h.decide(&plan2, "approve", None);
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "approved"}),
+        "{r}"
+    );
+    c.next("done", Duration::from_secs(10));
+}
+
+#[test]
+fn an_engine_restart_while_a_call_waits_loses_nothing() {
+    let h = Home::new();
+    let mut engine = h.serve();
+    let c = h.client(json!([{"tool": "ask_user", "arguments": questions()}]), &[]);
+    let gate = h.wait_gate("question", &[]);
+
+    // kill -9: no clean shutdown, the client's connection just drops.
+    engine.0.kill().expect("kill the engine");
+    engine.0.wait().expect("reap");
+    std::thread::sleep(Duration::from_millis(500));
+    let _engine = h.serve();
+    // The asker comes back with its key: the same gate, and no second one.
+    let again = h.wait_gate("question", &[]);
+    assert_eq!(again["id"], gate["id"], "{again}");
+    // Past the grace a gate whose asker left would be withdrawn after.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(
+        h.gate(gate["id"].as_i64().expect("id"))["status"],
+        "pending"
+    );
+    let pending = h.api(Request::ListGates { pending_only: true });
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    h.decide(
+        &gate,
+        "answer",
+        Some(&json!({"question_0": "Formal"}).to_string()),
+    );
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"]["answers"][0]["selected"],
+        json!(["Formal"]),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_engine_that_does_not_come_back_ends_the_call_with_an_error() {
+    let h = Home::new();
+    let mut engine = h.serve();
+    let c = h.client(
+        json!([{"tool": "request_plan_approval", "arguments": {
+            "goal": "g", "steps": [{"title": "t"}]}}]),
+        &["--reconnect-seconds", "2"],
+    );
+    h.wait_gate("plan", &[]);
+    engine.0.kill().expect("kill the engine");
+    engine.0.wait().expect("reap");
+    let started = Instant::now();
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("Overseer stopped answering"), "{r}");
+    assert!(text(&r).contains("directly"), "{r}");
+    assert!(started.elapsed() < Duration::from_secs(6), "{r}");
+}
+
+#[test]
+fn a_cancelled_call_withdraws_its_gate() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let c = h.client(
+        json!([{"tool": "ask_user", "arguments": questions(), "cancelAfterMs": 2500}]),
+        &[],
+    );
+    let gate = h.wait_gate("question", &[]);
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(r["event"], "error", "the SDK rejects an aborted call: {r}");
+    // The engine saw the asker leave; after its grace the gate is gone.
+    let id = gate["id"].as_i64().expect("id");
+    let start = Instant::now();
+    loop {
+        let g = h.gate(id);
+        if g["status"] != "pending" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the gate of a cancelled call is still pending: {g}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
