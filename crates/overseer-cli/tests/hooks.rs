@@ -1,0 +1,461 @@
+//! `overseer hook` with the real agents, offline: the pinned Claude Code CLI
+//! (print mode) and Codex CLI (`codex exec`) run in a temporary git repository
+//! with our hooks installed by `overseer hook install`, their model endpoint
+//! pointed at the scripted model server (tests/real-agents), and a real
+//! `overseer serve` beside them. What is asserted is what a user relies on:
+//! the ask appears in Overseer, the decision made there is what the agent
+//! does, and without Overseer the agent decides on its own, never allowing.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn real_agents() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/real-agents")
+}
+
+fn agent_bin(name: &str) -> PathBuf {
+    let bin = real_agents().join("node_modules/.bin").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup.sh (or `cd tests/real-agents && npm ci`)",
+        bin.display()
+    );
+    bin
+}
+
+/// A child killed when the test ends, however it ends.
+struct Kid(Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One test's world, under the target dir (Codex refuses a sandbox helper
+/// under /tmp, and both agents get the same layout).
+struct World {
+    dir: tempfile::TempDir,
+    _serve: Option<Kid>,
+}
+
+impl World {
+    fn new() -> World {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hooks");
+        std::fs::create_dir_all(&base).expect("target tmp");
+        let dir = tempfile::tempdir_in(base).expect("tempdir");
+        for d in ["home", "tmp", "codex-home", "proj"] {
+            std::fs::create_dir_all(dir.path().join(d)).expect("dir");
+        }
+        let proj = dir.path().join("proj");
+        let ok = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&proj)
+            .status()
+            .expect("git init");
+        assert!(ok.success());
+        std::fs::write(proj.join("README.md"), "# Demo\n").expect("readme");
+        World { dir, _serve: None }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn proj(&self) -> PathBuf {
+        self.path("proj")
+    }
+
+    fn overseer(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_overseer"));
+        c.arg("--data-dir")
+            .arg(self.path("data"))
+            .arg("--config-dir")
+            .arg(self.path("config"))
+            .args(args)
+            .env("HOME", self.path("home"))
+            .env("CODEX_HOME", self.path("codex-home"))
+            .env_remove("OVERSEER_LOG");
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.overseer(args).output().expect("run overseer");
+        assert!(
+            out.status.success(),
+            "overseer {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).expect("json")
+    }
+
+    fn serve(&mut self) {
+        let kid = Kid(self
+            .overseer(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("overseer serve"));
+        let socket = self.path("data/overseer.sock");
+        eventually("the engine's socket", Duration::from_secs(20), || {
+            socket.exists()
+        });
+        self._serve = Some(kid);
+    }
+
+    fn pending_gates(&self) -> Vec<Value> {
+        match self.json(&["gates", "list", "--json"]) {
+            Value::Array(gates) => gates,
+            other => panic!("gates list: {other}"),
+        }
+    }
+}
+
+fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct ModelServer {
+    _kid: Kid,
+    port: u16,
+    log: PathBuf,
+}
+
+impl ModelServer {
+    fn start(w: &World, script: &str) -> ModelServer {
+        let log = w.path("model.jsonl");
+        let mut child = Command::new("node")
+            .arg(real_agents().join("model-server.mjs"))
+            .arg("--script")
+            .arg(real_agents().join("scripts").join(script))
+            .arg("--log")
+            .arg(&log)
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node model-server.mjs (is node installed?)");
+        let mut first = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("model server's first line");
+        let port = first
+            .strip_prefix("listening ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("model server said {first:?}"));
+        ModelServer {
+            _kid: Kid(child),
+            port,
+            log,
+        }
+    }
+
+    /// The main requests' latest inputs (what the model read), in order.
+    fn latest_inputs(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["main"] == true)
+            .filter_map(|v| v["latest"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// `claude -p PROMPT` in the project, started in the background.
+fn claude(w: &World, model: &ModelServer, prompt: &str) -> Kid {
+    let mut c = Command::new(agent_bin("claude"));
+    c.args([
+        "-p",
+        prompt,
+        "--permission-mode",
+        "manual",
+        "--output-format",
+        "json",
+    ])
+    .current_dir(w.proj())
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", w.path("home"))
+    .env("TMPDIR", w.path("tmp"))
+    .env(
+        "ANTHROPIC_BASE_URL",
+        format!("http://127.0.0.1:{}", model.port),
+    )
+    .env("ANTHROPIC_API_KEY", "dummy")
+    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    Kid(c.spawn().expect("claude"))
+}
+
+/// Waits for the agent to finish (30 s at most) and returns its output.
+fn finish(mut kid: Kid, what: &str) -> Output {
+    let start = Instant::now();
+    loop {
+        if kid.0.try_wait().expect("try_wait").is_some() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} did not finish within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    if let Some(mut s) = kid.0.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    if let Some(mut s) = kid.0.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    let status = kid.0.wait().expect("wait");
+    Output {
+        status,
+        stdout: out.into_bytes(),
+        stderr: err.into_bytes(),
+    }
+}
+
+fn claude_result(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "claude's output is not its JSON result ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn install_claude(w: &World) {
+    let out = w.ok(&[
+        "hook",
+        "install",
+        "claude",
+        "--project",
+        &w.proj().to_string_lossy(),
+    ]);
+    assert!(out.contains("added PreToolUse"), "{out}");
+}
+
+/// The one pending gate, once it appears.
+fn wait_for_gate(w: &World) -> Value {
+    let mut found = None;
+    eventually("a pending gate", Duration::from_secs(20), || {
+        found = w.pending_gates().into_iter().next();
+        found.is_some()
+    });
+    found.expect("gate")
+}
+
+#[test]
+fn a_claude_tool_call_waits_for_the_decision_made_in_overseer() {
+    let mut w = World::new();
+    w.serve();
+    install_claude(&w);
+    let model = ModelServer::start(&w, "hook-bash.json");
+
+    // Yes: Claude runs it.
+    let t0 = Instant::now();
+    let run = claude(&w, &model, "Make the file made-by-claude");
+    let gate = wait_for_gate(&w);
+    assert_eq!(gate["kind"], "tool_call");
+    assert_eq!(gate["title"], "Bash: touch made-by-claude");
+    let runs = w.json(&["runs", "list", "--json"]);
+    let row = runs
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["id"] == gate["run_id"]))
+        .cloned()
+        .expect("the session's fleet row");
+    assert_eq!(row["origin"], "claude_code", "{row}");
+    assert_eq!(row["needs_you"], true, "{row}");
+    assert_eq!(
+        row["session"]["cwd"],
+        w.proj().to_string_lossy().as_ref(),
+        "{row}"
+    );
+    assert!(
+        !w.proj().join("made-by-claude").exists(),
+        "ran before the decision"
+    );
+    let asked = t0.elapsed();
+    let gate_id = gate["id"].to_string();
+    w.ok(&["gates", "decide", &gate_id, "--option", "yes"]);
+    let out = finish(run, "claude (yes)");
+    let result = claude_result(&out);
+    assert_eq!(result["result"], "Done. SCRIPT-DONE", "{result}");
+    assert!(
+        w.proj().join("made-by-claude").exists(),
+        "yes did not run it"
+    );
+    eprintln!(
+        "claude: gate shown {asked:?} after start, whole run {:?}",
+        t0.elapsed()
+    );
+
+    // No, with a reason: Claude does not run it and the model reads why.
+    let run = claude(&w, &model, "Make the file refused-file");
+    let gate = wait_for_gate(&w);
+    assert_eq!(gate["title"], "Bash: touch refused-file");
+    let gate_id = gate["id"].to_string();
+    w.ok(&[
+        "gates",
+        "decide",
+        &gate_id,
+        "--option",
+        "no",
+        "--context",
+        "not in this repository, please",
+    ]);
+    let out = finish(run, "claude (no)");
+    let result = claude_result(&out);
+    assert_eq!(result["result"], "Done. SCRIPT-DONE", "{result}");
+    assert!(!w.proj().join("refused-file").exists(), "no ran it anyway");
+    let inputs = model.latest_inputs();
+    assert!(
+        inputs
+            .iter()
+            .any(|i| i.contains("not in this repository, please")),
+        "the reason never reached the model: {inputs:#?}"
+    );
+}
+
+#[test]
+fn without_overseer_claude_decides_alone_and_never_runs_the_tool_unasked() {
+    let w = World::new();
+    install_claude(&w);
+    let model = ModelServer::start(&w, "hook-bash.json");
+    let t0 = Instant::now();
+    let out = finish(claude(&w, &model, "Make the file made-by-claude"), "claude");
+    let took = t0.elapsed();
+    let result = claude_result(&out);
+    // `ask` in print mode (no one to ask) denies: the turn still completes.
+    assert_eq!(result["result"], "Done. SCRIPT-DONE", "{result}");
+    assert_eq!(
+        result["permission_denials"][0]["tool_input"]["command"], "touch made-by-claude",
+        "{result}"
+    );
+    assert!(!w.proj().join("made-by-claude").exists());
+    assert!(took < Duration::from_secs(15), "fallback took {took:?}");
+    eprintln!("claude without Overseer: whole run {took:?}");
+
+    // Nothing was written anywhere by the hook: the data dir does not exist.
+    assert!(!w.path("data/overseer.db").exists());
+
+    // The same hook, fed by hand, says why on stderr and asks Claude's user.
+    let mut hook = w
+        .overseer(&["hook", "claude"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    let input = serde_json::json!({
+        "session_id": "s-down", "cwd": w.proj(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1",
+    });
+    hook.stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    let out = hook.wait_with_output().expect("hook");
+    assert!(out.status.success());
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Overseer is not running"), "{err}");
+    assert!(err.contains("overseer serve"), "{err}");
+}
+
+#[test]
+fn a_deny_rule_of_the_workspace_refuses_without_a_gate() {
+    let mut w = World::new();
+    w.serve();
+    let proj = w.proj().to_string_lossy().into_owned();
+    w.ok(&["workspace", "add", &proj, "--name", "proj"]);
+    w.ok(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "proj",
+        "--deny",
+        "Bash(touch:*)",
+    ]);
+    install_claude(&w);
+    let model = ModelServer::start(&w, "hook-bash.json");
+    let out = finish(claude(&w, &model, "Make the file made-by-claude"), "claude");
+    let result = claude_result(&out);
+    assert_eq!(result["result"], "Done. SCRIPT-DONE", "{result}");
+    assert!(!w.proj().join("made-by-claude").exists());
+    // No tool-call gate, pending or decided (the Stop notice is an info item).
+    let all = w.json(&["gates", "list", "--all", "--json"]);
+    let tool_gates = all
+        .as_array()
+        .map(|g| g.iter().filter(|g| g["kind"] == "tool_call").count());
+    assert_eq!(tool_gates, Some(0), "a tool-call gate was opened: {all}");
+    let inputs = model.latest_inputs();
+    assert!(
+        inputs.iter().any(|i| i.contains("Bash(touch:*)")),
+        "the rule never reached the model: {inputs:#?}"
+    );
+    let runs = w.json(&["runs", "list", "--json"]);
+    assert_eq!(runs[0]["origin"], "claude_code", "{runs}");
+    assert_eq!(runs[0]["workspace"], "proj", "{runs}");
+}
+
+#[test]
+fn steering_queued_in_overseer_comes_back_once_as_a_stop_block() {
+    let mut w = World::new();
+    w.serve();
+    install_claude(&w);
+    let model = ModelServer::start(&w, "hook-bash.json");
+    let run = claude(&w, &model, "Make the file made-by-claude");
+    let gate = wait_for_gate(&w);
+    let run_id = gate["run_id"].to_string();
+    w.ok(&[
+        "runs",
+        "steer",
+        &run_id,
+        "STEERING: add a line to the README too",
+    ]);
+    w.ok(&[
+        "gates",
+        "decide",
+        &gate["id"].to_string(),
+        "--option",
+        "yes",
+    ]);
+    let out = finish(run, "claude");
+    let result = claude_result(&out);
+    assert_eq!(
+        result["result"], "Following your steering. STEERED-DONE",
+        "{result}"
+    );
+    let inputs = model.latest_inputs();
+    let steered = inputs
+        .iter()
+        .filter(|i| i.contains("STEERING: add a line to the README too"))
+        .count();
+    assert_eq!(
+        steered, 1,
+        "steering delivered {steered} times: {inputs:#?}"
+    );
+}
