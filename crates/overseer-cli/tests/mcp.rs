@@ -350,7 +350,10 @@ fn questions_and_plans_wait_in_the_inbox_and_the_decision_is_the_tool_result() {
                 "files": ["src/home.rs"], "risks": ["none"]}},
             {"tool": "request_plan_approval", "arguments": {
                 "goal": "Add a short greeting to the home page",
-                "steps": [{"title": "Write the greeting"}]}}
+                "steps": [{"title": "Write the greeting"}]}},
+            {"tool": "report_step", "arguments": {
+                "step": "Write the greeting", "status": "done", "summary": "wrote it",
+                "files_touched": ["src/home.rs"]}}
         ]),
         &["--progress-seconds", "1"],
     );
@@ -410,6 +413,13 @@ fn questions_and_plans_wait_in_the_inbox_and_the_decision_is_the_tool_result() {
         json!({"verdict": "approved"}),
         "{r}"
     );
+    // No supervisor and no steering: a reported step goes on at once.
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "CONTINUE"}),
+        "{r}"
+    );
     c.next("done", Duration::from_secs(10));
 }
 
@@ -428,12 +438,8 @@ fn an_engine_restart_while_a_call_waits_loses_nothing() {
     // The asker comes back with its key: the same gate, and no second one.
     let again = h.wait_gate("question", &[]);
     assert_eq!(again["id"], gate["id"], "{again}");
-    // Past the grace a gate whose asker left would be withdrawn after.
-    std::thread::sleep(Duration::from_secs(6));
-    assert_eq!(
-        h.gate(gate["id"].as_i64().expect("id"))["status"],
-        "pending"
-    );
+    // The answer can only reach the client if it asked again on the new
+    // engine: the connection it first asked on died with the old one.
     let pending = h.api(Request::ListGates { pending_only: true });
     assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
     h.decide(
@@ -494,4 +500,81 @@ fn a_cancelled_call_withdraws_its_gate() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A client of the 2026-07-28 revision sends no `initialize`: each request
+/// carries the protocol version and the client's name in `_meta`. rmcp
+/// serves it; the name still names the fleet row.
+#[test]
+fn a_stateless_2026_07_28_client_is_served_and_named_from_its_meta() {
+    use std::io::Write;
+    let h = Home::new();
+    let _engine = h.serve();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overseer"))
+        .arg("--data-dir")
+        .arg(h.data())
+        .arg("--config-dir")
+        .arg(h.config())
+        .arg("mcp")
+        .current_dir(h.project())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("overseer mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let _child = Kill(child);
+    let (tx, rx) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str(&line) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-client", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+    };
+    let reply = |id: i64| loop {
+        let v = rx
+            .recv_timeout(Duration::from_secs(15))
+            .expect("a reply from overseer mcp");
+        if v["id"] == id {
+            return v;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    let discovered = reply(1);
+    assert!(
+        discovered["result"]["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{discovered}"
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "request_plan_approval",
+        "arguments": {"goal": "g", "steps": [{"title": "t"}]}}}),
+    );
+    let gate = h.wait_gate("plan", &[]);
+    assert_eq!(h.run(&gate["run_id"])["agent"], "stateless-client");
+    h.decide(&gate, "reject", Some("not now"));
+    let r = reply(2);
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "rejected", "reason": "not now"}),
+        "{r}"
+    );
 }
