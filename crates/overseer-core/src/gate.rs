@@ -294,6 +294,58 @@ pub fn parse_choice<C: Choice>(id: &str) -> Result<C, DecisionError> {
     })
 }
 
+/// The three kinds of ask (PRODUCT.md, the unified inbox): what the user
+/// sees first and how loudly they are told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AskKind {
+    /// The agent is stopped until a human answers.
+    Blocking,
+    /// It proceeds by itself if nobody acts (a timer), or it can wait.
+    Question,
+    /// Nothing waits: something to read (a notice, a finished turn).
+    Info,
+}
+
+impl AskKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskKind::Blocking => "blocking",
+            AskKind::Question => "question",
+            AskKind::Info => "info",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [AskKind::Blocking, AskKind::Question, AskKind::Info]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// What kind of ask a gate is: what its opener declared (`ask_kind` in
+/// its payload), else a gate with a timer is a question, else by kind.
+pub fn ask_kind(kind: GateKind, payload: &serde_json::Value, auto_at: Option<Millis>) -> AskKind {
+    if let Some(declared) = payload
+        .get("ask_kind")
+        .and_then(|v| v.as_str())
+        .and_then(AskKind::parse)
+    {
+        return declared;
+    }
+    if auto_at.is_some() {
+        return AskKind::Question;
+    }
+    match kind {
+        GateKind::Plan
+        | GateKind::ToolCall
+        | GateKind::SupervisorPause
+        | GateKind::Deviation
+        | GateKind::Question => AskKind::Blocking,
+        GateKind::StepReview | GateKind::MergeReview => AskKind::Question,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {

@@ -37,9 +37,9 @@ pub mod view;
 pub use actor::Actor;
 pub use error::{ApiError, ErrorCode};
 pub use gate::{
-    check_decision, merge_review_options, parse_choice, Choice, DecisionError, DeviationChoice,
-    GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice, PlanChoice,
-    QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
+    ask_kind, check_decision, merge_review_options, parse_choice, AskKind, Choice, DecisionError,
+    DeviationChoice, GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice,
+    PlanChoice, QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
 };
 pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};

@@ -87,6 +87,13 @@ pub struct GateView {
     /// The engine acted on the decision: nobody can override it any more.
     #[serde(default)]
     pub effected: bool,
+    /// Blocking, question or info ([`crate::gate::ask_kind`]).
+    #[serde(default = "blocking")]
+    pub ask_kind: crate::gate::AskKind,
+}
+
+fn blocking() -> crate::gate::AskKind {
+    crate::gate::AskKind::Blocking
 }
 
 /// One entry of a run's activity timeline (agent message, plan, tool call,
@@ -125,6 +132,10 @@ pub enum EngineEvent {
     OrchestrationAborted {
         run_id: RunId,
         killed: Vec<u32>,
+    },
+    /// A message went through the hub (delivered, or held back).
+    MessagePosted {
+        message: crate::message::MessageView,
     },
 }
 

@@ -124,6 +124,20 @@ pub enum Request {
         session: overseer_core::SessionRef,
         ask: overseer_core::SessionAsk,
     },
+    /// Messages after `after`, oldest first: all, or one run's.
+    ListMessages {
+        #[serde(default)]
+        run: Option<RunId>,
+        #[serde(default)]
+        after: Option<i64>,
+    },
+    /// A message from the user to a run, or a broadcast.
+    SendMessage {
+        to: overseer_core::message::MessageTo,
+        body: String,
+        #[serde(default)]
+        correlation_id: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

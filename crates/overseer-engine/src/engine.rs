@@ -273,7 +273,8 @@ impl Engine {
                 | EngineEvent::GateOpened { .. }
                 | EngineEvent::GateDecided { .. }
                 | EngineEvent::RunActivity { .. }
-                | EngineEvent::OrchestrationAborted { .. } => None,
+                | EngineEvent::OrchestrationAborted { .. }
+                | EngineEvent::MessagePosted { .. } => None,
             });
             let Some(run) = latest else { continue };
             // A run's row may be pushed more than once in a batch: only its
@@ -286,7 +287,17 @@ impl Engine {
                     continue;
                 }
             }
-            if let Some(n) = notification_for(event, run) {
+            let ask = match event {
+                EngineEvent::GateOpened { gate_id, .. } => {
+                    self.gate(*gate_id).ok().map(|g| g.ask_kind)
+                }
+                EngineEvent::GateDecided { .. }
+                | EngineEvent::RunChanged { .. }
+                | EngineEvent::RunActivity { .. }
+                | EngineEvent::OrchestrationAborted { .. }
+                | EngineEvent::MessagePosted { .. } => None,
+            };
+            if let Some(n) = notification_for(event, run, ask) {
                 if self.notifications().is_muted(n.kind) {
                     tracing::debug!(kind = n.kind.as_str(), "muted by the user");
                     continue;
@@ -304,6 +315,7 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         | EngineEvent::GateDecided { run_id, .. }
         | EngineEvent::OrchestrationAborted { run_id, .. } => Some(*run_id),
         EngineEvent::RunActivity { activity } => Some(activity.run_id),
+        EngineEvent::MessagePosted { message } => message.from_run,
     }
 }
 

@@ -24,10 +24,12 @@ pub enum NotificationKind {
     /// of a run connected to the engine's socket), or the user's repository
     /// changed outside a recorded merge. Always notifies.
     SecurityEvent,
+    /// The hub held back an agent's message (addressed to a peer).
+    AgentMessageBlocked,
 }
 
 impl NotificationKind {
-    pub const ALL: [NotificationKind; 7] = [
+    pub const ALL: [NotificationKind; 8] = [
         NotificationKind::AgentQuestionPending,
         NotificationKind::AgentQuestionBlocking,
         NotificationKind::RunPendingReview,
@@ -35,6 +37,7 @@ impl NotificationKind {
         NotificationKind::SupervisorEscalated,
         NotificationKind::SupervisorFailed,
         NotificationKind::SecurityEvent,
+        NotificationKind::AgentMessageBlocked,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +49,7 @@ impl NotificationKind {
             NotificationKind::SupervisorEscalated => "supervisor_escalated",
             NotificationKind::SupervisorFailed => "supervisor_failed",
             NotificationKind::SecurityEvent => "security_event",
+            NotificationKind::AgentMessageBlocked => "agent_message_blocked",
         }
     }
 
@@ -121,9 +125,25 @@ impl Notifier for LogNotifier {
 
 /// The notification an event calls for, if any, given the run as it stands
 /// after the whole batch of events.
-pub(crate) fn notification_for(event: &EngineEvent, run: &RunView) -> Option<Notification> {
+/// `ask` is the ask kind of the gate a `GateOpened` event opened.
+pub(crate) fn notification_for(
+    event: &EngineEvent,
+    run: &RunView,
+    ask: Option<overseer_core::AskKind>,
+) -> Option<Notification> {
     let task = run.task_title.clone();
     match event {
+        // Something to read, not to decide: never as loud as a blocking ask.
+        EngineEvent::GateOpened { run_id, .. }
+            if run.needs_you && ask == Some(overseer_core::AskKind::Info) =>
+        {
+            Some(Notification {
+                kind: NotificationKind::AgentQuestionPending,
+                run_id: *run_id,
+                title: format!("Run {run_id}: a note from {}", run.agent),
+                body: task,
+            })
+        }
         EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
             let (kind, title) = match kind {
                 GateKind::MergeReview => (
@@ -184,7 +204,8 @@ pub(crate) fn notification_for(event: &EngineEvent, run: &RunView) -> Option<Not
         | EngineEvent::GateDecided { .. }
         | EngineEvent::RunChanged { .. }
         | EngineEvent::RunActivity { .. }
-        | EngineEvent::OrchestrationAborted { .. } => None,
+        | EngineEvent::OrchestrationAborted { .. }
+        | EngineEvent::MessagePosted { .. } => None,
     }
 }
 
@@ -213,6 +234,9 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                         format!("The supervisor failed on {n} decisions")
                     }
                     NotificationKind::SecurityEvent => format!("{n} security events"),
+                    NotificationKind::AgentMessageBlocked => {
+                        format!("{n} agent messages were held back")
+                    }
                 };
                 let mut body: Vec<String> = many
                     .iter()

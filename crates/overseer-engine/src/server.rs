@@ -569,6 +569,12 @@ pub fn dispatch(
             ErrorCode::InvalidInput,
             "subscribe is only available on a socket connection",
         )),
+        Request::ListMessages { run, after } => json(engine.messages(run, after)?),
+        Request::SendMessage {
+            to,
+            body,
+            correlation_id,
+        } => json(engine.send_message(to, &body, correlation_id, actor)?),
         Request::Session { .. } => Err(ApiError::new(
             ErrorCode::InvalidInput,
             "an agent's ask is only answered on a socket connection (`overseer hook`, `overseer mcp`)",

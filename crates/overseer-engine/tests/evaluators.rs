@@ -49,6 +49,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         auto_option: None,
         authority: None,
         effected: false,
+        ask_kind: overseer_core::AskKind::Blocking,
     };
     EvaluationRequest {
         subject,

@@ -495,3 +495,132 @@ async fn a_session_the_user_stopped_has_its_tool_calls_refused() {
     assert_eq!(decision, ToolDecision::Deny);
     assert!(reason.unwrap_or_default().contains("stopped this session"));
 }
+
+#[tokio::test]
+async fn messages_go_through_the_hub_and_a_message_to_a_peer_is_held_back() {
+    use overseer_core::message::{MessageStatus, MessageTo};
+    let w = world().await;
+    let mut events = w.engine.subscribe();
+    let a = session("agent-a", &w.repo);
+    let b = session("agent-b", &w.repo);
+    let send = |to: MessageTo, body: &str| SessionAsk::SendMessage {
+        to,
+        body: body.into(),
+        correlation_id: Some("c-1".into()),
+    };
+    let SessionAnswer::Message { message: to_user } = ask(
+        &w,
+        a.clone(),
+        send(MessageTo::User, "tests pass on my side"),
+    )
+    .await
+    .expect("task")
+    .expect("answer") else {
+        panic!("a message answer")
+    };
+    assert_eq!(to_user.status, MessageStatus::Delivered);
+    let run_a = to_user.from_run.expect("from a run");
+    // B's first ask opens its row; then A tries to talk to B directly.
+    let SessionAnswer::Messages { messages } =
+        ask(&w, b.clone(), SessionAsk::ReadMessages { after: None })
+            .await
+            .expect("task")
+            .expect("answer")
+    else {
+        panic!("messages")
+    };
+    assert!(
+        messages.is_empty(),
+        "a message to the user is not B's: {messages:?}"
+    );
+    let run_b = w
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|r| {
+            r.session
+                .as_ref()
+                .is_some_and(|s| s.session_id == "agent-b")
+        })
+        .expect("B's row")
+        .id;
+    let SessionAnswer::Message { message: direct } =
+        ask(&w, a.clone(), send(MessageTo::Run { run: run_b }, "psst"))
+            .await
+            .expect("task")
+            .expect("answer")
+    else {
+        panic!("a message answer")
+    };
+    assert_eq!(direct.status, MessageStatus::Blocked);
+    assert!(direct
+        .blocked_reason
+        .unwrap_or_default()
+        .contains("never to a peer"));
+    ask(&w, a.clone(), send(MessageTo::Broadcast, "I own src/api"))
+        .await
+        .expect("task")
+        .expect("answer");
+    // The user replies to A with the correlation id.
+    let reply = w
+        .engine
+        .send_message(
+            MessageTo::Run { run: run_a },
+            "fine, go on",
+            Some("c-1".into()),
+            &Actor::cli(),
+        )
+        .expect("reply");
+    assert_eq!(reply.correlation_id.as_deref(), Some("c-1"));
+
+    let read = || SessionAsk::ReadMessages { after: None };
+    let SessionAnswer::Messages { messages } = ask(&w, b.clone(), read())
+        .await
+        .expect("task")
+        .expect("answer")
+    else {
+        panic!("messages")
+    };
+    let bodies: Vec<&str> = messages.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        vec!["I own src/api"],
+        "B reads the broadcast, never the held-back message"
+    );
+    let SessionAnswer::Messages { messages } = ask(&w, a.clone(), read())
+        .await
+        .expect("task")
+        .expect("answer")
+    else {
+        panic!("messages")
+    };
+    let bodies: Vec<&str> = messages.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        vec!["fine, go on"],
+        "A reads the reply, not its own messages"
+    );
+
+    // Stored, in both timelines, and pushed.
+    assert_eq!(w.engine.messages(None, None).expect("all").len(), 4);
+    assert!(w
+        .engine
+        .activity(run_a, 0)
+        .expect("timeline")
+        .iter()
+        .any(|e| e.kind == "message_sent"));
+    assert!(w
+        .engine
+        .activity(run_a, 0)
+        .expect("timeline")
+        .iter()
+        .any(|e| e.kind == "message_received"));
+    let mut posted = 0;
+    while let Ok(e) = events.try_recv() {
+        if matches!(e, overseer_core::EngineEvent::MessagePosted { .. }) {
+            posted += 1;
+        }
+    }
+    assert_eq!(posted, 4);
+}

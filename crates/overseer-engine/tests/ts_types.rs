@@ -43,6 +43,7 @@ fn generated() -> String {
         overseer_core::MergeReviewChoice,
         overseer_core::QuestionChoice,
         overseer_core::GateChoice,
+        overseer_core::AskKind,
         GateStatus,
         GateOption,
         GateDecision,

@@ -15,6 +15,7 @@ mod attest;
 pub mod audit;
 mod error;
 pub mod keys;
+mod messages;
 mod read;
 mod schema;
 mod session;
@@ -28,6 +29,7 @@ pub use audit::{
 };
 pub use error::StoreError;
 pub use keys::Keyring;
+pub use messages::NewMessage;
 pub use schema::SCHEMA_VERSION;
 pub use session::NewSession;
 pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};

@@ -190,6 +190,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             auto_option: r.get(13)?,
             authority: None,
             effected: r.get::<_, Option<i64>>(15)?.is_some(),
+            ask_kind: overseer_core::gate::AskKind::Blocking,
         },
         authority: r.get(14)?,
         kind: r.get(2)?,
@@ -218,6 +219,7 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         .map_err(|e| corrupt(format!("options: {e}")))?;
     view.payload =
         serde_json::from_str(&raw.payload).map_err(|e| corrupt(format!("payload: {e}")))?;
+    view.ask_kind = overseer_core::gate::ask_kind(view.kind, &view.payload, view.auto_at);
     view.authority = match raw.authority {
         Some(a) => Some(Autonomy::parse(&a).ok_or_else(|| corrupt(format!("authority '{a}'")))?),
         None => None,

@@ -199,10 +199,16 @@ impl Engine {
                 message,
             } => self.session_notice(&work, kind, title, &message),
             SessionAsk::End => self.session_end(&work),
-            SessionAsk::SendMessage { .. } | SessionAsk::ReadMessages { .. } => Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                "agent messages are not served by this engine yet; tell the user directly",
-            )),
+            SessionAsk::SendMessage {
+                to,
+                body,
+                correlation_id,
+            } => Ok(SessionAnswer::Message {
+                message: self.agent_message(work.run_id, &work.agent, to, &body, correlation_id)?,
+            }),
+            SessionAsk::ReadMessages { after } => Ok(SessionAnswer::Messages {
+                messages: self.agent_inbox(work.run_id, after)?,
+            }),
         }
     }
 
@@ -1137,6 +1143,7 @@ pub(crate) fn is_decision(request: &Request) -> bool {
         | Request::SupervisorStatus { .. }
         | Request::Notifications
         | Request::Agents
+        | Request::ListMessages { .. }
         | Request::Session { .. } => false,
         Request::ApproveRun { .. }
         | Request::RejectRun { .. }
@@ -1153,7 +1160,8 @@ pub(crate) fn is_decision(request: &Request) -> bool {
         | Request::SupervisorVote { .. }
         | Request::SetSupervisor { .. }
         | Request::SetPermissions { .. }
-        | Request::SetNotifications { .. } => true,
+        | Request::SetNotifications { .. }
+        | Request::SendMessage { .. } => true,
     }
 }
 

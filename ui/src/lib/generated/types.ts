@@ -31,6 +31,8 @@ export type QuestionChoice = "answer" | "default" | "decline";
 
 export type GateChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
 
+export type AskKind = "blocking" | "question" | "info";
+
 export type GateStatus = "pending" | "decided";
 
 export type GateOption = { 
@@ -137,11 +139,15 @@ authority: Autonomy | null,
 /**
  * The engine acted on the decision: nobody can override it any more.
  */
-effected: boolean, };
+effected: boolean, 
+/**
+ * Blocking, question or info ([`crate::gate::ask_kind`]).
+ */
+ask_kind: AskKind, };
 
 export type ActivityView = { id: number, run_id: number, at: number, kind: string, payload: JsonValue, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, };
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, } | { "type": "message_posted", message: MessageView, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
 
@@ -400,6 +406,6 @@ export type Started = { task_id: number, run_id: number, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
 
-export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event";
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked";
 
 export type NotificationSettings = { muted: Array<NotificationKind>, };
