@@ -49,7 +49,9 @@ pub fn affects_count(event: &EngineEvent) -> bool {
         EngineEvent::RunChanged { .. }
         | EngineEvent::GateOpened { .. }
         | EngineEvent::GateDecided { .. } => true,
-        EngineEvent::RunActivity { .. } | EngineEvent::OrchestrationAborted { .. } => false,
+        EngineEvent::RunActivity { .. }
+        | EngineEvent::OrchestrationAborted { .. }
+        | EngineEvent::MessagePosted { .. } => false,
     }
 }
 
