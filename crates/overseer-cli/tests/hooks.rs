@@ -459,3 +459,311 @@ fn steering_queued_in_overseer_comes_back_once_as_a_stop_block() {
         "steering delivered {steered} times: {inputs:#?}"
     );
 }
+
+fn codex_config(w: &World, model: &ModelServer) {
+    let config = format!(
+        r#"model = "gpt-5.5"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "http://127.0.0.1:{}/v1"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"#,
+        model.port
+    );
+    std::fs::write(w.path("codex-home/config.toml"), config).expect("config.toml");
+}
+
+/// `codex exec PROMPT` in the project (workspace-write: a command it is
+/// let run can write there), started in the background.
+fn codex(w: &World, prompt: &str) -> Kid {
+    let mut c = Command::new(agent_bin("codex"));
+    c.args([
+        "exec",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        prompt,
+    ])
+    .current_dir(w.proj())
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", w.path("home"))
+    .env("TMPDIR", w.path("tmp"))
+    .env("CODEX_HOME", w.path("codex-home"))
+    .env("MOCK_API_KEY", "dummy")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    Kid(c.spawn().expect("codex"))
+}
+
+#[test]
+fn a_codex_shell_command_waits_for_overseer_once_its_hooks_are_trusted() {
+    let mut w = World::new();
+    w.serve();
+    let model = ModelServer::start(&w, "hook-codex.json");
+    codex_config(&w, &model);
+    let codex_bin = agent_bin("codex");
+    let out = w
+        .overseer(&["hook", "install", "codex", "--user", "--codex"])
+        .arg(&codex_bin)
+        .current_dir(w.proj())
+        .output()
+        .expect("install");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("Codex trusts them (4 hooks"), "{said}");
+    let config = std::fs::read_to_string(w.path("codex-home/config.toml")).expect("config");
+    assert!(config.contains("trusted_hash"), "{config}");
+    assert!(
+        config.contains("[model_providers.mock]"),
+        "the user's config kept: {config}"
+    );
+
+    // No, with a reason: Codex blocks the command and the model reads why.
+    let run = codex(&w, "Write the notes");
+    let gate = wait_for_gate(&w);
+    assert_eq!(gate["kind"], "tool_call");
+    assert_eq!(gate["title"], "Bash: echo hi > codex-notes.txt");
+    let runs = w.json(&["runs", "list", "--json"]);
+    assert_eq!(runs[0]["origin"], "codex", "{runs}");
+    w.ok(&[
+        "gates",
+        "decide",
+        &gate["id"].to_string(),
+        "--option",
+        "no",
+        "--context",
+        "no notes today",
+    ]);
+    let out = finish(run, "codex exec (no)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !w.proj().join("codex-notes.txt").exists(),
+        "no ran it anyway"
+    );
+    let inputs = model.latest_inputs();
+    assert!(
+        inputs.iter().any(|i| i.contains("no notes today")),
+        "the reason never reached the model: {inputs:#?}"
+    );
+
+    // Yes: Codex runs it (in its own sandbox, which lets it write here).
+    let run = codex(&w, "Write the notes");
+    let gate = wait_for_gate(&w);
+    w.ok(&[
+        "gates",
+        "decide",
+        &gate["id"].to_string(),
+        "--option",
+        "yes",
+    ]);
+    let out = finish(run, "codex exec (yes)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        w.proj().join("codex-notes.txt").exists(),
+        "yes did not run it"
+    );
+
+    // Uninstall takes exactly our entries out of hooks.json.
+    let said = w.ok(&["hook", "uninstall", "codex", "--user"]);
+    assert!(said.contains("removed Overseer's Codex hooks"), "{said}");
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(w.path("codex-home/hooks.json")).expect("hooks.json"),
+    )
+    .expect("json");
+    assert_eq!(hooks, serde_json::json!({}));
+}
+
+#[test]
+fn a_hook_waiting_through_an_engine_restart_gets_the_decision_of_the_same_gate() {
+    let mut w = World::new();
+    w.serve();
+    // Run under a parent of its own, as Claude runs it: the engine takes
+    // the hook's parent (past any `sh -c`) for the session's agent and
+    // refuses decisions from what that agent started, which the test
+    // itself must not look like.
+    let hook = w.overseer(&["hook", "claude"]);
+    let mut wrapped = Command::new("timeout");
+    wrapped
+        .arg("60")
+        .arg(hook.get_program())
+        .args(hook.get_args())
+        .env("HOME", w.path("home"))
+        .env_remove("OVERSEER_LOG");
+    let mut hook = wrapped
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    let input = serde_json::json!({
+        "session_id": "s-restart", "cwd": w.proj(), "hook_event_name": "PreToolUse",
+        "permission_mode": "default", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build"}, "tool_use_id": "toolu_1",
+    });
+    hook.stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    let hook = Kid(hook);
+    let gate = wait_for_gate(&w);
+
+    // The engine dies under the waiting hook and comes back.
+    w._serve = None;
+    let _ = std::fs::remove_file(w.path("data/overseer.sock"));
+    std::thread::sleep(Duration::from_millis(300));
+    w.serve();
+    // The hook asked again with the same key: still that one gate.
+    std::thread::sleep(Duration::from_millis(1500));
+    let pending = w.pending_gates();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["id"], gate["id"]);
+    let t0 = Instant::now();
+    w.ok(&[
+        "gates",
+        "decide",
+        &gate["id"].to_string(),
+        "--option",
+        "yes",
+    ]);
+    let out = finish(hook, "the hook");
+    eprintln!(
+        "decision to the hook's answer after a restart: {:?}",
+        t0.elapsed()
+    );
+    assert!(out.status.success());
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"],
+        "allow",
+        "{answer}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = w.json(&["gates", "list", "--all", "--json"]);
+    assert_eq!(all.as_array().map(Vec::len), Some(1), "{all}");
+}
+
+#[test]
+fn install_keeps_the_users_own_hooks_and_uninstall_removes_exactly_ours() {
+    let w = World::new();
+    let settings = w.path("home/.claude/settings.json");
+    std::fs::create_dir_all(w.path("home/.claude")).expect("dir");
+    let users = serde_json::json!({
+        "permissions": {"deny": ["Read(.env)"]},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+        }
+    });
+    std::fs::write(
+        &settings,
+        serde_json::to_string_pretty(&users).expect("json"),
+    )
+    .expect("write");
+
+    let said = w.ok(&["hook", "install", "claude", "--user"]);
+    assert!(said.contains(&*settings.to_string_lossy()), "{said}");
+    let installed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
+    assert_eq!(
+        installed["hooks"]["PreToolUse"][0],
+        users["hooks"]["PreToolUse"][0]
+    );
+    assert_eq!(installed["hooks"]["Stop"][0], users["hooks"]["Stop"][0]);
+    let ours = installed["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
+        .as_str()
+        .expect("our command")
+        .to_owned();
+    let words = shlex_words(&ours);
+    assert_eq!(
+        words,
+        vec![
+            std::fs::canonicalize(env!("CARGO_BIN_EXE_overseer"))
+                .expect("exe")
+                .to_string_lossy()
+                .into_owned(),
+            "--data-dir".into(),
+            w.path("data").to_string_lossy().into_owned(),
+            "hook".into(),
+            "claude".into()
+        ]
+    );
+    assert!(installed["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"]
+        .as_u64()
+        .is_some_and(|t| t > 3000));
+
+    let said = w.ok(&["hook", "install", "claude", "--user"]);
+    assert!(said.contains("nothing changed"), "{said}");
+
+    let said = w.ok(&["hook", "uninstall", "claude", "--user"]);
+    assert!(
+        said.contains("removed Overseer's Claude Code hooks"),
+        "{said}"
+    );
+    let back: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
+    assert_eq!(back, users);
+
+    // Where to install must be said; a broken file is refused untouched.
+    let out = w
+        .overseer(&["hook", "install", "claude"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--project DIR") && err.contains("--user"),
+        "{err}"
+    );
+    std::fs::write(&settings, "{ broken").expect("write");
+    let out = w
+        .overseer(&["hook", "install", "claude", "--user"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not valid JSON"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("read"),
+        "{ broken"
+    );
+}
+
+/// Splits a command line the way the agent's `sh -c` does.
+fn shlex_words(cmd: &str) -> Vec<String> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("eval \"set -- $0\"; for w; do printf '%s\\n' \"$w\"; done")
+        .arg(cmd)
+        .output()
+        .expect("sh");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
