@@ -419,6 +419,29 @@ fn a_deny_rule_of_the_workspace_refuses_without_a_gate() {
     let runs = w.json(&["runs", "list", "--json"]);
     assert_eq!(runs[0]["origin"], "claude_code", "{runs}");
     assert_eq!(runs[0]["workspace"], "proj", "{runs}");
+
+    // An allow rule: Overseer lets Claude's own flow go on before the tool
+    // runs, and answers Claude's permission request itself: no gate either.
+    w.ok(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "proj",
+        "--allow",
+        "Bash(touch:*)",
+    ]);
+    let out = finish(claude(&w, &model, "Make the file refused-file"), "claude");
+    let result = claude_result(&out);
+    assert_eq!(result["result"], "Done. SCRIPT-DONE", "{result}");
+    assert!(
+        w.proj().join("refused-file").exists(),
+        "the allow rule did not let it run"
+    );
+    let all = w.json(&["gates", "list", "--all", "--json"]);
+    let tool_gates = all
+        .as_array()
+        .map(|g| g.iter().filter(|g| g["kind"] == "tool_call").count());
+    assert_eq!(tool_gates, Some(0), "a tool-call gate was opened: {all}");
 }
 
 #[test]
@@ -596,35 +619,12 @@ fn a_codex_shell_command_waits_for_overseer_once_its_hooks_are_trusted() {
 fn a_hook_waiting_through_an_engine_restart_gets_the_decision_of_the_same_gate() {
     let mut w = World::new();
     w.serve();
-    // Run under a parent of its own, as Claude runs it: the engine takes
-    // the hook's parent (past any `sh -c`) for the session's agent and
-    // refuses decisions from what that agent started, which the test
-    // itself must not look like.
-    let hook = w.overseer(&["hook", "claude"]);
-    let mut wrapped = Command::new("timeout");
-    wrapped
-        .arg("60")
-        .arg(hook.get_program())
-        .args(hook.get_args())
-        .env("HOME", w.path("home"))
-        .env_remove("OVERSEER_LOG");
-    let mut hook = wrapped
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("hook");
     let input = serde_json::json!({
         "session_id": "s-restart", "cwd": w.proj(), "hook_event_name": "PreToolUse",
         "permission_mode": "default", "tool_name": "Bash",
         "tool_input": {"command": "rm -rf build"}, "tool_use_id": "toolu_1",
     });
-    hook.stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("write");
-    let hook = Kid(hook);
+    let hook = hook_process(&w, &[], &input.to_string());
     let gate = wait_for_gate(&w);
 
     // The engine dies under the waiting hook and comes back.
@@ -766,4 +766,71 @@ fn shlex_words(cmd: &str) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Runs `overseer hook claude` under a parent of its own (see below) with
+/// `input` on stdin.
+fn hook_process(w: &World, extra: &[&str], input: &str) -> Kid {
+    // The engine takes the hook's parent (past any `sh -c`) for the
+    // session's agent and refuses decisions from what that agent started,
+    // which the test itself must not look like: `timeout` is that parent.
+    let mut args = vec!["hook", "claude"];
+    args.extend_from_slice(extra);
+    let hook = w.overseer(&args);
+    let mut child = Command::new("timeout")
+        .arg("60")
+        .arg(hook.get_program())
+        .args(hook.get_args())
+        .env("HOME", w.path("home"))
+        .env_remove("OVERSEER_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    Kid(child)
+}
+
+#[test]
+fn a_hook_not_answered_in_time_asks_claudes_user_and_its_gate_is_withdrawn() {
+    let mut w = World::new();
+    w.serve();
+    let input = serde_json::json!({
+        "session_id": "s-slow", "cwd": w.proj(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "make deploy"}, "tool_use_id": "toolu_9",
+    });
+    let t0 = Instant::now();
+    let out = finish(
+        hook_process(&w, &["--wait", "1"], &input.to_string()),
+        "the hook",
+    );
+    let took = t0.elapsed();
+    assert!(out.status.success());
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not answer within 1 s"), "{err}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Nobody waits on it any more: it leaves the inbox by itself.
+    eventually(
+        "the abandoned gate withdrawn",
+        Duration::from_secs(20),
+        || w.pending_gates().is_empty(),
+    );
+
+    // Garbage in: the safe answer, a word on stderr, exit 0.
+    let out = finish(hook_process(&w, &[], "this is not JSON"), "the hook");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read the Claude Code hook input"),
+        "{err}"
+    );
 }
