@@ -3,6 +3,7 @@
 //! otherwise through the same store transaction in this process.
 
 mod hook;
+mod inbox;
 mod mcp;
 mod output;
 
@@ -67,6 +68,15 @@ enum Command {
     /// Claude Code and Codex hooks: the command they run, and installing it
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// Questions agents asked, from every run and session: list and answer
+    #[command(subcommand)]
+    Questions(inbox::QuestionsCommand),
+    /// Messages between agents, the supervisor and you, through the hub
+    #[command(subcommand)]
+    Messages(inbox::MessagesCommand),
+    /// Launched runs and agents that reached Overseer from outside (hooks, MCP)
+    #[command(subcommand)]
+    Sessions(inbox::SessionsCommand),
     /// A stdio MCP server of human-in-the-loop tools (ask_user, request_plan_approval, ...)
     Mcp(mcp::McpArgs),
 }
@@ -403,6 +413,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve => serve(paths).await,
         Command::Hook(cmd) => hook::run(&paths, cmd).await,
+        Command::Questions(cmd) => inbox::questions(&paths, cmd).await,
+        Command::Messages(cmd) => inbox::messages(&paths, cmd).await,
+        Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled, runs }).await?)?;
@@ -926,6 +939,7 @@ async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Valu
             | Request::ShowGate { .. }
             | Request::GateStory { .. }
             | Request::SupervisorStatus { .. }
+            | Request::ListMessages { .. }
             | Request::Ping
     );
     let engine = Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier))

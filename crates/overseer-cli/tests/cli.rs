@@ -798,3 +798,127 @@ fn where_the_machine_cannot_contain_a_run_is_not_started_unless_its_profile_allo
     let activity = h.ok(&["runs", "activity", &loose.to_string(), "--json"]);
     assert!(activity.contains("runs UNCONTAINED"), "{activity}");
 }
+
+/// `overseer hook claude` fed one event, as Claude Code runs it. Through
+/// `timeout` (a process of its own), which so stands for the agent: the
+/// commands this test runs next are not its children, so they may decide.
+fn hook_event(h: &Home, event: serde_json::Value) -> String {
+    use std::io::Write;
+    let mut child = Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_overseer"))
+        .args(["hook", "claude"])
+        .env("OVERSEER_DATA_DIR", h.data())
+        .env("OVERSEER_CONFIG_DIR", h.dir.path().join("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(event.to_string().as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("hook output");
+    assert!(
+        out.status.success(),
+        "the hook exits 0: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+#[test]
+fn questions_messages_and_sessions_from_the_command_line() {
+    let h = Home::new();
+    let cwd = h.dir.path().join("terminal-project");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let _serve = Serve(
+        h.cmd(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    wait_for(&h.data().join("overseer.sock"));
+    let base = |event: &str| {
+        serde_json::json!({
+            "session_id": "cli-session-1", "transcript_path": "/dev/null", "cwd": cwd,
+            "permission_mode": "default", "hook_event_name": event,
+        })
+    };
+    let mut notice = base("Notification");
+    notice["message"] = "Claude is waiting for your input".into();
+    notice["notification_type"] = "idle_prompt".into();
+    hook_event(&h, notice);
+
+    let sessions: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["sessions", "list", "--external", "--json"])).expect("json");
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0]["origin"], "claude_code");
+    assert_eq!(sessions[0]["session"]["session_id"], "cli-session-1");
+    let run = sessions[0]["id"].as_i64().expect("run id");
+    assert!(h.ok(&["sessions", "list"]).contains("cli-session-1"));
+
+    let questions: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["questions", "list", "--json"])).expect("json");
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert_eq!(questions[0]["ask_kind"], "info");
+    let gate = questions[0]["id"].as_i64().expect("gate").to_string();
+    assert!(h
+        .ok(&["questions", "list"])
+        .contains("Claude is waiting for your input"));
+    let err = h.fails(&["questions", "answer", &gate]);
+    assert!(err.contains("--text"), "says how to answer: {err}");
+    h.ok(&["questions", "answer", &gate, "--text", "run the tests next"]);
+
+    // The reply steers the session: its next stop is told to go on.
+    let mut stop = base("Stop");
+    stop["stop_hook_active"] = false.into();
+    stop["last_assistant_message"] = "Done.".into();
+    let out = {
+        let start = Instant::now();
+        loop {
+            let out = hook_event(&h, stop.clone());
+            if out.contains("block") || start.elapsed() > Duration::from_secs(10) {
+                break out;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let v: serde_json::Value = serde_json::from_str(&out).expect("stop output");
+    assert_eq!(v["decision"], "block", "{out}");
+    assert_eq!(v["reason"], "run the tests next");
+
+    // Messages: the user to the session's run, listed with the reply's id.
+    let sent = h.ok(&[
+        "messages",
+        "send",
+        "--run",
+        &run.to_string(),
+        "use the staging database",
+    ]);
+    assert!(sent.contains(&format!("sent to run {run}")), "{sent}");
+    let list: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["messages", "list", "--run", &run.to_string(), "--json"]))
+            .expect("json");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["body"], "use the staging database");
+    let id = list[0]["id"].as_i64().expect("id").to_string();
+    h.ok(&[
+        "messages",
+        "send",
+        "--broadcast",
+        "--reply-to",
+        &id,
+        "everyone: staging only",
+    ]);
+    let all: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["messages", "list", "--json"])).expect("json");
+    assert_eq!(all[1]["correlation_id"], format!("message-{id}"));
+    assert!(h.ok(&["messages", "list"]).contains("every run"));
+    let err = h.fails(&["messages", "send", "--run", "999", "x"]);
+    assert!(err.contains("999"), "{err}");
+}
