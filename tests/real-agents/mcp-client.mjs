@@ -4,8 +4,10 @@
 //   node mcp-client.mjs '<json>'
 //
 // where <json> is {"command", "args", "cwd"?, "env"?, "clientName"?, "calls": [
-//   {"tool", "arguments", "progress"?: bool, "cancelAfterMs"?: n, "timeoutMs"?: n}
-// ]}. It connects (initialize), lists the tools (which also arms the SDK's
+//   {"tool", "arguments", "progress"?: bool, "cancelAfterMs"?: n, "timeoutMs"?: n,
+//    "waitForGo"?: bool}
+// ]}. A call with waitForGo waits for one line on stdin first: a JSON object
+// merged into its arguments (`{}` for none). It connects (initialize), lists the tools (which also arms the SDK's
 // output-schema check of every later result), then makes the calls one after
 // another. Each event is one JSON line on stdout:
 //   {"event": "initialized", "protocolVersion", "server", "instructions"}
@@ -18,6 +20,13 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { createInterface } from "node:readline";
+
+const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const go = async () => {
+  const { value, done } = await stdinLines.next();
+  return done ? {} : JSON.parse(value);
+};
 
 const spec = JSON.parse(process.argv[2] ?? "{}");
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
@@ -48,6 +57,7 @@ const { tools } = await client.listTools();
 out({ event: "tools", tools });
 
 for (const call of spec.calls ?? []) {
+  const args = { ...(call.arguments ?? {}), ...(call.waitForGo ? await go() : {}) };
   const controller = new AbortController();
   const options = { signal: controller.signal, timeout: call.timeoutMs ?? 120000 };
   if (call.progress) {
@@ -61,7 +71,7 @@ for (const call of spec.calls ?? []) {
   const started = Date.now();
   out({ event: "calling", tool: call.tool });
   try {
-    const result = await client.callTool({ name: call.tool, arguments: call.arguments ?? {} }, undefined, options);
+    const result = await client.callTool({ name: call.tool, arguments: args }, undefined, options);
     out({ event: "result", tool: call.tool, result, ms: Date.now() - started });
   } catch (e) {
     out({ event: "error", tool: call.tool, message: String(e?.message ?? e), ms: Date.now() - started });
@@ -75,3 +85,4 @@ if (spec.holdMs) {
 }
 await client.close();
 out({ event: "done" });
+process.exit(0);

@@ -129,11 +129,13 @@ impl Home {
             .arg(real_agents().join("mcp-client.mjs"))
             .arg(spec.to_string())
             .current_dir(real_agents())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("node (Node.js 20+ must be on PATH: run scripts/setup.sh)");
         let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -150,6 +152,7 @@ impl Home {
         });
         McpClient {
             _child: Kill(child),
+            stdin,
             events: rx,
         }
     }
@@ -202,10 +205,18 @@ impl Home {
 
 struct McpClient {
     _child: Kill,
+    stdin: std::process::ChildStdin,
     events: mpsc::Receiver<Value>,
 }
 
 impl McpClient {
+    /// Lets a call with `waitForGo` go, with `args` merged into its arguments.
+    fn go(&mut self, args: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{args}").expect("write to the client");
+        self.stdin.flush().expect("flush");
+    }
+
     fn next(&self, event: &str, within: Duration) -> Value {
         let deadline = Instant::now() + within;
         loop {
@@ -577,4 +588,58 @@ fn a_stateless_2026_07_28_client_is_served_and_named_from_its_meta() {
         json!({"verdict": "rejected", "reason": "not now"}),
         "{r}"
     );
+}
+
+#[test]
+fn messages_go_through_the_hub_and_replies_are_read_back() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let mut c = h.client(
+        json!([
+            {"tool": "send_message", "arguments": {
+                "to": "supervisor", "body": "Step 1 is done; shall I go on?", "correlation_id": "c-1"}},
+            {"tool": "read_messages", "arguments": {}, "waitForGo": true},
+            {"tool": "read_messages", "arguments": {}, "waitForGo": true}
+        ]),
+        &[],
+    );
+    let r = c.outcome(Duration::from_secs(15));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let sent = r["result"]["structuredContent"]["message"].clone();
+    assert_eq!(sent["to"], json!({"to": "supervisor"}), "{r}");
+    assert_eq!(sent["status"], "delivered", "{r}");
+    assert_eq!(sent["correlation_id"], "c-1", "{r}");
+    assert_eq!(sent["body"], "Step 1 is done; shall I go on?");
+    let run = sent["from_run"].as_i64().expect("the session's run");
+    assert_eq!(h.run(&json!(run))["origin"], "mcp");
+
+    h.api(Request::SendMessage {
+        to: overseer_core::message::MessageTo::Run { run },
+        body: "Yes, go on".into(),
+        correlation_id: Some("c-1".into()),
+    });
+    h.api(Request::SendMessage {
+        to: overseer_core::message::MessageTo::Broadcast,
+        body: "Freeze at five".into(),
+        correlation_id: None,
+    });
+    c.go(json!({}));
+    let r = c.outcome(Duration::from_secs(10));
+    let messages = r["result"]["structuredContent"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let bodies: Vec<&str> = messages.iter().filter_map(|m| m["body"].as_str()).collect();
+    assert_eq!(bodies, ["Yes, go on", "Freeze at five"], "{r}");
+    assert_eq!(messages[0]["correlation_id"], "c-1");
+    let last = messages[1]["id"].as_i64().expect("id");
+    assert!(text(&r).contains(&format!("pass after: {last}")), "{r}");
+    c.go(json!({"after": last}));
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"messages": []}),
+        "{r}"
+    );
+    assert_eq!(text(&r), "No new messages.");
 }

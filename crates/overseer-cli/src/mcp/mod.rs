@@ -37,6 +37,9 @@ pub struct McpArgs {
     /// its `initialize`)
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
+    /// The engine's socket to ask (default: overseer.sock in the data dir)
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
     /// While a call waits and the engine goes away (a restart), how long to
     /// keep reconnecting before the call fails
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
@@ -94,7 +97,7 @@ pub async fn run(paths: &Paths, args: McpArgs) -> anyhow::Result<ExitCode> {
     };
     let server = Server {
         asker: Asker {
-            socket: paths.socket(),
+            socket: args.socket.unwrap_or_else(|| paths.socket()),
             reconnect_for: Duration::from_secs(args.reconnect_seconds),
         },
         session_id,
