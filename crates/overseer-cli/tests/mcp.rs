@@ -643,3 +643,48 @@ fn messages_go_through_the_hub_and_replies_are_read_back() {
     );
     assert_eq!(text(&r), "No new messages.");
 }
+
+/// The user steered the session from the window: the next reported step
+/// comes back as a reorientation carrying their words, once.
+#[test]
+fn steering_left_for_the_session_comes_back_on_the_next_reported_step() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let step = json!({"step": "Write the greeting", "status": "done", "summary": "wrote it"});
+    let mut c = h.client(
+        json!([
+            {"tool": "read_messages", "arguments": {}},
+            {"tool": "report_step", "arguments": step, "waitForGo": true},
+            {"tool": "report_step", "arguments": step}
+        ]),
+        &[],
+    );
+    let r = c.outcome(Duration::from_secs(15));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let runs = h.api(Request::ListRuns);
+    let run = runs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["origin"] == "mcp")
+        .map(|r| r["id"].as_i64().expect("id"))
+        .expect("the session's fleet row");
+    h.api(Request::SteerRun {
+        run,
+        text: "keep the public API unchanged".into(),
+    });
+    c.go(json!({}));
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "REORIENT", "correction": "keep the public API unchanged"}),
+        "{r}"
+    );
+    assert!(text(&r).starts_with("REORIENT: "), "{r}");
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "CONTINUE"}),
+        "delivered once: {r}"
+    );
+}
