@@ -4,6 +4,7 @@
 export type View =
   | { name: "fleet" }
   | { name: "inbox" }
+  | { name: "messages" }
   | { name: "run"; runId: number }
   | { name: "settings" };
 

@@ -4,6 +4,8 @@ import type {
   EngineEvent,
   GateStory,
   GateView,
+  MessageTo,
+  MessageView,
   NotificationSettings,
   PolicyStatus,
   RuleSet,
@@ -42,6 +44,15 @@ export interface Backend {
   holdGate(gateId: number): Promise<GateView>;
   /** The chronological story of a gate, each audit record checked. */
   gateStory(gateId: number): Promise<GateStory>;
+
+  // Messages (hub and spoke: the supervisor, the user, a broadcast; a run
+  // only as a reply)
+  /** Messages with id > `after` (null: all), of one run (sent by it or to
+   * it) or of every run (null). */
+  listMessages(run: number | null, after: number | null): Promise<MessageView[]>;
+  /** A message from the user; a reply carries the correlation id of what
+   * it answers. */
+  sendMessage(to: MessageTo, body: string, correlationId: string | null): Promise<MessageView>;
 
   // Settings
   listWorkspaces(): Promise<Workspace[]>;

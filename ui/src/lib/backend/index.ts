@@ -1,5 +1,5 @@
 import type { Backend } from "./backend";
-import { demoBackend } from "./mock";
+import { demoBackend, withExternalSessions } from "./mock";
 import { tauriBackend } from "./tauri";
 
 export type { Backend } from "./backend";
@@ -8,5 +8,6 @@ export { toApiError } from "./errors";
 /** The Tauri backend inside the app window; the in-memory one elsewhere. */
 export function pickBackend(): Backend {
   if (typeof window !== "undefined" && "__TAURI_INTERNALS__" in window) return tauriBackend;
-  return demoBackend(Date.now());
+  const now = Date.now();
+  return withExternalSessions(demoBackend(now), now);
 }

@@ -7,10 +7,13 @@ import type {
   ActivityView,
   AgentInfo,
   ApiError,
+  AskKind,
   Containment,
   EngineEvent,
   GateStory,
   GateView,
+  MessageTo,
+  MessageView,
   NotificationSettings,
   PolicyStatus,
   ReleaseReason,
@@ -43,6 +46,16 @@ export function defaultPolicy(): SupervisorPolicy {
   };
 }
 
+/** The mock engine's copy of core's `gate::ask_kind`, so its gates carry
+ * what the engine's do: the kind an opener declared in the payload, else a
+ * gate with a timer is a question, else by gate kind. */
+export function engineAskKind(kind: GateView["kind"], payload: GateView["payload"], autoAt: number | null): AskKind {
+  const declared = typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload["ask_kind"] : undefined;
+  if (declared === "info" || declared === "question" || declared === "blocking") return declared;
+  if (autoAt !== null) return "question";
+  return kind === "step_review" || kind === "merge_review" ? "question" : "blocking";
+}
+
 export class MockBackend implements Backend {
   runs = new Map<number, RunView>();
   gates = new Map<number, GateView>();
@@ -52,6 +65,7 @@ export class MockBackend implements Backend {
   notifications: NotificationSettings = { muted: [] };
   agentInfos: AgentInfo[] = [];
   policies = new Map<string, SupervisorPolicy | null>();
+  messages: MessageView[] = [];
   private listeners = new Set<(e: EngineEvent) => void>();
   private openers = new Set<(runId: number) => void>();
   /** Calls made, for tests: `"approveRun 3"`, `"decideGate 7 yes"`. */
@@ -200,6 +214,35 @@ export class MockBackend implements Backend {
       }
       return { gate, decisions: [], records, decision_problems: [], verified: true };
     });
+  }
+
+  listMessages(run: number | null, after: number | null) {
+    return this.answer(`listMessages ${run ?? "all"}`, () => {
+      if (run !== null) this.run(run);
+      return this.messages.filter(
+        (m) =>
+          m.id > (after ?? 0) &&
+          (run === null || m.from_run === run || (m.to.to === "run" && m.to.run === run) || (m.to.to === "broadcast" && m.status === "delivered")),
+      );
+    });
+  }
+
+  sendMessage(to: MessageTo, body: string, correlationId: string | null) {
+    return this.answer(`sendMessage ${to.to === "run" ? `run ${to.run}` : to.to}`, () => {
+      if (!body.trim()) throw fail("invalid_input", "a message needs a body: say something");
+      if (to.to === "supervisor" || to.to === "user") throw fail("invalid_input", "from here a message goes to a run or to every run");
+      if (to.to === "run" && this.run(to.run).state.state === "released") throw fail("invalid_transition", `run ${to.run} is released; only a live run reads messages`);
+      return this.postMessage({ from_run: null, from: "user:app", to, body, correlation_id: correlationId });
+    });
+  }
+
+  /** Posts a message as the engine would (from an agent, or the user) and
+   * pushes its event. */
+  postMessage(m: Omit<MessageView, "id" | "at" | "status" | "blocked_reason"> & Partial<Pick<MessageView, "status" | "blocked_reason">>): MessageView {
+    const message: MessageView = { status: "delivered", blocked_reason: null, ...m, id: this.messages.length + 1, at: this.now() };
+    this.messages.push(message);
+    this.later([{ type: "message_posted", message }]);
+    return message;
   }
 
   listWorkspaces() {
@@ -357,7 +400,7 @@ export function demoBackend(now: number): MockBackend {
   ];
   const gate = (id: number, run_id: number, kind: GateView["kind"], title: string, options: GateView["options"], payload: GateView["payload"], extra: Partial<GateView> = {}): GateView => ({
     id, run_id, kind, status: "pending", title, options, payload, opened_at: now - 60_000 * id, decision: null,
-    auto_at: null, auto_option: null, authority: null, effected: false, ...extra,
+    auto_at: null, auto_option: null, authority: null, effected: false, ask_kind: engineAskKind(kind, payload, extra.auto_at ?? null), ...extra,
   });
   const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
   const gates: GateView[] = [
@@ -398,6 +441,40 @@ export function demoBackend(now: number): MockBackend {
     files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],
     diff: "diff --git a/src/limit.ts b/src/limit.ts\n--- a/src/limit.ts\n+++ b/src/limit.ts\n@@ -1,3 +1,5 @@\n-export const LIMIT = 10;\n+export const LIMIT = 100;\n+// per minute\n+export const WINDOW_MS = 60_000;\n export function allow() {\n   return true;\n",
   });
+  return mock;
+}
+
+/** Adds external sessions to a demo engine: a terminal Claude Code whose
+ * tool call waits (run 8), an MCP client with an info item (run 9), and a few
+ * agent messages, one held back by the policy. */
+export function withExternalSessions(mock: MockBackend, now: number): MockBackend {
+  const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000 };
+  const runs: RunView[] = [
+    { ...base, id: 8, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call" } },
+    { ...base, id: 9, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question" } },
+  ];
+  for (const r of runs) mock.runs.set(r.id, r);
+  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
+  const gate = { status: "pending" as const, decision: null, auto_at: null, auto_option: null, authority: null, effected: false };
+  const blocking = "blocking" as const;
+  const info = "info" as const;
+  mock.gates.set(8, {
+    ...gate, id: 8, run_id: 8, kind: "tool_call", ask_kind: blocking, title: "Run `rm -rf node_modules && npm ci`", opened_at: now - 45_000,
+    options: [opt("yes", "Yes"), opt("always", "Always for this session"), opt("no", "No")],
+    payload: {
+      tool_call: { id: "toolu_01", title: "Run `rm -rf node_modules && npm ci`", kind: "execute", raw_input: { command: "rm -rf node_modules && npm ci" }, name: "Bash" },
+      request: { tool: "Bash", kind: "execute", command: "rm -rf node_modules && npm ci", paths: [] },
+      reason: "no rule allows Bash here", rule: null, always_gated: null, always_gated_why: null, agent_options: [], ask_kind: "blocking",
+    },
+  });
+  mock.gates.set(9, {
+    ...gate, id: 9, run_id: 9, kind: "question", ask_kind: info, title: "Nightly import finished with 3 warnings", opened_at: now - 20_000,
+    options: [opt("answer", "Reply", true), opt("decline", "Dismiss")],
+    payload: { message: "Nightly import finished with 3 warnings.\nShall I open an issue for the skipped rows?", ask_kind: "info", notice: "notification" },
+  });
+  mock.postMessage({ from_run: 8, from: "agent:claude-code", to: { to: "user" }, body: "The lockfile is stale; I will regenerate it unless you object.", correlation_id: "lockfile" });
+  mock.postMessage({ from_run: 9, from: "agent:mcp", to: { to: "broadcast" }, body: "Import finished: 12,408 rows.", correlation_id: null });
+  mock.postMessage({ from_run: 3, from: "agent:codex", to: { to: "broadcast" }, body: "Everyone: stop touching the migrations folder.", correlation_id: null, status: "blocked", blocked_reason: "broadcasts from runs need the supervisor's approval" });
   return mock;
 }
 

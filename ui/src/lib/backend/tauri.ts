@@ -9,6 +9,7 @@ import type {
   EngineEvent,
   GateStory,
   GateView,
+  MessageView,
   NotificationSettings,
   PolicyStatus,
   RuleSet,
@@ -42,6 +43,9 @@ export const tauriBackend: Backend = {
   decideGate: (gateId, option, context) => call<GateView>("decide_gate", { gateId, option, context }),
   holdGate: (gateId) => call<GateView>("hold_gate", { gateId }),
   gateStory: (gateId) => call<GateStory>("gate_story", { gateId }),
+
+  listMessages: (run, after) => call<MessageView[]>("list_messages", { run, after }),
+  sendMessage: (to, body, correlationId) => call<MessageView>("send_message", { to, body, correlationId }),
 
   listWorkspaces: () => call<Workspace[]>("list_workspaces"),
   setWorkspaceChecks: (workspace, sensors, autoAdvance) =>

@@ -97,6 +97,7 @@ describe("bidi isolation of agent text", () => {
       id: 3,
       run_id: 7,
       kind: "tool_call",
+      ask_kind: "blocking",
       status: "pending",
       title: evil,
       options: [],

@@ -14,7 +14,9 @@ import {
   moveSelection,
   needsYouLabel,
   revealRow,
-  rowActions,
+  runActions,
+  sessionBadge,
+  shortPath,
   sortRuns,
   stateLabel,
   stateTone,
@@ -236,13 +238,67 @@ describe("sorting by column", () => {
   });
 });
 
+const pick = (a: ReturnType<typeof runActions>) => ({ approve: a.approve, reject: a.reject, abort: a.abort });
+
+describe("external sessions", () => {
+  const ext = (over: Partial<RunView> = {}) =>
+    run(9, {
+      origin: "claude_code",
+      session: { session_id: "e2e-1", cwd: "/home/ada/src/projects/web-app/packages/server" },
+      state: { state: "running" },
+      ...over,
+    });
+
+  it("wear a badge with their agent family, cwd and session id", () => {
+    const b = sessionBadge(ext())!;
+    expect(b.label).toBe("Claude Code · external");
+    expect(b.sessionId).toBe("e2e-1");
+    expect(b.shortCwd).toBe("…/web-app/packages/server");
+    expect(b.tooltip).toContain("e2e-1");
+    expect(b.tooltip).toContain("/home/ada/src/projects/web-app/packages/server");
+    expect(sessionBadge(ext({ origin: "codex" }))!.family).toBe("Codex");
+    expect(sessionBadge(ext({ origin: "mcp", session: null }))!.label).toBe("MCP · external");
+    expect(sessionBadge(run(1))).toBeNull();
+  });
+
+  it("offer no diff, merge or review, and stop as a session", () => {
+    const a = runActions(ext());
+    expect(pick(a)).toEqual({ approve: false, reject: false, abort: true });
+    expect(a.diff).toBe(false);
+    expect(a.abortLabel).toBe("Stop session");
+    expect(a.abortExplain).toContain("tool calls are refused");
+    expect(a.steer).toBe(true);
+    // Even a (never expected) review state offers no merge.
+    expect(pick(runActions(ext({ state: { state: "pending_review" } })))).toEqual({ approve: false, reject: false, abort: true });
+    const ended = runActions(ext({ state: { state: "released", reason: "ended" } }));
+    expect(ended.abort).toBe(false);
+    expect(ended.steer).toBe(false);
+    const launched = runActions(run(1, { state: { state: "running" } }));
+    expect(launched.abortLabel).toBe("Abort");
+    expect(launched.diff).toBe(true);
+  });
+
+  it("are found by family, session id and cwd", () => {
+    const rows = [run(1), ext()];
+    expect(filterRuns(rows, { ...NO_FILTER, query: "claude code external" }).map((r) => r.id)).toEqual([9]);
+    expect(filterRuns(rows, { ...NO_FILTER, query: "e2e-1" }).map((r) => r.id)).toEqual([9]);
+    expect(filterRuns(rows, { ...NO_FILTER, query: "packages/server" }).map((r) => r.id)).toEqual([9]);
+  });
+
+  it("shorten paths to their last segments", () => {
+    expect(shortPath("/tmp/x")).toBe("/tmp/x");
+    expect(shortPath("/a/very/long/path/that/goes/on/and/on/forever", 20)).toBe("…/on/and/on/forever");
+    expect(shortPath("/" + "x".repeat(40), 20)).toBe("/" + "x".repeat(40));
+  });
+});
+
 describe("row actions and markers", () => {
   it("offers approve and reject on review only, abort on every active run", () => {
     const [r1, r2, , r4, , r6] = fleetOf();
-    expect(rowActions(r2!)).toEqual({ approve: true, reject: true, abort: true });
-    expect(rowActions(r1!)).toEqual({ approve: false, reject: false, abort: true });
-    expect(rowActions(r6!)).toEqual({ approve: false, reject: false, abort: true });
-    expect(rowActions(r4!)).toEqual({ approve: false, reject: false, abort: false });
+    expect(pick(runActions(r2!))).toEqual({ approve: true, reject: true, abort: true });
+    expect(pick(runActions(r1!))).toEqual({ approve: false, reject: false, abort: true });
+    expect(pick(runActions(r6!))).toEqual({ approve: false, reject: false, abort: true });
+    expect(pick(runActions(r4!))).toEqual({ approve: false, reject: false, abort: false });
   });
 
   it("says what the run waits for", () => {

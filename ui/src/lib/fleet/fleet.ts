@@ -2,7 +2,7 @@
 // ordering, counts, the virtual window of a long list, keyboard selection, and
 // folding pushed events into the row list. No DOM, no Svelte: everything here
 // is fast on 10,000 rows and tested on its own.
-import type { EngineEvent, ReleaseReason, RunState, RunView, StateName } from "../types";
+import type { EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
   "pending_review",
@@ -103,11 +103,95 @@ export function isActive(r: RunView): boolean {
   return r.state.state !== "released";
 }
 
-/** Which inline actions a row offers. Approve and reject decide a finished
- * run's review; abort stops any run that has not been released. */
-export function rowActions(r: RunView): { approve: boolean; reject: boolean; abort: boolean } {
-  const review = r.state.state === "pending_review";
-  return { approve: review, reject: review, abort: isActive(r) };
+// ---------------------------------------------------------------------------
+// Where a run came from, and what a human can do with it
+
+/** The agent family of each origin, as the badge names it. */
+export const ORIGIN_LABELS: Record<RunOrigin, string> = {
+  launched: "Overseer",
+  claude_code: "Claude Code",
+  codex: "Codex",
+  mcp: "MCP",
+};
+
+/** An agent session that runs outside Overseer (a terminal Claude Code or
+ * Codex, an MCP client): asks reach the inbox, but there is no run
+ * repository, so nothing to diff or merge. */
+export function isExternal(r: RunView): boolean {
+  return r.origin !== "launched";
+}
+
+/** A long path cut to its last segments: `…/src/web-app`. */
+export function shortPath(path: string, max = 32): string {
+  if (path.length <= max) return path;
+  const parts = path.split("/").filter((p) => p !== "");
+  let out = parts.pop() ?? path;
+  while (parts.length > 0 && parts[parts.length - 1]!.length + out.length + 3 <= max) out = `${parts.pop()}/${out}`;
+  return out.length + 2 <= path.length ? `…/${out}` : path;
+}
+
+export interface SessionBadge {
+  /** "Claude Code", "Codex", "MCP". */
+  family: string;
+  /** "Claude Code · external". */
+  label: string;
+  /** Where the session works (untrusted text: the agent said so). */
+  cwd: string;
+  shortCwd: string;
+  sessionId: string;
+  /** For a hover: family, session id and the whole cwd. */
+  tooltip: string;
+}
+
+/** The badge of an external session, or null for a run Overseer launched. */
+export function sessionBadge(r: RunView): SessionBadge | null {
+  if (!isExternal(r)) return null;
+  const family = ORIGIN_LABELS[r.origin];
+  const cwd = r.session?.cwd ?? "";
+  const sessionId = r.session?.session_id ?? "";
+  return {
+    family,
+    label: `${family} · external`,
+    cwd,
+    shortCwd: shortPath(cwd),
+    sessionId,
+    tooltip: `${family} session ${sessionId || "(no id)"}${cwd ? ` in ${cwd}` : ""}: runs outside Overseer; its asks come here`,
+  };
+}
+
+/** What a human can do with a run, in one place: the fleet row, the run
+ * page header and the keyboard all read it. */
+export interface RunActions {
+  /** Approve / reject its review (launched runs pending review). */
+  approve: boolean;
+  reject: boolean;
+  /** Stop it: abort a launched run, or stop an external session (its later
+   * tool calls are refused). */
+  abort: boolean;
+  abortLabel: string;
+  /** What stopping it means, for the confirmation. */
+  abortExplain: string;
+  /** The run has a repository of its own whose diff can be shown. */
+  diff: boolean;
+  /** The agent is working and can take an instruction. */
+  steer: boolean;
+}
+
+export function runActions(r: RunView): RunActions {
+  const external = isExternal(r);
+  const review = !external && r.state.state === "pending_review";
+  const live = r.state.state !== "released" && r.state.state !== "pending_review";
+  return {
+    approve: review,
+    reject: review,
+    abort: isActive(r),
+    abortLabel: external ? "Stop session" : "Abort",
+    abortExplain: external
+      ? `Stop this ${ORIGIN_LABELS[r.origin]} session in Overseer? Its later tool calls are refused; the agent itself keeps running outside Overseer until it sees that.`
+      : `Abort run ${r.id}? The agent is stopped; its worktree is kept for inspection.`,
+    diff: !external,
+    steer: live,
+  };
 }
 
 /** What the needs-you marker says: "review", or the kind of the open gate. */
@@ -155,7 +239,7 @@ const haystacks = new WeakMap<RunView, string>();
 function haystack(r: RunView): string {
   let h = haystacks.get(r);
   if (h === undefined) {
-    h = `#${r.id}\n${r.task_title}\n${r.workspace}\n${r.agent}\n${r.current_step ?? ""}\n${r.release_note ?? ""}`.toLowerCase();
+    h = `#${r.id}\n${r.task_title}\n${r.workspace}\n${r.agent}\n${r.current_step ?? ""}\n${r.release_note ?? ""}${r.session ? `\n${ORIGIN_LABELS[r.origin]} external\n${r.session.session_id}\n${r.session.cwd}` : ""}`.toLowerCase();
     haystacks.set(r, h);
   }
   return h;
@@ -442,6 +526,7 @@ export function applyEvent(rows: Map<number, RunView>, e: EngineEvent): Map<numb
     case "gate_decided":
     case "run_activity":
     case "orchestration_aborted":
+    case "message_posted":
       // The row itself arrives as the run_changed of the same commit.
       return rows;
     default:

@@ -105,3 +105,44 @@ describe("the inbox", () => {
     expect(body).not.toContain('data-testid="approve-selected"');
   });
 });
+
+describe("external sessions in the inbox", () => {
+  async function externalHtml(gateId: number) {
+    const { withExternalSessions } = await import("../backend/mock");
+    const backend = withExternalSessions(demoBackend(NOW), NOW);
+    const fleet = new Fleet(backend);
+    const gates = new Gates(backend, fleet);
+    await Promise.all([fleet.start(), gates.start()]);
+    const card = render(GateCard, { props: { gate: gates.pending.get(gateId)!, gates, nav: new Nav(), now: NOW } }).body;
+    const inbox = render(InboxView, { props: { gates, nav: new Nav(), now: NOW } }).body;
+    return { card, inbox };
+  }
+
+  it("show an info item as info: the message, a Reply box and Dismiss, never a batch box", async () => {
+    const { card, inbox } = await externalHtml(9);
+    expect(card).toContain('data-ask="info"');
+    expect(card).toContain('data-testid="info-item"');
+    expect(card).toContain("Shall I open an issue for the skipped rows?");
+    expect(actions(card)).toEqual(["why", "answer", "decline"]);
+    expect(card).toMatch(/data-action="answer"[^>]*>\s*Reply/);
+    expect(card).toMatch(/data-action="decline"[^>]*>\s*Dismiss/);
+    expect(card).toContain('data-testid="gate-context"');
+    expect(card).not.toContain('data-testid="question-form"');
+    expect(card).toContain("MCP · external");
+    // Info ranks last, and is never selectable for batch approval.
+    const order = [...inbox.matchAll(/<article[^>]*data-gate-id="(\d+)"[^>]*data-ask="([^"]+)"/g)].map((m) => `${m[2]}:${m[1]}`);
+    expect(order.at(-1)).toBe("info:9");
+    const nine = /<article[^>]*data-gate-id="9"[\s\S]*?<\/article>/.exec(inbox)![0];
+    expect(nine).not.toContain("gate-select");
+  });
+
+  it("show an external session's tool call with its tool and command, like a launched run's", async () => {
+    const { card } = await externalHtml(8);
+    expect(card).toContain('data-testid="tool-call"');
+    expect(card).toMatch(/data-testid="tool-command"[^>]*>rm -rf node_modules &amp;&amp; npm ci</);
+    expect(card).toContain("Bash");
+    expect(card).toContain("Claude Code · external");
+    expect(actions(card)).toEqual(["why", "yes", "always", "no"]);
+    expect(card).toContain("Always for this session");
+  });
+});

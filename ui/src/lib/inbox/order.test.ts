@@ -2,9 +2,11 @@ import { describe, expect, it } from "vitest";
 import type { GateView } from "../types";
 import { askKind, batchOption, optionLabel, sortGates } from "./order";
 import { age, countdown, duration } from "./format";
+import { engineAskKind } from "../backend/mock";
 
 const opt = (id: string, requires_context = false) => ({ id, label: id[0]!.toUpperCase() + id.slice(1), requires_context });
 const gate = (id: number, kind: GateView["kind"], extra: Partial<GateView> = {}): GateView => ({
+  ask_kind: engineAskKind(kind, extra.payload ?? {}, extra.auto_at ?? null),
   id,
   run_id: id,
   kind,
@@ -22,6 +24,12 @@ const gate = (id: number, kind: GateView["kind"], extra: Partial<GateView> = {})
 });
 
 describe("askKind", () => {
+  it("is what the engine says, whatever the payload", () => {
+    expect(askKind(gate(1, "plan", { ask_kind: "question", payload: { ask_kind: "info" } }))).toBe("question");
+    expect(askKind(gate(1, "question", { ask_kind: "info" }))).toBe("info");
+  });
+
+  // The mock engine mirrors core's rule (crates/overseer-core/src/gate.rs).
   it("treats every gate an agent waits on as blocking", () => {
     for (const kind of ["plan", "tool_call", "supervisor_pause", "deviation", "question"] as const) {
       expect(askKind(gate(1, kind))).toBe("blocking");
@@ -119,5 +127,22 @@ describe("times", () => {
     expect(countdown(q, 0)).toBe("Expires in 1 min; then the default answer: Decline");
     const p = gate(2, "supervisor_pause", { opened_at: 0, options: [opt("abort")], auto_at: 600_000, auto_option: "abort" });
     expect(countdown(p, 0)).toBe("Nobody answered: the run is terminated in 10 min");
+  });
+});
+
+describe("info items", () => {
+  it("are never batch-approvable, and rank after questions", () => {
+    const info: GateView = {
+      ask_kind: "info",
+      id: 50, run_id: 9, kind: "question" as const, status: "pending" as const, title: "Finished", opened_at: 2,
+      options: [{ id: "answer", label: "Reply", requires_context: true }, { id: "decline", label: "Dismiss", requires_context: false }],
+      payload: { message: "Finished", ask_kind: "info", notice: "stop" }, decision: null, auto_at: null, auto_option: null, authority: null, effected: false,
+    };
+    expect(askKind(info)).toBe("info");
+    expect(batchOption(info)).toBeNull();
+    // Even an info item offering a plain "yes" is not batched.
+    expect(batchOption({ ...info, kind: "tool_call", options: [{ id: "yes", label: "Yes", requires_context: false }] })).toBeNull();
+    const blocking: GateView = { ...info, id: 51, opened_at: 1, ask_kind: "blocking", payload: { ask_kind: "blocking" } };
+    expect(sortGates([info, blocking]).map((g) => g.id)).toEqual([51, 50]);
   });
 });

@@ -1,30 +1,18 @@
 // How the inbox orders and classifies what waits for the user, and which
 // gates may be approved in a batch.
-import type { GateKind, GateView, JsonValue, StepReviewChoice, ToolCallChoice } from "../types";
+import type { AskKind, GateKind, GateView, JsonValue, StepReviewChoice, ToolCallChoice } from "../types";
 
-/** The three kinds of ask (PRODUCT.md, unified inbox). An agent waiting on
- * an ACP permission, plan, deviation, pause or form is paused until answered:
- * blocking. A step review that proceeds on its own, or a question with a
- * default answer and an expiry, is a question. `info` never waits. */
-export type AskKind = "info" | "question" | "blocking";
+/** The three kinds of ask (PRODUCT.md, unified inbox): blocking (the agent
+ * is paused until answered), question (it proceeds on its own: a default, an
+ * expiry, an auto-proceed) and info (never waits). The engine decides which
+ * (core's `ask_kind`) and ships it with the gate; the window only reads it. */
+export type { AskKind } from "../types";
 
 type Obj = { [key: string]: JsonValue };
 export const payloadObject = (p: JsonValue): Obj => (typeof p === "object" && p !== null && !Array.isArray(p) ? p : {});
 
 export function askKind(g: GateView): AskKind {
-  const declared = payloadObject(g.payload)["ask_kind"];
-  if (declared === "info" || declared === "question" || declared === "blocking") return declared;
-  if (g.auto_at !== null) return "question";
-  const kinds: Record<GateKind, AskKind> = {
-    plan: "blocking",
-    tool_call: "blocking",
-    step_review: "question",
-    supervisor_pause: "blocking",
-    deviation: "blocking",
-    merge_review: "question",
-    question: "blocking",
-  };
-  return kinds[g.kind];
+  return g.ask_kind;
 }
 
 export const ASK_LABELS: Record<AskKind, string> = {
@@ -60,13 +48,16 @@ export function sortGates(gates: GateView[]): GateView[] {
  * - `tool_call` that is not always-gated: "yes" (once: a batch never adds an
  *   "always" rule).
  *
- * Never batchable: plans (the point is to read them), questions (they need
+ * Never batchable: info items (nothing to approve: read, reply or
+ * dismiss), plans (the point is to read them), questions (they need
  * answers), deviations (retry/replan/stop is a judgement), supervisor pauses
  * (the supervisor asked for a human), merge reviews (the diff deserves a
  * look), and always-gated tool calls (destructive by definition). An option
  * that needs context is never picked. */
 export function batchOption(g: GateView): string | null {
   if (g.status !== "pending") return null;
+  // An info item is read and replied to (or dismissed), never approved.
+  if (askKind(g) === "info") return null;
   let wanted: StepReviewChoice | ToolCallChoice;
   if (g.kind === "step_review") wanted = "proceed" satisfies StepReviewChoice;
   else if (g.kind === "tool_call") {

@@ -63,7 +63,7 @@ export function toolCallOf(payload: JsonValue): ToolCallView {
   const raw = obj(call["raw_input"]);
   return {
     kind: str(req["kind"]) ?? str(call["kind"]),
-    tool: str(req["tool"]),
+    tool: str(req["tool"]) ?? str(call["name"]),
     command: str(req["command"]),
     paths: strs(req["paths"]),
     content: typeof raw["content"] === "string" ? raw["content"] : typeof raw["new_string"] === "string" ? raw["new_string"] : null,
@@ -124,4 +124,19 @@ export function stepOf(payload: JsonValue): StepView {
     rationale: str(p["rationale"]),
     timeoutSeconds: num(p["timeout_seconds"]),
   };
+}
+
+export interface InfoView {
+  /** What the agent told the user (untrusted text). */
+  message: string | null;
+  /** What raised it: a session's notification, or the end of its turn. */
+  notice: "notification" | "stop" | null;
+}
+
+/** An info item's payload (`ask_kind: "info"`): a notice from an external
+ * session. A reply to it becomes steering for the session. */
+export function infoOf(payload: JsonValue): InfoView {
+  const p = obj(payload);
+  const n = p["notice"];
+  return { message: str(p["message"]), notice: n === "notification" || n === "stop" ? n : null };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ActivityView, JsonValue } from "../types";
-import { clip, describe as describeEntry, foldActivity, latestPlan, latestProposal } from "./timeline";
+import type { ActivityView, JsonValue, MessageView } from "../types";
+import { clip, describe as describeEntry, foldActivity, latestPlan, latestProposal, withMessages } from "./timeline";
 
 let nextId = 1;
 const a = (kind: string, payload: JsonValue, at = 1000): ActivityView => ({ id: nextId++, run_id: 1, at, kind, payload });
@@ -190,5 +190,63 @@ describe("clip", () => {
   it("cuts long text and says how much is hidden", () => {
     expect(clip("abcdef", 4)).toEqual({ text: "abcd", hidden: 2 });
     expect(clip("abc", 4)).toEqual({ text: "abc", hidden: 0 });
+  });
+});
+
+describe("external sessions and messages in the timeline", () => {
+  it("reads each new kind as a sentence, the agent's text kept as text", () => {
+    const evil = '<img src=x onerror="alert(1)">';
+    const items = foldActivity([
+      a("session_started", { text: "Claude Code reached Overseer from /w (session e2e-1)" }),
+      a("notice", { text: evil, title: "Needs your attention" }),
+      a("turn_ended", { text: "Done with the refactor", title: null }),
+      a("user_instruction", { text: "use tabs", by: "user:app" }),
+      a("steering_delivered", { text: "use tabs" }),
+      a("step_reported", { step: "Extract the parser", status: "done", summary: "moved parse() out", files_touched: ["src/parse.ts"] }),
+      a("step_reported", { step: "Run the tests", status: "blocked", summary: "" }),
+      a("gate_withdrawn", { text: "Run `ls`: withdrawn (the asker left)" }),
+    ]);
+    expect(items.map((i) => [i.kind, i.label, i.title, i.tone])).toEqual([
+      ["session_started", "session", "Claude Code reached Overseer from /w (session e2e-1)", "info"],
+      ["notice", "notice", "Needs your attention", "info"],
+      ["turn_ended", "turn", "The agent finished its turn", "neutral"],
+      ["user_instruction", "you", "Instruction from user:app", "info"],
+      ["steering_delivered", "steering", "Your steering reached the agent", "info"],
+      ["step_reported", "step", "Step: Extract the parser (done)", "good"],
+      ["step_reported", "step", "Step: Run the tests (blocked)", "bad"],
+      ["gate_withdrawn", "withdrawn", "Run `ls`: withdrawn (the asker left)", "attention"],
+    ]);
+    expect(items[1]!.text).toBe(evil);
+    expect(items[2]!.text).toBe("Done with the refactor");
+    expect(items[5]!.text).toBe("moved parse() out\nFiles: src/parse.ts");
+    expect(items[6]!.text).toBeNull();
+  });
+
+  it("shows a message with its addressee, and a held-back one with the hub's reason", () => {
+    // As the engine records them: the sender's entry and the addressee's.
+    const entry = (over: Record<string, JsonValue>) => ({
+      text: "tests are green", from: "agent:claude", to: { to: "user" }, status: "delivered", blocked_reason: null,
+      correlation_id: null, message_id: 1, ...over,
+    });
+    const [ok, held, toRun] = foldActivity([
+      a("message_sent", entry({})),
+      a("message_sent", entry({ to: { to: "run", run: 4 }, status: "blocked", blocked_reason: "agents talk through the hub", message_id: 2 })),
+      a("message_received", entry({ from: "user:app", to: { to: "run", run: 1 }, correlation_id: "req-1", message_id: 3 })),
+    ]);
+    expect(ok).toMatchObject({ label: "message", title: "Message from agent:claude to the user", text: "tests are green", tone: "info" });
+    expect(held).toMatchObject({ title: "Message from agent:claude to run 4: held back", tone: "bad" });
+    expect(held!.text).toBe("tests are green\n\nHeld back by the hub: agents talk through the hub");
+    expect(toRun!.title).toBe("Message from user:app to run 1 · req-1");
+  });
+
+  it("adds the run's other messages (broadcasts) by time, never one the activity already shows", () => {
+    const m = (id: number, at: number, over: Partial<MessageView> = {}): MessageView => ({
+      id, from_run: 1, from: "agent:claude", to: { to: "user" }, body: `m${id}`, correlation_id: null, status: "delivered", blocked_reason: null, at, ...over,
+    });
+    const entries = [a("gate_withdrawn", { text: "one" }, 100), a("message_sent", { text: "m1", from: "agent:claude", to: { to: "user" }, message_id: 1 }, 200), a("gate_withdrawn", { text: "two" }, 400)];
+    const items = withMessages(foldActivity(entries), entries, [m(1, 200), m(2, 300, { from_run: 5, from: "agent:codex", to: { to: "broadcast" } })], 1);
+    expect(items.map((i) => i.title)).toEqual(["one", "Message from agent:claude to the user", "Message from agent:codex to everyone", "two"]);
+    expect(items[2]!.key).toBe(-2);
+    expect(items[2]!.kind).toBe("message_received");
   });
 });

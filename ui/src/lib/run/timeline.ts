@@ -4,7 +4,7 @@
 // progress, completed) and the rule decision on it become one item; runs of
 // plan updates and of file reads become one item each. Payloads are agent or
 // engine JSON: every field is read defensively and only ever shown as text.
-import type { ActivityView, JsonValue, PlanSource } from "../types";
+import type { ActivityView, JsonValue, MessageView, PlanSource } from "../types";
 import { planSourceOf } from "../plan/source";
 
 export type Tone = "neutral" | "good" | "bad" | "attention" | "info";
@@ -99,6 +99,14 @@ const LABELS: Record<string, string> = {
   session: "session",
   plan_skipped: "plan",
   plan_answer: "plan",
+  session_started: "session",
+  notice: "notice",
+  turn_ended: "turn",
+  steering_delivered: "steering",
+  step_reported: "step",
+  gate_withdrawn: "withdrawn",
+  message_sent: "message",
+  message_received: "message",
 };
 
 function planSteps(payload: JsonValue): PlanStep[] {
@@ -243,6 +251,44 @@ export function describe(e: ActivityView): TimelineItem {
       return item(e, { title: "Planning skipped", text });
     case "plan_answer":
       return item(e, { title: text ?? "Answered the agent's plan request" });
+    case "session_started":
+      return item(e, { title: text ?? "The session reached Overseer", tone: "info" });
+    case "notice":
+      return item(e, { title: str(p.title) ?? "The session says", text, tone: "info" });
+    case "turn_ended":
+      return item(e, { title: "The agent finished its turn", text });
+    case "steering_delivered":
+      return item(e, { title: "Your steering reached the agent", text, tone: "info" });
+    case "step_reported": {
+      const status = str(p.status);
+      const files = strings(p.files_touched);
+      const summary = str(p.summary);
+      const lines = [summary, files.length ? `Files: ${files.join(", ")}` : null].filter((l): l is string => l !== null && l !== "");
+      return item(e, {
+        title: `Step: ${str(p.step) ?? "(untitled)"}${status ? ` (${status.replace(/_/g, " ")})` : ""}`,
+        text: lines.length ? lines.join("\n") : null,
+        status,
+        tone: status === "failed" || status === "blocked" ? "bad" : status === "done" || status === "completed" ? "good" : "neutral",
+      });
+    }
+    case "gate_withdrawn":
+      return item(e, { title: text ?? "A question was withdrawn", tone: "attention" });
+    case "message_sent":
+    case "message_received": {
+      // The engine's entry ({text, from, to, status, blocked_reason,
+      // correlation_id, message_id}), or a message itself ({body, ...}).
+      const body = str(p.body) ?? text;
+      const to = messageTarget(p.to);
+      const from = str(p.from);
+      const blocked = str(p.status) === "blocked";
+      const reason = str(p.blocked_reason);
+      const corr = str(p.correlation_id);
+      return item(e, {
+        title: `Message${from ? ` from ${from}` : ""}${to ? ` to ${to}` : ""}${corr ? ` · ${corr}` : ""}${blocked ? ": held back" : ""}`,
+        text: [body, blocked ? `Held back by the hub${reason ? `: ${reason}` : ""}` : null].filter((l): l is string => l !== null).join("\n\n") || null,
+        tone: blocked ? "bad" : "info",
+      });
+    }
     case "deviation":
       return item(e, { title: `Deviation${str(p.cause) ? `: ${str(p.cause)}` : ""}`, text, tone: "bad" });
     case "verdict": {
@@ -275,6 +321,25 @@ export function describe(e: ActivityView): TimelineItem {
     }
     default:
       return item(e, { title: text ?? e.kind.replace(/_/g, " "), output: text ? null : pretty(e.payload) });
+  }
+}
+
+/** Who a message is addressed to, in words ("the user", "run 4"), or null. */
+export function messageTarget(to: JsonValue | undefined): string | null {
+  const t = obj(to);
+  switch (str(t.to)) {
+    case "supervisor":
+      return "the supervisor";
+    case "user":
+      return "the user";
+    case "broadcast":
+      return "everyone";
+    case "run": {
+      const run = num(t.run);
+      return run === null ? "a run" : `run ${run}`;
+    }
+    default:
+      return null;
   }
 }
 
@@ -369,4 +434,29 @@ export const OUTPUT_FOLD = 20_000;
 export function clip(text: string, max: number): { text: string; hidden: number } {
   if (text.length <= max) return { text, hidden: 0 };
   return { text: text.slice(0, max), hidden: text.length - max };
+}
+
+/** A message the run sent or received, as a timeline item. Its key is
+ * negative so it never meets an activity entry's. */
+export function messageItem(m: MessageView, run: number): TimelineItem {
+  const kind = m.from_run === run ? "message_sent" : "message_received";
+  const e: ActivityView = { id: -m.id, run_id: run, at: m.at, kind, payload: m as unknown as JsonValue };
+  return describe(e);
+}
+
+/** The run's timeline with its messages among the activity, by time. The
+ * engine records a run's own messages and those addressed to it as activity
+ * (`message_sent`, `message_received`, naming the message id): those are not
+ * shown twice; what remains are broadcasts the run received. */
+export function withMessages(items: readonly TimelineItem[], entries: readonly ActivityView[], messages: readonly MessageView[], run: number): TimelineItem[] {
+  if (messages.length === 0) return items as TimelineItem[];
+  const recorded = new Set<number>();
+  for (const e of entries) {
+    if (e.kind !== "message_sent" && e.kind !== "message_received") continue;
+    const id = num(obj(e.payload).message_id);
+    if (id !== null) recorded.add(id);
+  }
+  const extra = messages.filter((m) => !recorded.has(m.id)).map((m) => messageItem(m, run));
+  if (extra.length === 0) return items as TimelineItem[];
+  return [...items, ...extra].sort((a, b) => a.at - b.at);
 }
