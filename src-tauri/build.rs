@@ -14,6 +14,8 @@ fn main() {
         "run_activity",
         "run_diff",
         "steer_run",
+        "list_messages",
+        "send_message",
         "list_workspaces",
         "set_workspace_checks",
         "supervisor_status",

@@ -1,6 +1,7 @@
 //! One line each: the window's intents go to the engine as `user:app`.
 //! Errors reach the web view as `{code, message}`.
 
+use overseer_core::message::{MessageTo, MessageView};
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{ActivityView, Actor, ApiError, ErrorCode, GateId, GateView, RunId, RunView};
@@ -130,6 +131,32 @@ pub async fn steer_run(
     blocking(&engine, move |e| {
         e.steer_run(run_id, &text, &Actor::app())?;
         e.run(run_id)
+    })
+    .await
+}
+
+/// Agent messages with id > `after` (all when absent), of one run (sent by
+/// it, to it, delivered broadcasts) or of every run.
+#[tauri::command]
+pub async fn list_messages(
+    engine: State<'_, Arc<Engine>>,
+    run: Option<RunId>,
+    after: Option<i64>,
+) -> Result<Vec<MessageView>, ApiError> {
+    blocking(&engine, move |e| e.messages(run, after)).await
+}
+
+/// A message from the user to a run or to every run; a reply carries the
+/// correlation id of what it answers.
+#[tauri::command]
+pub async fn send_message(
+    engine: State<'_, Arc<Engine>>,
+    to: MessageTo,
+    body: String,
+    correlation_id: Option<String>,
+) -> Result<MessageView, ApiError> {
+    blocking(&engine, move |e| {
+        e.send_message(to, &body, correlation_id, &Actor::app())
     })
     .await
 }
