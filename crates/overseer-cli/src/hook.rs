@@ -287,12 +287,20 @@ fn write_settings(path: &Path, text: &str) -> anyhow::Result<()> {
         .and_then(|n| n.to_str())
         .unwrap_or("settings.json");
     let tmp = dir.join(format!(".{name}.overseer-{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        // Keep the user's permissions on their file.
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    let written = std::fs::write(&tmp, text)
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| {
+            if let Ok(meta) = std::fs::metadata(path) {
+                // Keep the user's permissions on their file.
+                let _ = std::fs::set_permissions(&tmp, meta.permissions());
+            }
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot replace {}", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+    written
 }
 
 /// `--data-dir` goes into the command only when it is not the default, so

@@ -123,6 +123,20 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_arrives_whole_as_the_tools_command() {
+        // Captured from `codex exec` 0.169.0: apply_patch's input is the patch text.
+        let patch = r#"{"session_id":"01a20ae0-3780","turn_id":"01a20ae0-37da","transcript_path":"/c/r.jsonl","cwd":"/work/cproj","hook_event_name":"PreToolUse","model":"gpt-5.5","permission_mode":"bypassPermissions","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Update File: README.md\n@@\n-A demo project.\n+A demo project, patched.\n*** End Patch\n"},"tool_use_id":"call_ovs004_001_0"}"#;
+        let call = read(patch, "").expect("read");
+        let Some(SessionAsk::ToolCall { tool, input, .. }) = call.ask else {
+            panic!("not a tool call")
+        };
+        assert_eq!(tool, "apply_patch");
+        assert!(input["command"]
+            .as_str()
+            .is_some_and(|p| p.contains("*** Update File: README.md")));
+    }
+
+    #[test]
     fn only_a_deny_is_said_before_the_tool_runs() {
         let call = read(PRE, "").expect("read");
         let deny = parsed(&render(
