@@ -422,11 +422,17 @@ async fn trust_codex_hooks(t: &Target, file: &Path) -> anyhow::Result<ExitCode> 
                         codex.display(),
                         file.display(),
                         cwd.display(),
-                        if t.project.is_some() {
-                            " (Codex reads a project's .codex/ only once the project is trusted: \
-                             trust it in Codex first)"
-                        } else {
-                            ""
+                        match &t.project {
+                            Some(_) => format!(
+                                " (Codex reads a project's .codex/ only once you trust the project: \
+                                 open Codex there and trust it, or add\n    [projects.\"{}\"]\n    \
+                                 trust_level = \"trusted\"\nto {}, then run this again)",
+                                cwd.display(),
+                                codex_home()
+                                    .map(|h| h.join("config.toml").display().to_string())
+                                    .unwrap_or_else(|_| "$CODEX_HOME/config.toml".into())
+                            ),
+                            None => String::new(),
                         }
                     )
                 )

@@ -613,6 +613,33 @@ fn a_codex_shell_command_waits_for_overseer_once_its_hooks_are_trusted() {
     )
     .expect("json");
     assert_eq!(hooks, serde_json::json!({}));
+
+    // A project's hooks: Codex lists them only in a project the user
+    // trusted, and install says how instead of pretending.
+    let proj = w.proj().to_string_lossy().into_owned();
+    let install_project = || {
+        w.overseer(&["hook", "install", "codex", "--project", &proj, "--codex"])
+            .arg(&codex_bin)
+            .output()
+            .expect("install")
+    };
+    let out = install_project();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("trust_level = \"trusted\""), "{err}");
+    let mut config = std::fs::read_to_string(w.path("codex-home/config.toml")).expect("config");
+    config.push_str(&format!(
+        "\n[projects.\"{proj}\"]\ntrust_level = \"trusted\"\n"
+    ));
+    std::fs::write(w.path("codex-home/config.toml"), config).expect("config");
+    let out = install_project();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("Codex trusts them (4 hooks"), "{said}");
 }
 
 #[test]
