@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 /// Why an ask got no answer.
 #[derive(Debug)]
 pub enum AskError {
-    /// No engine listens on the socket.
-    NotRunning,
+    /// No engine listens on the socket (or it cannot be reached: `detail`).
+    NotRunning { detail: Option<String> },
     /// The engine went away while the ask waited and did not come back in
     /// time (or the ask was not safe to repeat).
     Lost { detail: String },
@@ -46,8 +46,12 @@ impl Asker {
     ) -> Result<SessionAnswer, AskError> {
         let mut client = match Client::connect(&self.socket).await {
             Ok(Some(c)) => c,
-            Ok(None) => return Err(AskError::NotRunning),
-            Err(e) if e.code == ErrorCode::EngineUnavailable => return Err(AskError::NotRunning),
+            Ok(None) => return Err(AskError::NotRunning { detail: None }),
+            Err(e) if e.code == ErrorCode::EngineUnavailable => {
+                return Err(AskError::NotRunning {
+                    detail: Some(e.message),
+                })
+            }
             Err(e) => return Err(AskError::Refused(e)),
         };
         let mut lost_since: Option<Instant> = None;

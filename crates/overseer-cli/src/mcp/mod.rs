@@ -129,11 +129,10 @@ fn tool_list() -> Vec<Tool> {
                 .read_only(s.read_only)
                 .destructive(false)
                 .open_world(false);
-            let mut tool = Tool::new(s.name, s.description, object(s.input))
+            Tool::new(s.name, s.description, object(s.input))
                 .with_title(s.title)
-                .with_annotations(annotations);
-            tool = tool.with_raw_output_schema(object(s.output));
-            tool
+                .with_annotations(annotations)
+                .with_raw_output_schema(object(s.output))
         })
         .collect()
 }
@@ -148,7 +147,7 @@ fn result(outcome: tools::Outcome) -> CallToolResult {
     r
 }
 
-fn not_running(tool: &str, socket: &std::path::Path) -> String {
+fn not_running(tool: &str, socket: &std::path::Path, detail: Option<&str>) -> String {
     let what = match tool {
         tools::ASK_USER => "Ask the user your questions directly in this conversation instead",
         tools::REQUEST_PLAN_APPROVAL => {
@@ -157,11 +156,14 @@ fn not_running(tool: &str, socket: &std::path::Path) -> String {
         tools::REPORT_STEP => "Tell the user directly what you did and ask whether to go on",
         _ => "Talk to the user directly in this conversation instead",
     };
+    let why = match detail {
+        Some(d) => d.to_owned(),
+        None => format!("no engine at {}", socket.display()),
+    };
     format!(
-        "Overseer is not running (no engine at {}), so nobody can answer through it. {what}; \
+        "Overseer is not running ({why}), so nobody can answer through it. {what}; \
          do not call Overseer's tools again until the user says Overseer is running (they start it with \
-         `overseer serve` or by opening the Overseer app).",
-        socket.display()
+         `overseer serve` or by opening the Overseer app)."
     )
 }
 
@@ -221,7 +223,7 @@ impl Server {
                     // engine withdraws the gate. The client ignores any
                     // response now, so this error is never seen.
                     tracing::info!("{tool} call {} cancelled by the client", context.id);
-                    return Err(McpError::invalid_request("cancelled by the client", None));
+                    return Ok(result(tools::Outcome::error("cancelled by the client")));
                 }
                 _ = ticker.tick(), if progress.is_some() => {
                     ticks += 1;
@@ -238,7 +240,13 @@ impl Server {
         };
         let outcome = match answer {
             Ok(answer) => tools::render(&tool, answer),
-            Err(AskError::NotRunning) => tools::Outcome::error(not_running(&tool, &self.asker.socket)),
+            Err(AskError::NotRunning { detail }) => {
+                tools::Outcome::error(not_running(&tool, &self.asker.socket, detail.as_deref()))
+            }
+            Err(AskError::Lost { detail }) if !tools::retryable(&tool) => tools::Outcome::error(format!(
+                "The connection to Overseer dropped while sending ({detail}); the message may or may not \
+                 have been stored. Ask the user whether it arrived before sending it again."
+            )),
             Err(AskError::Lost { detail }) => tools::Outcome::error(format!(
                 "Overseer stopped answering ({detail}); nothing was decided. Ask the user directly in this \
                  conversation instead, or call {tool} again once Overseer is running."
