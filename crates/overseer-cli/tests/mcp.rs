@@ -327,7 +327,7 @@ fn tools_are_listed_with_schemas_and_bad_calls_are_tool_errors_even_without_an_e
         assert_eq!(r["result"]["isError"], true, "{r}");
         assert!(text(&r).starts_with("Overseer is not running"), "{r}");
         assert!(text(&r).contains("directly"), "{r}");
-        assert!(r["ms"].as_u64().expect("ms") < 2000, "slow: {r}");
+        assert!(r["ms"].as_u64().expect("ms") < 3000, "slow: {r}");
     }
     // An unknown tool is a protocol error (the SDK throws).
     let r = c.outcome(Duration::from_secs(5));
