@@ -1024,6 +1024,12 @@ pub enum Permission {
 }
 
 /// True for read-only kinds: read, search, think, fetch.
+/// `mcp__overseer__*`: the tools of `overseer mcp`.
+pub fn is_overseer_tool(tool: &str) -> bool {
+    tool.strip_prefix("mcp__overseer__")
+        .is_some_and(|t| !t.is_empty() && !t.contains("__"))
+}
+
 pub fn is_read_only_kind(kind: &str) -> bool {
     matches!(kind, "read" | "search" | "think" | "fetch")
 }
@@ -1074,6 +1080,13 @@ pub fn decide(
                 reason: format!("denied by the rule {rule}"),
             };
         }
+    }
+    // Overseer's own MCP tools only ask and report (each opens its own gate
+    // where it must): no question before the question.
+    if is_overseer_tool(&req.tool) {
+        return Permission::Allow {
+            rule: "default: Overseer's own tools (mcp__overseer__*) only ask and report".to_owned(),
+        };
     }
     if mode == SessionMode::ReadOnly && is_write(req) {
         return Permission::Deny {

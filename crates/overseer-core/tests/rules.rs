@@ -1347,3 +1347,31 @@ fn a_path_that_cannot_be_resolved_asks_and_reads_out_of_the_worktree_ask_too() {
         Permission::Deny { .. }
     ));
 }
+
+#[test]
+fn overseers_own_mcp_tools_only_ask_so_they_are_allowed_unless_a_deny_rule_says_no() {
+    let ask_user = tool("mcp__overseer__ask_user", "other");
+    assert!(matches!(
+        decide(&ask_user, &[], SessionMode::ReadOnly, WT),
+        Permission::Allow { .. }
+    ));
+    let denied = rules(&[], &[], &["mcp__overseer__ask_user"]);
+    assert!(matches!(
+        decide(&ask_user, &[&denied], SessionMode::Normal, WT),
+        Permission::Deny { .. }
+    ));
+    // Another server that calls itself overseer-something is not ours.
+    for other in [
+        "mcp__overseerx__ask_user",
+        "mcp__overseer__a__b",
+        "mcp__overseer__",
+    ] {
+        assert!(
+            matches!(
+                decide(&tool(other, "other"), &[], SessionMode::Normal, WT),
+                Permission::Ask { .. }
+            ),
+            "{other}"
+        );
+    }
+}

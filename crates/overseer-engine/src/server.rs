@@ -284,6 +284,134 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
     }
 }
 
+/// A run's own socket: where the MCP server its agent starts asks. It
+/// serves asks and reports of that run and nothing else (no listing, no
+/// decision), so binding it into the sandbox gives the run a voice, not a
+/// hand. Stops (and its file goes) when dropped.
+pub(crate) struct RunSocket {
+    pub(crate) path: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RunSocket {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Binds and serves `run`'s own socket in the data dir.
+pub(crate) fn serve_run(engine: &Arc<Engine>, run: RunId) -> Result<RunSocket, EngineError> {
+    let path = engine
+        .paths()
+        .data_dir
+        .join("run-sockets")
+        .join(format!("run-{run}.sock"));
+    let io = |source| EngineError::Io {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
+    }
+    if path.exists() {
+        std::fs::remove_file(&path).map_err(io)?;
+    }
+    let std_listener = std::os::unix::net::UnixListener::bind(&path).map_err(io)?;
+    std_listener.set_nonblocking(true).map_err(io)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    let listener = UnixListener::from_std(std_listener).map_err(io)?;
+    let owner = rustix::process::getuid().as_raw();
+    let engine = engine.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            if stream.peer_cred().ok().map(|c| c.uid()) != Some(owner) {
+                continue;
+            }
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = handle_run_asks(engine, stream, run).await {
+                    tracing::debug!(run, "run socket connection closed: {e}");
+                }
+            });
+        }
+    });
+    Ok(RunSocket { path, task })
+}
+
+async fn handle_run_asks(
+    engine: Arc<Engine>,
+    stream: UnixStream,
+    run: RunId,
+) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if n == 0 {
+            return Ok(());
+        }
+        if n > MAX_LINE {
+            let error = ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("request longer than {MAX_LINE} bytes"),
+            );
+            return write_line(&mut write, &ServerLine::Error { id: None, error }).await;
+        }
+        let call: Call = match serde_json::from_slice(line.trim_ascii_end()) {
+            Ok(c) => c,
+            Err(e) => {
+                let error =
+                    ApiError::new(ErrorCode::InvalidInput, format!("malformed request ({e})"));
+                write_line(&mut write, &ServerLine::Error { id: None, error }).await?;
+                continue;
+            }
+        };
+        let reply = match call.request {
+            Request::Ping => json("pong"),
+            // Whatever session the asker names, its asks are this run's.
+            Request::Session { ask, .. } => {
+                let asked = engine.run_ask(run, ask);
+                tokio::pin!(asked);
+                let mut probe = [0u8; 1];
+                tokio::select! {
+                    reply = &mut asked => reply.and_then(json),
+                    _ = reader.read(&mut probe) => return Ok(()),
+                }
+            }
+            _ => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("run {run}'s socket takes its asks and reports only (ask_user, request_plan_approval, report_step, messages)"),
+            )),
+        };
+        let line = match reply {
+            Ok(result) => ServerLine::Result {
+                id: Some(call.id),
+                result,
+            },
+            Err(error) => ServerLine::Error {
+                id: Some(call.id),
+                error,
+            },
+        };
+        write_line(&mut write, &line).await?;
+    }
+}
+
 /// One error line, then the connection is closed. Our side is shut for
 /// writing first and what the client sends is read and dropped for a
 /// moment: closing with its request unread would make its write fail (or

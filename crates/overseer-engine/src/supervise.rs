@@ -63,7 +63,10 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
             paths.push(p);
         }
     }
+    // MCP tools by their own name (`mcp__server__tool`): the rules name them so.
+    let mcp_name = info.name.as_deref().filter(|n| n.starts_with("mcp__"));
     let tool = match kind.as_str() {
+        _ if mcp_name.is_some() => mcp_name.unwrap_or_default(),
         "execute" => "Bash",
         "edit" => "Edit",
         "delete" => "Delete",

@@ -619,3 +619,53 @@ async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
         started.elapsed().as_secs_f64()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launched_claude_asks_through_overseers_own_mcp_tools_bound_to_its_run() {
+    // Overseer puts `overseer mcp` in the agent's session/new, bound to the
+    // run's own socket inside the sandbox (the engine's socket stays hidden).
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/overseer");
+    assert!(
+        cli.exists(),
+        "{} is missing: build the CLI (`cargo build -p overseer-cli`; `make test` does)",
+        cli.display()
+    );
+    let r = real_world(
+        "claude mcp",
+        Adapter::Claude,
+        "engine-mcp-ask.json",
+        &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+    )
+    .await;
+    let run = r.start("Ask through Overseer", Some(PlanStrategy::Skip));
+    let q = r.gate(run, &[GateKind::Question]).await;
+    assert_eq!(
+        q.run_id, run,
+        "the ask belongs to the launched run, not a session of its own"
+    );
+    assert_eq!(
+        q.payload["schema"]["properties"]["question_0"]["oneOf"][1]["const"], "Friendly",
+        "{}",
+        q.payload
+    );
+    r.decide(&q, "answer", Some(r#"{"question_0": "Friendly"}"#));
+    r.gate(run, &[GateKind::MergeReview]).await;
+    assert!(
+        r.server.latest().iter().any(|l| l.contains("Friendly")),
+        "the answer reached the model: {}",
+        r.dump(run)
+    );
+    let messages = r.engine().messages(Some(run), None).expect("messages");
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].body, "Going with a friendly tone.");
+    assert_eq!(messages[0].from_run, Some(run));
+    assert!(
+        r.engine()
+            .runs()
+            .expect("runs")
+            .iter()
+            .all(|v| !v.origin.is_external()),
+        "no external session row for a launched run's own tools"
+    );
+    r.done();
+}

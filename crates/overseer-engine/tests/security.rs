@@ -311,6 +311,11 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         ),
     ));
     outcomes.push(check(
+        "decide through the run's own (MCP) socket",
+        witness("runsocket-agent") && witness("runsocket-sensor"),
+        "/tmp/overseer-agent.sock answers asks only",
+    ));
+    outcomes.push(check(
         "approve via a sensor's daemon",
         witness("socket-sensor"),
         "sensor.sh daemon",

@@ -154,6 +154,11 @@ pub struct ToolCallInfo {
     /// The text content the agent attached (an exit-plan request's plan).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The agent's own tool name when it says it (claude-agent-acp:
+    /// `_meta.claudeCode.toolName`, e.g. `mcp__overseer__ask_user`), so rules
+    /// on tool names (`mcp__server__tool`) can match. Untrusted, like all of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// One answer the agent offers to a permission request. Choose by `kind`:
@@ -255,18 +260,29 @@ impl AgentConnection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        Self::start_or_resume(stdout_of_agent, stdin_of_agent, worktree, client_name, None).await
+        Self::start_or_resume(
+            stdout_of_agent,
+            stdin_of_agent,
+            worktree,
+            client_name,
+            None,
+            Vec::new(),
+        )
+        .await
     }
 
     /// Like [`start`](Self::start), but continues the session `resume` with
     /// `session/resume` when the agent offers it (falling back to a new
     /// session when it does not, or refuses); [`resumed`](Self::resumed) tells.
+    /// `mcp_servers` are offered to the session (Overseer's own, bound to
+    /// the run).
     pub async fn start_or_resume<R, W>(
         stdout_of_agent: R,
         stdin_of_agent: W,
         worktree: PathBuf,
         client_name: &str,
         resume: Option<&str>,
+        mcp_servers: Vec<acp::McpServer>,
     ) -> Result<(AgentConnection, mpsc::Receiver<AgentSignal>), DriverError>
     where
         R: AsyncRead + Unpin + Send + 'static,
@@ -351,10 +367,13 @@ impl AgentConnection {
             if let (Some(id), true) = (resume, can_resume) {
                 // A session/update may arrive before the answer: accept it.
                 let resumed = cx
-                    .send_request(acp::ResumeSessionRequest::new(
-                        acp::SessionId::new(id),
-                        shared.root.clone(),
-                    ))
+                    .send_request(
+                        acp::ResumeSessionRequest::new(
+                            acp::SessionId::new(id),
+                            shared.root.clone(),
+                        )
+                        .mcp_servers(mcp_servers.clone()),
+                    )
                     .block_task()
                     .await;
                 match resumed {
@@ -365,7 +384,10 @@ impl AgentConnection {
                 }
             }
             let session = cx
-                .send_request(acp::NewSessionRequest::new(shared.root.clone()))
+                .send_request(
+                    acp::NewSessionRequest::new(shared.root.clone())
+                        .mcp_servers(mcp_servers.clone()),
+                )
                 .block_task()
                 .await
                 .map_err(|e| shared.classify("session/new", e))?;

@@ -327,6 +327,9 @@ impl Shared {
         if let Some(text) = text_content(&call.content) {
             entry.text = Some(text);
         }
+        if let Some(name) = tool_name(call.meta.as_ref()) {
+            entry.name = Some(name);
+        }
         entry.clone()
     }
 
@@ -362,6 +365,9 @@ impl Shared {
         }
         if let Some(text) = fields.content.as_deref().and_then(text_content) {
             entry.text = Some(text);
+        }
+        if let Some(name) = tool_name(update.meta.as_ref()) {
+            entry.name = Some(name);
         }
         entry.clone()
     }
@@ -708,6 +714,16 @@ fn io_error(path: &Path, e: &std::io::Error) -> agent_client_protocol::Error {
 
 /// A message chunk the adapter marks as its own notice, not the model's
 /// output: `_meta.claudeCode.kind = "informational"` (claude-agent-acp).
+/// The agent's own name for a tool (`_meta.claudeCode.toolName`).
+fn tool_name(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> Option<String> {
+    meta?
+        .get("claudeCode")?
+        .get("toolName")?
+        .as_str()
+        .filter(|n| !n.is_empty() && n.len() <= 200)
+        .map(str::to_owned)
+}
+
 fn is_informational(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> bool {
     meta.and_then(|m| m.get("claudeCode"))
         .and_then(|c| c.get("kind"))

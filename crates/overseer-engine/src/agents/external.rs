@@ -158,6 +158,42 @@ impl Engine {
             .session
             .map(|s| s.cwd)
             .unwrap_or_else(|| session.cwd.to_string_lossy().into_owned());
+        self.answer_ask(&work, &cwd, ask).await
+    }
+
+    /// An ask of a launched run, from the MCP server its agent started
+    /// (through the run's own socket: the run is who asks, whatever the
+    /// ask says). A launched agent cannot end its run.
+    pub(crate) async fn run_ask(
+        self: &Arc<Self>,
+        run: RunId,
+        ask: SessionAsk,
+    ) -> Result<SessionAnswer, ApiError> {
+        let view = self.run(run)?;
+        if view.state.is_released() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTransition,
+                format!("run {run} is {}; it asks nothing any more", view.state),
+            ));
+        }
+        if matches!(ask, SessionAsk::End) {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "a launched agent does not end its run; finish the task and end the turn",
+            ));
+        }
+        let work = self.store().run_work(run)?;
+        let cwd = work.worktree.clone().unwrap_or_default();
+        self.answer_ask(&work, &cwd, ask).await
+    }
+
+    /// Answers one ask on `work`'s run; `cwd` is where relative paths start.
+    async fn answer_ask(
+        self: &Arc<Self>,
+        work: &RunWork,
+        cwd: &str,
+        ask: SessionAsk,
+    ) -> Result<SessionAnswer, ApiError> {
         match ask {
             SessionAsk::ToolCall {
                 key,
@@ -165,11 +201,11 @@ impl Engine {
                 input,
                 stage,
             } => {
-                self.session_tool_call(&work, &cwd, key, &tool, input, stage)
+                self.session_tool_call(work, cwd, key, &tool, input, stage)
                     .await
             }
             SessionAsk::Questions { key, questions } => {
-                self.session_questions(&work, key, questions).await
+                self.session_questions(work, key, questions).await
             }
             SessionAsk::Plan {
                 key,
@@ -178,7 +214,7 @@ impl Engine {
                 files,
                 risks,
             } => {
-                self.session_plan(&work, key, goal, steps, files, risks)
+                self.session_plan(work, key, goal, steps, files, risks)
                     .await
             }
             SessionAsk::ReportStep {
@@ -191,14 +227,14 @@ impl Engine {
                 let step = json!({
                     "step": step, "status": status, "summary": summary, "files_touched": files_touched,
                 });
-                self.session_step(&work, key, step).await
+                self.session_step(work, key, step).await
             }
             SessionAsk::Notice {
                 kind,
                 title,
                 message,
-            } => self.session_notice(&work, kind, title, &message),
-            SessionAsk::End => self.session_end(&work),
+            } => self.session_notice(work, kind, title, &message),
+            SessionAsk::End => self.session_end(work),
             SessionAsk::SendMessage {
                 to,
                 body,

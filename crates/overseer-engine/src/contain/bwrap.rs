@@ -75,7 +75,15 @@ pub struct SandboxInputs {
     pub write_paths: Vec<PathBuf>,
     /// False: a network namespace of its own (loopback only).
     pub network: bool,
+    /// The run's own socket (asks only), bound at [`AGENT_SOCKET`] inside.
+    pub agent_socket: Option<PathBuf>,
+    /// The `overseer` binary the agent starts as its MCP server: its
+    /// directory is bound read-only.
+    pub overseer_bin: Option<PathBuf>,
 }
+
+/// Where a run's own socket is inside its sandbox (the private `/tmp`).
+pub const AGENT_SOCKET: &str = "/tmp/overseer-agent.sock";
 
 /// One mount of the sandbox, after the fixed base (`/`, `/dev`, `/proc`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -382,6 +390,9 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     if let Some(program) = inputs.program.as_deref().and_then(canon) {
         automatic.extend(install_dir(&program));
     }
+    if let Some(bin) = inputs.overseer_bin.as_deref().and_then(canon) {
+        automatic.extend(bin.parent().map(Path::to_owned));
+    }
     automatic.extend(inputs.repo_objects.as_deref().and_then(canon));
     for p in automatic {
         if check(&p, &allowed_inside).is_ok() && p.is_dir() {
@@ -415,6 +426,15 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         target: worktree.clone(),
         writable: true,
     });
+    // The run's own socket, where its MCP server asks (nothing else is
+    // served there). In the private /tmp, so it hides nothing of the host.
+    if let Some(sock) = &inputs.agent_socket {
+        mounts.push(Mount::Bind {
+            source: sock.clone(),
+            target: PathBuf::from(AGENT_SOCKET),
+            writable: true,
+        });
+    }
     // The run's repository metadata: read-only, never missing.
     let git = worktree.join(".git");
     match std::fs::symlink_metadata(&git) {

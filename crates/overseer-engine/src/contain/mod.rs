@@ -330,6 +330,14 @@ impl Engine {
     }
 }
 
+/// How a run's agent reaches us: its own socket (asks only) and the
+/// `overseer` binary it starts as its MCP server; bound into its sandbox.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct AgentVoice {
+    pub(crate) socket: Option<PathBuf>,
+    pub(crate) overseer_bin: Option<PathBuf>,
+}
+
 /// How one of a run's processes is contained.
 #[derive(Debug, Default)]
 pub(crate) struct Contained {
@@ -357,6 +365,7 @@ impl Engine {
         profile: &crate::config::AgentProfile,
         env: &[(String, String)],
         worktree: &Path,
+        voice: &AgentVoice,
     ) -> Result<Contained, String> {
         let run = work.run_id;
         let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
@@ -394,6 +403,8 @@ impl Engine {
         inputs.read_paths = profile.read_paths.clone();
         inputs.write_paths = profile.write_paths.clone();
         inputs.network = profile.network;
+        inputs.agent_socket = voice.socket.clone();
+        inputs.overseer_bin = voice.overseer_bin.clone();
         out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
             format!(
                 "the agent's sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",

@@ -50,6 +50,8 @@ const SENSOR_OUTPUT_MAX: usize = 64 * 1024;
 pub(crate) struct Live {
     pub(crate) conn: Arc<AgentConnection>,
     pub(crate) process: tokio::sync::Mutex<AgentProcess>,
+    /// The run's own socket for its MCP server; closed with the agent.
+    pub(crate) _asks: Option<crate::server::RunSocket>,
 }
 
 /// The runs the orchestrator is driving, by id.
@@ -699,11 +701,36 @@ async fn launch_agent(
     if let Ok(ms) = std::env::var("OVERSEER_DEMO_STEP_MS") {
         env.push(("OVERSEER_DEMO_STEP_MS".to_owned(), ms));
     }
+    // The run's voice: its own socket, where the `overseer mcp` its agent
+    // starts asks (the tools ask_user, request_plan_approval, ...).
+    let asks = match crate::server::serve_run(engine, work.run_id) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(run = work.run_id, "no MCP tools for this run: {e}");
+            None
+        }
+    };
+    let overseer_bin = crate::agents::overseer_cli();
+    let voice = crate::contain::AgentVoice {
+        socket: asks.as_ref().map(|s| s.path.clone()),
+        overseer_bin: overseer_bin.clone(),
+    };
     // Contained (bubblewrap, the run's cgroup), or not started at all
     // unless the profile allows running uncontained.
     let contained = engine
-        .contain_agent(work, profile, &env, worktree)
+        .contain_agent(work, profile, &env, worktree, &voice)
         .map_err(|note| ApiError::new(ErrorCode::InvalidInput, note))?;
+    let mcp_servers = match (&asks, &overseer_bin) {
+        (Some(sock), Some(bin)) => {
+            let socket = if contained.sandbox.is_some() {
+                PathBuf::from(crate::contain::bwrap::AGENT_SOCKET)
+            } else {
+                sock.path.clone()
+            };
+            vec![crate::agents::mcp_server(bin, &socket, work, worktree)]
+        }
+        (None, _) | (Some(_), None) => Vec::new(),
+    };
     let spec = AgentSpec {
         program: PathBuf::from(&profile.command),
         args: profile.args.clone(),
@@ -730,6 +757,7 @@ async fn launch_agent(
         worktree.to_owned(),
         "overseer",
         previous.as_deref(),
+        mcp_servers,
     )
     .await
     .map_err(|e| {
@@ -745,6 +773,7 @@ async fn launch_agent(
         Some(Arc::new(Live {
             conn: conn.clone(),
             process: tokio::sync::Mutex::new(process),
+            _asks: asks,
         })),
     );
     tokio::spawn(pump(
