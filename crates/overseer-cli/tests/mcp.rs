@@ -688,3 +688,141 @@ fn steering_left_for_the_session_comes_back_on_the_next_reported_step() {
         "delivered once: {r}"
     );
 }
+
+/// `claude -p PROMPT` (the pinned Claude Code CLI) in `dir`, offline: its
+/// model is the scripted server at `port`, and its only MCP server is
+/// `overseer mcp` on this home's data dir, its tools allowed.
+fn claude_with_overseer_mcp(h: &Home, port: u16, prompt: &str) -> Kill {
+    let bin = real_agents().join("node_modules/.bin/claude");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup.sh",
+        bin.display()
+    );
+    let config = json!({"mcpServers": {"overseer": {
+        "type": "stdio",
+        "command": env!("CARGO_BIN_EXE_overseer"),
+        "args": ["--data-dir", h.data(), "--config-dir", h.config(), "mcp"],
+    }}});
+    let home = h.dir.path().join("home");
+    let tmp = h.dir.path().join("tmp");
+    for d in [&home, &tmp] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let child = Command::new(bin)
+        .args([
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--strict-mcp-config",
+        ])
+        .arg("--mcp-config")
+        .arg(config.to_string())
+        .args(["--allowedTools", "mcp__overseer__ask_user"])
+        .current_dir(h.project())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("claude");
+    Kill(child)
+}
+
+/// Claude's final JSON (`result` is the model's last text), within 30 s.
+fn claude_result(mut kid: Kill) -> Value {
+    use std::io::Read;
+    let start = Instant::now();
+    while kid.0.try_wait().expect("try_wait").is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "claude did not finish within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut s) = kid.0.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    if let Some(mut s) = kid.0.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| {
+        panic!("claude's output is not its JSON result ({e}): {out}\nstderr: {err}")
+    })
+}
+
+/// The scripted model server (tests/real-agents/model-server.mjs).
+fn model_server(h: &Home, script: &str) -> (Kill, u16) {
+    let mut child = Command::new("node")
+        .arg(real_agents().join("model-server.mjs"))
+        .arg("--script")
+        .arg(real_agents().join("scripts").join(script))
+        .arg("--log")
+        .arg(h.dir.path().join("model.jsonl"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node model-server.mjs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("the model server's first line");
+    let port = first
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the model server said {first:?}"));
+    (Kill(child), port)
+}
+
+/// The real Claude Code CLI in a terminal with `overseer mcp` as its MCP
+/// server: without Overseer the model is told at once to ask directly; with
+/// it the question waits on the session's fleet row (named by Claude Code's
+/// client name) and the answer given in Overseer is what the model reads.
+#[test]
+fn claude_code_asks_through_overseer_mcp_and_the_model_reads_the_answer() {
+    let h = Home::new();
+    let (_model, port) = model_server(&h, "claude-mcp-ask.json");
+
+    let result = claude_result(claude_with_overseer_mcp(
+        &h,
+        port,
+        "Ask me through Overseer",
+    ));
+    let said = result["result"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains("Overseer is not running"), "{result}");
+    assert!(said.contains("SCRIPT-DONE"), "{result}");
+
+    let _engine = h.serve();
+    let started = Instant::now();
+    let claude = claude_with_overseer_mcp(&h, port, "Ask me through Overseer");
+    let gate = h.wait_gate("question", &[]);
+    eprintln!(
+        "claude: the question waited in Overseer {:?} after start",
+        started.elapsed()
+    );
+    let run = h.run(&gate["run_id"]);
+    assert_eq!(
+        run["agent"], "claude-code",
+        "Claude Code's client name: {run}"
+    );
+    h.decide(
+        &gate,
+        "answer",
+        Some(&json!({"question_0": "Friendly", "question_0_custom": "keep it short"}).to_string()),
+    );
+    let result = claude_result(claude);
+    let said = result["result"].as_str().unwrap_or_default().to_owned();
+    // Claude Code hands the model the structured content (the JSON answer).
+    assert!(said.contains("\"selected\":[\"Friendly\"]"), "{result}");
+    assert!(said.contains("keep it short"), "{result}");
+    assert!(said.contains("SCRIPT-DONE"), "{result}");
+}
