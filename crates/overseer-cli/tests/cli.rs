@@ -922,3 +922,50 @@ fn questions_messages_and_sessions_from_the_command_line() {
     let err = h.fails(&["messages", "send", "--run", "999", "x"]);
     assert!(err.contains("999"), "{err}");
 }
+
+#[test]
+fn several_processes_starting_on_one_fresh_data_dir_at_once_all_work() {
+    // The engine starting while CLI commands run, on a data dir nobody has
+    // used yet: one migrates and makes the key, the others wait and use them.
+    for round in 0..3 {
+        let h = Home::new();
+        let serve = Serve(
+            h.cmd(&["serve"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("serve"),
+        );
+        let cli: Vec<Child> = (0..5)
+            .map(|i| {
+                let args: &[&str] = if i % 2 == 0 {
+                    &["runs", "list", "--json"]
+                } else {
+                    &["gates", "list", "--json"]
+                };
+                h.cmd(args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("cli")
+            })
+            .collect();
+        for c in cli {
+            let out = c.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "round {round}: a command on a fresh data dir failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        wait_for(&h.data().join("overseer.sock"));
+        let mut serve = serve;
+        assert!(
+            serve.0.try_wait().expect("poll").is_none(),
+            "round {round}: the engine exited"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&h.ok(&["audit", "verify", "--json"])).expect("json");
+        assert_eq!(v["ok"], true, "round {round}: {v}");
+    }
+}

@@ -42,10 +42,31 @@ pub struct Checkpoint {
     pub signature: String,
 }
 
-/// Canonical bytes of a payload. Keys are sorted (serde_json's default map is a
-/// BTreeMap), no whitespace: the same value always gives the same bytes.
+/// Canonical bytes of a payload: keys sorted at every level, no whitespace,
+/// so the same value always gives the same bytes. Sorted here, not left to
+/// serde_json's map: a dependency in the workspace turns on its
+/// `preserve_order` feature, which keeps insertion order instead. (A record
+/// is verified against its stored bytes, so records written before keys
+/// were sorted here still verify.)
 pub fn canonical(payload: &serde_json::Value) -> String {
-    payload.to_string()
+    fn sorted(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sorted).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(payload).to_string()
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -490,4 +511,26 @@ pub(crate) fn story(
         out.push(CheckedRecord { record, problem });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::canonical;
+
+    #[test]
+    fn the_same_value_gives_the_same_bytes_whatever_order_it_was_built_in() {
+        let a = serde_json::json!({"b": 1, "a": {"d": [{"z": 1, "y": 2}], "c": null}});
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "a".into(),
+            serde_json::json!({"c": null, "d": [{"y": 2, "z": 1}]}),
+        );
+        m.insert("b".into(), serde_json::json!(1));
+        let b = serde_json::Value::Object(m);
+        assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(
+            canonical(&a),
+            r#"{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}"#
+        );
+    }
 }

@@ -165,23 +165,40 @@ fn parse_key(path: &Path, text: &str) -> Result<SigningKey, StoreError> {
     Ok(SigningKey::from_bytes(&arr))
 }
 
+/// Creates the key atomically: written whole to a file of this process's
+/// own, synced, then linked into place (a link never replaces an existing
+/// file). Whoever links first wins; everyone else reads the winner's key,
+/// which is complete by then. Nobody ever reads a half-written key.
 fn create_key(path: &Path) -> Result<SigningKey, StoreError> {
     let key = SigningKey::generate(&mut rand_core::OsRng);
     let io = |source| StoreError::Io {
         path: path.to_owned(),
         source,
     };
-    // create_new: if another process won the race, use its key instead.
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(mut f) => {
-            f.write_all(hex::encode(key.to_bytes()).as_bytes())
-                .map_err(io)?;
-            f.sync_all().map_err(io)?;
+    let mut nonce = [0u8; 8];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
+    let tmp = path.with_extension(format!(
+        "key.new-{}-{}",
+        std::process::id(),
+        hex::encode(nonce)
+    ));
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(hex::encode(key.to_bytes()).as_bytes())?;
+        f.sync_all()?;
+        fs::hard_link(&tmp, path)
+    })();
+    let _ = fs::remove_file(&tmp);
+    match written {
+        Ok(()) => {
+            if let Some(dir) = path.parent() {
+                // The new name must survive a crash too.
+                let _ = fs::File::open(dir).and_then(|d| d.sync_all());
+            }
             Ok(key)
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {

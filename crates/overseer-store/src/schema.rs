@@ -210,28 +210,42 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Brings the schema up to [`SCHEMA_VERSION`] in one IMMEDIATE transaction
+/// with the version read inside it: two processes opening a fresh database
+/// at once cannot both migrate (the second waits for the lock, then finds
+/// the work done), and a crash leaves the old version whole.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let sql_err = |e| StoreError::from_sqlite(e, path);
-    let current: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
+    let version = |c: &Connection| -> Result<i64, StoreError> {
+        c.pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql_err)
+    };
+    let newer = |found: i64| StoreError::NewerSchema {
+        path: path.to_owned(),
+        found,
+        supported: SCHEMA_VERSION,
+    };
+    // Up to date (the common case): no write lock taken.
+    let seen = version(conn)?;
+    if seen > SCHEMA_VERSION {
+        return Err(newer(seen));
+    }
+    if seen == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(sql_err)?;
+    let current = version(&tx)?;
     if current > SCHEMA_VERSION {
-        return Err(StoreError::NewerSchema {
-            path: path.to_owned(),
-            found: current,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(newer(current));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-        let version = i as i64 + 1;
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sql_err)?;
+    for sql in MIGRATIONS.iter().skip(current.max(0) as usize) {
         tx.execute_batch(sql).map_err(sql_err)?;
-        tx.pragma_update(None, "user_version", version)
-            .map_err(sql_err)?;
-        tx.commit().map_err(sql_err)?;
     }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(sql_err)?;
+    tx.commit().map_err(sql_err)?;
     Ok(())
 }
 

@@ -322,11 +322,12 @@ impl Engine {
         let Some(stat) = proc_stat(asker) else { return };
         let mut pid = stat.ppid;
         // Hooks run through `sh -c`: the agent is that shell's parent. An
-        // interactive shell (no `-c`) is where a user typed the command, and
-        // is never taken for an agent's helper.
+        // interactive shell (no `-c`) is where a user typed the command by
+        // hand: no agent to remember (the user's next command there decides).
         for _ in 0..3 {
             match proc_stat(pid) {
                 Some(p) if is_shell(&p.comm) && runs_a_command(pid) && p.ppid > 1 => pid = p.ppid,
+                Some(p) if is_shell(&p.comm) => return,
                 Some(_) | None => break,
             }
         }
@@ -1052,6 +1053,25 @@ pub(crate) fn hook_tool_request(tool: &str, input: &Value, cwd: &str) -> ToolReq
     if let Some(p) = field(&["file_path", "path", "notebook_path"]) {
         paths.push(p);
     }
+    // Codex's apply_patch names its files inside the patch text.
+    if tool == "apply_patch" {
+        let patch = command.clone().or_else(|| field(&["input", "patch"]));
+        for line in patch.as_deref().unwrap_or_default().lines() {
+            let named = [
+                "*** Update File: ",
+                "*** Add File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+            ]
+            .iter()
+            .find_map(|p| line.strip_prefix(p));
+            if let Some(p) = named.map(str::trim).filter(|p| !p.is_empty()) {
+                if !paths.iter().any(|q| q == p) {
+                    paths.push(p.to_owned());
+                }
+            }
+        }
+    }
     let resolved = match std::fs::canonicalize(cwd) {
         Ok(root) => paths
             .iter()
@@ -1059,9 +1079,11 @@ pub(crate) fn hook_tool_request(tool: &str, input: &Value, cwd: &str) -> ToolReq
             .collect(),
         Err(_) => Vec::new(),
     };
-    let tool = match tool {
-        "shell" | "exec_command" | "local_shell" => "Bash",
-        other => other,
+    let (tool, command) = match tool {
+        "shell" | "exec_command" | "local_shell" => ("Bash", command),
+        // A patch is an edit of the files it names, not a command.
+        "apply_patch" => ("Edit", None),
+        other => (other, command),
     };
     ToolRequest {
         tool: tool.to_owned(),
@@ -1274,6 +1296,13 @@ mod tests {
         assert_eq!(
             (r.tool.as_str(), r.command.as_deref()),
             ("Bash", Some("ls"))
+        );
+        let patch = "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** Add File: docs/new.md\n+hi\n*** End Patch";
+        let r = hook_tool_request("apply_patch", &json!({"command": patch}), "/p");
+        assert_eq!(r.tool, "Edit", "a patch is an edit for the rules");
+        assert_eq!(
+            r.paths,
+            vec!["src/a.rs".to_owned(), "docs/new.md".to_owned()]
         );
     }
 
