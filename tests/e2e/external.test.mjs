@@ -122,6 +122,39 @@ test("an external session's tool call: its badge in the fleet, refused with a re
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 0, 10_000, "the card to leave");
 });
 
+test("its questions: one tab each, an Other answer reaches the session as its own words", async () => {
+  const answer = ask({
+    ask: "questions",
+    key: "q1",
+    questions: [
+      { header: "Framework", question: "Which framework?", options: [{ label: "Svelte" }, { label: "React", description: "the usual" }] },
+      { header: "Extras", question: "Which extras?", options: [{ label: "Tests" }, { label: "Docs" }], multiple: true },
+    ],
+  });
+  const card = `article[data-kind="question"][data-run-id="${run}"]`;
+  await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 1, 10_000, "the question card");
+  assert.equal(await find(card).getAttribute("data-ask"), "blocking");
+  const tabs = await driver.findElements(By.css(`${card} [data-testid=question-tab]`));
+  assert.deepEqual(await Promise.all(tabs.map((t) => t.getAttribute("data-key"))), ["question_0", "question_1"], "Other is folded into its question's tab");
+
+  // Framework: Other, in the user's own words.
+  await find(`${card} [data-testid=question-other]`).sendKeys("Solid");
+  await press(find(`${card} [data-testid=question-tab][data-key="question_1"]`));
+  await press(find(`${card} input[data-choice="Docs"]`));
+  await press(find(`${card} [data-testid=question-submit]`));
+
+  const line = await answer;
+  assert.equal(line.result.answer, "questions");
+  assert.equal(line.result.action, "answered");
+  assert.deepEqual(
+    line.result.answers.map((a) => [a.header, a.selected, a.custom ?? null]),
+    [
+      ["Framework", [], "Solid"],
+      ["Extras", ["Docs"], null],
+    ],
+  );
+});
+
 test("a notice is an info item: replied to in the window, the reply reaches the session at its next stop", async () => {
   const noted = await ask({ ask: "notice", kind: "notification", title: "Claude needs your input", message: "Shall I also update the changelog?" });
   assert.equal(noted.result.answer, "noted");

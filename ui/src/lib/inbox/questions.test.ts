@@ -172,3 +172,44 @@ describe("questionPayload", () => {
     expect(questionPayload("nope")).toEqual({ message: null, schema: null });
   });
 });
+
+describe("an external session's questions (question_N with its question_N_custom)", () => {
+  // As the engine builds them from Claude Code's AskUserQuestion or `ask_user`.
+  const schema = {
+    type: "object",
+    properties: {
+      question_0: { type: "string", title: "Framework", description: "Which framework?", oneOf: [{ const: "Svelte", title: "Svelte", description: null }, { const: "React", title: "React", description: "the usual" }] },
+      question_0_custom: { type: "string", title: "Other", description: "Your own answer (optional)" },
+      question_1: { type: "array", title: "Extras", description: "Which extras?", items: { anyOf: [{ const: "Tests", title: "Tests" }, { const: "Docs", title: "Docs" }] } },
+      question_1_custom: { type: "string", title: "Other", description: "Your own answer (optional)" },
+      question_2_custom: { type: "string", title: "Name", description: "What should it be called?" },
+    },
+  };
+
+  it("shows one tab per question, its Other text folded in", () => {
+    const qs = parseSchema(schema);
+    expect(qs.map((q) => [q.key, q.type, q.customKey])).toEqual([
+      ["question_0", "single", "question_0_custom"],
+      ["question_1", "multiple", "question_1_custom"],
+      ["question_2_custom", "text", null],
+    ]);
+    expect(qs[0]!.custom).toBe(true);
+  });
+
+  it("sends a chosen option under the question and Other text under its _custom key", () => {
+    const qs = parseSchema(schema);
+    const d = Object.fromEntries(qs.map((q) => [q.key, initialDraft(q, schema)]));
+    d["question_0"]!.choice = OTHER;
+    d["question_0"]!.other = "Solid";
+    d["question_1"]!.choices = ["Docs"];
+    d["question_1"]!.otherOn = true;
+    d["question_1"]!.other = "Bench";
+    d["question_2_custom"]!.text = "greeter";
+    const built = buildAnswers(qs, d);
+    expect(built.ok && built.answers).toEqual({ question_0_custom: "Solid", question_1: ["Docs"], question_1_custom: "Bench", question_2_custom: "greeter" });
+    d["question_0"]!.choice = "React";
+    d["question_1"]!.otherOn = false;
+    const again = buildAnswers(qs, d);
+    expect(again.ok && again.answers).toEqual({ question_0: "React", question_1: ["Docs"], question_2_custom: "greeter" });
+  });
+});

@@ -32,6 +32,10 @@ export interface Question {
   choices: Choice[];
   /** Free text is accepted besides the choices (an "Other" answer). */
   custom: boolean;
+  /** Where the "Other" text goes when the schema gives it a property of
+   * its own (`<key>_custom`, as external sessions' questions do); null: it
+   * goes in the answer itself (ACP elicitation). */
+  customKey: string | null;
   required: boolean;
   minimum: number | null;
   maximum: number | null;
@@ -93,9 +97,19 @@ function choicesOf(p: Obj): Choice[] {
 export function parseSchema(schema: unknown): Question[] {
   if (!isObj(schema) || !isObj(schema["properties"])) return [];
   const required = new Set(Array.isArray(schema["required"]) ? schema["required"].filter((r) => typeof r === "string") : []);
+  const props = schema["properties"];
   const out: Question[] = [];
-  for (const [key, raw] of Object.entries(schema["properties"])) {
-    if (!isObj(raw)) continue;
+  /** `<key>_custom` text properties that are the "Other" of `<key>`. */
+  const folded = new Set<string>();
+  for (const [key, raw] of Object.entries(props)) {
+    const other = props[`${key}_custom`];
+    if (isObj(raw) && isObj(other) && other["type"] === "string" && (raw["type"] === "array" ? isObj(raw["items"]) && choicesOf(raw["items"]).length > 0 : choicesOf(raw).length > 0)) {
+      folded.add(`${key}_custom`);
+    }
+  }
+  for (const [key, raw] of Object.entries(props)) {
+    if (!isObj(raw) || folded.has(key)) continue;
+    const customKey = folded.has(`${key}_custom`) ? `${key}_custom` : null;
     const title = str(raw["title"]);
     const description = str(raw["description"]);
     const question = title ?? description ?? key;
@@ -107,6 +121,7 @@ export function parseSchema(schema: unknown): Question[] {
       integer: false,
       choices: [] as Choice[],
       custom: false,
+      customKey,
       required: required.has(key),
       minimum: num(raw["minimum"]),
       maximum: num(raw["maximum"]),
@@ -213,6 +228,22 @@ export function answerOf(q: Question, d: Draft): { value: JsonValue | undefined 
   }
 }
 
+/** The answer's properties: for a question whose "Other" text has a
+ * property of its own, the chosen options under its key and the text under
+ * that one. */
+function splitCustom(q: Question, d: Draft, value: JsonValue): Obj {
+  if (q.customKey === null) return { [q.key]: value };
+  if (q.type === "single") return d.choice === OTHER ? { [q.customKey]: value } : { [q.key]: value };
+  if (q.type === "multiple" && Array.isArray(value)) {
+    const chosen = value.filter((v) => typeof v === "string" && q.choices.some((c) => c.value === v));
+    const out: Obj = {};
+    if (chosen.length > 0) out[q.key] = chosen;
+    if (d.otherOn && d.other.trim() !== "") out[q.customKey] = d.other.trim();
+    return out;
+  }
+  return { [q.key]: value };
+}
+
 /** True when the question has an answer (valid or not). */
 export function isAnswered(q: Question, d: Draft): boolean {
   const a = answerOf(q, d);
@@ -230,7 +261,7 @@ export function buildAnswers(questions: Question[], drafts: Record<string, Draft
     const d = drafts[q.key];
     const a = d ? answerOf(q, d) : { value: undefined };
     if ("problem" in a) problems.push({ key: q.key, header: q.header, message: a.problem });
-    else if (a.value !== undefined) answers[q.key] = a.value;
+    else if (a.value !== undefined) Object.assign(answers, splitCustom(q, d!, a.value));
     else if (q.required) problems.push({ key: q.key, header: q.header, message: "needs an answer" });
   }
   if (problems.length > 0) return { ok: false, problems };
