@@ -588,6 +588,21 @@ fn a_stateless_2026_07_28_client_is_served_and_named_from_its_meta() {
         json!({"verdict": "rejected", "reason": "not now"}),
         "{r}"
     );
+    // A client may use an answered request's id again: that is a new call,
+    // with a gate of its own, not the old answer.
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "request_plan_approval",
+        "arguments": {"goal": "g2", "steps": [{"title": "t"}]}}}),
+    );
+    let again = h.wait_gate("plan", &[gate["id"].as_i64().expect("id")]);
+    h.decide(&again, "approve", None);
+    let r = reply(2);
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "approved"}),
+        "{r}"
+    );
 }
 
 #[test]

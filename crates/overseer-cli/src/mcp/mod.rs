@@ -61,8 +61,11 @@ struct Server {
     session_id: String,
     cwd: PathBuf,
     agent: Option<String>,
-    /// Random per process: with the MCP request id it makes each call's key.
+    /// Random per process: with a call counter and the MCP request id it
+    /// makes each call's key (a client may reuse request ids once answered;
+    /// a reused key would find the old, decided gate).
     key_prefix: String,
+    calls: std::sync::atomic::AtomicU64,
     progress_every: Duration,
 }
 
@@ -104,6 +107,7 @@ pub async fn run(paths: &Paths, args: McpArgs) -> anyhow::Result<ExitCode> {
         cwd,
         agent: args.agent.filter(|a| !a.trim().is_empty()),
         key_prefix: prefix,
+        calls: std::sync::atomic::AtomicU64::new(0),
         progress_every: Duration::from_secs(args.progress_seconds.max(1)),
     };
     let running = server
@@ -191,7 +195,11 @@ impl Server {
                 None,
             ));
         }
-        let key = format!("mcp-{}-{}", self.key_prefix, context.id);
+        let n = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let key = format!("mcp-{}-{n}-{}", self.key_prefix, context.id);
         let ask = match tools::to_ask(&tool, request.arguments, key) {
             Ok(ask) => ask,
             Err(fix) => return Ok(result(tools::Outcome::error(fix))),
@@ -220,8 +228,8 @@ impl Server {
                 answer = &mut asked => break answer,
                 _ = context.ct.cancelled() => {
                     // Dropping the ask closes its engine connection: the
-                    // engine withdraws the gate. The client ignores any
-                    // response now, so this error is never seen.
+                    // engine withdraws the gate. rmcp sends no response to
+                    // a cancelled request, so this result is never seen.
                     tracing::info!("{tool} call {} cancelled by the client", context.id);
                     return Ok(result(tools::Outcome::error("cancelled by the client")));
                 }
