@@ -1,7 +1,8 @@
 //! OS notifications through notify-rust (the freedesktop Notify call on Linux).
 //! Sending happens on its own thread: a slow or missing notification daemon
-//! must never stall the engine. Notifications arriving within a short window
-//! are coalesced per kind, so fifty agents finishing at once make one popup.
+//! must never stall the engine. The first notification after a quiet spell
+//! goes out at once; what follows within a short window is coalesced per
+//! kind, so fifty agents finishing at once make two popups, not fifty.
 
 use overseer_core::RunId;
 use overseer_engine::{coalesce, Notification, Notifier};
@@ -9,8 +10,19 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long the first notification of a burst waits for company.
+/// After a notification is shown, how long the next ones are gathered
+/// before they are shown together.
 const COALESCE_WINDOW: Duration = Duration::from_millis(600);
+
+/// How long a notification arriving `now` waits: not at all after a quiet
+/// spell (a blocking ask must reach the user at once), else until the
+/// window that the last one opened closes.
+fn hold_for(last_shown: Option<Instant>, now: Instant) -> Duration {
+    match last_shown {
+        Some(t) => (t + COALESCE_WINDOW).saturating_duration_since(now),
+        None => Duration::ZERO,
+    }
+}
 
 /// What clicking a notification does (focus the window, open the run); set
 /// once the window exists.
@@ -29,15 +41,19 @@ impl DesktopNotifier {
         std::thread::Builder::new()
             .name("notifier".into())
             .spawn(move || {
+                let mut last_shown: Option<Instant> = None;
                 while let Ok(first) = rx.recv() {
                     let mut batch = vec![first];
-                    let until = Instant::now() + COALESCE_WINDOW;
+                    let until = Instant::now() + hold_for(last_shown, Instant::now());
                     while let Some(left) = until.checked_duration_since(Instant::now()) {
                         match rx.recv_timeout(left) {
                             Ok(n) => batch.push(n),
                             Err(_) => break,
                         }
                     }
+                    // What arrived together goes together.
+                    batch.extend(rx.try_iter());
+                    last_shown = Some(Instant::now());
                     for n in coalesce(batch) {
                         let shown = notify_rust::Notification::new()
                             .appname("Overseer")
@@ -109,7 +125,21 @@ fn inert(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::inert;
+    use super::{hold_for, inert, COALESCE_WINDOW};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_first_of_a_burst_goes_at_once_and_what_follows_waits_for_the_window() {
+        let now = Instant::now();
+        assert_eq!(hold_for(None, now), Duration::ZERO, "nothing shown yet");
+        assert_eq!(
+            hold_for(Some(now - COALESCE_WINDOW * 2), now),
+            Duration::ZERO,
+            "after a quiet spell"
+        );
+        let held = hold_for(Some(now - Duration::from_millis(100)), now);
+        assert_eq!(held, COALESCE_WINDOW - Duration::from_millis(100));
+    }
 
     #[test]
     fn agent_text_reaches_the_notification_server_as_text() {
