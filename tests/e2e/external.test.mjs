@@ -250,7 +250,7 @@ test("the run page: the session named, no diff, its messages in the timeline; St
   assert.equal(await text("[data-testid=run-abort]"), "Stop session…");
   await press(find("[data-testid=run-abort]"));
   await press(find("[data-testid=abort-confirm]"));
-  await eventually(driver, async () => /aborted/.test(await text("[data-testid=run-state]")), 10_000, "the session stopped");
+  await eventually(driver, async () => /session stopped/.test(await text("[data-testid=run-state]")), 10_000, "the session stopped");
 
   const refused = await ask({ ask: "tool_call", key: "k2", tool: "Bash", input: { command: "ls" }, stage: "pre_tool_use" });
   assert.equal(refused.result.answer, "tool");

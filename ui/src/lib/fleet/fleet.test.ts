@@ -15,6 +15,7 @@ import {
   needsYouLabel,
   revealRow,
   runActions,
+  runStateLabel,
   sessionBadge,
   shortPath,
   sortRuns,
@@ -276,6 +277,12 @@ describe("external sessions", () => {
     const launched = runActions(run(1, { state: { state: "running" } }));
     expect(launched.abortLabel).toBe("Abort");
     expect(launched.diff).toBe(true);
+  });
+
+  it("read as stopped, not aborted, once the user stopped them", () => {
+    expect(runStateLabel(ext({ state: { state: "released", reason: "aborted_by_user" } }))).toBe("released · session stopped");
+    expect(runStateLabel(ext({ state: { state: "released", reason: "ended" } }))).toBe("released · session ended");
+    expect(runStateLabel(run(1, { state: { state: "released", reason: "aborted_by_user" } }))).toBe("released · aborted");
   });
 
   it("are found by family, session id and cwd", () => {

@@ -159,6 +159,14 @@ export function sessionBadge(r: RunView): SessionBadge | null {
   };
 }
 
+/** A run's state in words, as its row and page say it: an external session
+ * the user stopped reads "session stopped" (Overseer refuses its later tool
+ * calls; the agent itself was not killed). */
+export function runStateLabel(r: RunView): string {
+  if (isExternal(r) && r.state.state === "released" && r.state.reason === "aborted_by_user") return "released · session stopped";
+  return stateLabel(r.state);
+}
+
 /** What a human can do with a run, in one place: the fleet row, the run
  * page header and the keyboard all read it. */
 export interface RunActions {
