@@ -122,6 +122,25 @@ test("an external session's tool call: its badge in the fleet, refused with a re
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 0, 10_000, "the card to leave");
 });
 
+test("ten tool calls answered Yes in the window: each answer reaches the asker at once", async () => {
+  const times = [];
+  for (let i = 0; i < 10; i++) {
+    const answer = ask({ ask: "tool_call", key: `lat-${i}`, tool: "Bash", input: { command: `echo ${i}` }, stage: "permission_request" });
+    const card = `article[data-kind="tool_call"][data-run-id="${run}"]`;
+    await eventually(driver, async () => (await driver.findElements(By.css(`${card} button[data-action=yes]`))).length === 1, 10_000, `tool call ${i}`);
+    const yes = await find(`${card} button[data-action=yes]`);
+    await driver.executeScript("arguments[0].scrollIntoView({block: 'center'})", yes);
+    const t0 = performance.now();
+    await yes.click();
+    const line = await answer;
+    times.push(performance.now() - t0);
+    assert.equal(line.result.decision, "allow");
+    await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 0, 10_000, "the card to leave");
+  }
+  times.sort((a, b) => a - b);
+  console.log(`# click -> answer line over 10 calls (WebDriver click included): p50 ${times[4].toFixed(0)} ms, max ${times[9].toFixed(0)} ms`);
+});
+
 test("its questions: one tab each, an Other answer reaches the session as its own words", async () => {
   const answer = ask({
     ask: "questions",
