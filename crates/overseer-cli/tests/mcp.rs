@@ -841,3 +841,40 @@ fn claude_code_asks_through_overseer_mcp_and_the_model_reads_the_answer() {
     assert!(said.contains("keep it short"), "{result}");
     assert!(said.contains("SCRIPT-DONE"), "{result}");
 }
+
+/// With a supervisor enabled for the session's workspace, a reported step
+/// is weighed; when the supervisor cannot judge it (here its evaluator
+/// command does not exist) it pauses the session for the user, and the
+/// user's correction is the verdict.
+#[test]
+fn a_step_the_supervisor_cannot_judge_waits_for_the_user_and_their_correction_returns() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let mut c = h.client(
+        json!([
+            {"tool": "read_messages", "arguments": {}},
+            {"tool": "report_step", "arguments": {
+                "step": "Write the greeting", "status": "done", "summary": "wrote it"},
+             "waitForGo": true}
+        ]),
+        &[],
+    );
+    c.outcome(Duration::from_secs(15));
+    let set: Request = serde_json::from_value(json!({
+        "method": "set_supervisor",
+        "params": {"scope": {"workspace": "external"}, "policy": {
+            "enabled": true, "always_supervise": true, "timeout_seconds": 5,
+            "evaluator": {"type": "command", "command": "/nonexistent/evaluator"}}}
+    }))
+    .expect("a set_supervisor request");
+    h.api(set);
+    c.go(json!({}));
+    let gate = h.wait_gate("supervisor_pause", &[]);
+    h.decide(&gate, "modify", Some("test the greeting first"));
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"verdict": "REORIENT", "correction": "test the greeting first"}),
+        "{r}"
+    );
+}
