@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deviationOf, planOf, stepOf, toolCallOf } from "./payload";
+import { deviationOf, infoOf, planOf, stepOf, toolCallOf } from "./payload";
 
 describe("gate payloads", () => {
   it("reads a plan: goal, steps with their agent role, files, risks", () => {
@@ -47,5 +47,18 @@ describe("gate payloads", () => {
     const record = { step: 2, confidence: 0.64, explain: "one retry", drift: ["x.toml"], destructive: true, sensors: [{ command: "npm test", passed: false, exit_code: 1 }], retries: 1, summary: "did it" };
     expect(stepOf(record)).toMatchObject({ step: 2, confidence: 0.64, explain: "one retry", drift: ["x.toml"], destructive: true, retries: 1, summary: "did it", sensors: [{ command: "npm test", passed: false, exitCode: 1 }] });
     expect(stepOf({ rationale: "out of scope", step: record, timeout_seconds: 600 })).toMatchObject({ step: 2, rationale: "out of scope", timeoutSeconds: 600, confidence: 0.64 });
+  });
+});
+
+describe("external sessions' payloads", () => {
+  it("read an info item's message and what raised it", () => {
+    expect(infoOf({ message: "Done.", ask_kind: "info", notice: "stop" })).toEqual({ message: "Done.", notice: "stop" });
+    expect(infoOf({ message: "Hi", notice: "bogus" })).toEqual({ message: "Hi", notice: null });
+    expect(infoOf(null)).toEqual({ message: null, notice: null });
+  });
+
+  it("take a hook's tool name when the request has none", () => {
+    const t = toolCallOf({ tool_call: { id: "k1", title: "Run `ls`", kind: "execute", raw_input: { command: "ls" }, name: "Bash" }, request: { kind: "execute", command: "ls", paths: [] } });
+    expect(t).toMatchObject({ tool: "Bash", command: "ls", kind: "execute" });
   });
 });
