@@ -44,8 +44,6 @@ pub struct Engine {
     me: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
-    /// Steering instructions waiting for each run's next turn.
-    pub(crate) steering: Mutex<std::collections::HashMap<RunId, Vec<String>>>,
     /// What the user muted (kept in the database, cached here).
     notifications: Mutex<crate::notify::NotificationSettings>,
     /// Set when the app closes: agents are being stopped on purpose, so
@@ -82,7 +80,6 @@ impl Engine {
             runtime: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             checkpointed: Mutex::new(checkpointed),
-            steering: Mutex::default(),
             notifications: Mutex::new(notifications),
             stopping: std::sync::atomic::AtomicBool::new(false),
             external: Default::default(),

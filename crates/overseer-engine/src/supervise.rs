@@ -341,44 +341,45 @@ impl Engine {
                 ),
             ));
         }
+        self.queue_steering(run, text, actor)
+    }
+
+    /// Keeps an instruction for `run`'s next turn (in the database: it
+    /// survives a restart), with its timeline entry.
+    pub(crate) fn queue_steering(
+        &self,
+        run: RunId,
+        text: &str,
+        actor: &Actor,
+    ) -> Result<(), ApiError> {
         let now = self.clock.now();
-        self.store().write(|tx| {
-            tx.append_audit(
-                actor,
-                &json!({"type": "user_instruction", "run_id": run, "text": text}),
-                now,
-            )
-        })?;
+        self.store()
+            .write(|tx| tx.add_steering(run, text, actor, now))?;
         self.record_activity(
             run,
             "user_instruction",
             json!({ "text": text, "by": actor.to_string() }),
-        )?;
-        self.steering
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(run)
-            .or_default()
-            .push(text.to_owned());
-        Ok(())
+        )
     }
 
     /// Whether instructions wait for `run`'s next turn.
     pub(crate) fn has_steering(&self, run: RunId) -> bool {
-        self.steering
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&run)
-            .is_some_and(|v| !v.is_empty())
+        self.store().has_steering(run).unwrap_or_else(|e| {
+            tracing::error!(run, "cannot read the run's steering: {e}");
+            false
+        })
     }
 
     /// Takes the instructions waiting for `run`'s next turn.
     pub(crate) fn take_steering(&self, run: RunId) -> Vec<String> {
-        self.steering
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&run)
-            .unwrap_or_default()
+        let now = self.clock.now();
+        self.store()
+            .write(|tx| tx.take_steering(run, now))
+            .unwrap_or_else(|e| {
+                // Left waiting, not lost: the next turn tries again.
+                tracing::error!(run, "cannot take the run's steering: {e}");
+                Vec::new()
+            })
     }
 }
 

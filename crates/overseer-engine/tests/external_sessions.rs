@@ -624,3 +624,61 @@ async fn messages_go_through_the_hub_and_a_message_to_a_peer_is_held_back() {
     }
     assert_eq!(posted, 4);
 }
+
+#[tokio::test]
+async fn steering_waits_in_the_database_and_survives_a_restart() {
+    let w = world().await;
+    let s = session("s-restart", &w.repo);
+    let stop = || SessionAsk::Notice {
+        kind: NoticeKind::Stop,
+        title: None,
+        message: "Done.".into(),
+    };
+    let first = ask(&w, s.clone(), stop())
+        .await
+        .expect("task")
+        .expect("answer");
+    let SessionAnswer::Noted { run, .. } = first else {
+        panic!("noted")
+    };
+    w.engine
+        .steer_run(run, "now write the changelog", &Actor::cli())
+        .expect("steer");
+    // The engine goes away and a new one opens the same data dir.
+    w._server.abort();
+    let paths = w.paths.clone();
+    drop(w.engine);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let engine = Arc::new(
+        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
+    );
+    let listener = server::bind(&paths.socket()).expect("bind again");
+    let _server = tokio::spawn(server::serve(engine.clone(), listener));
+    let again = World {
+        _dir: w._dir,
+        engine,
+        paths,
+        repo: w.repo,
+        _server,
+    };
+    let answer = ask(&again, s.clone(), stop())
+        .await
+        .expect("task")
+        .expect("answer");
+    assert_eq!(
+        answer,
+        SessionAnswer::Noted {
+            run,
+            steering: Some("now write the changelog".into())
+        }
+    );
+    let next = ask(&again, s, stop()).await.expect("task").expect("answer");
+    assert_eq!(
+        next,
+        SessionAnswer::Noted {
+            run,
+            steering: None
+        },
+        "given once"
+    );
+}

@@ -205,6 +205,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_by_run ON messages(from_run, id);
     CREATE INDEX messages_to_run ON messages(to_run, id);
     "#,
+    // 7: steering waits in the database for the run's next turn (it used to
+    // be lost on a restart).
+    r#"
+    CREATE TABLE steering (
+        id       INTEGER PRIMARY KEY,
+        run_id   INTEGER NOT NULL REFERENCES runs(id),
+        text     TEXT NOT NULL,
+        actor    TEXT NOT NULL,
+        at       INTEGER NOT NULL,
+        taken_at INTEGER
+    ) STRICT;
+    CREATE INDEX steering_waiting ON steering(run_id) WHERE taken_at IS NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

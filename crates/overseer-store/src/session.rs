@@ -49,7 +49,62 @@ impl WriteTx<'_> {
     }
 }
 
+impl WriteTx<'_> {
+    /// An instruction for `run`'s next turn, with its audit record.
+    pub fn add_steering(
+        &mut self,
+        run: RunId,
+        text: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.append_audit(
+            actor,
+            &json!({"type": "user_instruction", "run_id": run, "text": text}),
+            now,
+        )?;
+        self.conn()
+            .execute(
+                "INSERT INTO steering(run_id, text, actor, at) VALUES (?1, ?2, ?3, ?4)",
+                params![run, text, actor.to_string(), now],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Takes the instructions waiting for `run`, oldest first: each is
+    /// given exactly once.
+    pub fn take_steering(&mut self, run: RunId, now: Millis) -> Result<Vec<String>, StoreError> {
+        let texts: Vec<String> = self
+            .conn()
+            .prepare_cached(
+                "UPDATE steering SET taken_at = ?2 WHERE run_id = ?1 AND taken_at IS NULL
+                 RETURNING id, text",
+            )
+            .and_then(|mut s| {
+                let mut rows: Vec<(i64, String)> = s
+                    .query_map(params![run, now], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                rows.sort();
+                Ok(rows.into_iter().map(|(_, t)| t).collect())
+            })
+            .map_err(|e| self.sql(e))?;
+        Ok(texts)
+    }
+}
+
 impl Store {
+    /// Whether instructions wait for `run`'s next turn.
+    pub fn has_steering(&self, run: RunId) -> Result<bool, StoreError> {
+        self.raw_connection()
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM steering WHERE run_id = ?1 AND taken_at IS NULL)",
+                [run],
+                |r| r.get(0),
+            )
+            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+    }
+
     /// The latest run of an external session, with its state.
     pub fn session_run(
         &self,

@@ -797,12 +797,15 @@ impl Engine {
                     d.choice::<QuestionChoice>(),
                     d.context.filter(|c| !c.trim().is_empty()),
                 ) {
-                    let _ = engine.record_activity(
-                        run,
-                        "user_instruction",
-                        json!({ "text": text, "by": d.actor.to_string() }),
-                    );
-                    lock(&engine.steering).entry(run).or_default().push(text);
+                    // The decision names who replied; the reply becomes
+                    // steering as theirs.
+                    if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
+                        tracing::error!(
+                            run,
+                            "a reply could not be kept as steering: {}",
+                            e.message
+                        );
+                    }
                 }
             });
         }
