@@ -110,6 +110,13 @@ pub async fn run(paths: &Paths, args: McpArgs) -> anyhow::Result<ExitCode> {
         calls: std::sync::atomic::AtomicU64::new(0),
         progress_every: Duration::from_secs(args.progress_seconds.max(1)),
     };
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!(
+            "overseer mcp is an MCP server: it speaks JSON-RPC on stdin and stdout and is meant to be \
+             started by an MCP client (e.g. `claude mcp add overseer -- overseer mcp`; see docs/mcp.md). \
+             Waiting for a client's messages; Ctrl-D ends."
+        );
+    }
     let running = server
         .serve(rmcp::transport::stdio())
         .await
