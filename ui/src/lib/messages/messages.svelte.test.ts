@@ -96,4 +96,19 @@ describe("Messages", () => {
     expect(body).toContain("Run 8: Claude Code in ~/src/web-app");
     expect(body).not.toContain("Run 7:");
   });
+
+  it("renders the newest 200 of a long history, with a way to the earlier ones", async () => {
+    const backend = await engine();
+    for (let i = 0; i < 300; i++) backend.postMessage({ from_run: 8, from: "agent:claude-code", to: { to: "user" }, body: `m${i}`, correlation_id: null });
+    await flush();
+    const messages = new Messages(backend);
+    const fleet = new Fleet(backend);
+    await Promise.all([messages.start(), fleet.start()]);
+    const body = render(MessagesView, { props: { messages, fleet, nav: new Nav(), now: NOW } }).body;
+    expect(body.match(/data-testid="message"/g)).toHaveLength(200);
+    expect(body).toContain("m299");
+    expect(body).not.toContain(">m99<");
+    expect(body).toMatch(/data-testid="messages-more"[^>]*>Show 103 earlier \(103 not shown\)/);
+    expect(body).toContain('data-testid="messages-held-only"');
+  });
 });
