@@ -276,6 +276,20 @@ enum TaskCommand {
         /// Seconds an agent's question waits before it takes its defaults (or is declined)
         #[arg(long, value_name = "SECONDS")]
         question_timeout: Option<u64>,
+        /// Retry a failed step by itself up to N times (1-10) before asking you
+        #[arg(long, value_name = "N")]
+        retries: Option<u32>,
+        /// The wait before the first unattended retry (it doubles each time)
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 5,
+            requires = "retries"
+        )]
+        retry_backoff: u64,
+        /// The task's stage: `[stages.NAME]` in overseer.toml says whether it merges without review
+        #[arg(long)]
+        stage: Option<String>,
     },
 }
 
@@ -448,6 +462,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plan,
             mode,
             question_timeout,
+            retries,
+            retry_backoff,
+            stage,
         }) => {
             let plan = match plan.as_deref() {
                 None => None,
@@ -461,6 +478,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 plan,
                 mode,
                 question_timeout_seconds: question_timeout,
+                retry: retries.map(|max_attempts| overseer_core::RetryPolicy {
+                    max_attempts,
+                    backoff_seconds: retry_backoff,
+                }),
                 permissions: RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?,
                 approval: ApprovalMode::parse(&approval, threshold).map_err(anyhow::Error::msg)?,
                 auto_proceed_seconds,
@@ -481,6 +502,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         title,
                         scenario,
                         settings,
+                        stage,
                     }),
                 )
                 .await?,

@@ -41,7 +41,9 @@ pub use gate::{
     DeviationChoice, GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice,
     PlanChoice, QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
 };
-pub use run::{apply, InvalidTransition, ReleaseReason, RunEvent, RunState, Transition};
+pub use run::{
+    apply, InvalidTransition, ReleaseReason, RetryPolicy, RunEvent, RunState, Transition,
+};
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
 pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorSummary};
 

@@ -289,6 +289,54 @@ pub fn apply(
     }
 }
 
+/// Unattended retries: a step that fails is tried again by itself, after a
+/// growing wait, instead of waiting for a human's "retry" (off unless a
+/// policy says so). Never more than [`RetryPolicy::MAX_ATTEMPTS`] retries of
+/// one step; after them, the deviation goes to the human as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RetryPolicy {
+    /// Retries of one step, 1 to 10.
+    pub max_attempts: u32,
+    /// The wait before the first retry; it doubles for each next one (at
+    /// most an hour).
+    #[serde(default = "default_backoff")]
+    pub backoff_seconds: u64,
+}
+
+fn default_backoff() -> u64 {
+    5
+}
+
+impl RetryPolicy {
+    /// Retries of one step are capped here, whatever the policy says.
+    pub const MAX_ATTEMPTS: u32 = 10;
+    const MAX_WAIT_MS: u64 = 3_600_000;
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_attempts == 0 || self.max_attempts > Self::MAX_ATTEMPTS {
+            return Err(format!(
+                "retry.max_attempts must be 1 to {} (it is {})",
+                Self::MAX_ATTEMPTS,
+                self.max_attempts
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long to wait before retry number `done + 1` of a step that was
+    /// retried `done` times already; None: no more unattended retries.
+    pub fn wait_before_retry(&self, done: u32) -> Option<u64> {
+        if done >= self.max_attempts.min(Self::MAX_ATTEMPTS) {
+            return None;
+        }
+        let base = self.backoff_seconds.saturating_mul(1000);
+        Some(
+            base.saturating_mul(1u64 << done.min(20))
+                .min(Self::MAX_WAIT_MS),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +374,29 @@ mod tests {
         assert_eq!(
             actual.lines().count(),
             RunState::all().len() * RunEvent::all().len()
+        );
+    }
+
+    #[test]
+    fn unattended_retries_back_off_and_stop_at_the_cap() {
+        let p = RetryPolicy {
+            max_attempts: 3,
+            backoff_seconds: 2,
+        };
+        assert_eq!(p.wait_before_retry(0), Some(2_000));
+        assert_eq!(p.wait_before_retry(1), Some(4_000));
+        assert_eq!(p.wait_before_retry(2), Some(8_000));
+        assert_eq!(p.wait_before_retry(3), None, "three retries, then a human");
+        let greedy = RetryPolicy {
+            max_attempts: 50,
+            backoff_seconds: 600,
+        };
+        assert!(greedy.validate().is_err());
+        assert_eq!(greedy.wait_before_retry(10), None, "never past ten");
+        assert_eq!(
+            greedy.wait_before_retry(9),
+            Some(3_600_000),
+            "an hour at most"
         );
     }
 

@@ -158,6 +158,7 @@ fn start_tasks(engine: &Engine, agent: &str, count: usize) -> Vec<i64> {
                         prompt: format!("Permission bench {i}"),
                         title: None,
                         scenario: Some("permissions".into()),
+                        stage: None,
                         settings: Default::default(),
                     },
                     &Actor::cli(),

@@ -362,6 +362,16 @@ impl Engine {
         )
     }
 
+    /// Every decision recorded on `run` (rules, the supervisor, timers,
+    /// retries, humans), oldest first.
+    pub fn run_decisions(
+        &self,
+        run: RunId,
+    ) -> Result<Vec<overseer_core::supervision::DecisionRecord>, ApiError> {
+        self.run(run)?;
+        Ok(self.store().decisions_of_run(run)?)
+    }
+
     /// Whether instructions wait for `run`'s next turn.
     pub(crate) fn has_steering(&self, run: RunId) -> bool {
         self.store().has_steering(run).unwrap_or_else(|e| {

@@ -26,6 +26,10 @@ pub struct TaskStart {
     /// Permission rules, approval mode, read-only session, supervisor override.
     #[serde(default)]
     pub settings: overseer_store::TaskSettings,
+    /// The task's stage (`[stages.NAME]` in overseer.toml says whether it
+    /// merges without review); None: `default`.
+    #[serde(default)]
+    pub stage: Option<String>,
 }
 
 /// The run a task start created.
@@ -144,6 +148,10 @@ impl Engine {
             p.validate()
                 .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
         }
+        if let Some(r) = &req.settings.retry {
+            r.validate()
+                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        }
         let now = self.clock.now();
         let title = req
             .title
@@ -160,6 +168,9 @@ impl Engine {
             store
                 .write(|tx| {
                     let task = tx.create_task(ws.id, &title, &req.prompt, actor, now)?;
+                    if let Some(stage) = req.stage.as_deref().filter(|s| *s != "default") {
+                        tx.set_task_stage(task, stage, actor, now)?;
+                    }
                     if req.settings != overseer_store::TaskSettings::default() {
                         tx.set_task_settings(task, &req.settings, actor, now)?;
                     }

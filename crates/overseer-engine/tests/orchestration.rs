@@ -3,8 +3,11 @@
 
 mod common;
 
-use common::{git, pending_gate, start, state, until, world};
+use common::{git, pending_gate, start, start_with, state, until, world, world_with};
 use overseer_core::{Actor, EngineEvent, GateKind, ReleaseReason, RunState};
+use overseer_engine::{LogNotifier, TaskStart};
+use overseer_store::TaskSettings;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,4 +224,98 @@ async fn aborting_a_stubborn_agent_kills_its_whole_tree_and_keeps_the_worktree()
     let after =
         git(&worktree, &["status", "--porcelain"]) + &git(&worktree, &["rev-parse", "HEAD"]);
     assert_eq!(before, after, "the worktree is left as it was");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
+    let w = world(vec![]).await;
+    let run = start_with(
+        &w,
+        "flaky",
+        TaskSettings {
+            retry: Some(overseer_core::RetryPolicy {
+                max_attempts: 2,
+                backoff_seconds: 0,
+            }),
+            ..TaskSettings::default()
+        },
+    );
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    until(&w, "the review, with no deviation asked", |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id == run && g.kind == GateKind::ToolCall {
+                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+            }
+        }
+        assert!(
+            !e.gates(false)
+                .ok()?
+                .iter()
+                .any(|g| g.run_id == run && g.kind == GateKind::Deviation),
+            "the policy retried without asking"
+        );
+        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
+    })
+    .await;
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let retried: Vec<_> = activity
+        .iter()
+        .filter(|a| a.kind == "retry_queued")
+        .collect();
+    assert_eq!(retried.len(), 1, "{activity:?}");
+    assert!(retried[0].payload["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("retry 1") && t.contains("step 2 failed")));
+    let story = w.engine.run_decisions(run).expect("decisions");
+    assert!(
+        story
+            .iter()
+            .any(|d| d.rule_ref.as_deref() == Some("retry_policy")),
+        "the retry has its decision record: {story:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_in_a_stage_that_auto_advances_merges_without_review() {
+    let w = world_with(
+        Default::default(),
+        Arc::new(LogNotifier),
+        "[stages.docs]\nauto_advance = true\n",
+    )
+    .await;
+    let run = w
+        .engine
+        .start_task(
+            &TaskStart {
+                workspace: "demo".into(),
+                agent: "demo".into(),
+                prompt: "Update the greeting".into(),
+                title: None,
+                scenario: Some("happy".into()),
+                stage: Some("docs".into()),
+                settings: TaskSettings {
+                    plan: Some(overseer_core::agent::PlanStrategy::Skip),
+                    ..TaskSettings::default()
+                },
+            },
+            &Actor::cli(),
+        )
+        .expect("start")
+        .run_id;
+    until(&w, "the merge", |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id == run && g.kind == GateKind::ToolCall {
+                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+            }
+        }
+        (e.run(run).ok()?.state
+            == RunState::Released {
+                reason: ReleaseReason::Merged,
+            })
+        .then_some(())
+    })
+    .await;
 }

@@ -50,6 +50,7 @@ fn generated() -> String {
         PendingGate,
         overseer_core::SensorSummary,
         overseer_core::RunOrigin,
+        overseer_core::RetryPolicy,
         overseer_core::session::ExternalSession,
         overseer_core::message::MessageTo,
         overseer_core::message::MessageStatus,

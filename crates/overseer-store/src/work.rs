@@ -32,6 +32,10 @@ pub struct WorkspaceSettings {
     /// The delegated supervisor for the workspace (off when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<SupervisorPolicy>,
+    /// Unattended retries of a failed step (off when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub retry: Option<overseer_core::RetryPolicy>,
 }
 
 /// Per-task settings, which override the workspace's.
@@ -67,6 +71,10 @@ pub struct TaskSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub question_timeout_seconds: Option<u64>,
+    /// Replaces the workspace's retry policy for this task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub retry: Option<overseer_core::RetryPolicy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -83,6 +91,8 @@ pub struct RunWork {
     pub run_id: RunId,
     pub task_id: TaskId,
     pub task_title: String,
+    /// The task's stage: which `[stages.NAME]` auto-advance rule applies.
+    pub stage: String,
     pub prompt: String,
     pub agent: String,
     pub workspace: Workspace,
@@ -211,7 +221,7 @@ impl Store {
             .query_row(
                 "SELECT r.id, r.task_id, t.title, t.prompt, r.agent, w.id, w.name, w.path, w.settings,
                         r.worktree, r.branch, r.base_ref, r.options, r.resumed_from, t.settings,
-                        r.base_commit, r.reviewed_tip
+                        r.base_commit, r.reviewed_tip, t.stage
                  FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workspaces w ON w.id = t.workspace_id
                  WHERE r.id = ?1",
                 [run_id],
@@ -221,7 +231,7 @@ impl Store {
                         (r.get::<_, i64>(5)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?),
                         (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<i64>>(13)?),
                         r.get::<_, String>(14)?,
-                        (r.get::<_, Option<String>>(15)?, r.get::<_, Option<String>>(16)?),
+                        (r.get::<_, Option<String>>(15)?, r.get::<_, Option<String>>(16)?, r.get::<_, String>(17)?),
                     ))
                 },
             )
@@ -233,12 +243,13 @@ impl Store {
             (wid, wname, wpath, wsettings),
             (worktree, branch, base_ref, options, resumed_from),
             tsettings,
-            (base_commit, reviewed_tip),
+            (base_commit, reviewed_tip, stage),
         ) = row;
         Ok(RunWork {
             run_id,
             task_id,
             task_title,
+            stage,
             prompt,
             agent,
             workspace: Workspace {

@@ -171,6 +171,34 @@ impl<'a> WriteTx<'a> {
         Ok(id)
     }
 
+    /// Puts `task` in `stage` (which `[stages.NAME]` auto-advance applies).
+    pub fn set_task_stage(
+        &mut self,
+        task: TaskId,
+        stage: &str,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let stage = stage.trim();
+        if stage.is_empty() || stage.len() > 64 || stage.chars().any(char::is_control) {
+            return Err(StoreError::InvalidInput(
+                "a stage is a short name, e.g. docs or release".to_owned(),
+            ));
+        }
+        self.tx
+            .execute(
+                "UPDATE tasks SET stage = ?1 WHERE id = ?2",
+                params![stage, task],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.append_audit(
+            actor,
+            &json!({"type": "task_stage", "task_id": task, "stage": stage}),
+            now,
+        )?;
+        Ok(())
+    }
+
     /// Creates a queued run of `task` for `agent`.
     pub fn create_run(
         &mut self,

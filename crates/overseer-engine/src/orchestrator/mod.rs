@@ -496,6 +496,19 @@ async fn execute(
                 e.message
             }
         };
+        let policy = work.task_settings.retry.or(work.workspace.settings.retry);
+        if let Some(wait) = policy.and_then(|p| p.wait_before_retry(retries)) {
+            match unattended_retry(engine, work, &failure, retries, wait).await? {
+                Retried::Yes => {
+                    retries += 1;
+                    *guidance = format!("The last attempt failed: {failure}\nRetry.");
+                    continue;
+                }
+                Retried::Ended => return Ok(Executed::Ended),
+                // Its record could not be written: the human decides.
+                Retried::AskInstead => {}
+            }
+        }
         let can_retry = retries < MAX_RETRIES;
         match deviation(engine, run, "turn_failed", &failure, retries, can_retry).await? {
             Deviation::Retry(g) => {
@@ -526,7 +539,7 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
         .map_err(|e| err(e.to_string()))??;
     let auto = engine
         .config
-        .auto_advance("default", work.workspace.settings.auto_advance);
+        .auto_advance(&work.stage, work.workspace.settings.auto_advance);
     if auto {
         use crate::merge::MergeOutcome;
         let e = engine.clone();
@@ -1242,6 +1255,72 @@ async fn plan_gate(
     spec.payload = json!(plan);
     let gate = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))?;
     wait_gate(engine, gate).await
+}
+
+enum Retried {
+    Yes,
+    /// The run ended while it waited (aborted).
+    Ended,
+    AskInstead,
+}
+
+/// A failed step retried without a human, as the run's retry policy says:
+/// recorded (the "Why?" of the retry), the run `retry_queued` for `wait_ms`,
+/// then running again. An abort while it waits ends it.
+async fn unattended_retry(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    failure: &str,
+    done: u32,
+    wait_ms: u64,
+) -> Result<Retried, ApiError> {
+    let run = work.run_id;
+    let attempt = done + 1;
+    let why = format!(
+        "retry {attempt} of the step, by the retry policy, after {}s: {}",
+        wait_ms / 1000,
+        first_line(failure)
+    );
+    if let Err(e) = engine.note_decision(
+        run,
+        None,
+        &Actor::Engine,
+        &DecisionInput {
+            verdict: Some(Verdict::Continue),
+            rationale: Some(why.clone()),
+            rule_ref: Some("retry_policy".to_owned()),
+            source_event: Some(format!("turn_failed:{run}:{attempt}")),
+            ..DecisionInput::default()
+        },
+    ) {
+        tracing::error!(
+            run,
+            "cannot record an unattended retry, so the user decides: {}",
+            e.message
+        );
+        return Ok(Retried::AskInstead);
+    }
+    let _ = engine.record_activity(
+        run,
+        "retry_queued",
+        json!({ "text": why, "attempt": attempt, "wait_ms": wait_ms, "error": tail(failure, 2000) }),
+    );
+    engine.transition(run, RunEvent::QueueRetry, None, &Actor::Engine)?;
+    let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    while tokio::time::Instant::now() < until {
+        if !still_active(engine, run) || engine.is_stopping() {
+            return Ok(Retried::Ended);
+        }
+        tokio::time::sleep_until(
+            until.min(tokio::time::Instant::now() + Duration::from_millis(250)),
+        )
+        .await;
+    }
+    if !still_active(engine, run) {
+        return Ok(Retried::Ended);
+    }
+    engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
+    Ok(Retried::Yes)
 }
 
 enum Deviation {

@@ -124,6 +124,7 @@ pub fn start_as(w: &World, agent: &str, scenario: &str, settings: TaskSettings) 
                 prompt: "Update the greeting".into(),
                 title: None,
                 scenario: Some(scenario.into()),
+                stage: None,
                 settings,
             },
             &Actor::cli(),

@@ -349,6 +349,7 @@ impl Real {
                     prompt: prompt.into(),
                     title: None,
                     scenario: None,
+                    stage: None,
                     settings: TaskSettings {
                         plan,
                         ..Default::default()

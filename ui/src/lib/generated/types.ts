@@ -57,6 +57,17 @@ export type SensorSummary = { passed: number, failed: number, };
 
 export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
 
+export type RetryPolicy = { 
+/**
+ * Retries of one step, 1 to 10.
+ */
+max_attempts: number, 
+/**
+ * The wait before the first retry; it doubles for each next one (at
+ * most an hour).
+ */
+backoff_seconds: number, };
+
 export type ExternalSession = { session_id: string, cwd: string, };
 
 export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: number, };
@@ -277,7 +288,11 @@ permissions?: RuleSet,
 /**
  * The delegated supervisor for the workspace (off when absent).
  */
-supervisor?: SupervisorPolicy | null, };
+supervisor?: SupervisorPolicy | null, 
+/**
+ * Unattended retries of a failed step (off when absent).
+ */
+retry?: RetryPolicy, };
 
 export type TaskSettings = { 
 /**
@@ -314,7 +329,11 @@ mode?: string,
  * declined when it has none), so an unattended run does not stall.
  * None: questions wait for the user (they are blocking).
  */
-question_timeout_seconds?: number, };
+question_timeout_seconds?: number, 
+/**
+ * Replaces the workspace's retry policy for this task.
+ */
+retry?: RetryPolicy, };
 
 export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
 
@@ -400,7 +419,12 @@ scenario: string | null,
 /**
  * Permission rules, approval mode, read-only session, supervisor override.
  */
-settings: TaskSettings, };
+settings: TaskSettings, 
+/**
+ * The task's stage (`[stages.NAME]` in overseer.toml says whether it
+ * merges without review); None: `default`.
+ */
+stage: string | null, };
 
 export type Started = { task_id: number, run_id: number, };
 
