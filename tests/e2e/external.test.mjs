@@ -178,6 +178,12 @@ test("a notice is an info item: replied to in the window, the reply reaches the 
   const noted = await ask({ ask: "notice", kind: "notification", title: "Claude needs your input", message: "Shall I also update the changelog?" });
   assert.equal(noted.result.answer, "noted");
 
+  // The fleet row says it waits on an info item, not a question.
+  await press(find('[data-nav="fleet"]'));
+  const marker = `[role=row][data-run-id="${run}"] [data-testid=needs-you]`;
+  await eventually(driver, async () => /^info$/i.test((await text(marker)).trim()), 10_000, "the row's info marker");
+  await press(find('[data-nav="inbox"]'));
+
   const card = `article[data-ask="info"][data-run-id="${run}"]`;
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 1, 10_000, "the info item");
   assert.equal(await text(`${card} [data-testid=info-message]`), "Shall I also update the changelog?");

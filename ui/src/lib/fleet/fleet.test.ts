@@ -279,6 +279,13 @@ describe("external sessions", () => {
     expect(launched.diff).toBe(true);
   });
 
+  it("say 'info' when they wait on an info item", () => {
+    const waiting = ext({ needs_you: true, pending_gate: { id: 9, kind: "question" } });
+    expect(needsYouLabel(waiting, "info")).toBe("info");
+    expect(needsYouLabel(waiting, "blocking")).toBe("question");
+    expect(needsYouLabel(waiting)).toBe("question");
+  });
+
   it("read as stopped, not aborted, once the user stopped them", () => {
     expect(runStateLabel(ext({ state: { state: "released", reason: "aborted_by_user" } }))).toBe("released · session stopped");
     expect(runStateLabel(ext({ state: { state: "released", reason: "ended" } }))).toBe("released · session ended");

@@ -2,7 +2,7 @@
 // ordering, counts, the virtual window of a long list, keyboard selection, and
 // folding pushed events into the row list. No DOM, no Svelte: everything here
 // is fast on 10,000 rows and tested on its own.
-import type { EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, StateName } from "../types";
+import type { AskKind, EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
   "pending_review",
@@ -202,10 +202,12 @@ export function runActions(r: RunView): RunActions {
   };
 }
 
-/** What the needs-you marker says: "review", or the kind of the open gate. */
-export function needsYouLabel(r: RunView): string | null {
+/** What the needs-you marker says: "review", "info" for an info item (an
+ * external session's notice: it does not wait), or the kind of the open gate. */
+export function needsYouLabel(r: RunView, ask: AskKind | null = null): string | null {
   if (!r.needs_you) return null;
   if (r.state.state === "pending_review") return "review";
+  if (ask === "info") return "info";
   const kind = r.pending_gate?.kind;
   return kind ? kind.replace(/_/g, " ") : "waiting";
 }
