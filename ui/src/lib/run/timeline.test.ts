@@ -222,6 +222,11 @@ describe("external sessions and messages in the timeline", () => {
     expect(items[6]!.text).toBeNull();
   });
 
+  it("shows an unattended retry with its attempt, wait and the failure", () => {
+    const [r] = foldActivity([a("retry_queued", { text: "retry policy: 1 of 3", attempt: 1, wait_ms: 2000, error: "npm test exited 1" })]);
+    expect(r).toMatchObject({ label: "retry", title: "Retry 1 queued (in 2 s): retry policy: 1 of 3", output: "npm test exited 1", tone: "attention" });
+  });
+
   it("shows a message with its addressee, and a held-back one with the hub's reason", () => {
     // As the engine records them: the sender's entry and the addressee's.
     const entry = (over: Record<string, JsonValue>) => ({

@@ -107,6 +107,7 @@ const LABELS: Record<string, string> = {
   gate_withdrawn: "withdrawn",
   message_sent: "message",
   message_received: "message",
+  retry_queued: "retry",
 };
 
 function planSteps(payload: JsonValue): PlanStep[] {
@@ -269,6 +270,15 @@ export function describe(e: ActivityView): TimelineItem {
         text: lines.length ? lines.join("\n") : null,
         status,
         tone: status === "failed" || status === "blocked" ? "bad" : status === "done" || status === "completed" ? "good" : "neutral",
+      });
+    }
+    case "retry_queued": {
+      const attempt = num(p.attempt);
+      const wait = num(p.wait_ms);
+      return item(e, {
+        title: `Retry${attempt === null ? "" : ` ${attempt}`} queued${wait === null ? "" : ` (in ${Math.round(wait / 1000)} s)`}: ${text ?? "the step failed"}`,
+        output: str(p.error),
+        tone: "attention",
       });
     }
     case "gate_withdrawn":
