@@ -315,6 +315,13 @@ enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Everything that decided anything on a run (rules, verdicts, votes,
+    /// timers, retries, you), each signed record checked
+    Why {
+        run: i64,
+        #[arg(long)]
+        json: bool,
+    },
     /// One run in detail
     Show {
         run: i64,
@@ -516,6 +523,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     match cmd {
+        RunsCommand::Why { run, json } => {
+            let story: overseer_engine::RunStory =
+                decode(act(paths, Request::RunStory { run }).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&story)?);
+            } else {
+                print!("{}", output::run_story(&story, now));
+            }
+            if !story.verified {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         RunsCommand::List { json } => {
             let runs: Vec<RunView> = decode(act(paths, Request::ListRuns).await?)?;
             if json {
@@ -960,6 +979,7 @@ async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Valu
             | Request::ListGates { .. }
             | Request::ShowGate { .. }
             | Request::GateStory { .. }
+            | Request::RunStory { .. }
             | Request::SupervisorStatus { .. }
             | Request::ListMessages { .. }
             | Request::Ping

@@ -217,8 +217,60 @@ pub fn gate_story(story: &overseer_engine::GateStory) -> String {
     if let Some(a) = g.authority {
         let _ = writeln!(out, "  supervisor authority: {}", a.as_str());
     }
-    out.push_str("\nstory (audit log, oldest first):\n");
-    for r in &story.records {
+    out.push_str(&story_records(
+        &story.records,
+        &story.decision_problems,
+        story.verified,
+        "this gate",
+    ));
+    out
+}
+
+/// A run's whole story: everything that decided anything on it.
+pub fn run_story(story: &overseer_engine::RunStory, now: i64) -> String {
+    let mut out = run_detail(&story.run, now);
+    let _ = writeln!(out, "\ndecisions (oldest first):");
+    for d in &story.decisions {
+        let _ = writeln!(
+            out,
+            "  {}{:<22} {:<10} {}{}{}",
+            d.gate_id
+                .map(|g| format!("gate {g:<5} "))
+                .unwrap_or_else(|| "           ".to_owned()),
+            inert(&d.actor.to_string()),
+            d.verdict.as_str(),
+            d.option
+                .as_deref()
+                .map(|o| format!("chose {} ", inert(o)))
+                .unwrap_or_default(),
+            d.rule_ref
+                .as_deref()
+                .map(|r| format!("[{}] ", inert(r)))
+                .unwrap_or_default(),
+            inert(d.rationale.as_deref().unwrap_or(""))
+        );
+    }
+    if story.decisions.is_empty() {
+        out.push_str("  nothing was decided on this run yet\n");
+    }
+    out.push_str(&story_records(
+        &story.records,
+        &story.decision_problems,
+        story.verified,
+        "this run",
+    ));
+    out
+}
+
+/// The audit records of a story, each with its verification, and the verdict.
+fn story_records(
+    records: &[overseer_store::CheckedRecord],
+    problems: &[overseer_store::DecisionMismatch],
+    verified: bool,
+    about: &str,
+) -> String {
+    let mut out = String::from("\nstory (audit log, oldest first):\n");
+    for r in records {
         let payload: serde_json::Value =
             serde_json::from_str(&r.record.payload).unwrap_or(serde_json::Value::Null);
         let what = payload["type"].as_str().unwrap_or("record");
@@ -266,20 +318,21 @@ pub fn gate_story(story: &overseer_engine::GateStory) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    for m in &story.decision_problems {
+    for m in problems {
         let _ = writeln!(out, "  [NOT VERIFIED] {}", inert(&m.to_string()));
     }
-    if story.verified {
-        let _ = writeln!(out, "all {} records verified", story.records.len());
-    } else if !story.decision_problems.is_empty() {
+    if verified {
+        let _ = writeln!(out, "all {} records verified", records.len());
+    } else if !problems.is_empty() {
         let _ = writeln!(
             out,
-            "VERIFICATION FAILED: {} decision row(s) about this gate have no matching signed record (written outside Overseer); run `overseer audit verify`",
-            story.decision_problems.len()
+            "VERIFICATION FAILED: {} decision row(s) about {about} have no matching signed record (written outside Overseer); run `overseer audit verify`",
+            problems.len()
         );
     } else {
-        out.push_str(
-            "VERIFICATION FAILED: this story was tampered with; run `overseer audit verify`\n",
+        let _ = writeln!(
+            out,
+            "VERIFICATION FAILED: the story of {about} was tampered with; run `overseer audit verify`"
         );
     }
     out

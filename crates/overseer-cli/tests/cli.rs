@@ -613,6 +613,18 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
     let story = h.ok(&["gates", "why", &gate]);
     assert!(story.contains("gate_opened"), "{story}");
     assert!(story.contains("[signature ok, chain ok]"), "{story}");
+    let run = gates
+        .iter()
+        .find(|g| g["kind"] == "merge_review")
+        .expect("a review gate")["run_id"]
+        .to_string();
+    let run_story = h.ok(&["runs", "why", &run]);
+    assert!(run_story.contains("run_transition"), "{run_story}");
+    assert!(
+        run_story.contains("gate_opened"),
+        "the run's gates are in its story: {run_story}"
+    );
+    assert!(run_story.contains("records verified"), "{run_story}");
     let db = h.data().join("overseer.db");
     let conn = rusqlite::Connection::open(&db).expect("open db");
     conn.execute(
@@ -625,6 +637,12 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("VERIFICATION FAILED"), "{text}");
+    let out = h.run(&["runs", "why", &run]);
+    assert!(
+        !out.status.success(),
+        "the run's story fails with its gate's"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("VERIFICATION FAILED"));
 }
 
 #[test]

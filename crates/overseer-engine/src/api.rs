@@ -82,6 +82,10 @@ pub enum Request {
     GateStory {
         gate: GateId,
     },
+    /// Everything that decided anything on a run, each record checked.
+    RunStory {
+        run: RunId,
+    },
     /// Stop a gate's timer: it waits for a human.
     HoldGate {
         gate: GateId,

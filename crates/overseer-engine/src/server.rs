@@ -643,6 +643,7 @@ pub fn dispatch(
             json(serde_json::json!({"files": files, "diff": diff}))
         }
         Request::GateStory { gate } => json(engine.gate_story(gate)?),
+        Request::RunStory { run } => json(engine.run_story(run)?),
         Request::HoldGate { gate } => json(engine.hold_gate(gate, actor)?),
         Request::SteerRun { run, text } => {
             engine.steer_run(run, &text, actor)?;

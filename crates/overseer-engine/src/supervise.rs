@@ -916,6 +916,23 @@ pub struct GateStory {
     pub awaiting_cosign: Option<bool>,
 }
 
+/// A run's whole story: everything that decided anything on it (rules'
+/// allows and denials, step verdicts, supervisor votes, timers, retries,
+/// humans), for `overseer runs why` and the run page's "Why?".
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct RunStory {
+    pub run: overseer_core::RunView,
+    /// Every decision recorded on the run or one of its gates, oldest first.
+    pub decisions: Vec<overseer_core::supervision::DecisionRecord>,
+    /// Every audit record about the run or one of its gates, in log order,
+    /// each checked on its own.
+    pub records: Vec<overseer_store::CheckedRecord>,
+    /// Decision rows about the run that no verifying signed record backs.
+    pub decision_problems: Vec<overseer_store::DecisionMismatch>,
+    /// Every record verifies and every decision row is backed.
+    pub verified: bool,
+}
+
 /// Where a supervisor policy or permission rules apply.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct Scope {
@@ -951,6 +968,33 @@ impl Engine {
             decision_problems,
             verified,
             awaiting_cosign,
+        })
+    }
+
+    pub fn run_story(&self, run: RunId) -> Result<RunStory, ApiError> {
+        let store = self.store();
+        let view = store.run(run)?;
+        let decisions = store.decisions_of_run(run)?;
+        let mut records = store.audit_story("run_id", run)?;
+        let gates: Vec<GateId> = store
+            .gates(false)?
+            .into_iter()
+            .filter(|g| g.run_id == run)
+            .map(|g| g.id)
+            .collect();
+        for g in gates {
+            records.extend(store.audit_story("gate_id", g)?);
+        }
+        records.sort_by_key(|r| r.record.seq);
+        records.dedup_by_key(|r| r.record.seq);
+        let decision_problems = store.run_decision_problems(run)?;
+        let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();
+        Ok(RunStory {
+            run: view,
+            decisions,
+            records,
+            decision_problems,
+            verified,
         })
     }
 

@@ -216,6 +216,25 @@ async fn the_workspaces_rules_decide_without_a_gate_and_always_lasts_for_the_ses
         w.engine.gates(true).expect("gates").is_empty(),
         "no gate for what the rules decided"
     );
+    // Each rule's decision is in the run's story, signed and verified.
+    let run = w
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.session.as_ref().is_some_and(|s| s.session_id == "s2"))
+        .expect("the session's row")
+        .id;
+    let story = w.engine.run_story(run).expect("story");
+    assert!(story.verified, "{:?}", story.decision_problems);
+    assert!(
+        story
+            .decisions
+            .iter()
+            .any(|d| d.rule_ref.as_deref() == Some("Bash(git push:*)")),
+        "{:?}",
+        story.decisions
+    );
 
     let first = ask(&w, s.clone(), bash("t1", "cargo test"));
     let gate = pending(&w, GateKind::ToolCall).await;

@@ -85,6 +85,7 @@ fn generated() -> String {
         overseer_store::DecisionProblem,
         overseer_store::DecisionMismatch,
         overseer_engine::GateStory,
+        overseer_engine::RunStory,
         overseer_engine::Scope,
         overseer_engine::PolicyStatus,
         overseer_engine::TaskStart,

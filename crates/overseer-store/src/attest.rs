@@ -736,6 +736,34 @@ pub(crate) fn check_one_gate(
     Ok(out)
 }
 
+/// Every mismatch about one run: each of its gates (as [`check_one_gate`])
+/// and its decisions that belong to no gate (rules, step verdicts, retries).
+pub(crate) fn check_one_run(
+    conn: &Connection,
+    keyring: &Keyring,
+    run: i64,
+) -> rusqlite::Result<Vec<DecisionMismatch>> {
+    let gates: Vec<i64> = conn
+        .prepare_cached("SELECT id FROM gates WHERE run_id = ?1 ORDER BY id")?
+        .query_map([run], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::new();
+    for g in gates {
+        out.extend(check_one_gate(conn, keyring, g)?);
+    }
+    let mut book = DecisionBook::new(conn, keyring);
+    let loose = conn
+        .prepare_cached(&format!(
+            "{DECISION_ROW_SELECT} WHERE run_id = ?1 AND gate_id IS NULL ORDER BY id"
+        ))?
+        .query_map([run], decision_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for d in &loose {
+        out.extend(book.check_decision(d)?);
+    }
+    Ok(out)
+}
+
 pub(crate) fn decisions_of_gate(
     conn: &Connection,
     gate: i64,

@@ -195,6 +195,16 @@ impl Store {
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
+    /// Every decision row about one run (its gates' and its own) that no
+    /// verifying signed record backs. Empty when all is well.
+    pub fn run_decision_problems(
+        &self,
+        run: overseer_core::RunId,
+    ) -> Result<Vec<DecisionMismatch>, StoreError> {
+        attest::check_one_run(&self.conn, &self.keyring, run)
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
     /// The identity of this database, used to name its checkpoint file.
     pub fn db_id(&self) -> Result<String, StoreError> {
         self.conn

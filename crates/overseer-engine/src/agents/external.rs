@@ -1201,6 +1201,7 @@ pub(crate) fn is_decision(request: &Request) -> bool {
         | Request::RunActivity { .. }
         | Request::RunDiff { .. }
         | Request::GateStory { .. }
+        | Request::RunStory { .. }
         | Request::SupervisorStatus { .. }
         | Request::Notifications
         | Request::Agents

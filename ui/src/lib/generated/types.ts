@@ -395,6 +395,25 @@ verified: boolean,
  */
 awaiting_cosign?: boolean, };
 
+export type RunStory = { run: RunView, 
+/**
+ * Every decision recorded on the run or one of its gates, oldest first.
+ */
+decisions: Array<DecisionRecord>, 
+/**
+ * Every audit record about the run or one of its gates, in log order,
+ * each checked on its own.
+ */
+records: Array<CheckedRecord>, 
+/**
+ * Decision rows about the run that no verifying signed record backs.
+ */
+decision_problems: Array<DecisionMismatch>, 
+/**
+ * Every record verifies and every decision row is backed.
+ */
+verified: boolean, };
+
 export type Scope = { workspace: string, 
 /**
  * A task of the workspace: its settings override the workspace's.
