@@ -51,7 +51,9 @@ pub fn affects_count(event: &EngineEvent) -> bool {
         | EngineEvent::GateDecided { .. } => true,
         EngineEvent::RunActivity { .. }
         | EngineEvent::OrchestrationAborted { .. }
-        | EngineEvent::MessagePosted { .. } => false,
+        | EngineEvent::MessagePosted { .. }
+        | EngineEvent::WorkspaceChanged { .. }
+        | EngineEvent::TaskChanged { .. } => false,
     }
 }
 

@@ -233,7 +233,14 @@ enum WorkspaceCommand {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 enum TaskCommand {
+    /// A task's settings as set: rules, approval, supervisor, retries, stage
+    Show {
+        task: i64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Create a task and start its first run; prints the run id
     Start {
         #[arg(long)]
@@ -453,6 +460,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
+        Command::Task(TaskCommand::Show { task, json }) => {
+            let info: overseer_engine::TaskInfo =
+                decode(act(&paths, Request::ShowTask { task }).await?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                print!("{}", output::task_info(&info));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Task(TaskCommand::Start {
             workspace,
             agent,
@@ -980,6 +997,7 @@ async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Valu
             | Request::ShowGate { .. }
             | Request::GateStory { .. }
             | Request::RunStory { .. }
+            | Request::ShowTask { .. }
             | Request::SupervisorStatus { .. }
             | Request::ListMessages { .. }
             | Request::Ping

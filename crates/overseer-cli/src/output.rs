@@ -411,3 +411,68 @@ mod tests {
         assert_eq!(age(10, 0), "0s");
     }
 }
+
+/// A task's settings, every field said, defaults included.
+pub fn task_info(t: &overseer_engine::TaskInfo) -> String {
+    let mut out = String::new();
+    let s = &t.settings;
+    let rules = |v: &[overseer_core::rules::Rule]| {
+        if v.is_empty() {
+            "-".to_owned()
+        } else {
+            v.iter()
+                .map(|r| inert(&r.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let _ = writeln!(out, "task {}  {}", t.task_id, inert(&t.title));
+    let _ = writeln!(out, "  workspace   {}", inert(&t.workspace));
+    let _ = writeln!(out, "  stage       {}", inert(&t.stage));
+    let _ = writeln!(out, "  allow       {}", rules(&s.permissions.allow));
+    let _ = writeln!(out, "  ask         {}", rules(&s.permissions.ask));
+    let _ = writeln!(out, "  deny        {}", rules(&s.permissions.deny));
+    let _ = writeln!(out, "  approval    {:?}", s.approval);
+    let _ = writeln!(
+        out,
+        "  session     {}",
+        match s.session {
+            overseer_core::rules::SessionMode::Normal => "normal",
+            overseer_core::rules::SessionMode::ReadOnly => "read-only",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  plan        {}",
+        s.plan.map_or("the profile's", |p| p.as_str())
+    );
+    let _ = writeln!(
+        out,
+        "  mode        {}",
+        s.mode.as_deref().map_or("the profile's".to_owned(), inert)
+    );
+    let _ = writeln!(
+        out,
+        "  supervisor  {}",
+        match &s.supervisor {
+            Some(p) if p.enabled => format!("own policy, enabled ({})", p.autonomy.as_str()),
+            Some(_) => "own policy, disabled".to_owned(),
+            None => "the workspace's".to_owned(),
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  retries     {}",
+        match &s.retry {
+            Some(r) => format!(
+                "up to {} unattended, from {}s",
+                r.max_attempts, r.backoff_seconds
+            ),
+            None => "the workspace's (off unless set)".to_owned(),
+        }
+    );
+    if let Some(q) = s.question_timeout_seconds {
+        let _ = writeln!(out, "  questions   take their defaults after {q}s");
+    }
+    out
+}

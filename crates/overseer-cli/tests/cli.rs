@@ -646,6 +646,77 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
 }
 
 #[test]
+fn a_tasks_settings_read_back_as_set() {
+    let h = Home::new();
+    let repo = h.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+            .args(&args)
+            .status()
+            .expect("git");
+        assert!(ok.success());
+    }
+    h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
+    let run: i64 = h
+        .ok(&[
+            "task",
+            "start",
+            "--workspace",
+            "r",
+            "--agent",
+            "demo",
+            "--prompt",
+            "Fix it",
+            "--stage",
+            "docs",
+            "--retries",
+            "3",
+        ])
+        .trim()
+        .parse()
+        .expect("run id");
+    let task = serde_json::from_str::<serde_json::Value>(&h.ok(&[
+        "runs",
+        "show",
+        &run.to_string(),
+        "--json",
+    ]))
+    .expect("json")["task_id"]
+        .to_string();
+    h.ok(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "r",
+        "--task",
+        &task,
+        "--deny",
+        "Bash(make deploy)",
+    ]);
+    let shown: serde_json::Value =
+        serde_json::from_str(&h.ok(&["task", "show", &task, "--json"])).expect("json");
+    assert_eq!(shown["stage"], "docs");
+    assert_eq!(
+        shown["settings"]["permissions"]["deny"],
+        serde_json::json!(["Bash(make deploy)"])
+    );
+    assert_eq!(shown["settings"]["retry"]["max_attempts"], 3);
+    let text = h.ok(&["task", "show", &task]);
+    assert!(
+        text.contains("deny        Bash(make deploy)") && text.contains("up to 3 unattended"),
+        "{text}"
+    );
+    h.ok(&["runs", "abort", &run.to_string()]);
+}
+
+#[test]
 fn agents_list_says_which_profiles_are_ready_and_what_their_mode_allows() {
     let home = Home::new();
     let config = home.dir.path().join("config");

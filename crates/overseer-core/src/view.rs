@@ -137,6 +137,14 @@ pub enum EngineEvent {
     MessagePosted {
         message: crate::message::MessageView,
     },
+    /// A workspace was added or its settings changed (from any surface).
+    WorkspaceChanged {
+        name: String,
+    },
+    /// A task's settings changed.
+    TaskChanged {
+        task_id: TaskId,
+    },
 }
 
 /// Whether a run in `state` with `pending_gate` needs the user.

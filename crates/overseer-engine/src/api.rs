@@ -86,6 +86,10 @@ pub enum Request {
     RunStory {
         run: RunId,
     },
+    /// A task and its settings (rules, approval, supervisor, retries, stage).
+    ShowTask {
+        task: overseer_core::TaskId,
+    },
     /// Stop a gate's timer: it waits for a human.
     HoldGate {
         gate: GateId,

@@ -271,7 +271,9 @@ impl Engine {
                 | EngineEvent::GateDecided { .. }
                 | EngineEvent::RunActivity { .. }
                 | EngineEvent::OrchestrationAborted { .. }
-                | EngineEvent::MessagePosted { .. } => None,
+                | EngineEvent::MessagePosted { .. }
+                | EngineEvent::WorkspaceChanged { .. }
+                | EngineEvent::TaskChanged { .. } => None,
             });
             let Some(run) = latest else { continue };
             // A run's row may be pushed more than once in a batch: only its
@@ -292,7 +294,9 @@ impl Engine {
                 | EngineEvent::RunChanged { .. }
                 | EngineEvent::RunActivity { .. }
                 | EngineEvent::OrchestrationAborted { .. }
-                | EngineEvent::MessagePosted { .. } => None,
+                | EngineEvent::MessagePosted { .. }
+                | EngineEvent::WorkspaceChanged { .. }
+                | EngineEvent::TaskChanged { .. } => None,
             };
             if let Some(n) = notification_for(event, run, ask) {
                 if self.notifications().is_muted(n.kind) {
@@ -313,6 +317,7 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         | EngineEvent::OrchestrationAborted { run_id, .. } => Some(*run_id),
         EngineEvent::RunActivity { activity } => Some(activity.run_id),
         EngineEvent::MessagePosted { message } => message.from_run,
+        EngineEvent::WorkspaceChanged { .. } | EngineEvent::TaskChanged { .. } => None,
     }
 }
 

@@ -48,5 +48,5 @@ pub use notify::{
 };
 pub use orchestrator::MAX_RETRIES;
 pub use paths::Paths;
-pub use supervise::{GateStory, PolicyStatus, RunStory, Scope};
+pub use supervise::{GateStory, PolicyStatus, RunStory, Scope, TaskInfo};
 pub use work::{run_branch, Started, TaskStart};

@@ -205,7 +205,9 @@ pub(crate) fn notification_for(
         | EngineEvent::RunChanged { .. }
         | EngineEvent::RunActivity { .. }
         | EngineEvent::OrchestrationAborted { .. }
-        | EngineEvent::MessagePosted { .. } => None,
+        | EngineEvent::MessagePosted { .. }
+        | EngineEvent::WorkspaceChanged { .. }
+        | EngineEvent::TaskChanged { .. } => None,
     }
 }
 

@@ -644,6 +644,7 @@ pub fn dispatch(
         }
         Request::GateStory { gate } => json(engine.gate_story(gate)?),
         Request::RunStory { run } => json(engine.run_story(run)?),
+        Request::ShowTask { task } => json(engine.task(task)?),
         Request::HoldGate { gate } => json(engine.hold_gate(gate, actor)?),
         Request::SteerRun { run, text } => {
             engine.steer_run(run, &text, actor)?;

@@ -916,6 +916,16 @@ pub struct GateStory {
     pub awaiting_cosign: Option<bool>,
 }
 
+/// A task as the user set it up.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct TaskInfo {
+    pub task_id: overseer_core::TaskId,
+    pub workspace: String,
+    pub title: String,
+    pub stage: String,
+    pub settings: overseer_store::TaskSettings,
+}
+
 /// A run's whole story: everything that decided anything on it (rules'
 /// allows and denials, step verdicts, supervisor votes, timers, retries,
 /// humans), for `overseer runs why` and the run page's "Why?".
@@ -1085,23 +1095,13 @@ impl Engine {
             p.validate()
                 .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
         }
-        let task = self.task_of(scope)?;
-        let now = self.clock.now();
-        let mut store = self.store();
-        match task {
-            Some(t) => {
-                let mut settings = store.task_settings(t)?;
-                settings.supervisor = policy;
-                store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
-            }
-            None => {
-                let ws = store.workspace(&scope.workspace)?;
-                let mut settings = ws.settings.clone();
-                settings.supervisor = policy;
-                store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
-            }
-        }
-        drop(store);
+        let for_task = policy.clone();
+        self.change_scope(
+            scope,
+            actor,
+            |t| t.supervisor = for_task,
+            |w| w.supervisor = policy,
+        )?;
         self.supervisor_status(scope)
     }
 
@@ -1118,23 +1118,74 @@ impl Engine {
                 "only a human can change permission rules",
             ));
         }
+        let (for_task, for_workspace) = (rules.clone(), rules.clone());
+        self.change_scope(
+            scope,
+            actor,
+            |t| t.permissions = for_task,
+            |w| w.permissions = for_workspace,
+        )?;
+        Ok(rules)
+    }
+
+    /// Changes the settings at `scope` (the task's when it names one, else
+    /// the workspace's) and pushes the change to every surface.
+    fn change_scope(
+        &self,
+        scope: &Scope,
+        actor: &Actor,
+        on_task: impl FnOnce(&mut overseer_store::TaskSettings),
+        on_workspace: impl FnOnce(&mut overseer_store::WorkspaceSettings),
+    ) -> Result<(), ApiError> {
         let task = self.task_of(scope)?;
         let now = self.clock.now();
-        let mut store = self.store();
-        match task {
-            Some(t) => {
-                let mut settings = store.task_settings(t)?;
-                settings.permissions = rules.clone();
-                store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
+        let event = {
+            let mut store = self.store();
+            match task {
+                Some(t) => {
+                    let mut settings = store.task_settings(t)?;
+                    on_task(&mut settings);
+                    store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
+                    EngineEvent::TaskChanged { task_id: t }
+                }
+                None => {
+                    let ws = store.workspace(&scope.workspace)?;
+                    let mut settings = ws.settings.clone();
+                    on_workspace(&mut settings);
+                    store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+                    EngineEvent::WorkspaceChanged { name: ws.name }
+                }
             }
-            None => {
-                let ws = store.workspace(&scope.workspace)?;
-                let mut settings = ws.settings.clone();
-                settings.permissions = rules.clone();
-                store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
-            }
-        }
-        Ok(rules)
+        };
+        self.publish(vec![event]);
+        Ok(())
+    }
+
+    /// A task and its settings, as the user set them.
+    pub fn task(&self, task: overseer_core::TaskId) -> Result<TaskInfo, ApiError> {
+        let store = self.store();
+        let (workspace, title, stage): (String, String, String) = store
+            .raw_connection()
+            .query_row(
+                "SELECT w.name, t.title, t.stage FROM tasks t JOIN workspaces w ON w.id = t.workspace_id
+                 WHERE t.id = ?1",
+                [task],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|_| {
+                ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("task {task} does not exist: `overseer runs list` shows tasks and runs"),
+                )
+            })?;
+        let settings = store.task_settings(task)?;
+        Ok(TaskInfo {
+            task_id: task,
+            workspace,
+            title,
+            stage,
+            settings,
+        })
     }
 }
 

@@ -81,7 +81,12 @@ impl Engine {
         let root_text = root.to_string_lossy().into_owned();
         let mut store = self.store();
         store.write(|tx| tx.add_workspace(&name, &root_text, &settings, actor, now))?;
-        Ok(store.workspace(&name)?)
+        let ws = store.workspace(&name)?;
+        drop(store);
+        self.publish(vec![EngineEvent::WorkspaceChanged {
+            name: ws.name.clone(),
+        }]);
+        Ok(ws)
     }
 
     pub fn workspaces(&self) -> Result<Vec<Workspace>, ApiError> {
@@ -121,7 +126,12 @@ impl Engine {
         settings.sensors = sensors;
         settings.auto_advance = auto_advance;
         store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
-        Ok(store.workspace(workspace)?)
+        let ws = store.workspace(workspace)?;
+        drop(store);
+        self.publish(vec![EngineEvent::WorkspaceChanged {
+            name: ws.name.clone(),
+        }]);
+        Ok(ws)
     }
 
     /// Creates a task and its first run (queued); the orchestrator takes it from there.

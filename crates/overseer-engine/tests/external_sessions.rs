@@ -173,6 +173,7 @@ async fn the_workspaces_rules_decide_without_a_gate_and_always_lasts_for_the_ses
     rules
         .deny
         .push(overseer_core::rules::Rule::parse("Bash(git push:*)").expect("rule"));
+    let mut events = w.engine.subscribe();
     w.engine
         .set_permissions(
             &Scope {
@@ -183,6 +184,14 @@ async fn the_workspaces_rules_decide_without_a_gate_and_always_lasts_for_the_ses
             &Actor::cli(),
         )
         .expect("rules");
+    // Every surface hears of it (the window's workspace list follows the CLI).
+    assert!(
+        std::iter::from_fn(|| events.try_recv().ok()).any(|e| matches!(
+            &e,
+            overseer_core::EngineEvent::WorkspaceChanged { name } if name == "proj"
+        )),
+        "a workspace_changed event"
+    );
     let s = session("s2", &w.repo);
     let denied = ask(&w, s.clone(), bash("p", "git push origin main"))
         .await

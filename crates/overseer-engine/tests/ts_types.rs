@@ -86,6 +86,7 @@ fn generated() -> String {
         overseer_store::DecisionMismatch,
         overseer_engine::GateStory,
         overseer_engine::RunStory,
+        overseer_engine::TaskInfo,
         overseer_engine::Scope,
         overseer_engine::PolicyStatus,
         overseer_engine::TaskStart,

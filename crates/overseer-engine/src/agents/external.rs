@@ -1202,6 +1202,7 @@ pub(crate) fn is_decision(request: &Request) -> bool {
         | Request::RunDiff { .. }
         | Request::GateStory { .. }
         | Request::RunStory { .. }
+        | Request::ShowTask { .. }
         | Request::SupervisorStatus { .. }
         | Request::Notifications
         | Request::Agents

@@ -158,7 +158,7 @@ ask_kind: AskKind, };
 
 export type ActivityView = { id: number, run_id: number, at: number, kind: string, payload: JsonValue, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, } | { "type": "message_posted", message: MessageView, };
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: number, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
 
@@ -413,6 +413,8 @@ decision_problems: Array<DecisionMismatch>,
  * Every record verifies and every decision row is backed.
  */
 verified: boolean, };
+
+export type TaskInfo = { task_id: number, workspace: string, title: string, stage: string, settings: TaskSettings, };
 
 export type Scope = { workspace: string, 
 /**
