@@ -85,7 +85,8 @@ test("an external session's tool call: its badge in the fleet, refused with a re
   );
   run = Number(run);
   const row = `[role=row][data-run-id="${run}"]`;
-  assert.equal(await text(`${row} [data-testid=session-badge]`), "Claude Code · external");
+  assert.equal(await text(`${row} [data-testid=session-badge]`), "Claude Code");
+  assert.equal(await find(`${row} [data-testid=session-badge]`).getAttribute("aria-label"), "Claude Code · external");
   const hover = await find(`${row} [data-testid=session-badge]`).getAttribute("title");
   assert.match(hover, /e2e-1/);
   assert.match(hover, /\/some\/abs\/dir/);

@@ -51,7 +51,7 @@ describe("an external session's run page and row", () => {
   it("shows the badge in its fleet row, and Stop session for Abort", async () => {
     const { fleet } = await started();
     const row = render(RunRow, { props: { ...rowProps, run: fleet.rows.get(9)! } }).body;
-    expect(row).toMatch(/data-testid="session-badge" data-origin="mcp" title="MCP session nightly-42 in \/srv\/scripts\/nightly/);
+    expect(row).toMatch(/data-testid="session-badge" data-origin="mcp" title="MCP · external: MCP session nightly-42 in \/srv\/scripts\/nightly[^"]*" aria-label="MCP · external"><span>MCP<\/span>/);
     expect(row).toMatch(/data-action="abort"[^>]*>Stop session</);
     const launched = render(RunRow, { props: { ...rowProps, run: fleet.rows.get(3)! } }).body;
     expect(launched).not.toContain("session-badge");
