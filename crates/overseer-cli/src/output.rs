@@ -383,35 +383,6 @@ pub fn policy_status(s: &overseer_engine::PolicyStatus) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn terminal_escapes_from_agents_are_printed_inert() {
-        assert_eq!(inert("ok\u{1b}[2Jgone\r"), "ok\\u{1b}[2Jgone\\r");
-        assert_eq!(inert("plain"), "plain");
-    }
-
-    #[test]
-    fn bidi_overrides_from_agents_are_printed_inert() {
-        assert_eq!(
-            inert("title \u{202E}exe.txt\u{2066}x"),
-            "title \\u{202e}exe.txt\\u{2066}x"
-        );
-        assert_eq!(inert("שלום"), "שלום", "right-to-left text itself stays");
-    }
-
-    #[test]
-    fn ages_read_like_a_person_would_say_them() {
-        assert_eq!(age(0, 59_000), "59s");
-        assert_eq!(age(0, 61_000), "1m");
-        assert_eq!(age(0, 7_200_000), "2h");
-        assert_eq!(age(0, 3 * 86_400_000), "3d");
-        assert_eq!(age(10, 0), "0s");
-    }
-}
-
 /// A task's settings, every field said, defaults included.
 pub fn task_info(t: &overseer_engine::TaskInfo) -> String {
     let mut out = String::new();
@@ -475,4 +446,33 @@ pub fn task_info(t: &overseer_engine::TaskInfo) -> String {
         let _ = writeln!(out, "  questions   take their defaults after {q}s");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_from_agents_are_printed_inert() {
+        assert_eq!(inert("ok\u{1b}[2Jgone\r"), "ok\\u{1b}[2Jgone\\r");
+        assert_eq!(inert("plain"), "plain");
+    }
+
+    #[test]
+    fn bidi_overrides_from_agents_are_printed_inert() {
+        assert_eq!(
+            inert("title \u{202E}exe.txt\u{2066}x"),
+            "title \\u{202e}exe.txt\\u{2066}x"
+        );
+        assert_eq!(inert("שלום"), "שלום", "right-to-left text itself stays");
+    }
+
+    #[test]
+    fn ages_read_like_a_person_would_say_them() {
+        assert_eq!(age(0, 59_000), "59s");
+        assert_eq!(age(0, 61_000), "1m");
+        assert_eq!(age(0, 7_200_000), "2h");
+        assert_eq!(age(0, 3 * 86_400_000), "3d");
+        assert_eq!(age(10, 0), "0s");
+    }
 }
