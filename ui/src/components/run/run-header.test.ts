@@ -43,9 +43,11 @@ describe("an external session's run page and row", () => {
     const external = render(RunDetail, { props: { backend, fleet, gates, nav: new Nav(), runId: 8, now: NOW } }).body;
     expect(external).toContain('data-testid="no-diff"');
     expect(external).toContain("no run repository");
+    expect(external).toContain("Steer the session");
     const launched = render(RunDetail, { props: { backend, fleet, gates, nav: new Nav(), runId: 2, now: NOW } }).body;
     expect(launched).not.toContain('data-testid="no-diff"');
     expect(launched).not.toContain("session-badge");
+    expect(launched).toContain("Steer the agent");
   });
 
   it("shows the badge in its fleet row, and Stop session for Abort", async () => {
@@ -55,6 +57,7 @@ describe("an external session's run page and row", () => {
     expect(row).toMatch(/data-action="abort"[^>]*>Stop session</);
     const launched = render(RunRow, { props: { ...rowProps, run: fleet.rows.get(3)! } }).body;
     expect(launched).not.toContain("session-badge");
+    expect(launched).toContain("Steer the agent");
     expect(launched).toMatch(/data-action="abort"[^>]*>Abort</);
   });
 });
