@@ -57,7 +57,6 @@ describe("an external session's run page and row", () => {
     expect(row).toMatch(/data-action="abort"[^>]*>Stop session</);
     const launched = render(RunRow, { props: { ...rowProps, run: fleet.rows.get(3)! } }).body;
     expect(launched).not.toContain("session-badge");
-    expect(launched).toContain("Steer the agent");
     expect(launched).toMatch(/data-action="abort"[^>]*>Abort</);
   });
 });
