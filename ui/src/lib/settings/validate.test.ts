@@ -147,6 +147,7 @@ describe("workspace checks", () => {
 describe("notifications", () => {
   it("has a human label for every kind; blocking asks and security events cannot be muted", () => {
     expect(NOTIFICATION_KINDS.map((k) => k.kind).sort()).toEqual([
+      "agent_message_blocked",
       "agent_question_blocking",
       "agent_question_pending",
       "run_failed",

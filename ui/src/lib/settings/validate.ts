@@ -324,19 +324,25 @@ export function toSensors(list: string[]): Result<string[]> {
 
 // ---- Notifications ----
 
-export const NOTIFICATION_KINDS: readonly { kind: NotificationKind; label: string; blocking: boolean }[] = [
-  { kind: "agent_question_blocking", label: "An agent is stopped until you answer (question, permission, plan, problem)", blocking: true },
-  { kind: "agent_question_pending", label: "A step waits for review and proceeds by itself if you do nothing", blocking: false },
-  { kind: "run_pending_review", label: "A run is ready for review", blocking: false },
-  { kind: "run_failed", label: "A run failed", blocking: false },
-  { kind: "supervisor_escalated", label: "The supervisor handed a decision to you", blocking: false },
-  { kind: "supervisor_failed", label: "The supervisor failed (timeout, error) and you decide", blocking: false },
-  {
-    kind: "security_event",
+/** Every kind the engine sends, in words: a Record, so a kind the engine
+ * adds fails the type check until it has a label here. */
+const NOTIFICATION_LABELS: Record<NotificationKind, { label: string; blocking: boolean }> = {
+  agent_question_blocking: { label: "An agent is stopped until you answer (question, permission, plan, problem)", blocking: true },
+  agent_question_pending: { label: "A step waits for review and proceeds by itself if you do nothing", blocking: false },
+  run_pending_review: { label: "A run is ready for review", blocking: false },
+  run_failed: { label: "A run failed", blocking: false },
+  supervisor_escalated: { label: "The supervisor handed a decision to you", blocking: false },
+  supervisor_failed: { label: "The supervisor failed (timeout, error) and you decide", blocking: false },
+  security_event: {
     label: "A security event: a run tried to reach Overseer, or main moved outside a recorded merge",
     blocking: true,
   },
-];
+  agent_message_blocked: { label: "An agent's message was held back by the hub (it addressed another agent directly)", blocking: false },
+};
+
+export const NOTIFICATION_KINDS: readonly { kind: NotificationKind; label: string; blocking: boolean }[] = (
+  Object.entries(NOTIFICATION_LABELS) as [NotificationKind, { label: string; blocking: boolean }][]
+).map(([kind, v]) => ({ kind, ...v }));
 
 /** The muted list after switching `kind` on (notify) or off (muted).
  * Blocking asks cannot be muted: they stay on whatever is asked. */
