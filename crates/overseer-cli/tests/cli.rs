@@ -60,6 +60,26 @@ impl Home {
     }
 }
 
+/// A git repository with one empty commit, in the home's temp dir.
+fn empty_repo(h: &Home) -> PathBuf {
+    let repo = h.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
+            .args(&args)
+            .status()
+            .expect("git");
+        assert!(ok.success());
+    }
+    repo
+}
+
 fn wait_for(path: &Path) {
     let start = Instant::now();
     while !path.exists() {
@@ -343,21 +363,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
         ),
     )
     .expect("config");
-    let repo = h.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("repo");
-    for args in [
-        vec!["init", "-q", "-b", "main"],
-        vec!["commit", "-q", "--allow-empty", "-m", "init"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-            .args(&args)
-            .status()
-            .expect("git");
-        assert!(ok.success());
-    }
+    let repo = empty_repo(&h);
     h.ok(&["demo", "seed"]);
     h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
     let socket = h.data().join("overseer.sock");
@@ -466,21 +472,7 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
 #[test]
 fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
     let h = Home::new();
-    let repo = h.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("repo");
-    for args in [
-        vec!["init", "-q", "-b", "main"],
-        vec!["commit", "-q", "--allow-empty", "-m", "init"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-            .args(&args)
-            .status()
-            .expect("git");
-        assert!(ok.success());
-    }
+    let repo = empty_repo(&h);
     h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
 
     // Off by default: a fresh install behaves as without a supervisor.
@@ -648,21 +640,7 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
 #[test]
 fn a_tasks_settings_read_back_as_set() {
     let h = Home::new();
-    let repo = h.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("repo");
-    for args in [
-        vec!["init", "-q", "-b", "main"],
-        vec!["commit", "-q", "--allow-empty", "-m", "init"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-            .args(&args)
-            .status()
-            .expect("git");
-        assert!(ok.success());
-    }
+    let repo = empty_repo(&h);
     h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
     let run: i64 = h
         .ok(&[
@@ -799,21 +777,7 @@ fn where_the_machine_cannot_contain_a_run_is_not_started_unless_its_profile_allo
         ),
     )
     .expect("config");
-    let repo = h.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("repo");
-    for args in [
-        vec!["init", "-q", "-b", "main"],
-        vec!["commit", "-q", "--allow-empty", "-m", "init"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-            .args(&args)
-            .status()
-            .expect("git");
-        assert!(ok.success());
-    }
+    let repo = empty_repo(&h);
     h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
     // An engine whose bubblewrap cannot run (as on a machine without it).
     let _serve = Serve(

@@ -357,40 +357,18 @@ async fn handle_run_asks(
     let mut reader = BufReader::new(read);
     let mut line: Vec<u8> = Vec::new();
     loop {
-        line.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if n == 0 {
-            return Ok(());
-        }
-        if n > MAX_LINE {
-            let error = ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("request longer than {MAX_LINE} bytes"),
-            );
-            return write_line(&mut write, &ServerLine::Error { id: None, error }).await;
-        }
-        let call: Call = match serde_json::from_slice(line.trim_ascii_end()) {
-            Ok(c) => c,
-            Err(e) => {
-                let error =
-                    ApiError::new(ErrorCode::InvalidInput, format!("malformed request ({e})"));
-                write_line(&mut write, &ServerLine::Error { id: None, error }).await?;
-                continue;
-            }
+        let call = match next_call(&mut reader, &mut line, &mut write).await? {
+            Next::Call(c) => *c,
+            Next::Skipped => continue,
+            Next::Closed => return Ok(()),
         };
         let reply = match call.request {
             Request::Ping => json("pong"),
             // Whatever session the asker names, its asks are this run's.
             Request::Session { ask, .. } => {
-                let asked = engine.run_ask(run, ask);
-                tokio::pin!(asked);
-                let mut probe = [0u8; 1];
-                tokio::select! {
-                    reply = &mut asked => reply.and_then(json),
-                    _ = reader.read(&mut probe) => return Ok(()),
+                match answer_while_connected(engine.run_ask(run, ask), &mut reader).await {
+                    Some(reply) => reply,
+                    None => return Ok(()),
                 }
             }
             _ => Err(ApiError::new(
@@ -464,6 +442,74 @@ fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
     );
 }
 
+/// What the next line of a connection was.
+enum Next {
+    Call(Box<Call>),
+    /// Answered with an error already (malformed); read on.
+    Skipped,
+    /// The peer closed, or sent a line too long (answered, then closed).
+    Closed,
+}
+
+/// Reads the next request line. Bytes, not String: invalid UTF-8 from a
+/// client is an error to answer, not a reason to drop the connection.
+async fn next_call<R, W>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+    write: &mut W,
+) -> std::io::Result<Next>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    line.clear();
+    let n = reader
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', line)
+        .await?;
+    if n == 0 {
+        return Ok(Next::Closed);
+    }
+    if n > MAX_LINE {
+        let error = ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("request longer than {MAX_LINE} bytes; the connection is closed"),
+        );
+        write_line(write, &ServerLine::Error { id: None, error }).await?;
+        return Ok(Next::Closed);
+    }
+    match serde_json::from_slice(line.trim_ascii_end()) {
+        Ok(c) => Ok(Next::Call(Box::new(c))),
+        Err(e) => {
+            let error = ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("malformed request ({e}); expected {{\"id\": N, \"method\": ..., \"params\": ...}}"),
+            );
+            write_line(write, &ServerLine::Error { id: None, error }).await?;
+            Ok(Next::Skipped)
+        }
+    }
+}
+
+/// Waits for an agent's ask to be answered while its asker stays: the asker
+/// leaving (EOF, or anything more on the line while it should be waiting)
+/// drops the wait (None), and the engine withdraws its gate unless the
+/// asker comes back with the same key.
+async fn answer_while_connected<R>(
+    asked: impl std::future::Future<Output = Result<overseer_core::SessionAnswer, ApiError>>,
+    reader: &mut BufReader<R>,
+) -> Option<Result<serde_json::Value, ApiError>>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    tokio::pin!(asked);
+    let mut probe = [0u8; 1];
+    tokio::select! {
+        reply = &mut asked => Some(reply.and_then(json)),
+        _ = reader.read(&mut probe) => None,
+    }
+}
+
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
@@ -474,35 +520,12 @@ async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std:
 async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    // Bytes, not String: invalid UTF-8 from a client is an error to answer,
-    // not a reason to drop the connection.
     let mut line: Vec<u8> = Vec::new();
     loop {
-        line.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if n == 0 {
-            return Ok(());
-        }
-        if n > MAX_LINE {
-            let error = ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("request longer than {MAX_LINE} bytes; the connection is closed"),
-            );
-            return write_line(&mut write, &ServerLine::Error { id: None, error }).await;
-        }
-        let call: Call = match serde_json::from_slice(line.trim_ascii_end()) {
-            Ok(c) => c,
-            Err(e) => {
-                let error = ApiError::new(
-                    ErrorCode::InvalidInput,
-                    format!("malformed request ({e}); expected {{\"id\": N, \"method\": ..., \"params\": ...}}"),
-                );
-                write_line(&mut write, &ServerLine::Error { id: None, error }).await?;
-                continue;
-            }
+        let call = match next_call(&mut reader, &mut line, &mut write).await? {
+            Next::Call(c) => *c,
+            Next::Skipped => continue,
+            Next::Closed => return Ok(()),
         };
         if call.request == Request::Subscribe {
             let mut rx = engine.subscribe();
@@ -523,18 +546,12 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
         }
         let id = call.id;
         if let Request::Session { session, ask } = call.request {
-            // An external agent's ask: answered when decided. The asker
-            // leaving (EOF, or anything more on the line while it should be
-            // waiting) drops the wait; the engine then withdraws its gate
-            // unless the asker comes back with the same key.
-            let asked = engine.session_ask(session, ask, peer);
-            tokio::pin!(asked);
-            let mut probe = [0u8; 1];
-            let reply = tokio::select! {
-                reply = &mut asked => reply,
-                _ = reader.read(&mut probe) => return Ok(()),
+            let Some(reply) =
+                answer_while_connected(engine.session_ask(session, ask, peer), &mut reader).await
+            else {
+                return Ok(());
             };
-            let line = match reply.and_then(json) {
+            let line = match reply {
                 Ok(result) => ServerLine::Result {
                     id: Some(id),
                     result,

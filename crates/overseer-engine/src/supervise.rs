@@ -362,6 +362,70 @@ impl Engine {
         )
     }
 
+    /// A permission rule allowed a tool call: its decision record, then its
+    /// timeline entry. Err (nothing allowed) when the record cannot be
+    /// written: no allow without its record.
+    pub(crate) fn record_rule_allow(
+        &self,
+        run: RunId,
+        title: &str,
+        req: &ToolRequest,
+        rule: &str,
+        source: Option<String>,
+    ) -> Result<(), ApiError> {
+        self.note_decision(
+            run,
+            None,
+            &Actor::Engine,
+            &DecisionInput {
+                verdict: Some(Verdict::Approve),
+                rationale: Some(format!("allowed by rule: {title}")),
+                rule_ref: Some(rule.to_owned()),
+                source_event: source,
+                ..DecisionInput::default()
+            },
+        )?;
+        let _ = self.record_activity(
+            run,
+            "tool_allowed",
+            json!({ "title": title, "kind": req.kind, "text": rule }),
+        );
+        Ok(())
+    }
+
+    /// A permission rule denied a tool call: its decision record and
+    /// timeline entry. A denial stands even when its record cannot be
+    /// written (the safe side); the failure is logged.
+    pub(crate) fn record_rule_deny(
+        &self,
+        run: RunId,
+        title: &str,
+        req: &ToolRequest,
+        rule: &str,
+        reason: &str,
+        source: Option<String>,
+    ) {
+        if let Err(e) = self.note_decision(
+            run,
+            None,
+            &Actor::Engine,
+            &DecisionInput {
+                verdict: Some(Verdict::Reject),
+                rationale: Some(reason.to_owned()),
+                rule_ref: Some(rule.to_owned()),
+                source_event: source,
+                ..DecisionInput::default()
+            },
+        ) {
+            tracing::error!(run, "cannot record a rule's denial: {}", e.message);
+        }
+        let _ = self.record_activity(
+            run,
+            "tool_denied",
+            json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({rule})") }),
+        );
+    }
+
     /// Every decision recorded on `run` (rules, the supervisor, timers,
     /// retries, humans), oldest first.
     pub fn run_decisions(

@@ -33,7 +33,7 @@ use overseer_core::{
     PlanChoice, QuestionChoice, ReleaseReason, RunEvent, RunId, RunOrigin, RunState, SessionAnswer,
     SessionAsk, SessionRef, SupervisorPauseChoice, ToolCallChoice,
 };
-use overseer_store::{DecisionInput, GateSpec, NewSession, RunWork};
+use overseer_store::{GateSpec, NewSession, RunWork};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -425,24 +425,7 @@ impl Engine {
         };
         match permission {
             Permission::Allow { rule } => {
-                // No allow without its record.
-                self.note_decision(
-                    run,
-                    None,
-                    &Actor::Engine,
-                    &DecisionInput {
-                        verdict: Some(Verdict::Approve),
-                        rationale: Some(format!("allowed by rule: {title}")),
-                        rule_ref: Some(rule.clone()),
-                        source_event: source,
-                        ..DecisionInput::default()
-                    },
-                )?;
-                let _ = self.record_activity(
-                    run,
-                    "tool_allowed",
-                    json!({ "title": title, "kind": req.kind, "text": rule }),
-                );
+                self.record_rule_allow(run, &title, &req, &rule, source)?;
                 let decision = match stage {
                     // Before the tool runs: the agent's own permission
                     // system goes on (a stricter rule of its own still holds).
@@ -455,26 +438,7 @@ impl Engine {
                 })
             }
             Permission::Deny { rule, reason } => {
-                if let Err(e) = self.note_decision(
-                    run,
-                    None,
-                    &Actor::Engine,
-                    &DecisionInput {
-                        verdict: Some(Verdict::Reject),
-                        rationale: Some(reason.clone()),
-                        rule_ref: Some(rule.clone()),
-                        source_event: source,
-                        ..DecisionInput::default()
-                    },
-                ) {
-                    // A denial stands even without its record (the safe side).
-                    tracing::error!(run, "cannot record a rule's denial: {}", e.message);
-                }
-                let _ = self.record_activity(
-                    run,
-                    "tool_denied",
-                    json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({rule})") }),
-                );
+                self.record_rule_deny(run, &title, &req, &rule, &reason, source);
                 Ok(SessionAnswer::Tool {
                     decision: ToolDecision::Deny,
                     reason: Some(format!("Overseer: {reason} ({rule})")),

@@ -1033,18 +1033,7 @@ async fn tool_permission(
         Permission::Allow { rule } => {
             // No allow without its record: if the decision cannot be
             // written, the agent is not allowed.
-            if let Err(e) = engine.note_decision(
-                run,
-                None,
-                &Actor::Engine,
-                &DecisionInput {
-                    verdict: Some(Verdict::Approve),
-                    rationale: Some(format!("allowed by rule: {title}")),
-                    rule_ref: Some(rule.clone()),
-                    source_event: source,
-                    ..DecisionInput::default()
-                },
-            ) {
+            if let Err(e) = engine.record_rule_allow(run, &title, &req, &rule, source) {
                 tracing::error!(
                     run,
                     "cannot record a rule's allow, so it is not given: {}",
@@ -1052,35 +1041,10 @@ async fn tool_permission(
                 );
                 return PermissionReply::Cancelled;
             }
-            let _ = engine.record_activity(
-                run,
-                "tool_allowed",
-                json!({ "title": title, "kind": req.kind, "text": rule }),
-            );
             allow()
         }
         Permission::Deny { rule, reason } => {
-            // A denial stands even when its record cannot be written (the
-            // safe side); the failure is logged.
-            if let Err(e) = engine.note_decision(
-                run,
-                None,
-                &Actor::Engine,
-                &DecisionInput {
-                    verdict: Some(Verdict::Reject),
-                    rationale: Some(reason.clone()),
-                    rule_ref: Some(rule.clone()),
-                    source_event: source,
-                    ..DecisionInput::default()
-                },
-            ) {
-                tracing::error!(run, "cannot record a rule's denial: {}", e.message);
-            }
-            let _ = engine.record_activity(
-                run,
-                "tool_denied",
-                json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({rule})") }),
-            );
+            engine.record_rule_deny(run, &title, &req, &rule, &reason, source);
             turn.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .rejections
