@@ -1,0 +1,444 @@
+//! Each kind of ask an external session (or a launched run's MCP server)
+//! makes, as a gate or a record, and its answer.
+
+use super::forms::{answers_of, check_questions, hook_tool_request, question_schema};
+use super::*;
+
+impl Engine {
+    pub(super) async fn session_tool_call(
+        self: &Arc<Self>,
+        work: &RunWork,
+        cwd: &str,
+        key: Option<String>,
+        tool: &str,
+        input: Value,
+        stage: ToolStage,
+    ) -> Result<SessionAnswer, ApiError> {
+        let run = work.run_id;
+        let req = hook_tool_request(tool, &input, cwd);
+        let title = tool_title(tool, &req);
+        let source = Some(format!("tool_call:{}", key.as_deref().unwrap_or(tool)));
+        // Asked again (a reconnect): the same gate, not the rules again.
+        if let Some(gate) = self.gate_of_key(run, key.as_deref())? {
+            let _waiter = Waiter::new(self, gate);
+            let d = wait_gate(self, gate).await?;
+            return Ok(self.tool_answer(work, cwd, &req, &title, d));
+        }
+        let run_rules = lock(&self.external.rules)
+            .get(&run)
+            .cloned()
+            .unwrap_or_default();
+        let permission = match permission_for(work, &run_rules, &req, cwd, false) {
+            // The user's own checkout: a path outside it is a question for
+            // the user, not a violation of a run's confinement.
+            Permission::Deny { rule, reason } if rule == rules::CONFINEMENT => Permission::Ask {
+                reason,
+                always_gated: None,
+                rule: Some(rule),
+            },
+            other => other,
+        };
+        match permission {
+            Permission::Allow { rule } => {
+                self.record_rule_allow(run, &title, &req, &rule, source)?;
+                let decision = match stage {
+                    // Before the tool runs: the agent's own permission
+                    // system goes on (a stricter rule of its own still holds).
+                    ToolStage::PreToolUse => ToolDecision::Pass,
+                    ToolStage::PermissionRequest => ToolDecision::Allow,
+                };
+                Ok(SessionAnswer::Tool {
+                    decision,
+                    reason: Some(format!("allowed by the rule {rule}")),
+                })
+            }
+            Permission::Deny { rule, reason } => {
+                self.record_rule_deny(run, &title, &req, &rule, &reason, source);
+                Ok(SessionAnswer::Tool {
+                    decision: ToolDecision::Deny,
+                    reason: Some(format!("Overseer: {reason} ({rule})")),
+                })
+            }
+            Permission::Ask {
+                reason,
+                always_gated,
+                rule,
+            } => {
+                let mut options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
+                if always_gated.is_none() && rule.as_deref() != Some(rules::CONFINEMENT) {
+                    options.push(GateOption::choice(
+                        ToolCallChoice::Always,
+                        "Always for this session",
+                    ));
+                }
+                options.push(GateOption::choice(ToolCallChoice::No, "No"));
+                let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, options);
+                spec.payload = json!({
+                    "tool_call": { "id": key, "title": title, "kind": req.kind, "raw_input": input, "name": tool },
+                    "request": req,
+                    "reason": reason,
+                    "rule": rule,
+                    "always_gated": always_gated.map(|g| g.as_str()),
+                    "always_gated_why": always_gated.map(|g| g.describe()),
+                    "agent_options": [],
+                    "ask_kind": "blocking",
+                });
+                let d = self.ask_gate(work, spec, key).await?;
+                Ok(self.tool_answer(work, cwd, &req, &title, d))
+            }
+        }
+    }
+
+    /// A tool-call gate's decision as the agent's answer.
+    pub(super) fn tool_answer(
+        &self,
+        work: &RunWork,
+        cwd: &str,
+        req: &ToolRequest,
+        title: &str,
+        d: GateDecision,
+    ) -> SessionAnswer {
+        let allow = SessionAnswer::Tool {
+            decision: ToolDecision::Allow,
+            reason: Some(format!("allowed in Overseer by {}", d.actor)),
+        };
+        match d.choice::<ToolCallChoice>() {
+            Ok(ToolCallChoice::Yes) => allow,
+            Ok(ToolCallChoice::Always) => {
+                let added = rules::always_rule(req, cwd);
+                let _ = self.record_activity(
+                    work.run_id,
+                    "rule_added",
+                    json!({ "text": format!("allow {added} for the rest of this session") }),
+                );
+                lock(&self.external.rules)
+                    .entry(work.run_id)
+                    .or_default()
+                    .allow
+                    .push(added);
+                allow
+            }
+            Ok(ToolCallChoice::No) | Err(_) => {
+                let why = d
+                    .context
+                    .filter(|c| !c.trim().is_empty())
+                    .unwrap_or_else(|| "no reason given".to_owned());
+                SessionAnswer::Tool {
+                    decision: ToolDecision::Deny,
+                    reason: Some(format!(
+                        "{title}: refused in Overseer by {}: {why}",
+                        d.actor
+                    )),
+                }
+            }
+        }
+    }
+
+    pub(super) async fn session_questions(
+        self: &Arc<Self>,
+        work: &RunWork,
+        key: Option<String>,
+        questions: Vec<AskQuestion>,
+    ) -> Result<SessionAnswer, ApiError> {
+        check_questions(&questions)?;
+        let schema = question_schema(&questions);
+        let title = match questions.as_slice() {
+            [one] => one.question.clone(),
+            many => format!("{} questions: {}", many.len(), many[0].question),
+        };
+        let mut spec = GateSpec::new(
+            work.run_id,
+            GateKind::Question,
+            &title,
+            vec![
+                GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context(),
+                GateOption::choice(QuestionChoice::Decline, "Decline"),
+            ],
+        );
+        spec.payload = json!({
+            "message": title,
+            "schema": schema,
+            "questions": questions,
+            "ask_kind": "blocking",
+        });
+        let d = self.ask_gate(work, spec, key).await?;
+        Ok(match d.choice::<QuestionChoice>() {
+            Ok(QuestionChoice::Answer) => SessionAnswer::Questions {
+                action: QuestionsAction::Answered,
+                answers: answers_of(&questions, d.context.as_deref().unwrap_or_default()),
+            },
+            Ok(QuestionChoice::Decline) => SessionAnswer::Questions {
+                action: QuestionsAction::Declined,
+                answers: Vec::new(),
+            },
+            Ok(QuestionChoice::Default) | Err(_) => SessionAnswer::Questions {
+                action: QuestionsAction::Cancelled,
+                answers: Vec::new(),
+            },
+        })
+    }
+
+    pub(super) async fn session_plan(
+        self: &Arc<Self>,
+        work: &RunWork,
+        key: Option<String>,
+        goal: String,
+        steps: Vec<PlanStepInput>,
+        files: Vec<String>,
+        risks: Vec<String>,
+    ) -> Result<SessionAnswer, ApiError> {
+        if goal.trim().is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                "a plan needs a goal: say in one line what the work achieves",
+            ));
+        }
+        let plan = PlanProposal {
+            goal,
+            steps: steps
+                .into_iter()
+                .map(|s| PlanStep {
+                    title: s.title,
+                    agent: s.agent,
+                })
+                .collect(),
+            files,
+            risks,
+            markdown: None,
+            source: PlanSource::Requested,
+        };
+        if self.gate_of_key(work.run_id, key.as_deref())?.is_none() {
+            let _ = self.record_activity(work.run_id, "plan_proposed", json!(plan));
+        }
+        let mut spec = GateSpec::new(
+            work.run_id,
+            GateKind::Plan,
+            &format!("Approve the plan: {}", plan.goal),
+            vec![
+                GateOption::choice(PlanChoice::Approve, "Approve"),
+                GateOption::choice(PlanChoice::RequestChanges, "Request changes")
+                    .with_required_context(),
+                GateOption::choice(PlanChoice::Reject, "Reject"),
+            ],
+        );
+        spec.payload = json!(plan);
+        let d = self.ask_gate(work, spec, key).await?;
+        let context = d.context.clone().filter(|c| !c.trim().is_empty());
+        let verdict = match d.choice::<PlanChoice>() {
+            Ok(PlanChoice::Approve) => PlanVerdict::Approved,
+            Ok(PlanChoice::RequestChanges) => PlanVerdict::ChangesRequested {
+                feedback: context.unwrap_or_else(|| "no details given".to_owned()),
+            },
+            Ok(PlanChoice::Reject) | Err(_) => PlanVerdict::Rejected { reason: context },
+        };
+        Ok(SessionAnswer::Plan { verdict })
+    }
+
+    /// A reported step: in the timeline, then weighed by the supervisor when
+    /// a policy enables one (a pause asks the user). Steering the user left
+    /// for the session comes back as a reorientation.
+    pub(super) async fn session_step(
+        self: &Arc<Self>,
+        work: &RunWork,
+        key: Option<String>,
+        step: Value,
+    ) -> Result<SessionAnswer, ApiError> {
+        let run = work.run_id;
+        let reattached = self.gate_of_key(run, key.as_deref())?;
+        if reattached.is_none() {
+            self.record_activity(run, "step_reported", step.clone())?;
+            let steering = self.take_steering(run);
+            if !steering.is_empty() {
+                return Ok(SessionAnswer::Step {
+                    verdict: StepVerdict::Reorient {
+                        correction: steering.join("\n\n"),
+                    },
+                });
+            }
+            let policy = policy_of(work);
+            if !policy.enabled {
+                return Ok(SessionAnswer::Step {
+                    verdict: StepVerdict::Continue,
+                });
+            }
+            let steps = self
+                .activity(run, 0)?
+                .iter()
+                .filter(|a| a.kind == "step_reported")
+                .count();
+            let judged = evaluate_step(
+                self,
+                work,
+                &policy,
+                step,
+                u32::try_from(steps).unwrap_or(u32::MAX),
+            )
+            .await;
+            let why = judged.rationale.clone();
+            match judged.verdict {
+                Verdict::Continue | Verdict::Approve | Verdict::Advise if !judged.failed => {
+                    return Ok(SessionAnswer::Step {
+                        verdict: StepVerdict::Continue,
+                    })
+                }
+                Verdict::Reorient if !judged.failed => {
+                    return Ok(SessionAnswer::Step {
+                        verdict: StepVerdict::Reorient {
+                            correction: judged.correction.unwrap_or(why),
+                        },
+                    })
+                }
+                Verdict::Continue
+                | Verdict::Approve
+                | Verdict::Advise
+                | Verdict::Reorient
+                | Verdict::Pause
+                | Verdict::Reject
+                | Verdict::Escalate => {}
+            }
+            let mut spec = GateSpec::new(
+                run,
+                GateKind::SupervisorPause,
+                &format!("The supervisor paused the session: {}", first_line(&why)),
+                supervisor_pause_options(),
+            );
+            spec.payload = json!({ "rationale": why, "ask_kind": "blocking" });
+            let d = self.ask_gate(work, spec, key).await?;
+            return Ok(step_answer(d));
+        }
+        let gate = reattached.ok_or_else(|| ApiError::new(ErrorCode::Internal, "no gate"))?;
+        let _waiter = Waiter::new(self, gate);
+        Ok(step_answer(wait_gate(self, gate).await?))
+    }
+
+    /// Something the agent tells the user: in the timeline, and an `info`
+    /// item in the inbox whose reply (if any) steers the session.
+    pub(super) fn session_notice(
+        self: &Arc<Self>,
+        work: &RunWork,
+        kind: NoticeKind,
+        title: Option<String>,
+        message: &str,
+    ) -> Result<SessionAnswer, ApiError> {
+        let run = work.run_id;
+        let label = match kind {
+            NoticeKind::Notification => "notice",
+            NoticeKind::Stop => "turn_ended",
+        };
+        self.record_activity(run, label, json!({ "text": message, "title": title }))?;
+        if kind == NoticeKind::Stop {
+            let steering = self.take_steering(run);
+            if !steering.is_empty() {
+                let text = steering.join("\n\n");
+                let _ = self.record_activity(run, "steering_delivered", json!({ "text": text }));
+                return Ok(SessionAnswer::Noted {
+                    run,
+                    steering: Some(text),
+                });
+            }
+        }
+        // One info item per session: a newer notice replaces the older.
+        for g in self.gates(true)? {
+            if g.run_id == run && g.payload["ask_kind"] == "info" {
+                self.withdraw_gate(g.id, "a newer notice from the same session replaced it");
+            }
+        }
+        let title = title
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| match kind {
+                NoticeKind::Notification => first_line(message),
+                NoticeKind::Stop => format!("{} finished its turn", work.agent),
+            });
+        let mut spec = GateSpec::new(
+            run,
+            GateKind::Question,
+            &title,
+            vec![
+                GateOption::choice(QuestionChoice::Answer, "Reply").with_required_context(),
+                GateOption::choice(QuestionChoice::Decline, "Dismiss"),
+            ],
+        );
+        spec.payload = json!({ "message": message, "ask_kind": "info", "notice": kind });
+        let gate = self.open_gate_spec(&spec, &Actor::Agent(work.agent.clone()))?;
+        // A reply is steering for the session's next stop or step.
+        let engine = self.clone();
+        let spawned = self
+            .runtime
+            .get()
+            .cloned()
+            .or_else(|| tokio::runtime::Handle::try_current().ok());
+        if let Some(rt) = spawned {
+            rt.spawn(async move {
+                let Ok(d) = wait_gate(&engine, gate).await else {
+                    return;
+                };
+                if let (Ok(QuestionChoice::Answer), Some(text)) = (
+                    d.choice::<QuestionChoice>(),
+                    d.context.filter(|c| !c.trim().is_empty()),
+                ) {
+                    // The decision names who replied; the reply becomes
+                    // steering as theirs.
+                    if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
+                        tracing::error!(
+                            run,
+                            "a reply could not be kept as steering: {}",
+                            e.message
+                        );
+                    }
+                }
+            });
+        }
+        Ok(SessionAnswer::Noted {
+            run,
+            steering: None,
+        })
+    }
+
+    pub(super) fn session_end(&self, work: &RunWork) -> Result<SessionAnswer, ApiError> {
+        let run = work.run_id;
+        self.transition(run, RunEvent::End, None, &Actor::Agent(work.agent.clone()))?;
+        lock(&self.external.rules).remove(&run);
+        Ok(SessionAnswer::Noted {
+            run,
+            steering: None,
+        })
+    }
+}
+
+pub(super) fn step_answer(d: GateDecision) -> SessionAnswer {
+    let context = d.context.clone().filter(|c| !c.trim().is_empty());
+    let verdict = match d.choice::<SupervisorPauseChoice>() {
+        Ok(SupervisorPauseChoice::Proceed) => StepVerdict::Continue,
+        Ok(SupervisorPauseChoice::Modify) => StepVerdict::Reorient {
+            correction: context.unwrap_or_else(|| "no details given".to_owned()),
+        },
+        Ok(SupervisorPauseChoice::Abort) | Err(_) => StepVerdict::Pause {
+            reason: context.unwrap_or_else(|| format!("{} said stop", d.actor)),
+        },
+    };
+    SessionAnswer::Step { verdict }
+}
+
+pub(super) fn tool_title(tool: &str, req: &ToolRequest) -> String {
+    let detail = req
+        .command
+        .clone()
+        .or_else(|| req.paths.first().cloned())
+        .unwrap_or_default();
+    let detail = first_line(&detail);
+    if detail.is_empty() {
+        tool.to_owned()
+    } else {
+        format!("{tool}: {detail}")
+    }
+}
+
+pub(super) fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or_default().trim();
+    if line.chars().count() > 120 {
+        let cut: String = line.chars().take(119).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
+    }
+}
