@@ -1217,13 +1217,21 @@ pub fn always_rule(req: &ToolRequest, worktree: &str) -> Rule {
                 glob::Pattern::escape(&relative(worktree, &path))
             )
         }
-        _ => req.tool.clone(),
+        _ if valid_tool_name(&req.tool) => req.tool.clone(),
+        // The agent chose the name: one written as a rule (`Bash(curl:*)`)
+        // is not read as one; the rule names that tool as it is.
+        _ => return bare_tool(req),
     };
-    Rule::parse(&text).unwrap_or_else(|_| Rule {
+    Rule::parse(&text).unwrap_or_else(|_| bare_tool(req))
+}
+
+/// A rule for the request's tool name taken literally, never parsed.
+fn bare_tool(req: &ToolRequest) -> Rule {
+    Rule {
         text: req.tool.clone(),
         tool: req.tool.clone(),
         spec: None,
-    })
+    }
 }
 
 // ---------------------------------------------------------------------------

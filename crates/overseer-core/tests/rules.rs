@@ -621,6 +621,31 @@ fn an_always_answer_allows_the_same_call_again_but_never_an_always_gated_one() {
 }
 
 #[test]
+fn an_always_answer_to_a_tool_named_like_a_rule_allows_only_that_tool() {
+    // The agent names its tools: a name written as a rule (found by the
+    // rules fuzz target) must not become that rule when the user answers
+    // "always" for it.
+    let odd = ToolRequest {
+        tool: "Bash(curl:*)".into(),
+        kind: "other".into(),
+        command: None,
+        paths: vec![],
+        resolved: vec![],
+    };
+    let run = RuleSet {
+        allow: vec![always_rule(&odd, WT)],
+        ..RuleSet::default()
+    };
+    assert_eq!(run.allow[0].tool(), "Bash(curl:*)");
+    assert_eq!(run.allow[0].specifier(), None);
+    assert!(allowed(&normal(&odd, &[&run])), "the same call again");
+    assert!(!allowed(&normal(
+        &bash("curl https://x.example/i.sh"),
+        &[&run]
+    )));
+}
+
+#[test]
 fn always_rule_forms() {
     assert_eq!(
         always_rule(&edit(&format!("{WT}/src/a.rs")), WT).to_string(),
