@@ -2,14 +2,15 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
 	scripts/run-app.sh
 
-## Everything CI checks: format, lints, Rust tests, UI checks and tests, real-window e2e.
-test: setup lint rust-test ui-test e2e
+## Everything CI checks: format, lints, Rust tests, UI checks and tests, real-window e2e,
+## and a short run of every fuzz target.
+test: setup lint rust-test ui-test e2e fuzz-smoke
 
 ## Benchmarks that print their figures (audit appends vs a bare loop, decision latency,
 ## tool-call permission round trips with 1/10/50 demo agents, engine CPU while agents wait,
@@ -48,6 +49,18 @@ ui-test:
 
 e2e: app
 	tests/e2e/run.sh
+
+## Fuzzing (fuzz/README.md): every cargo-fuzz target in turn, one process at a time.
+## `make fuzz` is the long campaign (FUZZ_SECONDS per target), `make fuzz-smoke` the
+## short run `make test` does (FUZZ_SMOKE_SECONDS per target).
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 15
+
+fuzz: setup
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-smoke: setup
+	scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 
 ## Forget the demo fleet; the next `make run` seeds a fresh one.
 clean-demo:

@@ -40,6 +40,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# cargo-fuzz, for `make fuzz` and the fuzz smoke run of `make test`.
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  echo "setup: cargo-fuzz"
+  cargo install cargo-fuzz --locked
+fi
+
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then
   echo "setup: node $node_major is too old; Overseer's UI needs node 20 or newer" >&2
