@@ -196,7 +196,7 @@ fuzz_target!(|input: Input| {
             req.tool.as_str(),
             "Edit" | "Write" | "MultiEdit" | "NotebookEdit"
         );
-    if !(shell && !command.is_empty()) && !one_edit {
+    if (!shell || command.is_empty()) && !one_edit {
         assert_eq!(always.tool(), req.tool, "{always:?} for {req:?}");
         assert_eq!(always.specifier(), None, "{always:?} for {req:?}");
     }
