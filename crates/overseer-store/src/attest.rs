@@ -350,37 +350,18 @@ impl<'c> DecisionBook<'c> {
         Ok(Ok((record, payload)))
     }
 
-    /// The latest `gate_decided` record about `gate`, if any. `hint`: a seq at
-    /// or before it (from `gate_decisions`); a wrong hint only costs a scan.
-    pub(crate) fn latest_gate_record(
-        &mut self,
-        gate: i64,
-        hint: Option<i64>,
-    ) -> rusqlite::Result<Option<i64>> {
-        let find = |from: i64| -> rusqlite::Result<Option<i64>> {
-            self.conn
-                .prepare_cached(
-                    "SELECT seq FROM audit_log WHERE seq >= ?1
-                       AND json_extract(payload, '$.type') = 'gate_decided'
-                       AND json_extract(payload, '$.gate_id') = ?2
-                     ORDER BY seq DESC LIMIT 1",
-                )?
-                .query_row(params![from, gate], |r| r.get(0))
-                .optional()
-        };
-        if let Some(from) = hint {
-            if let Some(seq) = find(from)? {
-                return Ok(Some(seq));
-            }
-        }
-        find(0)
-    }
-
-    /// The hint for [`Self::latest_gate_record`]: the newest history row's seq.
-    pub(crate) fn history_hint(&self, gate: i64) -> rusqlite::Result<Option<i64>> {
+    /// The latest `gate_decided` record about `gate`, if any (by the
+    /// `audit_gate_decided` index: one lookup, whatever the log's length).
+    pub(crate) fn latest_gate_record(&mut self, gate: i64) -> rusqlite::Result<Option<i64>> {
         self.conn
-            .prepare_cached("SELECT max(audit_seq) FROM gate_decisions WHERE gate_id = ?1")?
-            .query_row([gate], |r| r.get(0))
+            .prepare_cached(
+                "SELECT seq FROM audit_log
+                 WHERE json_extract(payload, '$.type') = 'gate_decided'
+                   AND json_extract(payload, '$.gate_id') = ?1
+                 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![gate], |r| r.get(0))
+            .optional()
     }
 
     /// Checks a gate's row against the latest signed `gate_decided` record
@@ -700,8 +681,7 @@ pub(crate) fn check_gate_for_acting(
         return Ok(None);
     }
     let mut book = DecisionBook::new(conn, keyring);
-    let hint = book.history_hint(gate)?;
-    let latest = book.latest_gate_record(gate, hint)?;
+    let latest = book.latest_gate_record(gate)?;
     let Some(mismatch) = book.check_gate(&row, latest)? else {
         return Ok(None);
     };
@@ -719,7 +699,7 @@ pub(crate) fn check_one_gate(
     let mut out = Vec::new();
     let mut book = DecisionBook::new(conn, keyring);
     if let Some(row) = read_gate_row(conn, gate)? {
-        let latest = book.latest_gate_record(gate, None)?;
+        let latest = book.latest_gate_record(gate)?;
         out.extend(book.check_gate(&row, latest)?);
     }
     let history = conn

@@ -218,6 +218,13 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX steering_waiting ON steering(run_id) WHERE taken_at IS NULL;
     "#,
+    // 8: the latest signed decision of a gate is found by index, not by
+    // scanning the log (at start every unacted gate is checked: with
+    // thousands of gates the scans took minutes).
+    r#"
+    CREATE INDEX audit_gate_decided ON audit_log(json_extract(payload, '$.gate_id'), seq)
+        WHERE json_extract(payload, '$.type') = 'gate_decided';
+    "#,
 ];
 
 /// The schema version this build writes.
