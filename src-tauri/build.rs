@@ -16,6 +16,7 @@ fn main() {
         "steer_run",
         "list_messages",
         "send_message",
+        "show_task",
         "list_workspaces",
         "set_workspace_checks",
         "supervisor_status",

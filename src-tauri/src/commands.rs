@@ -5,7 +5,7 @@ use overseer_core::message::{MessageTo, MessageView};
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{ActivityView, Actor, ApiError, ErrorCode, GateId, GateView, RunId, RunView};
-use overseer_engine::{Engine, GateStory, NotificationSettings, PolicyStatus, Scope};
+use overseer_engine::{Engine, GateStory, NotificationSettings, PolicyStatus, Scope, TaskInfo};
 use std::sync::Arc;
 use tauri::State;
 
@@ -159,6 +159,15 @@ pub async fn send_message(
         e.send_message(to, &body, correlation_id, &Actor::app())
     })
     .await
+}
+
+/// A task's own settings as set (rules, approval, supervisor, retries, stage).
+#[tauri::command]
+pub async fn show_task(
+    engine: State<'_, Arc<Engine>>,
+    task_id: overseer_core::TaskId,
+) -> Result<TaskInfo, ApiError> {
+    blocking(&engine, move |e| e.task(task_id)).await
 }
 
 #[tauri::command]

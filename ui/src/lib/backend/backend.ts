@@ -13,6 +13,7 @@ import type {
   RunView,
   Scope,
   SupervisorPolicy,
+  TaskInfo,
   Workspace,
 } from "../types";
 
@@ -56,6 +57,9 @@ export interface Backend {
 
   // Settings
   listWorkspaces(): Promise<Workspace[]>;
+  /** A task's own settings as set (rules, approval, supervisor, retries)
+   * and its stage. */
+  showTask(taskId: number): Promise<TaskInfo>;
   setWorkspaceChecks(workspace: string, sensors: string[], autoAdvance: boolean | null): Promise<Workspace>;
   supervisorStatus(scope: Scope): Promise<PolicyStatus>;
   setSupervisor(scope: Scope, policy: SupervisorPolicy | null): Promise<PolicyStatus>;

@@ -22,6 +22,8 @@ import type {
   RunView,
   Scope,
   SupervisorPolicy,
+  TaskInfo,
+  TaskSettings,
   Workspace,
 } from "../types";
 
@@ -65,6 +67,9 @@ export class MockBackend implements Backend {
   notifications: NotificationSettings = { muted: [] };
   agentInfos: AgentInfo[] = [];
   policies = new Map<string, SupervisorPolicy | null>();
+  /** A task's own settings, by task id (a task without an entry has the
+   * defaults). */
+  taskSettings = new Map<number, TaskSettings>();
   messages: MessageView[] = [];
   private listeners = new Set<(e: EngineEvent) => void>();
   private openers = new Set<(runId: number) => void>();
@@ -249,6 +254,15 @@ export class MockBackend implements Backend {
     return this.answer("listWorkspaces", () => this.workspaces);
   }
 
+  showTask(taskId: number) {
+    return this.answer(`showTask ${taskId}`, (): TaskInfo => {
+      const run = [...this.runs.values()].find((r) => r.task_id === taskId);
+      if (!run) throw fail("not_found", `task ${taskId} does not exist: \`overseer runs list\` shows tasks and runs`);
+      const settings = this.taskSettings.get(taskId) ?? { approval: { mode: "manual" }, session: "normal" };
+      return { task_id: taskId, workspace: run.workspace, title: run.task_title, stage: "default", settings };
+    });
+  }
+
   setWorkspaceChecks(workspace: string, sensors: string[], autoAdvance: boolean | null) {
     return this.answer(`setWorkspaceChecks ${workspace}`, () => {
       const ws = this.workspaces.find((w) => w.name === workspace);
@@ -256,8 +270,14 @@ export class MockBackend implements Backend {
       const empty = sensors.findIndex((s) => !s.trim());
       if (empty >= 0) throw fail("invalid_input", `sensor ${empty + 1} is empty: give a check command such as \`npm test\`, or remove it`);
       ws.settings = { ...ws.settings, sensors: sensors.map((s) => s.trim()), auto_advance: autoAdvance };
+      this.changed({ workspace, task: null });
       return ws;
     });
+  }
+
+  /** What the engine pushes when a scope's settings changed. */
+  private changed(scope: Scope) {
+    this.later([scope.task === null ? { type: "workspace_changed", name: scope.workspace } : { type: "task_changed", task_id: scope.task }]);
   }
 
   supervisorStatus(scope: Scope) {
@@ -268,6 +288,7 @@ export class MockBackend implements Backend {
     return this.answer("setSupervisor", (): PolicyStatus => {
       if (policy && policy.timeout_seconds < 1) throw fail("invalid_input", "timeout_seconds must be at least 1");
       this.policies.set(key(scope), policy);
+      this.changed(scope);
       return this.status(scope);
     });
   }
@@ -276,6 +297,14 @@ export class MockBackend implements Backend {
     return this.answer(`setPermissions ${key(scope)}`, () => {
       const bad = [...rules.allow, ...rules.ask, ...rules.deny].find((r) => !/^[A-Za-z_][\w-]*(\(.*\))?$/.test(r));
       if (bad) throw fail("invalid_input", `'${bad}' is not a rule: write Tool or Tool(specifier), e.g. Bash(npm test:*)`);
+      if (scope.task === null) {
+        const ws = this.workspaces.find((w) => w.name === scope.workspace);
+        if (ws) ws.settings = { ...ws.settings, permissions: structuredClone(rules) };
+      } else {
+        const own = this.taskSettings.get(scope.task) ?? { approval: { mode: "manual" }, session: "normal" };
+        this.taskSettings.set(scope.task, { ...own, permissions: structuredClone(rules) });
+      }
+      this.changed(scope);
       return rules;
     });
   }

@@ -15,6 +15,7 @@ import type {
   RuleSet,
   RunDiff,
   RunView,
+  TaskInfo,
   Workspace,
 } from "../types";
 
@@ -48,6 +49,7 @@ export const tauriBackend: Backend = {
   sendMessage: (to, body, correlationId) => call<MessageView>("send_message", { to, body, correlationId }),
 
   listWorkspaces: () => call<Workspace[]>("list_workspaces"),
+  showTask: (taskId) => call<TaskInfo>("show_task", { taskId }),
   setWorkspaceChecks: (workspace, sensors, autoAdvance) =>
     call<Workspace>("set_workspace_checks", { workspace, sensors, autoAdvance }),
   supervisorStatus: (scope) => call<PolicyStatus>("supervisor_status", { scope }),
