@@ -3,6 +3,7 @@ import {
   NO_FILTER,
   adjustCounts,
   applyEvent,
+  checksCell,
   comparator,
   replaceSorted,
   withWorkspace,
@@ -479,5 +480,23 @@ describe("keeping the order row by row", () => {
     const list = ["api", "web"];
     expect(withWorkspace(list, "web")).toBe(list);
     expect(withWorkspace(list, "mobile")).toEqual(["api", "mobile", "web"]);
+  });
+});
+
+describe("the CHECKS cell", () => {
+  it("says no checks ran when none did", () => {
+    expect(checksCell(null)).toEqual({ state: "none", failed: null, passed: null, title: "No checks ran" });
+    expect(checksCell(undefined).state).toBe("none");
+    expect(checksCell({ passed: 0, failed: 0 }).state).toBe("none");
+  });
+
+  it("shows every check passed as n/n", () => {
+    expect(checksCell({ passed: 2, failed: 0 })).toEqual({ state: "passed", failed: null, passed: "✓ 2/2", title: "Checks: 2 passed, none failed" });
+    expect(checksCell({ passed: 1, failed: 0 }).passed).toBe("✓ 1/1");
+  });
+
+  it("puts failures first, with what passed beside them", () => {
+    expect(checksCell({ passed: 1, failed: 1 })).toEqual({ state: "failed", failed: "✗ 1", passed: "✓ 1", title: "Checks: 1 failed, 1 passed" });
+    expect(checksCell({ passed: 0, failed: 3 })).toEqual({ state: "failed", failed: "✗ 3", passed: null, title: "Checks: 3 failed, 0 passed" });
   });
 });

@@ -2,7 +2,7 @@
 // ordering, counts, the virtual window of a long list, keyboard selection, and
 // folding pushed events into the row list. No DOM, no Svelte: everything here
 // is fast on 10,000 rows and tested on its own.
-import type { AskKind, EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, StateName } from "../types";
+import type { AskKind, EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, SensorSummary, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
   "pending_review",
@@ -455,6 +455,38 @@ export function revealRow(index: number, scrollTop: number, height: number, rowH
   // shorter than a row shows the row's top).
   else if (bottom > scrollTop + height) next = Math.min(top, Math.max(0, bottom - height));
   return next === scrollTop ? null : next;
+}
+
+// ---------------------------------------------------------------------------
+// The CHECKS column
+
+export interface ChecksCell {
+  /** none: no check ran; passed: every check passed; failed: at least one failed. */
+  state: "none" | "passed" | "failed";
+  /** What the cell shows: "✓ 2/2" when all passed, else "✗ 1" beside "✓ 1". */
+  failed: string | null;
+  passed: string | null;
+  /** On hover and for screen readers. */
+  title: string;
+}
+
+/** The CHECKS cell of a run from its sensor results (the latest result of
+ * each check command). The engine's RunView carries the counts only, not
+ * the commands: the hover names the counts. */
+export function checksCell(sensors: SensorSummary | null | undefined): ChecksCell {
+  if (!sensors || sensors.passed + sensors.failed === 0) {
+    return { state: "none", failed: null, passed: null, title: "No checks ran" };
+  }
+  const { passed, failed } = sensors;
+  if (failed === 0) {
+    return { state: "passed", failed: null, passed: `✓ ${passed}/${passed}`, title: `Checks: ${passed} passed, none failed` };
+  }
+  return {
+    state: "failed",
+    failed: `✗ ${failed}`,
+    passed: passed > 0 ? `✓ ${passed}` : null,
+    title: `Checks: ${failed} failed, ${passed} passed`,
+  };
 }
 
 // ---------------------------------------------------------------------------
