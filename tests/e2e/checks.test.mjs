@@ -41,11 +41,11 @@ test("a run whose checks all passed shows them passed; one with a failing check 
   await eventually(driver, async () => (await (await cell(green)).getAttribute("data-state")) === "passed", 15_000, "the green row's checks");
   const g = await cell(green);
   assert.match(await g.getText(), /^✓\s*2\/2$/);
-  assert.equal(await g.getAttribute("title"), "Checks: 2 passed, none failed");
+  assert.equal(await g.getAttribute("title"), "Checks: 2 passed, none failed\n✓ true\n✓ test -f README.md");
 
   await eventually(driver, async () => (await (await cell(red)).getAttribute("data-state")) === "failed", 15_000, "the red row's checks");
   const r = await cell(red);
   assert.match(await r.getText(), /^✗\s*1\s*✓\s*1$/);
-  assert.equal(await r.getAttribute("title"), "Checks: 1 failed, 1 passed");
+  assert.equal(await r.getAttribute("title"), "Checks: 1 failed, 1 passed\n✗ false\n✓ true");
   await app.shot("fleet-checks");
 });

@@ -45,7 +45,9 @@ pub use run::{
     apply, InvalidTransition, ReleaseReason, RetryPolicy, RunEvent, RunState, Transition,
 };
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
-pub use view::{ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorSummary};
+pub use view::{
+    ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorResult, SensorSummary,
+};
 
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.
 pub type Millis = i64;

@@ -55,10 +55,21 @@ pub struct RunView {
 }
 
 /// How a run's sensors stand: the latest result of each check command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct SensorSummary {
     pub passed: u32,
     pub failed: u32,
+    /// Each command's latest result, in the order they first ran (the
+    /// user's own commands: shown on hover).
+    #[serde(default)]
+    pub results: Vec<SensorResult>,
+}
+
+/// A check command's latest result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct SensorResult {
+    pub command: String,
+    pub passed: bool,
 }
 
 /// A gate with its options and, once decided, its decision.
@@ -191,6 +202,13 @@ pub fn sensor_summary(results: &[serde_json::Value]) -> Option<SensorSummary> {
     Some(SensorSummary {
         passed: u32::try_from(passed).unwrap_or(u32::MAX),
         failed: u32::try_from(latest.len() - passed).unwrap_or(u32::MAX),
+        results: latest
+            .into_iter()
+            .map(|(command, passed)| SensorResult {
+                command: command.to_owned(),
+                passed,
+            })
+            .collect(),
     })
 }
 
@@ -229,7 +247,17 @@ mod tests {
             sensor_summary(&results),
             Some(SensorSummary {
                 passed: 2,
-                failed: 0
+                failed: 0,
+                results: vec![
+                    SensorResult {
+                        command: "npm test".into(),
+                        passed: true
+                    },
+                    SensorResult {
+                        command: "npm run lint".into(),
+                        passed: true
+                    },
+                ],
             })
         );
         let failing = [json!({"command": "npm test", "passed": false})];
@@ -237,7 +265,11 @@ mod tests {
             sensor_summary(&failing),
             Some(SensorSummary {
                 passed: 0,
-                failed: 1
+                failed: 1,
+                results: vec![SensorResult {
+                    command: "npm test".into(),
+                    passed: false
+                }],
             })
         );
         assert_eq!(sensor_summary(&[]), None);

@@ -68,7 +68,11 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
         w.engine.run(run).expect("run").sensors,
         Some(overseer_core::SensorSummary {
             passed: 1,
-            failed: 0
+            failed: 0,
+            results: vec![overseer_core::SensorResult {
+                command: "test -s src/greeting.txt".into(),
+                passed: true
+            }]
         })
     );
 

@@ -49,6 +49,7 @@ fn generated() -> String {
         GateDecision,
         PendingGate,
         overseer_core::SensorSummary,
+        overseer_core::SensorResult,
         overseer_core::RunOrigin,
         overseer_core::RetryPolicy,
         overseer_core::session::ExternalSession,

@@ -138,7 +138,7 @@ function fleetOf(): RunView[] {
       state: { state: "pending_review" },
       needs_you: true,
       pending_gate: { id: 9, kind: "merge_review" },
-      sensors: { passed: 3, failed: 0 },
+      sensors: { passed: 3, failed: 0, results: [] },
     }),
     run(3, {
       task_title: "Speed up the CI cache",
@@ -147,7 +147,7 @@ function fleetOf(): RunView[] {
       needs_you: true,
       pending_gate: { id: 10, kind: "tool_call" },
       current_step: "Run the test suite",
-      sensors: { passed: 1, failed: 2 },
+      sensors: { passed: 1, failed: 2, results: [] },
     }),
     run(4, { task_title: "Document the public API", workspace: "mobile", state: { state: "released", reason: "merged" } }),
     run(5, {
@@ -457,7 +457,7 @@ describe("keeping the order row by row", () => {
             needs_you: st.state === "pending_review" || rand(4) === 0,
             state_since: rand(50),
             current_step: rand(3) === 0 ? null : `step ${rand(5)}`,
-            sensors: rand(3) === 0 ? null : { passed: rand(4), failed: rand(3) },
+            sensors: rand(3) === 0 ? null : { passed: rand(4), failed: rand(3), results: [] },
           });
           sorted = replaceSorted(sorted, all.get(id), next, cmp);
           all.set(id, next);
@@ -487,16 +487,28 @@ describe("the CHECKS cell", () => {
   it("says no checks ran when none did", () => {
     expect(checksCell(null)).toEqual({ state: "none", failed: null, passed: null, title: "No checks ran" });
     expect(checksCell(undefined).state).toBe("none");
-    expect(checksCell({ passed: 0, failed: 0 }).state).toBe("none");
+    expect(checksCell({ passed: 0, failed: 0, results: [] }).state).toBe("none");
   });
 
   it("shows every check passed as n/n", () => {
-    expect(checksCell({ passed: 2, failed: 0 })).toEqual({ state: "passed", failed: null, passed: "✓ 2/2", title: "Checks: 2 passed, none failed" });
-    expect(checksCell({ passed: 1, failed: 0 }).passed).toBe("✓ 1/1");
+    expect(checksCell({ passed: 2, failed: 0, results: [] })).toEqual({ state: "passed", failed: null, passed: "✓ 2/2", title: "Checks: 2 passed, none failed" });
+    expect(checksCell({ passed: 1, failed: 0, results: [] }).passed).toBe("✓ 1/1");
   });
 
   it("puts failures first, with what passed beside them", () => {
-    expect(checksCell({ passed: 1, failed: 1 })).toEqual({ state: "failed", failed: "✗ 1", passed: "✓ 1", title: "Checks: 1 failed, 1 passed" });
-    expect(checksCell({ passed: 0, failed: 3 })).toEqual({ state: "failed", failed: "✗ 3", passed: null, title: "Checks: 3 failed, 0 passed" });
+    expect(checksCell({ passed: 1, failed: 1, results: [] })).toEqual({ state: "failed", failed: "✗ 1", passed: "✓ 1", title: "Checks: 1 failed, 1 passed" });
+    expect(checksCell({ passed: 0, failed: 3, results: [] })).toEqual({ state: "failed", failed: "✗ 3", passed: null, title: "Checks: 3 failed, 0 passed" });
+  });
+
+  it("names each command on hover, failed first", () => {
+    const cell = checksCell({
+      passed: 1,
+      failed: 1,
+      results: [
+        { command: "npm test", passed: true },
+        { command: "npm run lint", passed: false },
+      ],
+    });
+    expect(cell.title).toBe("Checks: 1 failed, 1 passed\n✗ npm run lint\n✓ npm test");
   });
 });

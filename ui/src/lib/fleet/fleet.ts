@@ -471,21 +471,25 @@ export interface ChecksCell {
 }
 
 /** The CHECKS cell of a run from its sensor results (the latest result of
- * each check command). The engine's RunView carries the counts only, not
- * the commands: the hover names the counts. */
+ * each check command): counts in the cell, each command on hover (failed
+ * first). The title is plain text, never markup. */
 export function checksCell(sensors: SensorSummary | null | undefined): ChecksCell {
   if (!sensors || sensors.passed + sensors.failed === 0) {
     return { state: "none", failed: null, passed: null, title: "No checks ran" };
   }
   const { passed, failed } = sensors;
+  const commands = [...(sensors.results ?? [])]
+    .sort((a, b) => Number(a.passed) - Number(b.passed))
+    .map((r) => `\n${r.passed ? "✓" : "✗"} ${r.command}`)
+    .join("");
   if (failed === 0) {
-    return { state: "passed", failed: null, passed: `✓ ${passed}/${passed}`, title: `Checks: ${passed} passed, none failed` };
+    return { state: "passed", failed: null, passed: `✓ ${passed}/${passed}`, title: `Checks: ${passed} passed, none failed${commands}` };
   }
   return {
     state: "failed",
     failed: `✗ ${failed}`,
     passed: passed > 0 ? `✓ ${passed}` : null,
-    title: `Checks: ${failed} failed, ${passed} passed`,
+    title: `Checks: ${failed} failed, ${passed} passed${commands}`,
   };
 }
 

@@ -53,7 +53,14 @@ export type GateDecision = { option: string, context: string | null, actor: Acto
 
 export type PendingGate = { id: number, kind: GateKind, };
 
-export type SensorSummary = { passed: number, failed: number, };
+export type SensorSummary = { passed: number, failed: number, 
+/**
+ * Each command's latest result, in the order they first ran (the
+ * user's own commands: shown on hover).
+ */
+results: Array<SensorResult>, };
+
+export type SensorResult = { command: string, passed: boolean, };
 
 export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
 
