@@ -208,6 +208,7 @@ mod tests {
         let gate = needs_you.then(|| PendingGate {
             id: 100 + id,
             kind: GateKind::MergeReview,
+            ask_kind: overseer_core::AskKind::Question,
         });
         serde_json::from_value(serde_json::json!({
             "id": id,

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct PendingGate {
     pub id: GateId,
     pub kind: GateKind,
+    /// An `info` item alone does not make the run need you.
+    #[serde(default = "blocking")]
+    pub ask_kind: crate::gate::AskKind,
 }
 
 /// One row of the fleet dashboard.
@@ -158,9 +161,11 @@ pub enum EngineEvent {
     },
 }
 
-/// Whether a run in `state` with `pending_gate` needs the user.
+/// Whether a run in `state` with `pending_gate` needs the user: a review,
+/// or a gate that asks something (an `info` item only tells).
 pub fn needs_you(state: RunState, pending_gate: Option<&PendingGate>) -> bool {
-    state == RunState::PendingReview || pending_gate.is_some()
+    state == RunState::PendingReview
+        || pending_gate.is_some_and(|g| g.ask_kind != crate::gate::AskKind::Info)
 }
 
 /// The step a run is on, from the payload of its latest `plan` event

@@ -474,6 +474,13 @@ async fn questions_plans_notices_and_steering_reach_the_agent() {
     // Without steering, the stop is an info item in the inbox.
     let info = pending(&w, GateKind::Question).await;
     assert_eq!(info.payload["ask_kind"], "info");
+    assert_eq!(info.ask_kind, overseer_core::AskKind::Info);
+    let row = w.engine.run(row.id).expect("run");
+    assert!(
+        !row.needs_you,
+        "an info item tells; it does not make the run need you"
+    );
+    assert_eq!(w.engine.needs_you_count().expect("count"), 0);
 
     let ended = ask(&w, s, SessionAsk::End)
         .await

@@ -13,14 +13,16 @@ use std::path::Path;
 const RUN_SELECT: &str = "
     SELECT r.id, r.task_id, t.title, w.name, r.agent, r.state, r.state_since, r.created_at,
            r.release_note,
-           (SELECT g.id FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
-           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY g.id LIMIT 1),
+           (SELECT g.id FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1),
+           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1),
            (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'plan' ORDER BY e.id DESC LIMIT 1),
            (SELECT json_group_array(json(s.payload)) FROM
                (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s),
            (SELECT g.id FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
            (SELECT g.kind FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
-           r.origin, r.session_id, r.cwd
+           r.origin, r.session_id, r.cwd,
+           (SELECT json_object('ask_kind', json_extract(g.payload, '$.ask_kind'), 'auto_at', g.auto_at)
+              FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1)
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id";
@@ -41,6 +43,8 @@ struct RawRun {
     last_gate: Option<(GateId, String)>,
     origin: String,
     session: Option<overseer_core::session::ExternalSession>,
+    /// The pending gate's declared ask kind and timer, as JSON.
+    gate_terms: Option<String>,
 }
 
 fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
@@ -66,6 +70,7 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             session: None,
         },
         origin: r.get(15)?,
+        gate_terms: r.get(18)?,
         session: {
             let id: Option<String> = r.get(16)?;
             let cwd: Option<String> = r.get(17)?;
@@ -96,10 +101,12 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
         .ok_or_else(|| corrupt(format!("run {} has unknown state '{}'", view.id, raw.state)))?;
     let gate = |g: Option<(GateId, String)>| {
         g.map(|(id, kind)| {
+            let kind = GateKind::parse(&kind)
+                .ok_or_else(|| corrupt(format!("gate {id} has unknown kind '{kind}'")))?;
             Ok(PendingGate {
                 id,
-                kind: GateKind::parse(&kind)
-                    .ok_or_else(|| corrupt(format!("gate {id} has unknown kind '{kind}'")))?,
+                kind,
+                ask_kind: overseer_core::ask_kind(kind, &serde_json::Value::Null, None),
             })
         })
         .transpose()
@@ -112,6 +119,15 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
     })?;
     view.session = raw.session;
     view.pending_gate = gate(raw.gate)?;
+    if let Some(g) = view.pending_gate.as_mut() {
+        let terms: serde_json::Value = raw
+            .gate_terms
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let auto_at = terms.get("auto_at").and_then(serde_json::Value::as_i64);
+        g.ask_kind = overseer_core::ask_kind(g.kind, &terms, auto_at);
+    }
     view.last_gate = gate(raw.last_gate)?;
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
     // Agent-reported progress: text that does not parse shows as no progress,
@@ -153,7 +169,8 @@ pub(crate) fn needs_you_count(conn: &Connection, path: &Path) -> Result<usize, S
     let n: i64 = conn
         .prepare_cached(
             "SELECT COUNT(*) FROM runs r WHERE r.state = 'pending_review'
-               OR EXISTS (SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending')",
+               OR EXISTS (SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending'
+                            AND json_extract(g.payload, '$.ask_kind') IS NOT 'info')",
         )
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(|e| StoreError::from_sqlite(e, path))?;

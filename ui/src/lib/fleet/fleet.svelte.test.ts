@@ -15,7 +15,7 @@ const review = (id: number): RunView => ({
   needs_you: true,
   release_note: null,
   origin: "launched",
-  pending_gate: { id: 100 + id, kind: "merge_review" },
+  pending_gate: { id: 100 + id, kind: "merge_review", ask_kind: "question" },
 });
 
 const flush = () => new Promise((r) => setTimeout(r, 0));

@@ -137,7 +137,7 @@ function fleetOf(): RunView[] {
       agent: "gemini",
       state: { state: "pending_review" },
       needs_you: true,
-      pending_gate: { id: 9, kind: "merge_review" },
+      pending_gate: { id: 9, kind: "merge_review", ask_kind: "question" },
       sensors: { passed: 3, failed: 0, results: [] },
     }),
     run(3, {
@@ -145,7 +145,7 @@ function fleetOf(): RunView[] {
       workspace: "web-app",
       agent: "codex",
       needs_you: true,
-      pending_gate: { id: 10, kind: "tool_call" },
+      pending_gate: { id: 10, kind: "tool_call", ask_kind: "blocking" },
       current_step: "Run the test suite",
       sensors: { passed: 1, failed: 2, results: [] },
     }),
@@ -281,7 +281,7 @@ describe("external sessions", () => {
   });
 
   it("say 'info' when they wait on an info item", () => {
-    const waiting = ext({ needs_you: true, pending_gate: { id: 9, kind: "question" } });
+    const waiting = ext({ needs_you: true, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } });
     expect(needsYouLabel(waiting, "info")).toBe("info");
     expect(needsYouLabel(waiting, "blocking")).toBe("question");
     expect(needsYouLabel(waiting)).toBe("question");

@@ -51,7 +51,11 @@ requires_context: boolean, };
 
 export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
 
-export type PendingGate = { id: number, kind: GateKind, };
+export type PendingGate = { id: number, kind: GateKind, 
+/**
+ * An `info` item alone does not make the run need you.
+ */
+ask_kind: AskKind, };
 
 export type SensorSummary = { passed: number, failed: number, 
 /**
