@@ -512,7 +512,19 @@ export function indexOfRun(rows: readonly RunView[], id: number): number {
   return -1;
 }
 
-export type KeyCommand = "down" | "up" | "first" | "last" | "open" | "approve" | "reject" | "abort" | "help" | "search" | "escape";
+export type KeyCommand =
+  | "down"
+  | "up"
+  | "first"
+  | "last"
+  | "open"
+  | "approve"
+  | "reject"
+  | "abort"
+  | "preview"
+  | "help"
+  | "search"
+  | "escape";
 
 /** The dashboard's shortcut for a key press, or null. Keys typed into a
  * text field are the user's text, never shortcuts. */
@@ -547,6 +559,8 @@ export function keyCommand(e: {
       return "reject";
     case "x":
       return "abort";
+    case "p":
+      return "preview";
     case "?":
       return "help";
     case "/":
