@@ -163,7 +163,7 @@ test("approving from the preview merges the run, on the record as user:app", asy
   await app.shot("fleet-preview-approved");
 });
 
-test("a seeded demo run pending review previews as having no changes", async () => {
+test("a seeded demo run pending review previews as having no changes, and rejects from there with a reason", async () => {
   const search = await driver.findElement(By.css('[data-testid="search"]'));
   await search.clear();
   await driver.executeScript("arguments[0].dispatchEvent(new Event('input', { bubbles: true }))", search);
@@ -175,6 +175,17 @@ test("a seeded demo run pending review previews as having no changes", async () 
     const text = await driver.executeScript("return document.querySelector('[data-testid=fleet-preview]')?.textContent ?? 'no panel'");
     throw new Error(`${e.message}: ${text}`);
   });
-  await driver.findElement(By.css('[data-testid="preview-close"]')).click();
+  const id = Number(await r.getAttribute("data-run-id"));
+  // Reject from the preview: the row's own dialog, a reason required.
+  await driver.findElement(By.css('[data-testid="preview-reject"]')).click();
+  const confirm = await driver.findElement(By.css('[data-testid="reject-confirm"]'));
+  assert.equal(await confirm.getAttribute("disabled"), "true", "no reason, no rejection");
+  await driver.findElement(By.css('[data-testid="reject-reason"]')).sendKeys("Not the limits we agreed on");
+  await confirm.click();
+  await eventually(driver, async () => {
+    const el = await driver.findElement(By.css(`[role="row"][data-run-id="${id}"]`));
+    return (await el.getAttribute("data-state")) === "released";
+  }, 10_000, "the run released as rejected");
+  assert.deepEqual(app.sql("SELECT state FROM runs WHERE id = ?", id), [["released:human_rejected"]]);
   await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="fleet-preview"]'))).length === 0, 5_000, "the preview closed");
 });
