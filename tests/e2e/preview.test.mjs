@@ -189,3 +189,47 @@ test("a seeded demo run pending review previews as having no changes, and reject
   assert.deepEqual(app.sql("SELECT state FROM runs WHERE id = ?", id), [["released:human_rejected"]]);
   await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="fleet-preview"]'))).length === 0, 5_000, "the preview closed");
 });
+
+test("10,000 runs: the preview opens on one row, the table stays a window of fixed rows and scrolls as before", async () => {
+  // One WebDriver session at a time: the small fleet's window goes first.
+  await app.quit();
+  app = null;
+  const big = await openApp();
+  try {
+    const d = big.driver;
+    // A bulk seed writes straight through the store (no events): reload.
+    assert.match(big.cli("demo", "seed", "--runs", "10000"), /seeded 10000 demo runs/);
+    await d.executeScript("location.reload()");
+    await eventually(d, async () => /10,000 of 10,000 runs/.test(await d.findElement(By.css('[data-testid="row-count"]')).getText()), 30_000, "10,000 runs");
+    const reviewRow = () => eventually(d, async () => (await d.findElements(By.css('[role="row"][data-state="pending_review"]')))[0], 20_000, "a row pending review");
+    await reviewRow();
+
+    /** ms per frame over 40 scroll steps through the grid, in the page. */
+    const scrollMs = () =>
+      d.executeAsyncScript(`
+        const done = arguments[0];
+        const g = document.querySelector('[role=grid]');
+        g.scrollTop = 0;
+        let i = 0;
+        const t0 = performance.now();
+        const step = () => {
+          g.scrollTop = i * 900;
+          g.dispatchEvent(new Event('scroll'));
+          if (++i > 40) return done({ ms: (performance.now() - t0) / 40, rows: document.querySelectorAll('[role=row][data-run-id]').length });
+          requestAnimationFrame(step);
+        };
+        requestAnimationFrame(step);`);
+    const closed = await scrollMs();
+
+    await d.executeScript("const g = document.querySelector('[role=grid]'); g.scrollTop = 0; g.dispatchEvent(new Event('scroll'));");
+    await (await reviewRow()).findElement(By.css('[data-testid="preview-toggle"]')).click();
+    await d.findElement(By.css('[data-testid="fleet-preview"]'));
+    const open = await scrollMs();
+    console.log(`# 10,000 runs, ms per scroll frame: ${closed.ms.toFixed(1)} closed, ${open.ms.toFixed(1)} with the preview open; rows in the DOM: ${closed.rows}, ${open.rows}`);
+    assert.ok(open.rows < 100, `${open.rows} row elements with the preview open`);
+    assert.equal((await d.findElements(By.css('[data-testid="fleet-preview"]'))).length, 1, "one preview, for the selected run only");
+    assert.ok(open.ms < Math.max(100, closed.ms * 3), `scrolling with the preview open: ${open.ms} ms a frame (closed: ${closed.ms})`);
+  } finally {
+    await big.quit();
+  }
+});
