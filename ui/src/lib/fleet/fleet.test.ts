@@ -285,6 +285,11 @@ describe("external sessions", () => {
     expect(needsYouLabel(waiting, "info")).toBe("info");
     expect(needsYouLabel(waiting, "blocking")).toBe("question");
     expect(needsYouLabel(waiting)).toBe("question");
+    // As the engine sends it: an info item alone does not need you, and
+    // the row still says there is one.
+    const told = ext({ needs_you: false, pending_gate: { id: 9, kind: "question", ask_kind: "info" } });
+    expect(needsYouLabel(told)).toBe("info");
+    expect(needsYouLabel(ext({ needs_you: false, pending_gate: null }))).toBeNull();
   });
 
   it("read as stopped, not aborted, once the user stopped them", () => {

@@ -205,9 +205,11 @@ export function runActions(r: RunView): RunActions {
 /** What the needs-you marker says: "review", "info" for an info item (an
  * external session's notice: it does not wait), or the kind of the open gate. */
 export function needsYouLabel(r: RunView, ask: AskKind | null = null): string | null {
-  if (!r.needs_you) return null;
+  // An info item alone does not make the run need you (the engine says
+  // so), but the row still says one is there to read.
+  if (!r.needs_you) return r.pending_gate?.ask_kind === "info" ? "info" : null;
   if (r.state.state === "pending_review") return "review";
-  if (ask === "info") return "info";
+  if (ask === "info" || r.pending_gate?.ask_kind === "info") return "info";
   const kind = r.pending_gate?.kind;
   return kind ? kind.replace(/_/g, " ") : "waiting";
 }
