@@ -1198,6 +1198,23 @@ fn per_part_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> O
     })
 }
 
+/// Whether "always" may be offered for this call: the rule it would add
+/// must cover this call and its like, never a whole tool by accident. Not
+/// for a shell call without a command (the rule would be bare `Bash`: every
+/// command), nor for a tool name that covers more than one tool
+/// (`mcp__server`, `mcp__server__*`: the agent chose the name).
+pub fn always_offerable(req: &ToolRequest) -> bool {
+    if is_shell(req) {
+        return req.command.as_deref().is_some_and(|c| !c.trim().is_empty());
+    }
+    match req.tool.strip_prefix("mcp__") {
+        Some(rest) => rest.split_once("__").is_some_and(|(server, tool)| {
+            !server.is_empty() && !tool.is_empty() && !tool.contains('*')
+        }),
+        None => true,
+    }
+}
+
 /// The rule a human's "always" answer adds for the run: `Bash(<exact
 /// command>)` for shell, `Edit(<path relative to the worktree>)` for a
 /// file-editing tool touching one path (glob characters in the path escaped,

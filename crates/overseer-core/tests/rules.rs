@@ -1400,3 +1400,22 @@ fn overseers_own_mcp_tools_only_ask_so_they_are_allowed_unless_a_deny_rule_says_
         );
     }
 }
+
+#[test]
+fn always_is_offered_only_where_its_rule_covers_the_call_and_its_like() {
+    use overseer_core::rules::always_offerable;
+    assert!(always_offerable(&bash("npm test")));
+    let mut bare = bash("x");
+    bare.command = None;
+    assert!(
+        !always_offerable(&bare),
+        "bare Bash would allow every command"
+    );
+    bare.command = Some("   ".into());
+    assert!(!always_offerable(&bare));
+    assert!(always_offerable(&edit("src/a.rs")));
+    assert!(always_offerable(&tool("mcp__db__query", "other")));
+    for wide in ["mcp__db", "mcp__db__*", "mcp____x", "mcp__db__"] {
+        assert!(!always_offerable(&tool(wide, "other")), "{wide}");
+    }
+}

@@ -1060,7 +1060,10 @@ async fn tool_permission(
             // "Always" would add a rule that can never apply to an
             // always-gated operation, nor to a path that leads out of the
             // worktree: not offered for those.
-            if always_gated.is_none() && rule.as_deref() != Some(rules::CONFINEMENT) {
+            if always_gated.is_none()
+                && rule.as_deref() != Some(rules::CONFINEMENT)
+                && rules::always_offerable(&req)
+            {
                 gate_options.push(GateOption::choice(
                     ToolCallChoice::Always,
                     "Always for this run",

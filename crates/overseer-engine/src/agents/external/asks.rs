@@ -65,7 +65,10 @@ impl Engine {
                 rule,
             } => {
                 let mut options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
-                if always_gated.is_none() && rule.as_deref() != Some(rules::CONFINEMENT) {
+                if always_gated.is_none()
+                    && rule.as_deref() != Some(rules::CONFINEMENT)
+                    && rules::always_offerable(&req)
+                {
                     options.push(GateOption::choice(
                         ToolCallChoice::Always,
                         "Always for this session",
