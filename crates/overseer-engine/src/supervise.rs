@@ -949,6 +949,26 @@ pub(crate) fn step_review_options() -> Vec<GateOption> {
     ]
 }
 
+/// The options of a tool-call gate. "Always" (labelled for a run or a
+/// session) would add a rule that can never apply to an always-gated
+/// operation, nor to a path that leads out of the worktree, nor cover only
+/// this call's like when the call names no command or a whole MCP server:
+/// not offered for those.
+pub(crate) fn tool_call_options(
+    req: &ToolRequest,
+    always_gated: Option<rules::AlwaysGated>,
+    rule: Option<&str>,
+    always_label: &str,
+) -> Vec<GateOption> {
+    use overseer_core::ToolCallChoice;
+    let mut options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
+    if always_gated.is_none() && rule != Some(rules::CONFINEMENT) && rules::always_offerable(req) {
+        options.push(GateOption::choice(ToolCallChoice::Always, always_label));
+    }
+    options.push(GateOption::choice(ToolCallChoice::No, "No"));
+    options
+}
+
 /// The options of a supervisor-pause gate.
 pub(crate) fn supervisor_pause_options() -> Vec<GateOption> {
     vec![

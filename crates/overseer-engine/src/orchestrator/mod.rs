@@ -1056,20 +1056,12 @@ async fn tool_permission(
             always_gated,
             rule,
         } => {
-            let mut gate_options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
-            // "Always" would add a rule that can never apply to an
-            // always-gated operation, nor to a path that leads out of the
-            // worktree: not offered for those.
-            if always_gated.is_none()
-                && rule.as_deref() != Some(rules::CONFINEMENT)
-                && rules::always_offerable(&req)
-            {
-                gate_options.push(GateOption::choice(
-                    ToolCallChoice::Always,
-                    "Always for this run",
-                ));
-            }
-            gate_options.push(GateOption::choice(ToolCallChoice::No, "No"));
+            let gate_options = crate::supervise::tool_call_options(
+                &req,
+                always_gated,
+                rule.as_deref(),
+                "Always for this run",
+            );
             let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, gate_options);
             spec.payload = json!({
                 "tool_call": tool_call,

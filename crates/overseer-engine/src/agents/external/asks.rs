@@ -64,17 +64,12 @@ impl Engine {
                 always_gated,
                 rule,
             } => {
-                let mut options = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
-                if always_gated.is_none()
-                    && rule.as_deref() != Some(rules::CONFINEMENT)
-                    && rules::always_offerable(&req)
-                {
-                    options.push(GateOption::choice(
-                        ToolCallChoice::Always,
-                        "Always for this session",
-                    ));
-                }
-                options.push(GateOption::choice(ToolCallChoice::No, "No"));
+                let options = crate::supervise::tool_call_options(
+                    &req,
+                    always_gated,
+                    rule.as_deref(),
+                    "Always for this session",
+                );
                 let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, options);
                 spec.payload = json!({
                     "tool_call": { "id": key, "title": title, "kind": req.kind, "raw_input": input, "name": tool },
