@@ -362,6 +362,45 @@ impl Engine {
         )
     }
 
+    /// The layer a rule that decided a tool call on `run` belongs to, in
+    /// words for its decision record: this run's own rules ("always"
+    /// answers), the task's, the workspace's, or built in. A rule the task or
+    /// workspace holds is named theirs (an "always" answer can only repeat
+    /// one of theirs word for word, with the same effect).
+    fn rule_layer(&self, run: RunId, rule: &str, list: RuleList) -> String {
+        let work = self.store().run_work(run).ok();
+        let has = |set: &RuleSet, part: &str| {
+            let rules = match list {
+                RuleList::Allow => &set.allow,
+                RuleList::Deny => &set.deny,
+            };
+            rules.iter().any(|r| r.to_string() == part)
+        };
+        let layer_of = |part: &str| match &work {
+            Some(w) if has(&w.task_settings.permissions, part) => "task rule",
+            Some(w) if has(&w.workspace.settings.permissions, part) => "workspace rule",
+            _ if part == rules::CONFINEMENT
+                || part.starts_with("default:")
+                || part.starts_with("read-only session") =>
+            {
+                "built-in rule"
+            }
+            // Not the task's nor the workspace's: an "always" answer's rule,
+            // which a launched run keeps with its turn.
+            Some(_) => LAYER_RUN,
+            None => "rule of an unknown layer",
+        };
+        // A compound command allowed part by part names each part's rule.
+        let mut layers: Vec<&str> = Vec::new();
+        for part in rule.split(" + ") {
+            let l = layer_of(part);
+            if !layers.contains(&l) {
+                layers.push(l);
+            }
+        }
+        layers.join(" + ")
+    }
+
     /// A permission rule allowed a tool call: its decision record, then its
     /// timeline entry. Err (nothing allowed) when the record cannot be
     /// written: no allow without its record.
@@ -373,13 +412,14 @@ impl Engine {
         rule: &str,
         source: Option<String>,
     ) -> Result<(), ApiError> {
+        let layer = self.rule_layer(run, rule, RuleList::Allow);
         self.note_decision(
             run,
             None,
             &Actor::Engine,
             &DecisionInput {
                 verdict: Some(Verdict::Approve),
-                rationale: Some(format!("allowed by rule: {title}")),
+                rationale: Some(format!("allowed by rule ({layer}): {title}")),
                 rule_ref: Some(rule.to_owned()),
                 source_event: source,
                 ..DecisionInput::default()
@@ -405,13 +445,14 @@ impl Engine {
         reason: &str,
         source: Option<String>,
     ) {
+        let layer = self.rule_layer(run, rule, RuleList::Deny);
         if let Err(e) = self.note_decision(
             run,
             None,
             &Actor::Engine,
             &DecisionInput {
                 verdict: Some(Verdict::Reject),
-                rationale: Some(reason.to_owned()),
+                rationale: Some(format!("{reason} ({layer}): {title}")),
                 rule_ref: Some(rule.to_owned()),
                 source_event: source,
                 ..DecisionInput::default()
@@ -979,6 +1020,16 @@ pub(crate) fn supervisor_pause_options() -> Vec<GateOption> {
     ]
 }
 
+/// Which list of a layer a rule decided from.
+#[derive(Clone, Copy)]
+enum RuleList {
+    Allow,
+    Deny,
+}
+
+/// The layer of a run's own rules: its "always" answers.
+const LAYER_RUN: &str = "this run's rule, from an “always” answer";
+
 /// A gate's whole story, for `overseer gates why` and the "Why?" drawer.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 pub struct GateStory {
@@ -1069,18 +1120,7 @@ impl Engine {
         let store = self.store();
         let view = store.run(run)?;
         let decisions = store.decisions_of_run(run)?;
-        let mut records = store.audit_story("run_id", run)?;
-        let gates: Vec<GateId> = store
-            .gates(false)?
-            .into_iter()
-            .filter(|g| g.run_id == run)
-            .map(|g| g.id)
-            .collect();
-        for g in gates {
-            records.extend(store.audit_story("gate_id", g)?);
-        }
-        records.sort_by_key(|r| r.record.seq);
-        records.dedup_by_key(|r| r.record.seq);
+        let records = store.audit_story_of_run(run)?;
         let decision_problems = store.run_decision_problems(run)?;
         let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();
         Ok(RunStory {

@@ -498,6 +498,16 @@ pub(crate) fn story(
     let records = stmt
         .query_map([id], row_to_record)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    checked(conn, keyring, records)
+}
+
+/// Each record checked on its own: signature, hashes, and its link to the
+/// record before it in the log.
+fn checked(
+    conn: &Connection,
+    keyring: &Keyring,
+    records: Vec<AuditRecord>,
+) -> rusqlite::Result<Vec<CheckedRecord>> {
     let mut prev_stmt = conn.prepare_cached(
         "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
          FROM audit_log WHERE seq = ?1",
@@ -511,6 +521,39 @@ pub(crate) fn story(
         out.push(CheckedRecord { record, problem });
     }
     Ok(out)
+}
+
+/// Every audit record about one run or any of its gates, in log order, each
+/// checked on its own: one scan of the log, however many gates the run has.
+pub(crate) fn run_story(
+    conn: &Connection,
+    keyring: &Keyring,
+    run: i64,
+) -> rusqlite::Result<Vec<CheckedRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
+         FROM audit_log
+         WHERE json_extract(payload, '$.run_id') = ?1
+            OR json_extract(payload, '$.gate_id') IN (SELECT id FROM gates WHERE run_id = ?1)
+         ORDER BY seq",
+    )?;
+    let records = stmt
+        .query_map([run], row_to_record)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    checked(conn, keyring, records)
+}
+
+impl crate::Store {
+    /// Every audit record about one run or any of its gates (the run's
+    /// "Why?"), in log order, each checked on its own: signature, hashes,
+    /// and its link in the chain. One scan of the log.
+    pub fn audit_story_of_run(
+        &self,
+        run: overseer_core::RunId,
+    ) -> Result<Vec<CheckedRecord>, crate::StoreError> {
+        run_story(&self.conn, &self.keyring, run)
+            .map_err(|e| crate::StoreError::from_sqlite(e, &self.path))
+    }
 }
 
 #[cfg(test)]
