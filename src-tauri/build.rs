@@ -11,6 +11,7 @@ fn main() {
         "decide_gate",
         "hold_gate",
         "gate_story",
+        "run_story",
         "run_activity",
         "run_diff",
         "steer_run",

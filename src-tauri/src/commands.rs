@@ -5,7 +5,9 @@ use overseer_core::message::{MessageTo, MessageView};
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{ActivityView, Actor, ApiError, ErrorCode, GateId, GateView, RunId, RunView};
-use overseer_engine::{Engine, GateStory, NotificationSettings, PolicyStatus, Scope, TaskInfo};
+use overseer_engine::{
+    Engine, GateStory, NotificationSettings, PolicyStatus, RunStory, Scope, TaskInfo,
+};
 use std::sync::Arc;
 use tauri::State;
 
@@ -98,6 +100,17 @@ pub async fn gate_story(
     gate_id: GateId,
 ) -> Result<GateStory, ApiError> {
     blocking(&engine, move |e| e.gate_story(gate_id)).await
+}
+
+/// A run's whole story: every signed record that decided anything on it
+/// (step verdicts, rules' allows and denials, supervisor votes, timers,
+/// humans), each checked.
+#[tauri::command]
+pub async fn run_story(
+    engine: State<'_, Arc<Engine>>,
+    run_id: RunId,
+) -> Result<RunStory, ApiError> {
+    blocking(&engine, move |e| e.run_story(run_id)).await
 }
 
 #[tauri::command]

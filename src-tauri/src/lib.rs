@@ -36,6 +36,7 @@ pub fn builder(
             commands::decide_gate,
             commands::hold_gate,
             commands::gate_story,
+            commands::run_story,
             commands::run_activity,
             commands::run_diff,
             commands::steer_run,

@@ -12,6 +12,8 @@ export class Nav {
   view = $state<View>({ name: "fleet" });
   /** The gate whose "Why?" drawer is open. */
   why = $state<number | null>(null);
+  /** The run whose "Why?" drawer is open. */
+  whyRun = $state<number | null>(null);
 
   go(view: View): void {
     this.view = view;
@@ -27,5 +29,13 @@ export class Nav {
 
   closeWhy(): void {
     this.why = null;
+  }
+
+  openRunWhy(runId: number): void {
+    this.whyRun = runId;
+  }
+
+  closeRunWhy(): void {
+    this.whyRun = null;
   }
 }

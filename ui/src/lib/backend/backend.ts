@@ -3,6 +3,7 @@ import type {
   AgentInfo,
   EngineEvent,
   GateStory,
+  RunStory,
   GateView,
   MessageTo,
   MessageView,
@@ -45,6 +46,10 @@ export interface Backend {
   holdGate(gateId: number): Promise<GateView>;
   /** The chronological story of a gate, each audit record checked. */
   gateStory(gateId: number): Promise<GateStory>;
+  /** The whole story of a run: every signed record that decided anything on
+   * it or its gates (step verdicts, rules, supervisor votes, timers, humans),
+   * each checked. */
+  runStory(runId: number): Promise<RunStory>;
 
   // Messages (hub and spoke: the supervisor, the user, a broadcast; a run
   // only as a reply)

@@ -11,6 +11,7 @@ import type {
   Containment,
   EngineEvent,
   GateStory,
+  RunStory,
   GateView,
   MessageTo,
   MessageView,
@@ -218,6 +219,32 @@ export class MockBackend implements Backend {
         records.push(rec(gateId * 10 + 1, { type: "gate_decided", gate_id: gateId, option: gate.decision.option }, "user:app", gate.decision.at));
       }
       return { gate, decisions: [], records, decision_problems: [], verified: true };
+    });
+  }
+
+  runStory(runId: number) {
+    return this.answer(`runStory ${runId}`, (): RunStory => {
+      const run = this.run(runId);
+      let seq = runId * 1000;
+      const rec = (payload: object, actor: string, at: number) => ({
+        record: {
+          seq: ++seq,
+          prev_hash: "0".repeat(64),
+          payload: JSON.stringify(payload),
+          payload_hash: "a".repeat(64),
+          actor,
+          at,
+          record_hash: "b".repeat(64),
+          signature: "c".repeat(128),
+        },
+        problem: null,
+      });
+      const records = [rec({ type: "run_created", run_id: runId, agent: run.agent }, "user:app", run.created_at)];
+      for (const g of [...this.gates.values()].filter((g) => g.run_id === runId)) {
+        records.push(rec({ type: "gate_opened", gate_id: g.id, run_id: runId, kind: g.kind, title: g.title }, "agent:demo", g.opened_at));
+        if (g.decision) records.push(rec({ type: "gate_decided", gate_id: g.id, run_id: runId, option: g.decision.option }, "user:app", g.decision.at));
+      }
+      return { run, decisions: [], records, decision_problems: [], verified: true };
     });
   }
 

@@ -8,6 +8,7 @@ import type {
   AgentInfo,
   EngineEvent,
   GateStory,
+  RunStory,
   GateView,
   MessageView,
   NotificationSettings,
@@ -44,6 +45,7 @@ export const tauriBackend: Backend = {
   decideGate: (gateId, option, context) => call<GateView>("decide_gate", { gateId, option, context }),
   holdGate: (gateId) => call<GateView>("hold_gate", { gateId }),
   gateStory: (gateId) => call<GateStory>("gate_story", { gateId }),
+  runStory: (runId) => call<RunStory>("run_story", { runId }),
 
   listMessages: (run, after) => call<MessageView[]>("list_messages", { run, after }),
   sendMessage: (to, body, correlationId) => call<MessageView>("send_message", { to, body, correlationId }),

@@ -1,10 +1,47 @@
-// A gate's story for the "Why?" drawer: every audit record about the gate in
-// order, each with the decision record it carries (verdict, rationale, rule,
-// model, prompt version, confidence, source event), and what its check found.
-// Pure: the drawer renders what this returns, as text.
-import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue } from "../types";
+// A gate's or a run's story for the "Why?" drawers: every audit record about
+// it in order, each with the decision record it carries (verdict, rationale,
+// rule, model, prompt version, confidence, source event), what kind of
+// decision it was (a step verdict, a rule's allow or denial, a supervisor
+// vote, a timer, a human...), and what its check found.
+// Pure: the drawers render what this returns, as text.
+import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue, RunStory } from "../types";
 
 type Obj = { [key: string]: JsonValue };
+
+/** What a story is built from: a gate's story or a run's (same fields). */
+export type StoryInput = Pick<GateStory, "decisions" | "records" | "decision_problems" | "verified">;
+
+/** What a record decided, or what it is when it decided nothing. */
+export type RecordKind =
+  | "step_verdict"
+  | "rule_allow"
+  | "rule_deny"
+  | "supervisor_vote"
+  | "timer"
+  | "retry"
+  | "human"
+  | "gate"
+  | "run"
+  | "security"
+  | "other";
+
+/** One word or two for each kind, as the drawers label records. */
+export const RECORD_KIND_LABELS: Record<RecordKind, string> = {
+  step_verdict: "Step verdict",
+  rule_allow: "Rule allowed",
+  rule_deny: "Rule denied",
+  supervisor_vote: "Supervisor vote",
+  timer: "Timer fired",
+  retry: "Retry",
+  human: "Human decision",
+  gate: "Gate",
+  run: "Run",
+  security: "Security",
+  other: "Record",
+};
+
+/** The kinds that decided something, in the order a summary names them. */
+export const DECIDING_KINDS: RecordKind[] = ["step_verdict", "rule_allow", "rule_deny", "supervisor_vote", "timer", "retry", "human"];
 
 export interface StoryEntry {
   seq: number;
@@ -13,6 +50,8 @@ export interface StoryEntry {
   actor: string;
   /** The record's type: gate_opened, gate_terms, decision, gate_decided... */
   type: string;
+  /** What it decided (a step verdict, a rule's allow...), or what it is. */
+  kind: RecordKind;
   /** One line saying what happened. */
   headline: string;
   /** Label/value pairs worth showing (empty values left out). */
@@ -218,16 +257,99 @@ function describe(type: string, p: Obj, actor: string, decision: DecisionRecord 
   }
 }
 
+const startsWith = (v: string | null | undefined, p: string): boolean => typeof v === "string" && v.startsWith(p);
+
+/**
+ * What a record decided. Decision records are told apart by what they carry:
+ * a step's verdict names the step that finished (`step_finished:RUN:N`), a
+ * rule's allow or denial the tool call (`tool_call:ID`), a timer its rule
+ * (`timer`), a retry the retry policy; a supervisor's vote on a gate is by
+ * the supervisor; anything a person decided is by `user:NAME`.
+ */
+export function recordKind(type: string, p: Obj, actor: string, decision: DecisionRecord | null): RecordKind {
+  const human = actor.startsWith("user:");
+  switch (type) {
+    case "decision": {
+      const source = decision?.source_event ?? text(p["source_event"]);
+      const rule = decision?.rule_ref ?? text(p["rule_ref"]);
+      const verdict = decision?.verdict ?? text(p["verdict"]);
+      if (human) return "human";
+      if (rule === "timer" || startsWith(source, "timer:")) return "timer";
+      if (rule === "retry_policy") return "retry";
+      if (startsWith(source, "step_finished:")) return "step_verdict";
+      if (startsWith(source, "tool_call:") && actor === "engine") return verdict === "reject" ? "rule_deny" : "rule_allow";
+      if (actor.startsWith("supervisor:")) return "supervisor_vote";
+      return "other";
+    }
+    case "gate_decided":
+    case "gate_timer_stopped":
+      return human ? "human" : "gate";
+    case "gate_opened":
+    case "gate_terms":
+      return "gate";
+    case "user_instruction":
+      return "human";
+    case "security_event":
+      return "security";
+    case "run_created":
+      return "run";
+    case "run_transition":
+    case "run_worktree":
+    case "run_reviewed_tip":
+    case "session_opened":
+    case "merge_intent":
+    case "merge_commit":
+    case "merge_done":
+      return human ? "human" : "run";
+    default:
+      return human ? "human" : "other";
+  }
+}
+
+/** The step a step verdict is about, from its source event `step_finished:RUN:N`. */
+export function stepOf(source: string | null | undefined): number | null {
+  if (!startsWith(source, "step_finished:")) return null;
+  const n = Number(String(source).split(":")[2]);
+  return Number.isInteger(n) ? n : null;
+}
+
+/** A headline saying what a deciding record decided, or null to keep the record's own. */
+function kindHeadline(kind: RecordKind, p: Obj, actor: string, decision: DecisionRecord | null): string | null {
+  const verdict = (decision?.verdict ?? text(p["verdict"]) ?? "?").toUpperCase();
+  const rule = decision?.rule_ref ?? text(p["rule_ref"]);
+  const option = decision?.option ?? text(p["option"]);
+  switch (kind) {
+    case "step_verdict": {
+      const step = stepOf(decision?.source_event ?? text(p["source_event"]));
+      return `${step === null ? "Step" : `Step ${step}`}: ${verdict} by ${actor}${rule ? ` (${rule})` : ""}`;
+    }
+    case "rule_allow":
+      return `Allowed by the rule ${rule ?? "?"}`;
+    case "rule_deny":
+      return `Denied by the rule ${rule ?? "?"}`;
+    case "timer":
+      return `Timer fired: chose “${option ?? "?"}”`;
+    case "retry":
+      return `Retried by the retry policy`;
+    default:
+      return null;
+  }
+}
+
 function entry(r: CheckedRecord, bySeq: Map<number, DecisionRecord>, storyVerified: boolean): StoryEntry {
   const p = parse(r.record.payload);
   const type = text(p["type"]) ?? "record";
   const decision = bySeq.get(r.record.seq) ?? null;
-  const { headline, facts: f } = describe(type, p, r.record.actor, decision);
+  const described = describe(type, p, r.record.actor, decision);
+  const kind = recordKind(type, p, r.record.actor, decision);
+  const headline = kindHeadline(kind, p, r.record.actor, decision) ?? described.headline;
+  const f = described.facts;
   return {
     seq: r.record.seq,
     at: r.record.at,
     actor: r.record.actor,
     type,
+    kind,
     headline,
     facts: f,
     decision,
@@ -238,8 +360,9 @@ function entry(r: CheckedRecord, bySeq: Map<number, DecisionRecord>, storyVerifi
   };
 }
 
-/** The story in order of the audit log, decisions joined to their records. */
-export function buildStory(s: GateStory): Story {
+/** The story in order of the audit log, decisions joined to their records.
+ * `about` names what the story is about in its summary. */
+export function buildStory(s: StoryInput | GateStory | RunStory, about: "gate" | "run" = "gate"): Story {
   const bySeq = new Map(s.decisions.map((d) => [d.audit_seq, d] as const));
   const entries = [...s.records].sort((a, b) => a.record.seq - b.record.seq).map((r) => entry(r, bySeq, s.verified));
   const seqs = new Set(entries.map((e) => e.seq));
@@ -252,7 +375,7 @@ export function buildStory(s: GateStory): Story {
   const verified =
     s.verified && bad.length === 0 && entries.length > 0 && unrecorded.length === 0 && problems.length === 0 && tampering.length === 0;
   let summary: string;
-  if (entries.length === 0) summary = "No audit records about this gate were found: nothing here can be verified.";
+  if (entries.length === 0) summary = `No audit records about this ${about} were found: nothing here can be verified.`;
   else if (verified) summary = entries.length === 1 ? "Verified: the 1 record is signed, intact and chained." : `Verified: all ${entries.length} records are signed, intact and chained.`;
   else if (bad.length > 0) {
     const first = bad[0];
@@ -260,7 +383,7 @@ export function buildStory(s: GateStory): Story {
   } else if (problems.length > 0) {
     summary = decisionUnverified
       ? `NOT VERIFIED: the decision shown was written into the database outside Overseer; no signed record backs it (${problems.length} decision row${problems.length === 1 ? "" : "s"} without a matching signed record). Run \`overseer audit verify\`.`
-      : `NOT VERIFIED: ${problems.length} decision row${problems.length === 1 ? "" : "s"} about this gate ${problems.length === 1 ? "has" : "have"} no matching signed record. Run \`overseer audit verify\`.`;
+      : `NOT VERIFIED: ${problems.length} decision row${problems.length === 1 ? "" : "s"} about this ${about} ${problems.length === 1 ? "has" : "have"} no matching signed record. Run \`overseer audit verify\`.`;
   } else if (unrecorded.length > 0) summary = `VERIFICATION FAILED: ${unrecorded.length} decision(s) have no audit record in this story.`;
   else if (tampering.length > 0)
     summary = `TAMPERING DETECTED: a decision was written into the database outside Overseer (record #${tampering[0]?.seq}); it was not acted on. The records themselves verify.`;
@@ -269,3 +392,11 @@ export function buildStory(s: GateStory): Story {
 }
 
 export { decisionFacts };
+
+/** How many records of each deciding kind a story holds, as a line for its
+ * summary: "2 step verdicts · 1 rule allowed · 1 timer fired". Kinds with none are left out. */
+export function kindCounts(entries: StoryEntry[]): { kind: RecordKind; label: string; count: number }[] {
+  return DECIDING_KINDS.map((kind) => ({ kind, label: RECORD_KIND_LABELS[kind], count: entries.filter((e) => e.kind === kind).length })).filter(
+    (c) => c.count > 0,
+  );
+}
