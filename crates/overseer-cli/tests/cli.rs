@@ -350,8 +350,8 @@ fn approve_plan(h: &Home, run: i64) {
     });
 }
 
-#[test]
-fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_keeps_gates() {
+/// A home with the demo agent configured and a workspace `r` on an empty repository.
+fn demo_home() -> Home {
     let h = Home::new();
     let cfg = h.dir.path().join("config");
     std::fs::create_dir_all(&cfg).expect("cfg");
@@ -364,19 +364,28 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
     )
     .expect("config");
     let repo = empty_repo(&h);
-    h.ok(&["demo", "seed"]);
     h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
-    let socket = h.data().join("overseer.sock");
-    let mut serve = Serve(
-        h.cmd(&["serve"])
-            .env("OVERSEER_DEMO_STEP_MS", "0")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve"),
-    );
-    wait_for(&socket);
-    let run: i64 = h
-        .ok(&[
+    h
+}
+
+impl Home {
+    /// `overseer serve`, started and answering on its socket.
+    fn serve(&self) -> Serve {
+        let socket = self.data().join("overseer.sock");
+        let _ = std::fs::remove_file(&socket);
+        let serve = Serve(
+            self.cmd(&["serve"])
+                .env("OVERSEER_DEMO_STEP_MS", "0")
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("serve"),
+        );
+        wait_for(&socket);
+        serve
+    }
+
+    fn start_demo(&self, scenario: &str) -> i64 {
+        self.ok(&[
             "task",
             "start",
             "--workspace",
@@ -384,87 +393,232 @@ fn after_kill_9_the_next_engine_interrupts_orphaned_runs_kills_their_agents_and_
             "--agent",
             "demo",
             "--prompt",
-            "wait",
+            "update the greeting",
             "--scenario",
-            "stubborn",
+            scenario,
         ])
         .trim()
         .parse()
-        .expect("run id");
+        .expect("run id")
+    }
+
+    fn gates(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&self.ok(&["gates", "list", "--all", "--json"])).expect("json")
+    }
+
+    /// The run's pending gate of `kind`, once there is one.
+    fn pending(&self, run: i64, kind: &str) -> serde_json::Value {
+        let mut found = None;
+        eventually(&format!("a pending {kind} gate of run {run}"), || {
+            found = self
+                .gates()
+                .into_iter()
+                .find(|g| g["run_id"] == run && g["kind"] == kind && g["status"] == "pending");
+            found.is_some()
+        });
+        found.expect("found")
+    }
+
+    fn activity_kinds(&self, run: i64) -> Vec<String> {
+        let v: Vec<serde_json::Value> =
+            serde_json::from_str(&self.ok(&["runs", "activity", &run.to_string(), "--json"]))
+                .expect("json");
+        v.iter()
+            .filter_map(|a| a["kind"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// kill -9 of the engine process itself, then reaped.
+fn kill_9(serve: Serve) {
+    let mut serve = serve;
+    serve.0.kill().expect("kill -9");
+    serve.0.wait().expect("reap");
+}
+
+#[test]
+fn after_kill_9_the_next_engine_carries_runs_on_kills_the_old_agents_and_keeps_gates() {
+    let h = demo_home();
+    h.ok(&["demo", "seed"]);
+    let serve = h.serve();
     // Approve its plan, then let it hang in its endless turn.
+    let run = h.start_demo("stubborn");
     approve_plan(&h, run);
     let needle = format!("run-{run}\0");
     eventually("the agent and its grandchild", || {
         procs_with(h.dir.path(), &needle).len() >= 2
     });
+    eventually("step 1 started", || {
+        h.activity_kinds(run).iter().any(|k| k == "step_started")
+    });
     let agent_tree = procs_with(h.dir.path(), &needle);
 
     // kill -9 the engine: its direct agent dies with it (PDEATHSIG).
-    serve.0.kill().expect("kill -9");
-    serve.0.wait().expect("reap");
+    kill_9(serve);
     eventually("the direct agent to die with the engine", || {
         procs_with(h.dir.path(), &needle).len() < agent_tree.len()
     });
 
-    // The next engine cleans up and tells the truth about the run.
-    let _serve2 = Serve(
-        h.cmd(&["serve"])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve again"),
-    );
-    eventually("recovery", || h.run_state(run) == "released:interrupted");
-    eventually("no agent process of the run left", || {
-        procs_with(h.dir.path(), &needle).is_empty()
+    // The next engine kills what the old agent left, and carries the run
+    // on with a new agent: same run, at the step it was on.
+    let serve2 = h.serve();
+    eventually("the run carried on", || {
+        h.activity_kinds(run).iter().any(|k| k == "carried_on")
     });
-    let gates: Vec<serde_json::Value> =
-        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    eventually("none of the old agent's processes left", || {
+        let now = procs_with(h.dir.path(), &needle);
+        agent_tree.iter().all(|p| !now.contains(p))
+    });
+    eventually("the new agent and its grandchild", || {
+        procs_with(h.dir.path(), &needle).len() >= 2
+    });
+    assert_eq!(h.run_state(run), "running");
+    let gates = h.gates();
     assert_eq!(
-        gates.iter().filter(|g| g["kind"] == "merge_review").count(),
+        gates
+            .iter()
+            .filter(|g| g["kind"] == "merge_review" && g["status"] == "pending")
+            .count(),
         3,
         "the pending reviews are still pending: {gates:?}"
     );
-    let show = h.ok(&["runs", "show", &run.to_string()]);
-    assert!(show.contains("overseer runs resume"), "{show}");
-
-    // Resume: a new attempt in the same worktree reaches its plan gate again.
-    let resumed: i64 = h
-        .ok(&["runs", "resume", &run.to_string()])
-        .trim()
-        .parse()
-        .expect("id");
-    approve_plan(&h, resumed);
-    let needle = format!("run-{resumed}\0");
-    eventually("the resumed agent and its grandchild", || {
-        procs_with(h.dir.path(), &needle).len() >= 2
+    assert_eq!(
+        gates
+            .iter()
+            .filter(|g| g["run_id"] == run && g["kind"] == "plan")
+            .count(),
+        1,
+        "the approved plan is not asked for again: {gates:?}"
+    );
+    // Step 1 began once before the kill and once after.
+    eventually("step 1 started again", || {
+        h.activity_kinds(run)
+            .iter()
+            .filter(|k| *k == "step_started")
+            .count()
+            == 2
     });
 
     // A clean stop (SIGTERM) stops every agent's whole tree, the setsid
-    // grandchild too: nothing outlives the engine. The run did not fail: the
-    // next start finds it interrupted, resumable.
-    let pid = _serve2.0.id().to_string();
+    // grandchild too: nothing outlives the engine. The run did not fail:
+    // the next start carries it on again.
+    let pid = serve2.0.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill")
         .success());
-    let mut serve2 = _serve2;
+    let mut serve2 = serve2;
     assert!(serve2.0.wait().expect("wait").success());
     assert_eq!(
         procs_with(h.dir.path(), &needle),
         Vec::<u32>::new(),
         "agent processes outlived a clean stop"
     );
-    assert_eq!(h.run_state(resumed), "running");
-    let _serve3 = Serve(
-        h.cmd(&["serve"])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve a third time"),
-    );
-    eventually("the stopped run found interrupted", || {
-        h.run_state(resumed) == "released:interrupted"
+    assert_eq!(h.run_state(run), "running");
+    let _serve3 = h.serve();
+    eventually("carried on a second time", || {
+        h.activity_kinds(run)
+            .iter()
+            .filter(|k| *k == "carried_on")
+            .count()
+            == 2
     });
+    h.ok(&["runs", "abort", &run.to_string()]);
+    eventually("no agent process of the aborted run left", || {
+        procs_with(h.dir.path(), &needle).is_empty()
+    });
+    let ok = h.ok(&["audit", "verify"]);
+    assert!(ok.starts_with("audit log OK"), "{ok}");
+}
+
+#[test]
+fn a_plan_a_question_and_a_tool_call_waiting_at_kill_9_are_kept_or_asked_again() {
+    let h = demo_home();
+    let serve = h.serve();
+    // A plan waiting for approval survives: same gate, same run; approving
+    // it after the restart carries the run to its review.
+    let happy = h.start_demo("happy");
+    let plan = h.pending(happy, "plan");
+    // A question waiting for an answer survives too.
+    let questions = h.start_demo("questions");
+    let question = h.pending(questions, "question");
+    kill_9(serve);
+    let serve = h.serve();
+    eventually("both runs carried on", || {
+        [happy, questions]
+            .iter()
+            .all(|r| h.activity_kinds(*r).iter().any(|k| k == "carried_on"))
+    });
+    assert_eq!(h.pending(happy, "plan")["id"], plan["id"]);
+    // The demo agent offers `session/load`: its session is continued, and
+    // the history it replays is not recorded again.
+    let timeline = h.ok(&["runs", "activity", &happy.to_string(), "--json"]);
+    assert!(
+        timeline.contains("resumed the agent's session"),
+        "{timeline}"
+    );
+    assert!(!timeline.contains("replayed history"), "{timeline}");
+    assert_eq!(h.pending(questions, "question")["id"], question["id"]);
+    h.ok(&[
+        "gates",
+        "decide",
+        &plan["id"].to_string(),
+        "--option",
+        "approve",
+    ]);
+    // Carried on with the approved plan: step 1's edit asks for permission.
+    h.pending(happy, "tool_call");
+    assert!(h.activity_kinds(happy).iter().any(|k| k == "step_started"));
+    h.ok(&["runs", "abort", &happy.to_string()]);
+    // The carried-on agent asked its question again: it is the same gate
+    // (no second question), and the answer reaches it.
+    h.ok(&[
+        "gates",
+        "decide",
+        &question["id"].to_string(),
+        "--option",
+        "answer",
+        "--context",
+        r#"{"framework": "solid", "add_tests": false, "notes": "after the restart"}"#,
+    ]);
+    let again = h.pending(questions, "plan");
+    assert_eq!(
+        h.gates()
+            .iter()
+            .filter(|g| g["run_id"] == questions && g["kind"] == "question")
+            .count(),
+        1
+    );
+    assert!(
+        again["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("after the restart")),
+        "the answer shaped the plan: {again}"
+    );
+    h.ok(&["runs", "abort", &questions.to_string()]);
+
+    // A tool call waiting at kill -9 is never answered blindly: withdrawn,
+    // and the carried-on agent asks again.
+    let destructive = h.start_demo("destructive");
+    approve_plan(&h, destructive);
+    let call = h.pending(destructive, "tool_call");
+    kill_9(serve);
+    let _serve = h.serve();
+    let mut asked_again = serde_json::Value::Null;
+    eventually("the tool call asked again", || {
+        asked_again = h.pending(destructive, "tool_call");
+        asked_again["id"] != call["id"]
+    });
+    let old = h
+        .gates()
+        .into_iter()
+        .find(|g| g["id"] == call["id"])
+        .expect("old gate");
+    assert_eq!(old["status"], "decided", "{old}");
+    assert_eq!(old["decision"]["option"], "no", "{old}");
+    assert_eq!(old["decision"]["actor"]["kind"], "engine", "{old}");
+    h.ok(&["runs", "abort", &destructive.to_string()]);
     let ok = h.ok(&["audit", "verify"]);
     assert!(ok.starts_with("audit log OK"), "{ok}");
 }

@@ -7,6 +7,7 @@
 //! Table of contents:
 //! - [`agent`]: agents' session modes, planning strategies, exit-plan answers.
 //! - [`plan`]: plans, the planning and step prompts, and where plans come from.
+//! - [`progress`]: where a launched run is (planning, which step), kept so a restart carries it on.
 //! - [`run`]: the run state machine, `apply(state, event, now)`.
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
@@ -28,6 +29,7 @@ pub mod error;
 pub mod gate;
 pub mod message;
 pub mod plan;
+pub mod progress;
 pub mod rules;
 pub mod run;
 pub mod session;

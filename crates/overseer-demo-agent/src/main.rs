@@ -250,6 +250,7 @@ async fn serve(
 ) -> Result<(), agent_client_protocol::Error> {
     let d_init = demo.clone();
     let d_new = demo.clone();
+    let d_load = demo.clone();
     let d_prompt = demo.clone();
     let d_mode = demo.clone();
     let d_cancel = demo;
@@ -268,7 +269,7 @@ async fn serve(
                 drop(state);
                 responder.respond(
                     acp::InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(acp::AgentCapabilities::new())
+                        .agent_capabilities(acp::AgentCapabilities::new().load_session(true))
                         .agent_info(acp::Implementation::new(
                             "overseer-demo-agent",
                             env!("CARGO_PKG_VERSION"),
@@ -281,6 +282,12 @@ async fn serve(
             async move |r: acp::NewSessionRequest,
                         responder: Responder<acp::NewSessionResponse>,
                         _cx| { new_session(&d_new, r, responder) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: acp::LoadSessionRequest,
+                        responder: Responder<acp::LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| { load_session(&d_load, r, responder, cx) },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
@@ -330,9 +337,49 @@ fn new_session(
     }
     let id = acp::SessionId::new("demo-session-1");
     log!("session in {}", request.cwd.display());
+    let modes = open_session(demo, id.clone(), request.cwd);
+    responder.respond(acp::NewSessionResponse::new(id).modes(modes))
+}
+
+/// `session/load`: the demo keeps no history, but replays one line of it
+/// (as real agents replay theirs) before answering, then works as in a new
+/// session (a restarted Overseer tells it where it was).
+fn load_session(
+    demo: &Demo,
+    request: acp::LoadSessionRequest,
+    responder: Responder<acp::LoadSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    if !request.cwd.is_absolute() {
+        return responder.respond_with_error(
+            agent_client_protocol::Error::invalid_params()
+                .data(serde_json::json!({ "cwd": "must be an absolute path" })),
+        );
+    }
+    log!(
+        "session {} loaded in {}",
+        request.session_id.0,
+        request.cwd.display()
+    );
+    let id = request.session_id.clone();
+    let modes = open_session(demo, id.clone(), request.cwd);
+    cx.send_notification(acp::SessionNotification::new(
+        id,
+        acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(acp::ContentBlock::Text(
+            acp::TextContent::new(REPLAYED),
+        ))),
+    ))?;
+    responder.respond(acp::LoadSessionResponse::new().modes(modes))
+}
+
+/// What `session/load` replays.
+const REPLAYED: &str = "(replayed history: this line was said before the session was loaded)";
+
+/// The session's state, fresh; its modes.
+fn open_session(demo: &Demo, id: acp::SessionId, cwd: std::path::PathBuf) -> acp::SessionModeState {
     demo.state().session = Some(Session {
-        id: id.clone(),
-        cwd: request.cwd,
+        id,
+        cwd,
         phase: Phase::Idle,
         done: 0,
         always_allowed: false,
@@ -343,7 +390,7 @@ fn new_session(
         step: 0,
         turn_running: false,
     });
-    let modes = acp::SessionModeState::new(
+    acp::SessionModeState::new(
         start_mode(),
         vec![
             acp::SessionMode::new("default", "Default")
@@ -351,8 +398,7 @@ fn new_session(
             acp::SessionMode::new("plan", "Plan").description("Plans only".to_owned()),
             acp::SessionMode::new("auto", "Auto").description("Edits without asking".to_owned()),
         ],
-    );
-    responder.respond(acp::NewSessionResponse::new(id).modes(modes))
+    )
 }
 
 fn prompt(

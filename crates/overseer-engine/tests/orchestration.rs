@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{git, pending_gate, start, start_with, state, until, world, world_with};
+use common::{
+    git, pending_gate, reopen, restart, start, start_with, state, until, world, world_with,
+};
 use overseer_core::{Actor, EngineEvent, GateKind, ReleaseReason, RunState};
 use overseer_engine::{LogNotifier, TaskStart};
 use overseer_store::TaskSettings;
@@ -322,4 +324,131 @@ async fn a_task_in_a_stage_that_auto_advances_merges_without_review() {
         .then_some(())
     })
     .await;
+}
+
+/// Says yes to the run's tool calls and retry to its deviations until `done`.
+async fn yes_until(
+    w: &common::World,
+    run: i64,
+    what: &str,
+    done: impl Fn(&overseer_engine::Engine) -> bool,
+) {
+    until(w, what, |e| {
+        for g in e.gates(true).ok()? {
+            let option = match g.kind {
+                GateKind::ToolCall => "yes",
+                GateKind::Deviation => "retry",
+                _ => continue,
+            };
+            if g.run_id == run {
+                let _ = e.decide_gate(g.id, option, None, &Actor::cli());
+            }
+        }
+        done(e).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deviation_waiting_at_a_restart_stays_pending_and_its_retry_carries_the_run_on() {
+    let mut w = world(vec![]).await;
+    let run = start(&w, "flaky");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let deviation = until(&w, "the deviation gate", |e| {
+        let gates = e.gates(true).ok()?;
+        for g in &gates {
+            if g.run_id == run && g.kind == GateKind::ToolCall {
+                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+            }
+        }
+        gates
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
+    })
+    .await;
+    restart(&mut w).await;
+    // The same gate, still pending, in a run still running.
+    let again = pending_gate(&w, run, GateKind::Deviation).await;
+    assert_eq!(again.id, deviation.id);
+    assert_eq!(w.engine.run(run).expect("run").state, RunState::Running);
+    w.engine
+        .decide_gate(deviation.id, "retry", Some("try again"), &Actor::cli())
+        .expect("retry");
+    // The carried-on agent is as flaky as the first (a new process):
+    // retries take it to its review.
+    yes_until(&w, run, "the review", |e| {
+        e.run(run).is_ok_and(|r| r.state == RunState::PendingReview)
+    })
+    .await;
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let started = |n: u64| {
+        activity
+            .iter()
+            .filter(|a| a.kind == "step_started" && a.payload["step"] == n)
+            .count()
+    };
+    assert_eq!(started(1), 1, "step 1 was done once, before the restart");
+    assert!(started(2) >= 2, "step 2 again after the retry");
+    let plans = w
+        .engine
+        .gates(false)
+        .expect("gates")
+        .into_iter()
+        .filter(|g| g.run_id == run && g.kind == GateKind::Plan)
+        .count();
+    assert_eq!(plans, 1, "the approved plan is not asked for again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_acted_on_just_before_the_engine_stopped_is_not_asked_for_again() {
+    let mut w = world(vec![]).await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let call = pending_gate(&w, run, GateKind::ToolCall).await;
+    // The engine stopped after acting on the approval but before it wrote
+    // where the run went: its checkpoint still says planning.
+    w.engine.stop_agents().await;
+    let db = rusqlite::Connection::open(w.engine.paths().db()).expect("db");
+    let changed = db
+        .execute(
+            "UPDATE run_progress SET checkpoint = ?1 WHERE run_id = ?2",
+            rusqlite::params![r#"{"progress":{"phase":"planning","guidance":""}}"#, run],
+        )
+        .expect("checkpoint");
+    assert_eq!(changed, 1, "the driver kept where the run was");
+    reopen(&mut w);
+    // The approval is acted on again, not asked for: the run goes on to
+    // its first step, whose edit asks again (the old ask is withdrawn).
+    let asked = until(&w, "the edit asked again", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::ToolCall && g.id != call.id)
+    })
+    .await;
+    let gates = w.engine.gates(false).expect("gates");
+    let old = gates.iter().find(|g| g.id == call.id).expect("old ask");
+    let d = old.decision.as_ref().expect("withdrawn");
+    assert_eq!((d.option.as_str(), &d.actor), ("no", &Actor::Engine));
+    assert_eq!(
+        gates
+            .iter()
+            .filter(|g| g.run_id == run && g.kind == GateKind::Plan)
+            .count(),
+        1
+    );
+    w.engine
+        .decide_gate(asked.id, "yes", None, &Actor::cli())
+        .expect("yes");
+    yes_until(&w, run, "the review", |e| {
+        e.run(run).is_ok_and(|r| r.state == RunState::PendingReview)
+    })
+    .await;
+    assert!(w.engine.verify_audit().expect("read").is_ok());
 }

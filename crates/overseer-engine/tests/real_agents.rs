@@ -269,7 +269,8 @@ async fn claude_retries_an_overloaded_api_by_itself_and_the_run_gets_through() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_supervised_mode() {
+async fn after_an_engine_restart_the_run_is_carried_on_continuing_claudes_session_in_its_supervised_mode(
+) {
     let mut r = real_world(
         "claude resume",
         Adapter::Claude,
@@ -280,8 +281,7 @@ async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_
     // The model request hangs: the turn is under way.
     let run = r.start_hanging("hang once").await;
     // The engine stops (its agents with it) and a new one starts on the
-    // same data: the run is interrupted, and resuming it continues the
-    // agent's own session.
+    // same data: the run is carried on, its agent's own session continued.
     r.engine().stop_agents().await;
     let engine = Arc::new(
         Engine::open(
@@ -293,24 +293,21 @@ async fn after_an_engine_restart_a_resumed_run_continues_claudes_session_in_its_
     );
     engine.start_orchestrator();
     r.w.engine = engine;
-    r.state(
-        run,
-        RunState::Released {
-            reason: ReleaseReason::Interrupted,
-        },
-    )
-    .await;
-    let resumed = r
-        .engine()
-        .resume_run(run, &Actor::cli())
-        .expect("resume")
-        .run_id;
+    let resumed = run;
     r.state(resumed, RunState::PendingReview).await;
     let activity = r.activity(resumed);
-    let session = activity
+    assert!(
+        activity.iter().any(|a| a.kind == "carried_on"),
+        "{}",
+        r.dump(resumed)
+    );
+    // From the carried-on agent's session on.
+    let second = activity
         .iter()
-        .find(|a| a.kind == "session")
+        .rposition(|a| a.kind == "session")
         .unwrap_or_else(|| panic!("{}", r.dump(resumed)));
+    let activity = activity[second..].to_vec();
+    let session = &activity[0];
     assert!(
         session.payload["text"]
             .as_str()

@@ -11,10 +11,10 @@
 
 mod common;
 
-use common::{pending_gate, start, state, until, world, world_with, World};
+use common::{pending_gate, reopen, start, until, world, world_with, World};
 use overseer_core::rules::RuleSet;
 use overseer_core::{Actor, GateKind, GateStatus, RunState};
-use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use overseer_engine::LogNotifier;
 use overseer_store::{DecisionProblem, DecisionTable, WorkspaceSettings};
 use std::sync::Arc;
 
@@ -133,31 +133,24 @@ async fn a_decision_forged_while_the_engine_was_down_is_put_back_at_start() {
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     w.engine.stop_agents().await;
     forge(&w, plan.id, "approve");
-    let paths: Paths = w.engine.paths().clone();
-    let engine = Arc::new(
-        Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
-    );
-    engine.start_orchestrator();
-    w.engine = engine;
-    state(
-        &w,
-        run,
-        RunState::Released {
-            reason: overseer_core::ReleaseReason::Interrupted,
-        },
-    )
-    .await;
+    reopen(&mut w);
     let events = until(&w, "the security event", |_| {
         let e = security_events(&w);
         (!e.is_empty()).then_some(e)
     })
     .await;
     assert_eq!(events[0]["gate_id"], plan.id);
-    // The interrupted run closed its gates; the forged approval is not
-    // what closed it.
-    let gate = w.engine.gate(plan.id).expect("gate");
-    let d = gate.decision.expect("closed with the run");
-    assert_eq!((d.option.as_str(), d.actor), ("cancelled", Actor::Engine));
+    // The run is carried on, and its plan gate waits for a real decision:
+    // the forged approval is not acted on.
+    let gate = pending_gate(&w, run, GateKind::Plan).await;
+    assert_eq!(gate.id, plan.id);
+    assert_eq!(w.engine.run(run).expect("run").state, RunState::Running);
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("a real approval");
+    let asked = pending_gate(&w, run, GateKind::ToolCall).await;
+    assert_eq!(asked.run_id, run);
+    w.engine.abort_run(run, &Actor::cli()).expect("abort");
     assert!(w.engine.verify_audit().expect("read").is_ok());
 }
 

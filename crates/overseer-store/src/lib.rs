@@ -16,6 +16,7 @@ pub mod audit;
 mod error;
 pub mod keys;
 mod messages;
+mod progress;
 mod read;
 mod schema;
 mod session;

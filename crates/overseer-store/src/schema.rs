@@ -225,6 +225,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX audit_gate_decided ON audit_log(json_extract(payload, '$.gate_id'), seq)
         WHERE json_extract(payload, '$.type') = 'gate_decided';
     "#,
+    // 9: where each launched run is (planning, which step of which plan),
+    // so that a restarted engine carries the run on instead of dropping it.
+    r#"
+    CREATE TABLE run_progress (
+        run_id     INTEGER PRIMARY KEY REFERENCES runs(id),
+        checkpoint TEXT NOT NULL,
+        at         INTEGER NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

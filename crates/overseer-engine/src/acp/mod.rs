@@ -272,8 +272,10 @@ impl AgentConnection {
     }
 
     /// Like [`start`](Self::start), but continues the session `resume` with
-    /// `session/resume` when the agent offers it (falling back to a new
-    /// session when it does not, or refuses); [`resumed`](Self::resumed) tells.
+    /// `session/resume` when the agent offers it, else `session/load` (its
+    /// replay of the history is not recorded again), falling back to a new
+    /// session when it offers neither, or refuses; [`resumed`](Self::resumed)
+    /// tells.
     /// `mcp_servers` are offered to the session (Overseer's own, bound to
     /// the run).
     pub async fn start_or_resume<R, W>(
@@ -312,6 +314,7 @@ impl AgentConnection {
             modes: Mutex::new(serve::ModeWatch::default()),
             breached: AtomicBool::new(false),
             read_only: AtomicBool::new(false),
+            replaying: AtomicBool::new(false),
         });
         let transport = transport::lines(stdout_of_agent, stdin_of_agent, shared.signals.clone());
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -380,6 +383,24 @@ impl AgentConnection {
                     Ok(r) => return Ok((acp::SessionId::new(id), r.modes, r.config_options, true)),
                     Err(e) => {
                         tracing::warn!(error = %e.message, "session/resume refused; starting a new session");
+                    }
+                }
+            } else if let (Some(id), true) = (resume, answer.agent_capabilities.load_session) {
+                // `session/load` replays the history first: the past is
+                // already in the timeline, its updates are not recorded.
+                shared.replaying.store(true, Ordering::SeqCst);
+                let loaded = cx
+                    .send_request(
+                        acp::LoadSessionRequest::new(acp::SessionId::new(id), shared.root.clone())
+                            .mcp_servers(mcp_servers.clone()),
+                    )
+                    .block_task()
+                    .await;
+                shared.replaying.store(false, Ordering::SeqCst);
+                match loaded {
+                    Ok(r) => return Ok((acp::SessionId::new(id), r.modes, r.config_options, true)),
+                    Err(e) => {
+                        tracing::warn!(error = %e.message, "session/load refused; starting a new session");
                     }
                 }
             }

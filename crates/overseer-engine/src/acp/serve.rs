@@ -117,6 +117,9 @@ pub(super) struct Shared {
     pub(super) breached: AtomicBool,
     /// Set while the turn must change nothing (planning): writes are refused.
     pub(super) read_only: AtomicBool,
+    /// Set while `session/load` replays the session's history: its updates
+    /// are the past, already in the run's timeline, and are not recorded.
+    pub(super) replaying: AtomicBool,
 }
 
 /// The mode the agent is in, and what the run allows (empty: not watched).
@@ -238,6 +241,10 @@ impl Shared {
     }
 
     async fn on_update(&self, n: acp::SessionNotification) {
+        if self.replaying.load(Ordering::SeqCst) {
+            tracing::debug!("session/load replay: an update of the past, not recorded");
+            return;
+        }
         if !self.is_our_session(&n.session_id) {
             self.protocol_error(format!(
                 "the agent sent an update for session {:?}, which is not this connection's",

@@ -12,6 +12,7 @@
 
 mod modes;
 mod planning;
+mod resume;
 
 use crate::acp::{AgentConnection, AgentSignal, PermissionReply, QuestionReply, StopReason};
 use crate::git;
@@ -23,11 +24,12 @@ use crate::supervise::{
 use crate::Engine;
 use overseer_core::confidence::{self, Band, StepAction, StepEvidence};
 use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};
+use overseer_core::progress::Progress;
 use overseer_core::rules::{self, Permission, RuleSet};
 use overseer_core::supervision::{after_reorient_limit, correction_prompt, Verdict};
 use overseer_core::{
     Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode, GateDecision, GateId, GateKind,
-    GateOption, PlanChoice, QuestionChoice, RunEvent, RunId, RunState, StepReviewChoice,
+    GateOption, GateView, PlanChoice, QuestionChoice, RunEvent, RunId, RunState, StepReviewChoice,
     SupervisorPauseChoice, ToolCallChoice,
 };
 use overseer_store::RunWork;
@@ -59,6 +61,10 @@ pub(crate) struct Live {
 pub(crate) struct LiveRuns {
     pub(crate) agents: Mutex<HashMap<RunId, Arc<Live>>>,
     driving: Mutex<HashSet<RunId>>,
+    /// Questions whose asker stopped with the engine, by gate, with their
+    /// run and what they asked: the first of an answer or the carried-on
+    /// agent asking the same again takes one.
+    orphans: Mutex<HashMap<GateId, (RunId, String)>>,
 }
 
 impl LiveRuns {
@@ -84,6 +90,34 @@ impl LiveRuns {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(run)
+    }
+
+    fn keep_orphan(&self, gate: GateId, run: RunId, asked: &str) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(gate, (run, asked.to_owned()));
+    }
+
+    /// True when this call took the orphan (nobody else will).
+    fn take_orphan(&self, gate: GateId) -> bool {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&gate)
+            .is_some()
+    }
+
+    /// The orphaned question of `run` that asked exactly `asked`, taken.
+    fn adopt_orphan(&self, run: RunId, asked: &str) -> Option<GateId> {
+        let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
+        let gate = orphans
+            .iter()
+            .filter(|(_, (r, a))| *r == run && a == asked)
+            .map(|(g, _)| *g)
+            .min()?;
+        orphans.remove(&gate);
+        Some(gate)
     }
 
     fn release(&self, run: RunId) {
@@ -114,17 +148,21 @@ impl Engine {
 /// Call once, inside the tokio runtime.
 pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
     let _ = engine.runtime.set(tokio::runtime::Handle::current());
-    if let Err(e) = recover(&engine) {
+    let carry_on = recover(&engine).unwrap_or_else(|e| {
         tracing::error!("recovery after restart: {}", e.message);
-    }
+        Vec::new()
+    });
     crate::supervise::start_timers(engine.clone());
     let mut rx = engine.subscribe();
     tokio::spawn(async move {
+        for run in carry_on {
+            launch(&engine, run, Start::Resume);
+        }
         launch_queued(&engine);
         loop {
             match rx.recv().await {
                 Ok(EngineEvent::RunChanged { run }) if run.state == RunState::Queued => {
-                    launch(&engine, run.id);
+                    launch(&engine, run.id, Start::Fresh);
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => launch_queued(&engine),
@@ -138,20 +176,30 @@ fn launch_queued(engine: &Arc<Engine>) {
     match engine.runs() {
         Ok(runs) => {
             for r in runs.into_iter().filter(|r| r.state == RunState::Queued) {
-                launch(engine, r.id);
+                launch(engine, r.id, Start::Fresh);
             }
         }
         Err(e) => tracing::error!("cannot list queued runs: {}", e.message),
     }
 }
 
-fn launch(engine: &Arc<Engine>, run: RunId) {
+/// How a run's driver starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// A queued run: claimed, planned, executed.
+    Fresh,
+    /// A run the engine was driving when it stopped: carried on from where
+    /// it was (`resume`).
+    Resume,
+}
+
+fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
     if engine.is_stopping() || !engine.live.take(run) {
         return;
     }
     let engine = engine.clone();
     tokio::spawn(async move {
-        let result = drive(&engine, run).await;
+        let result = drive(&engine, run, start).await;
         if let Err(e) = result {
             fail_run(&engine, run, &e.message);
         }
@@ -163,9 +211,11 @@ fn launch(engine: &Arc<Engine>, run: RunId) {
     });
 }
 
-/// Marks agents of a killed engine as interrupted, kills any that survived,
-/// and notifies again about everything still waiting for the user.
-fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
+/// Kills whatever agents of a stopped engine survived, puts back decisions
+/// forged while it was down, notifies again about everything still waiting
+/// for the user, and returns the runs it was driving: they are carried on
+/// (their pending gates stay pending, with their timers).
+fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     // Every process a killed engine's runs left: their cgroups first (exact,
     // marker or not), then by marker (machines without cgroups).
     if let Some(root) = engine.run_cgroup_root() {
@@ -184,30 +234,23 @@ fn recover(engine: &Arc<Engine>) -> Result<(), ApiError> {
     // A decision written into the database while the engine was down, with
     // no signed record, is put back before anything acts on it.
     engine.reconcile_decisions_at_start()?;
-    for run in engine.runs()? {
-        // An external session lives outside us: it was not interrupted,
-        // and its askers come back for their gates (or they are withdrawn).
-        if run.origin.is_external() {
-            continue;
-        }
-        if matches!(
-            run.state,
-            RunState::Claimed | RunState::Running | RunState::RetryQueued
-        ) {
-            let note = format!(
-                "the engine stopped while this run was active; resume it with `overseer runs resume {}`",
-                run.id
-            );
-            if let Err(e) =
-                engine.transition(run.id, RunEvent::Interrupt, Some(&note), &Actor::Engine)
-            {
-                tracing::warn!(run = run.id, "cannot mark interrupted: {}", e.message);
-            }
-        }
-    }
+    // An external session lives outside us: it was not interrupted, and its
+    // askers come back for their gates (or they are withdrawn).
+    let carry_on = engine
+        .runs()?
+        .into_iter()
+        .filter(|r| {
+            !r.origin.is_external()
+                && matches!(
+                    r.state,
+                    RunState::Claimed | RunState::Running | RunState::RetryQueued
+                )
+        })
+        .map(|r| r.id)
+        .collect();
     engine.renotify_pending()?;
     crate::agents::external::withdraw_unclaimed_after_restart(engine);
-    Ok(())
+    Ok(carry_on)
 }
 
 fn fail_run(engine: &Engine, run: RunId, why: &str) {
@@ -285,6 +328,22 @@ pub(super) struct Turn {
     /// follow-up turn on the same step (a rule's denial waits for the next
     /// prompt, so an agent that keeps asking cannot loop).
     owes_reason: bool,
+    /// The last of the driver's gates (plan, step review, pause, deviation)
+    /// whose decision it acted on: the checkpoint's `after_gate`.
+    acted_gate: Option<GateId>,
+}
+
+/// Waits for one of the driver's own gates (plan, step review, supervisor
+/// pause, deviation) and notes it acted on it: a restart after this point
+/// does not wait on it again.
+pub(super) async fn wait_progress_gate(
+    engine: &Engine,
+    turn: &Mutex<Turn>,
+    gate: GateId,
+) -> Result<GateDecision, ApiError> {
+    let d = wait_gate(engine, gate).await?;
+    turn.lock().unwrap_or_else(|p| p.into_inner()).acted_gate = Some(gate);
+    Ok(d)
 }
 
 /// What the run is doing, for the permission handler.
@@ -318,8 +377,24 @@ impl Supervision {
     }
 }
 
-async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
-    engine.transition(run, RunEvent::Claim, None, &Actor::Engine)?;
+/// A run's driver, set up: its agent running in its worktree.
+struct Driver {
+    work: RunWork,
+    supervision: Supervision,
+    worktree: PathBuf,
+    turn: Arc<Mutex<Turn>>,
+    conn: Arc<AgentConnection>,
+    progress: Progress,
+    /// A gate a restarted engine found the run waiting on.
+    adopt: Option<GateView>,
+}
+
+/// Claims the run (a fresh one), prepares its worktree, launches its agent
+/// in its supervised mode, and says where the run starts.
+async fn set_up(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<Driver, ApiError> {
+    if start == Start::Fresh {
+        engine.transition(run, RunEvent::Claim, None, &Actor::Engine)?;
+    }
     let work = engine.store().run_work(run)?;
     let profile = engine
         .config
@@ -338,44 +413,200 @@ async fn drive(engine: &Arc<Engine>, run: RunId) -> Result<(), ApiError> {
             .filter(|m| !overseer_core::agent::acts_unasked(m));
     }
     modes::supervise(engine, &work, &conn, &supervision).await?;
-    engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
-
-    let mut guidance = String::new();
-    loop {
-        let plan =
-            match planning::plan(engine, &work, &conn, &turn, &supervision, &mut guidance).await? {
-                planning::Planned::Approved(plan) => plan,
-                planning::Planned::Ended => return Ok(()),
-            };
-        match execute(
-            engine,
-            &work,
-            &worktree,
-            &conn,
-            &turn,
-            &supervision,
-            &plan,
-            &mut guidance,
-        )
-        .await?
-        {
-            Executed::Done => break,
-            Executed::Replan => continue,
-            Executed::Ended => return Ok(()),
+    let (progress, adopt) = match start {
+        Start::Fresh => (Progress::default(), None),
+        Start::Resume => {
+            let r = resume::prepare(engine, &work, &turn, conn.resumed())?;
+            (r.progress, r.adopt)
         }
+    };
+    if engine.run(run)?.state != RunState::Running {
+        engine.transition(run, RunEvent::Start, None, &Actor::Engine)?;
     }
+    Ok(Driver {
+        work,
+        supervision,
+        worktree,
+        turn,
+        conn,
+        progress,
+        adopt,
+    })
+}
+
+/// A run's life: planning until a plan is approved, its steps, then review.
+/// The phase is kept at every turn (`resume`), so a restart carries it on.
+async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), ApiError> {
+    let Driver {
+        work,
+        supervision,
+        worktree,
+        turn,
+        conn,
+        mut progress,
+        mut adopt,
+    } = match set_up(engine, run, start).await {
+        Ok(d) => d,
+        Err(e) if start == Start::Resume && !engine.is_stopping() => {
+            resume::could_not_carry_on(engine, run, &e.message);
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    loop {
+        progress = match progress {
+            Progress::Planning { guidance } => {
+                match planning::plan(
+                    engine,
+                    &work,
+                    &conn,
+                    &turn,
+                    &supervision,
+                    guidance,
+                    adopt.take(),
+                )
+                .await?
+                {
+                    planning::Planned::Approved(plan, guidance) => Progress::Executing {
+                        plan,
+                        step: 0,
+                        retries: 0,
+                        reorients: 0,
+                        guidance,
+                    },
+                    planning::Planned::Ended => return Ok(()),
+                }
+            }
+            Progress::Executing {
+                plan,
+                step,
+                retries,
+                reorients,
+                guidance,
+            } => {
+                let at = Steps {
+                    plan,
+                    index: step,
+                    retries,
+                    reorients,
+                    guidance,
+                };
+                match execute(
+                    engine,
+                    &work,
+                    &worktree,
+                    &conn,
+                    &turn,
+                    &supervision,
+                    at,
+                    adopt.take(),
+                )
+                .await?
+                {
+                    Executed::Done => break,
+                    Executed::Replan(guidance) => Progress::Planning { guidance },
+                    Executed::Ended => return Ok(()),
+                }
+            }
+            Progress::Finishing => break,
+        };
+    }
+    resume::save(engine, run, &turn, &Progress::Finishing);
     finish(engine, &work).await
 }
 
 /// How the steps of a plan went.
 enum Executed {
     Done,
-    Replan,
+    /// A new plan is wanted, with this guidance.
+    Replan(String),
     Ended,
+}
+
+/// Where execution is: the fields of [`Progress::Executing`].
+struct Steps {
+    plan: PlanProposal,
+    index: usize,
+    retries: u32,
+    reorients: u32,
+    /// The user's (or the last failure's) words for the next turn.
+    guidance: String,
+}
+
+impl Steps {
+    fn progress(&self) -> Progress {
+        Progress::Executing {
+            plan: self.plan.clone(),
+            step: self.index,
+            retries: self.retries,
+            reorients: self.reorients,
+            guidance: self.guidance.clone(),
+        }
+    }
+}
+
+/// What the step loop does next.
+enum Flow {
+    /// Round again (the next step, or the same one).
+    Next,
+    Return(Executed),
+    /// The step failed: a retry by policy, or a deviation gate.
+    Failed(String),
+}
+
+fn after_step(
+    engine: &Engine,
+    run: RunId,
+    next: StepNext,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+) -> Result<Flow, ApiError> {
+    Ok(match next {
+        StepNext::Proceed => {
+            at.index += 1;
+            at.retries = 0;
+            Flow::Next
+        }
+        StepNext::Again(g) => {
+            *follow_up = Some(g);
+            Flow::Next
+        }
+        StepNext::Stop(why) => {
+            stop(engine, run, &why)?;
+            Flow::Return(Executed::Ended)
+        }
+        StepNext::Ended => Flow::Return(Executed::Ended),
+        StepNext::Diagnose(d) => Flow::Failed(d),
+    })
+}
+
+fn after_deviation(
+    engine: &Engine,
+    run: RunId,
+    decided: Deviation,
+    failure: &str,
+    at: &mut Steps,
+) -> Result<Flow, ApiError> {
+    Ok(match decided {
+        Deviation::Retry(g) => {
+            at.retries += 1;
+            at.guidance = format!("The last attempt failed: {failure}\nRetry. {g}");
+            Flow::Next
+        }
+        Deviation::Replan(g) => Flow::Return(Executed::Replan(format!(
+            "The last attempt failed: {failure}\nMake a new plan. {g}"
+        ))),
+        Deviation::Stop => {
+            stop(engine, run, failure)?;
+            Flow::Return(Executed::Ended)
+        }
+    })
 }
 
 /// Each step of the approved plan is its own prompt turn, weighed when it
 /// ends (sensors, supervisor, confidence), with a deviation gate on failure.
+/// `adopt`: a gate of the step loop a restarted engine found waiting (a step
+/// review, a supervisor's pause, a deviation): its decision comes first.
 #[allow(clippy::too_many_arguments)]
 async fn execute(
     engine: &Arc<Engine>,
@@ -384,124 +615,46 @@ async fn execute(
     conn: &AgentConnection,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
-    plan: &PlanProposal,
-    guidance: &mut String,
+    mut at: Steps,
+    mut adopt: Option<GateView>,
 ) -> Result<Executed, ApiError> {
     let run = work.run_id;
-    let mut index = 0;
-    let mut retries = 0;
-    let mut reorients = 0;
     // A follow-up turn (a correction, a steering instruction) speaks to the
     // agent directly instead of restating the step.
     let mut follow_up: Option<String> = None;
-    while index < plan.steps.len() {
+    while at.index < at.plan.steps.len() {
         if !still_active(engine, run) {
             return Ok(Executed::Ended);
         }
-        let feedback = take_feedback(engine, run, turn, guidance);
-        guidance.clear();
-        let text = match follow_up.take() {
-            Some(lead) => format!("{lead}\n{feedback}").trim().to_owned(),
-            None if plan.source == PlanSource::Skipped => {
-                format!("{}\n{feedback}", work.prompt).trim().to_owned()
+        let flow = match adopt.take() {
+            Some(gate) => {
+                resume::step_gate(engine, work, turn, &gate, &mut at, &mut follow_up).await?
             }
             None => {
-                let _ = engine.record_activity(
-                    run,
-                    "step_started",
-                    json!({ "step": index + 1, "text": plan.steps[index].title }),
-                );
-                step_prompt(plan, index, &feedback)
+                step_turn(
+                    engine,
+                    work,
+                    worktree,
+                    conn,
+                    turn,
+                    supervision,
+                    &mut at,
+                    &mut follow_up,
+                )
+                .await?
             }
         };
-        let result = prompt_turn(conn, turn, &text).await;
-        if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
-            match next {
-                modes::Next::Again => continue,
-                modes::Next::Stopped => return Ok(Executed::Ended),
-            }
-        }
-        let failure = match result {
-            Ok((StopReason::EndTurn, transcript)) => {
-                if engine.has_steering(run) || take_owed_reason(turn) {
-                    // The user spoke while the agent worked (an instruction,
-                    // or a "no" and why): another turn on the same step, so
-                    // the agent hears it before the step is weighed.
-                    follow_up = Some(String::new());
-                    continue;
-                }
-                let wt = worktree.to_owned();
-                let _ = tokio::task::spawn_blocking(move || {
-                    git::commit_all(&wt, "Work left uncommitted by the agent")
-                })
-                .await;
-                let drift = check_drift(engine, work, plan);
-                let results =
-                    run_sensors(engine, run, worktree, &work.workspace.settings.sensors).await;
-                match results.iter().find(|r| !r.passed) {
-                    None => {
-                        let step = FinishedStep {
-                            plan,
-                            sensors: &results,
-                            drift,
-                            retries,
-                            number: u32::try_from(index + 1).unwrap_or(u32::MAX),
-                            transcript,
-                        };
-                        match weigh_step(engine, work, turn, &step, &mut reorients).await? {
-                            StepNext::Proceed => {
-                                index += 1;
-                                retries = 0;
-                                continue;
-                            }
-                            StepNext::Again(g) => {
-                                follow_up = Some(g);
-                                continue;
-                            }
-                            StepNext::Stop(why) => {
-                                stop(engine, run, &why)?;
-                                return Ok(Executed::Ended);
-                            }
-                            StepNext::Ended => return Ok(Executed::Ended),
-                            StepNext::Diagnose(d) => d,
-                        }
-                    }
-                    Some(f) => format!(
-                        "sensor `{}` failed (exit {})\n{}",
-                        f.command,
-                        f.exit_code.map_or("none".to_owned(), |c| c.to_string()),
-                        tail(&f.output, 4000)
-                    ),
-                }
-            }
-            Ok((StopReason::Cancelled, _)) if !still_active(engine, run) => {
-                return Ok(Executed::Ended)
-            }
-            // Some agents end the turn on a refusal (codex-acp's `abort`):
-            // that is the user's "no", not a failure; tell the agent why.
-            Ok((StopReason::Cancelled, _)) if take_owed_reason(turn) => {
-                follow_up = Some(String::new());
-                continue;
-            }
-            Ok((StopReason::Cancelled, transcript)) => {
-                format!("the agent cancelled its turn: {}", tail(&transcript, 2000))
-            }
-            Ok((other, transcript)) => {
-                format!("the turn ended with {other:?}: {}", tail(&transcript, 2000))
-            }
-            Err(e) => {
-                if !still_active(engine, run) {
-                    return Ok(Executed::Ended);
-                }
-                e.message
-            }
+        let failure = match flow {
+            Flow::Next => continue,
+            Flow::Return(e) => return Ok(e),
+            Flow::Failed(f) => f,
         };
         let policy = work.task_settings.retry.or(work.workspace.settings.retry);
-        if let Some(wait) = policy.and_then(|p| p.wait_before_retry(retries)) {
-            match unattended_retry(engine, work, &failure, retries, wait).await? {
+        if let Some(wait) = policy.and_then(|p| p.wait_before_retry(at.retries)) {
+            match unattended_retry(engine, work, &failure, at.retries, wait).await? {
                 Retried::Yes => {
-                    retries += 1;
-                    *guidance = format!("The last attempt failed: {failure}\nRetry.");
+                    at.retries += 1;
+                    at.guidance = format!("The last attempt failed: {failure}\nRetry.");
                     continue;
                 }
                 Retried::Ended => return Ok(Executed::Ended),
@@ -509,23 +662,128 @@ async fn execute(
                 Retried::AskInstead => {}
             }
         }
-        let can_retry = retries < MAX_RETRIES;
-        match deviation(engine, run, "turn_failed", &failure, retries, can_retry).await? {
-            Deviation::Retry(g) => {
-                retries += 1;
-                *guidance = format!("The last attempt failed: {failure}\nRetry. {g}");
-            }
-            Deviation::Replan(g) => {
-                *guidance = format!("The last attempt failed: {failure}\nMake a new plan. {g}");
-                return Ok(Executed::Replan);
-            }
-            Deviation::Stop => {
-                stop(engine, run, &failure)?;
-                return Ok(Executed::Ended);
-            }
+        let can_retry = at.retries < MAX_RETRIES;
+        let decided = deviation(
+            engine,
+            turn,
+            run,
+            "turn_failed",
+            &failure,
+            at.retries,
+            can_retry,
+        )
+        .await?;
+        match after_deviation(engine, run, decided, &failure, &mut at)? {
+            Flow::Next | Flow::Failed(_) => {}
+            Flow::Return(e) => return Ok(e),
         }
     }
     Ok(Executed::Done)
+}
+
+/// One turn on the current step, and how it ended.
+#[allow(clippy::too_many_arguments)]
+async fn step_turn(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &Path,
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+) -> Result<Flow, ApiError> {
+    let run = work.run_id;
+    resume::save(engine, run, turn, &at.progress());
+    let feedback = take_feedback(engine, run, turn, &at.guidance);
+    at.guidance.clear();
+    let plan = &at.plan;
+    let index = at.index;
+    let text = match follow_up.take() {
+        Some(lead) => format!("{lead}\n{feedback}").trim().to_owned(),
+        None if plan.source == PlanSource::Skipped => {
+            format!("{}\n{feedback}", work.prompt).trim().to_owned()
+        }
+        None => {
+            let _ = engine.record_activity(
+                run,
+                "step_started",
+                json!({ "step": index + 1, "text": plan.steps[index].title }),
+            );
+            step_prompt(plan, index, &feedback)
+        }
+    };
+    let result = prompt_turn(conn, turn, &text).await;
+    if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
+        return Ok(match next {
+            modes::Next::Again => Flow::Next,
+            modes::Next::Stopped => Flow::Return(Executed::Ended),
+        });
+    }
+    Ok(match result {
+        Ok((StopReason::EndTurn, transcript)) => {
+            if engine.has_steering(run) || take_owed_reason(turn) {
+                // The user spoke while the agent worked (an instruction,
+                // or a "no" and why): another turn on the same step, so
+                // the agent hears it before the step is weighed.
+                *follow_up = Some(String::new());
+                return Ok(Flow::Next);
+            }
+            let wt = worktree.to_owned();
+            let _ = tokio::task::spawn_blocking(move || {
+                git::commit_all(&wt, "Work left uncommitted by the agent")
+            })
+            .await;
+            let drift = check_drift(engine, work, plan);
+            let results =
+                run_sensors(engine, run, worktree, &work.workspace.settings.sensors).await;
+            match results.iter().find(|r| !r.passed) {
+                None => {
+                    let step = FinishedStep {
+                        plan,
+                        sensors: &results,
+                        drift,
+                        retries: at.retries,
+                        number: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                        transcript,
+                    };
+                    let mut reorients = at.reorients;
+                    let next = weigh_step(engine, work, turn, &step, &mut reorients).await?;
+                    at.reorients = reorients;
+                    return after_step(engine, run, next, at, follow_up);
+                }
+                Some(f) => Flow::Failed(format!(
+                    "sensor `{}` failed (exit {})\n{}",
+                    f.command,
+                    f.exit_code.map_or("none".to_owned(), |c| c.to_string()),
+                    tail(&f.output, 4000)
+                )),
+            }
+        }
+        Ok((StopReason::Cancelled, _)) if !still_active(engine, run) => {
+            Flow::Return(Executed::Ended)
+        }
+        // Some agents end the turn on a refusal (codex-acp's `abort`):
+        // that is the user's "no", not a failure; tell the agent why.
+        Ok((StopReason::Cancelled, _)) if take_owed_reason(turn) => {
+            *follow_up = Some(String::new());
+            Flow::Next
+        }
+        Ok((StopReason::Cancelled, transcript)) => Flow::Failed(format!(
+            "the agent cancelled its turn: {}",
+            tail(&transcript, 2000)
+        )),
+        Ok((other, transcript)) => Flow::Failed(format!(
+            "the turn ended with {other:?}: {}",
+            tail(&transcript, 2000)
+        )),
+        Err(e) => {
+            if !still_active(engine, run) {
+                return Ok(Flow::Return(Executed::Ended));
+            }
+            Flow::Failed(e.message)
+        }
+    })
 }
 
 /// Done: review, or merge when the user's rule says so. The commit the
@@ -1125,6 +1383,15 @@ async fn question(
     schema: &serde_json::Value,
 ) -> QuestionReply {
     let defaults = schema_defaults(schema);
+    if let Some(gate) = engine.live.adopt_orphan(work.run_id, message) {
+        // Asked again after a restart: the same question, still pending.
+        let _ = engine.record_activity(
+            work.run_id,
+            "question_again",
+            json!({ "text": format!("asked again after the restart: gate {gate}, still pending") }),
+        );
+        return question_answer(engine, gate, defaults).await;
+    }
     let mut options =
         vec![GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context()];
     if !defaults.is_empty() {
@@ -1155,6 +1422,15 @@ async fn question(
         Ok(g) => g,
         Err(_) => return QuestionReply::Cancel,
     };
+    question_answer(engine, gate, defaults).await
+}
+
+/// The agent's answer from its question gate's decision.
+async fn question_answer(
+    engine: &Engine,
+    gate: GateId,
+    defaults: serde_json::Map<String, serde_json::Value>,
+) -> QuestionReply {
     let Ok(d) = wait_gate(engine, gate).await else {
         return QuestionReply::Cancel;
     };
@@ -1196,6 +1472,7 @@ fn schema_defaults(schema: &serde_json::Value) -> serde_json::Map<String, serde_
 async fn plan_gate(
     engine: &Arc<Engine>,
     work: &RunWork,
+    turn: &Mutex<Turn>,
     plan: &PlanProposal,
 ) -> Result<GateDecision, ApiError> {
     let run = work.run_id;
@@ -1213,7 +1490,7 @@ async fn plan_gate(
     );
     spec.payload = json!(plan);
     let gate = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))?;
-    wait_gate(engine, gate).await
+    wait_progress_gate(engine, turn, gate).await
 }
 
 enum Retried {
@@ -1291,6 +1568,7 @@ enum Deviation {
 /// A failed turn: Retry (hidden after MAX_RETRIES) / Replan / Stop, with guidance.
 async fn deviation(
     engine: &Engine,
+    turn: &Mutex<Turn>,
     run: RunId,
     cause: &str,
     error: &str,
@@ -1319,14 +1597,17 @@ async fn deviation(
         json!({"cause": cause, "error": error, "attempts": attempts, "max_attempts": MAX_RETRIES}),
         &Actor::Engine,
     )?;
-    let d = wait_gate(engine, gate).await?;
-    let choice = d.choice::<DeviationChoice>();
-    let guidance = d.context.unwrap_or_default();
-    Ok(match choice {
+    Ok(deviation_of(wait_progress_gate(engine, turn, gate).await?))
+}
+
+/// What a deviation gate's decision asks for.
+fn deviation_of(d: GateDecision) -> Deviation {
+    let guidance = d.context.clone().unwrap_or_default();
+    match d.choice::<DeviationChoice>() {
         Ok(DeviationChoice::Retry) => Deviation::Retry(guidance),
         Ok(DeviationChoice::Replan) => Deviation::Replan(guidance),
         Ok(DeviationChoice::Stop) | Err(_) => Deviation::Stop,
-    })
+    }
 }
 
 fn first_line(s: &str) -> String {
@@ -1553,31 +1834,9 @@ async fn weigh_step(
                     SupervisorPauseChoice::Abort.into(),
                 ));
                 let gate = engine.open_gate_spec(&spec, &Actor::Engine)?;
-                let d = wait_gate(engine, gate).await?;
-                match d.choice::<SupervisorPauseChoice>() {
-                    Ok(SupervisorPauseChoice::Proceed) => {}
-                    Ok(SupervisorPauseChoice::Modify) => {
-                        return Ok(StepNext::Again(correction_prompt(
-                            d.context.as_deref().unwrap_or_default(),
-                        )))
-                    }
-                    Ok(SupervisorPauseChoice::Abort) | Err(_) if d.actor == Actor::Engine => {
-                        let note = format!(
-                            "terminated: nobody answered the supervisor's pause within {} s",
-                            policy.pause_timeout_seconds
-                        );
-                        engine.transition(
-                            run,
-                            RunEvent::SupervisorReject,
-                            Some(&note),
-                            &Actor::Engine,
-                        )?;
-                        return Ok(StepNext::Ended);
-                    }
-                    Ok(SupervisorPauseChoice::Abort) | Err(_) => {
-                        engine.abort_run(run, &d.actor)?;
-                        return Ok(StepNext::Ended);
-                    }
+                let d = wait_progress_gate(engine, turn, gate).await?;
+                if let Some(next) = after_pause(engine, run, policy.pause_timeout_seconds, d)? {
+                    return Ok(next);
                 }
             }
             Verdict::Continue
@@ -1664,14 +1923,47 @@ async fn weigh_step(
     spec.payload = record;
     spec.auto = auto;
     let gate = engine.open_gate_supervised(work, spec, &Actor::Engine)?;
-    let d = wait_gate(engine, gate).await?;
-    Ok(match d.choice::<StepReviewChoice>() {
+    Ok(after_step_review(
+        wait_progress_gate(engine, turn, gate).await?,
+    ))
+}
+
+/// What a step review's decision asks for.
+fn after_step_review(d: GateDecision) -> StepNext {
+    match d.choice::<StepReviewChoice>() {
         Ok(StepReviewChoice::Proceed) => StepNext::Proceed,
         Ok(StepReviewChoice::Stop) | Err(_) => StepNext::Stop(format!(
             "stopped at step review: {}",
             d.context.unwrap_or_default()
         )),
-    })
+    }
+}
+
+/// What a supervisor's pause decided: None to go on (the step is weighed
+/// on); an abort by its timer terminates the run, a human's aborts it.
+fn after_pause(
+    engine: &Engine,
+    run: RunId,
+    timeout_seconds: u64,
+    d: GateDecision,
+) -> Result<Option<StepNext>, ApiError> {
+    match d.choice::<SupervisorPauseChoice>() {
+        Ok(SupervisorPauseChoice::Proceed) => Ok(None),
+        Ok(SupervisorPauseChoice::Modify) => Ok(Some(StepNext::Again(correction_prompt(
+            d.context.as_deref().unwrap_or_default(),
+        )))),
+        Ok(SupervisorPauseChoice::Abort) | Err(_) if d.actor == Actor::Engine => {
+            let note = format!(
+                "terminated: nobody answered the supervisor's pause within {timeout_seconds} s"
+            );
+            engine.transition(run, RunEvent::SupervisorReject, Some(&note), &Actor::Engine)?;
+            Ok(Some(StepNext::Ended))
+        }
+        Ok(SupervisorPauseChoice::Abort) | Err(_) => {
+            engine.abort_run(run, &d.actor)?;
+            Ok(Some(StepNext::Ended))
+        }
+    }
 }
 
 /// At a clean exit: every live agent's whole tree is stopped at once

@@ -8,7 +8,7 @@
 //! refuses its writes and asks at once, this module records a security
 //! event, cancels the turn, and a blocking gate tells the user what happened.
 
-use super::{stop, wait_gate, Supervision, Turn, MAX_RETRIES};
+use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
 use crate::acp::AgentConnection;
 use crate::Engine;
 use overseer_core::agent::{acts_unasked, describe_mode};
@@ -186,7 +186,7 @@ pub(super) async fn after_breach(
         json!({"cause": "mode_breach", "error": why, "mode": mode, "attempts": 0, "max_attempts": MAX_RETRIES}),
         &Actor::Engine,
     )?;
-    let d = wait_gate(engine, gate).await?;
+    let d = wait_progress_gate(engine, turn, gate).await?;
     match d.choice::<DeviationChoice>() {
         Ok(DeviationChoice::Retry) => {
             supervise(engine, work, conn, supervision).await?;

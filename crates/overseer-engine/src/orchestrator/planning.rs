@@ -16,14 +16,15 @@
 //! user decides on what the agent said. A missing plan is never a deviation.
 
 use super::{
-    deviation, err, modes, plan_gate, prompt_turn, still_active, stop, take_feedback, Deviation,
-    Phase, Supervision, Turn,
+    deviation, deviation_of, err, modes, plan_gate, prompt_turn, resume, still_active, stop,
+    take_feedback, wait_progress_gate, Deviation, Phase, Supervision, Turn,
 };
 use crate::acp::{AgentConnection, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
-use overseer_core::{ApiError, GateDecision, PlanChoice, RunEvent};
+use overseer_core::progress::Progress;
+use overseer_core::{ApiError, GateDecision, GateKind, GateView, PlanChoice, RunEvent};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::Path;
@@ -37,7 +38,8 @@ const PLAN_WAIT_TRIES: u32 = 40;
 
 /// How planning ended.
 pub(super) enum Planned {
-    Approved(PlanProposal),
+    /// With the user's words that came with the approval.
+    Approved(PlanProposal, String),
     /// The run ended (plan rejected, stopped, aborted).
     Ended,
 }
@@ -52,15 +54,19 @@ pub(super) enum Decided {
 }
 
 /// Plans until a plan is approved or the run ends. `guidance` carries the
-/// user's words into the next prompt (and out, with the approval).
+/// user's words into the next prompt (and out, with the approval). `adopt`:
+/// a plan or deviation gate a restarted engine found waiting: its decision
+/// comes first.
 pub(super) async fn plan(
     engine: &Arc<Engine>,
     work: &RunWork,
     conn: &AgentConnection,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
-    guidance: &mut String,
+    mut guidance: String,
+    mut adopt: Option<GateView>,
 ) -> Result<Planned, ApiError> {
+    let guidance = &mut guidance;
     let run = work.run_id;
     let how =
         overseer_core::agent::planning(supervision.plan, &supervision.plan_mode, &conn.mode_ids())
@@ -73,12 +79,26 @@ pub(super) async fn plan(
                 "plan_skipped",
                 json!({ "text": "no plan gate: this run's profile or task says plan = \"skip\"" }),
             );
-            return Ok(Planned::Approved(plan));
+            return Ok(Planned::Approved(plan, std::mem::take(guidance)));
         }
         Planning::InMode(m) => Some(m),
         Planning::Prompt => None,
     };
     loop {
+        if let Some(gate) = adopt.take() {
+            match adopted(engine, run, turn, &gate, guidance).await? {
+                Some(planned) => return Ok(planned),
+                None => continue,
+            }
+        }
+        resume::save(
+            engine,
+            run,
+            turn,
+            &Progress::Planning {
+                guidance: guidance.clone(),
+            },
+        );
         if let Some(m) = &mode {
             modes::enter(engine, work, conn, supervision, m).await?;
         }
@@ -111,8 +131,7 @@ pub(super) async fn plan(
         if let Some(decided) = decided {
             match decided {
                 Decided::Approved(plan, context) => {
-                    *guidance = context.unwrap_or_default();
-                    return Ok(Planned::Approved(plan));
+                    return Ok(Planned::Approved(plan, context.unwrap_or_default()));
                 }
                 Decided::Changes(feedback) => {
                     *guidance = revise(&feedback);
@@ -138,39 +157,99 @@ pub(super) async fn plan(
                 transcript,
             )) => {
                 let plan = plan_from_turn(&work.task_title, &transcript, &entries);
-                let d = plan_gate(engine, work, &plan).await?;
-                match d.choice::<PlanChoice>() {
-                    Ok(PlanChoice::Approve) => {
-                        // Already back in the supervised mode (above).
-                        *guidance = d.context.unwrap_or_default();
-                        return Ok(Planned::Approved(plan));
-                    }
-                    Ok(PlanChoice::RequestChanges) => {
-                        *guidance = revise(d.context.as_deref().unwrap_or_default());
-                        continue;
-                    }
-                    Ok(PlanChoice::Reject) => {
-                        reject(engine, run, d)?;
-                        return Ok(Planned::Ended);
-                    }
-                    Err(_) => {
-                        tracing::warn!(
-                            run,
-                            option = d.option.as_str(),
-                            "plan gate closed without a plan decision"
-                        );
-                        return Ok(Planned::Ended);
-                    }
+                // Already back in the supervised mode (above).
+                let d = plan_gate(engine, work, turn, &plan).await?;
+                match plan_decided(engine, run, d, plan, guidance)? {
+                    Some(planned) => return Ok(planned),
+                    None => continue,
                 }
             }
             Err(e) => e.message,
         };
-        match deviation(engine, run, "turn_failed", &failure, 0, false).await? {
-            Deviation::Retry(g) | Deviation::Replan(g) => *guidance = g,
-            Deviation::Stop => {
-                stop(engine, run, &format!("stopped while planning: {failure}"))?;
-                return Ok(Planned::Ended);
-            }
+        let decided = deviation(engine, turn, run, "turn_failed", &failure, 0, false).await?;
+        if let Some(planned) = planning_deviation(engine, run, decided, &failure, guidance)? {
+            return Ok(planned);
+        }
+    }
+}
+
+/// A plan gate's decision: approved (with the user's words), changes asked
+/// for (None: plan again, with `guidance` set), or the run ended.
+fn plan_decided(
+    engine: &Engine,
+    run: overseer_core::RunId,
+    d: GateDecision,
+    plan: PlanProposal,
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    match d.choice::<PlanChoice>() {
+        Ok(PlanChoice::Approve) => Ok(Some(Planned::Approved(plan, d.context.unwrap_or_default()))),
+        Ok(PlanChoice::RequestChanges) => {
+            *guidance = revise(d.context.as_deref().unwrap_or_default());
+            Ok(None)
+        }
+        Ok(PlanChoice::Reject) => {
+            reject(engine, run, d)?;
+            Ok(Some(Planned::Ended))
+        }
+        Err(_) => {
+            tracing::warn!(
+                run,
+                option = d.option.as_str(),
+                "plan gate closed without a plan decision"
+            );
+            Ok(Some(Planned::Ended))
+        }
+    }
+}
+
+/// A deviation while planning: plan again (None, with `guidance` set) or stop.
+fn planning_deviation(
+    engine: &Engine,
+    run: overseer_core::RunId,
+    decided: Deviation,
+    failure: &str,
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    match decided {
+        Deviation::Retry(g) | Deviation::Replan(g) => {
+            *guidance = g;
+            Ok(None)
+        }
+        Deviation::Stop => {
+            stop(engine, run, &format!("stopped while planning: {failure}"))?;
+            Ok(Some(Planned::Ended))
+        }
+    }
+}
+
+/// A gate of the planning phase a restarted engine found waiting: the plan
+/// (its proposal is the gate's payload) or a deviation.
+async fn adopted(
+    engine: &Arc<Engine>,
+    run: overseer_core::RunId,
+    turn: &Mutex<Turn>,
+    gate: &GateView,
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    let d = wait_progress_gate(engine, turn, gate.id).await?;
+    match gate.kind {
+        GateKind::Plan => {
+            let plan = serde_json::from_value::<PlanProposal>(gate.payload.clone())
+                .map_err(|e| err(format!("plan gate {} holds no readable plan: {e}", gate.id)))?;
+            plan_decided(engine, run, d, plan, guidance)
+        }
+        GateKind::Deviation
+        | GateKind::ToolCall
+        | GateKind::StepReview
+        | GateKind::SupervisorPause
+        | GateKind::MergeReview
+        | GateKind::Question => {
+            let failure = gate.payload["error"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            planning_deviation(engine, run, deviation_of(d), &failure, guidance)
         }
     }
 }
@@ -270,7 +349,7 @@ pub(super) async fn exit_plan(
         },
         None => PermissionReply::Cancelled,
     };
-    let (reply, decided) = match plan_gate(engine, work, &plan).await {
+    let (reply, decided) = match plan_gate(engine, work, turn, &plan).await {
         Ok(d) => match d.choice::<PlanChoice>() {
             // No safe option offered: cancelled, and Overseer sets the
             // supervised mode itself.

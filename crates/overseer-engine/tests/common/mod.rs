@@ -167,3 +167,20 @@ pub async fn state(w: &World, run: i64, want: RunState) {
     })
     .await
 }
+
+/// Another engine on the same data, started, in place of `w`'s (the old one
+/// already stopped: see [`restart`]).
+pub fn reopen(w: &mut World) {
+    let paths: Paths = w.engine.paths().clone();
+    let engine = Arc::new(
+        Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
+    );
+    engine.start_orchestrator();
+    w.engine = engine;
+}
+
+/// The engine stops (its agents with it) and another starts on the same data.
+pub async fn restart(w: &mut World) {
+    w.engine.stop_agents().await;
+    reopen(w);
+}

@@ -1,0 +1,221 @@
+//! Runs survive a restart. The driver writes where a run is (its
+//! [`Checkpoint`]) at every turn; an engine started after a crash (or a clean
+//! exit) relaunches the agent of every run it was driving (continuing its
+//! session with `session/resume` where the agent offers it, else a new
+//! session told where it was) and carries the run on from its checkpoint.
+//!
+//! The run's gates stay what they were ([`on_resume`]): the plan, a step
+//! review, a supervisor's pause or a deviation stays pending with its timer
+//! and the driver waits on it again; a question stays pending and its answer
+//! reaches the agent as an instruction; a tool call that was waiting is
+//! withdrawn, never answered blindly: the agent, carried on, asks again.
+
+use super::{
+    after_deviation, after_pause, after_step, after_step_review, deviation_of, wait_progress_gate,
+    Flow, Steps, Turn,
+};
+use crate::orchestrator::wait_gate;
+use crate::Engine;
+use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
+use overseer_core::{Actor, ApiError, GateKind, GateView, QuestionChoice, RunEvent, RunId};
+use overseer_store::RunWork;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// Where a carried-on run starts.
+pub(super) struct Resumed {
+    pub(super) progress: Progress,
+    /// The driver's gate it was waiting on (or had just been answered).
+    pub(super) adopt: Option<GateView>,
+}
+
+/// Keeps where the run is. A checkpoint that cannot be written is logged:
+/// the run goes on, and a restart carries it on from the one before.
+pub(super) fn save(engine: &Engine, run: RunId, turn: &Mutex<Turn>, progress: &Progress) {
+    let checkpoint = Checkpoint {
+        progress: progress.clone(),
+        after_gate: turn.lock().unwrap_or_else(|p| p.into_inner()).acted_gate,
+    };
+    let now = engine.clock.now();
+    if let Err(e) = engine
+        .store()
+        .write(|tx| tx.set_run_checkpoint(run, &checkpoint, now))
+    {
+        tracing::error!(run, "cannot keep where the run is: {e}");
+    }
+}
+
+/// The checkpoint and the gates of a run the engine carries on; withdraws
+/// the tool calls that were waiting and turns late answers to questions
+/// into instructions. `session_resumed`: the agent continued its session.
+pub(super) fn prepare(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    session_resumed: bool,
+) -> Result<Resumed, ApiError> {
+    let run = work.run_id;
+    let (checkpoint, gates) = {
+        let store = engine.store();
+        let checkpoint = store.run_checkpoint(run)?.unwrap_or_default();
+        let gates = store.gates_to_resume(run, checkpoint.after_gate)?;
+        (checkpoint, gates)
+    };
+    turn.lock().unwrap_or_else(|p| p.into_inner()).acted_gate = checkpoint.after_gate;
+    let mut adopt = None;
+    for (gate, keyed) in gates {
+        match on_resume(gate.kind, keyed, gate.ask_kind) {
+            // Decided and acted on before the engine stopped: a gate the
+            // driver may have to act on again (below), nothing else.
+            OnResume::Withdraw | OnResume::AnswerAsSteering if gate.effected => {}
+            OnResume::Withdraw => engine.withdraw_gate(
+                gate.id,
+                "the agent that asked stopped with the engine; carried on, it asks again if it still needs to",
+            ),
+            OnResume::AnswerAsSteering => answer_as_steering(engine, &gate),
+            OnResume::WaitAgain if checkpoint.after_gate.is_none_or(|after| gate.id > after) => {
+                if fits(&checkpoint.progress, gate.kind) {
+                    adopt = Some(gate);
+                } else {
+                    tracing::error!(
+                        run,
+                        gate = gate.id,
+                        "a {} gate does not fit where the run was; it is left for the user",
+                        gate.kind.as_str()
+                    );
+                }
+            }
+            OnResume::WaitAgain | OnResume::Leave => {}
+        }
+    }
+    let mut progress = checkpoint.progress;
+    let note = resume_note(session_resumed);
+    match &mut progress {
+        Progress::Planning { guidance } | Progress::Executing { guidance, .. } => {
+            *guidance = format!("{note}\n{guidance}").trim().to_owned();
+        }
+        Progress::Finishing => {}
+    }
+    let waiting = adopt
+        .as_ref()
+        .map(|g| format!(", waiting again on gate {} ({})", g.id, g.kind.as_str()))
+        .unwrap_or_default();
+    let _ = engine.record_activity(
+        run,
+        "carried_on",
+        json!({ "text": format!("the engine restarted: the run carries on from {}{waiting}", describe(&progress)) }),
+    );
+    Ok(Resumed { progress, adopt })
+}
+
+/// Whether a gate of `kind` can be what a run at `progress` waits on.
+fn fits(progress: &Progress, kind: GateKind) -> bool {
+    match progress {
+        Progress::Planning { .. } => matches!(kind, GateKind::Plan | GateKind::Deviation),
+        Progress::Executing { .. } => matches!(
+            kind,
+            GateKind::StepReview | GateKind::SupervisorPause | GateKind::Deviation
+        ),
+        Progress::Finishing => false,
+    }
+}
+
+fn describe(progress: &Progress) -> String {
+    match progress {
+        Progress::Planning { .. } => "planning".to_owned(),
+        Progress::Executing { plan, step, .. } => {
+            format!("step {} of {}", step + 1, plan.steps.len())
+        }
+        Progress::Finishing => "its finished work, going to review".to_owned(),
+    }
+}
+
+/// A gate of the step loop a restarted engine found waiting, decided:
+/// what the loop does next, as if the engine had never stopped.
+pub(super) async fn step_gate(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    gate: &GateView,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+) -> Result<Flow, ApiError> {
+    let run = work.run_id;
+    let d = wait_progress_gate(engine, turn, gate.id).await?;
+    match gate.kind {
+        GateKind::StepReview => after_step(engine, run, after_step_review(d), at, follow_up),
+        GateKind::SupervisorPause => {
+            let timeout = crate::supervise::policy_of(work).pause_timeout_seconds;
+            // Proceed: the human let the step through.
+            let next = after_pause(engine, run, timeout, d)?.unwrap_or(super::StepNext::Proceed);
+            after_step(engine, run, next, at, follow_up)
+        }
+        GateKind::Deviation
+        | GateKind::Plan
+        | GateKind::ToolCall
+        | GateKind::MergeReview
+        | GateKind::Question => {
+            let failure = gate.payload["error"]
+                .as_str()
+                .unwrap_or("the step failed")
+                .to_owned();
+            after_deviation(engine, run, deviation_of(d), &failure, at)
+        }
+    }
+}
+
+/// A question whose asker (the agent's request) is gone stays pending. If
+/// the carried-on agent asks the same again, it waits on this gate; else its
+/// answer reaches the agent as an instruction for its next turn, as the
+/// person who answered.
+fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
+    let Some(rt) = engine
+        .runtime
+        .get()
+        .cloned()
+        .or_else(|| tokio::runtime::Handle::try_current().ok())
+    else {
+        return;
+    };
+    let (id, run) = (gate.id, gate.run_id);
+    let asked = gate.payload["message"]
+        .as_str()
+        .unwrap_or(&gate.title)
+        .to_owned();
+    engine.live.keep_orphan(id, run, &asked);
+    let engine = engine.clone();
+    rt.spawn(async move {
+        let Ok(d) = wait_gate(&engine, id).await else {
+            return;
+        };
+        if !engine.live.take_orphan(id) {
+            // The agent asked again and got this answer itself.
+            return;
+        }
+        if let (Ok(QuestionChoice::Answer), Some(text)) = (
+            d.choice::<QuestionChoice>(),
+            d.context.filter(|c| !c.trim().is_empty()),
+        ) {
+            let text = format!("You asked: {asked}\nThe answer: {text}");
+            if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
+                tracing::error!(
+                    run,
+                    "an answer could not be kept as steering: {}",
+                    e.message
+                );
+            }
+        }
+    });
+}
+
+/// The run could not be carried on (its agent did not start again, its
+/// profile is gone): it is interrupted, and says how to resume it.
+pub(super) fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
+    let _ = engine.record_activity(run, "error", json!({ "text": why }));
+    let note = format!(
+        "the engine restarted and could not carry this run on ({why}); resume it with `overseer runs resume {run}`"
+    );
+    if let Err(e) = engine.transition(run, RunEvent::Interrupt, Some(&note), &Actor::Engine) {
+        tracing::warn!(run, "cannot mark interrupted: {}", e.message);
+    }
+}
