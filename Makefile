@@ -12,14 +12,19 @@ run: setup app
 ## and a short run of every fuzz target.
 test: setup lint rust-test ui-test e2e fuzz-smoke
 
-## Benchmarks that print their figures (audit appends vs a bare loop, decision latency,
-## tool-call permission round trips with 1/10/50 demo agents, engine CPU while agents wait,
-## and in the real window: dashboard load and filter with 10,000 runs vs 100, and a
-## blocking question's time to its row and to the Notify call).
-bench: setup app
+## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
+## decision latency, tool-call permission round trips with 1/10/50 demo agents, engine CPU
+## while agents wait, and in the real window: dashboard cold start, reload and filter with
+## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
+## the idle PSS of the whole process tree), then merge every figure into
+## target/bench/summary.json (scripts/bench-summary.mjs).
+bench: setup ui
+	$(CARGO) build --release -p overseer-app -p overseer-cli -p overseer-demo-agent
+	mkdir -p target/bench && rm -f target/bench/*.json
 	$(CARGO) bench -p overseer-store --bench audit
 	$(CARGO) bench -p overseer-engine --bench permission
-	tests/e2e/bench/run.sh
+	BENCH_PROFILE=release tests/e2e/bench/run.sh
+	node scripts/bench-summary.mjs
 
 setup:
 	scripts/setup.sh

@@ -3,6 +3,7 @@ fn main() {
     // that a capability file must grant: nothing is callable by default.
     let manifest = tauri_build::AppManifest::new().commands(&[
         "list_runs",
+        "list_runs_head",
         "approve_run",
         "reject_run",
         "abort_run",

@@ -32,6 +32,17 @@ pub async fn list_runs(engine: State<'_, Arc<Engine>>) -> Result<Vec<RunView>, A
     blocking(&engine, |e| e.runs()).await
 }
 
+/// The first `limit` rows of the dashboard's default order, with the
+/// fleet's size and counts: what the window paints before the whole list
+/// arrives.
+#[tauri::command]
+pub async fn list_runs_head(
+    engine: State<'_, Arc<Engine>>,
+    limit: usize,
+) -> Result<overseer_engine::RunsHead, ApiError> {
+    blocking(&engine, move |e| e.runs_head(limit)).await
+}
+
 #[tauri::command]
 pub async fn approve_run(
     engine: State<'_, Arc<Engine>>,

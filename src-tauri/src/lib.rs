@@ -28,6 +28,7 @@ pub fn builder(
         .manage(engine)
         .invoke_handler(tauri::generate_handler![
             commands::list_runs,
+            commands::list_runs_head,
             commands::approve_run,
             commands::reject_run,
             commands::abort_run,
@@ -202,6 +203,7 @@ mod tests {
             .collect();
         for cmd in [
             "list-runs",
+            "list-runs-head",
             "approve-run",
             "reject-run",
             "abort-run",

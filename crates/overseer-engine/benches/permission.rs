@@ -245,6 +245,17 @@ fn cpu_time() -> Duration {
     )
 }
 
+/// Writes figures (a JSON object) to target/bench/NAME, where `make bench`
+/// merges every bench's figures into target/bench/summary.json.
+fn write_figures(name: &str, json: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(name), json))
+    {
+        eprintln!("permission bench: cannot write {name}: {e}");
+    }
+}
+
 /// Percentile by nearest rank of sorted `v`, in milliseconds.
 fn percentile(v: &[u64], p: f64) -> f64 {
     if v.is_empty() {
@@ -361,6 +372,17 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         });
     }
     print_levels(&levels);
+    // For `make bench`'s summary (scripts/bench-summary.mjs).
+    if let Some(l) = levels.iter().find(|l| l.agents == 50) {
+        write_figures(
+            "permission.json",
+            &format!(
+                "{{\"permission_round_trip_p99_ms_50_agents\": {:.3}, \"permission_round_trip_p50_ms_50_agents\": {:.3}}}\n",
+                percentile(&l.rule, 99.0),
+                percentile(&l.rule, 50.0)
+            ),
+        );
+    }
 
     // CPU while agents wait on gates, beside the idle engine.
     answer_tool_calls.store(false, Ordering::SeqCst);

@@ -21,6 +21,7 @@ pub mod contain;
 pub mod demo;
 mod engine;
 pub mod evaluate;
+pub mod fleet;
 pub mod git;
 // The modules that decide gates match their choices exhaustively: a new
 // choice must force a decision, never fall into a wildcard arm.
@@ -42,6 +43,7 @@ mod work;
 
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
+pub use fleet::{FleetCounts, RunsHead};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,

@@ -85,6 +85,8 @@ fn generated() -> String {
         overseer_store::DecisionTable,
         overseer_store::DecisionProblem,
         overseer_store::DecisionMismatch,
+        overseer_engine::FleetCounts,
+        overseer_engine::RunsHead,
         overseer_engine::GateStory,
         overseer_engine::RunStory,
         overseer_engine::TaskInfo,

@@ -147,12 +147,17 @@ fn main() {
         "{:>6}  {:>14}  {:>14}  {:>12}",
         "batch", "store path", "bare loop", "store/bare"
     );
+    let mut ratios = Vec::new();
     for batch in [1, 8, 64] {
         // Warm the page cache and allocator once, then measure.
         let _ = bare_loop(batch);
         let s = through_store(batch);
         let b = bare_loop(batch);
         println!("{batch:>6}  {s:>14.0}  {b:>14.0}  {:>12.2}", s / b);
+        ratios.push(format!(
+            "\"audit_append_ratio_vs_bare_batch_{batch}\": {:.3}",
+            s / b
+        ));
     }
     let (p50, p99, max) = decision_latency(1_000);
     println!();
@@ -163,4 +168,18 @@ fn main() {
         p99.as_secs_f64() * 1e3,
         max.as_secs_f64() * 1e3
     );
+    // For `make bench`'s summary (scripts/bench-summary.mjs): the headline
+    // ratio is one record per append (batch 1).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    let json = format!(
+        "{{{}, \"gate_decision_commit_p99_ms\": {:.3}, \"gate_decision_commit_p50_ms\": {:.3}}}\n",
+        ratios.join(", "),
+        p99.as_secs_f64() * 1e3,
+        p50.as_secs_f64() * 1e3
+    );
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("audit.json"), json))
+    {
+        eprintln!("audit bench: cannot write audit.json: {e}");
+    }
 }

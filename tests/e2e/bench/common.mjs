@@ -3,9 +3,10 @@
 // for the performance marks the fleet grid sets (FleetTable.svelte).
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Builder, By, until } from "selenium-webdriver";
 
 const { OVERSEER_APP, OVERSEER_CLI, WEBDRIVER_URL } = process.env;
@@ -32,6 +33,24 @@ export function report(name, xs) {
 
 export function ratio(name, a, b) {
   console.log(`${name}: ${(a / b).toFixed(2)}x`);
+}
+
+/** Where benches leave their figures for `make bench`'s summary
+ * (scripts/bench-summary.mjs merges target/bench/*.json). */
+const FIGURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "target", "bench");
+
+/** Merges `figures` (numbers, ms unless named otherwise) into
+ * target/bench/NAME.json. */
+export function writeFigures(name, figures) {
+  mkdirSync(FIGURES, { recursive: true });
+  const file = join(FIGURES, `${name}.json`);
+  let old = {};
+  try {
+    old = JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    // first figures of this bench
+  }
+  writeFileSync(file, JSON.stringify({ ...old, ...figures }, null, 2) + "\n");
 }
 
 const templates = new Map();
@@ -136,6 +155,9 @@ export async function reloadToRows(driver) {
   await driver.navigate().refresh();
   const rendered = await waitForMark(driver, "fleet-rows-rendered");
   const painted = await waitForMark(driver, "fleet-rows-painted");
+  // Not timed: the whole list (after the first screen) is in, so the next
+  // reload or filter starts from a settled page.
+  await waitForMark(driver, "fleet-loaded");
   return { rendered: rendered.sinceNav, painted: painted.sinceNav };
 }
 

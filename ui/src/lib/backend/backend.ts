@@ -12,6 +12,7 @@ import type {
   RuleSet,
   RunDiff,
   RunView,
+  RunsHead,
   Scope,
   SupervisorPolicy,
   TaskInfo,
@@ -26,6 +27,10 @@ import type {
 export interface Backend {
   // Runs
   listRuns(): Promise<RunView[]>;
+  /** The first `limit` runs in the dashboard's default order (needs-you
+   * first), with the fleet's size and counts: the first screen of a big
+   * fleet, before the whole list. */
+  listRunsHead(limit: number): Promise<RunsHead>;
   approveRun(runId: number): Promise<RunView>;
   rejectRun(runId: number, reason: string): Promise<RunView>;
   abortRun(runId: number): Promise<RunView>;

@@ -3,6 +3,7 @@
 // the change arrives as a pushed event (after the call resolves, as after a
 // commit).
 import type { Backend } from "./backend";
+import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   ActivityView,
   AgentInfo,
@@ -21,6 +22,7 @@ import type {
   RuleSet,
   RunDiff,
   RunView,
+  RunsHead,
   Scope,
   SupervisorPolicy,
   TaskInfo,
@@ -112,6 +114,13 @@ export class MockBackend implements Backend {
 
   listRuns() {
     return this.answer("listRuns", () => [...this.runs.values()]);
+  }
+
+  listRunsHead(limit: number) {
+    return this.answer(`listRunsHead ${limit}`, (): RunsHead => {
+      const all = [...this.runs.values()];
+      return { rows: sortRuns(all).slice(0, limit), total: all.length, counts: countRuns(all) };
+    });
   }
 
   approveRun(runId: number) {

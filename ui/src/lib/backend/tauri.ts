@@ -16,6 +16,7 @@ import type {
   RuleSet,
   RunDiff,
   RunView,
+  RunsHead,
   TaskInfo,
   Workspace,
 } from "../types";
@@ -33,6 +34,7 @@ async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> 
 
 export const tauriBackend: Backend = {
   listRuns: () => call<RunView[]>("list_runs"),
+  listRunsHead: (limit) => call<RunsHead>("list_runs_head", { limit }),
   approveRun: (runId) => call<RunView>("approve_run", { runId }),
   rejectRun: (runId, reason) => call<RunView>("reject_run", { runId, reason }),
   abortRun: (runId) => call<RunView>("abort_run", { runId }),

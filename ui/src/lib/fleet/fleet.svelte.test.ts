@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { Fleet } from "./fleet.svelte";
+import { describe, expect, it, vi } from "vitest";
+import { Fleet, HEAD_ROWS } from "./fleet.svelte";
 import { MockBackend } from "../backend/mock";
 import type { RunView } from "../types";
 
@@ -30,7 +30,8 @@ describe("Fleet", () => {
 
     backend.push({ type: "run_changed", run: { ...review(2), state: { state: "running" }, needs_you: false } });
     expect(fleet.rows.get(2)?.state.state).toBe("running");
-    expect(backend.calls.filter((c) => c === "listRuns")).toHaveLength(1);
+    // A fleet that fits on the first screen is listed once, by its head.
+    expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`]);
   });
 
   it("does not change a row when an action succeeds until the event arrives", async () => {
@@ -67,15 +68,50 @@ describe("Fleet", () => {
 
   it("keeps events that arrive while the first list is loading", async () => {
     const backend = new MockBackend([review(1)], () => 42);
-    const list = backend.listRuns.bind(backend);
-    backend.listRuns = async () => {
-      const rows = await list();
+    const head = backend.listRunsHead.bind(backend);
+    backend.listRunsHead = async (limit) => {
+      const h = await head(limit);
       backend.push({ type: "run_changed", run: { ...review(3), state: { state: "queued" }, needs_you: false } });
-      return rows;
+      return h;
     };
     const fleet = new Fleet(backend);
     await fleet.start();
     expect([...fleet.rows.keys()].sort()).toEqual([1, 3]);
+  });
+
+  it("shows a big fleet's first screen before the whole list, then the whole list with the events since", async () => {
+    const rows = Array.from({ length: 500 }, (_, i) => running(i + 1));
+    rows.push(review(501));
+    const backend = new MockBackend(rows, () => 42);
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const list = backend.listRuns.bind(backend);
+    backend.listRuns = async () => {
+      const all = await list();
+      await gate;
+      return all;
+    };
+    const fleet = new Fleet(backend);
+    const started = fleet.start();
+    await vi.waitFor(() => expect(fleet.partial).toBe(true));
+    // The first screen: the head of the default order, counted in full.
+    expect(fleet.ready).toBe(true);
+    expect(fleet.total).toBe(501);
+    expect(fleet.shown).toHaveLength(HEAD_ROWS);
+    expect(fleet.shown[0]!.id).toBe(501);
+    expect(fleet.shown[1]!.id).toBe(500);
+    expect(fleet.counts.running).toBe(500);
+    expect(fleet.counts.needs_you).toBe(1);
+    // An event while the whole list is on its way applies on top of it.
+    backend.push({ type: "run_changed", run: { ...running(7), state: { state: "queued" } } });
+    release();
+    await started;
+    expect(fleet.partial).toBe(false);
+    expect(fleet.total).toBe(501);
+    expect(fleet.shown).toHaveLength(501);
+    expect(fleet.rows.get(7)?.state.state).toBe("queued");
+    expect(fleet.counts.running).toBe(499);
+    expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
   });
 
   it("a reject without a reason is refused by the engine with invalid_input", async () => {
@@ -171,6 +207,6 @@ describe("Fleet: what the user looks at", () => {
     expect(fleet.shown.map((r) => r.id)).toEqual([5_000]);
     expect(fleet.counts.pending_review).toBe(1);
     expect(fleet.counts.running).toBe(9_999);
-    expect(backend.calls.filter((c) => c === "listRuns")).toHaveLength(1);
+    expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
   });
 });

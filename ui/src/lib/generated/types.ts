@@ -381,6 +381,10 @@ audit_seq: number | null,
  */
 claim: string, } & ({ "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, });
 
+export type FleetCounts = { queued: number, claimed: number, running: number, retry_queued: number, pending_review: number, released: number, needs_you: number, };
+
+export type RunsHead = { rows: Array<RunView>, total: number, counts: FleetCounts, };
+
 export type GateStory = { gate: GateView, 
 /**
  * Every decision on the gate (votes, timers), in order, with rationale.

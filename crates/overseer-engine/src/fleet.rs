@@ -1,0 +1,192 @@
+//! The fleet dashboard's first screen: the rows a window shows first, in the
+//! dashboard's default order, with the fleet's size and counts, so a window
+//! on 10,000 runs paints its first rows without taking every row across IPC
+//! first (the whole list follows, for filters and search).
+
+use overseer_core::{RunState, RunView};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+
+/// How many runs are in each state, and how many need the user: the
+/// dashboard's header counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct FleetCounts {
+    pub queued: u32,
+    pub claimed: u32,
+    pub running: u32,
+    pub retry_queued: u32,
+    pub pending_review: u32,
+    pub released: u32,
+    pub needs_you: u32,
+}
+
+impl FleetCounts {
+    pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunView>) -> Self {
+        let mut c = FleetCounts::default();
+        for r in runs {
+            *match r.state {
+                RunState::Queued => &mut c.queued,
+                RunState::Claimed => &mut c.claimed,
+                RunState::Running => &mut c.running,
+                RunState::RetryQueued => &mut c.retry_queued,
+                RunState::PendingReview => &mut c.pending_review,
+                RunState::Released { .. } => &mut c.released,
+            } += 1;
+            if r.needs_you {
+                c.needs_you += 1;
+            }
+        }
+        c
+    }
+}
+
+/// The first rows of the fleet in the dashboard's default ("needs-you
+/// first") order, and how many runs there are in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunsHead {
+    pub rows: Vec<RunView>,
+    pub total: u32,
+    pub counts: FleetCounts,
+}
+
+impl crate::Engine {
+    /// The first `limit` rows of the dashboard's default order, with the
+    /// fleet's size and counts: what a window paints first.
+    /// The rows come from a query that orders the fleet by its ordering
+    /// columns only; only the rows returned are built.
+    pub fn runs_head(&self, limit: usize) -> Result<RunsHead, overseer_core::ApiError> {
+        let store = self.store();
+        let mut rows = store.head_runs(limit)?;
+        let by_state = store.state_counts()?;
+        let needs_you = store.needs_you_count()?;
+        drop(store);
+        rows.sort_by(attention);
+        let mut counts = FleetCounts {
+            needs_you: u32::try_from(needs_you).unwrap_or(u32::MAX),
+            ..FleetCounts::default()
+        };
+        let mut total = 0u32;
+        for (state, n) in by_state {
+            total = total.saturating_add(n);
+            let slot = match RunState::from_db(&state) {
+                Some(RunState::Queued) => &mut counts.queued,
+                Some(RunState::Claimed) => &mut counts.claimed,
+                Some(RunState::Running) => &mut counts.running,
+                Some(RunState::RetryQueued) => &mut counts.retry_queued,
+                Some(RunState::PendingReview) => &mut counts.pending_review,
+                Some(RunState::Released { .. }) | None => &mut counts.released,
+            };
+            *slot = slot.saturating_add(n);
+        }
+        Ok(RunsHead {
+            rows,
+            total,
+            counts,
+        })
+    }
+}
+
+/// The rank of a state in the dashboard's attention order (the UI's
+/// STATE_ORDER in ui/src/lib/fleet/fleet.ts).
+fn state_rank(s: RunState) -> u8 {
+    match s {
+        RunState::PendingReview => 0,
+        RunState::Running => 1,
+        RunState::RetryQueued => 2,
+        RunState::Claimed => 3,
+        RunState::Queued => 4,
+        RunState::Released { .. } => 5,
+    }
+}
+
+/// The dashboard's default order, exactly as the UI's `attention`
+/// comparator: runs that need the user first (longest waiting first), then by
+/// state, then the most recent change; ties by id.
+pub fn attention(a: &RunView, b: &RunView) -> Ordering {
+    if a.needs_you != b.needs_you {
+        return if a.needs_you {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+    }
+    if a.needs_you {
+        return a.state_since.cmp(&b.state_since).then(a.id.cmp(&b.id));
+    }
+    state_rank(a.state)
+        .cmp(&state_rank(b.state))
+        .then(b.state_since.cmp(&a.state_since))
+        .then(a.id.cmp(&b.id))
+}
+
+/// The first `limit` of `runs` in attention order, with the counts of all.
+pub fn head(mut runs: Vec<RunView>, limit: usize) -> RunsHead {
+    let counts = FleetCounts::of(&runs);
+    let total = u32::try_from(runs.len()).unwrap_or(u32::MAX);
+    if limit < runs.len() {
+        if limit > 0 {
+            runs.select_nth_unstable_by(limit - 1, attention);
+        }
+        runs.truncate(limit);
+    }
+    runs.sort_by(attention);
+    RunsHead {
+        rows: runs,
+        total,
+        counts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overseer_core::{ReleaseReason, RunOrigin};
+
+    fn run(id: i64, state: RunState, since: i64, needs_you: bool) -> RunView {
+        RunView {
+            id,
+            task_id: id,
+            task_title: format!("task {id}"),
+            workspace: "w".into(),
+            agent: "demo".into(),
+            state,
+            state_since: since,
+            created_at: 0,
+            needs_you,
+            release_note: None,
+            pending_gate: None,
+            current_step: None,
+            sensors: None,
+            last_gate: None,
+            origin: RunOrigin::default(),
+            session: None,
+        }
+    }
+
+    #[test]
+    fn the_head_is_the_first_rows_in_attention_order_with_counts_of_all() {
+        let merged = RunState::Released {
+            reason: ReleaseReason::Merged,
+        };
+        let runs = vec![
+            run(1, merged, 50, false),
+            run(2, RunState::Running, 10, true),
+            run(3, RunState::PendingReview, 5, true),
+            run(4, RunState::Running, 20, false),
+            run(5, RunState::Running, 30, false),
+            run(6, RunState::Queued, 99, false),
+        ];
+        let h = head(runs.clone(), 4);
+        let ids: Vec<i64> = h.rows.iter().map(|r| r.id).collect();
+        // needs-you by longest wait, then running newest change first.
+        assert_eq!(ids, vec![3, 2, 5, 4]);
+        assert_eq!(h.total, 6);
+        assert_eq!(h.counts.running, 3);
+        assert_eq!(h.counts.needs_you, 2);
+        assert_eq!(h.counts.released, 1);
+        let all = head(runs, 100);
+        let ids: Vec<i64> = all.rows.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![3, 2, 5, 4, 6, 1]);
+        assert!(head(Vec::new(), 0).rows.is_empty());
+    }
+}

@@ -1,0 +1,32 @@
+//! The fleet's first screen (`Engine::runs_head`): the rows the window paints
+//! before the whole list arrives must be exactly the first rows of the whole
+//! list in the dashboard's default order, with the counts of the whole fleet.
+
+use overseer_core::Actor;
+use overseer_engine::fleet::{attention, FleetCounts};
+use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use std::sync::Arc;
+
+#[test]
+fn the_head_is_the_whole_lists_first_rows_in_attention_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = Paths {
+        data_dir: dir.path().join("data"),
+        config_dir: dir.path().join("config"),
+    };
+    let engine = Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine");
+    // The unsettled demo: runs waiting on gates, on review, running, released.
+    engine.seed_demo(&Actor::cli(), false).expect("seed");
+    let mut all = engine.runs().expect("runs");
+    all.sort_by(attention);
+    assert!(all.iter().any(|r| r.needs_you) && all.iter().any(|r| !r.needs_you));
+    for limit in [0, 1, 5, all.len(), all.len() + 10] {
+        let head = engine.runs_head(limit).expect("head");
+        let want: Vec<i64> = all.iter().take(limit).map(|r| r.id).collect();
+        let got: Vec<i64> = head.rows.iter().map(|r| r.id).collect();
+        assert_eq!(got, want, "limit {limit}");
+        assert_eq!(head.rows, all[..want.len()].to_vec());
+        assert_eq!(head.total as usize, all.len());
+        assert_eq!(head.counts, FleetCounts::of(&all));
+    }
+}

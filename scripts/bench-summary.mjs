@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// `make bench`'s last step: merges the figures every benchmark wrote to
+// target/bench/*.json (audit.json and permission.json from the Rust benches,
+// dashboard.json, notify.json and pss.json from the window benches) into
+// target/bench/summary.json, with exactly the keys below (null where a
+// bench did not run or did not produce the figure), and prints it.
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const dir = join(root, "target", "bench");
+
+export const KEYS = [
+  "permission_round_trip_p99_ms_50_agents",
+  "blocking_ask_to_notify_p99_ms",
+  "blocking_ask_to_row_painted_p99_ms",
+  "dashboard_10k_reload_painted_p50_ms",
+  "cold_start_to_rows_painted_p50_ms",
+  "idle_pss_mb",
+  "audit_append_ratio_vs_bare",
+  "gate_decision_commit_p99_ms",
+];
+
+/** The summary from every bench's figures: each key from the file that
+ * has it (the audit ratio is the one-record-per-append batch). */
+export function summarize(figures) {
+  const all = Object.assign({}, ...figures);
+  if (all.audit_append_ratio_vs_bare === undefined) all.audit_append_ratio_vs_bare = all.audit_append_ratio_vs_bare_batch_1;
+  const out = {};
+  for (const k of KEYS) {
+    const v = all[k];
+    out[k] = typeof v === "number" && Number.isFinite(v) ? Math.round(v * 1000) / 1000 : null;
+  }
+  return out;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".json") && f !== "summary.json") : [];
+  const figures = [];
+  for (const f of files.sort()) {
+    try {
+      figures.push(JSON.parse(readFileSync(join(dir, f), "utf8")));
+    } catch (e) {
+      console.error(`bench summary: ${f} is not JSON (${e.message}); skipped`);
+    }
+  }
+  const summary = summarize(figures);
+  writeFileSync(join(dir, "summary.json"), JSON.stringify(summary, null, 2) + "\n");
+  console.log(`target/bench/summary.json (from ${files.join(", ") || "no figures"}):`);
+  console.log(JSON.stringify(summary, null, 2));
+  const missing = KEYS.filter((k) => summary[k] === null);
+  if (missing.length) console.log(`missing: ${missing.join(", ")}`);
+}
