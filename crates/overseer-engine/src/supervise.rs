@@ -184,7 +184,7 @@ impl Engine {
             return Ok(());
         };
         let now = self.clock.now();
-        self.store().write(|tx| {
+        self.write(|tx| {
             tx.set_gate_authority(gate, Some(authority), Some(kind.approve_option()), now)
         })?;
         let engine = self.clone();
@@ -202,9 +202,8 @@ impl Engine {
     ) -> Result<GateId, ApiError> {
         let now = self.clock.now();
         let (gate, view) = {
-            let mut store = self.store();
-            let gate = store.write(|tx| tx.open_gate_spec(spec, actor, now))?;
-            (gate, store.run(spec.run_id)?)
+            let gate = self.write(|tx| tx.open_gate_spec(spec, actor, now))?;
+            (gate, self.store().run(spec.run_id)?)
         };
         self.publish(vec![
             EngineEvent::GateOpened {
@@ -227,9 +226,7 @@ impl Engine {
         input: &DecisionInput,
     ) -> Result<i64, ApiError> {
         let now = self.clock.now();
-        Ok(self
-            .store()
-            .write(|tx| tx.record_decision_note(run, gate, actor, input, now))?)
+        Ok(self.write(|tx| tx.record_decision_note(run, gate, actor, input, now))?)
     }
 
     /// A vote by the supervisor (or a human acting through the supervisor
@@ -243,9 +240,8 @@ impl Engine {
     ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
         let (outcome, run) = {
-            let mut store = self.store();
-            let outcome = store.write(|tx| tx.vote(gate_id, actor, input, now))?;
-            let run = store.run(outcome.gate.run_id)?;
+            let outcome = self.write(|tx| tx.vote(gate_id, actor, input, now))?;
+            let run = self.store().run(outcome.gate.run_id)?;
             (outcome, run)
         };
         if outcome.decided {
@@ -271,7 +267,7 @@ impl Engine {
     /// decider chose.
     fn review_effect(&self, gate: &GateView) -> Result<(), ApiError> {
         let now = self.clock.now();
-        let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
+        let gate = self.write(|tx| tx.mark_effected(gate.id, now))?;
         let Some(d) = gate.decision.clone() else {
             return Ok(());
         };
@@ -353,8 +349,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<(), ApiError> {
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.add_steering(run, text, actor, now))?;
+        self.write(|tx| tx.add_steering(run, text, actor, now))?;
         self.record_activity(
             run,
             "user_instruction",
@@ -428,7 +423,7 @@ impl Engine {
         let _ = self.record_activity(
             run,
             "tool_allowed",
-            json!({ "title": title, "kind": req.kind, "text": rule }),
+            json!({ "title": title, "kind": req.kind, "text": format!("{rule} ({layer})") }),
         );
         Ok(())
     }
@@ -463,7 +458,7 @@ impl Engine {
         let _ = self.record_activity(
             run,
             "tool_denied",
-            json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({rule})") }),
+            json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({layer})") }),
         );
     }
 
@@ -488,8 +483,7 @@ impl Engine {
     /// Takes the instructions waiting for `run`'s next turn.
     pub(crate) fn take_steering(&self, run: RunId) -> Vec<String> {
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.take_steering(run, now))
+        self.write(|tx| tx.take_steering(run, now))
             .unwrap_or_else(|e| {
                 // Left waiting, not lost: the next turn tries again.
                 tracing::error!(run, "cannot take the run's steering: {e}");
@@ -963,7 +957,7 @@ pub(crate) fn start_timers(engine: Arc<Engine>) {
 
 fn fire(engine: &Engine, gate: GateId) {
     let now = engine.clock.now();
-    let fired = engine.store().write(|tx| tx.fire_timer(gate, now));
+    let fired = engine.write(|tx| tx.fire_timer(gate, now));
     match fired {
         Ok(Some(g)) => {
             let run = engine.run(g.run_id);
@@ -1141,7 +1135,7 @@ impl Engine {
             ));
         }
         let now = self.clock.now();
-        let view = self.store().write(|tx| tx.hold_gate(gate, actor, now))?;
+        let view = self.write(|tx| tx.hold_gate(gate, actor, now))?;
         let run = self.run(view.run_id)?;
         self.publish(vec![EngineEvent::RunChanged { run }]);
         Ok(view)

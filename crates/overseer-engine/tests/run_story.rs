@@ -154,6 +154,21 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
             .is_some_and(|r| r.contains("(workspace rule)")),
         "{deny:?}"
     );
+    // The timeline says the same, layer and all.
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let said = |kind: &str, what: &str| {
+        activity
+            .iter()
+            .any(|a| a.kind == kind && a.payload["text"].as_str().is_some_and(|t| t.contains(what)))
+    };
+    assert!(
+        said("tool_allowed", "Edit(src/greeting.txt) (task rule)"),
+        "{activity:#?}"
+    );
+    assert!(
+        said("tool_denied", "Edit(NOTES.md) (workspace rule)"),
+        "{activity:#?}"
+    );
     // The supervisor's vote on the plan gate.
     let vote = decision("the supervisor's vote on the plan", &|d| {
         d.gate_id == Some(plan.id) && matches!(d.actor, Actor::Supervisor(_))
