@@ -109,13 +109,15 @@ describe("a run's story", () => {
 });
 
 describe("touchesRunStory", () => {
-  it("reloads on the run's own events only", () => {
+  it("reloads on the run's own events that may carry a record, not on its chatter", () => {
     const ev = (e: EngineEvent) => touchesRunStory(e, 4);
     expect(ev({ type: "run_changed", run })).toBe(true);
     expect(ev({ type: "run_changed", run: { ...run, id: 5 } })).toBe(false);
     expect(ev({ type: "gate_decided", gate_id: 1, run_id: 4, kind: "plan" })).toBe(true);
     expect(ev({ type: "gate_opened", gate_id: 1, run_id: 5, kind: "plan" })).toBe(false);
     expect(ev({ type: "run_activity", activity: { id: 1, run_id: 4, at: 0, kind: "tool_allowed", payload: {} } })).toBe(true);
+    expect(ev({ type: "run_activity", activity: { id: 2, run_id: 4, at: 0, kind: "message", payload: {} } })).toBe(false);
+    expect(ev({ type: "run_activity", activity: { id: 3, run_id: 4, at: 0, kind: "tool_call", payload: {} } })).toBe(false);
     expect(ev({ type: "workspace_changed", name: "demo" })).toBe(false);
   });
 });

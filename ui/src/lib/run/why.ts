@@ -4,6 +4,11 @@
 import type { EngineEvent } from "../types";
 import { kindCounts, type StoryEntry } from "../inbox/story";
 
+/** Timeline entries that never come with a signed record (what the agent
+ * says, thinks, reads or calls, its log): the drawer does not reload on them,
+ * however fast an agent streams. */
+const CHATTER: ReadonlySet<string> = new Set(["message", "thought", "tool_call", "plan", "file_read", "log"]);
+
 /** True when `e` may have added a signed record to run `runId`'s story: its
  * state changed, one of its gates opened or was decided, or something
  * happened on its timeline (a rule's allow or denial, a step verdict). */
@@ -16,7 +21,7 @@ export function touchesRunStory(e: EngineEvent, runId: number): boolean {
     case "orchestration_aborted":
       return e.run_id === runId;
     case "run_activity":
-      return e.activity.run_id === runId;
+      return e.activity.run_id === runId && !CHATTER.has(e.activity.kind);
     default:
       return false;
   }
