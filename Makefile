@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke dist dist-test
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -70,3 +70,16 @@ fuzz-smoke: setup
 ## Forget the demo fleet; the next `make run` seeds a fresh one.
 clean-demo:
 	rm -rf target/demo
+
+## Release packages with Tauri's bundler (scripts/dist.sh): a .deb and an AppImage under
+## target/release/bundle/, each with the app, the `overseer` CLI and the demo agent.
+## The AppImage bundler fetches linuxdeploy from github.com; offline, DIST_BUNDLES=deb.
+DIST_BUNDLES ?= deb,appimage
+
+dist: setup
+	DIST_BUNDLES=$(DIST_BUNDLES) scripts/dist.sh
+
+## The packages installed and run (tests/dist/run.sh): the .deb unpacked into a temporary
+## root and the AppImage, each opened under Xvfb on a fresh data dir with the demo fleet.
+dist-test: dist
+	DIST_BUNDLES=$(DIST_BUNDLES) tests/dist/run.sh
