@@ -36,7 +36,14 @@ fi
 tauri=(node "$pkg/tauri.js")
 
 echo "dist: building the UI and the release binaries"
-(cd ui && npm run build)
+# The UI, built aside and copied to ui/dist only when it differs: an unchanged
+# ui/dist keeps its mtimes, so the release app (which embeds it) is not rebuilt.
+ui_out="$root/target/dist-ui"
+(cd ui && npm run build -- --outDir "$ui_out" --emptyOutDir)
+if ! diff -r -q "$ui_out" ui/dist >/dev/null 2>&1; then
+  rm -rf ui/dist
+  cp -r "$ui_out" ui/dist
+fi
 cargo build --release -p overseer-app -p overseer-cli -p overseer-demo-agent
 
 out="$root/target/release/bundle"
