@@ -24,19 +24,23 @@ impl FleetCounts {
     pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunView>) -> Self {
         let mut c = FleetCounts::default();
         for r in runs {
-            *match r.state {
-                RunState::Queued => &mut c.queued,
-                RunState::Claimed => &mut c.claimed,
-                RunState::Running => &mut c.running,
-                RunState::RetryQueued => &mut c.retry_queued,
-                RunState::PendingReview => &mut c.pending_review,
-                RunState::Released { .. } => &mut c.released,
-            } += 1;
-            if r.needs_you {
-                c.needs_you += 1;
-            }
+            c.add(r.state, r.needs_you);
         }
         c
+    }
+
+    fn add(&mut self, state: RunState, needs_you: bool) {
+        *match state {
+            RunState::Queued => &mut self.queued,
+            RunState::Claimed => &mut self.claimed,
+            RunState::Running => &mut self.running,
+            RunState::RetryQueued => &mut self.retry_queued,
+            RunState::PendingReview => &mut self.pending_review,
+            RunState::Released { .. } => &mut self.released,
+        } += 1;
+        if needs_you {
+            self.needs_you += 1;
+        }
     }
 }
 
@@ -52,37 +56,72 @@ pub struct RunsHead {
 impl crate::Engine {
     /// The first `limit` rows of the dashboard's default order, with the
     /// fleet's size and counts: what a window paints first.
-    /// The rows come from a query that orders the fleet by its ordering
-    /// columns only; only the rows returned are built.
+    /// The order comes from one scan of the ordering columns; only the
+    /// rows returned are built.
     pub fn runs_head(&self, limit: usize) -> Result<RunsHead, overseer_core::ApiError> {
         let store = self.store();
-        let mut rows = store.head_runs(limit)?;
-        let by_state = store.state_counts()?;
-        let needs_you = store.needs_you_count()?;
-        drop(store);
-        rows.sort_by(attention);
-        let mut counts = FleetCounts {
-            needs_you: u32::try_from(needs_you).unwrap_or(u32::MAX),
-            ..FleetCounts::default()
-        };
-        let mut total = 0u32;
-        for (state, n) in by_state {
-            total = total.saturating_add(n);
-            let slot = match RunState::from_db(&state) {
-                Some(RunState::Queued) => &mut counts.queued,
-                Some(RunState::Claimed) => &mut counts.claimed,
-                Some(RunState::Running) => &mut counts.running,
-                Some(RunState::RetryQueued) => &mut counts.retry_queued,
-                Some(RunState::PendingReview) => &mut counts.pending_review,
-                Some(RunState::Released { .. }) | None => &mut counts.released,
-            };
-            *slot = slot.saturating_add(n);
+        let keys = store.run_order_keys()?;
+        let mut counts = FleetCounts::default();
+        let mut order = Vec::with_capacity(keys.len());
+        for (id, state, since, needs) in keys {
+            let state = RunState::from_db(&state).unwrap_or(RunState::Released {
+                reason: overseer_core::ReleaseReason::Failed,
+            });
+            counts.add(state, needs);
+            order.push(OrderKey {
+                id,
+                state,
+                since,
+                needs,
+            });
         }
+        let total = u32::try_from(order.len()).unwrap_or(u32::MAX);
+        if limit < order.len() {
+            if limit > 0 {
+                order.select_nth_unstable_by(limit - 1, OrderKey::cmp);
+            }
+            order.truncate(limit);
+        }
+        let mut rows = order
+            .iter()
+            .map(|k| store.run(k.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        drop(store);
+        // The rows themselves decide the order shown.
+        rows.sort_by(attention);
         Ok(RunsHead {
             rows,
             total,
             counts,
         })
+    }
+}
+
+/// A run's place in the attention order, without its row.
+struct OrderKey {
+    id: overseer_core::RunId,
+    state: RunState,
+    since: i64,
+    needs: bool,
+}
+
+impl OrderKey {
+    /// [`attention`] on the ordering columns.
+    fn cmp(a: &OrderKey, b: &OrderKey) -> Ordering {
+        if a.needs != b.needs {
+            return if a.needs {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        if a.needs {
+            return a.since.cmp(&b.since).then(a.id.cmp(&b.id));
+        }
+        state_rank(a.state)
+            .cmp(&state_rank(b.state))
+            .then(b.since.cmp(&a.since))
+            .then(a.id.cmp(&b.id))
     }
 }
 

@@ -163,54 +163,26 @@ pub(crate) fn runs(conn: &Connection, path: &Path) -> Result<Vec<RunView>, Store
     raws.into_iter().map(|r| finish_run(r, path)).collect()
 }
 
-/// The first `limit` runs of the fleet dashboard's default order (needs-you
-/// first, longest waiting first; then by state, the most recent change first;
-/// ties by id), building only those rows: the order comes from a query over
-/// the ordering columns alone, not from every row's view.
-pub(crate) fn head_runs(
+/// Every run's ordering columns for the fleet dashboard, in one scan: id,
+/// state as stored (`released:merged`, ...), when it entered that state, and
+/// whether it needs the user (as [`needs_you`] decides: pending review, or a
+/// pending gate that is not an info item). Cheap beside building every row.
+pub(crate) fn run_order_keys(
     conn: &Connection,
     path: &Path,
-    limit: usize,
-) -> Result<Vec<RunView>, StoreError> {
-    let ids = conn
-        .prepare_cached(
-            "WITH o AS (
-               SELECT r.id, r.state, r.state_since,
-                      (r.state = 'pending_review' OR EXISTS (
-                         SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending'
-                           AND json_extract(g.payload, '$.ask_kind') IS NOT 'info')) AS needs
-               FROM runs r)
-             SELECT id FROM o
-             ORDER BY needs DESC,
-                      CASE WHEN needs THEN state_since END ASC,
-                      CASE WHEN needs THEN 0 ELSE CASE state
-                        WHEN 'pending_review' THEN 0 WHEN 'running' THEN 1 WHEN 'retry_queued' THEN 2
-                        WHEN 'claimed' THEN 3 WHEN 'queued' THEN 4 ELSE 5 END END ASC,
-                      CASE WHEN needs THEN NULL ELSE state_since END DESC,
-                      id ASC
-             LIMIT ?1",
-        )
-        .and_then(|mut s| {
-            s.query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-                r.get::<_, RunId>(0)
-            })?
+) -> Result<Vec<(RunId, String, i64, bool)>, StoreError> {
+    conn.prepare_cached(
+        "SELECT r.id, r.state, r.state_since,
+                (r.state = 'pending_review' OR EXISTS (
+                   SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending'
+                     AND json_extract(g.payload, '$.ask_kind') IS NOT 'info'))
+         FROM runs r",
+    )
+    .and_then(|mut s| {
+        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(|e| StoreError::from_sqlite(e, path))?;
-    ids.into_iter().map(|id| run(conn, path, id)).collect()
-}
-
-/// How many runs are in each state as stored (`released:merged`, ...).
-pub(crate) fn state_counts(
-    conn: &Connection,
-    path: &Path,
-) -> Result<Vec<(String, u32)>, StoreError> {
-    conn.prepare_cached("SELECT state, COUNT(*) FROM runs GROUP BY state")
-        .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(|e| StoreError::from_sqlite(e, path))
+    })
+    .map_err(|e| StoreError::from_sqlite(e, path))
 }
 
 /// How many runs need the user, as [`needs_you`] decides for each row:
@@ -374,15 +346,10 @@ impl Store {
         runs(&self.conn, &self.path)
     }
 
-    /// The first `limit` rows of the dashboard's default order, without
-    /// building every row (the engine sorts them by the same order).
-    pub fn head_runs(&self, limit: usize) -> Result<Vec<RunView>, StoreError> {
-        head_runs(&self.conn, &self.path, limit)
-    }
-
-    /// How many runs are in each stored state (`released:merged`, ...).
-    pub fn state_counts(&self) -> Result<Vec<(String, u32)>, StoreError> {
-        state_counts(&self.conn, &self.path)
+    /// Every run's ordering columns (id, stored state, state since, needs
+    /// you), without building any row.
+    pub fn run_order_keys(&self) -> Result<Vec<(RunId, String, i64, bool)>, StoreError> {
+        run_order_keys(&self.conn, &self.path)
     }
 
     /// How many runs need the user (rows with `needs_you`), without

@@ -101,6 +101,20 @@ export class Fleet {
    * the whole list for filters, search, sorts and scrolling. Events wait
    * until the whole list is here, then apply on top of it. */
   async start(): Promise<void> {
+    try {
+      await this.fill();
+    } finally {
+      this.#firstScreen();
+    }
+  }
+
+  #firstScreen: () => void = () => {};
+  /** Resolves once the first screen of rows is painted (or the load ended):
+   * what else the window asks for at start waits for it, so the rows go
+   * first. */
+  readonly firstScreen: Promise<void> = new Promise((resolve) => (this.#firstScreen = resolve));
+
+  private async fill(): Promise<void> {
     this.unsubscribe = await this.backend.subscribe((e) => this.onEvent(e));
     try {
       mark("fleet-list-start");
@@ -114,6 +128,7 @@ export class Fleet {
           this.showHead(head);
           // Let the first screen paint before the whole list's parse.
           await nextFrame();
+          this.#firstScreen();
         }
         runs = await this.backend.listRuns();
       }
