@@ -15,6 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bundles="${DIST_BUNDLES:-deb,appimage}"
+# tauri.conf.json's bundle takes the CLI and the demo agent from target/release.
+if [ -n "${CARGO_TARGET_DIR:-}" ] && [ "$(realpath -m "$CARGO_TARGET_DIR")" != "$root/target" ]; then
+  echo "dist: CARGO_TARGET_DIR=$CARGO_TARGET_DIR, but the packages take their binaries from target/release; unset it and retry" >&2
+  exit 1
+fi
 
 # The Tauri CLI, the version of the tauri crate the app is built with.
 want=${TAURI_CLI_VERSION:-$(awk '$0 == "name = \"tauri\"" { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)}
