@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke dist dist-test
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke dist dist-test chaos
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -66,6 +66,17 @@ fuzz: setup
 
 fuzz-smoke: setup
 	scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+## The crash campaign (crates/overseer-cli/tests/chaos.rs): `overseer serve` killed with
+## SIGKILL at random points (before, during, after a decision; during a merge; while agents
+## work), decisions made offline, the engine restarted, CHAOS_ITERATIONS times; prints lost /
+## changed / doubled decisions, audit failures, stuck runs and orphaned processes, all 0.
+## `make test` runs a short one (12 iterations). CHAOS_SEED=... replays a campaign's choices.
+CHAOS_ITERATIONS ?= 1000
+
+chaos:
+	OVERSEER_CHAOS_ITERATIONS=$(CHAOS_ITERATIONS) $(if $(CHAOS_SEED),OVERSEER_CHAOS_SEED=$(CHAOS_SEED)) \
+		$(CARGO) test -p overseer-cli --test chaos -- --nocapture
 
 ## Forget the demo fleet; the next `make run` seeds a fresh one.
 clean-demo:
