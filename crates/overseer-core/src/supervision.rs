@@ -350,6 +350,52 @@ pub fn after_reorient_limit(verdict: Verdict, reorients_so_far: u32, max: u32) -
     }
 }
 
+/// Whether the supervisor weighs a finished step: only when a policy enables
+/// it, and then every step (`always_supervise`) or the ones the confidence
+/// model does not clear on its own: below the high band, files changed
+/// outside the plan, or an always-gated operation during the step.
+pub fn weighs_step(
+    policy: &SupervisorPolicy,
+    band: crate::confidence::Band,
+    drifted: bool,
+    destructive: bool,
+) -> bool {
+    policy.enabled
+        && (policy.always_supervise
+            || band != crate::confidence::Band::High
+            || drifted
+            || destructive)
+}
+
+/// What a decided supervisor pause does with the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseOutcome {
+    /// A human let the step through: it is weighed on as usual.
+    Proceed,
+    /// A human corrected the agent: the step again, with the correction.
+    Modify,
+    /// Nobody answered within the pause's timeout: the run is terminated
+    /// (`supervisor_rejected`), and the termination says so.
+    Terminate,
+    /// A human aborted the run.
+    Abort,
+}
+
+/// A supervisor pause's decision: its choice (None: an option the gate does
+/// not know, read as the safe one) and whether its timer made it.
+pub fn pause_outcome(
+    choice: Option<crate::gate::SupervisorPauseChoice>,
+    by_timer: bool,
+) -> PauseOutcome {
+    use crate::gate::SupervisorPauseChoice as C;
+    match choice {
+        Some(C::Proceed) => PauseOutcome::Proceed,
+        Some(C::Modify) => PauseOutcome::Modify,
+        Some(C::Abort) | None if by_timer => PauseOutcome::Terminate,
+        Some(C::Abort) | None => PauseOutcome::Abort,
+    }
+}
+
 /// How a correction reaches the agent (the verdicts document's wording).
 pub fn correction_prompt(correction: &str) -> String {
     format!("SUPERVISOR CORRECTION: {correction}\n\nPlease re-attempt the task with this guidance.")

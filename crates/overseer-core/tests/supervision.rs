@@ -926,3 +926,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_supervisor_weighs_a_step_only_when_enabled_and_then_only_what_confidence_does_not_clear() {
+    use overseer_core::confidence::Band;
+    use overseer_core::supervision::{weighs_step, SupervisorPolicy};
+    let off = SupervisorPolicy::default();
+    let on = SupervisorPolicy {
+        enabled: true,
+        ..SupervisorPolicy::default()
+    };
+    let always = SupervisorPolicy {
+        always_supervise: true,
+        ..on.clone()
+    };
+    for band in [Band::High, Band::Medium, Band::Low, Band::Zero] {
+        for (drift, destructive) in [(false, false), (true, false), (false, true), (true, true)] {
+            assert!(
+                !weighs_step(&off, band, drift, destructive),
+                "off never weighs"
+            );
+            assert!(
+                weighs_step(&always, band, drift, destructive),
+                "always weighs"
+            );
+            let flagged = band != Band::High || drift || destructive;
+            assert_eq!(weighs_step(&on, band, drift, destructive), flagged);
+        }
+    }
+}
+
+#[test]
+fn a_pause_its_timer_aborts_terminates_and_a_humans_abort_aborts() {
+    use overseer_core::supervision::{pause_outcome, PauseOutcome};
+    use overseer_core::SupervisorPauseChoice as C;
+    assert_eq!(
+        pause_outcome(Some(C::Proceed), false),
+        PauseOutcome::Proceed
+    );
+    assert_eq!(pause_outcome(Some(C::Modify), false), PauseOutcome::Modify);
+    assert_eq!(pause_outcome(Some(C::Abort), true), PauseOutcome::Terminate);
+    assert_eq!(pause_outcome(None, true), PauseOutcome::Terminate);
+    assert_eq!(pause_outcome(Some(C::Abort), false), PauseOutcome::Abort);
+    assert_eq!(pause_outcome(None, false), PauseOutcome::Abort);
+}

@@ -717,3 +717,75 @@ async fn steering_waits_in_the_database_and_survives_a_restart() {
         "given once"
     );
 }
+
+#[tokio::test]
+async fn a_reply_to_a_notice_left_pending_across_a_restart_still_steers_the_session() {
+    let w = world().await;
+    let s = session("s-notice", &w.repo);
+    let stop = || SessionAsk::Notice {
+        kind: NoticeKind::Stop,
+        title: None,
+        message: "Done: tell me what next.".into(),
+    };
+    let first = ask(&w, s.clone(), stop())
+        .await
+        .expect("task")
+        .expect("answer");
+    let SessionAnswer::Noted { run, .. } = first else {
+        panic!("noted")
+    };
+    let info = pending(&w, GateKind::Question).await;
+    assert_eq!(info.ask_kind, overseer_core::AskKind::Info);
+    // The engine goes away with the notice pending; a new one starts (its
+    // orchestrator too, which looks at what external sessions left).
+    w._server.abort();
+    let paths = w.paths.clone();
+    drop(w.engine);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let engine = Arc::new(
+        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
+    );
+    engine.start_orchestrator();
+    let listener = server::bind(&paths.socket()).expect("bind again");
+    let _server = tokio::spawn(server::serve(engine.clone(), listener));
+    let again = World {
+        _dir: w._dir,
+        engine,
+        paths,
+        repo: w.repo,
+        _server,
+    };
+    // Still there after the grace an asker gets to come back: a notice has
+    // no asker to wait for.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let still = again.engine.gate(info.id).expect("gate");
+    assert!(still.decision.is_none(), "{still:?}");
+    again
+        .engine
+        .decide_gate(
+            info.id,
+            "answer",
+            Some("write the changelog"),
+            &Actor::cli(),
+        )
+        .expect("reply");
+    let answer = until("the reply kept as steering", || {
+        again.engine.run(run).ok().filter(|_| {
+            // The reply is queued once the watcher saw the decision.
+            again
+                .engine
+                .activity(run, 0)
+                .is_ok_and(|a| a.iter().any(|e| e.kind == "user_instruction"))
+        })
+    })
+    .await;
+    assert_eq!(answer.id, run);
+    let next = ask(&again, s, stop()).await.expect("task").expect("answer");
+    assert_eq!(
+        next,
+        SessionAnswer::Noted {
+            run,
+            steering: Some("write the changelog".into())
+        }
+    );
+}

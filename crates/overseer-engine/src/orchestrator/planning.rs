@@ -15,16 +15,20 @@
 //! prompt asked for, else the ACP progress list, else the agent's prose: the
 //! user decides on what the agent said. A missing plan is never a deviation.
 
+use super::steps::{deviation, deviation_of, Deviation};
 use super::{
-    deviation, deviation_of, err, modes, plan_gate, prompt_turn, resume, still_active, stop,
-    take_feedback, wait_progress_gate, Deviation, Phase, Supervision, Turn,
+    err, modes, prompt_turn, resume, still_active, stop, take_feedback, wait_progress_gate, Phase,
+    Supervision, Turn,
 };
 use crate::acp::{AgentConnection, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
 use overseer_core::progress::Progress;
-use overseer_core::{ApiError, GateDecision, GateKind, GateView, PlanChoice, RunEvent};
+use overseer_core::{
+    Actor, ApiError, GateDecision, GateKind, GateOption, GateView, PlanChoice, RunEvent,
+};
+use overseer_store::GateSpec;
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::Path;
@@ -85,92 +89,114 @@ pub(super) async fn plan(
         Planning::Prompt => None,
     };
     loop {
-        if let Some(gate) = adopt.take() {
-            match adopted(engine, run, turn, &gate, guidance).await? {
-                Some(planned) => return Ok(planned),
-                None => continue,
-            }
-        }
-        resume::save(
-            engine,
-            run,
-            turn,
-            &Progress::Planning {
-                guidance: guidance.clone(),
-            },
-        );
-        if let Some(m) = &mode {
-            modes::enter(engine, work, conn, supervision, m).await?;
-        }
-        conn.set_read_only(true);
-        turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
-            in_mode: mode.is_some(),
-        };
-        let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
-        guidance.clear();
-        let result = prompt_turn(conn, turn, &text).await;
-        conn.set_read_only(false);
-        let (decided, entries) = {
-            let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
-            t.phase = Phase::Executing;
-            (t.plan_decision.take(), std::mem::take(&mut t.entries))
-        };
-        if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
-            match next {
-                modes::Next::Again => continue,
-                modes::Next::Stopped => return Ok(Planned::Ended),
-            }
-        }
-        if !still_active(engine, run) {
-            return Ok(Planned::Ended);
-        }
-        if mode.is_some() && result.is_ok() {
-            // Out of the planning mode, whatever the agent chose.
-            modes::supervise(engine, work, conn, supervision).await?;
-        }
-        if let Some(decided) = decided {
-            match decided {
-                Decided::Approved(plan, context) => {
-                    return Ok(Planned::Approved(plan, context.unwrap_or_default()));
-                }
-                Decided::Changes(feedback) => {
-                    *guidance = revise(&feedback);
-                    continue;
-                }
-                Decided::Rejected(d) => {
-                    reject(engine, run, d)?;
-                    return Ok(Planned::Ended);
-                }
-                Decided::Gone => return Ok(Planned::Ended),
-            }
-        }
-        let failure = match result {
-            Ok((StopReason::Refusal, transcript)) => {
-                format!(
-                    "the agent refused to plan: {}",
-                    super::tail(&transcript, 2000)
+        let next = match adopt.take() {
+            Some(gate) => adopted(engine, run, turn, &gate, guidance).await?,
+            None => {
+                planning_turn(
+                    engine,
+                    work,
+                    conn,
+                    turn,
+                    supervision,
+                    mode.as_deref(),
+                    guidance,
                 )
+                .await?
             }
-            Ok((StopReason::Cancelled, _)) => "the agent cancelled its planning turn".to_owned(),
-            Ok((
-                StopReason::EndTurn | StopReason::MaxTokens | StopReason::MaxTurnRequests,
-                transcript,
-            )) => {
-                let plan = plan_from_turn(&work.task_title, &transcript, &entries);
-                // Already back in the supervised mode (above).
-                let d = plan_gate(engine, work, turn, &plan).await?;
-                match plan_decided(engine, run, d, plan, guidance)? {
-                    Some(planned) => return Ok(planned),
-                    None => continue,
-                }
-            }
-            Err(e) => e.message,
         };
-        let decided = deviation(engine, turn, run, "turn_failed", &failure, 0, false).await?;
-        if let Some(planned) = planning_deviation(engine, run, decided, &failure, guidance)? {
+        if let Some(planned) = next {
             return Ok(planned);
         }
     }
+}
+
+/// One planning turn, in the agent's planning mode or with a read-only
+/// planning prompt: the plan it ends with, or None to plan again (with
+/// `guidance` set).
+async fn planning_turn(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    conn: &AgentConnection,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+    mode: Option<&str>,
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    let run = work.run_id;
+    resume::save(
+        engine,
+        run,
+        turn,
+        &Progress::Planning {
+            guidance: guidance.clone(),
+        },
+    );
+    if let Some(m) = mode {
+        modes::enter(engine, work, conn, supervision, m).await?;
+    }
+    conn.set_read_only(true);
+    turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
+        in_mode: mode.is_some(),
+    };
+    let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
+    guidance.clear();
+    let result = prompt_turn(conn, turn, &text).await;
+    conn.set_read_only(false);
+    let (decided, entries) = {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        t.phase = Phase::Executing;
+        (t.plan_decision.take(), std::mem::take(&mut t.entries))
+    };
+    if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
+        return Ok(match next {
+            modes::Next::Again => None,
+            modes::Next::Stopped => Some(Planned::Ended),
+        });
+    }
+    if !still_active(engine, run) {
+        return Ok(Some(Planned::Ended));
+    }
+    if mode.is_some() && result.is_ok() {
+        // Out of the planning mode, whatever the agent chose.
+        modes::supervise(engine, work, conn, supervision).await?;
+    }
+    if let Some(decided) = decided {
+        return match decided {
+            Decided::Approved(plan, context) => {
+                Ok(Some(Planned::Approved(plan, context.unwrap_or_default())))
+            }
+            Decided::Changes(feedback) => {
+                *guidance = revise(&feedback);
+                Ok(None)
+            }
+            Decided::Rejected(d) => {
+                reject(engine, run, d)?;
+                Ok(Some(Planned::Ended))
+            }
+            Decided::Gone => Ok(Some(Planned::Ended)),
+        };
+    }
+    let failure = match result {
+        Ok((StopReason::Refusal, transcript)) => {
+            format!(
+                "the agent refused to plan: {}",
+                super::tail(&transcript, 2000)
+            )
+        }
+        Ok((StopReason::Cancelled, _)) => "the agent cancelled its planning turn".to_owned(),
+        Ok((
+            StopReason::EndTurn | StopReason::MaxTokens | StopReason::MaxTurnRequests,
+            transcript,
+        )) => {
+            let plan = plan_from_turn(&work.task_title, &transcript, &entries);
+            // Already back in the supervised mode (above).
+            let d = plan_gate(engine, work, turn, &plan).await?;
+            return plan_decided(engine, run, d, plan, guidance);
+        }
+        Err(e) => e.message,
+    };
+    let decided = deviation(engine, turn, run, "turn_failed", &failure, 0, false).await?;
+    planning_deviation(engine, run, decided, &failure, guidance)
 }
 
 /// A plan gate's decision: approved (with the user's words), changes asked
@@ -403,6 +429,30 @@ fn plan_text(tool_call: &ToolCallInfo, worktree: &Path) -> Option<String> {
     std::fs::read_to_string(&path)
         .ok()
         .filter(|t| !t.trim().is_empty())
+}
+
+pub(super) async fn plan_gate(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    plan: &PlanProposal,
+) -> Result<GateDecision, ApiError> {
+    let run = work.run_id;
+    let _ = engine.record_activity(run, "plan_proposed", json!(plan));
+    let mut spec = GateSpec::new(
+        run,
+        GateKind::Plan,
+        &format!("Approve the plan: {}", plan.goal),
+        vec![
+            GateOption::choice(PlanChoice::Approve, "Approve"),
+            GateOption::choice(PlanChoice::RequestChanges, "Request changes")
+                .with_required_context(),
+            GateOption::choice(PlanChoice::Reject, "Reject"),
+        ],
+    );
+    spec.payload = json!(plan);
+    let gate = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))?;
+    wait_progress_gate(engine, turn, gate).await
 }
 
 #[cfg(test)]

@@ -10,11 +10,11 @@
 //! reaches the agent as an instruction; a tool call that was waiting is
 //! withdrawn, never answered blindly: the agent, carried on, asks again.
 
-use super::{
-    after_deviation, after_pause, after_step, after_step_review, deviation_of, wait_progress_gate,
-    Flow, Steps, Turn,
+use super::steps::{
+    after_deviation, after_pause, after_step, after_step_review, deviation_of, Flow, StepNext,
+    Steps,
 };
-use crate::orchestrator::wait_gate;
+use super::{wait_gate, wait_progress_gate, Turn};
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
 use overseer_core::{Actor, ApiError, GateKind, GateView, QuestionChoice, RunEvent, RunId};
@@ -147,7 +147,7 @@ pub(super) async fn step_gate(
         GateKind::SupervisorPause => {
             let timeout = crate::supervise::policy_of(work).pause_timeout_seconds;
             // Proceed: the human let the step through.
-            let next = after_pause(engine, run, timeout, d)?.unwrap_or(super::StepNext::Proceed);
+            let next = after_pause(engine, run, timeout, d)?.unwrap_or(StepNext::Proceed);
             after_step(engine, run, next, at, follow_up)
         }
         GateKind::Deviation

@@ -358,34 +358,7 @@ impl Engine {
         );
         spec.payload = json!({ "message": message, "ask_kind": "info", "notice": kind });
         let gate = self.open_gate_spec(&spec, &Actor::Agent(work.agent.clone()))?;
-        // A reply is steering for the session's next stop or step.
-        let engine = self.clone();
-        let spawned = self
-            .runtime
-            .get()
-            .cloned()
-            .or_else(|| tokio::runtime::Handle::try_current().ok());
-        if let Some(rt) = spawned {
-            rt.spawn(async move {
-                let Ok(d) = wait_gate(&engine, gate).await else {
-                    return;
-                };
-                if let (Ok(QuestionChoice::Answer), Some(text)) = (
-                    d.choice::<QuestionChoice>(),
-                    d.context.filter(|c| !c.trim().is_empty()),
-                ) {
-                    // The decision names who replied; the reply becomes
-                    // steering as theirs.
-                    if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
-                        tracing::error!(
-                            run,
-                            "a reply could not be kept as steering: {}",
-                            e.message
-                        );
-                    }
-                }
-            });
-        }
+        reply_becomes_steering(self, gate, run);
         Ok(SessionAnswer::Noted {
             run,
             steering: None,
@@ -439,4 +412,32 @@ pub(super) fn first_line(s: &str) -> String {
     } else {
         line.to_owned()
     }
+}
+
+/// A reply to a session's notice is steering for its next stop or step, as
+/// the person who replied. Kept across a restart: the engine's start calls
+/// this again for every notice still pending.
+pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
+    let Some(rt) = engine
+        .runtime
+        .get()
+        .cloned()
+        .or_else(|| tokio::runtime::Handle::try_current().ok())
+    else {
+        return;
+    };
+    let engine = engine.clone();
+    rt.spawn(async move {
+        let Ok(d) = wait_gate(&engine, gate).await else {
+            return;
+        };
+        if let (Ok(QuestionChoice::Answer), Some(text)) = (
+            d.choice::<QuestionChoice>(),
+            d.context.filter(|c| !c.trim().is_empty()),
+        ) {
+            if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
+                tracing::error!(run, "a reply could not be kept as steering: {}", e.message);
+            }
+        }
+    });
 }

@@ -131,7 +131,8 @@ fn withdraw_later(engine: &Arc<Engine>, gate: GateId, grace: Duration) {
 }
 
 /// At start: pending gates of external sessions whose askers do not come
-/// back within [`RESTART_GRACE`] are withdrawn.
+/// back within [`RESTART_GRACE`] are withdrawn; a notice (no asker waits on
+/// it) stays, and a reply to it is still the session's steering.
 pub(crate) fn withdraw_unclaimed_after_restart(engine: &Arc<Engine>) {
     let gates = match engine.store().pending_external_gates() {
         Ok(g) => g,
@@ -141,7 +142,12 @@ pub(crate) fn withdraw_unclaimed_after_restart(engine: &Arc<Engine>) {
         }
     };
     for gate in gates {
-        withdraw_later(engine, gate, RESTART_GRACE);
+        match engine.gate(gate) {
+            Ok(v) if v.ask_kind == overseer_core::AskKind::Info => {
+                asks::reply_becomes_steering(engine, gate, v.run_id)
+            }
+            Ok(_) | Err(_) => withdraw_later(engine, gate, RESTART_GRACE),
+        }
     }
 }
 impl Engine {

@@ -1,0 +1,330 @@
+//! What the agent asks while it works: a tool call's permission (the rules,
+//! then a gate for the user) and an elicitation (a question gate).
+
+use super::{planning, wait_gate, Phase, Turn};
+use crate::acp::{AgentConnection, PermissionReply, QuestionReply};
+use crate::supervise::{permission_for, tool_request};
+use crate::Engine;
+use overseer_core::rules::{self, Permission};
+use overseer_core::{Actor, GateId, GateKind, GateOption, QuestionChoice, ToolCallChoice};
+use overseer_store::GateSpec;
+use overseer_store::RunWork;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+/// A permission request, decided by the permission rules (the run's
+/// "always" rules, the task's, the workspace's, then the defaults: reads
+/// allowed, everything else asks). Always-gated operations ask every time.
+///
+/// While planning, the session is read-only (writes denied by the rules,
+/// shell asks); in the agent's own plan mode, its exit-plan request is the
+/// plan gate. The second value says to cancel the turn once answered.
+pub(super) async fn permission(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &str,
+    tool_call: &crate::acp::ToolCallInfo,
+    options: &[crate::acp::PermissionChoice],
+    turn: &Mutex<Turn>,
+    conn: &AgentConnection,
+) -> (PermissionReply, bool) {
+    let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
+    if phase == (Phase::Planning { in_mode: true })
+        && overseer_core::agent::is_exit_plan_request(
+            tool_call.kind.as_deref(),
+            tool_call.title.as_deref(),
+            tool_call.raw_input.as_ref(),
+        )
+    {
+        return (
+            planning::exit_plan(engine, work, worktree, tool_call, options, turn, conn).await,
+            true,
+        );
+    }
+    let planning = matches!(phase, Phase::Planning { .. });
+    (
+        tool_permission(engine, work, worktree, tool_call, options, turn, planning).await,
+        false,
+    )
+}
+
+/// The agent's answer options, picked by kind (ACP's allow_once,
+/// allow_always, reject_once, reject_always).
+struct Offered<'a>(&'a [crate::acp::PermissionChoice]);
+
+impl Offered<'_> {
+    fn by_kind(&self, kinds: &[&str]) -> PermissionReply {
+        kinds
+            .iter()
+            .find_map(|k| self.0.iter().find(|o| o.kind == *k))
+            .map_or(PermissionReply::Cancelled, |o| PermissionReply::Selected {
+                option_id: o.option_id.clone(),
+            })
+    }
+    fn allow(&self) -> PermissionReply {
+        self.by_kind(&["allow_once", "allow_always"])
+    }
+    fn allow_always(&self) -> PermissionReply {
+        self.by_kind(&["allow_always", "allow_once"])
+    }
+    fn reject(&self) -> PermissionReply {
+        self.by_kind(&["reject_once", "reject_always"])
+    }
+}
+
+/// A tool call's permission: rules first, then a gate for the user.
+pub(super) async fn tool_permission(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &str,
+    tool_call: &crate::acp::ToolCallInfo,
+    options: &[crate::acp::PermissionChoice],
+    turn: &Mutex<Turn>,
+    planning: bool,
+) -> PermissionReply {
+    let run = work.run_id;
+    let offered = Offered(options);
+    let req = tool_request(tool_call, worktree);
+    let title = tool_call
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{} tool call", req.kind));
+    let run_rules = {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        if rules::always_gated(&req, worktree).is_some() {
+            t.destructive += 1;
+        }
+        t.run_rules.clone()
+    };
+    let source = Some(format!("tool_call:{}", tool_call.id));
+    match permission_for(work, &run_rules, &req, worktree, planning) {
+        Permission::Allow { rule } => {
+            // No allow without its record: if the decision cannot be
+            // written, the agent is not allowed.
+            if let Err(e) = engine.record_rule_allow(run, &title, &req, &rule, source) {
+                tracing::error!(
+                    run,
+                    "cannot record a rule's allow, so it is not given: {}",
+                    e.message
+                );
+                return PermissionReply::Cancelled;
+            }
+            offered.allow()
+        }
+        Permission::Deny { rule, reason } => {
+            engine.record_rule_deny(run, &title, &req, &rule, &reason, source);
+            turn.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .rejections
+                .push(format!("{title}: denied by rule {rule}: {reason}"));
+            offered.reject()
+        }
+        Permission::Ask {
+            reason,
+            always_gated,
+            rule,
+        } => {
+            let gate_options = crate::supervise::tool_call_options(
+                &req,
+                always_gated,
+                rule.as_deref(),
+                "Always for this run",
+            );
+            let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, gate_options);
+            spec.payload = json!({
+                "tool_call": tool_call,
+                "request": req,
+                "reason": reason,
+                "rule": rule,
+                "always_gated": always_gated.map(|g| g.as_str()),
+                "always_gated_why": always_gated.map(|g| g.describe()),
+                "agent_options": options,
+            });
+            let asked = Asked {
+                req: &req,
+                title: &title,
+                worktree,
+            };
+            ask_user(engine, work, spec, turn, &offered, asked).await
+        }
+    }
+}
+
+/// What the user is asked about.
+struct Asked<'a> {
+    req: &'a rules::ToolRequest,
+    title: &'a str,
+    worktree: &'a str,
+}
+
+/// A tool call no rule decides: a gate, and the agent's answer from its
+/// decision ("always" adds a rule for the rest of the run; "no" owes the
+/// agent the reason).
+async fn ask_user(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    spec: GateSpec,
+    turn: &Mutex<Turn>,
+    offered: &Offered<'_>,
+    asked: Asked<'_>,
+) -> PermissionReply {
+    let run = work.run_id;
+    let Ok(gate) = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))
+    else {
+        return PermissionReply::Cancelled;
+    };
+    let Ok(d) = wait_gate(engine, gate).await else {
+        return PermissionReply::Cancelled;
+    };
+    match d.choice::<ToolCallChoice>() {
+        Ok(ToolCallChoice::Yes) => offered.allow(),
+        Ok(ToolCallChoice::Always) => {
+            let added = rules::always_rule(asked.req, asked.worktree);
+            let _ = engine.record_activity(
+                run,
+                "rule_added",
+                json!({ "text": format!("allow {added} for the rest of this run") }),
+            );
+            turn.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .run_rules
+                .allow
+                .push(added);
+            offered.allow_always()
+        }
+        Ok(ToolCallChoice::No) => {
+            let reason = d
+                .context
+                .filter(|c| !c.trim().is_empty())
+                .unwrap_or_else(|| "no reason given".to_owned());
+            let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+            t.rejections.push(format!("{}: {reason}", asked.title));
+            t.owes_reason = true;
+            drop(t);
+            offered.reject()
+        }
+        Err(_) => PermissionReply::Cancelled,
+    }
+}
+
+/// An elicitation: a question gate in the inbox; the answer's context is the
+/// form content (JSON), or plain text put under `answer`. With the task's
+/// question timeout it is a `question` (not `blocking`) ask: its timer takes
+/// the form's defaults, or declines when there are none.
+pub(super) async fn question(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    message: &str,
+    schema: &serde_json::Value,
+) -> QuestionReply {
+    let defaults = schema_defaults(schema);
+    if let Some(gate) = engine.live.adopt_orphan(work.run_id, message) {
+        // Asked again after a restart: the same question, still pending.
+        let _ = engine.record_activity(
+            work.run_id,
+            "question_again",
+            json!({ "text": format!("asked again after the restart: gate {gate}, still pending") }),
+        );
+        return question_answer(engine, gate, defaults).await;
+    }
+    let mut options =
+        vec![GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context()];
+    if !defaults.is_empty() {
+        options.push(GateOption::choice(
+            QuestionChoice::Default,
+            "Use the defaults",
+        ));
+    }
+    options.push(GateOption::choice(QuestionChoice::Decline, "Decline"));
+    let mut spec = GateSpec::new(work.run_id, GateKind::Question, message, options);
+    let timeout = work.task_settings.question_timeout_seconds;
+    spec.payload = json!({
+        "message": message,
+        "schema": schema,
+        "ask_kind": if timeout.is_some() { "question" } else { "blocking" },
+    });
+    if let Some(secs) = timeout {
+        let at =
+            engine.clock.now() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
+        let fallback = if defaults.is_empty() {
+            QuestionChoice::Decline
+        } else {
+            QuestionChoice::Default
+        };
+        spec.auto = Some((at, fallback.into()));
+    }
+    let gate = match engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone())) {
+        Ok(g) => g,
+        Err(_) => return QuestionReply::Cancel,
+    };
+    question_answer(engine, gate, defaults).await
+}
+
+/// The agent's answer from its question gate's decision.
+pub(super) async fn question_answer(
+    engine: &Engine,
+    gate: GateId,
+    defaults: serde_json::Map<String, serde_json::Value>,
+) -> QuestionReply {
+    let Ok(d) = wait_gate(engine, gate).await else {
+        return QuestionReply::Cancel;
+    };
+    match d.choice::<QuestionChoice>() {
+        Ok(QuestionChoice::Answer) => {
+            let text = d.context.unwrap_or_default();
+            let content = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .filter(|v| v.is_object())
+                .unwrap_or_else(|| json!({ "answer": text }));
+            QuestionReply::Accept { content }
+        }
+        Ok(QuestionChoice::Default) => QuestionReply::Accept {
+            content: serde_json::Value::Object(defaults),
+        },
+        Ok(QuestionChoice::Decline) => QuestionReply::Decline,
+        Err(_) => QuestionReply::Cancel,
+    }
+}
+
+/// The `default` of each field of a form schema that has one.
+pub(super) fn schema_defaults(
+    schema: &serde_json::Value,
+) -> serde_json::Map<String, serde_json::Value> {
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|props| {
+            props
+                .iter()
+                .filter_map(|(k, p)| {
+                    p.get("default")
+                        .filter(|d| !d.is_null())
+                        .map(|d| (k.clone(), d.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forms_defaults_are_what_its_timer_answers_with() {
+        let schema = json!({"type": "object", "properties": {
+            "framework": {"type": "string", "enum": ["svelte", "react"], "default": "svelte"},
+            "add_tests": {"type": "boolean", "default": false},
+            "tags": {"type": "array", "items": {"anyOf": []}, "default": ["a", "b"]},
+            "notes": {"type": "string"},
+            "odd": {"type": "string", "default": null},
+        }});
+        let defaults = schema_defaults(&schema);
+        assert_eq!(
+            serde_json::Value::Object(defaults),
+            json!({"framework": "svelte", "add_tests": false, "tags": ["a", "b"]})
+        );
+        assert!(schema_defaults(&json!({"type": "object"})).is_empty());
+        assert!(schema_defaults(&json!("not a schema")).is_empty());
+    }
+}
