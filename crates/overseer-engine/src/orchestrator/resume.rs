@@ -1,8 +1,9 @@
 //! Runs survive a restart. The driver writes where a run is (its
 //! [`Checkpoint`]) at every turn; an engine started after a crash (or a clean
 //! exit) relaunches the agent of every run it was driving (continuing its
-//! session with `session/resume` where the agent offers it, else a new
-//! session told where it was) and carries the run on from its checkpoint.
+//! session with `session/resume` or `session/load` where the agent offers
+//! one, else a new session told where it was) and carries the run on from
+//! its checkpoint.
 //!
 //! The run's gates stay what they were ([`on_resume`]): the plan, a step
 //! review, a supervisor's pause or a deviation stays pending with its timer

@@ -222,6 +222,17 @@ describe("external sessions and messages in the timeline", () => {
     expect(items[6]!.text).toBeNull();
   });
 
+  it("says when the engine restarted and carried the run on", () => {
+    const items = foldActivity([
+      a("carried_on", { text: "the engine restarted: the run carries on from step 2 of 3, waiting again on gate 7 (step_review)" }),
+      a("question_again", { text: "asked again after the restart: gate 9, still pending" }),
+    ]);
+    expect(items.map((i) => [i.label, i.title, i.tone])).toEqual([
+      ["restart", "the engine restarted: the run carries on from step 2 of 3, waiting again on gate 7 (step_review)", "attention"],
+      ["asked again", "asked again after the restart: gate 9, still pending", "info"],
+    ]);
+  });
+
   it("shows an unattended retry with its attempt, wait and the failure", () => {
     const [r] = foldActivity([a("retry_queued", { text: "retry policy: 1 of 3", attempt: 1, wait_ms: 2000, error: "npm test exited 1" })]);
     expect(r).toMatchObject({ label: "retry", title: "Retry 1 queued (in 2 s): retry policy: 1 of 3", output: "npm test exited 1", tone: "attention" });

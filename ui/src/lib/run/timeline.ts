@@ -108,6 +108,8 @@ const LABELS: Record<string, string> = {
   message_sent: "message",
   message_received: "message",
   retry_queued: "retry",
+  carried_on: "restart",
+  question_again: "asked again",
 };
 
 function planSteps(payload: JsonValue): PlanStep[] {
@@ -283,6 +285,10 @@ export function describe(e: ActivityView): TimelineItem {
     }
     case "gate_withdrawn":
       return item(e, { title: text ?? "A question was withdrawn", tone: "attention" });
+    case "carried_on":
+      return item(e, { title: text ?? "The engine restarted: the run carries on", tone: "attention" });
+    case "question_again":
+      return item(e, { title: text ?? "The agent asked its question again", tone: "info" });
     case "message_sent":
     case "message_received": {
       // The engine's entry ({text, from, to, status, blocked_reason,
