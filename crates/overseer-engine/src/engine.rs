@@ -2,7 +2,7 @@ use crate::config::{Config, ConfigError};
 use crate::notify::notification_for;
 use crate::{demo, ops, Clock, Notifier, Paths};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, GateId, GateView, RunId, RunView};
-use overseer_store::{AuditFailure, Keyring, Store, StoreError, VerifyReport};
+use overseer_store::{AuditFailure, Keyring, Store, StoreError, VerifyReport, WriteTx, Writer};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -30,7 +30,11 @@ pub enum EngineError {
 
 /// The one writer of the store. Cheap to share: wrap it in an `Arc`.
 pub struct Engine {
+    /// Reads (their own connection; they never wait behind a write).
     store: Mutex<Store>,
+    /// Writes, from any thread at once: concurrent writes share one
+    /// transaction (group commit), each signed and chained in order.
+    writer: Arc<Writer>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) notifier: Arc<dyn Notifier>,
     events: broadcast::Sender<EngineEvent>,
@@ -70,6 +74,7 @@ impl Engine {
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
         Ok(Engine {
+            writer: store.writer(),
             store: Mutex::new(store),
             clock,
             notifier,
@@ -99,6 +104,17 @@ impl Engine {
         // A panic while holding the lock cannot leave a half-written
         // transaction behind (it rolls back on drop), so the store is usable.
         self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` in a write transaction, shared with the writes other
+    /// threads make at the same time, and returns once it is committed
+    /// (its error, or the commit's, otherwise: then nothing of it is kept).
+    /// Does not take the read lock: reads go on meanwhile.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.writer.write(f)
     }
 
     pub fn runs(&self) -> Result<Vec<RunView>, ApiError> {
@@ -229,8 +245,7 @@ impl Engine {
         let text = serde_json::to_string(&settings)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
+        self.write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
         *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
         Ok(settings)
     }

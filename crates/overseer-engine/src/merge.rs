@@ -158,8 +158,7 @@ impl Engine {
         let old = git::commit_of(user, &format!("refs/heads/{base}"))?;
         let done = |commit: Option<&str>, outcome: &str, before: &str| {
             let now = self.clock.now();
-            self.store()
-                .write(|tx| tx.finish_merge(run, base, before, tip, commit, outcome, actor, now))
+            self.write(|tx| tx.finish_merge(run, base, before, tip, commit, outcome, actor, now))
         };
         if git::commits_between(repo, from, tip, &[])?.is_empty() {
             done(None, "nothing_to_merge", &old)?;
@@ -193,16 +192,14 @@ impl Engine {
 
         // The intent, before git writes anything to the user's repository.
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.begin_merge(run, base, &old, tip, actor, now))?;
+        self.write(|tx| tx.begin_merge(run, base, &old, tip, actor, now))?;
         let hidden = hidden_ref(run);
         let message = format!("Merge run {run}: {}", work.task_title);
         let merged = (|| -> Result<String, ApiError> {
             git::fetch_commit(user, repo, tip, &hidden)?;
             let commit = git::merge_commit(user, base, &old, tip, branch, &message)?;
             let now = self.clock.now();
-            self.store()
-                .write(|tx| tx.set_merge_commit(run, &commit, now))?;
+            self.write(|tx| tx.set_merge_commit(run, &commit, now))?;
             git::advance_base(user, base, &old, &commit)?;
             Ok(commit)
         })();
@@ -337,8 +334,7 @@ impl Engine {
         };
         let tip = git::branch_head(Path::new(dir), branch)?;
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.set_reviewed_tip(run, &tip, now))?;
+        self.write(|tx| tx.set_reviewed_tip(run, &tip, now))?;
         if let Err(e) = self.check_unrecorded_merge(run) {
             tracing::warn!(
                 run,
@@ -392,7 +388,7 @@ impl Engine {
     /// (and merges) only with the supervisor's approval, before or after.
     fn cosign_approval(&self, gate: &GateView, actor: &Actor) -> Result<RunView, ApiError> {
         let now = self.clock.now();
-        let voted = self.store().write(|tx| {
+        let voted = self.write(|tx| {
             tx.decide_gate(
                 gate.id,
                 GateKind::MergeReview.approve_option(),
@@ -428,7 +424,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<RunView, ApiError> {
         let now = self.clock.now();
-        let gate = self.store().write(|tx| tx.mark_effected(gate.id, now))?;
+        let gate = self.write(|tx| tx.mark_effected(gate.id, now))?;
         match &gate.decision {
             Some(d) if d.choice::<MergeReviewChoice>() == Ok(MergeReviewChoice::Approve) => {}
             Some(d) => {

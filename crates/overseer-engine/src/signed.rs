@@ -16,7 +16,7 @@ impl Engine {
     /// the record backs (if any) is returned instead.
     pub(crate) fn effect_signed(&self, gate: GateId) -> Result<Option<GateDecision>, ApiError> {
         let now = self.clock.now();
-        let (view, forged) = self.store().write(|tx| tx.effect_decision(gate, now))?;
+        let (view, forged) = self.write(|tx| tx.effect_decision(gate, now))?;
         if let Some(m) = forged {
             self.decision_refused(&view, &m);
         }
@@ -27,7 +27,7 @@ impl Engine {
     /// yet is checked against its signed record.
     pub(crate) fn reconcile_decisions_at_start(&self) -> Result<usize, ApiError> {
         let now = self.clock.now();
-        let refused = self.store().write(|tx| tx.reconcile_unacted(now))?;
+        let refused = self.write(|tx| tx.reconcile_unacted(now))?;
         for (view, m) in &refused {
             self.decision_refused(view, m);
         }

@@ -224,9 +224,8 @@ impl Engine {
         }
         let now = self.clock.now();
         let (decided, run) = {
-            let mut store = self.store();
-            let decided = store.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?;
-            let run = store.run(decided.run_id)?;
+            let decided = self.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?;
+            let run = self.store().run(decided.run_id)?;
             (decided, run)
         };
         self.publish(vec![
@@ -260,7 +259,7 @@ impl Engine {
         if already {
             return Ok(());
         }
-        let gate = self.store().write(|tx| {
+        let gate = self.write(|tx| {
             tx.open_gate(
                 run_id,
                 GateKind::Deviation,
@@ -295,8 +294,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
-        self.store()
-            .write(|tx| tx.decide_gate(gate.id, option, context, actor, now))?;
+        self.write(|tx| tx.decide_gate(gate.id, option, context, actor, now))?;
         self.publish(vec![EngineEvent::GateDecided {
             gate_id: gate.id,
             run_id: gate.run_id,
@@ -503,10 +501,9 @@ impl Engine {
     ) -> Result<GateId, ApiError> {
         let now = self.clock.now();
         let (gate, view) = {
-            let mut store = self.store();
             let gate =
-                store.write(|tx| tx.open_gate(run, kind, title, options, &payload, actor, now))?;
-            (gate, store.run(run)?)
+                self.write(|tx| tx.open_gate(run, kind, title, options, &payload, actor, now))?;
+            (gate, self.store().run(run)?)
         };
         self.publish(vec![
             EngineEvent::GateOpened {
@@ -523,10 +520,7 @@ impl Engine {
     /// authority (a read allowed by default, a refused file access).
     pub(crate) fn audit(&self, actor: &Actor, payload: serde_json::Value) {
         let now = self.clock.now();
-        if let Err(e) = self
-            .store()
-            .write(|tx| tx.append_audit(actor, &payload, now))
-        {
+        if let Err(e) = self.write(|tx| tx.append_audit(actor, &payload, now)) {
             tracing::error!("cannot append to the audit log: {e}");
         }
     }
@@ -557,9 +551,7 @@ impl Engine {
         payload: serde_json::Value,
     ) -> Result<(), ApiError> {
         let now = self.clock.now();
-        let id = self
-            .store()
-            .write(|tx| tx.record_run_event(run, kind, &payload, now))?;
+        let id = self.write(|tx| tx.record_run_event(run, kind, &payload, now))?;
         let mut events = vec![EngineEvent::RunActivity {
             activity: ActivityView {
                 id,

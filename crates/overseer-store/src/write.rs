@@ -9,13 +9,15 @@ use overseer_core::{
     apply, check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunEvent, RunId,
     RunState, RunView, TaskId, Transition,
 };
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// An open write transaction. Dropped without [`WriteTx::commit`], it rolls back.
+/// An open write transaction (one writer's savepoint inside a group commit,
+/// see [`crate::writer`]). An error returned from the closure rolls back
+/// everything done through it.
 pub struct WriteTx<'a> {
-    tx: Transaction<'a>,
+    tx: &'a Connection,
     keyring: &'a Keyring,
     path: PathBuf,
     head_seq: i64,
@@ -23,34 +25,32 @@ pub struct WriteTx<'a> {
 }
 
 impl<'a> WriteTx<'a> {
-    pub(crate) fn begin(
-        tx: Transaction<'a>,
+    /// A writer inside an open transaction whose audit log ends at
+    /// `(head_seq, head_hash)`, read inside that IMMEDIATE transaction.
+    pub(crate) fn new(
+        tx: &'a Connection,
         keyring: &'a Keyring,
         path: &Path,
-    ) -> Result<Self, StoreError> {
-        // Read the head inside the IMMEDIATE transaction: no other writer can
-        // append between here and our commit.
-        let (head_seq, head_hash) =
-            audit::head(&tx).map_err(|e| StoreError::from_sqlite(e, path))?;
-        Ok(WriteTx {
+        head_seq: i64,
+        head_hash: String,
+    ) -> Self {
+        WriteTx {
             tx,
             keyring,
             path: path.to_owned(),
             head_seq,
             head_hash,
-        })
+        }
     }
 
-    pub(crate) fn commit(self) -> Result<(), StoreError> {
-        let path = self.path;
-        self.tx
-            .commit()
-            .map_err(|e| StoreError::from_sqlite(e, &path))
+    /// Where the audit log ends after this writer's records.
+    pub(crate) fn into_head(self) -> (i64, String) {
+        (self.head_seq, self.head_hash)
     }
 
     /// The open transaction, for the other write modules of this crate.
-    pub(crate) fn conn(&self) -> &Transaction<'a> {
-        &self.tx
+    pub(crate) fn conn(&self) -> &'a Connection {
+        self.tx
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -89,7 +89,7 @@ impl<'a> WriteTx<'a> {
             &actor.to_string(),
             now,
         );
-        audit::insert(&self.tx, &record).map_err(|e| self.sql(e))?;
+        audit::insert(self.tx, &record).map_err(|e| self.sql(e))?;
         self.head_seq = record.seq;
         self.head_hash = record.record_hash;
         Ok(record.seq)
@@ -379,7 +379,7 @@ impl<'a> WriteTx<'a> {
             return Ok(self.vote(gate_id, actor, &input, now)?.gate);
         }
         self.reconcile_gate(gate_id, now)?;
-        let gate = read::gate(&self.tx, &self.path, gate_id)?;
+        let gate = read::gate(self.tx, &self.path, gate_id)?;
         if let Some(d) = &gate.decision {
             return Err(StoreError::AlreadyDecided {
                 gate_id,
@@ -390,7 +390,7 @@ impl<'a> WriteTx<'a> {
         check_decision(&gate.options, option, context)
             .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
         self.settle_gate(&gate, option, context, actor, now)?;
-        read::gate(&self.tx, &self.path, gate_id)
+        read::gate(self.tx, &self.path, gate_id)
     }
 
     pub(crate) fn settle_gate(
@@ -448,7 +448,7 @@ impl<'a> WriteTx<'a> {
     /// A released run waits on nothing: its still-pending gates are closed by
     /// the engine as `cancelled`, each with its audit record.
     fn close_pending_gates(&mut self, run_id: RunId, now: Millis) -> Result<(), StoreError> {
-        let pending: Vec<GateView> = read::pending_gates_of_run(&self.tx, &self.path, run_id)?;
+        let pending: Vec<GateView> = read::pending_gates_of_run(self.tx, &self.path, run_id)?;
         for g in pending {
             self.settle_gate(&g, "cancelled", Some("run released"), &Actor::Engine, now)?;
         }
@@ -461,14 +461,14 @@ impl<'a> WriteTx<'a> {
         run_id: RunId,
         kind: GateKind,
     ) -> Result<Option<GateId>, StoreError> {
-        read::pending_gate_of(&self.tx, &self.path, run_id, kind)
+        read::pending_gate_of(self.tx, &self.path, run_id, kind)
     }
 
     pub fn run(&self, id: RunId) -> Result<RunView, StoreError> {
-        read::run(&self.tx, &self.path, id)
+        read::run(self.tx, &self.path, id)
     }
 
     pub fn gate(&self, id: GateId) -> Result<GateView, StoreError> {
-        read::gate(&self.tx, &self.path, id)
+        read::gate(self.tx, &self.path, id)
     }
 }

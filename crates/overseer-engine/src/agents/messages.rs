@@ -156,7 +156,7 @@ impl Engine {
 
     fn post(&self, m: &NewMessage<'_>, actor: &Actor) -> Result<MessageView, ApiError> {
         let now = self.clock.now();
-        let message = self.store().write(|tx| tx.insert_message(m, actor, now))?;
+        let message = self.write(|tx| tx.insert_message(m, actor, now))?;
         let entry = json!({
             "text": message.body, "to": message.to, "from": message.from,
             "status": message.status, "blocked_reason": message.blocked_reason,

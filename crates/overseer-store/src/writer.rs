@@ -1,0 +1,329 @@
+//! Group commit: concurrent writers share one `BEGIN IMMEDIATE` transaction.
+//!
+//! Every write runs its closure on its own thread (closures borrow their
+//! caller's data, so none has to be `Send` or `'static`), one at a time
+//! under the writer's lock, each inside its own savepoint. The first writer
+//! to find no transaction open begins one and leads the batch: after its own
+//! closure it lets go of the lock for a moment, so writers that arrived
+//! meanwhile add theirs, then commits them all at once and tells each
+//! follower the outcome. Nobody waits for a batch to fill: a lone writer
+//! commits at once, and a batch only forms when writers actually overlap.
+//!
+//! What each caller can rely on:
+//! - `write` returns only once its changes are committed (or not at all):
+//!   an effect taken after `Ok` is backed by a committed record;
+//! - a closure that fails is rolled back to its savepoint: the others'
+//!   writes in the batch stand, and the error goes to that caller only;
+//! - a failed commit reaches every caller of the batch as its error;
+//! - audit records are sealed in the order their closures ran, each signed
+//!   and chained to the one before (the chain's head is carried through the
+//!   batch), exactly as if each write had had its own transaction;
+//! - a closure that panics is rolled back to its savepoint, and its batch is
+//!   still committed for the others.
+
+use crate::audit;
+use crate::write::WriteTx;
+use crate::{Keyring, StoreError};
+use rusqlite::Connection;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+/// The one write connection of a [`crate::Store`], shared by every writer.
+pub struct Writer {
+    state: Mutex<State>,
+    /// Batches committed, and the writes they held (for tests and benches).
+    batches: AtomicU64,
+    writes: AtomicU64,
+    committed: Condvar,
+    keyring: Arc<Keyring>,
+    path: PathBuf,
+}
+
+struct State {
+    conn: Connection,
+    /// The batch whose transaction is open, if any.
+    open: Option<Batch>,
+    next_batch: u64,
+    /// Outcomes of committed batches that followers have yet to collect:
+    /// batch id -> (followers still to collect, the commit's error if any).
+    outcomes: HashMap<u64, (usize, Option<CommitFailure>)>,
+}
+
+struct Batch {
+    id: u64,
+    head_seq: i64,
+    head_hash: String,
+    /// Writers other than the leader whose changes are in the batch.
+    followers: usize,
+    /// Writes kept in the batch (released savepoints), the leader's too.
+    kept: u64,
+}
+
+/// Why a batch's commit failed, kept so every follower gets its own error.
+#[derive(Clone)]
+struct CommitFailure {
+    code: Option<i32>,
+    message: String,
+}
+
+impl CommitFailure {
+    fn of(e: &rusqlite::Error) -> Self {
+        let code = match e {
+            rusqlite::Error::SqliteFailure(f, _) => Some(f.extended_code),
+            _ => None,
+        };
+        CommitFailure {
+            code,
+            message: e.to_string(),
+        }
+    }
+
+    fn error(&self, path: &Path) -> StoreError {
+        let source = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(self.code.unwrap_or(rusqlite::ffi::SQLITE_ERROR)),
+            Some(format!("the group commit failed: {}", self.message)),
+        );
+        StoreError::from_sqlite(source, path)
+    }
+}
+
+impl Writer {
+    pub(crate) fn new(conn: Connection, keyring: Arc<Keyring>, path: &Path) -> Self {
+        Writer {
+            state: Mutex::new(State {
+                conn,
+                open: None,
+                next_batch: 0,
+                outcomes: HashMap::new(),
+            }),
+            batches: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            committed: Condvar::new(),
+            keyring,
+            path: path.to_owned(),
+        }
+    }
+
+    /// How many batches were committed, and how many writes they held: a
+    /// ratio above 1 means writers shared transactions.
+    pub fn committed(&self) -> (u64, u64) {
+        (
+            self.batches.load(Ordering::Relaxed),
+            self.writes.load(Ordering::Relaxed),
+        )
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A writer that panicked left nothing half-done behind: its savepoint
+        // was rolled back on the way out (see `Member`).
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sql(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(e, &self.path)
+    }
+
+    /// Runs `f` inside the current batch (beginning one if none is open) and
+    /// returns once the batch is committed: `f`'s result, or the commit's
+    /// error. A failing `f` changes nothing and does not hold others back.
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // Declared before the lock's guard, so that on a panic the guard is
+        // dropped (the lock let go) before the leader ends its batch.
+        let finish: Option<Finish<'_>>;
+        let mut st = self.lock();
+        let (batch, leader) = match &st.open {
+            Some(b) => (b.id, false),
+            None => {
+                st.conn
+                    .execute_batch("BEGIN IMMEDIATE")
+                    .map_err(|e| self.sql(e))?;
+                // Read the head inside the IMMEDIATE transaction: no other
+                // process can append between here and the commit.
+                let head = match audit::head(&st.conn) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        let _ = st.conn.execute_batch("ROLLBACK");
+                        return Err(self.sql(e));
+                    }
+                };
+                st.next_batch += 1;
+                let id = st.next_batch;
+                st.open = Some(Batch {
+                    id,
+                    head_seq: head.0,
+                    head_hash: head.1,
+                    followers: 0,
+                    kept: 0,
+                });
+                (id, true)
+            }
+        };
+        // From here the leader must finish the batch whatever happens, or
+        // its followers would wait forever.
+        // Lazily: a `Finish` made and dropped here would end the batch.
+        finish = leader.then(|| Finish {
+            writer: self,
+            batch,
+        });
+        let out = self.run_member(&mut st, f);
+        if !leader {
+            let Ok(out) = out else {
+                // Rolled back to its savepoint: nothing of ours to wait for.
+                return out;
+            };
+            if let Some(b) = st.open.as_mut() {
+                b.followers += 1;
+            }
+            loop {
+                if let Some((left, failure)) = st.outcomes.get_mut(&batch) {
+                    *left -= 1;
+                    let failure = failure.clone();
+                    if *left == 0 {
+                        st.outcomes.remove(&batch);
+                    }
+                    return match failure {
+                        None => Ok(out),
+                        Some(f) => Err(f.error(&self.path)),
+                    };
+                }
+                st = self
+                    .committed
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        // The leader: let writers waiting on the lock join, then commit.
+        drop(st);
+        std::thread::yield_now();
+        let committed = finish.map_or(Ok(()), Finish::commit);
+        match (out, committed) {
+            (Ok(v), Ok(())) => Ok(v),
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+        }
+    }
+
+    /// One writer's closure in its own savepoint: released on success,
+    /// rolled back (also on a panic) otherwise. The batch's audit head moves
+    /// only with a released savepoint.
+    fn run_member<T>(
+        &self,
+        st: &mut State,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let State { conn, open, .. } = st;
+        let Some(batch) = open.as_mut() else {
+            return Err(StoreError::InvalidInput(
+                "internal: a write outside its batch".to_owned(),
+            ));
+        };
+        conn.execute_batch("SAVEPOINT member")
+            .map_err(|e| self.sql(e))?;
+        let member = Member { conn, done: false };
+        let mut tx = WriteTx::new(
+            member.conn,
+            &self.keyring,
+            &self.path,
+            batch.head_seq,
+            batch.head_hash.clone(),
+        );
+        let out = f(&mut tx);
+        let head = tx.into_head();
+        match out {
+            Ok(v) => {
+                member.release().map_err(|e| self.sql(e))?;
+                (batch.head_seq, batch.head_hash) = head;
+                batch.kept += 1;
+                Ok(v)
+            }
+            // Dropping `member` rolls the savepoint back.
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A writer's savepoint: rolled back on drop unless released.
+struct Member<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl Member<'_> {
+    fn release(mut self) -> rusqlite::Result<()> {
+        self.done = true;
+        let released = self.conn.execute_batch("RELEASE member");
+        if released.is_err() {
+            let _ = self
+                .conn
+                .execute_batch("ROLLBACK TO member; RELEASE member");
+        }
+        released
+    }
+}
+
+impl Drop for Member<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // Undo this writer's changes only; the batch stays open.
+            if let Err(e) = self
+                .conn
+                .execute_batch("ROLLBACK TO member; RELEASE member")
+            {
+                eprintln!("overseer-store: cannot roll back a failed write: {e}");
+            }
+        }
+    }
+}
+
+/// The leader's duty to end its batch: commit it and tell the followers.
+/// Done on drop too, so a leader that panics still ends its batch.
+struct Finish<'w> {
+    writer: &'w Writer,
+    batch: u64,
+}
+
+impl Finish<'_> {
+    fn commit(self) -> Result<(), StoreError> {
+        let writer = self.writer;
+        let batch = self.batch;
+        std::mem::forget(self);
+        writer.end_batch(batch)
+    }
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.writer.end_batch(self.batch) {
+            eprintln!("overseer-store: a batch whose leader failed did not commit: {e}");
+        }
+    }
+}
+
+impl Writer {
+    fn end_batch(&self, batch: u64) -> Result<(), StoreError> {
+        let mut st = self.lock();
+        let Some(open) = st.open.take_if(|b| b.id == batch) else {
+            return Ok(());
+        };
+        let committed = st.conn.execute_batch("COMMIT");
+        if committed.is_err() {
+            // Nothing of the batch is kept; every writer in it is told.
+            let _ = st.conn.execute_batch("ROLLBACK");
+        }
+        if committed.is_ok() {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+            self.writes.fetch_add(open.kept, Ordering::Relaxed);
+        }
+        if open.followers > 0 {
+            let failure = committed.as_ref().err().map(CommitFailure::of);
+            st.outcomes.insert(batch, (open.followers, failure));
+        }
+        drop(st);
+        self.committed.notify_all();
+        committed.map_err(|e| self.sql(e))
+    }
+}
