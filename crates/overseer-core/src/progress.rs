@@ -53,6 +53,10 @@ pub struct Checkpoint {
     /// after it were opened since (and not yet acted on when it was written).
     #[serde(default)]
     pub after_gate: Option<GateId>,
+    /// The rules the user's "always" answers added for the rest of the run
+    /// (each from a signed decision on a tool-call gate).
+    #[serde(default)]
+    pub always: Vec<crate::rules::Rule>,
 }
 
 /// What a restarted engine does with a gate of a run it carries on.
@@ -169,6 +173,7 @@ mod tests {
                 guidance: "g".into(),
             },
             after_gate: Some(7),
+            always: vec![crate::rules::Rule::parse("Bash(npm test)").expect("rule")],
         };
         let text = serde_json::to_string(&c).expect("serialize");
         let back: Checkpoint = serde_json::from_str(&text).expect("parse");

@@ -452,3 +452,74 @@ async fn a_plan_acted_on_just_before_the_engine_stopped_is_not_asked_for_again()
     .await;
     assert!(w.engine.verify_audit().expect("read").is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_always_answers_outlive_a_restart() {
+    let mut w = world(vec![]).await;
+    let run = start(&w, "flaky");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let first = pending_gate(&w, run, GateKind::ToolCall).await;
+    w.engine
+        .decide_gate(first.id, "always", None, &Actor::cli())
+        .expect("always");
+    // Step 2 fails once: the run waits on a deviation, still running.
+    let deviation = pending_gate(&w, run, GateKind::Deviation).await;
+    w.engine.stop_agents().await;
+    let db = rusqlite::Connection::open(w.engine.paths().db()).expect("db");
+    let kept: String = db
+        .query_row(
+            "SELECT json_extract(checkpoint, '$.always') FROM run_progress WHERE run_id = ?1",
+            [run],
+            |r| r.get(0),
+        )
+        .expect("checkpoint");
+    assert_ne!(kept, "[]", "the rule is kept with the run");
+    // Carried on at step 1 again (as after a crash during it), by a new
+    // agent process that remembers no "always" of its own: its edit asks,
+    // and the rule kept with the run answers.
+    db.execute(
+        "UPDATE run_progress SET checkpoint = json_set(checkpoint, '$.progress.step', 0) WHERE run_id = ?1",
+        [run],
+    )
+    .expect("back to step 1");
+    reopen(&mut w);
+    assert_eq!(
+        pending_gate(&w, run, GateKind::Deviation).await.id,
+        deviation.id
+    );
+    w.engine
+        .decide_gate(deviation.id, "retry", None, &Actor::cli())
+        .expect("retry");
+    until(&w, "the review, with no ask the kept rule covers", |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id != run {
+                continue;
+            }
+            match g.kind {
+                GateKind::ToolCall => {
+                    assert_ne!(g.title, first.title, "asked again despite 'always'");
+                    let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+                }
+                GateKind::Deviation => {
+                    let _ = e.decide_gate(g.id, "retry", None, &Actor::cli());
+                }
+                _ => {}
+            }
+        }
+        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
+    })
+    .await;
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let restarted = activity
+        .iter()
+        .position(|a| a.kind == "carried_on")
+        .expect("carried on");
+    let allowed_after = activity[restarted..]
+        .iter()
+        .filter(|a| a.kind == "tool_allowed")
+        .count();
+    assert!(allowed_after >= 1, "the kept rule allowed the redone edit");
+}

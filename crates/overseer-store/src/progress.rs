@@ -59,6 +59,26 @@ impl Store {
 }
 
 impl WriteTx<'_> {
+    /// Keeps the rules the user's "always" answers added for the rest of
+    /// `run`, at once (not at the next turn): a restart keeps them.
+    pub fn set_run_always(
+        &mut self,
+        run: RunId,
+        always: &[overseer_core::rules::Rule],
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(always)
+            .map_err(|e| StoreError::InvalidInput(format!("run {run}'s rules: {e}")))?;
+        self.conn()
+            .execute(
+                "UPDATE run_progress SET checkpoint = json_set(checkpoint, '$.always', json(?2)), at = ?3
+                 WHERE run_id = ?1",
+                params![run, text, now],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     /// Keeps where `run` is. Not an audit record: it says where the driver
     /// is, and every decision it acted on has its own.
     pub fn set_run_checkpoint(

@@ -1,7 +1,7 @@
 //! What the agent asks while it works: a tool call's permission (the rules,
 //! then a gate for the user) and an elicitation (a question gate).
 
-use super::{planning, wait_gate, Phase, Turn};
+use super::{planning, resume, wait_gate, Phase, Turn};
 use crate::acp::{AgentConnection, PermissionReply, QuestionReply};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
@@ -190,6 +190,7 @@ async fn ask_user(
                 .run_rules
                 .allow
                 .push(added);
+            resume::keep_always(engine, run, turn);
             offered.allow_always()
         }
         Ok(ToolCallChoice::No) => {

@@ -33,9 +33,13 @@ pub(super) struct Resumed {
 /// Keeps where the run is. A checkpoint that cannot be written is logged:
 /// the run goes on, and a restart carries it on from the one before.
 pub(super) fn save(engine: &Engine, run: RunId, turn: &Mutex<Turn>, progress: &Progress) {
-    let checkpoint = Checkpoint {
-        progress: progress.clone(),
-        after_gate: turn.lock().unwrap_or_else(|p| p.into_inner()).acted_gate,
+    let checkpoint = {
+        let t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        Checkpoint {
+            progress: progress.clone(),
+            after_gate: t.acted_gate,
+            always: t.run_rules.allow.clone(),
+        }
     };
     let now = engine.clock.now();
     if let Err(e) = engine
@@ -46,7 +50,26 @@ pub(super) fn save(engine: &Engine, run: RunId, turn: &Mutex<Turn>, progress: &P
     }
 }
 
-/// The checkpoint and the gates of a run the engine carries on; withdraws
+/// Keeps the run's "always" rules now (an answer mid-turn would otherwise
+/// wait for the next turn's checkpoint). Logged when it cannot be written.
+pub(super) fn keep_always(engine: &Engine, run: RunId, turn: &Mutex<Turn>) {
+    let always = turn
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .run_rules
+        .allow
+        .clone();
+    let now = engine.clock.now();
+    if let Err(e) = engine
+        .store()
+        .write(|tx| tx.set_run_always(run, &always, now))
+    {
+        tracing::error!(run, "cannot keep the run's 'always' rules: {e}");
+    }
+}
+
+/// The checkpoint and the gates of a run the engine carries on (with the
+/// run's "always" rules); withdraws
 /// the tool calls that were waiting and turns late answers to questions
 /// into instructions. `session_resumed`: the agent continued its session.
 pub(super) fn prepare(
@@ -62,7 +85,11 @@ pub(super) fn prepare(
         let gates = store.gates_to_resume(run, checkpoint.after_gate)?;
         (checkpoint, gates)
     };
-    turn.lock().unwrap_or_else(|p| p.into_inner()).acted_gate = checkpoint.after_gate;
+    {
+        let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
+        t.acted_gate = checkpoint.after_gate;
+        t.run_rules.allow = checkpoint.always.clone();
+    }
     let mut adopt = None;
     for (gate, keyed) in gates {
         match on_resume(gate.kind, keyed, gate.ask_kind) {
