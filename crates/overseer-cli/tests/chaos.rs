@@ -492,8 +492,8 @@ impl Chaos {
         while self.unreleased().len() < target {
             self.start_run();
         }
-        // Agents work and decisions are made for a while (up to ~0.6 s).
-        let work = Duration::from_millis(50 + self.rng.below(550));
+        // Agents work and decisions are made for a while (up to ~0.8 s).
+        let work = Duration::from_millis(100 + self.rng.below(700));
         let start = Instant::now();
         while start.elapsed() < work {
             match self.random_pending(false) {
@@ -550,7 +550,9 @@ impl Chaos {
                 self.decide(&g, How::Offline);
             }
         }
-        if self.rng.percent(15) {
+        // (never more than 5 going: an engine killed faster than it can
+        // carry 20 runs on gets nothing done, and tests nothing)
+        if self.rng.percent(15) && self.unreleased().len() < 5 {
             self.start_run();
         }
         // Sometimes a decision races the next engine's start.
