@@ -68,9 +68,16 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Where the agents write their latencies: a directory their profile names
+/// in a `*_HOME` variable, which containment lets them write to (the rest of
+/// the bench's temp dir is out of their sight).
+fn latency_dir(dir: &Path) -> PathBuf {
+    dir.join("latency")
+}
+
 /// The agent profile of one concurrency level: its own latency file.
 fn latency_file(dir: &Path, agents: usize) -> PathBuf {
-    dir.join(format!("latency-{agents}.txt"))
+    latency_dir(dir).join(format!("latency-{agents}.txt"))
 }
 
 fn profile_name(agents: usize) -> String {
@@ -88,12 +95,14 @@ fn setup(dir: &Path, agent: &Path, requests: usize) -> Paths {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
     let command = format!("{:?}", agent.to_string_lossy());
+    std::fs::create_dir_all(latency_dir(dir)).expect("latency dir");
     let mut toml = String::from("abort_timeout_seconds = 1\n");
     for agents in LEVELS {
         toml.push_str(&format!(
-            "[agents.{}]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?} }}\n",
+            "[agents.{}]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?}, BENCH_LATENCY_HOME = {:?} }}\n",
             profile_name(agents),
             latency_file(dir, agents).to_string_lossy(),
+            latency_dir(dir).to_string_lossy(),
         ));
     }
     toml.push_str(&format!(
