@@ -80,6 +80,30 @@ fn bash(key: &str, command: &str) -> SessionAsk {
     }
 }
 
+/// The engine goes away and a new one opens the same data dir (with its
+/// orchestrator when `orchestrate`), serving the same socket.
+async fn reopen(w: World, orchestrate: bool) -> World {
+    w._server.abort();
+    let paths = w.paths.clone();
+    drop(w.engine);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let engine = Arc::new(
+        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
+    );
+    if orchestrate {
+        engine.start_orchestrator();
+    }
+    let listener = server::bind(&paths.socket()).expect("bind again");
+    let _server = tokio::spawn(server::serve(engine.clone(), listener));
+    World {
+        _dir: w._dir,
+        engine,
+        paths,
+        repo: w.repo,
+        _server,
+    }
+}
+
 async fn connect(w: &World) -> Client {
     Client::connect(&w.paths.socket())
         .await
@@ -680,22 +704,7 @@ async fn steering_waits_in_the_database_and_survives_a_restart() {
         .steer_run(run, "now write the changelog", &Actor::cli())
         .expect("steer");
     // The engine goes away and a new one opens the same data dir.
-    w._server.abort();
-    let paths = w.paths.clone();
-    drop(w.engine);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
-    );
-    let listener = server::bind(&paths.socket()).expect("bind again");
-    let _server = tokio::spawn(server::serve(engine.clone(), listener));
-    let again = World {
-        _dir: w._dir,
-        engine,
-        paths,
-        repo: w.repo,
-        _server,
-    };
+    let again = reopen(w, false).await;
     let answer = ask(&again, s.clone(), stop())
         .await
         .expect("task")
@@ -738,23 +747,7 @@ async fn a_reply_to_a_notice_left_pending_across_a_restart_still_steers_the_sess
     assert_eq!(info.ask_kind, overseer_core::AskKind::Info);
     // The engine goes away with the notice pending; a new one starts (its
     // orchestrator too, which looks at what external sessions left).
-    w._server.abort();
-    let paths = w.paths.clone();
-    drop(w.engine);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
-    );
-    engine.start_orchestrator();
-    let listener = server::bind(&paths.socket()).expect("bind again");
-    let _server = tokio::spawn(server::serve(engine.clone(), listener));
-    let again = World {
-        _dir: w._dir,
-        engine,
-        paths,
-        repo: w.repo,
-        _server,
-    };
+    let again = reopen(w, true).await;
     // Still there after the grace an asker gets to come back: a notice has
     // no asker to wait for.
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -146,6 +146,47 @@ pub(crate) fn marker_prefix(engine: &Engine) -> String {
 }
 
 impl Engine {
+    /// Runs `task` on the orchestrator's runtime (or the current one);
+    /// false when there is none (nothing was started).
+    pub(crate) fn spawn_task<F>(&self, task: F) -> bool
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match self
+            .runtime
+            .get()
+            .cloned()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        {
+            Some(rt) => {
+                rt.spawn(task);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// When `gate` is answered (a question's Answer with words), `then`
+    /// gets the words and who answered, on a task of its own.
+    pub(crate) fn when_answered(
+        self: &Arc<Self>,
+        gate: GateId,
+        then: impl FnOnce(&Arc<Engine>, String, Actor) + Send + 'static,
+    ) {
+        let engine = self.clone();
+        self.spawn_task(async move {
+            let Ok(d) = wait_gate(&engine, gate).await else {
+                return;
+            };
+            if let (Ok(overseer_core::QuestionChoice::Answer), Some(text)) = (
+                d.choice::<overseer_core::QuestionChoice>(),
+                d.context.filter(|c| !c.trim().is_empty()),
+            ) {
+                then(&engine, text, d.actor);
+            }
+        });
+    }
+
     /// The marker in the environment of every process of `run`'s agent.
     pub fn agent_marker(&self, run: RunId) -> String {
         format!("{}run-{run}", marker_prefix(self))

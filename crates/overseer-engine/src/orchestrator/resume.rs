@@ -15,10 +15,10 @@ use super::steps::{
     after_deviation, after_pause, after_step, after_step_review, deviation_of, Flow, StepNext,
     Steps,
 };
-use super::{wait_gate, wait_progress_gate, Turn};
+use super::{wait_progress_gate, Turn};
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
-use overseer_core::{Actor, ApiError, GateKind, GateView, QuestionChoice, RunEvent, RunId};
+use overseer_core::{Actor, ApiError, GateKind, GateView, RunEvent, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -197,41 +197,24 @@ pub(super) async fn step_gate(
 /// answer reaches the agent as an instruction for its next turn, as the
 /// person who answered.
 fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
-    let Some(rt) = engine
-        .runtime
-        .get()
-        .cloned()
-        .or_else(|| tokio::runtime::Handle::try_current().ok())
-    else {
-        return;
-    };
     let (id, run) = (gate.id, gate.run_id);
     let asked = gate.payload["message"]
         .as_str()
         .unwrap_or(&gate.title)
         .to_owned();
     engine.live.keep_orphan(id, run, &asked);
-    let engine = engine.clone();
-    rt.spawn(async move {
-        let Ok(d) = wait_gate(&engine, id).await else {
-            return;
-        };
+    engine.when_answered(id, move |engine, answer, by| {
         if !engine.live.take_orphan(id) {
             // The agent asked again and got this answer itself.
             return;
         }
-        if let (Ok(QuestionChoice::Answer), Some(text)) = (
-            d.choice::<QuestionChoice>(),
-            d.context.filter(|c| !c.trim().is_empty()),
-        ) {
-            let text = format!("You asked: {asked}\nThe answer: {text}");
-            if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
-                tracing::error!(
-                    run,
-                    "an answer could not be kept as steering: {}",
-                    e.message
-                );
-            }
+        let text = format!("You asked: {asked}\nThe answer: {answer}");
+        if let Err(e) = engine.queue_steering(run, &text, &by) {
+            tracing::error!(
+                run,
+                "an answer could not be kept as steering: {}",
+                e.message
+            );
         }
     });
 }

@@ -418,26 +418,9 @@ pub(super) fn first_line(s: &str) -> String {
 /// the person who replied. Kept across a restart: the engine's start calls
 /// this again for every notice still pending.
 pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
-    let Some(rt) = engine
-        .runtime
-        .get()
-        .cloned()
-        .or_else(|| tokio::runtime::Handle::try_current().ok())
-    else {
-        return;
-    };
-    let engine = engine.clone();
-    rt.spawn(async move {
-        let Ok(d) = wait_gate(&engine, gate).await else {
-            return;
-        };
-        if let (Ok(QuestionChoice::Answer), Some(text)) = (
-            d.choice::<QuestionChoice>(),
-            d.context.filter(|c| !c.trim().is_empty()),
-        ) {
-            if let Err(e) = engine.queue_steering(run, &text, &d.actor) {
-                tracing::error!(run, "a reply could not be kept as steering: {}", e.message);
-            }
+    engine.when_answered(gate, move |engine, reply, by| {
+        if let Err(e) = engine.queue_steering(run, &reply, &by) {
+            tracing::error!(run, "a reply could not be kept as steering: {}", e.message);
         }
     });
 }

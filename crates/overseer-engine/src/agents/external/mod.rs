@@ -112,16 +112,9 @@ impl Drop for Waiter {
 
 /// Withdraws `gate` after `grace` if it is still pending and nobody waits.
 fn withdraw_later(engine: &Arc<Engine>, gate: GateId, grace: Duration) {
-    let Some(rt) = engine
-        .runtime
-        .get()
-        .cloned()
-        .or_else(|| tokio::runtime::Handle::try_current().ok())
-    else {
-        return;
-    };
-    let engine = engine.clone();
-    rt.spawn(async move {
+    let me = engine.clone();
+    engine.spawn_task(async move {
+        let engine = me;
         tokio::time::sleep(grace).await;
         if lock(&engine.external.waiting).contains_key(&gate) {
             return;
