@@ -904,7 +904,11 @@ impl crate::WriteTx<'_> {
         let ids: Vec<i64> = self
             .conn()
             .prepare(
-                "SELECT id FROM gates WHERE status = 'decided' AND effected_at IS NULL ORDER BY id",
+                // A released run's gates are never acted on again: a start
+                // need not re-check them (their history only grows).
+                "SELECT g.id FROM gates g JOIN runs r ON r.id = g.run_id
+                 WHERE g.status = 'decided' AND g.effected_at IS NULL
+                   AND r.state NOT LIKE 'released%' ORDER BY g.id",
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| self.sql(e))?;

@@ -200,9 +200,17 @@ impl Store {
     /// a failure to read; the inner one names the first bad record and every
     /// decision row its record does not back.
     pub fn verify_audit(&self) -> Result<Result<VerifyReport, AuditFailure>, StoreError> {
+        // The checkpoint file first, then the log and its checkpoints in one
+        // read transaction: an engine appending meanwhile can only make the
+        // snapshot longer than what the file vouches for, never shorter (read
+        // apart, a checkpoint written between the two reads looked like a
+        // cut-off tail).
         let file_cp = self.keyring.load_checkpoint(&self.db_id()?)?;
-        audit::verify(&self.conn, &self.keyring, file_cp.as_ref())
-            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+        let sql = |e| StoreError::from_sqlite(e, &self.path);
+        let snapshot = self.conn.unchecked_transaction().map_err(sql)?;
+        let report = audit::verify(&snapshot, &self.keyring, file_cp.as_ref()).map_err(sql)?;
+        snapshot.commit().map_err(sql)?;
+        Ok(report)
     }
 
     /// Every decision row about one gate (its own decision, its history, its

@@ -360,6 +360,11 @@ impl Engine {
         let choice = view.kind.decline_choice();
         match self.decide_gate(gate, choice.as_str(), Some(why), &Actor::Engine) {
             Ok(_) => {
+                // Nobody acts on a withdrawn gate: acted on as far as a
+                // restart's check of unacted decisions goes.
+                if let Err(e) = self.effect_signed(gate) {
+                    tracing::warn!(gate, "a withdrawn gate not marked acted on: {}", e.message);
+                }
                 let _ = self.record_activity(
                     view.run_id,
                     "gate_withdrawn",
