@@ -126,23 +126,7 @@ async fn rejecting_the_plan_releases_the_run_as_plan_rejected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flaky_step_opens_a_deviation_gate_and_retry_succeeds() {
     let w = world(vec![]).await;
-    let run = start(&w, "flaky");
-    let plan = pending_gate(&w, run, GateKind::Plan).await;
-    w.engine
-        .decide_gate(plan.id, "approve", None, &Actor::cli())
-        .expect("approve");
-    let deviation = until(&w, "the deviation gate", |e| {
-        let gates = e.gates(true).ok()?;
-        for g in &gates {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
-                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
-            }
-        }
-        gates
-            .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
-    })
-    .await;
+    let (run, deviation) = flaky_at_its_deviation(&w).await;
     assert!(deviation.options.iter().any(|o| o.id == "retry"));
     assert!(
         deviation.payload["error"]
@@ -352,23 +336,7 @@ async fn yes_until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deviation_waiting_at_a_restart_stays_pending_and_its_retry_carries_the_run_on() {
     let mut w = world(vec![]).await;
-    let run = start(&w, "flaky");
-    let plan = pending_gate(&w, run, GateKind::Plan).await;
-    w.engine
-        .decide_gate(plan.id, "approve", None, &Actor::cli())
-        .expect("approve");
-    let deviation = until(&w, "the deviation gate", |e| {
-        let gates = e.gates(true).ok()?;
-        for g in &gates {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
-                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
-            }
-        }
-        gates
-            .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
-    })
-    .await;
+    let (run, deviation) = flaky_at_its_deviation(&w).await;
     restart(&mut w).await;
     // The same gate, still pending, in a run still running.
     let again = pending_gate(&w, run, GateKind::Deviation).await;
@@ -522,4 +490,27 @@ async fn a_runs_always_answers_outlive_a_restart() {
         .filter(|a| a.kind == "tool_allowed")
         .count();
     assert!(allowed_after >= 1, "the kept rule allowed the redone edit");
+}
+
+/// A flaky run, its plan approved and its edits allowed, at the deviation
+/// its failing step opens.
+async fn flaky_at_its_deviation(w: &common::World) -> (i64, overseer_core::GateView) {
+    let run = start(w, "flaky");
+    let plan = pending_gate(w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let deviation = until(w, "the deviation gate", |e| {
+        let gates = e.gates(true).ok()?;
+        for g in &gates {
+            if g.run_id == run && g.kind == GateKind::ToolCall {
+                let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
+            }
+        }
+        gates
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
+    })
+    .await;
+    (run, deviation)
 }
