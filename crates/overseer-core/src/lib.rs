@@ -48,7 +48,8 @@ pub use run::{
 };
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
 pub use view::{
-    ActivityView, EngineEvent, GateView, PendingGate, RunView, SensorResult, SensorSummary,
+    ActivityView, EngineEvent, GateView, PendingGate, RunActions, RunView, SensorResult,
+    SensorSummary,
 };
 
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.

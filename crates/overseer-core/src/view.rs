@@ -55,6 +55,45 @@ pub struct RunView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub session: Option<crate::session::ExternalSession>,
+    /// What a human can do with the run now ([`run_actions`]): the row, the
+    /// run page and the keyboard show exactly these, and the engine refuses
+    /// the rest.
+    #[serde(default)]
+    pub actions: RunActions,
+}
+
+/// What a human can do with a run in its current state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RunActions {
+    /// Approve its review (merge): a launched run pending review.
+    pub approve: bool,
+    /// Reject its review: a launched run pending review.
+    pub reject: bool,
+    /// Stop it: abort a launched run (its agent is killed), or stop an
+    /// external session (its later tool calls are refused). Any run not
+    /// released yet.
+    pub abort: bool,
+    /// The run has a repository of its own whose diff can be shown (an
+    /// external session has none).
+    pub diff: bool,
+    /// The agent is working and can take an instruction for its next turn:
+    /// neither released nor done (pending review).
+    pub steer: bool,
+}
+
+/// What a human can do with a run from `origin` in `state`: one rule for
+/// the window, the CLI and the engine's own checks.
+pub fn run_actions(state: RunState, origin: crate::RunOrigin) -> RunActions {
+    let external = origin != crate::RunOrigin::Launched;
+    let review = !external && state == RunState::PendingReview;
+    let released = state.is_released();
+    RunActions {
+        approve: review,
+        reject: review,
+        abort: !released,
+        diff: !external,
+        steer: !released && state != RunState::PendingReview,
+    }
 }
 
 /// How a run's sensors stand: the latest result of each check command.
@@ -220,7 +259,44 @@ pub fn sensor_summary(results: &[serde_json::Value]) -> Option<SensorSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RunOrigin;
     use serde_json::json;
+
+    #[test]
+    fn a_run_offers_review_only_when_launched_and_pending_review_and_steering_only_while_it_works()
+    {
+        for state in RunState::all() {
+            for origin in [
+                RunOrigin::Launched,
+                RunOrigin::ClaudeCode,
+                RunOrigin::Codex,
+                RunOrigin::Mcp,
+            ] {
+                let a = run_actions(state, origin);
+                let launched = origin == RunOrigin::Launched;
+                let review = state == RunState::PendingReview;
+                assert_eq!(a.approve, launched && review, "{state} {origin:?}");
+                assert_eq!(a.reject, a.approve, "{state} {origin:?}");
+                assert_eq!(a.abort, !state.is_released(), "{state} {origin:?}");
+                assert_eq!(a.diff, launched, "{state} {origin:?}");
+                assert_eq!(
+                    a.steer,
+                    !state.is_released() && !review,
+                    "{state} {origin:?}"
+                );
+            }
+        }
+        // The cases users meet, spelled out.
+        let running = run_actions(RunState::Running, RunOrigin::Launched);
+        assert!(running.steer && running.abort && !running.approve);
+        let stopped = run_actions(
+            RunState::Released {
+                reason: crate::ReleaseReason::AbortedByUser,
+            },
+            RunOrigin::ClaudeCode,
+        );
+        assert_eq!(stopped, RunActions::default());
+    }
 
     #[test]
     fn the_current_step_is_the_entry_in_progress_else_the_first_pending() {

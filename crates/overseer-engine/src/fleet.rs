@@ -199,6 +199,7 @@ mod tests {
             last_gate: None,
             origin: RunOrigin::default(),
             session: None,
+            actions: Default::default(),
         }
     }
 

@@ -328,11 +328,11 @@ impl Engine {
             ));
         }
         let view = self.run(run)?;
-        if view.state.is_released() {
+        if !view.actions.steer {
             return Err(ApiError::new(
                 ErrorCode::InvalidTransition,
                 format!(
-                    "run {run} is {}; only a live run can be steered",
+                    "run {run} is {}; only a run whose agent is still working can be steered",
                     view.state
                 ),
             ));

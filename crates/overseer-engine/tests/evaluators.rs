@@ -31,6 +31,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         last_gate: None,
         origin: Default::default(),
         session: None,
+        actions: Default::default(),
     };
     let gate = GateView {
         id: 12,

@@ -381,6 +381,19 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         .steer_run(run, "   ", &Actor::cli())
         .expect_err("empty");
     assert_eq!(err.code, ErrorCode::InvalidInput);
+    // In review the agent's work is done: an instruction would reach nobody,
+    // so it is refused, as the row (which offers no steering) says.
+    let row = w.engine.run(run).expect("run");
+    assert!(
+        !row.actions.steer && row.actions.approve,
+        "{:?}",
+        row.actions
+    );
+    let err = w
+        .engine
+        .steer_run(run, "also say goodbye in French", &Actor::cli())
+        .expect_err("a run in review takes no instruction");
+    assert_eq!(err.code, ErrorCode::InvalidTransition, "{}", err.message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

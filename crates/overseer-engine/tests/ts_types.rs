@@ -51,6 +51,7 @@ fn generated() -> String {
         overseer_core::SensorSummary,
         overseer_core::SensorResult,
         overseer_core::RunOrigin,
+        overseer_core::view::RunActions,
         overseer_core::RetryPolicy,
         overseer_core::session::ExternalSession,
         overseer_core::message::MessageTo,

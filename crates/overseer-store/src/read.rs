@@ -68,6 +68,7 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             last_gate: None,
             origin: overseer_core::RunOrigin::Launched,
             session: None,
+            actions: Default::default(),
         },
         origin: r.get(15)?,
         gate_terms: r.get(18)?,
@@ -130,6 +131,7 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
     }
     view.last_gate = gate(raw.last_gate)?;
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
+    view.actions = overseer_core::view::run_actions(view.state, view.origin);
     // Agent-reported progress: text that does not parse shows as no progress,
     // it never makes the run unreadable.
     view.current_step = raw

@@ -6,6 +6,7 @@ import type { Backend } from "./backend";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   ActivityView,
+  RunActions,
   AgentInfo,
   ApiError,
   AskKind,
@@ -155,7 +156,7 @@ export class MockBackend implements Backend {
   steerRun(runId: number, text: string) {
     return this.answer(`steerRun ${runId}`, () => {
       const r = this.run(runId);
-      if (r.state.state !== "running") throw fail("invalid_transition", `run ${runId} is not running: only a running agent can be steered`);
+      if (!r.actions.steer) throw fail("invalid_transition", `run ${runId} is ${r.state.state}; only a run whose agent is still working can be steered`);
       if (!text.trim()) throw fail("invalid_input", "the instruction is empty: say what the agent should do");
       this.addActivity(runId, "user_instruction", { text });
       return r;
@@ -432,6 +433,7 @@ export class MockBackend implements Backend {
       needs_you: false,
       pending_gate: null,
       release_note: note ?? run.release_note,
+      actions: released(run.actions),
     };
     const events: EngineEvent[] = [];
     for (const g of this.gates.values()) {
@@ -446,6 +448,13 @@ export class MockBackend implements Backend {
   }
 }
 
+/** The actions the engine ships (core's `run_actions`) on a launched run
+ * that works, and on one in review: fixture data of this fake engine. */
+export const WORKING: RunActions = { approve: false, reject: false, abort: true, diff: true, steer: true };
+export const IN_REVIEW: RunActions = { approve: true, reject: true, abort: true, diff: true, steer: false };
+/** A released run allows nothing but its diff. */
+export const released = (a: RunActions): RunActions => ({ approve: false, reject: false, abort: false, diff: a.diff, steer: false });
+
 function key(scope: Scope): string {
   return `${scope.workspace}/${scope.task ?? "*"}`;
 }
@@ -453,15 +462,15 @@ function key(scope: Scope): string {
 /** A small fleet with a gate of every kind, so a plain browser shows every
  * surface (`npm run dev`). */
 export function demoBackend(now: number): MockBackend {
-  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const };
+  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const, actions: WORKING };
   const runs: RunView[] = [
-    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
+    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, actions: IN_REVIEW, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
     { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan", ask_kind: "blocking" } },
     { ...base, id: 3, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call", ask_kind: "blocking" } },
     { ...base, id: 4, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question", ask_kind: "blocking" } },
     { ...base, id: 5, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation", ask_kind: "blocking" } },
     { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
-    { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, state_since: now - 10_800_000, needs_you: false },
+    { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
   ];
   const gate = (id: number, run_id: number, kind: GateView["kind"], title: string, options: GateView["options"], payload: GateView["payload"], extra: Partial<GateView> = {}): GateView => ({
     id, run_id, kind, status: "pending", title, options, payload, opened_at: now - 60_000 * id, decision: null,
@@ -513,7 +522,9 @@ export function demoBackend(now: number): MockBackend {
  * tool call waits (run 8), an MCP client with an info item (run 9), and a few
  * agent messages, one held back by the policy. */
 export function withExternalSessions(mock: MockBackend, now: number): MockBackend {
-  const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000 };
+  // What the engine allows on a live external session: stop it, steer it; no diff or review.
+  const actions = { ...WORKING, diff: false };
+  const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000, actions };
   const runs: RunView[] = [
     { ...base, id: 8, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call", ask_kind: "blocking" } },
     { ...base, id: 9, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } },

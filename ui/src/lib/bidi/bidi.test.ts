@@ -8,6 +8,7 @@ import { render } from "svelte/server";
 import RunRow from "../../components/fleet/RunRow.svelte";
 import TimelineEntry from "../../components/run/TimelineEntry.svelte";
 import GateDetails from "../../components/inbox/GateDetails.svelte";
+import { WORKING } from "../backend/mock";
 import type { GateView, RunView } from "../types";
 import type { TimelineItem } from "../run/timeline";
 
@@ -36,6 +37,7 @@ const run: RunView = {
   needs_you: false,
   release_note: null,
   origin: "launched",
+  actions: WORKING,
   pending_gate: null,
   current_step: `${RLO}step two`,
   sensors: null,

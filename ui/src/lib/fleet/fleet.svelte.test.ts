@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Fleet, HEAD_ROWS } from "./fleet.svelte";
-import { MockBackend } from "../backend/mock";
+import { MockBackend, IN_REVIEW } from "../backend/mock";
 import type { RunView } from "../types";
 
 const review = (id: number): RunView => ({
@@ -15,6 +15,7 @@ const review = (id: number): RunView => ({
   needs_you: true,
   release_note: null,
   origin: "launched",
+  actions: IN_REVIEW,
   pending_gate: { id: 100 + id, kind: "merge_review", ask_kind: "question" },
 });
 

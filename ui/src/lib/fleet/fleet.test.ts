@@ -27,6 +27,7 @@ import {
   workspacesOf,
 } from "./fleet";
 import { toApiError } from "../backend/errors";
+import { IN_REVIEW, WORKING } from "../backend/mock";
 import type { RunView } from "../types";
 
 function run(id: number, over: Partial<RunView> = {}): RunView {
@@ -42,6 +43,7 @@ function run(id: number, over: Partial<RunView> = {}): RunView {
     needs_you: false,
     release_note: null,
   origin: "launched",
+  actions: WORKING,
     pending_gate: null,
     ...over,
   };
@@ -263,21 +265,22 @@ describe("external sessions", () => {
     expect(sessionBadge(run(1))).toBeNull();
   });
 
-  it("offer no diff, merge or review, and stop as a session", () => {
-    const a = runActions(ext());
+  it("offer what the engine allows and stop as a session", () => {
+    // The engine decides what a run allows (core's run_actions) and ships
+    // it; the window adds the words and never widens it.
+    const allowed = { approve: false, reject: false, abort: true, diff: false, steer: true };
+    const a = runActions(ext({ actions: allowed }));
     expect(pick(a)).toEqual({ approve: false, reject: false, abort: true });
     expect(a.diff).toBe(false);
+    expect(a.steer).toBe(true);
     expect(a.abortLabel).toBe("Stop session");
     expect(a.abortExplain).toContain("tool calls are refused");
-    expect(a.steer).toBe(true);
-    // Even a (never expected) review state offers no merge.
-    expect(pick(runActions(ext({ state: { state: "pending_review" } })))).toEqual({ approve: false, reject: false, abort: true });
-    const ended = runActions(ext({ state: { state: "released", reason: "ended" } }));
-    expect(ended.abort).toBe(false);
-    expect(ended.steer).toBe(false);
-    const launched = runActions(run(1, { state: { state: "running" } }));
+    // Even in a (never expected) review state, no merge unless the engine says so.
+    expect(pick(runActions(ext({ state: { state: "pending_review" }, actions: allowed })))).toEqual({ approve: false, reject: false, abort: true });
+    const launched = runActions(run(1, { actions: IN_REVIEW, state: { state: "pending_review" } }));
     expect(launched.abortLabel).toBe("Abort");
-    expect(launched.diff).toBe(true);
+    expect(pick(launched)).toEqual({ approve: true, reject: true, abort: true });
+    expect(launched.steer).toBe(false);
   });
 
   it("say 'info' when they wait on an info item", () => {
@@ -313,14 +316,6 @@ describe("external sessions", () => {
 });
 
 describe("row actions and markers", () => {
-  it("offers approve and reject on review only, abort on every active run", () => {
-    const [r1, r2, , r4, , r6] = fleetOf();
-    expect(pick(runActions(r2!))).toEqual({ approve: true, reject: true, abort: true });
-    expect(pick(runActions(r1!))).toEqual({ approve: false, reject: false, abort: true });
-    expect(pick(runActions(r6!))).toEqual({ approve: false, reject: false, abort: true });
-    expect(pick(runActions(r4!))).toEqual({ approve: false, reject: false, abort: false });
-  });
-
   it("says what the run waits for", () => {
     const [r1, r2, r3] = fleetOf();
     expect(needsYouLabel(r1!)).toBeNull();

@@ -168,7 +168,9 @@ export function runStateLabel(r: RunView): string {
 }
 
 /** What a human can do with a run, in one place: the fleet row, the run
- * page header and the keyboard all read it. */
+ * page header and the keyboard all read it. Which actions a run allows is
+ * the engine's (core's `run_actions`, shipped in `RunView.actions`); this
+ * only adds the words. */
 export interface RunActions {
   /** Approve / reject its review (launched runs pending review). */
   approve: boolean;
@@ -187,18 +189,12 @@ export interface RunActions {
 
 export function runActions(r: RunView): RunActions {
   const external = isExternal(r);
-  const review = !external && r.state.state === "pending_review";
-  const live = r.state.state !== "released" && r.state.state !== "pending_review";
   return {
-    approve: review,
-    reject: review,
-    abort: isActive(r),
+    ...r.actions,
     abortLabel: external ? "Stop session" : "Abort",
     abortExplain: external
       ? `Stop this ${ORIGIN_LABELS[r.origin]} session in Overseer? Its later tool calls are refused; the agent itself keeps running outside Overseer until it sees that.`
       : `Abort run ${r.id}? The agent is stopped; its worktree is kept for inspection.`,
-    diff: !external,
-    steer: live,
   };
 }
 

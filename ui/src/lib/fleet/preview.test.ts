@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { canPreview, previewOf } from "./preview";
 import { keyCommand } from "./fleet";
 import { parseDiff } from "../diff/parse";
+import { WORKING } from "../backend/mock";
 import type { RunView } from "../types";
 
 function run(over: Partial<RunView> = {}): RunView {
@@ -17,6 +18,7 @@ function run(over: Partial<RunView> = {}): RunView {
     needs_you: true,
     release_note: null,
     origin: "launched",
+    actions: WORKING,
     pending_gate: null,
     ...over,
   };
@@ -41,7 +43,7 @@ describe("canPreview", () => {
     expect(canPreview(run())).toBe(true);
     expect(canPreview(run({ state: { state: "running" } }))).toBe(false);
     expect(canPreview(run({ state: { state: "released", reason: "merged" } }))).toBe(false);
-    expect(canPreview(run({ origin: "claude_code" } as Partial<RunView>))).toBe(false);
+    expect(canPreview(run({ origin: "claude_code", actions: { ...WORKING, diff: false } } as Partial<RunView>))).toBe(false);
     expect(canPreview(undefined)).toBe(false);
     expect(canPreview(null)).toBe(false);
   });

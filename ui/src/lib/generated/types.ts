@@ -68,6 +68,32 @@ export type SensorResult = { command: string, passed: boolean, };
 
 export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
 
+export type RunActions = { 
+/**
+ * Approve its review (merge): a launched run pending review.
+ */
+approve: boolean, 
+/**
+ * Reject its review: a launched run pending review.
+ */
+reject: boolean, 
+/**
+ * Stop it: abort a launched run (its agent is killed), or stop an
+ * external session (its later tool calls are refused). Any run not
+ * released yet.
+ */
+abort: boolean, 
+/**
+ * The run has a repository of its own whose diff can be shown (an
+ * external session has none).
+ */
+diff: boolean, 
+/**
+ * The agent is working and can take an instruction for its next turn:
+ * neither released nor done (pending review).
+ */
+steer: boolean, };
+
 export type RetryPolicy = { 
 /**
  * Retries of one step, 1 to 10.
@@ -138,7 +164,13 @@ origin: RunOrigin,
 /**
  * For an external session: its own id and where it works.
  */
-session?: ExternalSession | null, };
+session?: ExternalSession | null, 
+/**
+ * What a human can do with the run now ([`run_actions`]): the row, the
+ * run page and the keyboard show exactly these, and the engine refuses
+ * the rest.
+ */
+actions: RunActions, };
 
 export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
 /**

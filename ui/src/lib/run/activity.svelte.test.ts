@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { MockBackend } from "../backend/mock";
+import { MockBackend, WORKING } from "../backend/mock";
 import type { ActivityView, RunView } from "../types";
 import { merge, RunActivity } from "./activity.svelte";
 import { RunDiffView } from "./diff.svelte";
@@ -16,6 +16,7 @@ const run = (id: number, state: RunView["state"] = { state: "running" }): RunVie
   needs_you: false,
   release_note: null,
   origin: "launched",
+  actions: WORKING,
   pending_gate: null,
 });
 const flush = () => new Promise((r) => setTimeout(r, 0));
