@@ -321,21 +321,8 @@ impl Chaos {
     fn start_run(&mut self) {
         self.workspaces += 1;
         let name = format!("w{}", self.workspaces);
-        let repo = self.home.dir.path().join("repos").join(&name);
-        std::fs::create_dir_all(&repo).expect("repo");
-        for args in [
-            vec!["init", "-q", "-b", "main"],
-            vec!["commit", "-q", "--allow-empty", "-m", "init"],
-        ] {
-            let ok = Command::new("git")
-                .arg("-C")
-                .arg(&repo)
-                .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-                .args(&args)
-                .status()
-                .expect("git");
-            assert!(ok.success());
-        }
+        let repo =
+            overseer_test_support::repo_with(&self.home.dir.path().join("repos").join(&name), &[]);
         self.cli_ok(&["workspace", "add", &repo.to_string_lossy(), "--name", &name]);
         let scenario = *self.rng.pick(&SCENARIOS).expect("a scenario");
         self.cli_ok(&[

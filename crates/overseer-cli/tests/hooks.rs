@@ -52,12 +52,7 @@ impl World {
             std::fs::create_dir_all(dir.path().join(d)).expect("dir");
         }
         let proj = dir.path().join("proj");
-        let ok = Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&proj)
-            .status()
-            .expect("git init");
-        assert!(ok.success());
+        overseer_test_support::git(&proj, &["init", "-q"]);
         std::fs::write(proj.join("README.md"), "# Demo\n").expect("readme");
         World { dir, _serve: None }
     }

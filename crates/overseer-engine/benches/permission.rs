@@ -14,8 +14,8 @@ use overseer_core::{Actor, EngineEvent, GateKind, RunState};
 use overseer_engine::process::MARKER_ENV;
 use overseer_engine::{Engine, LogNotifier, Paths, SystemClock, TaskStart};
 use overseer_store::WorkspaceSettings;
+use overseer_test_support::{demo_agent, repo_with};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,44 +29,6 @@ const HOLDERS: usize = 50;
 const CPU_WINDOW: Duration = Duration::from_secs(5);
 /// How long any one phase may take before the bench gives up on it.
 const PHASE_LIMIT: Duration = Duration::from_secs(600);
-
-/// The demo agent, built in the bench's own profile (release).
-fn demo_agent() -> PathBuf {
-    let exe = std::env::current_exe().expect("bench exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf();
-    let mut build = Command::new(env!("CARGO"));
-    build
-        .args(["build", "-q", "-p", "overseer-demo-agent"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let status = build.status().expect("run cargo build");
-    assert!(
-        status.success(),
-        "cargo build -p overseer-demo-agent failed"
-    );
-    profile_dir.join("overseer-demo-agent")
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Where the agents write their latencies: a directory their profile names
 /// in a `*_HOME` variable, which containment lets them write to (the rest of
@@ -87,13 +49,10 @@ fn profile_name(agents: usize) -> String {
 /// A temp dir with a git repo, and `overseer.toml` with one demo-agent
 /// profile per level plus `hold` (one edit, then wait).
 fn setup(dir: &Path, agent: &Path, requests: usize) -> Paths {
-    let repo = dir.join("repo");
-    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
-    std::fs::write(repo.join("README.md"), "# bench\n").expect("write");
-    std::fs::write(repo.join("src/greeting.txt"), "hello\n").expect("write");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    repo_with(
+        &dir.join("repo"),
+        &[("README.md", "# bench\n"), ("src/greeting.txt", "hello\n")],
+    );
     let command = format!("{:?}", agent.to_string_lossy());
     std::fs::create_dir_all(latency_dir(dir)).expect("latency dir");
     let mut toml = String::from("abort_timeout_seconds = 1\n");
@@ -305,9 +264,10 @@ fn main() {
         .and_then(|n| n.trim().parse().ok())
         .filter(|n| *n >= 2)
         .unwrap_or(20);
+    // Built in the bench's own profile (release).
     let agent = demo_agent();
     let dir = tempfile::tempdir().expect("tempdir");
-    let paths = setup(dir.path(), &agent, requests);
+    let paths = setup(dir.path(), agent, requests);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

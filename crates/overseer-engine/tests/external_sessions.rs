@@ -42,12 +42,7 @@ async fn world() -> World {
     );
     let repo = dir.path().join("proj");
     std::fs::create_dir_all(&repo).expect("repo dir");
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&repo)
-        .status()
-        .expect("git");
-    assert!(git.success());
+    overseer_test_support::git(&repo, &["init", "-q"]);
     engine
         .add_workspace(&repo, Some("proj"), Default::default(), &Actor::cli())
         .expect("workspace");

@@ -4,34 +4,21 @@
 //! by any git command the engine runs (each would leave a marker file).
 
 use overseer_engine::git::{self, GitError};
+use overseer_test_support::git as sh;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn sh(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 fn repo() -> tempfile::TempDir {
     let d = tempfile::tempdir().expect("tempdir");
-    sh(d.path(), &["init", "-q", "-b", "main"]);
-    fs::write(d.path().join("README.md"), "hello\n").expect("write");
-    fs::write(d.path().join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").expect("write");
-    sh(d.path(), &["add", "-A"]);
-    sh(d.path(), &["commit", "-q", "-m", "init"]);
+    overseer_test_support::repo_with(
+        d.path(),
+        &[
+            ("README.md", "hello\n"),
+            ("notes.txt", "one\ntwo\nthree\nfour\nfive\n"),
+        ],
+    );
     d
 }
 

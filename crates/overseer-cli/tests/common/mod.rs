@@ -68,22 +68,7 @@ impl Home {
 
 /// A git repository with one empty commit, in the home's temp dir.
 pub fn empty_repo(h: &Home) -> PathBuf {
-    let repo = h.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("repo");
-    for args in [
-        vec!["init", "-q", "-b", "main"],
-        vec!["commit", "-q", "--allow-empty", "-m", "init"],
-    ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-            .args(&args)
-            .status()
-            .expect("git");
-        assert!(ok.success());
-    }
-    repo
+    overseer_test_support::repo_with(&h.dir.path().join("repo"), &[])
 }
 
 pub fn wait_for(path: &Path) {
@@ -107,23 +92,9 @@ impl Drop for Serve {
     }
 }
 
+/// The demo agent, next to `overseer` in this test's profile.
 pub fn demo_agent() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let bin =
-            PathBuf::from(env!("CARGO_BIN_EXE_overseer")).with_file_name("overseer-demo-agent");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "overseer-demo-agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(
-            status.success() && bin.exists(),
-            "building the demo agent failed"
-        );
-        bin
-    })
-    .clone()
+    overseer_test_support::demo_agent().to_owned()
 }
 
 /// Pids of live processes whose environment holds `needle` and whose working
@@ -152,14 +123,7 @@ pub fn procs_with(root: &Path, needle: &str) -> Vec<u32> {
 }
 
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    overseer_test_support::eventually(what, Duration::from_secs(60), || f().then_some(()));
 }
 
 /// Waits for the run's plan gate and approves it.

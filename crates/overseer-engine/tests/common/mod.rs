@@ -1,50 +1,16 @@
 //! Shared by the engine's end-to-end tests: a real engine on a temp dir, a
 //! real git repository, the demo agent as a real child process.
-#![allow(dead_code)]
+// Each test binary uses a part of this module.
+#![allow(dead_code, unused_imports)]
 
 use overseer_core::{Actor, GateKind, GateView, RunState};
 use overseer_engine::{Engine, LogNotifier, Notifier, Paths, SystemClock, TaskStart};
 use overseer_store::{TaskSettings, WorkspaceSettings};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub fn demo_agent() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "-q", "-p", "overseer-demo-agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("cargo build").success());
-        profile_dir.join("overseer-demo-agent")
-    })
-}
-
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=T", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+pub use overseer_test_support::{demo_agent, git, repo_with};
 
 pub struct World {
     pub _dir: tempfile::TempDir,
@@ -72,13 +38,10 @@ pub async fn world_with(
 ) -> World {
     std::env::set_var("OVERSEER_DEMO_STEP_MS", "0");
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path().join("repo");
-    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
-    std::fs::write(repo.join("README.md"), "# demo\n").expect("write");
-    std::fs::write(repo.join("src/greeting.txt"), "hello\n").expect("write");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    let repo = repo_with(
+        &dir.path().join("repo"),
+        &[("README.md", "# demo\n"), ("src/greeting.txt", "hello\n")],
+    );
     let config = dir.path().join("config");
     std::fs::create_dir_all(&config).expect("config");
     std::fs::write(

@@ -7,7 +7,7 @@
 //! CODEX_HOME) is under the target dir, not /tmp: Codex refuses to put its
 //! sandbox helper under /tmp.
 #![allow(dead_code)]
-use crate::common::{git, World};
+use crate::common::{repo_with, World};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, GateView, RunState};
 use overseer_engine::{Engine, LogNotifier, Paths, SystemClock, TaskStart};
@@ -214,20 +214,12 @@ pub async fn real_world_with(
     std::fs::write(&filled, text.replace("@ROOT@", &root.to_string_lossy())).expect("script");
     let server = ModelServer::start(&filled.to_string_lossy(), &root);
 
-    let repo = root.join("repo");
-    std::fs::create_dir_all(repo.join("build")).expect("mkdir");
-    std::fs::write(repo.join("README.md"), "# Demo\n\nA demo project.\n").expect("write");
-    std::fs::write(repo.join("build/out.txt"), "x\n").expect("write");
-    for (path, text) in &setup.files {
-        let file = repo.join(path);
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir).expect("mkdir");
-        }
-        std::fs::write(&file, text).expect("write");
-    }
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    let mut files = vec![
+        ("README.md", "# Demo\n\nA demo project.\n"),
+        ("build/out.txt", "x\n"),
+    ];
+    files.extend(setup.files.iter().map(|(p, t)| (p.as_ref(), t.as_ref())));
+    let repo = repo_with(&root.join("repo"), &files);
 
     let (home, tmp) = (root.join("home"), root.join("tmp"));
     for d in [&home, &tmp] {
