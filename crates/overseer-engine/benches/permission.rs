@@ -23,6 +23,22 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// Concurrent agents per measurement; the first is the baseline.
 const LEVELS: [usize; 3] = [1, 10, 50];
+
+/// The levels this run measures: `OVERSEER_BENCH_AGENTS=1,50` picks some
+/// of [`LEVELS`] (a quicker look while profiling); all of them by default.
+fn levels() -> Vec<usize> {
+    let picked: Vec<usize> = std::env::var("OVERSEER_BENCH_AGENTS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .filter(|n| LEVELS.contains(n))
+        .collect();
+    if picked.is_empty() {
+        LEVELS.to_vec()
+    } else {
+        picked
+    }
+}
 /// Agents waiting on a gate during the CPU measurement.
 const HOLDERS: usize = 50;
 /// The CPU measurement's window.
@@ -302,7 +318,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         "permission round trip, agent request to ACP answer ({requests} requests per agent, reads and edits alternating)"
     );
     let mut levels = Vec::new();
-    for agents in LEVELS {
+    for agents in self::levels() {
         tool_gates.store(0, Ordering::SeqCst);
         let started = Instant::now();
         let runs = start_tasks(&engine, &profile_name(agents), agents);
