@@ -11,7 +11,7 @@ mod scripted;
 use common::{git, pending_gate, start_as, state, until, world_with, World};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunState};
-use overseer_engine::acp::{PermissionReply, ToolCallInfo};
+use overseer_engine::acp::{PermissionReply, QuestionReply, ToolCallInfo};
 use overseer_engine::LogNotifier;
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
@@ -345,4 +345,46 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
         std::fs::read_to_string(work.join("src/greeting.txt")).expect("the worktree"),
         "hello, wor"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_question_waits_in_the_inbox_and_the_users_answer_reaches_it() {
+    let script = Script::new(vec![Turn::new(vec![
+        Act::Question {
+            message: "Which greeting?".to_owned(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {"greeting": {"type": "string"}},
+            }),
+        },
+        write("src/greeting.txt", "hi\n"),
+    ])]);
+    let w = scripted_world(Vec::new(), &script).await;
+    let run = start(&w, Some(PlanStrategy::Skip));
+
+    let question = pending_gate(&w, run, GateKind::Question).await;
+    assert_eq!(question.payload["message"], "Which greeting?");
+    assert!(w.engine.run(run).expect("run").needs_you);
+    assert!(
+        script.replies().is_empty(),
+        "the agent waits for the answer"
+    );
+
+    w.engine
+        .decide_gate(
+            question.id,
+            "answer",
+            Some(r#"{"greeting": "hi"}"#),
+            &Actor::cli(),
+        )
+        .expect("answer");
+    state(&w, run, RunState::PendingReview).await;
+    assert_eq!(
+        script.replies(),
+        [QuestionReply::Accept {
+            content: serde_json::json!({"greeting": "hi"})
+        }]
+    );
+    let (_, diff) = w.engine.run_diff(run).expect("diff");
+    assert!(diff.contains("+hi"), "{diff}");
 }

@@ -13,6 +13,8 @@
 //!   a restart), `drive`'s loop over the phases, finishing.
 //! - `agent`: the agent's worktree, its contained process and session, the
 //!   signals it sends while it works (`pump`), its log, stopping its tree.
+//!   Everything past the launch speaks to the agent through
+//!   [`AgentSession`] (ACP's connection in the app, a scripted one in tests).
 //! - `modes`: the agent's session mode, set and watched.
 //! - `planning`: the plan, approved before anything changes.
 //! - `steps`: each step's turn, weighed (supervisor, confidence), retries

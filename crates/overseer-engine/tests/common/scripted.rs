@@ -9,8 +9,8 @@
 use futures::future::BoxFuture;
 use overseer_engine::acp::{
     AgentPipes, AgentSession, AgentSignal, DriverError, ModeInfo, PermissionChoice,
-    PermissionReply, PlanEntry, SessionStart, StartSession, StartedSession, StopReason,
-    ToolCallInfo,
+    PermissionReply, PlanEntry, QuestionReply, SessionStart, StartSession, StartedSession,
+    StopReason, ToolCallInfo,
 };
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -30,6 +30,11 @@ pub enum Act {
     Write { path: String, text: String },
     /// Asks before a tool call, and waits for the answer.
     Ask(ToolCallInfo),
+    /// Asks the user to fill in a form (an elicitation), and waits.
+    Question {
+        message: String,
+        schema: serde_json::Value,
+    },
     /// The session dies: the turn fails as when the agent exits mid-turn,
     /// and nothing more arrives from it.
     Die,
@@ -59,6 +64,8 @@ pub struct Script {
     pub prompts: Mutex<Vec<String>>,
     /// Every answer to an [`Act::Ask`], by tool call id.
     pub answers: Mutex<Vec<(String, PermissionReply)>>,
+    /// Every answer to an [`Act::Question`], in order.
+    pub replies: Mutex<Vec<QuestionReply>>,
     /// Sessions started (a resumed run starts another).
     pub sessions: Mutex<Vec<SessionStart>>,
 }
@@ -77,6 +84,10 @@ impl Script {
 
     pub fn answers(&self) -> Vec<(String, PermissionReply)> {
         self.answers.lock().expect("answers").clone()
+    }
+
+    pub fn replies(&self) -> Vec<QuestionReply> {
+        self.replies.lock().expect("replies").clone()
     }
 }
 
@@ -203,6 +214,18 @@ impl ScriptedSession {
                     .lock()
                     .expect("answers")
                     .push((call.id, answer));
+                Ok(())
+            }
+            Act::Question { message, schema } => {
+                let (reply, answer) = oneshot::channel();
+                self.send(AgentSignal::Question {
+                    message,
+                    schema,
+                    reply,
+                })
+                .await?;
+                let answer = answer.await.unwrap_or(QuestionReply::Cancel);
+                self.script.replies.lock().expect("replies").push(answer);
                 Ok(())
             }
             Act::Die => {
