@@ -12,7 +12,7 @@ use common::{git, pending_gate, start_as, state, until, world_with, World};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunState};
 use overseer_engine::acp::{PermissionReply, QuestionReply, ToolCallInfo};
-use overseer_engine::LogNotifier;
+use overseer_engine::{Engine, LogNotifier, SystemClock};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
 use std::sync::Arc;
@@ -387,4 +387,69 @@ async fn an_agents_question_waits_in_the_inbox_and_the_users_answer_reaches_it()
     );
     let (_, diff) = w.engine.run_diff(run).expect("diff");
     assert!(diff.contains("+hi"), "{diff}");
+}
+
+/// The engine stops (its agents with it) and another starts on the same
+/// data, its agents' sessions from the same script.
+async fn restart(w: &mut World, script: &Arc<Script>) {
+    w.engine.stop_agents().await;
+    let engine = Arc::new(
+        Engine::open(
+            w.engine.paths().clone(),
+            Arc::new(SystemClock),
+            Arc::new(LogNotifier),
+        )
+        .expect("engine"),
+    );
+    engine.use_agent_sessions(Arc::new(Scripted(script.clone())));
+    engine.start_orchestrator();
+    w.engine = engine;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_run_carries_on_in_its_agents_continued_session() {
+    let script = Script::new(vec![
+        Turn::new(vec![say(PLAN)]),
+        Turn::new(vec![write("src/greeting.txt", "hello, world\n")]),
+        Turn::new(vec![say("Done.")]),
+    ]);
+    script
+        .resumes
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut w = scripted_world(Vec::new(), &script).await;
+    let run = start(&w, None);
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+
+    restart(&mut w, &script).await;
+    // The run continues the session it had, and the timeline says so.
+    until(&w, "the agent's session resumed", |e| {
+        e.activity(run, 0).ok()?.into_iter().find(|a| {
+            a.kind == "session" && a.payload["text"] == "resumed the agent's session scripted-1"
+        })
+    })
+    .await;
+    let sessions = script.sessions();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0].resume, None);
+    assert_eq!(sessions[1].resume.as_deref(), Some("scripted-1"));
+    until(&w, "the run carried on", |e| {
+        e.activity(run, 0)
+            .ok()?
+            .into_iter()
+            .find(|a| a.kind == "carried_on")
+    })
+    .await;
+    // It waits on the same plan gate: the plan is not asked for again.
+    assert_eq!(pending_gate(&w, run, GateKind::Plan).await.id, plan.id);
+    assert_eq!(script.prompts().len(), 1);
+
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    state(&w, run, RunState::PendingReview).await;
+    let prompts = script.prompts();
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    assert!(prompts[1].contains("Write the greeting"), "{}", prompts[1]);
+    let (_, diff) = w.engine.run_diff(run).expect("diff");
+    assert!(diff.contains("+hello, world"), "{diff}");
 }

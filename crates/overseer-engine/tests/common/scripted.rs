@@ -68,6 +68,8 @@ pub struct Script {
     pub replies: Mutex<Vec<QuestionReply>>,
     /// Sessions started (a resumed run starts another).
     pub sessions: Mutex<Vec<SessionStart>>,
+    /// The agent can continue an earlier session (ACP's `session/resume`).
+    pub resumes: AtomicBool,
 }
 
 impl Script {
@@ -80,6 +82,10 @@ impl Script {
 
     pub fn prompts(&self) -> Vec<String> {
         self.prompts.lock().expect("prompts").clone()
+    }
+
+    pub fn sessions(&self) -> Vec<SessionStart> {
+        self.sessions.lock().expect("sessions").clone()
     }
 
     pub fn answers(&self) -> Vec<(String, PermissionReply)> {
@@ -108,10 +114,15 @@ impl StartSession for Scripted {
                 started.push(session.clone());
                 started.len()
             };
+            let resumed = session
+                .resume
+                .clone()
+                .filter(|_| script.resumes.load(Ordering::SeqCst));
             let (signals, receiver) = mpsc::channel(256);
             let session: Arc<dyn AgentSession> = Arc::new(ScriptedSession {
                 script,
-                id: format!("scripted-{n}"),
+                resumed: resumed.is_some(),
+                id: resumed.unwrap_or_else(|| format!("scripted-{n}")),
                 worktree: session.worktree,
                 modes: vec![ModeInfo {
                     id: "default".into(),
@@ -135,6 +146,7 @@ impl StartSession for Scripted {
 struct ScriptedSession {
     script: Arc<Script>,
     id: String,
+    resumed: bool,
     worktree: PathBuf,
     modes: Vec<ModeInfo>,
     current: Mutex<Option<String>>,
@@ -254,7 +266,7 @@ impl AgentSession for ScriptedSession {
     }
 
     fn resumed(&self) -> bool {
-        false
+        self.resumed
     }
 
     fn modes(&self) -> &[ModeInfo] {
