@@ -29,13 +29,18 @@
 //! Built on the `agent-client-protocol` crate (v5, stable protocol v1). Inside:
 //! `serve` answers what the agent sends, `confine` keeps file access in the
 //! worktree, and `transport` gates the agent's output. The plan convention
-//! lives in core (`overseer_core::plan`).
+//! lives in core (`overseer_core::plan`). `session` is what the orchestrator
+//! needs of an agent, as traits this driver implements.
 
 mod confine;
 mod serve;
+mod session;
 mod transport;
 
 pub(crate) use confine::resolve_for_rules;
+pub use session::{
+    AcpSessions, AgentPipes, AgentSession, SessionStart, StartSession, StartedSession,
+};
 pub use transport::MAX_LINE_BYTES;
 
 use agent_client_protocol::schema::ProtocolVersion;

@@ -4,7 +4,7 @@
 
 use super::permissions::{permission, question};
 use super::{err, modes, Live, Turn};
-use crate::acp::{AgentConnection, AgentSignal};
+use crate::acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use crate::git;
 use crate::process::{self, AgentSpec};
 use crate::Engine;
@@ -76,7 +76,7 @@ pub(super) async fn launch_agent(
     profile: &crate::config::AgentProfile,
     worktree: &Path,
     turn: &Arc<Mutex<Turn>>,
-) -> Result<Arc<AgentConnection>, ApiError> {
+) -> Result<Arc<dyn AgentSession>, ApiError> {
     let mut env = profile.environment(|k| std::env::var(k).ok());
     if let Some(s) = work.options.get("scenario").and_then(|s| s.as_str()) {
         env.push(("OVERSEER_DEMO_SCENARIO".to_owned(), s.to_owned()));
@@ -105,23 +105,26 @@ pub(super) async fn launch_agent(
         .get(SESSION_OPTION)
         .and_then(|s| s.as_str())
         .map(str::to_owned);
-    let (conn, signals) = AgentConnection::start_or_resume(
-        stdout,
-        stdin,
-        worktree.to_owned(),
-        "overseer",
-        previous.as_deref(),
-        mcp_servers,
-    )
-    .await
-    .map_err(|e| {
-        err(format!(
-            "the agent `{}` did not start a session: {e}",
-            work.agent
-        ))
-    })?;
-    let conn = Arc::new(conn);
-    remember_session(engine, work, &conn);
+    let (conn, signals) = engine
+        .live
+        .sessions()
+        .start(
+            AgentPipes { stdout, stdin },
+            SessionStart {
+                worktree: worktree.to_owned(),
+                client_name: "overseer".to_owned(),
+                resume: previous,
+                mcp_servers,
+            },
+        )
+        .await
+        .map_err(|e| {
+            err(format!(
+                "the agent `{}` did not start a session: {e}",
+                work.agent
+            ))
+        })?;
+    remember_session(engine, work, conn.as_ref());
     engine.live.set(
         run,
         Some(Arc::new(Live {
@@ -192,7 +195,7 @@ fn contain(
 /// continue the session (`session/resume`).
 pub(super) const SESSION_OPTION: &str = "agent_session";
 
-pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &AgentConnection) {
+pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &dyn AgentSession) {
     let mut options = work
         .options
         .as_object()
@@ -225,7 +228,7 @@ pub(super) async fn pump(
     worktree: String,
     mut signals: tokio::sync::mpsc::Receiver<AgentSignal>,
     turn: Arc<Mutex<Turn>>,
-    conn: Arc<AgentConnection>,
+    conn: Arc<dyn AgentSession>,
 ) {
     let run = work.run_id;
     let pump = Pump {
@@ -263,7 +266,7 @@ struct Pump {
     work: Arc<RunWork>,
     worktree: String,
     turn: Arc<Mutex<Turn>>,
-    conn: Arc<AgentConnection>,
+    conn: Arc<dyn AgentSession>,
 }
 
 impl Pump {
@@ -288,7 +291,7 @@ impl Pump {
                 self.turn().entries = entries;
             }
             AgentSignal::ModeChanged { mode, breach } => {
-                modes::on_mode_changed(engine, run, &self.turn, &self.conn, mode, breach).await;
+                modes::on_mode_changed(engine, run, &self.turn, &*self.conn, mode, breach).await;
             }
             AgentSignal::Settled(done) => {
                 flush_message(engine, run, message);
@@ -358,7 +361,7 @@ impl Pump {
         let conn = self.conn.clone();
         tokio::spawn(async move {
             let (answer, then_cancel) = permission(
-                &engine, &work, &worktree, &tool_call, &options, &turn, &conn,
+                &engine, &work, &worktree, &tool_call, &options, &turn, &*conn,
             )
             .await;
             let _ = reply.send(answer);

@@ -13,6 +13,8 @@
 //!   a restart), `drive`'s loop over the phases, finishing.
 //! - `agent`: the agent's worktree, its contained process and session, the
 //!   signals it sends while it works (`pump`), its log, stopping its tree.
+//!   Everything past the launch speaks to the agent through
+//!   [`AgentSession`] (ACP's connection in the app, a scripted one in tests).
 //! - `modes`: the agent's session mode, set and watched.
 //! - `planning`: the plan, approved before anything changes.
 //! - `steps`: each step's turn, weighed (supervisor, confidence), retries
@@ -39,7 +41,7 @@ use agent::{launch_agent, prepare_worktree, terminate_tree};
 pub(crate) use agent::{stop_agent, stop_all};
 use steps::{execute, Executed, Steps};
 
-use crate::acp::{AgentConnection, StopReason};
+use crate::acp::{AcpSessions, AgentSession, StartSession, StopReason};
 use crate::process::{self, AgentProcess};
 use crate::Engine;
 use overseer_core::progress::Progress;
@@ -58,7 +60,7 @@ use tokio::sync::broadcast::error::RecvError;
 pub const MAX_RETRIES: u32 = 10;
 /// A run whose agent is alive.
 pub(crate) struct Live {
-    pub(crate) conn: Arc<AgentConnection>,
+    pub(crate) conn: Arc<dyn AgentSession>,
     pub(crate) process: tokio::sync::Mutex<AgentProcess>,
     /// The run's own socket for its MCP server; closed with the agent.
     pub(crate) _asks: Option<crate::server::RunSocket>,
@@ -73,6 +75,8 @@ pub(crate) struct LiveRuns {
     /// run and what they asked: the first of an answer or the carried-on
     /// agent asking the same again takes one.
     orphans: Mutex<HashMap<GateId, (RunId, String)>>,
+    /// How agent sessions start; None: over ACP ([`AcpSessions`]).
+    sessions: Mutex<Option<Arc<dyn StartSession>>>,
 }
 
 impl LiveRuns {
@@ -126,6 +130,15 @@ impl LiveRuns {
             .min()?;
         orphans.remove(&gate);
         Some(gate)
+    }
+
+    /// How the next agent session starts.
+    fn sessions(&self) -> Arc<dyn StartSession> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| Arc::new(AcpSessions))
     }
 
     fn release(&self, run: RunId) {
@@ -185,6 +198,13 @@ impl Engine {
                 then(&engine, text, d.actor);
             }
         });
+    }
+
+    /// Starts the sessions of agents launched from now on with `sessions`
+    /// instead of over ACP: a scripted agent in tests. The agent's process
+    /// is still launched, contained, in the run's worktree.
+    pub fn use_agent_sessions(&self, sessions: Arc<dyn StartSession>) {
+        *self.live.sessions.lock().unwrap_or_else(|p| p.into_inner()) = Some(sessions);
     }
 
     /// The marker in the environment of every process of `run`'s agent.
@@ -432,7 +452,7 @@ struct Driver {
     supervision: Supervision,
     worktree: PathBuf,
     turn: Arc<Mutex<Turn>>,
-    conn: Arc<AgentConnection>,
+    conn: Arc<dyn AgentSession>,
     progress: Progress,
     /// A gate a restarted engine found the run waiting on.
     adopt: Option<GateView>,
@@ -461,7 +481,7 @@ async fn set_up(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<Driver
             .current_mode()
             .filter(|m| !overseer_core::agent::acts_unasked(m));
     }
-    modes::supervise(engine, &work, &conn, &supervision).await?;
+    modes::supervise(engine, &work, &*conn, &supervision).await?;
     let (progress, adopt) = match start {
         Start::Fresh => (Progress::default(), None),
         Start::Resume => {
@@ -508,7 +528,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
                 match planning::plan(
                     engine,
                     &work,
-                    &conn,
+                    &*conn,
                     &turn,
                     &supervision,
                     guidance,
@@ -544,7 +564,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
                     engine,
                     &work,
                     &worktree,
-                    &conn,
+                    &*conn,
                     &turn,
                     &supervision,
                     at,
@@ -665,7 +685,7 @@ fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str
 /// Sends one prompt and returns how it ended with the turn's message text,
 /// once every message the agent sent during the turn has been handled.
 pub(super) async fn prompt_turn(
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     text: &str,
 ) -> Result<(StopReason, String), ApiError> {

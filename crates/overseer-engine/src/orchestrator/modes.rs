@@ -9,7 +9,7 @@
 //! event, cancels the turn, and a blocking gate tells the user what happened.
 
 use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
-use crate::acp::AgentConnection;
+use crate::acp::AgentSession;
 use crate::Engine;
 use overseer_core::agent::{acts_unasked, describe_mode};
 use overseer_core::{Actor, ApiError, DeviationChoice, ErrorCode, GateKind, GateOption, RunId};
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 pub(super) async fn supervise(
     engine: &Engine,
     work: &RunWork,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     supervision: &Supervision,
 ) -> Result<(), ApiError> {
     let offered = offered(conn);
@@ -72,7 +72,7 @@ pub(super) async fn supervise(
 pub(super) async fn enter(
     engine: &Engine,
     work: &RunWork,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     supervision: &Supervision,
     plan_mode: &str,
 ) -> Result<(), ApiError> {
@@ -93,7 +93,7 @@ pub(super) async fn enter(
     Ok(())
 }
 
-fn offered(conn: &AgentConnection) -> String {
+fn offered(conn: &dyn AgentSession) -> String {
     let ids = conn.mode_ids();
     if ids.is_empty() {
         "no modes".to_owned()
@@ -116,7 +116,7 @@ pub(super) async fn on_mode_changed(
     engine: &Engine,
     run: RunId,
     turn: &Mutex<Turn>,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     mode: String,
     breach: Option<String>,
 ) {
@@ -157,7 +157,7 @@ pub(super) enum Next {
 pub(super) async fn after_breach(
     engine: &Arc<Engine>,
     work: &RunWork,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
 ) -> Result<Option<Next>, ApiError> {

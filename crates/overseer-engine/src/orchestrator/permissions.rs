@@ -2,7 +2,7 @@
 //! then a gate for the user) and an elicitation (a question gate).
 
 use super::{planning, resume, wait_gate, Phase, Turn};
-use crate::acp::{AgentConnection, PermissionReply, QuestionReply};
+use crate::acp::{AgentSession, PermissionReply, QuestionReply};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_core::rules::{self, Permission};
@@ -26,7 +26,7 @@ pub(super) async fn permission(
     tool_call: &crate::acp::ToolCallInfo,
     options: &[crate::acp::PermissionChoice],
     turn: &Mutex<Turn>,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
 ) -> (PermissionReply, bool) {
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })

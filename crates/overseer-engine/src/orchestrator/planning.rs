@@ -20,7 +20,7 @@ use super::{
     err, modes, prompt_turn, resume, still_active, stop, take_feedback, wait_progress_gate, Phase,
     Supervision, Turn,
 };
-use crate::acp::{AgentConnection, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
+use crate::acp::{AgentSession, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
@@ -64,7 +64,7 @@ pub(super) enum Decided {
 pub(super) async fn plan(
     engine: &Arc<Engine>,
     work: &RunWork,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
     mut guidance: String,
@@ -116,7 +116,7 @@ pub(super) async fn plan(
 async fn planning_turn(
     engine: &Arc<Engine>,
     work: &RunWork,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
     mode: Option<&str>,
@@ -335,7 +335,7 @@ pub(super) async fn exit_plan(
     tool_call: &ToolCallInfo,
     options: &[PermissionChoice],
     turn: &Mutex<Turn>,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
 ) -> PermissionReply {
     let (transcript, entries) = {
         let t = turn.lock().unwrap_or_else(|p| p.into_inner());

@@ -8,7 +8,7 @@ use super::{
     first_line, modes, prompt_turn, still_active, stop, tail, take_feedback, take_owed_reason,
     wait_progress_gate, Supervision, Turn, MAX_RETRIES,
 };
-use crate::acp::{AgentConnection, StopReason};
+use crate::acp::{AgentSession, StopReason};
 use crate::git;
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
 use crate::Engine;
@@ -127,7 +127,7 @@ pub(super) async fn execute(
     engine: &Arc<Engine>,
     work: &RunWork,
     worktree: &Path,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
     mut at: Steps,
@@ -202,7 +202,7 @@ pub(super) async fn step_turn(
     engine: &Arc<Engine>,
     work: &RunWork,
     worktree: &Path,
-    conn: &AgentConnection,
+    conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     supervision: &Supervision,
     at: &mut Steps,
