@@ -74,9 +74,13 @@ macro_rules! window_adapter {
             }
         )*
 
-        /// Every command the window may invoke, as registered by [`handler`].
+        /// Every command the window may invoke, as registered by [`handler`],
+        /// with its arguments (snake_case here; the window passes camelCase).
         #[cfg_attr(not(test), allow(dead_code))]
-        pub const COMMANDS: &[&str] = &[$(stringify!($window),)* $(stringify!($wwindow),)*];
+        pub const COMMANDS: &[(&str, &[&str])] = &[
+            $( (stringify!($window), &[$($(stringify!($arg)),*)?]), )*
+            $( (stringify!($wwindow), &[$($(stringify!($warg)),*)?]), )*
+        ];
 
         /// The invoke handler registering every command.
         pub fn handler() -> impl Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool + Send + Sync + 'static {

@@ -172,7 +172,7 @@ mod tests {
     fn the_window_has_exactly_the_window_operations_of_the_table() {
         use overseer_engine::api::OPERATIONS;
         let mut table: Vec<&str> = OPERATIONS.iter().filter_map(|o| o.window).collect();
-        let mut registered = super::commands::COMMANDS.to_vec();
+        let mut registered: Vec<&str> = super::commands::COMMANDS.iter().map(|c| c.0).collect();
         table.sort();
         registered.sort();
         assert_eq!(
@@ -200,6 +200,54 @@ mod tests {
         );
     }
 
+    /// What the window's backend invokes (`ui/src/lib/backend/tauri.ts`) is
+    /// exactly the registered commands, each with the arguments it takes.
+    #[test]
+    fn the_window_invokes_the_registered_commands_with_their_arguments() {
+        let camel = |snake: &str| {
+            let mut out = String::new();
+            let mut upper = false;
+            for c in snake.chars() {
+                if c == '_' {
+                    upper = true;
+                } else if upper {
+                    out.extend(c.to_uppercase());
+                    upper = false;
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let backend = include_str!("../../ui/src/lib/backend/tauri.ts");
+        let mut invoked: Vec<(String, Vec<String>)> = backend
+            .split("call<")
+            .skip(2) // the text before the first call, and `call`'s own definition
+            .filter_map(|chunk| {
+                let rest = &chunk[chunk.find(">(\"")? + 3..];
+                let (name, rest) = rest.split_once('"')?;
+                let args = match rest.strip_prefix(", {") {
+                    Some(rest) => rest
+                        .split('}')
+                        .next()?
+                        .split(',')
+                        .map(|a| a.trim().to_owned())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                Some((name.to_owned(), args))
+            })
+            .collect();
+        let mut registered: Vec<(String, Vec<String>)> = super::commands::COMMANDS
+            .iter()
+            .map(|(name, args)| (name.to_string(), args.iter().map(|a| camel(a)).collect()))
+            .collect();
+        invoked.sort();
+        registered.sort();
+        assert!(invoked.len() > 20, "read the backend's calls: {invoked:?}");
+        assert_eq!(invoked, registered);
+    }
+
     #[test]
     fn engine_commands_are_granted_to_the_main_window_only() {
         let cap = json(include_str!("../capabilities/main.json"));
@@ -212,7 +260,7 @@ mod tests {
             .collect();
         for cmd in super::commands::COMMANDS
             .iter()
-            .map(|c| c.replace('_', "-"))
+            .map(|c| c.0.replace('_', "-"))
         {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),
