@@ -27,9 +27,14 @@ pub const MAX_LINE: usize = 1 << 20;
 /// call it makes. An operation on one surface only says why.
 ///
 /// `operations!(adapter)` expands to `adapter! { both {..} socket_only {..}
-/// window_only {..} }`; an entry without braces takes no parameters (a
-/// socket request without `params`). The actor is never a parameter: each
-/// adapter passes the one its connection implies.
+/// window_only {..} }`. An entry reads
+/// `read|write command => Name { field: Type as window_arg, .. } -> Response
+/// = |engine, actor| call;` (`, because "why"` after the response when
+/// one-sided; socket-only entries have no command or window names). Without
+/// braces it takes no parameters (a socket request without `params`). The
+/// `|engine, actor|` names what the call may use; it is not a closure. The
+/// actor is never a parameter: each adapter passes the one its connection
+/// implies.
 #[macro_export]
 macro_rules! operations {
     ($adapter:ident) => {
