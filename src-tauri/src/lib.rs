@@ -26,33 +26,7 @@ pub fn builder(
 ) -> tauri::Builder<tauri::Wry> {
     tauri::Builder::default()
         .manage(engine)
-        .invoke_handler(tauri::generate_handler![
-            commands::list_runs,
-            commands::list_runs_head,
-            commands::approve_run,
-            commands::reject_run,
-            commands::abort_run,
-            commands::list_gates,
-            commands::show_gate,
-            commands::decide_gate,
-            commands::hold_gate,
-            commands::gate_story,
-            commands::run_story,
-            commands::run_activity,
-            commands::run_diff,
-            commands::steer_run,
-            commands::list_messages,
-            commands::send_message,
-            commands::show_task,
-            commands::list_workspaces,
-            commands::set_workspace_checks,
-            commands::supervisor_status,
-            commands::set_supervisor,
-            commands::set_permissions,
-            commands::notification_settings,
-            commands::set_notification_settings,
-            commands::agents,
-        ])
+        .invoke_handler(commands::handler())
         .setup(move |app| {
             let engine = app.state::<Arc<Engine>>().inner().clone();
             if let Some(listener) = listener {
@@ -191,6 +165,89 @@ mod tests {
             .is_some_and(|s| s.contains("ipc:")));
     }
 
+    /// Every window entry of the engine's operation table is a registered
+    /// command, declared in the build manifest (so it is a permission) and
+    /// granted; and nothing else is.
+    #[test]
+    fn the_window_has_exactly_the_window_operations_of_the_table() {
+        use overseer_engine::api::OPERATIONS;
+        let mut table: Vec<&str> = OPERATIONS.iter().filter_map(|o| o.window).collect();
+        let mut registered: Vec<&str> = super::commands::COMMANDS.iter().map(|c| c.0).collect();
+        table.sort();
+        registered.sort();
+        assert_eq!(
+            registered, table,
+            "registered commands = the table's window entries"
+        );
+        let build = include_str!("../build.rs");
+        let manifest = &build[build.find(".commands(&[").expect("manifest")..];
+        let manifest = &manifest[..manifest.find("]);").expect("end of manifest")];
+        let mut declared: Vec<&str> = manifest.split('"').skip(1).step_by(2).collect();
+        declared.sort();
+        assert_eq!(declared, table, "build.rs declares every window operation");
+        let cap = json(include_str!("../capabilities/main.json"));
+        let mut granted: Vec<String> = cap["permissions"]
+            .as_array()
+            .expect("permissions")
+            .iter()
+            .filter_map(|p| p.as_str()?.strip_prefix("allow-"))
+            .map(|p| p.replace('-', "_"))
+            .collect();
+        granted.sort();
+        assert_eq!(
+            granted, table,
+            "the main window is granted every window operation"
+        );
+    }
+
+    /// What the window's backend invokes (`ui/src/lib/backend/tauri.ts`) is
+    /// exactly the registered commands, each with the arguments it takes.
+    #[test]
+    fn the_window_invokes_the_registered_commands_with_their_arguments() {
+        let camel = |snake: &str| {
+            let mut out = String::new();
+            let mut upper = false;
+            for c in snake.chars() {
+                if c == '_' {
+                    upper = true;
+                } else if upper {
+                    out.extend(c.to_uppercase());
+                    upper = false;
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let backend = include_str!("../../ui/src/lib/backend/tauri.ts");
+        let mut invoked: Vec<(String, Vec<String>)> = backend
+            .split("call<")
+            .skip(2) // the text before the first call, and `call`'s own definition
+            .filter_map(|chunk| {
+                let rest = &chunk[chunk.find(">(\"")? + 3..];
+                let (name, rest) = rest.split_once('"')?;
+                let args = match rest.strip_prefix(", {") {
+                    Some(rest) => rest
+                        .split('}')
+                        .next()?
+                        .split(',')
+                        .map(|a| a.trim().to_owned())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                Some((name.to_owned(), args))
+            })
+            .collect();
+        let mut registered: Vec<(String, Vec<String>)> = super::commands::COMMANDS
+            .iter()
+            .map(|(name, args)| (name.to_string(), args.iter().map(|a| camel(a)).collect()))
+            .collect();
+        invoked.sort();
+        registered.sort();
+        assert!(invoked.len() > 20, "read the backend's calls: {invoked:?}");
+        assert_eq!(invoked, registered);
+    }
+
     #[test]
     fn engine_commands_are_granted_to_the_main_window_only() {
         let cap = json(include_str!("../capabilities/main.json"));
@@ -201,32 +258,10 @@ mod tests {
             .iter()
             .filter_map(|p| p.as_str())
             .collect();
-        for cmd in [
-            "list-runs",
-            "list-runs-head",
-            "approve-run",
-            "reject-run",
-            "abort-run",
-            "list-gates",
-            "show-gate",
-            "decide-gate",
-            "hold-gate",
-            "gate-story",
-            "run-activity",
-            "run-diff",
-            "steer-run",
-            "list-messages",
-            "send-message",
-            "show-task",
-            "list-workspaces",
-            "set-workspace-checks",
-            "supervisor-status",
-            "set-supervisor",
-            "set-permissions",
-            "notification-settings",
-            "set-notification-settings",
-            "agents",
-        ] {
+        for cmd in super::commands::COMMANDS
+            .iter()
+            .map(|c| c.0.replace('_', "-"))
+        {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),
                 "{cmd} not granted"

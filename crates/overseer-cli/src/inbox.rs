@@ -3,11 +3,11 @@
 //! listing also as `--json`).
 
 use crate::output::{age, inert};
-use crate::{act, decode, now_ms};
+use crate::{act, now_ms};
 use anyhow::Context;
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
 use overseer_core::{GateKind, GateView, RunView};
-use overseer_engine::api::Request;
+use overseer_engine::api::op;
 use overseer_engine::Paths;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -86,8 +86,7 @@ pub enum SessionsCommand {
 pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         QuestionsCommand::List { all, json } => {
-            let gates: Vec<GateView> =
-                decode(act(paths, Request::ListGates { pending_only: !all }).await?)?;
+            let gates: Vec<GateView> = act(paths, op::ListGates { pending_only: !all }).await?;
             let questions: Vec<GateView> = gates
                 .into_iter()
                 .filter(|g| g.kind == GateKind::Question)
@@ -104,7 +103,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             text,
             decline,
         } => {
-            let g: GateView = decode(act(paths, Request::ShowGate { gate }).await?)?;
+            let g: GateView = act(paths, op::ShowGate { gate }).await?;
             if g.kind != GateKind::Question {
                 anyhow::bail!(
                     "gate {gate} is a {} gate, not a question: decide it with `overseer gates decide {gate} OPTION`",
@@ -116,17 +115,15 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             } else {
                 ("answer", Some(answer_content(&g, &choose, &text)?))
             };
-            let decided: GateView = decode(
-                act(
-                    paths,
-                    Request::DecideGate {
-                        gate,
-                        option: option.into(),
-                        context,
-                    },
-                )
-                .await?,
-            )?;
+            let decided: GateView = act(
+                paths,
+                op::DecideGate {
+                    gate,
+                    option: option.into(),
+                    context,
+                },
+            )
+            .await?;
             print!("{}", crate::output::gate_detail(&decided));
         }
     }
@@ -268,8 +265,7 @@ fn questions_table(gates: &[GateView], now: i64) -> String {
 pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         MessagesCommand::List { run, json } => {
-            let list: Vec<MessageView> =
-                decode(act(paths, Request::ListMessages { run, after: None }).await?)?;
+            let list: Vec<MessageView> = act(paths, op::ListMessages { run, after: None }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
@@ -292,16 +288,14 @@ pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<Exi
             };
             let correlation_id = match reply_to {
                 Some(id) => {
-                    let all: Vec<MessageView> = decode(
-                        act(
-                            paths,
-                            Request::ListMessages {
-                                run: None,
-                                after: Some(id - 1),
-                            },
-                        )
-                        .await?,
-                    )?;
+                    let all: Vec<MessageView> = act(
+                        paths,
+                        op::ListMessages {
+                            run: None,
+                            after: Some(id - 1),
+                        },
+                    )
+                    .await?;
                     let original = all.into_iter().find(|m| m.id == id).with_context(|| {
                         format!("no message {id}: see `overseer messages list`")
                     })?;
@@ -313,17 +307,15 @@ pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<Exi
                 }
                 None => correlation_id,
             };
-            let sent: MessageView = decode(
-                act(
-                    paths,
-                    Request::SendMessage {
-                        to,
-                        body: text,
-                        correlation_id,
-                    },
-                )
-                .await?,
-            )?;
+            let sent: MessageView = act(
+                paths,
+                op::SendMessage {
+                    to,
+                    body: text,
+                    correlation_id,
+                },
+            )
+            .await?;
             println!("message {} sent to {}", sent.id, recipient(&sent.to));
         }
     }
@@ -380,7 +372,7 @@ pub async fn sessions(paths: &Paths, cmd: SessionsCommand) -> anyhow::Result<Exi
         external,
         json,
     } = cmd;
-    let runs: Vec<RunView> = decode(act(paths, Request::ListRuns).await?)?;
+    let runs: Vec<RunView> = act(paths, op::ListRuns {}).await?;
     let shown: Vec<RunView> = runs
         .into_iter()
         .filter(|r| all || !r.state.is_released())

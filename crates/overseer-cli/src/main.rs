@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::{RuleSet, SessionMode};
 use overseer_core::{Actor, ApiError, GateView, RunView};
-use overseer_engine::api::Request;
+use overseer_engine::api::{op, Operation, Request};
 use overseer_engine::client::Client;
 use overseer_engine::{server, Engine, LogNotifier, Paths, SystemClock};
 use std::path::PathBuf;
@@ -446,7 +446,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
-            let ids: Vec<i64> = decode(act(&paths, Request::SeedDemo { settled, runs }).await?)?;
+            let ids: Vec<i64> = act(&paths, op::SeedDemo { settled, runs }).await?;
             println!(
                 "seeded {} demo runs in {}",
                 ids.len(),
@@ -461,8 +461,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
         Command::Task(TaskCommand::Show { task, json }) => {
-            let info: overseer_engine::TaskInfo =
-                decode(act(&paths, Request::ShowTask { task }).await?)?;
+            let info: overseer_engine::TaskInfo = act(&paths, op::ShowTask { task }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -516,10 +515,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 supervisor: None,
             };
-            let started: overseer_engine::Started = decode(
-                act(
-                    &paths,
-                    Request::StartTask(overseer_engine::TaskStart {
+            let started: overseer_engine::Started = act(
+                &paths,
+                op::StartTask {
+                    task: overseer_engine::TaskStart {
                         workspace,
                         agent,
                         prompt,
@@ -527,10 +526,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         scenario,
                         settings,
                         stage,
-                    }),
-                )
-                .await?,
-            )?;
+                    },
+                },
+            )
+            .await?;
             println!("{}", started.run_id);
             Ok(ExitCode::SUCCESS)
         }
@@ -541,8 +540,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     match cmd {
         RunsCommand::Why { run, json } => {
-            let story: overseer_engine::RunStory =
-                decode(act(paths, Request::RunStory { run }).await?)?;
+            let story: overseer_engine::RunStory = act(paths, op::RunStory { run }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -553,7 +551,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::List { json } => {
-            let runs: Vec<RunView> = decode(act(paths, Request::ListRuns).await?)?;
+            let runs: Vec<RunView> = act(paths, op::ListRuns {}).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&runs)?);
             } else {
@@ -561,7 +559,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Show { run, json } => {
-            let run: RunView = decode(act(paths, Request::ShowRun { run }).await?)?;
+            let run: RunView = act(paths, op::ShowRun { run }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&run)?);
             } else {
@@ -569,51 +567,47 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Approve { run } => {
-            let v: RunView = decode(act(paths, Request::ApproveRun { run }).await?)?;
+            let v: RunView = act(paths, op::ApproveRun { run }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Reject { run, reason } => {
-            let v: RunView = decode(act(paths, Request::RejectRun { run, reason }).await?)?;
+            let v: RunView = act(paths, op::RejectRun { run, reason }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Abort { run } => {
-            let v: RunView = decode(act(paths, Request::AbortRun { run }).await?)?;
+            let v: RunView = act(paths, op::AbortRun { run }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Clean { run } => {
-            act(paths, Request::CleanRun { run }).await?;
+            act(paths, op::CleanRun { run }).await?;
             println!("run {run}: worktree and branch removed");
         }
         RunsCommand::Resume { run } => {
-            let s: overseer_engine::Started =
-                decode(act(paths, Request::ResumeRun { run }).await?)?;
+            let s: overseer_engine::Started = act(paths, op::ResumeRun { run }).await?;
             println!("{}", s.run_id);
         }
         RunsCommand::Diff { run, stat } => {
-            let v = act(paths, Request::RunDiff { run }).await?;
+            let v = act(paths, op::RunDiff { run }).await?;
             if stat {
-                for f in v["files"].as_array().into_iter().flatten() {
+                for f in &v.files {
                     println!(
                         "{:>6} {:>6}  {}",
-                        format!("+{}", f["additions"]),
-                        format!("-{}", f["deletions"]),
-                        output::inert(f["path"].as_str().unwrap_or_default())
+                        format!("+{}", f.additions),
+                        format!("-{}", f.deletions),
+                        output::inert(&f.path)
                     );
                 }
             } else {
-                print!(
-                    "{}",
-                    output::inert_lines(v["diff"].as_str().unwrap_or_default())
-                );
+                print!("{}", output::inert_lines(&v.diff));
             }
         }
         RunsCommand::Steer { run, text } => {
-            act(paths, Request::SteerRun { run, text }).await?;
+            act(paths, op::SteerRun { run, text }).await?;
             println!("run {run}: instruction recorded; the agent gets it in its next turn");
         }
         RunsCommand::Activity { run, json } => {
             let items: Vec<overseer_core::ActivityView> =
-                decode(act(paths, Request::RunActivity { run, after: 0 }).await?)?;
+                act(paths, op::RunActivity { run, after: 0 }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&items)?);
             } else {
@@ -627,8 +621,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
 async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         GatesCommand::List { all, json } => {
-            let gates: Vec<GateView> =
-                decode(act(paths, Request::ListGates { pending_only: !all }).await?)?;
+            let gates: Vec<GateView> = act(paths, op::ListGates { pending_only: !all }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&gates)?);
             } else {
@@ -640,22 +633,19 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             option,
             context,
         } => {
-            let g: GateView = decode(
-                act(
-                    paths,
-                    Request::DecideGate {
-                        gate,
-                        option,
-                        context,
-                    },
-                )
-                .await?,
-            )?;
+            let g: GateView = act(
+                paths,
+                op::DecideGate {
+                    gate,
+                    option,
+                    context,
+                },
+            )
+            .await?;
             print!("{}", output::gate_detail(&g));
         }
         GatesCommand::Why { gate, json } => {
-            let story: overseer_engine::GateStory =
-                decode(act(paths, Request::GateStory { gate }).await?)?;
+            let story: overseer_engine::GateStory = act(paths, op::GateStory { gate }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -666,11 +656,11 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             }
         }
         GatesCommand::Hold { gate } => {
-            act(paths, Request::HoldGate { gate }).await?;
+            act(paths, op::HoldGate { gate }).await?;
             println!("gate {gate}: timer stopped; it waits for your decision");
         }
         GatesCommand::Show { gate, json } => {
-            let g: GateView = decode(act(paths, Request::ShowGate { gate }).await?)?;
+            let g: GateView = act(paths, op::ShowGate { gate }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&g)?);
             } else {
@@ -691,21 +681,19 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
         } => {
             // Resolve here: the engine may run with another working directory.
             let path = std::path::absolute(&path).unwrap_or(path);
-            let ws: overseer_store::Workspace = decode(
-                act(
-                    paths,
-                    Request::AddWorkspace {
-                        path,
-                        name,
-                        settings: overseer_store::WorkspaceSettings {
-                            sensors,
-                            auto_advance,
-                            ..Default::default()
-                        },
+            let ws: overseer_store::Workspace = act(
+                paths,
+                op::AddWorkspace {
+                    path,
+                    name,
+                    settings: overseer_store::WorkspaceSettings {
+                        sensors,
+                        auto_advance,
+                        ..Default::default()
                     },
-                )
-                .await?,
-            )?;
+                },
+            )
+            .await?;
             println!("workspace {} -> {}", ws.name, ws.path);
         }
         WorkspaceCommand::Rules {
@@ -715,16 +703,14 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
             deny,
         } => {
             let rules = RuleSet::parse(&allow, &ask, &deny).map_err(anyhow::Error::msg)?;
-            let set: RuleSet = decode(
-                act(
-                    paths,
-                    Request::SetPermissions {
-                        scope: scope.scope(),
-                        rules,
-                    },
-                )
-                .await?,
-            )?;
+            let set: RuleSet = act(
+                paths,
+                op::SetPermissions {
+                    scope: scope.scope(),
+                    rules: (&rules).into(),
+                },
+            )
+            .await?;
             let show = |v: &[overseer_core::rules::Rule]| {
                 if v.is_empty() {
                     "-".to_owned()
@@ -752,17 +738,15 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
                     "--auto-advance {other}: say on, off, or default (the global setting)"
                 ),
             };
-            let ws: overseer_store::Workspace = decode(
-                act(
-                    paths,
-                    Request::SetWorkspaceChecks {
-                        workspace,
-                        sensors,
-                        auto_advance,
-                    },
-                )
-                .await?,
-            )?;
+            let ws: overseer_store::Workspace = act(
+                paths,
+                op::SetWorkspaceChecks {
+                    workspace,
+                    sensors,
+                    auto_advance,
+                },
+            )
+            .await?;
             println!(
                 "workspace {}: sensors: {}; auto-advance: {}",
                 output::inert(&ws.name),
@@ -779,8 +763,7 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
             );
         }
         WorkspaceCommand::List { json } => {
-            let list: Vec<overseer_store::Workspace> =
-                decode(act(paths, Request::ListWorkspaces).await?)?;
+            let list: Vec<overseer_store::Workspace> = act(paths, op::ListWorkspaces {}).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
@@ -807,7 +790,7 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
 
 async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<ExitCode> {
     use overseer_core::supervision::{Autonomy, EvaluatorConfig};
-    let status = |scope: overseer_engine::Scope| Request::SupervisorStatus { scope };
+    let status = |scope: overseer_engine::Scope| op::SupervisorStatus { scope };
     match cmd {
         SupervisorCommand::Configure {
             scope,
@@ -825,8 +808,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             pause_timeout_seconds,
             enable,
         } => {
-            let current: overseer_engine::PolicyStatus =
-                decode(act(paths, status(scope.scope())).await?)?;
+            let current: overseer_engine::PolicyStatus = act(paths, status(scope.scope())).await?;
             let config = overseer_engine::config::Config::load(&paths.config_dir)?;
             let mut p = current
                 .own
@@ -889,16 +871,14 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             if enable {
                 p.enabled = true;
             }
-            let s: overseer_engine::PolicyStatus = decode(
-                act(
-                    paths,
-                    Request::SetSupervisor {
-                        scope: scope.scope(),
-                        policy: Some(p),
-                    },
-                )
-                .await?,
-            )?;
+            let s: overseer_engine::PolicyStatus = act(
+                paths,
+                op::SetSupervisor {
+                    scope: scope.scope(),
+                    policy: Some(p),
+                },
+            )
+            .await?;
             print!("{}", output::policy_status(&s));
         }
         SupervisorCommand::Enable { scope } => {
@@ -910,8 +890,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             print!("{}", output::policy_status(&s));
         }
         SupervisorCommand::Status { scope, json } => {
-            let s: overseer_engine::PolicyStatus =
-                decode(act(paths, status(scope.scope())).await?)?;
+            let s: overseer_engine::PolicyStatus = act(paths, status(scope.scope())).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
@@ -919,31 +898,27 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             }
         }
         SupervisorCommand::Approve { gate, rationale } => {
-            let g: GateView = decode(
-                act(
-                    paths,
-                    Request::SupervisorVote {
-                        gate,
-                        approve: true,
-                        rationale,
-                    },
-                )
-                .await?,
-            )?;
+            let g: GateView = act(
+                paths,
+                op::SupervisorVote {
+                    gate,
+                    approve: true,
+                    rationale,
+                },
+            )
+            .await?;
             print!("{}", output::gate_detail(&g));
         }
         SupervisorCommand::Reject { gate, rationale } => {
-            let g: GateView = decode(
-                act(
-                    paths,
-                    Request::SupervisorVote {
-                        gate,
-                        approve: false,
-                        rationale,
-                    },
-                )
-                .await?,
-            )?;
+            let g: GateView = act(
+                paths,
+                op::SupervisorVote {
+                    gate,
+                    approve: false,
+                    rationale,
+                },
+            )
+            .await?;
             print!("{}", output::gate_detail(&g));
         }
     }
@@ -955,15 +930,13 @@ async fn toggle(
     scope: &ScopeArgs,
     on: bool,
 ) -> anyhow::Result<overseer_engine::PolicyStatus> {
-    let current: overseer_engine::PolicyStatus = decode(
-        act(
-            paths,
-            Request::SupervisorStatus {
-                scope: scope.scope(),
-            },
-        )
-        .await?,
-    )?;
+    let current: overseer_engine::PolicyStatus = act(
+        paths,
+        op::SupervisorStatus {
+            scope: scope.scope(),
+        },
+    )
+    .await?;
     let mut p = match current.own {
         Some(p) => p,
         None => overseer_engine::config::Config::load(&paths.config_dir)?
@@ -971,50 +944,33 @@ async fn toggle(
             .base_policy(),
     };
     p.enabled = on;
-    decode(
-        act(
-            paths,
-            Request::SetSupervisor {
-                scope: scope.scope(),
-                policy: Some(p),
-            },
-        )
-        .await?,
+    act(
+        paths,
+        op::SetSupervisor {
+            scope: scope.scope(),
+            policy: Some(p),
+        },
     )
+    .await
 }
 
-/// Runs `request` through the engine if one is running, else in-process on the
+/// Runs `op` through the engine if one is running, else in-process on the
 /// same code path, then checkpoints (a clean exit of an offline writer).
-async fn act(paths: &Paths, request: Request) -> anyhow::Result<serde_json::Value> {
+async fn act<O>(paths: &Paths, op: O) -> anyhow::Result<O::Response>
+where
+    O: Operation + Into<Request>,
+    O::Response: serde::de::DeserializeOwned,
+{
     if let Some(mut client) = Client::connect(&paths.socket()).await? {
-        return Ok(client.call(request).await?);
+        return Ok(client.perform(op).await?);
     }
-    let writes = !matches!(
-        request,
-        Request::ListRuns
-            | Request::ShowRun { .. }
-            | Request::ListGates { .. }
-            | Request::ShowGate { .. }
-            | Request::GateStory { .. }
-            | Request::RunStory { .. }
-            | Request::ShowTask { .. }
-            | Request::SupervisorStatus { .. }
-            | Request::ListMessages { .. }
-            | Request::Ping
-    );
     let engine = Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier))
         .map_err(ApiError::from)?;
-    let out = server::dispatch(&engine, request, &Actor::cli())?;
-    if writes {
+    let out = op.perform(&engine, &Actor::cli())?;
+    if O::DECIDES {
         engine.shutdown()?;
     }
     Ok(out)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> anyhow::Result<T> {
-    serde_json::from_value(v).context(
-        "the engine answered in a format this CLI does not understand; are both the same version?",
-    )
 }
 
 /// The profiles as the engine sees them (its PATH and environment) when it
@@ -1022,7 +978,7 @@ fn decode<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> anyhow::Resul
 async fn agents(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
     let infos: Vec<overseer_engine::config::AgentInfo> =
         match Client::connect(&paths.socket()).await? {
-            Some(mut client) => decode(client.call(Request::Agents).await?)?,
+            Some(mut client) => client.perform(op::Agents {}).await?,
             None => overseer_engine::config::Config::load(&paths.config_dir)?
                 .agent_infos(|k| std::env::var(k).ok()),
         };

@@ -1,6 +1,6 @@
 //! A client of the local API, used by the CLI to act through a running engine.
 
-use crate::api::{Call, Request, ServerLine, MAX_LINE};
+use crate::api::{Call, Operation, Request, ServerLine, MAX_LINE};
 use overseer_core::{ApiError, EngineEvent, ErrorCode};
 use std::path::Path;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -88,6 +88,21 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// Runs one operation of the table and decodes its typed answer.
+    pub async fn perform<O>(&mut self, op: O) -> Result<O::Response, ApiError>
+    where
+        O: Operation + Into<Request>,
+        O::Response: serde::de::DeserializeOwned,
+    {
+        let value = self.call(op.into()).await?;
+        serde_json::from_value(value).map_err(|e| {
+            ApiError::new(
+                ErrorCode::Internal,
+                format!("unreadable answer from the engine ({e}); are both the same version?"),
+            )
+        })
     }
 
     /// Subscribes; then call [`Client::next_event`] repeatedly.

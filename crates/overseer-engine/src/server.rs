@@ -613,120 +613,13 @@ fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(v).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
 }
 
-/// Runs one request as `actor`.
+/// Runs one request as `actor`: the operation table's call for it.
 pub fn dispatch(
     engine: &Engine,
     request: Request,
     actor: &Actor,
 ) -> Result<serde_json::Value, ApiError> {
-    match request {
-        Request::Ping => json("pong"),
-        Request::ListRuns => json(engine.runs()?),
-        Request::ShowRun { run } => json(engine.run(run)?),
-        Request::ApproveRun { run } => json(engine.approve_run(run, actor)?),
-        Request::RejectRun { run, reason } => json(engine.reject_run(run, &reason, actor)?),
-        Request::AbortRun { run } => json(engine.abort_run(run, actor)?),
-        Request::ListGates { pending_only } => json(engine.gates(pending_only)?),
-        Request::ShowGate { gate } => json(engine.gate(gate)?),
-        Request::SeedDemo {
-            runs: Some(count), ..
-        } => json(engine.seed_bulk(actor, count)?),
-        Request::SeedDemo {
-            settled,
-            runs: None,
-        } => json(engine.seed_demo(actor, settled)?),
-        Request::AddWorkspace {
-            path,
-            name,
-            settings,
-        } => json(engine.add_workspace(&path, name.as_deref(), settings, actor)?),
-        Request::ListWorkspaces => json(engine.workspaces()?),
-        Request::SetWorkspaceChecks {
-            workspace,
-            sensors,
-            auto_advance,
-        } => json(engine.set_workspace_checks(&workspace, sensors, auto_advance, actor)?),
-        Request::StartTask(req) => json(engine.start_task(&req, actor)?),
-        Request::DecideGate {
-            gate,
-            option,
-            context,
-        } => json(engine.decide_gate(gate, &option, context.as_deref(), actor)?),
-        Request::CleanRun { run } => json(engine.clean_run(run)?),
-        Request::ResumeRun { run } => json(engine.resume_run(run, actor)?),
-        Request::RunActivity { run, after } => json(engine.activity(run, after)?),
-        Request::RunDiff { run } => {
-            let (files, diff) = engine.run_diff(run)?;
-            json(serde_json::json!({"files": files, "diff": diff}))
-        }
-        Request::GateStory { gate } => json(engine.gate_story(gate)?),
-        Request::RunStory { run } => json(engine.run_story(run)?),
-        Request::ShowTask { task } => json(engine.task(task)?),
-        Request::HoldGate { gate } => json(engine.hold_gate(gate, actor)?),
-        Request::SteerRun { run, text } => {
-            engine.steer_run(run, &text, actor)?;
-            json(engine.run(run)?)
-        }
-        Request::SupervisorVote {
-            gate,
-            approve,
-            rationale,
-        } => {
-            // A human acting as the supervisor has the supervisor's
-            // authority, never more: the actor is derived, not claimed.
-            let name = match actor {
-                Actor::User(n) => n.clone(),
-                Actor::Supervisor(n) | Actor::Agent(n) => n.clone(),
-                Actor::Engine => "engine".to_owned(),
-            };
-            let view = engine.gate(gate)?;
-            let verdict = if approve {
-                overseer_core::supervision::Verdict::Approve
-            } else {
-                overseer_core::supervision::Verdict::Reject
-            };
-            let option = overseer_core::supervision::verdict_option(view.kind, verdict)
-                .ok_or_else(|| {
-                    ApiError::new(
-                        ErrorCode::InvalidInput,
-                        format!("the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`", view.kind.as_str()),
-                    )
-                })?;
-            let input = overseer_store::DecisionInput {
-                verdict: Some(verdict),
-                option: Some(option.to_owned()),
-                rationale: Some(rationale),
-                rule_ref: Some("manual".to_owned()),
-                source_event: Some(format!("cli:{gate}")),
-                ..Default::default()
-            };
-            json(engine.supervisor_vote(gate, &Actor::Supervisor(name), &input)?)
-        }
-        Request::SupervisorStatus { scope } => json(engine.supervisor_status(&scope)?),
-        Request::SetSupervisor { scope, policy } => {
-            json(engine.set_supervisor(&scope, policy, actor)?)
-        }
-        Request::SetPermissions { scope, rules } => {
-            json(engine.set_permissions(&scope, rules, actor)?)
-        }
-        Request::Notifications => json(engine.notifications()),
-        Request::SetNotifications { settings } => json(engine.set_notifications(settings, actor)?),
-        Request::Agents => json(engine.agents()),
-        Request::Subscribe => Err(ApiError::new(
-            ErrorCode::InvalidInput,
-            "subscribe is only available on a socket connection",
-        )),
-        Request::ListMessages { run, after } => json(engine.messages(run, after)?),
-        Request::SendMessage {
-            to,
-            body,
-            correlation_id,
-        } => json(engine.send_message(to, &body, correlation_id, actor)?),
-        Request::Session { .. } => Err(ApiError::new(
-            ErrorCode::InvalidInput,
-            "an agent's ask is only answered on a socket connection (`overseer hook`, `overseer mcp`)",
-        )),
-    }
+    request.perform(engine, actor)
 }
 
 #[cfg(test)]

@@ -474,40 +474,5 @@ fn workspace_for(store: &overseer_store::Store, cwd: &Path) -> Option<i64> {
 /// Whether `request` decides or changes anything (as opposed to reading or
 /// asking): what a process an external agent started may not send.
 pub(crate) fn is_decision(request: &Request) -> bool {
-    match request {
-        Request::Ping
-        | Request::ListRuns
-        | Request::ShowRun { .. }
-        | Request::ListGates { .. }
-        | Request::ShowGate { .. }
-        | Request::Subscribe
-        | Request::ListWorkspaces
-        | Request::RunActivity { .. }
-        | Request::RunDiff { .. }
-        | Request::GateStory { .. }
-        | Request::RunStory { .. }
-        | Request::ShowTask { .. }
-        | Request::SupervisorStatus { .. }
-        | Request::Notifications
-        | Request::Agents
-        | Request::ListMessages { .. }
-        | Request::Session { .. } => false,
-        Request::ApproveRun { .. }
-        | Request::RejectRun { .. }
-        | Request::AbortRun { .. }
-        | Request::SeedDemo { .. }
-        | Request::AddWorkspace { .. }
-        | Request::SetWorkspaceChecks { .. }
-        | Request::StartTask(_)
-        | Request::DecideGate { .. }
-        | Request::CleanRun { .. }
-        | Request::ResumeRun { .. }
-        | Request::HoldGate { .. }
-        | Request::SteerRun { .. }
-        | Request::SupervisorVote { .. }
-        | Request::SetSupervisor { .. }
-        | Request::SetPermissions { .. }
-        | Request::SetNotifications { .. }
-        | Request::SendMessage { .. } => true,
-    }
+    request.decides()
 }
