@@ -109,7 +109,10 @@ impl Engine {
     /// Runs `f` in a write transaction, shared with the writes other
     /// threads make at the same time, and returns once it is committed
     /// (its error, or the commit's, otherwise: then nothing of it is kept).
-    /// Does not take the read lock: reads go on meanwhile.
+    /// Does not take the read lock: reads go on meanwhile. Called from a
+    /// task, the wait does not hold up the runtime's other tasks
+    /// ([`crate::blocking::off_worker`]), so many agents' writes can share a
+    /// commit.
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,

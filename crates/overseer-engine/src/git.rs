@@ -216,7 +216,8 @@ impl Git {
     }
 
     fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        self.command(args).output().map_err(GitError::Missing)
+        let mut cmd = self.command(args);
+        crate::blocking::off_worker(|| cmd.output()).map_err(GitError::Missing)
     }
 
     /// Runs git with `input` on its stdin.
@@ -228,11 +229,14 @@ impl Git {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(GitError::Missing)?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A git that exits early closes its stdin: its status says why.
-            let _ = stdin.write_all(input.as_bytes());
-        }
-        child.wait_with_output().map_err(GitError::Missing)
+        crate::blocking::off_worker(|| {
+            if let Some(mut stdin) = child.stdin.take() {
+                // A git that exits early closes its stdin: its status says why.
+                let _ = stdin.write_all(input.as_bytes());
+            }
+            child.wait_with_output()
+        })
+        .map_err(GitError::Missing)
     }
 
     fn failed(&self, args: &str, out: &Output) -> GitError {
@@ -285,12 +289,10 @@ pub fn repo_root(path: &Path) -> Result<PathBuf, GitError> {
         return Err(GitError::NotARepo(path.to_owned()));
     }
     let mut cmd = hardened_command();
-    let out = cmd
-        .arg("-C")
+    cmd.arg("-C")
         .arg(path)
-        .args(["rev-parse", "--show-toplevel"])
-        .output()
-        .map_err(GitError::Missing)?;
+        .args(["rev-parse", "--show-toplevel"]);
+    let out = crate::blocking::off_worker(|| cmd.output()).map_err(GitError::Missing)?;
     if !out.status.success() {
         return Err(GitError::NotARepo(path.to_owned()));
     }
@@ -350,7 +352,8 @@ pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Res
     }
     let parent = dir.parent().unwrap_or(dir);
     std::fs::create_dir_all(parent).map_err(io)?;
-    let out = hardened_command()
+    let mut clone = hardened_command();
+    clone
         .arg("-C")
         .arg(parent)
         .args([
@@ -362,9 +365,8 @@ pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Res
             "--",
         ])
         .arg(repo)
-        .arg(dir)
-        .output()
-        .map_err(GitError::Missing)?;
+        .arg(dir);
+    let out = crate::blocking::off_worker(|| clone.output()).map_err(GitError::Missing)?;
     if !out.status.success() {
         return Err(GitError::Failed {
             args: "clone --shared --no-checkout".to_owned(),

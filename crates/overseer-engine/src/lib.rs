@@ -14,6 +14,7 @@
 pub mod acp;
 pub mod agents;
 pub mod api;
+mod blocking;
 pub mod client;
 mod clock;
 pub mod config;
