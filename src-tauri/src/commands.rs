@@ -235,25 +235,15 @@ pub async fn set_supervisor(
 }
 
 /// Rules as the user typed them: parsed here, so a rule that is not one
-/// comes back as a typed `invalid_input` naming it, not as an argument error.
-#[derive(Debug, serde::Deserialize)]
-pub struct RuleTexts {
-    #[serde(default)]
-    allow: Vec<String>,
-    #[serde(default)]
-    ask: Vec<String>,
-    #[serde(default)]
-    deny: Vec<String>,
-}
-
+/// comes back as a typed `invalid_input` naming it (`rules.allow[2]`), not
+/// as an argument error.
 #[tauri::command]
 pub async fn set_permissions(
     engine: State<'_, Arc<Engine>>,
     scope: Scope,
-    rules: RuleTexts,
+    rules: overseer_engine::RuleTexts,
 ) -> Result<RuleSet, ApiError> {
-    let rules = RuleSet::parse(&rules.allow, &rules.ask, &rules.deny)
-        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let rules = overseer_engine::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
     blocking(&engine, move |e| {
         e.set_permissions(&scope, rules, &Actor::app())
     })
@@ -284,4 +274,14 @@ pub async fn agents(
     engine: State<'_, Arc<Engine>>,
 ) -> Result<Vec<overseer_engine::config::AgentInfo>, ApiError> {
     blocking(&engine, |e| Ok(e.agents())).await
+}
+
+/// A settings write checked, not made: the field errors it would be refused
+/// with (empty: it would be saved). The window calls it as the user types.
+#[tauri::command]
+pub async fn check_settings(
+    engine: State<'_, Arc<Engine>>,
+    change: overseer_engine::SettingsChange,
+) -> Result<Vec<overseer_core::FieldError>, ApiError> {
+    blocking(&engine, move |e| e.check_settings(&change)).await
 }

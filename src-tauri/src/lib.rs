@@ -51,6 +51,7 @@ pub fn builder(
             commands::set_permissions,
             commands::notification_settings,
             commands::set_notification_settings,
+            commands::check_settings,
             commands::agents,
         ])
         .setup(move |app| {

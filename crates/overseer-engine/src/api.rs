@@ -119,6 +119,11 @@ pub enum Request {
         rules: overseer_core::rules::RuleSet,
     },
     Notifications,
+    /// A settings write checked, not made: its field errors (empty: it
+    /// would be saved). Writes nothing.
+    CheckSettings {
+        change: crate::SettingsChange,
+    },
     SetNotifications {
         settings: crate::NotificationSettings,
     },

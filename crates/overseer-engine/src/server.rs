@@ -710,6 +710,7 @@ pub fn dispatch(
             json(engine.set_permissions(&scope, rules, actor)?)
         }
         Request::Notifications => json(engine.notifications()),
+        Request::CheckSettings { change } => json(engine.check_settings(&change)?),
         Request::SetNotifications { settings } => json(engine.set_notifications(settings, actor)?),
         Request::Agents => json(engine.agents()),
         Request::Subscribe => Err(ApiError::new(

@@ -63,6 +63,9 @@ impl Engine {
         settings: WorkspaceSettings,
         actor: &Actor,
     ) -> Result<Workspace, ApiError> {
+        if let Some(p) = &settings.supervisor {
+            crate::settings::check_policy(p).map_err(ApiError::invalid_fields)?;
+        }
         let root = git::repo_root(path)?;
         let name = match name {
             Some(n) if !n.trim().is_empty() => n.trim().to_owned(),
@@ -109,16 +112,7 @@ impl Engine {
                 "only a human can change a workspace's sensors and auto-advance",
             ));
         }
-        let sensors: Vec<String> = sensors.iter().map(|s| s.trim().to_owned()).collect();
-        if let Some(i) = sensors.iter().position(String::is_empty) {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                format!(
-                    "sensor {} is empty: give a check command such as `npm test`, or remove it",
-                    i + 1
-                ),
-            ));
-        }
+        let sensors = crate::settings::check_sensors(&sensors).map_err(ApiError::invalid_fields)?;
         let now = self.clock.now();
         let mut store = self.store();
         let ws = store.workspace(workspace)?;
@@ -155,8 +149,9 @@ impl Engine {
             .validate()
             .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
         if let Some(p) = &req.settings.supervisor {
-            p.validate()
-                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+            p.validate().map_err(|e| {
+                ApiError::invalid_fields(overseer_core::error::under("settings.supervisor", e))
+            })?;
         }
         if let Some(r) = &req.settings.retry {
             r.validate()

@@ -489,6 +489,7 @@ pub(crate) fn is_decision(request: &Request) -> bool {
         | Request::ShowTask { .. }
         | Request::SupervisorStatus { .. }
         | Request::Notifications
+        | Request::CheckSettings { .. }
         | Request::Agents
         | Request::ListMessages { .. }
         | Request::Session { .. } => false,
