@@ -259,3 +259,41 @@ async fn a_dry_run_names_every_field_in_error_and_writes_nothing() {
         .expect_err("no such workspace");
     assert_eq!(err, write);
 }
+
+#[tokio::test]
+async fn a_task_started_with_settings_in_error_names_each_and_creates_nothing() {
+    let r = start().await;
+    let mut c = client(&r).await;
+    let settings = overseer_store::TaskSettings {
+        approval: overseer_core::confidence::ApprovalMode::ConfidenceThreshold { threshold: 1.5 },
+        supervisor: Some(openai("AIzaSyD-0123456789")),
+        retry: Some(overseer_core::RetryPolicy {
+            max_attempts: 50,
+            backoff_seconds: 5,
+        }),
+        ..Default::default()
+    };
+    let before = snapshot(&r.paths);
+    let err = c
+        .call(Request::StartTask(overseer_engine::TaskStart {
+            workspace: r.workspace.clone(),
+            agent: "demo".into(),
+            prompt: "do it".into(),
+            title: None,
+            scenario: None,
+            settings,
+            stage: None,
+        }))
+        .await
+        .expect_err("three settings in error");
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert_eq!(
+        fields(&err.fields),
+        [
+            "settings.approval.threshold",
+            "settings.supervisor.evaluator.api_key_env",
+            "settings.retry.max_attempts"
+        ]
+    );
+    assert_eq!(snapshot(&r.paths), before, "no task, no run, no record");
+}
