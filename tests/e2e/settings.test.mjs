@@ -167,6 +167,8 @@ test("a supervisor policy set in the page is what the CLI reads back", async () 
   assert.doesNotMatch(keyMsg, /sk-live/);
   assert.equal(await driver.findElements(byTest("settings-error", '[data-section="supervisor"]')).then((l) => l.length), 0, "nothing saved, nothing refused yet");
   assert.deepEqual(app.sql("SELECT COUNT(*) FROM audit_log"), audit, "a dry run writes nothing to the audit log");
+  await reveal(await driver.findElement(byTest("evaluator-api-key-env")));
+  await app.shot("settings-field-errors");
 
   // Saved anyway: the engine refuses it, with the same messages under the fields.
   await click(byTest("save-supervisor"));

@@ -74,12 +74,15 @@ impl ApiError {
 ///
 /// `field` is the setting's path as the window's forms know it: the part of
 /// the settings it belongs to (`policy`, `rules`, `sensors`, `auto_advance`,
-/// `notifications`), then the serde names of the fields inside it joined by
-/// `.`, and a list item as `[i]` (its index in the list as sent, from 0):
-/// `policy.timeout_seconds`, `policy.gate_authority.deviation`,
-/// `policy.evaluator.api_key_env`, `rules.allow[2]`, `sensors[0]`,
-/// `notifications.muted[1]`. Core checks return paths relative to the value
-/// they check; [`FieldError::under`] puts the part in front.
+/// `notifications`; `settings` for a task start's settings, `agents.NAME`
+/// for a profile in overseer.toml), then the serde names of the fields
+/// inside it joined by `.`, and a list item as `[i]` (its index in the list
+/// as sent, from 0): `policy.timeout_seconds`,
+/// `policy.gate_authority.deviation`, `policy.evaluator.api_key_env`,
+/// `rules.allow[2]`, `sensors[0]`, `notifications.muted[1]`,
+/// `settings.retry.max_attempts`, `agents.claude.pass_env[1]`. Core checks
+/// return paths relative to the value they check; [`FieldError::under`]
+/// puts the part in front.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct FieldError {
     pub field: String,
