@@ -27,6 +27,7 @@ fn main() {
         "set_notification_settings",
         "notification_settings",
         "agents",
+        "check_settings",
     ]);
     if let Err(e) = tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)) {
         eprintln!("tauri build step failed: {e:#}");

@@ -1,9 +1,10 @@
 // The Settings page in the real window, against the real engine it embeds:
 // muting a notification kind really stops its OS notifications (seen on the
 // session bus) while other kinds still fire; a supervisor policy, sensors and
-// permission rules set in the page are what the CLI then reads back; bad
-// input is refused with a clear message before anything is sent, and the
-// engine's own typed errors show beside the form.
+// permission rules set in the page are what the CLI then reads back; a wrong
+// value shows the engine's message under its field as it is typed (a dry
+// run that writes nothing), and a refused save shows the engine's typed
+// error beside the form and its messages under the fields.
 // Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -52,6 +53,19 @@ async function fill(locator, text) {
 
 async function waitSaved(section) {
   await driver.wait(until.elementLocated(byTest("saved", `[data-section="${section}"]`)), 10_000, `${section} never said Saved`);
+}
+
+/** The engine's message under a field (`policy.timeout_seconds`,
+ * `rules.ask[0]`), once one matching `want` shows (the dry run answers a
+ * moment after typing pauses). */
+async function fieldError(field, want) {
+  return eventually(driver, async () => {
+    for (const el of await driver.findElements(By.css(`[data-testid="field-error"][data-field="${field}"]`))) {
+      const text = await el.getText();
+      if (want.test(text)) return text;
+    }
+    return null;
+  }, 10_000, `the message ${want} under ${field}`);
 }
 
 async function errorOf(section) {
@@ -143,14 +157,33 @@ test("a supervisor policy set in the page is what the CLI reads back", async () 
   });
   assert.deepEqual(status.effective, status.own);
 
-  // Checked before sending: nothing reaches the engine.
+  // Wrong values show the engine's messages under their fields as typed,
+  // before any save; checking them wrote nothing.
+  const audit = app.sql("SELECT COUNT(*) FROM audit_log");
   await fill(byTest("timeout"), "0");
   await fill(byTest("evaluator-api-key-env"), "sk-live-1234567890");
+  await fieldError("policy.timeout_seconds", /timeout_seconds = 0 is out of range: give 1 to 3600 seconds/);
+  const keyMsg = await fieldError("policy.evaluator.api_key_env", /looks like a key: give the NAME of the environment variable/);
+  assert.doesNotMatch(keyMsg, /sk-live/);
+  assert.equal(await driver.findElements(byTest("settings-error", '[data-section="supervisor"]')).then((l) => l.length), 0, "nothing saved, nothing refused yet");
+  assert.deepEqual(app.sql("SELECT COUNT(*) FROM audit_log"), audit, "a dry run writes nothing to the audit log");
+  await reveal(await driver.findElement(byTest("evaluator-api-key-env")));
+  await app.shot("settings-field-errors");
+
+  // Saved anyway: the engine refuses it, with the same messages under the fields.
   await click(byTest("save-supervisor"));
   const msg = await errorOf("supervisor");
-  assert.match(msg, /Evaluator timeout = 0 is out of range: give 1 to 3600 seconds/);
+  assert.match(msg, /timeout_seconds = 0 is out of range/);
   assert.match(msg, /never the key itself/);
+  assert.match(await driver.findElement(byTest("settings-error-code")).getText(), /invalid_input/);
+  await fieldError("policy.evaluator.api_key_env", /looks like a key/);
   assert.equal(cliJson("supervisor", "status", "--workspace", "web").own.timeout_seconds, 45);
+  assert.deepEqual(app.sql("SELECT COUNT(*) FROM audit_log"), audit, "the refused key is nowhere in the audit log");
+
+  // Fixed, the message goes away as typed.
+  await fill(byTest("evaluator-api-key-env"), "OLLAMA_API_KEY");
+  await eventually(driver, async () => (await driver.findElements(By.css('[data-field="policy.evaluator.api_key_env"]'))).length === 0, 10_000, "the key's message to go");
+  await fill(byTest("timeout"), "45");
 });
 
 test("a task override shows what it inherits, saves, and is removed back to the workspace's", async () => {
@@ -198,18 +231,24 @@ test("sensors, auto-advance and permission rules set in the page are what the CL
   assert.deepEqual(ws.settings.sensors, ["npm test", "cargo clippy -- -D warnings"]);
   assert.equal(ws.settings.auto_advance, true);
 
-  // An empty check is refused before sending.
+  // An empty or repeated check: the engine's message under it as typed,
+  // and the save refused.
   await click(byTest("add-sensor"));
+  await fieldError("sensors[2]", /sensor 3 is empty/);
+  await fill(byTest("sensor", '[data-index="2"]'), "npm test");
+  await fieldError("sensors[2]", /sensor 3 \(`npm test`\) is the same as sensor 1: remove one/);
   await click(byTest("save-workspace"));
-  assert.match(await errorOf("workspace"), /Check 3 is empty/);
+  assert.match(await errorOf("workspace"), /the same as sensor 1/);
+  assert.deepEqual(workspaceNamed("web").settings.sensors, ["npm test", "cargo clippy -- -D warnings"], "nothing was saved");
   await click(By.css('[data-testid="remove-sensor"][aria-label="Remove check 3"]'));
 
   await fill(byTest("rules-allow"), "Bash(npm test:*)\nEdit(src/**)");
   await fill(byTest("rules-deny"), "Edit(.env)");
   await fill(byTest("rules-ask"), "Bash(npm test");
+  await fieldError("rules.ask[0]", /^line 1: rule 'Bash\(npm test' is missing its closing '\)'/);
   await click(byTest("save-rules"));
-  assert.match(await errorOf("rules"), /ask, line 1: rule 'Bash\(npm test' is missing its closing '\)'/);
-  assert.equal(workspaceNamed("web").settings.permissions, undefined, "nothing was sent");
+  assert.match(await errorOf("rules"), /rule 'Bash\(npm test' is missing its closing '\)'/);
+  assert.equal(workspaceNamed("web").settings.permissions, undefined, "nothing was saved");
 
   await fill(byTest("rules-ask"), "Bash(git push:*)");
   await click(byTest("save-rules"));

@@ -426,6 +426,27 @@ fn supervisor_policy_rules_and_the_why_story_from_the_command_line() {
         "boss",
     ]);
     assert!(err.contains("use advisory, cosign or autonomous"), "{err}");
+    // A key pasted where its variable's name belongs never reaches the
+    // signed, append-only audit log.
+    let audit_before = h.ok(&["audit", "verify"]);
+    let secret = "sk-proj-Zx9fQ2mLk8PwR4tYu7IoP3aSd6";
+    let err = h.fails(&[
+        "supervisor",
+        "configure",
+        "--workspace",
+        "r",
+        "--evaluator",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:11434/v1",
+        "--model",
+        "llama3.1",
+        "--api-key-env",
+        secret,
+    ]);
+    assert!(err.contains("looks like a key"), "{err}");
+    assert!(!err.contains(secret), "{err}");
+    assert_eq!(h.ok(&["audit", "verify"]), audit_before, "nothing recorded");
     let err = h.fails(&[
         "workspace",
         "rules",

@@ -195,16 +195,20 @@ impl ApprovalMode {
     /// The names [`ApprovalMode::parse`] accepts, as serde writes them.
     pub const NAMES: [&'static str; 3] = ["auto", "manual", "confidence_threshold"];
 
-    /// A threshold must be a number within [0, 1] (a score never leaves it).
-    pub fn validate(&self) -> Result<(), String> {
+    /// A threshold must be a number within [0, 1] (a score never leaves
+    /// it); the error names the field `threshold`.
+    pub fn validate(&self) -> Result<(), crate::FieldError> {
         match self {
             ApprovalMode::Auto | ApprovalMode::Manual => Ok(()),
             ApprovalMode::ConfidenceThreshold { threshold } => {
                 if (0.0..=1.0).contains(threshold) {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "the confidence threshold {threshold} must be within [0, 1]: give a number from 0 to 1, e.g. 0.8"
+                    Err(crate::FieldError::new(
+                        "threshold",
+                        format!(
+                            "the confidence threshold {threshold} must be within [0, 1]: give a number from 0 to 1, e.g. 0.8"
+                        ),
                     ))
                 }
             }
@@ -236,7 +240,7 @@ impl ApprovalMode {
                 ))
             }
         };
-        m.validate()?;
+        m.validate().map_err(|e| e.message)?;
         Ok(m)
     }
 }

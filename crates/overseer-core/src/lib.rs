@@ -37,7 +37,7 @@ pub mod supervision;
 pub mod view;
 
 pub use actor::Actor;
-pub use error::{ApiError, ErrorCode};
+pub use error::{ApiError, ErrorCode, FieldError};
 pub use gate::{
     ask_kind, check_decision, merge_review_options, parse_choice, AskKind, Choice, DecisionError,
     DeviationChoice, GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice,

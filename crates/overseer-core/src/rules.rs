@@ -954,6 +954,40 @@ impl RuleSet {
         })
     }
 
+    /// Parses three lists of rule texts, naming every rule that is not one
+    /// by its place: `allow[2]` is the third text of `allow` (see
+    /// [`crate::FieldError`]).
+    pub fn parse_fields(
+        allow: &[String],
+        ask: &[String],
+        deny: &[String],
+    ) -> Result<RuleSet, Vec<crate::FieldError>> {
+        let mut errors = Vec::new();
+        let mut list = |name: &str, v: &[String]| {
+            let mut rules = Vec::new();
+            for (i, text) in v.iter().enumerate() {
+                match Rule::parse(text) {
+                    Ok(r) => rules.push(r),
+                    Err(e) => errors.push(crate::FieldError::new(
+                        format!("{name}[{i}]"),
+                        e.to_string(),
+                    )),
+                }
+            }
+            rules
+        };
+        let set = RuleSet {
+            allow: list("allow", allow),
+            ask: list("ask", ask),
+            deny: list("deny", deny),
+        };
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(errors)
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.ask.is_empty() && self.deny.is_empty()
     }

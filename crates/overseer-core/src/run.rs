@@ -312,12 +312,16 @@ impl RetryPolicy {
     pub const MAX_ATTEMPTS: u32 = 10;
     const MAX_WAIT_MS: u64 = 3_600_000;
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// The error names the field `max_attempts`.
+    pub fn validate(&self) -> Result<(), crate::FieldError> {
         if self.max_attempts == 0 || self.max_attempts > Self::MAX_ATTEMPTS {
-            return Err(format!(
-                "retry.max_attempts must be 1 to {} (it is {})",
-                Self::MAX_ATTEMPTS,
-                self.max_attempts
+            return Err(crate::FieldError::new(
+                "max_attempts",
+                format!(
+                    "retry.max_attempts must be 1 to {} (it is {})",
+                    Self::MAX_ATTEMPTS,
+                    self.max_attempts
+                ),
             ));
         }
         Ok(())
@@ -391,7 +395,10 @@ mod tests {
             max_attempts: 50,
             backoff_seconds: 600,
         };
-        assert!(greedy.validate().is_err());
+        assert_eq!(
+            greedy.validate().map_err(|e| e.field),
+            Err("max_attempts".into())
+        );
         assert_eq!(greedy.wait_before_retry(10), None, "never past ten");
         assert_eq!(
             greedy.wait_before_retry(9),

@@ -4,7 +4,7 @@
 //! The engine wires evaluators (rules, an external command, an LLM) to gates and
 //! steps; everything that decides what their answers *mean* lives here.
 
-use crate::{Actor, GateKind, Millis, RunId};
+use crate::{Actor, FieldError, GateKind, Millis, RunId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -442,60 +442,116 @@ impl SupervisorPolicy {
         }
     }
 
-    /// Checks the policy; the message says what to fix.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the policy: every setting in error, by its path inside the
+    /// policy (`timeout_seconds`, `gate_authority.deviation`,
+    /// `evaluator.api_key_env`, see [`FieldError`]); each message says what
+    /// to fix.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if self.max_reorient_attempts == 0 {
+            errors.push(FieldError::new(
+                "max_reorient_attempts",
+                "max_reorient_attempts must be at least 1 (use 1 to pause at the first drift)",
+            ));
+        }
         if self.timeout_seconds == 0 || self.timeout_seconds > MAX_EVALUATOR_TIMEOUT_SECONDS {
-            return Err(format!(
-                "timeout_seconds = {} is out of range: give 1 to {MAX_EVALUATOR_TIMEOUT_SECONDS} seconds",
-                self.timeout_seconds
+            errors.push(FieldError::new(
+                "timeout_seconds",
+                format!(
+                    "timeout_seconds = {} is out of range: give 1 to {MAX_EVALUATOR_TIMEOUT_SECONDS} seconds",
+                    self.timeout_seconds
+                ),
             ));
         }
         if self.pause_timeout_seconds == 0 {
-            return Err(
-                "pause_timeout_seconds must be at least 1 second: give how long a paused run waits for you"
-                    .to_owned(),
-            );
+            errors.push(FieldError::new(
+                "pause_timeout_seconds",
+                "pause_timeout_seconds must be at least 1 second: give how long a paused run waits for you",
+            ));
         }
-        if self.max_reorient_attempts == 0 {
-            return Err(
-                "max_reorient_attempts must be at least 1 (use 1 to pause at the first drift)"
-                    .to_owned(),
-            );
-        }
-        if let Some(kind) = self
+        for kind in self
             .gate_authority
             .keys()
-            .find(|k| matches!(k, GateKind::SupervisorPause | GateKind::Deviation))
+            .filter(|k| matches!(k, GateKind::SupervisorPause | GateKind::Deviation))
         {
-            return Err(format!(
-                "the supervisor has no authority over {} gates: only a human decides them; remove that entry from gate_authority",
-                kind.as_str()
+            errors.push(FieldError::new(
+                format!("gate_authority.{}", kind.as_str()),
+                format!(
+                    "the supervisor has no authority over {} gates: only a human decides them; remove that entry from gate_authority",
+                    kind.as_str()
+                ),
             ));
         }
         match &self.evaluator {
-            EvaluatorConfig::Rules => Ok(()),
+            EvaluatorConfig::Rules => {}
             EvaluatorConfig::Command { command, .. } => {
                 if command.trim().is_empty() {
-                    Err("the supervisor command is empty: give the program to run".to_owned())
-                } else {
-                    Ok(())
+                    errors.push(FieldError::new(
+                        "evaluator.command",
+                        "the supervisor command is empty: give the program to run",
+                    ));
                 }
             }
             EvaluatorConfig::Openai {
-                base_url, model, ..
+                base_url,
+                model,
+                api_key_env,
             } => {
                 if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                    Err(format!(
-                        "base_url '{base_url}' must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
-                    ))
-                } else if model.trim().is_empty() {
-                    Err("the model is empty: name the model the endpoint serves".to_owned())
-                } else {
-                    Ok(())
+                    errors.push(FieldError::new(
+                        "evaluator.base_url",
+                        format!(
+                            "base_url '{base_url}' must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
+                        ),
+                    ));
+                }
+                if model.trim().is_empty() {
+                    errors.push(FieldError::new(
+                        "evaluator.model",
+                        "the model is empty: name the model the endpoint serves",
+                    ));
+                }
+                if let Some(Err(why)) = api_key_env.as_deref().map(check_env_name) {
+                    errors.push(FieldError::new("evaluator.api_key_env", why));
                 }
             }
         }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
+}
+
+/// Checks that `name` names an environment variable (letters, digits and
+/// `_`, not starting with a digit) and does not look like a secret pasted
+/// in its place: a key stored in a setting would land in the signed,
+/// append-only audit log for good.
+pub fn check_env_name(name: &str) -> Result<(), String> {
+    if looks_like_secret(name) {
+        return Err("this looks like a key: give the NAME of the environment variable that holds it (e.g. OPENAI_API_KEY), never the key itself".to_owned());
+    }
+    let mut chars = name.chars();
+    let starts_well = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !starts_well || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "'{name}' is not an environment variable name: letters, digits and _, e.g. OPENAI_API_KEY"
+        ));
+    }
+    Ok(())
+}
+
+/// Known key prefixes, or a long mix of digits, lower and upper case.
+fn looks_like_secret(s: &str) -> bool {
+    const PREFIXES: [&str; 5] = ["sk-", "sk_", "ghp_", "xox", "AIza"];
+    PREFIXES.iter().any(|p| s.starts_with(p))
+        || (s.len() >= 32
+            && s.chars().any(|c| c.is_ascii_digit())
+            && s.chars().any(|c| c.is_ascii_lowercase())
+            && s.chars().any(|c| c.is_ascii_uppercase()))
 }
 
 /// The gate option a supervisor's verdict picks, where it may pick one.

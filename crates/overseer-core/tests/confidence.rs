@@ -345,7 +345,8 @@ fn thresholds_must_be_within_zero_and_one() {
         let err = ApprovalMode::ConfidenceThreshold { threshold: bad }
             .validate()
             .expect_err("out of range");
-        assert!(err.contains("within [0, 1]"), "{err}");
+        assert_eq!(err.field, "threshold");
+        assert!(err.message.contains("within [0, 1]"), "{err:?}");
     }
     assert_eq!(ApprovalMode::Auto.validate(), Ok(()));
     assert_eq!(ApprovalMode::Manual.validate(), Ok(()));

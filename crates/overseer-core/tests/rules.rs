@@ -163,6 +163,27 @@ fn rule_sets_round_trip_as_lists_of_strings() {
 }
 
 #[test]
+fn every_rule_that_is_not_one_is_named_by_its_list_and_place() {
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let err = RuleSet::parse_fields(
+        &v(&["Bash", "Edit(src/**"]),
+        &[],
+        &v(&["Read", "", "Edit(a/**b)"]),
+    )
+    .expect_err("three mistakes");
+    let at: Vec<&str> = err.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(at, ["allow[1]", "deny[1]", "deny[2]"]);
+    assert!(
+        err[0].message.contains("missing its closing ')'"),
+        "{err:?}"
+    );
+    assert!(err[1].message.starts_with("an empty rule"), "{err:?}");
+    assert!(err[2].message.contains("invalid path pattern"), "{err:?}");
+    let ok = RuleSet::parse_fields(&v(&["Bash(npm test:*)"]), &[], &[]).expect("valid");
+    assert_eq!(ok.allow.len(), 1);
+}
+
+#[test]
 fn session_modes_and_permissions_serialize_as_snake_case() {
     assert_eq!(
         serde_json::to_value(SessionMode::ReadOnly).expect("json"),

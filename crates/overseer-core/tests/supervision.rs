@@ -290,12 +290,13 @@ fn invalid_policies_say_what_to_fix() {
         },
         ..SupervisorPolicy::default()
     };
-    let cases: Vec<(SupervisorPolicy, &str)> = vec![
+    let cases: Vec<(SupervisorPolicy, &str, &str)> = vec![
         (
             SupervisorPolicy {
                 timeout_seconds: 0,
                 ..base.clone()
             },
+            "timeout_seconds",
             "timeout_seconds = 0 is out of range: give 1 to 3600 seconds",
         ),
         (
@@ -303,6 +304,7 @@ fn invalid_policies_say_what_to_fix() {
                 timeout_seconds: MAX_EVALUATOR_TIMEOUT_SECONDS + 1,
                 ..base.clone()
             },
+            "timeout_seconds",
             "timeout_seconds = 3601 is out of range",
         ),
         (
@@ -310,6 +312,7 @@ fn invalid_policies_say_what_to_fix() {
                 pause_timeout_seconds: 0,
                 ..base.clone()
             },
+            "pause_timeout_seconds",
             "pause_timeout_seconds must be at least 1 second",
         ),
         (
@@ -317,6 +320,7 @@ fn invalid_policies_say_what_to_fix() {
                 max_reorient_attempts: 0,
                 ..base.clone()
             },
+            "max_reorient_attempts",
             "max_reorient_attempts must be at least 1",
         ),
         (
@@ -327,18 +331,22 @@ fn invalid_policies_say_what_to_fix() {
                 },
                 ..base.clone()
             },
+            "evaluator.command",
             "the supervisor command is empty: give the program to run",
         ),
         (
             openai("localhost:11434/v1", "m"),
+            "evaluator.base_url",
             "base_url 'localhost:11434/v1' must start with http:// or https://",
         ),
         (
             openai("ftp://host", "m"),
+            "evaluator.base_url",
             "must start with http:// or https://",
         ),
         (
             openai("http://127.0.0.1:11434/v1", " "),
+            "evaluator.model",
             "the model is empty: name the model the endpoint serves",
         ),
         (
@@ -346,13 +354,86 @@ fn invalid_policies_say_what_to_fix() {
                 gate_authority: BTreeMap::from([(GateKind::Deviation, Autonomy::Autonomous)]),
                 ..base.clone()
             },
+            "gate_authority.deviation",
             "the supervisor has no authority over deviation gates",
         ),
     ];
-    for (policy, want) in cases {
+    for (policy, field, want) in cases {
         let err = policy.validate().expect_err(want);
-        assert!(err.contains(want), "{err:?} should contain {want:?}");
+        assert_eq!(err.len(), 1, "{err:?}");
+        assert_eq!(err[0].field, field, "{err:?}");
+        assert!(
+            err[0].message.contains(want),
+            "{err:?} should contain {want:?}"
+        );
     }
+}
+
+#[test]
+fn every_setting_in_error_is_named_at_once() {
+    let policy = SupervisorPolicy {
+        timeout_seconds: 0,
+        max_reorient_attempts: 0,
+        gate_authority: BTreeMap::from([
+            (GateKind::Plan, Autonomy::Autonomous),
+            (GateKind::SupervisorPause, Autonomy::Advisory),
+        ]),
+        evaluator: EvaluatorConfig::Openai {
+            base_url: "http://127.0.0.1:11434/v1".to_owned(),
+            model: String::new(),
+            api_key_env: Some("OPENAI_API_KEY".to_owned()),
+        },
+        ..SupervisorPolicy::default()
+    };
+    let fields: Vec<String> = policy
+        .validate()
+        .expect_err("four mistakes")
+        .into_iter()
+        .map(|e| e.field)
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "max_reorient_attempts",
+            "timeout_seconds",
+            "gate_authority.supervisor_pause",
+            "evaluator.model"
+        ]
+    );
+}
+
+#[test]
+fn the_api_key_setting_takes_a_variable_name_never_a_key() {
+    let with_env = |env: &str| SupervisorPolicy {
+        evaluator: EvaluatorConfig::Openai {
+            base_url: "https://api.example.com/v1".to_owned(),
+            model: "small".to_owned(),
+            api_key_env: Some(env.to_owned()),
+        },
+        ..SupervisorPolicy::default()
+    };
+    for name in ["OPENAI_API_KEY", "_KEY", "key2"] {
+        assert_eq!(with_env(name).validate(), Ok(()), "{name}");
+    }
+    for secret in [
+        "sk-proj-abc123",
+        "ghp_0123456789abcdef",
+        "AIzaSyD-0123456789",
+        "Zx9fQ2mLk8PwR4tYu7IoP3aSd6FgH1jK",
+    ] {
+        let err = with_env(secret).validate().expect_err(secret);
+        assert_eq!(err[0].field, "evaluator.api_key_env");
+        assert!(err[0].message.contains("looks like a key"), "{err:?}");
+        assert!(
+            !err[0].message.contains(secret),
+            "the message never repeats the secret: {err:?}"
+        );
+    }
+    let err = with_env("OPENAI KEY").validate().expect_err("a space");
+    assert!(
+        err[0].message.contains("not an environment variable name"),
+        "{err:?}"
+    );
 }
 
 /// What the supervisor may do on each kind of gate at a given level.

@@ -124,7 +124,15 @@ macro_rules! operations {
                 /// Rules as typed, parsed here: a rule that is not one is a
                 /// typed `invalid_input` naming it.
                 write set_permissions => SetPermissions { scope: Scope as scope, rules: RuleTexts as rules } -> RuleSet
-                    = |engine, actor| engine.set_permissions(&scope, rules.parse()?, actor);
+                    = |engine, actor| {
+                        let rules = $crate::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
+                        engine.set_permissions(&scope, rules, actor)
+                    };
+                /// A settings write checked, not made: the field errors it
+                /// would be refused with (empty: it would be saved). The
+                /// window calls it as the user types. Writes nothing.
+                read check_settings => CheckSettings { change: SettingsChange as change } -> Vec<FieldError>
+                    = |engine, _actor| engine.check_settings(&change);
                 read notification_settings => Notifications -> NotificationSettings
                     = |engine, _actor| Ok(engine.notifications());
                 write set_notification_settings => SetNotifications { settings: NotificationSettings as settings } -> NotificationSettings
@@ -416,15 +424,17 @@ operations!(socket_adapter);
 /// The types the table names, for an adapter to import where it expands
 /// the table.
 pub mod vocabulary {
-    pub use super::{RuleTexts, RunDiff};
+    pub use super::RunDiff;
     pub use crate::config::AgentInfo;
     pub use crate::{
         GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
         TaskInfo, TaskStart,
     };
+    pub use crate::{RuleTexts, SettingsChange};
     pub use overseer_core::message::{MessageTo, MessageView};
     pub use overseer_core::rules::RuleSet;
     pub use overseer_core::supervision::SupervisorPolicy;
+    pub use overseer_core::FieldError;
     pub use overseer_core::{
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,
@@ -439,26 +449,6 @@ pub mod vocabulary {
 pub struct RunDiff {
     pub files: Vec<crate::git::FileChange>,
     pub diff: String,
-}
-
-/// Permission rules as the user typed them (the wire form of a
-/// [`RuleSet`]): parsed by the operation, so a rule that is not one comes
-/// back as a typed `invalid_input` naming it, not as a malformed request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RuleTexts {
-    #[serde(default)]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub ask: Vec<String>,
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-impl RuleTexts {
-    pub fn parse(&self) -> Result<RuleSet, ApiError> {
-        RuleSet::parse(&self.allow, &self.ask, &self.deny)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))
-    }
 }
 
 impl From<&RuleSet> for RuleTexts {

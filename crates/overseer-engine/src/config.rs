@@ -33,6 +33,8 @@
 //! its own of that name.
 
 use overseer_core::agent::{check_supervised_mode, PlanStrategy};
+use overseer_core::supervision::check_env_name;
+use overseer_core::FieldError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -145,6 +147,39 @@ impl AgentProfile {
             write_paths: Vec::new(),
             network: true,
             allow_uncontained: false,
+        }
+    }
+
+    /// Checks the profile: every setting in error by its path inside it
+    /// (`command`, `mode`, `pass_env[1]`, `key_env[0]`; see
+    /// [`FieldError`]). `pass_env` and `key_env` name variables: a key
+    /// pasted there instead is refused (keys go in `env`, or are exported).
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if self.command.trim().is_empty() {
+            errors.push(FieldError::new(
+                "command",
+                "empty command: give the program that speaks ACP, e.g. claude-agent-acp",
+            ));
+        }
+        if let Some(Err(why)) = self
+            .mode
+            .as_deref()
+            .map(|m| check_supervised_mode(m, self.allow_unsupervised))
+        {
+            errors.push(FieldError::new("mode", why));
+        }
+        for (list, names) in [("pass_env", &self.pass_env), ("key_env", &self.key_env)] {
+            for (i, name) in names.iter().enumerate() {
+                if let Err(why) = check_env_name(name) {
+                    errors.push(FieldError::new(format!("{list}[{i}]"), why));
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
         }
     }
 
@@ -320,21 +355,19 @@ impl Config {
                 ),
             });
         }
+        let mut errors = Vec::new();
         for (name, p) in &config.agents {
-            if p.command.trim().is_empty() {
-                return Err(ConfigError::Invalid {
-                    path,
-                    message: format!("[agents.{name}] has an empty command"),
-                });
+            if let Err(e) = p.validate() {
+                errors.extend(overseer_core::error::under(&format!("agents.{name}"), e));
             }
-            if let Some(mode) = &p.mode {
-                if let Err(why) = check_supervised_mode(mode, p.allow_unsupervised) {
-                    return Err(ConfigError::Invalid {
-                        path,
-                        message: format!("[agents.{name}] {why}"),
-                    });
-                }
-            }
+        }
+        if !errors.is_empty() {
+            let message = errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ConfigError::Invalid { path, message });
         }
         config.path = path;
         Ok(config)
@@ -577,7 +610,24 @@ mod tests {
         let err = parse("abort_timeout_seconds = 0").expect_err("range");
         assert!(err.to_string().contains("out of range"));
         let err = parse("[agents.x]\ncommand = \"\"").expect_err("empty");
-        assert!(err.to_string().contains("empty command"));
+        assert!(
+            err.to_string().contains("agents.x.command: empty command"),
+            "{err}"
+        );
+        let err = parse(
+            "[agents.x]\ncommand = \"x\"\npass_env = [\"HOME\", \"sk-ant-api03-abcdef\"]\nkey_env = [\"MY KEY\"]",
+        )
+        .expect_err("a key where a name belongs");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("agents.x.pass_env[1]: this looks like a key"),
+            "{msg}"
+        );
+        assert!(!msg.contains("sk-ant"), "never echoed: {msg}");
+        assert!(
+            msg.contains("agents.x.key_env[0]: 'MY KEY' is not an environment variable name"),
+            "{msg}"
+        );
         let err = parse("")
             .expect("ok")
             .profile("claud")

@@ -242,9 +242,7 @@ impl Engine {
         settings: crate::notify::NotificationSettings,
         actor: &Actor,
     ) -> Result<crate::notify::NotificationSettings, ApiError> {
-        settings
-            .validate()
-            .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        crate::settings::check_notifications(&settings).map_err(ApiError::invalid_fields)?;
         let text = serde_json::to_string(&settings)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         let now = self.clock.now();

@@ -36,8 +36,9 @@ mod orchestrator;
 pub mod paths;
 pub mod process;
 pub mod server;
-mod signed;
 #[deny(clippy::wildcard_enum_match_arm)]
+pub mod settings;
+mod signed;
 mod supervise;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod work;
@@ -51,5 +52,6 @@ pub use notify::{
 };
 pub use orchestrator::MAX_RETRIES;
 pub use paths::Paths;
+pub use settings::{RuleTexts, SettingsChange};
 pub use supervise::{GateStory, PolicyStatus, RunStory, Scope, TaskInfo};
 pub use work::{run_branch, Started, TaskStart};

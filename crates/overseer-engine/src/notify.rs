@@ -76,17 +76,29 @@ pub struct NotificationSettings {
 }
 
 impl NotificationSettings {
-    pub fn validate(&self) -> Result<(), String> {
-        match self.muted.iter().find(|k| !k.can_mute()) {
-            Some(k) if k.is_blocking() => Err(format!(
-                "{} cannot be muted: an agent is stopped until you answer",
-                k.as_str()
-            )),
-            Some(k) => Err(format!(
-                "{} cannot be muted: it says something tried to get around Overseer",
-                k.as_str()
-            )),
-            None => Ok(()),
+    /// Every kind muted that cannot be, by its place: `muted[1]`.
+    pub fn validate(&self) -> Result<(), Vec<overseer_core::FieldError>> {
+        let errors: Vec<_> = self
+            .muted
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| !k.can_mute())
+            .map(|(i, k)| {
+                let why = if k.is_blocking() {
+                    "an agent is stopped until you answer"
+                } else {
+                    "it says something tried to get around Overseer"
+                };
+                overseer_core::FieldError::new(
+                    format!("muted[{i}]"),
+                    format!("{} cannot be muted: {why}", k.as_str()),
+                )
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
         }
     }
 
@@ -289,9 +301,15 @@ mod tests {
     #[test]
     fn blocking_asks_cannot_be_muted() {
         let s = NotificationSettings {
-            muted: vec![NotificationKind::AgentQuestionBlocking],
+            muted: vec![
+                NotificationKind::RunFailed,
+                NotificationKind::AgentQuestionBlocking,
+                NotificationKind::SecurityEvent,
+            ],
         };
-        assert!(s.validate().is_err());
+        let err = s.validate().expect_err("two cannot be muted");
+        let at: Vec<&str> = err.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(at, ["muted[1]", "muted[2]"]);
         assert!(!s.is_muted(NotificationKind::AgentQuestionBlocking));
         let s = NotificationSettings {
             muted: vec![NotificationKind::RunPendingReview],

@@ -1141,7 +1141,7 @@ impl Engine {
         Ok(view)
     }
 
-    fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
+    pub(crate) fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
         let ws = self.store().workspace(&scope.workspace)?;
         if let Some(task) = scope.task {
             let belongs = self
@@ -1210,8 +1210,7 @@ impl Engine {
             ));
         }
         if let Some(p) = &policy {
-            p.validate()
-                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+            crate::settings::check_policy(p).map_err(ApiError::invalid_fields)?;
         }
         let for_task = policy.clone();
         self.change_scope(

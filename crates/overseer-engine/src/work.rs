@@ -5,8 +5,9 @@
 use crate::git;
 use crate::Engine;
 use overseer_core::{
-    parse_choice, ActivityView, Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode, GateId,
-    GateKind, GateOption, GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
+    parse_choice, ActivityView, Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode,
+    FieldError, GateId, GateKind, GateOption, GateView, MergeReviewChoice, RunId, RunState,
+    RunView, TaskId,
 };
 use overseer_store::{Workspace, WorkspaceSettings};
 use serde_json::json;
@@ -63,6 +64,9 @@ impl Engine {
         settings: WorkspaceSettings,
         actor: &Actor,
     ) -> Result<Workspace, ApiError> {
+        if let Some(p) = &settings.supervisor {
+            crate::settings::check_policy(p).map_err(ApiError::invalid_fields)?;
+        }
         let root = git::repo_root(path)?;
         let name = match name {
             Some(n) if !n.trim().is_empty() => n.trim().to_owned(),
@@ -109,16 +113,7 @@ impl Engine {
                 "only a human can change a workspace's sensors and auto-advance",
             ));
         }
-        let sensors: Vec<String> = sensors.iter().map(|s| s.trim().to_owned()).collect();
-        if let Some(i) = sensors.iter().position(String::is_empty) {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                format!(
-                    "sensor {} is empty: give a check command such as `npm test`, or remove it",
-                    i + 1
-                ),
-            ));
-        }
+        let sensors = crate::settings::check_sensors(&sensors).map_err(ApiError::invalid_fields)?;
         let now = self.clock.now();
         let mut store = self.store();
         let ws = store.workspace(workspace)?;
@@ -146,21 +141,26 @@ impl Engine {
             .config
             .profile(&req.agent)
             .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+        // Every task setting in error at once, by its path (`settings.retry.max_attempts`).
+        let mut errors = Vec::new();
         if let Some(mode) = &req.settings.mode {
-            overseer_core::agent::check_supervised_mode(mode, profile.allow_unsupervised)
-                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+            if let Err(m) =
+                overseer_core::agent::check_supervised_mode(mode, profile.allow_unsupervised)
+            {
+                errors.push(FieldError::new("settings.mode", m));
+            }
         }
-        req.settings
-            .approval
-            .validate()
-            .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
-        if let Some(p) = &req.settings.supervisor {
-            p.validate()
-                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        if let Err(e) = req.settings.approval.validate() {
+            errors.push(e.under("settings.approval"));
         }
-        if let Some(r) = &req.settings.retry {
-            r.validate()
-                .map_err(|m| ApiError::new(ErrorCode::InvalidInput, m))?;
+        if let Some(Err(e)) = req.settings.supervisor.as_ref().map(|p| p.validate()) {
+            errors.extend(overseer_core::error::under("settings.supervisor", e));
+        }
+        if let Some(Err(e)) = req.settings.retry.as_ref().map(|r| r.validate()) {
+            errors.push(e.under("settings.retry"));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid_fields(errors));
         }
         let now = self.clock.now();
         let title = req

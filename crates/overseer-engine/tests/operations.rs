@@ -202,7 +202,7 @@ async fn typed_answers_on_the_socket_act_as_the_cli_and_the_wire_stays_as_it_was
                 workspace: "any".to_owned(),
                 task: None,
             },
-            rules: overseer_engine::api::RuleTexts {
+            rules: overseer_engine::RuleTexts {
                 deny: vec!["Bash(".to_owned()],
                 ..Default::default()
             },

@@ -31,6 +31,7 @@ fn generated() -> String {
         serde_json::Value,
         ErrorCode,
         ApiError,
+        overseer_core::FieldError,
         Actor,
         ReleaseReason,
         RunState,
@@ -98,6 +99,8 @@ fn generated() -> String {
         overseer_engine::git::FileChange,
         overseer_engine::NotificationKind,
         overseer_engine::NotificationSettings,
+        overseer_engine::RuleTexts,
+        overseer_engine::SettingsChange,
     );
     out
 }

@@ -2,6 +2,7 @@ import type {
   ActivityView,
   AgentInfo,
   EngineEvent,
+  FieldError,
   GateStory,
   RunStory,
   GateView,
@@ -14,6 +15,7 @@ import type {
   RunView,
   RunsHead,
   Scope,
+  SettingsChange,
   SupervisorPolicy,
   TaskInfo,
   Workspace,
@@ -76,6 +78,9 @@ export interface Backend {
   setPermissions(scope: Scope, rules: RuleSet): Promise<RuleSet>;
   notificationSettings(): Promise<NotificationSettings>;
   setNotificationSettings(settings: NotificationSettings): Promise<NotificationSettings>;
+  /** A dry run of one of the writes above: the field errors it would be
+   * refused with (empty: it would be saved). Writes nothing. */
+  checkSettings(change: SettingsChange): Promise<FieldError[]>;
   /** Every agent profile: installed or not, its mode, what it still needs. */
   agents(): Promise<AgentInfo[]>;
 

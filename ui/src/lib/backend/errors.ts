@@ -1,4 +1,4 @@
-import type { ApiError, ErrorCode } from "../types";
+import type { ApiError, ErrorCode, FieldError } from "../types";
 
 const CODES: readonly ErrorCode[] = [
   "not_found",
@@ -12,12 +12,18 @@ const CODES: readonly ErrorCode[] = [
   "internal",
 ];
 
-/** Whatever a call rejected with, as `{code, message}`. */
+function isFieldError(f: unknown): f is FieldError {
+  return typeof f === "object" && f !== null && typeof (f as FieldError).field === "string" && typeof (f as FieldError).message === "string";
+}
+
+/** Whatever a call rejected with, as `{code, message}` (and the fields in
+ * error, when the engine named them). */
 export function toApiError(e: unknown): ApiError {
   if (typeof e === "object" && e !== null && "code" in e && "message" in e) {
-    const { code, message } = e as { code: unknown; message: unknown };
+    const { code, message, fields } = e as { code: unknown; message: unknown; fields?: unknown };
     if (typeof code === "string" && (CODES as readonly string[]).includes(code) && typeof message === "string") {
-      return { code: code as ErrorCode, message };
+      const named = Array.isArray(fields) ? fields.filter(isFieldError) : [];
+      return named.length > 0 ? { code: code as ErrorCode, message, fields: named } : { code: code as ErrorCode, message };
     }
   }
   if (e instanceof Error) return { code: "internal", message: e.message };

@@ -12,6 +12,7 @@ import type {
   AskKind,
   Containment,
   EngineEvent,
+  FieldError,
   GateStory,
   RunStory,
   GateView,
@@ -25,6 +26,7 @@ import type {
   RunView,
   RunsHead,
   Scope,
+  SettingsChange,
   SupervisorPolicy,
   TaskInfo,
   TaskSettings,
@@ -32,6 +34,39 @@ import type {
 } from "../types";
 
 const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
+
+/** The few refusals the mock engine fakes, one per kind of settings write,
+ * so the window's wiring (messages under fields, as typed and on save) runs
+ * without the engine. Not the engine's rules (those live in core and reach
+ * the window only through its answers): one sample each. */
+export function fakeFieldErrors(change: SettingsChange): FieldError[] {
+  switch (change.kind) {
+    case "workspace_checks":
+      return change.sensors.flatMap((s, i) =>
+        s.trim() ? [] : [{ field: `sensors[${i}]`, message: `sensor ${i + 1} is empty: give a check command such as \`npm test\`, or remove it` }],
+      );
+    case "supervisor":
+      return change.policy?.timeout_seconds === 0
+        ? [{ field: "policy.timeout_seconds", message: "timeout_seconds = 0 is out of range: give 1 to 3600 seconds" }]
+        : [];
+    case "permissions":
+      return change.rules.allow.flatMap((r, i) =>
+        r.includes("(") && !r.endsWith(")") ? [{ field: `rules.allow[${i}]`, message: `rule '${r}' is missing its closing ')'` }] : [],
+      );
+    case "notifications":
+      return change.settings.muted.flatMap((k, i) =>
+        k === "agent_question_blocking" ? [{ field: `notifications.muted[${i}]`, message: `${k} cannot be muted: an agent is stopped until you answer` }] : [],
+      );
+  }
+}
+
+/** A write refused as the engine refuses it: its fields, and a message. */
+function refuse(change: SettingsChange): void {
+  const fields = fakeFieldErrors(change);
+  if (fields.length > 0) {
+    throw { code: "invalid_input", message: fields.map((f) => f.message).join("; "), fields } satisfies ApiError;
+  }
+}
 
 /** A machine that contains runs (what the demo shows in Settings → Agents). */
 const MOCK_CONTAINMENT: Containment = {
@@ -304,8 +339,7 @@ export class MockBackend implements Backend {
     return this.answer(`setWorkspaceChecks ${workspace}`, () => {
       const ws = this.workspaces.find((w) => w.name === workspace);
       if (!ws) throw fail("not_found", `workspace ${workspace} does not exist`);
-      const empty = sensors.findIndex((s) => !s.trim());
-      if (empty >= 0) throw fail("invalid_input", `sensor ${empty + 1} is empty: give a check command such as \`npm test\`, or remove it`);
+      refuse({ kind: "workspace_checks", workspace, sensors, auto_advance: autoAdvance });
       ws.settings = { ...ws.settings, sensors: sensors.map((s) => s.trim()), auto_advance: autoAdvance };
       this.changed({ workspace, task: null });
       return ws;
@@ -323,7 +357,7 @@ export class MockBackend implements Backend {
 
   setSupervisor(scope: Scope, policy: SupervisorPolicy | null) {
     return this.answer("setSupervisor", (): PolicyStatus => {
-      if (policy && policy.timeout_seconds < 1) throw fail("invalid_input", "timeout_seconds must be at least 1");
+      refuse({ kind: "supervisor", scope, policy });
       this.policies.set(key(scope), policy);
       this.changed(scope);
       return this.status(scope);
@@ -332,8 +366,7 @@ export class MockBackend implements Backend {
 
   setPermissions(scope: Scope, rules: RuleSet) {
     return this.answer(`setPermissions ${key(scope)}`, () => {
-      const bad = [...rules.allow, ...rules.ask, ...rules.deny].find((r) => !/^[A-Za-z_][\w-]*(\(.*\))?$/.test(r));
-      if (bad) throw fail("invalid_input", `'${bad}' is not a rule: write Tool or Tool(specifier), e.g. Bash(npm test:*)`);
+      refuse({ kind: "permissions", scope, rules });
       if (scope.task === null) {
         const ws = this.workspaces.find((w) => w.name === scope.workspace);
         if (ws) ws.settings = { ...ws.settings, permissions: structuredClone(rules) };
@@ -356,12 +389,14 @@ export class MockBackend implements Backend {
 
   setNotificationSettings(settings: NotificationSettings) {
     return this.answer("setNotificationSettings", () => {
-      if (settings.muted.includes("agent_question_blocking")) {
-        throw fail("invalid_input", "blocking questions always notify: they cannot be muted");
-      }
+      refuse({ kind: "notifications", settings });
       this.notifications = structuredClone(settings);
       return this.notifications;
     });
+  }
+
+  checkSettings(change: SettingsChange) {
+    return this.answer(`checkSettings ${change.kind}`, () => fakeFieldErrors(change));
   }
 
   async subscribe(onEvent: (e: EngineEvent) => void) {

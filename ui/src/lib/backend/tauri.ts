@@ -7,6 +7,7 @@ import type {
   ActivityView,
   AgentInfo,
   EngineEvent,
+  FieldError,
   GateStory,
   RunStory,
   GateView,
@@ -61,6 +62,7 @@ export const tauriBackend: Backend = {
   setPermissions: (scope, rules) => call<RuleSet>("set_permissions", { scope, rules }),
   notificationSettings: () => call<NotificationSettings>("notification_settings"),
   setNotificationSettings: (settings) => call<NotificationSettings>("set_notification_settings", { settings }),
+  checkSettings: (change) => call<FieldError[]>("check_settings", { change }),
   agents: () => call<AgentInfo[]>("agents"),
 
   subscribe: async (onEvent) => listen<EngineEvent>(EVENT, (e) => onEvent(e.payload)),

@@ -5,7 +5,9 @@ export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in
 
 export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
 
-export type ApiError = { code: ErrorCode, message: string, };
+export type ApiError = { code: ErrorCode, message: string, fields?: Array<FieldError>, };
+
+export type FieldError = { field: string, message: string, };
 
 export type Actor = { "kind": "user", "name": string } | { "kind": "supervisor", "name": string } | { "kind": "engine" } | { "kind": "agent", "name": string };
 
@@ -501,3 +503,7 @@ export type FileChange = { path: string, additions: number, deletions: number, }
 export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked";
 
 export type NotificationSettings = { muted: Array<NotificationKind>, };
+
+export type RuleTexts = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
+
+export type SettingsChange = { "kind": "workspace_checks", workspace: string, sensors: Array<string>, auto_advance: boolean | null, } | { "kind": "supervisor", scope: Scope, policy: SupervisorPolicy | null, } | { "kind": "permissions", scope: Scope, rules: RuleTexts, } | { "kind": "notifications", settings: NotificationSettings, };

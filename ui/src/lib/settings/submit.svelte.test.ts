@@ -26,7 +26,11 @@ describe("Submission", () => {
     const s = new Submission();
     expect(await s.send(() => backend.setNotificationSettings({ muted: ["agent_question_blocking"] }))).toBeNull();
     expect(s.status).toBe("failed");
-    expect(s.error).toEqual({ code: "invalid_input", message: "blocking questions always notify: they cannot be muted" });
+    expect(s.error).toEqual({
+      code: "invalid_input",
+      message: "agent_question_blocking cannot be muted: an agent is stopped until you answer",
+      fields: [{ field: "notifications.muted[0]", message: "agent_question_blocking cannot be muted: an agent is stopped until you answer" }],
+    });
     expect(await s.send(() => backend.setNotificationSettings({ muted: ["run_failed"] }))).toEqual({ muted: ["run_failed"] });
     expect(s.error).toBeNull();
     expect(s.status).toBe("saved");
@@ -34,7 +38,7 @@ describe("Submission", () => {
 
   it("shows the form's own problems without sending anything", () => {
     const s = new Submission();
-    s.invalid([{ field: "timeout", message: "Evaluator timeout must be a whole number" }]);
+    s.invalid([{ field: "policy.timeout_seconds", message: "Evaluator timeout must be a whole number" }]);
     expect(s.status).toBe("failed");
     expect(s.problems).toHaveLength(1);
     expect(s.error).toBeNull();
