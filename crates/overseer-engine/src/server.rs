@@ -685,11 +685,11 @@ pub fn dispatch(
             } else {
                 overseer_core::supervision::Verdict::Reject
             };
-            let option = overseer_core::supervision::verdict_option(view.kind, verdict)
+            let option = overseer_core::supervision::verdict_option(view.kind(), verdict)
                 .ok_or_else(|| {
                     ApiError::new(
                         ErrorCode::InvalidInput,
-                        format!("the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`", view.kind.as_str()),
+                        format!("the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`", view.kind().as_str()),
                     )
                 })?;
             let input = overseer_store::DecisionInput {

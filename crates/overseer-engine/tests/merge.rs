@@ -55,7 +55,7 @@ async fn to_review(w: &World, run: i64) {
             if g.run_id != run {
                 continue;
             }
-            match g.kind {
+            match g.kind() {
                 GateKind::ToolCall => {
                     let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
                 }
@@ -391,7 +391,7 @@ async fn a_merge_that_cannot_happen_changes_nothing_and_its_retry_merges_once() 
         RunState::PendingReview
     );
     let deviation = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(deviation.payload["cause"], "merge_failed");
+    assert_eq!(deviation.body.payload_json()["cause"], "merge_failed");
     // The user puts their work away and retries: one merge.
     git(&w.repo, &["stash", "-q"]);
     w.engine

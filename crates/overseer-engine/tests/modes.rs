@@ -56,15 +56,20 @@ async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why(
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let gate = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
-    assert_eq!(gate.payload["mode"], "auto");
+    assert_eq!(
+        gate.body.payload_json()["cause"],
+        "mode_breach",
+        "{}",
+        gate.body.payload_json()
+    );
+    assert_eq!(gate.body.payload_json()["mode"], "auto");
     assert!(gate.title.contains("`auto`"), "{}", gate.title);
     assert!(
-        gate.payload["error"]
+        gate.body.payload_json()["error"]
             .as_str()
             .is_some_and(|e| e.contains("without asking") && e.contains("nobody chose")),
         "{}",
-        gate.payload
+        gate.body.payload_json()
     );
     let ids: Vec<&str> = gate.options.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids, ["retry", "stop"]);
@@ -128,6 +133,11 @@ async fn a_profile_without_a_mode_keeps_the_agent_in_the_asking_mode_it_starts_i
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let gate = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
-    assert_eq!(gate.payload["mode"], "auto");
+    assert_eq!(
+        gate.body.payload_json()["cause"],
+        "mode_breach",
+        "{}",
+        gate.body.payload_json()
+    );
+    assert_eq!(gate.body.payload_json()["mode"], "auto");
 }
