@@ -1350,4 +1350,64 @@ mod tests {
             "else the title"
         );
     }
+
+    /// A tool-call gate as the rules evaluator sees it.
+    fn tool_gate(body: GateBody, unreadable: Option<serde_json::Value>) -> EvaluationRequest {
+        let run = overseer_core::RunView {
+            id: 3,
+            task_id: 1,
+            task_title: "Install".into(),
+            workspace: "web".into(),
+            agent: "demo".into(),
+            state: overseer_core::RunState::Running,
+            state_since: 1,
+            created_at: 1,
+            needs_you: true,
+            release_note: None,
+            pending_gate: None,
+            current_step: None,
+            sensors: None,
+            last_gate: None,
+            origin: Default::default(),
+            session: None,
+        };
+        let gate = GateView {
+            id: 12,
+            run_id: 3,
+            body,
+            unreadable_payload: unreadable,
+            status: overseer_core::GateStatus::Pending,
+            title: "Run `npm install pg-migrate`".into(),
+            options: Vec::new(),
+            opened_at: 1,
+            decision: None,
+            auto_at: None,
+            auto_option: None,
+            authority: None,
+            effected: false,
+            ask_kind: overseer_core::AskKind::Blocking,
+        };
+        EvaluationRequest {
+            subject: Subject::Gate,
+            run,
+            gate: Some(gate),
+            step: None,
+            policy: SupervisorPolicy::default(),
+            allowed_verdicts: Verdict::ALL.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_rules_never_approve_a_gate_whose_payload_could_not_be_read() {
+        let empty = GateBody::empty(GateKind::ToolCall);
+        // Read: nothing always-gated about it, so the rules approve.
+        let read = RulesEvaluator::judge(&tool_gate(empty.clone(), None));
+        assert_eq!(read.verdict, Verdict::Approve);
+        // The same empty payload standing in for one an older version wrote:
+        // what it asks is unknown, so a human decides.
+        let old = serde_json::json!({"tool": "Bash", "command": "npm install pg-migrate"});
+        let unread = RulesEvaluator::judge(&tool_gate(empty, Some(old)));
+        assert_eq!(unread.verdict, Verdict::Escalate);
+        assert_eq!(unread.rule_ref.as_deref(), Some("rules:unreadable_payload"));
+    }
 }

@@ -75,6 +75,15 @@ describe("gate cards", () => {
     expect(actions(await html({ ...g, auto_at: null }))).toEqual(["why", "proceed", "stop"]);
   });
 
+  it("show a payload an older version wrote as stored, with no details made up from it", async () => {
+    const old = { tool: "Bash", command: "<b>npm install pg-migrate</b>" };
+    const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "" }), unreadable_payload: old });
+    expect(body).toContain('data-testid="unreadable-payload"');
+    expect(body).toContain("&lt;b>npm install pg-migrate&lt;/b>");
+    expect(body).not.toContain('data-testid="tool-call"');
+    expect(actions(body)).toEqual(["why", "yes", "always", "no"]);
+  });
+
   it("render agent text as text, never as markup", async () => {
     const evil = "<img src=x onerror=alert(1)>";
     const body = await html({ ...demo(2), title: evil, kind: "plan", payload: { goal: evil, steps: [{ title: evil }], files: [evil], risks: [], source: "requested" } });
