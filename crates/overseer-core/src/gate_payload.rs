@@ -444,6 +444,47 @@ mod tests {
     }
 
     #[test]
+    fn payloads_the_untyped_engine_wrote_decode_as_their_types() {
+        // As the engine's json! literals wrote them before these types.
+        let tool = r#"{"tool_call":{"id":"c1","title":"Run rm -rf build","kind":"execute","status":null,
+            "raw_input":{"command":"rm -rf build"},"locations":["/w/build"]},
+            "request":{"tool":"Bash","kind":"execute","command":"rm -rf build","paths":["/w/build"]},
+            "reason":"deletes files: rm -rf build","rule":null,"always_gated":"delete_files",
+            "always_gated_why":"deletes files",
+            "agent_options":[{"option_id":"a1","name":"Allow","kind":"allow_once"}]}"#;
+        let (body, raw) = GateBody::decode(GateKind::ToolCall, tool);
+        assert_eq!(raw, None);
+        let GateBody::ToolCall(call) = body else {
+            panic!("a tool call: {body:?}")
+        };
+        assert_eq!(call.always_gated, Some(AlwaysGated::DeleteFiles));
+        assert_eq!(call.request.command.as_deref(), Some("rm -rf build"));
+        assert_eq!(call.agent_options[0].kind, "allow_once");
+        let record = r#"{"step":2,"plan":{"goal":"g","steps":[{"title":"a"}]},"drift":[],
+            "destructive":false,"checks_passed":1,"checks_total":1,
+            "sensors":[{"command":"npm test","passed":true,"exit_code":0}],"retries":0,
+            "tool_calls_ok":3,"tool_calls_total":3,"summary":"done","confidence":0.9,"explain":"all passed"}"#;
+        let (body, raw) = GateBody::decode(GateKind::StepReview, record);
+        assert_eq!(raw, None);
+        assert!(
+            matches!(&body, GateBody::StepReview(s) if s.confidence == Some(0.9) && s.step == 2)
+        );
+        let pause =
+            format!(r#"{{"rationale":"out of scope","step":{record},"timeout_seconds":900}}"#);
+        let (body, raw) = GateBody::decode(GateKind::SupervisorPause, &pause);
+        assert_eq!(raw, None);
+        assert!(
+            matches!(&body, GateBody::SupervisorPause(p) if p.step.as_ref().is_some_and(|s| s.summary == "done"))
+        );
+        let (body, raw) = GateBody::decode(
+            GateKind::Deviation,
+            r#"{"cause":"mode_breach","error":"acts unasked","mode":"auto","attempts":0,"max_attempts":10}"#,
+        );
+        assert_eq!(raw, None);
+        assert_eq!(body.deviation_error(), Some("acts unasked"));
+    }
+
+    #[test]
     fn a_payload_that_does_not_fit_is_kept_raw_beside_an_empty_one() {
         let (body, raw) = GateBody::decode(
             GateKind::ToolCall,
