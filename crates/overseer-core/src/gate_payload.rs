@@ -87,7 +87,9 @@ impl GateBody {
     }
 
     /// A payload of `kind` with nothing in it: what an unreadable stored
-    /// payload reads as (its raw JSON is kept beside it).
+    /// payload reads as (its raw JSON is kept beside it). A deviation's cause
+    /// reads as `turn_failed`, so an unreadable one is never taken for a
+    /// failed merge.
     pub fn empty(kind: GateKind) -> GateBody {
         match kind {
             GateKind::Plan => GateBody::Plan(PlanProposal {
