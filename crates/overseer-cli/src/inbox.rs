@@ -89,7 +89,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             let gates: Vec<GateView> = act(paths, op::ListGates { pending_only: !all }).await?;
             let questions: Vec<GateView> = gates
                 .into_iter()
-                .filter(|g| g.kind == GateKind::Question)
+                .filter(|g| g.kind() == GateKind::Question)
                 .collect();
             if json {
                 println!("{}", serde_json::to_string_pretty(&questions)?);
@@ -104,10 +104,10 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             decline,
         } => {
             let g: GateView = act(paths, op::ShowGate { gate }).await?;
-            if g.kind != GateKind::Question {
+            if g.kind() != GateKind::Question {
                 anyhow::bail!(
                     "gate {gate} is a {} gate, not a question: decide it with `overseer gates decide {gate} OPTION`",
-                    g.kind.as_str()
+                    g.kind().as_str()
                 );
             }
             let (option, context) = if decline {
@@ -133,7 +133,10 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
 /// The answer's form content from `--choose N=LABEL` and `--text [N=]TEXT`,
 /// checked against the question's options.
 fn answer_content(g: &GateView, choose: &[String], text: &[String]) -> anyhow::Result<String> {
-    let props = g.payload["schema"]["properties"].as_object();
+    let props = g
+        .body
+        .question()
+        .and_then(|q| q.schema["properties"].as_object());
     let Some(props) = props.filter(|p| !p.is_empty()) else {
         // A notice or a plain question: the reply is text.
         let reply = text
@@ -222,7 +225,8 @@ fn questions_table(gates: &[GateView], now: i64) -> String {
             age(g.opened_at, now),
             inert(&g.title)
         );
-        if let Some(props) = g.payload["schema"]["properties"].as_object() {
+        let question = g.body.question();
+        if let Some(props) = question.and_then(|q| q.schema["properties"].as_object()) {
             let mut n = 0;
             for (key, spec) in props {
                 if key.ends_with("_custom") {
@@ -250,7 +254,10 @@ fn questions_table(gates: &[GateView], now: i64) -> String {
                     offered.join(" | ")
                 );
             }
-        } else if let Some(m) = g.payload["message"].as_str().filter(|m| *m != g.title) {
+        } else if let Some(m) = question
+            .map(|q| q.message.as_str())
+            .filter(|m| !m.is_empty() && *m != g.title)
+        {
             let _ = writeln!(out, "    {}", inert(m));
         }
     }
@@ -421,21 +428,27 @@ pub async fn sessions(paths: &Paths, cmd: SessionsCommand) -> anyhow::Result<Exi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overseer_core::{AskKind, GateStatus};
+    use overseer_core::{AskKind, GateBody, GateStatus, QuestionGate};
 
     fn question_gate() -> GateView {
         GateView {
             id: 4,
             run_id: 2,
-            kind: GateKind::Question,
+            body: GateBody::Question(QuestionGate {
+                message: "Which tone?".into(),
+                schema: json!({"type": "object", "properties": {
+                    "question_0": {"type": "string", "description": "Which tone?", "oneOf": [{"const": "Formal"}, {"const": "Friendly"}]},
+                    "question_0_custom": {"type": "string"},
+                    "question_1": {"type": "array", "description": "Parts?", "items": {"anyOf": [{"const": "Install"}, {"const": "Usage"}]}}
+                }}),
+                questions: Vec::new(),
+                ask_kind: None,
+                notice: None,
+            }),
+            unreadable_payload: None,
             status: GateStatus::Pending,
             title: "Which tone?".into(),
             options: vec![],
-            payload: json!({"schema": {"type": "object", "properties": {
-                "question_0": {"type": "string", "description": "Which tone?", "oneOf": [{"const": "Formal"}, {"const": "Friendly"}]},
-                "question_0_custom": {"type": "string"},
-                "question_1": {"type": "array", "description": "Parts?", "items": {"anyOf": [{"const": "Install"}, {"const": "Usage"}]}}
-            }}}),
             opened_at: 0,
             decision: None,
             auto_at: None,
@@ -474,7 +487,13 @@ mod tests {
     #[test]
     fn a_notice_is_answered_with_plain_text() {
         let mut g = question_gate();
-        g.payload = json!({"message": "Claude finished", "ask_kind": "info"});
+        g.body = GateBody::Question(QuestionGate {
+            message: "Claude finished".into(),
+            schema: serde_json::Value::Null,
+            questions: Vec::new(),
+            ask_kind: Some(AskKind::Info),
+            notice: None,
+        });
         assert_eq!(
             answer_content(&g, &[], &["go on with the tests".into()]).expect("reply"),
             "go on with the tests"

@@ -149,7 +149,7 @@ pub fn gates_table(gates: &[GateView], now: i64) -> String {
             "{:>5}  {:>5}  {:<16} {:<9} {:>5}  {}",
             g.id,
             g.run_id,
-            g.kind.as_str(),
+            g.kind().as_str(),
             g.status.as_str(),
             age(g.opened_at, now),
             inert(&g.title)
@@ -167,7 +167,7 @@ pub fn gate_detail(g: &GateView) -> String {
         out,
         "gate {} ({}) on run {}: {}",
         g.id,
-        g.kind.as_str(),
+        g.kind().as_str(),
         g.run_id,
         inert(&g.title)
     );

@@ -323,14 +323,11 @@ impl AskKind {
     }
 }
 
-/// What kind of ask a gate is: what its opener declared (`ask_kind` in
-/// its payload), else a gate with a timer is a question, else by kind.
-pub fn ask_kind(kind: GateKind, payload: &serde_json::Value, auto_at: Option<Millis>) -> AskKind {
-    if let Some(declared) = payload
-        .get("ask_kind")
-        .and_then(|v| v.as_str())
-        .and_then(AskKind::parse)
-    {
+/// What kind of ask a gate is: what its opener declared (`ask_kind` in its
+/// payload, [`crate::GateBody::declared_ask_kind`]), else a gate with a
+/// timer is a question, else by kind.
+pub fn ask_kind(kind: GateKind, declared: Option<AskKind>, auto_at: Option<Millis>) -> AskKind {
+    if let Some(declared) = declared {
         return declared;
     }
     if auto_at.is_some() {

@@ -10,6 +10,7 @@
 //! - [`progress`]: where a launched run is (planning, which step), kept so a restart carries it on.
 //! - [`run`]: the run state machine, `apply(state, event, now)`.
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
+//! - [`gate_payload`]: what each kind of gate is about (its typed payload).
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
@@ -27,6 +28,7 @@ pub mod agent;
 pub mod confidence;
 pub mod error;
 pub mod gate;
+pub mod gate_payload;
 pub mod message;
 pub mod plan;
 pub mod progress;
@@ -42,6 +44,10 @@ pub use gate::{
     ask_kind, check_decision, merge_review_options, parse_choice, AskKind, Choice, DecisionError,
     DeviationChoice, GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice,
     PlanChoice, QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
+};
+pub use gate_payload::{
+    AgentOption, AgentToolCall, DeviationCause, DeviationGate, GateBody, MergeReviewGate,
+    QuestionGate, StepRecord, StepSensor, SupervisorPauseGate, ToolCallGate,
 };
 pub use run::{
     apply, InvalidTransition, ReleaseReason, RetryPolicy, RunEvent, RunState, Transition,

@@ -75,7 +75,7 @@ use std::fmt;
 
 /// A tool call as the permission layer sees it (the engine maps ACP tool
 /// calls to this).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ToolRequest {
     /// Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
     /// `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
@@ -92,6 +92,7 @@ pub struct ToolRequest {
     /// resolved it (symlinks followed, `..` applied). Empty when nobody
     /// resolved them: the rules then see the paths as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<Resolved>>", optional)]
     pub resolved: Vec<Resolved>,
 }
 
@@ -99,7 +100,7 @@ pub struct ToolRequest {
 /// the operating system would resolve it (the longest existing prefix
 /// canonicalized, so symlinks and `..` count). Core does no I/O: this is the
 /// engine's answer, passed in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "leads", rename_all = "snake_case")]
 pub enum Resolved {
     /// Inside the worktree, at `path` relative to it.
@@ -1004,7 +1005,7 @@ pub enum SessionMode {
 }
 
 /// Operations a human sees every time, whatever the rules or the confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum AlwaysGated {
     DeleteFiles,

@@ -92,7 +92,7 @@ pub enum ToolStage {
 }
 
 /// One question of an `ask_user` batch (the planner-questions schema).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct AskQuestion {
     /// A short tab label (at most 30 characters).
     pub header: String,
@@ -111,7 +111,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct AskOption {
     pub label: String,
     #[serde(default)]
@@ -127,7 +127,7 @@ pub struct PlanStepInput {
 }
 
 /// What an external notice is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeKind {
     /// The agent tells the user something (Claude's `Notification`).

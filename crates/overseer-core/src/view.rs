@@ -115,16 +115,22 @@ pub struct SensorResult {
 }
 
 /// A gate with its options and, once decided, its decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct GateView {
     pub id: GateId,
     pub run_id: RunId,
-    pub kind: GateKind,
+    /// The gate's `kind` and what it is about (`payload`): the plan, the
+    /// tool call, the error..., typed by kind.
+    #[serde(flatten)]
+    pub body: crate::GateBody,
+    /// The payload as stored, when it does not fit its kind's type (written
+    /// by an older version): `payload` is then empty and this is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub unreadable_payload: Option<serde_json::Value>,
     pub status: GateStatus,
     pub title: String,
     pub options: Vec<GateOption>,
-    /// What the gate is about (plan, tool call, error), as its opener wrote it.
-    pub payload: serde_json::Value,
     pub opened_at: Millis,
     pub decision: Option<GateDecision>,
     /// When a timer decides the gate if nobody has (step_review auto-proceed,
@@ -143,6 +149,12 @@ pub struct GateView {
     /// Blocking, question or info ([`crate::gate::ask_kind`]).
     #[serde(default = "blocking")]
     pub ask_kind: crate::gate::AskKind,
+}
+
+impl GateView {
+    pub fn kind(&self) -> GateKind {
+        self.body.kind()
+    }
 }
 
 fn blocking() -> crate::gate::AskKind {

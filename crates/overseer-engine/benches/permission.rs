@@ -122,7 +122,7 @@ fn spawn_decider(
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => {
                     for g in engine.gates(true).unwrap_or_default() {
-                        decide(g.id, g.kind);
+                        decide(g.id, g.kind());
                     }
                 }
                 Err(RecvError::Closed) => break,
@@ -379,7 +379,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         e.gates(true).map_or(0, |gates| {
             gates
                 .iter()
-                .filter(|g| g.kind == GateKind::ToolCall && holders.contains(&g.run_id))
+                .filter(|g| g.kind() == GateKind::ToolCall && holders.contains(&g.run_id))
                 .count()
         })
     };

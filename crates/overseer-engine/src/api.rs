@@ -482,12 +482,12 @@ fn supervisor_vote(
     } else {
         overseer_core::supervision::Verdict::Reject
     };
-    let option = overseer_core::supervision::verdict_option(view.kind, verdict).ok_or_else(|| {
+    let option = overseer_core::supervision::verdict_option(view.kind(), verdict).ok_or_else(|| {
         ApiError::new(
             ErrorCode::InvalidInput,
             format!(
                 "the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`",
-                view.kind.as_str()
+                view.kind().as_str()
             ),
         )
     })?;

@@ -3,12 +3,12 @@
 //! exercises the real paths and leaves a verifiable audit log.
 
 use crate::ops;
+use overseer_core::rules::{AlwaysGated, ToolRequest};
 use overseer_core::{
-    Actor, EngineEvent, GateKind, GateOption, MergeReviewChoice, Millis, RunEvent, RunId,
-    ToolCallChoice,
+    Actor, AgentToolCall, EngineEvent, GateBody, GateKind, GateOption, MergeReviewChoice, Millis,
+    RunEvent, RunId, ToolCallChoice, ToolCallGate,
 };
 use overseer_store::{Store, StoreError};
-use serde_json::json;
 
 const MINUTE: Millis = 60_000;
 
@@ -204,14 +204,13 @@ pub fn seed(
                 let gate = store.write(|tx| {
                     tx.open_gate(
                         run,
-                        GateKind::ToolCall,
                         "Run `npm install pg-migrate` in the worktree",
                         &[
                             GateOption::choice(ToolCallChoice::Yes, "Yes"),
                             GateOption::choice(ToolCallChoice::Always, "Always for this run"),
                             GateOption::choice(ToolCallChoice::No, "No").with_required_context(),
                         ],
-                        &json!({"tool": "Bash", "command": "npm install pg-migrate"}),
+                        &demo_install_call(),
                         &Actor::Agent(agent.to_string()),
                         at,
                     )
@@ -377,4 +376,25 @@ pub fn seed_bulk(
         i = batch_end;
     }
     Ok(ids)
+}
+
+/// The demo fleet's waiting run asks this: a package install, always gated.
+fn demo_install_call() -> GateBody {
+    let gated = AlwaysGated::InstallPackages;
+    GateBody::ToolCall(ToolCallGate {
+        tool_call: AgentToolCall::default(),
+        request: ToolRequest {
+            tool: "Bash".to_owned(),
+            kind: "execute".to_owned(),
+            command: Some("npm install pg-migrate".to_owned()),
+            paths: Vec::new(),
+            resolved: Vec::new(),
+        },
+        reason: format!("{}: npm install pg-migrate", gated.describe()),
+        rule: None,
+        always_gated: Some(gated),
+        always_gated_why: Some(gated.describe().to_owned()),
+        agent_options: Vec::new(),
+        ask_kind: None,
+    })
 }

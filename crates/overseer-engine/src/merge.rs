@@ -380,7 +380,7 @@ impl Engine {
             .store()
             .gates(false)?
             .into_iter()
-            .filter(|g| g.run_id == run && g.kind == GateKind::MergeReview)
+            .filter(|g| g.run_id == run && g.kind() == GateKind::MergeReview)
             .max_by_key(|g| g.id))
     }
 
@@ -411,7 +411,7 @@ impl Engine {
         self.publish(vec![EngineEvent::GateDecided {
             gate_id: gate.id,
             run_id: gate.run_id,
-            kind: gate.kind,
+            kind: gate.kind(),
         }]);
         self.effect_approval(&voted, actor)
     }
@@ -468,7 +468,7 @@ pub(crate) fn awaiting_cosign(gate: &GateView, decisions: &[DecisionRecord]) -> 
         })
         .collect();
     matches!(
-        resolve(gate.authority, Some(gate.kind.approve_option()), &votes),
+        resolve(gate.authority, Some(gate.kind().approve_option()), &votes),
         Resolution::Pending {
             awaiting_cosign: true
         }

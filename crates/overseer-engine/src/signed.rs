@@ -64,7 +64,7 @@ impl Engine {
             events.push(EngineEvent::GateOpened {
                 gate_id: gate.id,
                 run_id: gate.run_id,
-                kind: gate.kind,
+                kind: gate.kind(),
             });
         }
         if let Ok(run) = self.run(gate.run_id) {

@@ -23,7 +23,7 @@ use overseer_core::supervision::{
     EvaluatorOutput, StepFacts, Subject, SupervisorPolicy, Verdict,
 };
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateId, GateKind, GateOption, GateView,
+    Actor, ApiError, EngineEvent, ErrorCode, GateBody, GateId, GateKind, GateOption, GateView,
     MergeReviewChoice, RunId, StepReviewChoice, SupervisorPauseChoice,
 };
 use overseer_store::{DecisionInput, GateSpec, RunWork};
@@ -153,9 +153,9 @@ impl Engine {
         actor: &Actor,
     ) -> Result<GateId, ApiError> {
         let policy = policy_of(work);
-        spec.authority = policy.authority(spec.kind);
+        spec.authority = policy.authority(spec.kind());
         if spec.approve_option.is_none() {
-            spec.approve_option = Some(spec.kind.approve_option().to_owned());
+            spec.approve_option = Some(spec.kind().approve_option().to_owned());
         }
         let gate = self.open_gate_spec(&spec, actor)?;
         if spec.authority.is_some() {
@@ -179,7 +179,7 @@ impl Engine {
         gate: GateId,
     ) -> Result<(), ApiError> {
         let policy = policy_of(work);
-        let kind = self.gate(gate)?.kind;
+        let kind = self.gate(gate)?.kind();
         let Some(authority) = policy.authority(kind) else {
             return Ok(());
         };
@@ -209,7 +209,7 @@ impl Engine {
             EngineEvent::GateOpened {
                 gate_id: gate,
                 run_id: spec.run_id,
-                kind: spec.kind,
+                kind: spec.kind(),
             },
             EngineEvent::RunChanged { run: view },
         ]);
@@ -249,11 +249,11 @@ impl Engine {
                 EngineEvent::GateDecided {
                     gate_id,
                     run_id: outcome.gate.run_id,
-                    kind: outcome.gate.kind,
+                    kind: outcome.gate.kind(),
                 },
                 EngineEvent::RunChanged { run },
             ]);
-            if outcome.gate.kind == GateKind::MergeReview {
+            if outcome.gate.kind() == GateKind::MergeReview {
                 self.review_effect(&outcome.gate)?;
             }
         }
@@ -547,7 +547,7 @@ async fn evaluate_gate(engine: Arc<Engine>, gate_id: GateId, policy: SupervisorP
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let result = evaluate_with_timeout(&*ev, &req, timeout).await;
     let input = match result {
-        Ok(out) => vote_input(gate.kind, authority, &out, gate_id),
+        Ok(out) => vote_input(gate.kind(), authority, &out, gate_id),
         Err(e) => failure_input(&e, gate_id),
     };
     let escalated = input.verdict == Some(Verdict::Escalate);
@@ -825,24 +825,30 @@ impl RulesEvaluator {
                 "rules:no_gate",
                 "nothing to evaluate".to_owned(),
             ),
-            (Subject::Gate, Some(gate)) => match gate.kind {
-                GateKind::ToolCall => {
-                    match gate.payload.get("always_gated").and_then(|v| v.as_str()) {
-                        Some(cat) => out(
+            (Subject::Gate, Some(gate)) if gate.unreadable_payload.is_some() => out(
+                Verdict::Escalate,
+                "rules:unreadable_payload",
+                "what the gate is about could not be read: a human must look".to_owned(),
+            ),
+            (Subject::Gate, Some(gate)) => match &gate.body {
+                GateBody::ToolCall(call) => match call.always_gated {
+                    Some(cat) => {
+                        let cat = cat.as_str();
+                        out(
                             Verdict::Escalate,
                             &format!("always_gated:{cat}"),
                             format!("{cat}: a human must see this every time"),
-                        ),
-                        None => out(
-                            Verdict::Approve,
-                            "rules:not_destructive",
-                            "not destructive, inside the worktree, not a secret".to_owned(),
-                        ),
+                        )
                     }
-                }
-                GateKind::Plan => {
-                    let steps = gate.payload["steps"].as_array().map_or(0, Vec::len);
-                    let files = gate.payload["files"].as_array().map_or(0, Vec::len);
+                    None => out(
+                        Verdict::Approve,
+                        "rules:not_destructive",
+                        "not destructive, inside the worktree, not a secret".to_owned(),
+                    ),
+                },
+                GateBody::Plan(plan) => {
+                    let steps = plan.steps.len();
+                    let files = plan.files.len();
                     if steps > 0 && files > 0 {
                         out(
                             Verdict::Approve,
@@ -857,15 +863,15 @@ impl RulesEvaluator {
                         )
                     }
                 }
-                GateKind::StepReview => {
-                    let score = gate.payload["confidence"].as_f64().unwrap_or(0.0);
+                GateBody::StepReview(step) => {
+                    let score = step.confidence.unwrap_or(0.0);
                     let band = overseer_core::confidence::band(score);
                     let medium_or_better = matches!(
                         band,
                         overseer_core::confidence::Band::High
                             | overseer_core::confidence::Band::Medium
                     );
-                    if medium_or_better && !gate.payload["destructive"].as_bool().unwrap_or(true) {
+                    if medium_or_better && !step.destructive {
                         out(
                             Verdict::Approve,
                             "rules:confidence_medium",
@@ -879,7 +885,7 @@ impl RulesEvaluator {
                         )
                     }
                 }
-                GateKind::MergeReview => {
+                GateBody::MergeReview(_) => {
                     let step = req.step.clone().unwrap_or_default();
                     let sensors_ok = step["checks_total"].as_u64().unwrap_or(0) > 0
                         && step["checks_passed"] == step["checks_total"];
@@ -898,11 +904,13 @@ impl RulesEvaluator {
                         )
                     }
                 }
-                GateKind::Question | GateKind::Deviation | GateKind::SupervisorPause => out(
-                    Verdict::Escalate,
-                    "rules:human_only",
-                    "questions and failures go to the human".to_owned(),
-                ),
+                GateBody::Question(_) | GateBody::Deviation(_) | GateBody::SupervisorPause(_) => {
+                    out(
+                        Verdict::Escalate,
+                        "rules:human_only",
+                        "questions and failures go to the human".to_owned(),
+                    )
+                }
             },
         }
     }
@@ -964,7 +972,7 @@ fn fire(engine: &Engine, gate: GateId) {
             let mut events = vec![EngineEvent::GateDecided {
                 gate_id: g.id,
                 run_id: g.run_id,
-                kind: g.kind,
+                kind: g.kind(),
             }];
             if let Ok(run) = run {
                 events.push(EngineEvent::RunChanged { run });
@@ -1340,5 +1348,66 @@ mod tests {
             Some("Run something"),
             "else the title"
         );
+    }
+
+    /// A tool-call gate as the rules evaluator sees it.
+    fn tool_gate(body: GateBody, unreadable: Option<serde_json::Value>) -> EvaluationRequest {
+        let run = overseer_core::RunView {
+            id: 3,
+            task_id: 1,
+            task_title: "Install".into(),
+            workspace: "web".into(),
+            agent: "demo".into(),
+            state: overseer_core::RunState::Running,
+            state_since: 1,
+            created_at: 1,
+            needs_you: true,
+            release_note: None,
+            pending_gate: None,
+            current_step: None,
+            sensors: None,
+            last_gate: None,
+            origin: Default::default(),
+            session: None,
+            actions: Default::default(),
+        };
+        let gate = GateView {
+            id: 12,
+            run_id: 3,
+            body,
+            unreadable_payload: unreadable,
+            status: overseer_core::GateStatus::Pending,
+            title: "Run `npm install pg-migrate`".into(),
+            options: Vec::new(),
+            opened_at: 1,
+            decision: None,
+            auto_at: None,
+            auto_option: None,
+            authority: None,
+            effected: false,
+            ask_kind: overseer_core::AskKind::Blocking,
+        };
+        EvaluationRequest {
+            subject: Subject::Gate,
+            run,
+            gate: Some(gate),
+            step: None,
+            policy: SupervisorPolicy::default(),
+            allowed_verdicts: Verdict::ALL.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_rules_never_approve_a_gate_whose_payload_could_not_be_read() {
+        let empty = GateBody::empty(GateKind::ToolCall);
+        // Read: nothing always-gated about it, so the rules approve.
+        let read = RulesEvaluator::judge(&tool_gate(empty.clone(), None));
+        assert_eq!(read.verdict, Verdict::Approve);
+        // The same empty payload standing in for one an older version wrote:
+        // what it asks is unknown, so a human decides.
+        let old = serde_json::json!({"tool": "Bash", "command": "npm install pg-migrate"});
+        let unread = RulesEvaluator::judge(&tool_gate(empty, Some(old)));
+        assert_eq!(unread.verdict, Verdict::Escalate);
+        assert_eq!(unread.rule_ref.as_deref(), Some("rules:unreadable_payload"));
     }
 }

@@ -5,9 +5,9 @@
 use crate::git;
 use crate::Engine;
 use overseer_core::{
-    parse_choice, ActivityView, Actor, ApiError, DeviationChoice, EngineEvent, ErrorCode,
-    FieldError, GateId, GateKind, GateOption, GateView, MergeReviewChoice, RunId, RunState,
-    RunView, TaskId,
+    parse_choice, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate,
+    EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption, GateView,
+    MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
 use overseer_store::{Workspace, WorkspaceSettings};
 use serde_json::json;
@@ -207,7 +207,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<GateView, ApiError> {
         let gate = self.gate(gate_id)?;
-        if gate.kind == GateKind::MergeReview {
+        if gate.kind() == GateKind::MergeReview {
             let choice = parse_choice::<MergeReviewChoice>(option)
                 .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
             match choice {
@@ -219,7 +219,11 @@ impl Engine {
             };
             return self.gate(gate_id);
         }
-        if gate.kind == GateKind::Deviation && gate.payload["cause"] == "merge_failed" {
+        if let GateBody::Deviation(DeviationGate {
+            cause: DeviationCause::MergeFailed,
+            ..
+        }) = gate.body
+        {
             return self.decide_merge_deviation(&gate, option, context, actor);
         }
         let now = self.clock.now();
@@ -232,7 +236,7 @@ impl Engine {
             EngineEvent::GateDecided {
                 gate_id,
                 run_id: decided.run_id,
-                kind: decided.kind,
+                kind: decided.kind(),
             },
             EngineEvent::RunChanged { run },
         ]);
@@ -255,21 +259,26 @@ impl Engine {
             .store()
             .gates(true)?
             .into_iter()
-            .any(|g| g.run_id == run_id && g.kind == GateKind::Deviation);
+            .any(|g| g.run_id == run_id && g.kind() == GateKind::Deviation);
         if already {
             return Ok(());
         }
         let gate = self.write(|tx| {
             tx.open_gate(
                 run_id,
-                GateKind::Deviation,
                 "The approved work could not be merged",
                 &[
                     GateOption::choice(DeviationChoice::Retry, "Retry the merge"),
                     GateOption::choice(DeviationChoice::Stop, "Stop: reject the run")
                         .with_required_context(),
                 ],
-                &json!({"cause": "merge_failed", "error": err.message}),
+                &GateBody::Deviation(DeviationGate {
+                    cause: DeviationCause::MergeFailed,
+                    error: err.message.clone(),
+                    mode: None,
+                    attempts: None,
+                    max_attempts: None,
+                }),
                 &Actor::Engine,
                 now,
             )
@@ -298,7 +307,7 @@ impl Engine {
         self.publish(vec![EngineEvent::GateDecided {
             gate_id: gate.id,
             run_id: gate.run_id,
-            kind: gate.kind,
+            kind: gate.kind(),
         }]);
         match parse_choice::<DeviationChoice>(option) {
             Ok(DeviationChoice::Retry) => {
@@ -462,7 +471,7 @@ impl Engine {
                 .map(|g| EngineEvent::GateDecided {
                     gate_id: g.id,
                     run_id: run,
-                    kind: g.kind,
+                    kind: g.kind(),
                 })
                 .collect();
             let t = store.write(|tx| tx.transition(run, event, note, actor, now))?;
@@ -493,16 +502,15 @@ impl Engine {
     pub(crate) fn open_gate(
         &self,
         run: RunId,
-        kind: GateKind,
         title: &str,
         options: &[GateOption],
-        payload: serde_json::Value,
+        body: GateBody,
         actor: &Actor,
     ) -> Result<GateId, ApiError> {
         let now = self.clock.now();
+        let kind = body.kind();
         let (gate, view) = {
-            let gate =
-                self.write(|tx| tx.open_gate(run, kind, title, options, &payload, actor, now))?;
+            let gate = self.write(|tx| tx.open_gate(run, title, options, &body, actor, now))?;
             (gate, self.store().run(run)?)
         };
         self.publish(vec![
@@ -533,7 +541,7 @@ impl Engine {
             events.push(EngineEvent::GateOpened {
                 gate_id: g.id,
                 run_id: g.run_id,
-                kind: g.kind,
+                kind: g.kind(),
             });
             events.push(EngineEvent::RunChanged {
                 run: self.run(g.run_id)?,

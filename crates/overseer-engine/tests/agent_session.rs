@@ -10,7 +10,7 @@ mod scripted;
 
 use common::{git, pending_gate, start_as, state, until, world_with, World};
 use overseer_core::agent::PlanStrategy;
-use overseer_core::{Actor, GateKind, ReleaseReason, RunState};
+use overseer_core::{Actor, DeviationGate, GateBody, GateKind, ReleaseReason, RunState};
 use overseer_engine::acp::{PermissionReply, QuestionReply, ToolCallInfo};
 use overseer_engine::{Engine, LogNotifier, SystemClock};
 use overseer_store::{TaskSettings, WorkspaceSettings};
@@ -75,7 +75,7 @@ fn gates_of(w: &World, run: i64, kind: GateKind) -> usize {
         .gates(false)
         .expect("gates")
         .into_iter()
-        .filter(|g| g.run_id == run && g.kind == kind)
+        .filter(|g| g.run_id == run && g.kind() == kind)
         .count()
 }
 
@@ -98,12 +98,10 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
     let run = start(&w, None);
 
     let plan = pending_gate(&w, run, GateKind::Plan).await;
-    let titles: Vec<&str> = plan.payload["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .filter_map(|s| s["title"].as_str())
-        .collect();
+    let GateBody::Plan(proposal) = &plan.body else {
+        panic!("a plan gate carries a plan: {:?}", plan.body)
+    };
+    let titles: Vec<&str> = proposal.steps.iter().map(|s| s.title.as_str()).collect();
     assert_eq!(titles, ["Write the greeting", "Mention it in the README"]);
     // Nothing is asked of the agent, nor changed, before the plan is approved.
     assert_eq!(script.prompts().len(), 1);
@@ -197,9 +195,10 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
 
     let gate = pending_gate(&w, run, GateKind::ToolCall).await;
     assert_eq!(
-        gate.payload["tool_call"]["id"], "exec-1",
+        gate.body.payload_json()["tool_call"]["id"],
+        "exec-1",
         "{}",
-        gate.payload
+        gate.body.payload_json()
     );
     // The read was decided by the default rules, with no gate, and the agent
     // got its answer; the command waits for a human, and so does the turn.
@@ -230,7 +229,12 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
     // A step that asked for a destructive command is the user's to weigh,
     // refused or not.
     let review = pending_gate(&w, run, GateKind::StepReview).await;
-    assert_eq!(review.payload["destructive"], true, "{}", review.payload);
+    assert_eq!(
+        review.body.payload_json()["destructive"],
+        true,
+        "{}",
+        review.body.payload_json()
+    );
     w.engine
         .decide_gate(review.id, "proceed", None, &Actor::cli())
         .expect("proceed");
@@ -264,13 +268,18 @@ async fn an_agent_that_ends_its_planning_turn_without_a_plan_puts_its_words_to_t
     let run = start(&w, None);
 
     let plan = pending_gate(&w, run, GateKind::Plan).await;
-    assert_eq!(plan.payload["source"], "prose", "{}", plan.payload);
+    assert_eq!(
+        plan.body.payload_json()["source"],
+        "prose",
+        "{}",
+        plan.body.payload_json()
+    );
     assert!(
-        plan.payload["markdown"]
+        plan.body.payload_json()["markdown"]
             .as_str()
             .is_some_and(|m| m.contains("change the greeting")),
         "{}",
-        plan.payload
+        plan.body.payload_json()
     );
     // A missing plan is never a deviation.
     assert_eq!(gates_of(&w, run, GateKind::Deviation), 0);
@@ -305,7 +314,9 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
     let run = start(&w, Some(PlanStrategy::Skip));
 
     let deviation = pending_gate(&w, run, GateKind::Deviation).await;
-    let error = deviation.payload["error"].as_str().unwrap_or_default();
+    let GateBody::Deviation(DeviationGate { error, .. }) = &deviation.body else {
+        panic!("a deviation gate: {:?}", deviation.body)
+    };
     assert!(
         error.contains("exited or crashed"),
         "the user is told the agent died: {error}"
@@ -363,7 +374,7 @@ async fn an_agents_question_waits_in_the_inbox_and_the_users_answer_reaches_it()
     let run = start(&w, Some(PlanStrategy::Skip));
 
     let question = pending_gate(&w, run, GateKind::Question).await;
-    assert_eq!(question.payload["message"], "Which greeting?");
+    assert_eq!(question.body.payload_json()["message"], "Which greeting?");
     assert!(w.engine.run(run).expect("run").needs_you);
     assert!(
         script.replies().is_empty(),

@@ -453,7 +453,7 @@ async fn a_sensor_runs_contained_with_a_cleared_environment_and_its_daemon_is_st
             e.gates(true)
                 .ok()?
                 .into_iter()
-                .find(|g| g.run_id == run && g.kind == GateKind::ToolCall)
+                .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall)
                 .map(Ok)
         })
         .await;

@@ -2,8 +2,9 @@
 //! speaks the chat-completions format (standing in for the LLM), and real
 //! reviewer commands. Every failure is an error, never an approval.
 
+use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
 use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
-use overseer_core::{GateKind, GateOption, GateStatus, GateView, RunState, RunView};
+use overseer_core::{GateBody, GateOption, GateStatus, GateView, RunState, RunView};
 use overseer_engine::evaluate::{
     evaluate_with_timeout, parse_verdict, CommandEvaluator, EvaluationRequest, Evaluator,
     EvaluatorError, OpenAiEvaluator, PROMPT_VERSION,
@@ -36,14 +37,24 @@ fn request(subject: Subject) -> EvaluationRequest {
     let gate = GateView {
         id: 12,
         run_id: 3,
-        kind: GateKind::Plan,
+        body: GateBody::Plan(PlanProposal {
+            goal: "Add a greeting".into(),
+            steps: vec![PlanStep {
+                title: "write".into(),
+                agent: None,
+            }],
+            files: vec!["a.txt".into()],
+            risks: Vec::new(),
+            markdown: None,
+            source: PlanSource::default(),
+        }),
+        unreadable_payload: None,
         status: GateStatus::Pending,
         title: "Approve the plan: Add a greeting".into(),
         options: vec![
             GateOption::new("approve", "Approve"),
             GateOption::new("reject", "Reject"),
         ],
-        payload: serde_json::json!({"goal": "Add a greeting", "steps": [{"title": "write"}], "files": ["a.txt"]}),
         opened_at: 1,
         decision: None,
         auto_at: None,

@@ -137,7 +137,7 @@ async fn pending(w: &World, kind: GateKind) -> GateView {
             .gates(true)
             .expect("gates")
             .into_iter()
-            .find(|g| g.kind == kind)
+            .find(|g| g.kind() == kind)
     })
     .await
 }
@@ -411,7 +411,7 @@ async fn questions_plans_notices_and_steering_reach_the_agent() {
     );
     assert_eq!(row.agent, "cursor");
     assert_eq!(
-        gate.payload["schema"]["properties"]["question_0"]["oneOf"][1]["const"],
+        gate.body.payload_json()["schema"]["properties"]["question_0"]["oneOf"][1]["const"],
         "Friendly"
     );
     w.engine
@@ -492,7 +492,7 @@ async fn questions_plans_notices_and_steering_reach_the_agent() {
     );
     // Without steering, the stop is an info item in the inbox.
     let info = pending(&w, GateKind::Question).await;
-    assert_eq!(info.payload["ask_kind"], "info");
+    assert_eq!(info.body.payload_json()["ask_kind"], "info");
     assert_eq!(info.ask_kind, overseer_core::AskKind::Info);
     let row = w.engine.run(row.id).expect("run");
     assert!(

@@ -9,7 +9,9 @@ mod common;
 
 use common::{git, pending_gate, start, state, until, world_with, World};
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy};
-use overseer_core::{Actor, ErrorCode, GateKind, ReleaseReason, RunState};
+use overseer_core::{
+    Actor, DeviationCause, ErrorCode, GateBody, GateKind, ReleaseReason, RunState,
+};
 use overseer_engine::{
     Engine, LogNotifier, MergeOutcome, Notification, NotificationKind, Notifier, SystemClock,
 };
@@ -55,7 +57,7 @@ async fn to_review(w: &World, run: i64) {
             if g.run_id != run {
                 continue;
             }
-            match g.kind {
+            match g.kind() {
                 GateKind::ToolCall => {
                     let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
                 }
@@ -391,7 +393,14 @@ async fn a_merge_that_cannot_happen_changes_nothing_and_its_retry_merges_once() 
         RunState::PendingReview
     );
     let deviation = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(deviation.payload["cause"], "merge_failed");
+    assert!(
+        matches!(
+            &deviation.body,
+            GateBody::Deviation(d) if d.cause == DeviationCause::MergeFailed && !d.error.is_empty()
+        ),
+        "{:?}",
+        deviation.body
+    );
     // The user puts their work away and retries: one merge.
     git(&w.repo, &["stash", "-q"]);
     w.engine

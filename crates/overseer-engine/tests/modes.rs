@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use overseer_core::{Actor, GateKind, RunState};
+use overseer_core::{Actor, DeviationCause, DeviationGate, GateBody, GateKind, GateView, RunState};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use std::sync::Arc;
 
@@ -56,15 +56,11 @@ async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why(
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let gate = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
-    assert_eq!(gate.payload["mode"], "auto");
+    let dev = mode_breach(&gate);
     assert!(gate.title.contains("`auto`"), "{}", gate.title);
     assert!(
-        gate.payload["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("without asking") && e.contains("nobody chose")),
-        "{}",
-        gate.payload
+        dev.error.contains("without asking") && dev.error.contains("nobody chose"),
+        "{dev:?}"
     );
     let ids: Vec<&str> = gate.options.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids, ["retry", "stop"]);
@@ -128,6 +124,15 @@ async fn a_profile_without_a_mode_keeps_the_agent_in_the_asking_mode_it_starts_i
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let gate = pending_gate(&w, run, GateKind::Deviation).await;
-    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
-    assert_eq!(gate.payload["mode"], "auto");
+    mode_breach(&gate);
+}
+
+/// The deviation of a breach into mode `auto`, read from its typed payload.
+fn mode_breach(gate: &GateView) -> &DeviationGate {
+    let GateBody::Deviation(dev) = &gate.body else {
+        panic!("a deviation's payload: {:?}", gate.body);
+    };
+    assert_eq!(dev.cause, DeviationCause::ModeBreach, "{dev:?}");
+    assert_eq!(dev.mode.as_deref(), Some("auto"));
+    dev
 }

@@ -18,11 +18,11 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
     let run = start(&w, "happy");
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     assert!(
-        plan.payload["steps"]
+        plan.body.payload_json()["steps"]
             .as_array()
             .is_some_and(|s| !s.is_empty()),
         "{}",
-        plan.payload
+        plan.body.payload_json()
     );
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
@@ -32,11 +32,11 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
         let gate = until(&w, "a tool call gate or the review", |e| {
             let gates = e.gates(true).ok()?;
             gates.into_iter().find(|g| {
-                g.run_id == run && matches!(g.kind, GateKind::ToolCall | GateKind::MergeReview)
+                g.run_id == run && matches!(g.kind(), GateKind::ToolCall | GateKind::MergeReview)
             })
         })
         .await;
-        if gate.kind == GateKind::MergeReview {
+        if gate.kind() == GateKind::MergeReview {
             break;
         }
         w.engine
@@ -107,7 +107,7 @@ async fn rejecting_the_plan_releases_the_run_as_plan_rejected() {
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Plan && g.id != plan.id)
+            .find(|g| g.run_id == run && g.kind() == GateKind::Plan && g.id != plan.id)
     })
     .await;
     w.engine
@@ -129,18 +129,18 @@ async fn a_flaky_step_opens_a_deviation_gate_and_retry_succeeds() {
     let (run, deviation) = flaky_at_its_deviation(&w).await;
     assert!(deviation.options.iter().any(|o| o.id == "retry"));
     assert!(
-        deviation.payload["error"]
+        deviation.body.payload_json()["error"]
             .as_str()
             .is_some_and(|e| e.contains("step 2 failed")),
         "{}",
-        deviation.payload
+        deviation.body.payload_json()
     );
     w.engine
         .decide_gate(deviation.id, "retry", Some("try again"), &Actor::cli())
         .expect("retry");
     until(&w, "the review", |e| {
         for g in e.gates(true).ok()? {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
+            if g.run_id == run && g.kind() == GateKind::ToolCall {
                 let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
             }
         }
@@ -236,7 +236,7 @@ async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
         .expect("approve");
     until(&w, "the review, with no deviation asked", |e| {
         for g in e.gates(true).ok()? {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
+            if g.run_id == run && g.kind() == GateKind::ToolCall {
                 let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
             }
         }
@@ -244,7 +244,7 @@ async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
             !e.gates(false)
                 .ok()?
                 .iter()
-                .any(|g| g.run_id == run && g.kind == GateKind::Deviation),
+                .any(|g| g.run_id == run && g.kind() == GateKind::Deviation),
             "the policy retried without asking"
         );
         (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
@@ -297,7 +297,7 @@ async fn a_task_in_a_stage_that_auto_advances_merges_without_review() {
         .run_id;
     until(&w, "the merge", |e| {
         for g in e.gates(true).ok()? {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
+            if g.run_id == run && g.kind() == GateKind::ToolCall {
                 let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
             }
         }
@@ -319,7 +319,7 @@ async fn yes_until(
 ) {
     until(w, what, |e| {
         for g in e.gates(true).ok()? {
-            let option = match g.kind {
+            let option = match g.kind() {
                 GateKind::ToolCall => "yes",
                 GateKind::Deviation => "retry",
                 _ => continue,
@@ -365,7 +365,7 @@ async fn a_deviation_waiting_at_a_restart_stays_pending_and_its_retry_carries_th
         .gates(false)
         .expect("gates")
         .into_iter()
-        .filter(|g| g.run_id == run && g.kind == GateKind::Plan)
+        .filter(|g| g.run_id == run && g.kind() == GateKind::Plan)
         .count();
     assert_eq!(plans, 1, "the approved plan is not asked for again");
 }
@@ -397,7 +397,7 @@ async fn a_plan_acted_on_just_before_the_engine_stopped_is_not_asked_for_again()
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::ToolCall && g.id != call.id)
+            .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall && g.id != call.id)
     })
     .await;
     let gates = w.engine.gates(false).expect("gates");
@@ -407,7 +407,7 @@ async fn a_plan_acted_on_just_before_the_engine_stopped_is_not_asked_for_again()
     assert_eq!(
         gates
             .iter()
-            .filter(|g| g.run_id == run && g.kind == GateKind::Plan)
+            .filter(|g| g.run_id == run && g.kind() == GateKind::Plan)
             .count(),
         1
     );
@@ -466,7 +466,7 @@ async fn a_runs_always_answers_outlive_a_restart() {
             if g.run_id != run {
                 continue;
             }
-            match g.kind {
+            match g.kind() {
                 GateKind::ToolCall => {
                     assert_ne!(g.title, first.title, "asked again despite 'always'");
                     let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
@@ -503,13 +503,13 @@ async fn flaky_at_its_deviation(w: &common::World) -> (i64, overseer_core::GateV
     let deviation = until(w, "the deviation gate", |e| {
         let gates = e.gates(true).ok()?;
         for g in &gates {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
+            if g.run_id == run && g.kind() == GateKind::ToolCall {
                 let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
             }
         }
         gates
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
+            .find(|g| g.run_id == run && g.kind() == GateKind::Deviation)
     })
     .await;
     (run, deviation)

@@ -21,8 +21,13 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
     let w = world(Vec::new()).await;
     let run = start(&w, "happy");
     let first = pending_gate(&w, run, GateKind::Plan).await;
-    assert_eq!(first.payload["source"], "agent_mode", "{}", first.payload);
-    assert!(first.payload["markdown"]
+    assert_eq!(
+        first.body.payload_json()["source"],
+        "agent_mode",
+        "{}",
+        first.body.payload_json()
+    );
+    assert!(first.body.payload_json()["markdown"]
         .as_str()
         .is_some_and(|m| m.contains("1. Write the greeting")));
     w.engine
@@ -37,7 +42,7 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Plan && g.id != first.id)
+            .find(|g| g.run_id == run && g.kind() == GateKind::Plan && g.id != first.id)
     })
     .await;
     let activity = w.engine.activity(run, 0).expect("activity");
@@ -82,8 +87,13 @@ async fn by_prompt_the_planning_turn_changes_nothing_and_the_block_is_the_plan()
     let w = world(Vec::new()).await;
     let run = start_with(&w, "happy", with_plan(PlanStrategy::Prompt));
     let gate = pending_gate(&w, run, GateKind::Plan).await;
-    assert_eq!(gate.payload["source"], "block", "{}", gate.payload);
-    assert_eq!(gate.payload["files"][0], "src/greeting.txt");
+    assert_eq!(
+        gate.body.payload_json()["source"],
+        "block",
+        "{}",
+        gate.body.payload_json()
+    );
+    assert_eq!(gate.body.payload_json()["files"][0], "src/greeting.txt");
     assert!(
         !w.engine
             .activity(run, 0)
@@ -106,11 +116,11 @@ async fn with_plan_skip_there_is_no_plan_gate_and_the_task_still_asks() {
     let gates = w.engine.gates(false).expect("gates");
     assert!(!gates
         .iter()
-        .any(|g| g.run_id == run && g.kind == GateKind::Plan));
+        .any(|g| g.run_id == run && g.kind() == GateKind::Plan));
     assert!(
         gates
             .iter()
-            .filter(|g| g.run_id == run && g.kind == GateKind::ToolCall)
+            .filter(|g| g.run_id == run && g.kind() == GateKind::ToolCall)
             .count()
             >= 2,
         "each edit was still asked"
@@ -129,7 +139,7 @@ async fn yes_to_tool_calls_until_review(w: &World, run: i64) {
             if g.run_id != run {
                 continue;
             }
-            let option = match g.kind {
+            let option = match g.kind() {
                 GateKind::ToolCall => "yes",
                 GateKind::StepReview => "proceed",
                 _ => continue,
@@ -153,7 +163,12 @@ async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_g
         },
     );
     let q = pending_gate(&w, run, GateKind::Question).await;
-    assert_eq!(q.payload["ask_kind"], "question", "{}", q.payload);
+    assert_eq!(
+        q.body.payload_json()["ask_kind"],
+        "question",
+        "{}",
+        q.body.payload_json()
+    );
     assert!(q.auto_at.is_some(), "the countdown is persisted");
     assert!(
         !q.options.iter().any(|o| o.id == "default"),
@@ -162,10 +177,10 @@ async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_g
     // Nobody answers: the timer declines, and the agent plans without answers.
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     assert_eq!(
-        plan.payload["goal"],
+        plan.body.payload_json()["goal"],
         "Add a svelte greeting, without tests (no answers given; using defaults)",
         "{}",
-        plan.payload
+        plan.body.payload_json()
     );
     let decided = w
         .engine
@@ -182,9 +197,9 @@ async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_g
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Question)
+            .find(|g| g.run_id == run && g.kind() == GateKind::Question)
     })
     .await;
-    assert_eq!(q.payload["ask_kind"], "blocking");
+    assert_eq!(q.body.payload_json()["ask_kind"], "blocking");
     assert!(q.auto_at.is_none());
 }

@@ -36,15 +36,21 @@ async fn claude_plans_in_its_plan_mode_edits_when_asked_and_merges() {
     // The model ignores Overseer's plan block and calls ExitPlanMode: that
     // request is the plan gate, with its markdown.
     let plan = r.gate(run, &[GateKind::Plan]).await;
-    assert_eq!(plan.payload["source"], "agent_mode", "{}", plan.payload);
+    assert_eq!(
+        plan.body.payload_json()["source"],
+        "agent_mode",
+        "{}",
+        plan.body.payload_json()
+    );
     assert!(
-        plan.payload["markdown"]
+        plan.body.payload_json()["markdown"]
             .as_str()
             .is_some_and(|m| m.contains("# README plan") && m.contains("description is too short")),
         "{}",
-        plan.payload
+        plan.body.payload_json()
     );
-    let steps: Vec<&str> = plan.payload["steps"]
+    let payload = plan.body.payload_json();
+    let steps: Vec<&str> = payload["steps"]
         .as_array()
         .expect("steps")
         .iter()
@@ -71,9 +77,10 @@ async fn claude_plans_in_its_plan_mode_edits_when_asked_and_merges() {
     // Step 1: Read (no ask), then Edit asks.
     let edit = r.gate(run, &[GateKind::ToolCall]).await;
     assert_eq!(
-        edit.payload["tool_call"]["kind"], "edit",
+        edit.body.payload_json()["tool_call"]["kind"],
+        "edit",
         "{}",
-        edit.payload
+        edit.body.payload_json()
     );
     assert!(edit.options.iter().any(|o| o.id == "always"));
     let worktree = r.worktree(run);
@@ -137,11 +144,11 @@ async fn claude_revises_its_plan_on_request_and_the_feedback_reaches_the_model()
     let run = r.start("Improve the README wording", None);
     let first = r.gate(run, &[GateKind::Plan]).await;
     assert!(
-        first.payload["markdown"]
+        first.body.payload_json()["markdown"]
             .as_str()
             .is_some_and(|m| m.contains("Reword README.md")),
         "{}",
-        first.payload
+        first.body.payload_json()
     );
     r.decide(
         &first,
@@ -153,15 +160,15 @@ async fn claude_revises_its_plan_on_request_and_the_feedback_reaches_the_model()
             e.gates(true)
                 .ok()?
                 .into_iter()
-                .find(|g| g.run_id == run && g.kind == GateKind::Plan && g.id != first.id)
+                .find(|g| g.run_id == run && g.kind() == GateKind::Plan && g.id != first.id)
         })
         .await;
     assert!(
-        second.payload["markdown"]
+        second.body.payload_json()["markdown"]
             .as_str()
             .is_some_and(|m| m.contains("mention the license")),
         "{}",
-        second.payload
+        second.body.payload_json()
     );
     assert!(
         r.server.latest().iter().any(|l| l
@@ -192,11 +199,17 @@ async fn claude_rm_rf_is_always_asked_and_a_no_with_a_reason_keeps_the_directory
     let plan = r.gate(run, &[GateKind::Plan]).await;
     r.decide(&plan, "approve", None);
     let rm = r.gate(run, &[GateKind::ToolCall]).await;
-    assert_eq!(rm.payload["tool_call"]["kind"], "execute", "{}", rm.payload);
     assert_eq!(
-        rm.payload["always_gated"], "destructive_shell",
+        rm.body.payload_json()["tool_call"]["kind"],
+        "execute",
         "{}",
-        rm.payload
+        rm.body.payload_json()
+    );
+    assert_eq!(
+        rm.body.payload_json()["always_gated"],
+        "destructive_shell",
+        "{}",
+        rm.body.payload_json()
     );
     assert!(
         !rm.options.iter().any(|o| o.id == "always"),
@@ -384,16 +397,17 @@ async fn claude_crashing_mid_turn_opens_a_deviation_and_nothing_is_merged() {
     assert!(status.success());
     let deviation = r.gate(run, &[GateKind::Deviation]).await;
     assert_eq!(
-        deviation.payload["cause"], "turn_failed",
+        deviation.body.payload_json()["cause"],
+        "turn_failed",
         "{}",
-        deviation.payload
+        deviation.body.payload_json()
     );
     assert!(
-        deviation.payload["error"]
+        deviation.body.payload_json()["error"]
             .as_str()
             .is_some_and(|e| e.contains("exited or crashed") || e.contains("connection")),
         "{}",
-        deviation.payload
+        deviation.body.payload_json()
     );
     r.decide(&deviation, "stop", Some("the agent crashed"));
     r.state(
@@ -426,9 +440,10 @@ async fn claude_is_in_default_mode_before_its_first_tool_so_nothing_runs_unasked
     let run = r.start("Create the notes file", Some(PlanStrategy::Skip));
     let write = r.gate(run, &[GateKind::ToolCall]).await;
     assert_eq!(
-        write.payload["tool_call"]["kind"], "edit",
+        write.body.payload_json()["tool_call"]["kind"],
+        "edit",
         "{}",
-        write.payload
+        write.body.payload_json()
     );
     let activity = r.activity(run);
     let session = activity
@@ -467,9 +482,14 @@ async fn claude_ask_user_question_is_a_question_gate_and_the_answer_reaches_the_
     .await;
     let run = r.start("Ask me about the README", Some(PlanStrategy::Skip));
     let q = r.gate(run, &[GateKind::Question]).await;
-    let props = &q.payload["schema"]["properties"];
-    assert_eq!(props["question_0"]["title"], "Tone", "{}", q.payload);
-    assert!(props["question_1"].is_object(), "{}", q.payload);
+    let props = &q.body.payload_json()["schema"]["properties"];
+    assert_eq!(
+        props["question_0"]["title"],
+        "Tone",
+        "{}",
+        q.body.payload_json()
+    );
+    assert!(props["question_1"].is_object(), "{}", q.body.payload_json());
     r.decide(
         &q,
         "answer",
@@ -500,14 +520,20 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
     let run = r.start("Write the notes and patch the README", None);
     // No plan mode in Codex: the plain-words planning prompt, a prose plan.
     let plan = r.gate(run, &[GateKind::Plan]).await;
-    assert_eq!(plan.payload["source"], "prose", "{}", plan.payload);
+    assert_eq!(
+        plan.body.payload_json()["source"],
+        "prose",
+        "{}",
+        plan.body.payload_json()
+    );
     r.decide(&plan, "approve", None);
 
     let shell = r.gate(run, &[GateKind::ToolCall]).await;
     assert_eq!(
-        shell.payload["tool_call"]["kind"], "execute",
+        shell.body.payload_json()["tool_call"]["kind"],
+        "execute",
         "{}",
-        shell.payload
+        shell.body.payload_json()
     );
     let worktree = r.worktree(run);
     assert!(!worktree.join("notes.txt").exists());
@@ -518,13 +544,14 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
             e.gates(true)
                 .ok()?
                 .into_iter()
-                .find(|g| g.run_id == run && g.kind == GateKind::ToolCall && g.id != shell.id)
+                .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall && g.id != shell.id)
         })
         .await;
     assert_eq!(
-        patch.payload["tool_call"]["kind"], "edit",
+        patch.body.payload_json()["tool_call"]["kind"],
+        "edit",
         "{}",
-        patch.payload
+        patch.body.payload_json()
     );
     assert_eq!(read(&worktree.join("notes.txt")), "hi\n");
     r.decide(&patch, "no", Some("leave the README alone"));
@@ -563,17 +590,27 @@ async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
         let gates = e.gates(true).ok()?;
         if let Some(g) = gates
             .iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::ToolCall)
+            .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall)
         {
             panic!("the hijacked agent got a tool call gate: {}", g.title);
         }
         gates
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::Deviation)
+            .find(|g| g.run_id == run && g.kind() == GateKind::Deviation)
     })
     .await;
-    assert_eq!(gate.payload["cause"], "mode_breach", "{}", gate.payload);
-    assert_eq!(gate.payload["mode"], "auto", "{}", gate.payload);
+    assert_eq!(
+        gate.body.payload_json()["cause"],
+        "mode_breach",
+        "{}",
+        gate.body.payload_json()
+    );
+    assert_eq!(
+        gate.body.payload_json()["mode"],
+        "auto",
+        "{}",
+        gate.body.payload_json()
+    );
     let ids: Vec<&str> = gate.options.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids, ["retry", "stop"]);
     let worktree = w.engine.worktree_path("demo", run);
@@ -641,9 +678,10 @@ async fn a_launched_claude_asks_through_overseers_own_mcp_tools_bound_to_its_run
         "the ask belongs to the launched run, not a session of its own"
     );
     assert_eq!(
-        q.payload["schema"]["properties"]["question_0"]["oneOf"][1]["const"], "Friendly",
+        q.body.payload_json()["schema"]["properties"]["question_0"]["oneOf"][1]["const"],
+        "Friendly",
         "{}",
-        q.payload
+        q.body.payload_json()
     );
     r.decide(&q, "answer", Some(r#"{"question_0": "Friendly"}"#));
     r.gate(run, &[GateKind::MergeReview]).await;

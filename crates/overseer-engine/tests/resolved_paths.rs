@@ -274,19 +274,21 @@ async fn an_edit_rule_does_not_allow_a_path_that_a_symlink_leads_out_of_the_work
     // Without the symlink the rule would allow this edit silently; here it
     // asks, and says why.
     let gate = pending_gate(&w, run, GateKind::ToolCall).await;
-    let reason = gate.payload["reason"].as_str().unwrap_or_default();
+    let payload = gate.body.payload_json();
+    let reason = payload["reason"].as_str().unwrap_or_default();
     assert!(
         reason.contains("greeting.txt")
             && reason.contains("leaves the run's worktree")
             && reason.contains(&outside.to_string_lossy().to_string()),
         "{}",
-        gate.payload
+        gate.body.payload_json()
     );
-    assert_eq!(gate.payload["rule"], "confinement");
+    assert_eq!(gate.body.payload_json()["rule"], "confinement");
     assert_eq!(
-        gate.payload["request"]["resolved"][0]["leads"], "outside",
+        gate.body.payload_json()["request"]["resolved"][0]["leads"],
+        "outside",
         "{}",
-        gate.payload
+        gate.body.payload_json()
     );
     assert!(
         !gate.options.iter().any(|o| o.id == "always"),

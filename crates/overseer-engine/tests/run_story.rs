@@ -60,7 +60,7 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
             if g.run_id != run {
                 continue;
             }
-            let option = match g.kind {
+            let option = match g.kind() {
                 GateKind::StepReview | GateKind::SupervisorPause => "proceed",
                 GateKind::ToolCall => "yes",
                 _ => continue,

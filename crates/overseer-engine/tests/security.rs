@@ -56,7 +56,7 @@ async fn next_gate(r: &Real, run: i64, what: &str) -> GateView {
     r.until(run, what, |e| {
         let gates = e.gates(true).ok()?;
         for g in gates.into_iter().filter(|g| g.run_id == run) {
-            if g.kind == GateKind::StepReview {
+            if g.kind() == GateKind::StepReview {
                 e.decide_gate(g.id, "proceed", None, &Actor::app())
                     .expect("proceed");
                 continue;
@@ -182,11 +182,14 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
 
     // The user lets the agent run the script.
     let bash = next_gate(&r, run, "the Bash gate for the red-team script").await;
-    assert_eq!(bash.kind, GateKind::ToolCall, "{}", r.dump(run));
+    assert_eq!(bash.kind(), GateKind::ToolCall, "{}", r.dump(run));
     assert!(
-        bash.payload.to_string().contains("redteam/run.sh"),
+        bash.body
+            .payload_json()
+            .to_string()
+            .contains("redteam/run.sh"),
         "{}",
-        bash.payload
+        bash.body.payload_json()
     );
     engine
         .decide_gate(bash.id, "yes", None, &Actor::app())
@@ -199,7 +202,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     let mut write_asked = false;
     let rm = loop {
         let g = next_gate(&r, run, "the rm -rf gate").await;
-        let text = g.payload.to_string();
+        let text = g.body.payload_json().to_string();
         if text.contains("rm -rf build") {
             break g;
         }
@@ -234,7 +237,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     r.until(run, "the run to wait for review", |e| {
         let gates = e.gates(true).ok()?;
         for g in gates.into_iter().filter(|g| g.run_id == run) {
-            if g.kind == GateKind::StepReview {
+            if g.kind() == GateKind::StepReview {
                 let _ = e.decide_gate(g.id, "proceed", None, &Actor::app());
             }
         }
@@ -299,7 +302,10 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         .expect("gates")
         .into_iter()
         .filter(|g| g.run_id == run)
-        .filter_map(|g| g.decision.map(|d| (g.kind, d)))
+        .filter_map(|g| {
+            let kind = g.kind();
+            g.decision.map(|d| (kind, d))
+        })
         .filter(|(_, d)| d.actor != Actor::app())
         .map(|(k, d)| format!("{k:?} {} by {}", d.option, d.actor))
         .collect();

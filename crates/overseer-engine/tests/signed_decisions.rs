@@ -108,7 +108,7 @@ async fn a_plan_approved_in_sqlite_is_not_acted_on_until_a_human_approves() {
         .gates(true)
         .expect("gates")
         .iter()
-        .any(|g| g.run_id == run && g.kind == GateKind::ToolCall));
+        .any(|g| g.run_id == run && g.kind() == GateKind::ToolCall));
     // The story now shows the security event, and the chain verifies.
     let story = w.engine.gate_story(plan.id).expect("story");
     assert!(story
@@ -187,7 +187,7 @@ async fn a_rules_allow_that_cannot_be_recorded_is_not_given() {
             .gates(true)
             .ok()?
             .into_iter()
-            .any(|g| g.run_id == run && g.kind != GateKind::Plan);
+            .any(|g| g.run_id == run && g.kind() != GateKind::Plan);
         (asked || run_view.state.is_released() || run_view.state == RunState::PendingReview)
             .then(|| e.activity(run, 0).ok())
             .flatten()
@@ -205,13 +205,13 @@ async fn a_rules_allow_that_cannot_be_recorded_is_not_given() {
     assert!(
         !gates
             .iter()
-            .any(|g| g.run_id == run && g.kind == GateKind::ToolCall),
+            .any(|g| g.run_id == run && g.kind() == GateKind::ToolCall),
         "{gates:#?}"
     );
     assert!(
         gates
             .iter()
-            .any(|g| g.run_id == run && g.kind == GateKind::Deviation),
+            .any(|g| g.run_id == run && g.kind() == GateKind::Deviation),
         "the refused agent's turn ends in a deviation: {gates:#?}"
     );
     let _ = w.engine.abort_run(run, &Actor::cli());
@@ -233,7 +233,7 @@ async fn a_step_whose_decision_cannot_be_recorded_waits_for_a_human() {
             if g.run_id != run {
                 continue;
             }
-            match g.kind {
+            match g.kind() {
                 GateKind::ToolCall => {
                     let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
                 }

@@ -72,7 +72,7 @@ async fn yes_until<T>(
 ) -> T {
     until(w, what, |e| {
         for g in e.gates(true).ok()? {
-            if g.run_id == run && g.kind == GateKind::ToolCall {
+            if g.run_id == run && g.kind() == GateKind::ToolCall {
                 let _ = e.decide_gate(g.id, "yes", None, &Actor::cli());
             }
         }
@@ -101,9 +101,10 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
     // rm -rf is allowed by a rule, and still asks: it is always gated.
     let rm = pending_gate(&w, run, GateKind::ToolCall).await;
     assert_eq!(
-        rm.payload["always_gated"], "destructive_shell",
+        rm.body.payload_json()["always_gated"],
+        "destructive_shell",
         "{}",
-        rm.payload
+        rm.body.payload_json()
     );
     assert!(
         !rm.options.iter().any(|o| o.id == "always"),
@@ -117,7 +118,12 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
     // confidence: each plan step is weighed on its own.
     let review = pending_gate(&w, run, GateKind::StepReview).await;
     assert!(review.auto_at.is_none(), "a hard stop has no timer");
-    assert_eq!(review.payload["step"], 1, "{}", review.payload);
+    assert_eq!(
+        review.body.payload_json()["step"],
+        1,
+        "{}",
+        review.body.payload_json()
+    );
     w.engine
         .decide_gate(review.id, "proceed", None, &Actor::cli())
         .expect("proceed");
@@ -153,7 +159,7 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
     // Whatever step 2's confidence asks for, the run ends in review.
     until(&w, "the run in review", |e| {
         for g in e.gates(true).ok()? {
-            if g.run_id == run && g.kind == GateKind::StepReview {
+            if g.run_id == run && g.kind() == GateKind::StepReview {
                 let _ = e.decide_gate(g.id, "proceed", None, &Actor::cli());
             }
         }
@@ -184,7 +190,7 @@ async fn an_autonomous_rules_supervisor_runs_a_task_and_every_decision_has_its_s
         .collect();
     let plan = gates
         .iter()
-        .find(|g| g.kind == GateKind::Plan)
+        .find(|g| g.kind() == GateKind::Plan)
         .expect("plan gate");
     let d = plan.decision.clone().expect("decided");
     assert_eq!(d.actor, Actor::Supervisor("rules".into()));
@@ -202,7 +208,7 @@ async fn an_autonomous_rules_supervisor_runs_a_task_and_every_decision_has_its_s
             .gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::MergeReview)?;
+            .find(|g| g.run_id == run && g.kind() == GateKind::MergeReview)?;
         let story = e.gate_story(g.id).ok()?;
         story
             .decisions
@@ -278,7 +284,7 @@ async fn drift_is_reoriented_until_the_limit_then_paused_for_the_human() {
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::SupervisorPause)
+            .find(|g| g.run_id == run && g.kind() == GateKind::SupervisorPause)
     })
     .await;
     let activity = w.engine.activity(run, 0).expect("activity");
@@ -336,13 +342,13 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::StepReview)
+            .find(|g| g.run_id == run && g.kind() == GateKind::StepReview)
     })
     .await;
     assert!(
-        review.payload["confidence"].as_f64().is_some(),
+        review.body.payload_json()["confidence"].as_f64().is_some(),
         "{}",
-        review.payload
+        review.body.payload_json()
     );
     let activity = w.engine.activity(run, 0).expect("activity");
     assert!(activity.iter().any(|a| a.kind == "user_instruction"));
@@ -368,10 +374,15 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == GateKind::StepReview && g.id != review.id)
+            .find(|g| g.run_id == run && g.kind() == GateKind::StepReview && g.id != review.id)
     })
     .await;
-    assert_eq!(second.payload["step"], 2, "{}", second.payload);
+    assert_eq!(
+        second.body.payload_json()["step"],
+        2,
+        "{}",
+        second.body.payload_json()
+    );
     w.engine
         .decide_gate(second.id, "proceed", None, &Actor::cli())
         .expect("proceed");

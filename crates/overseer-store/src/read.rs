@@ -107,7 +107,7 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
             Ok(PendingGate {
                 id,
                 kind,
-                ask_kind: overseer_core::ask_kind(kind, &serde_json::Value::Null, None),
+                ask_kind: overseer_core::ask_kind(kind, None, None),
             })
         })
         .transpose()
@@ -127,7 +127,11 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default();
         let auto_at = terms.get("auto_at").and_then(serde_json::Value::as_i64);
-        g.ask_kind = overseer_core::ask_kind(g.kind, &terms, auto_at);
+        let declared = terms
+            .get("ask_kind")
+            .and_then(serde_json::Value::as_str)
+            .and_then(overseer_core::AskKind::parse);
+        g.ask_kind = overseer_core::ask_kind(g.kind, declared, auto_at);
     }
     view.last_gate = gate(raw.last_gate)?;
     view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
@@ -220,11 +224,11 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
         view: GateView {
             id: r.get(0)?,
             run_id: r.get(1)?,
-            kind: GateKind::Question,
+            body: overseer_core::GateBody::empty(GateKind::Question),
+            unreadable_payload: None,
             status: GateStatus::Pending,
             title: r.get(4)?,
             options: Vec::new(),
-            payload: serde_json::Value::Null,
             opened_at: r.get(6)?,
             decision: None,
             auto_at: r.get(12)?,
@@ -252,15 +256,15 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         detail: format!("gate {id}: {detail}"),
     };
     let mut view = raw.view;
-    view.kind =
-        GateKind::parse(&raw.kind).ok_or_else(|| corrupt(format!("kind '{}'", raw.kind)))?;
+    let kind = GateKind::parse(&raw.kind).ok_or_else(|| corrupt(format!("kind '{}'", raw.kind)))?;
     view.status = GateStatus::parse(&raw.status)
         .ok_or_else(|| corrupt(format!("status '{}'", raw.status)))?;
     view.options = serde_json::from_str::<Vec<GateOption>>(&raw.options)
         .map_err(|e| corrupt(format!("options: {e}")))?;
-    view.payload =
-        serde_json::from_str(&raw.payload).map_err(|e| corrupt(format!("payload: {e}")))?;
-    view.ask_kind = overseer_core::gate::ask_kind(view.kind, &view.payload, view.auto_at);
+    // A payload an older version wrote in another shape still opens: kept
+    // raw beside an empty payload of its kind, never an unreadable gate.
+    (view.body, view.unreadable_payload) = overseer_core::GateBody::decode(kind, &raw.payload);
+    view.ask_kind = view.body.ask_kind(view.auto_at);
     view.authority = match raw.authority {
         Some(a) => Some(Autonomy::parse(&a).ok_or_else(|| corrupt(format!("authority '{a}'")))?),
         None => None,

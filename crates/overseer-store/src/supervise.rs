@@ -12,8 +12,8 @@ use overseer_core::supervision::{
     accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
 };
 use overseer_core::{
-    check_decision, Actor, GateChoice, GateId, GateKind, GateOption, GateView, Millis, RunId,
-    ToolCallChoice,
+    check_decision, Actor, GateBody, GateChoice, GateId, GateKind, GateOption, GateView, Millis,
+    RunId, ToolCallChoice,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
@@ -23,10 +23,10 @@ use std::path::Path;
 #[derive(Debug, Clone)]
 pub struct GateSpec {
     pub run_id: RunId,
-    pub kind: GateKind,
+    /// The gate's kind and what it is about.
+    pub body: GateBody,
     pub title: String,
     pub options: Vec<GateOption>,
-    pub payload: serde_json::Value,
     /// The supervisor's authority on this gate, fixed when it opens.
     pub authority: Option<Autonomy>,
     /// The option that counts as "approve" (for co-signing).
@@ -38,13 +38,16 @@ pub struct GateSpec {
 }
 
 impl GateSpec {
-    pub fn new(run_id: RunId, kind: GateKind, title: &str, options: Vec<GateOption>) -> Self {
+    pub fn kind(&self) -> GateKind {
+        self.body.kind()
+    }
+
+    pub fn new(run_id: RunId, body: GateBody, title: &str, options: Vec<GateOption>) -> Self {
         GateSpec {
             run_id,
-            kind,
+            body,
             title: title.to_owned(),
             options,
-            payload: json!({}),
             authority: None,
             approve_option: None,
             auto: None,
@@ -199,9 +202,9 @@ fn approve_option(
         .optional()
         .map(Option::flatten)
         .map_err(|e| StoreError::from_sqlite(e, path))?;
-    Ok(Some(
-        set.unwrap_or_else(|| gate.kind.approve_option().to_owned()),
-    ))
+    Ok(Some(set.unwrap_or_else(|| {
+        gate.kind().approve_option().to_owned()
+    })))
 }
 
 impl Store {
@@ -240,10 +243,9 @@ impl WriteTx<'_> {
     ) -> Result<GateId, StoreError> {
         let id = self.open_gate(
             spec.run_id,
-            spec.kind,
             &spec.title,
             &spec.options,
-            &spec.payload,
+            &spec.body,
             actor,
             now,
         )?;
@@ -253,7 +255,7 @@ impl WriteTx<'_> {
         };
         if let Some((_, choice)) = &spec.auto {
             let option = choice.as_str();
-            if choice.kind() != spec.kind || !spec.options.iter().any(|o| o.id == option) {
+            if choice.kind() != spec.kind() || !spec.options.iter().any(|o| o.id == option) {
                 return Err(StoreError::InvalidInput(format!(
                     "gate timer option '{option}' is not one of the gate's options"
                 )));
@@ -531,7 +533,7 @@ impl WriteTx<'_> {
                 "type": "gate_decided",
                 "gate_id": gate.id,
                 "run_id": gate.run_id,
-                "kind": gate.kind.as_str(),
+                "kind": gate.kind().as_str(),
                 "option": option,
                 "context": context,
                 "overrides": {"option": previous.option, "by": previous.actor.to_string()},

@@ -284,10 +284,9 @@ impl<'a> WriteTx<'a> {
         if t.to == RunState::PendingReview {
             self.open_gate(
                 run_id,
-                GateKind::MergeReview,
                 "Review and merge the run's changes",
                 &overseer_core::merge_review_options(),
-                &json!({}),
+                &overseer_core::GateBody::MergeReview(overseer_core::MergeReviewGate {}),
                 &Actor::Engine,
                 now,
             )?;
@@ -303,13 +302,14 @@ impl<'a> WriteTx<'a> {
     pub fn open_gate(
         &mut self,
         run_id: RunId,
-        kind: GateKind,
         title: &str,
         options: &[GateOption],
-        payload: &serde_json::Value,
+        body: &overseer_core::GateBody,
         actor: &Actor,
         now: Millis,
     ) -> Result<GateId, StoreError> {
+        let kind = body.kind();
+        let payload = body.payload_json();
         // Every gate source (ACP, the demo, hooks and MCP to come) offers
         // only its kind's typed choices, so the engine's exhaustive matches
         // cover whatever a human picks.
@@ -429,7 +429,7 @@ impl<'a> WriteTx<'a> {
                 "type": "gate_decided",
                 "gate_id": gate.id,
                 "run_id": gate.run_id,
-                "kind": gate.kind.as_str(),
+                "kind": gate.kind().as_str(),
                 "option": option,
                 "context": context,
             }),

@@ -164,10 +164,9 @@ fn concurrent_decisions_each_decide_once_with_a_verified_record() {
                 for _ in 0..WRITES {
                     gates.push(tx.open_gate(
                         run,
-                        GateKind::ToolCall,
                         "Edit a file",
                         &[GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
-                        &json!({}),
+                        &overseer_core::GateBody::empty(GateKind::ToolCall),
                         &Actor::Agent("demo".into()),
                         0,
                     )?);

@@ -21,7 +21,7 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
                 for i in 0..20 {
                     let spec = GateSpec::new(
                         run,
-                        GateKind::ToolCall,
+                        overseer_core::GateBody::empty(GateKind::ToolCall),
                         &format!("call {i}"),
                         vec![GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
                     );

@@ -165,13 +165,12 @@ fn a_gate_offers_only_its_kinds_typed_choices() {
         .write(|tx| {
             tx.open_gate(
                 run,
-                GateKind::ToolCall,
                 "Run `npm install`",
                 &[
                     GateOption::new("allow_once", "Yes"),
                     GateOption::new("no", "No"),
                 ],
-                &serde_json::json!({}),
+                &overseer_core::GateBody::empty(GateKind::ToolCall),
                 &Actor::Engine,
                 2_000,
             )
@@ -183,13 +182,12 @@ fn a_gate_offers_only_its_kinds_typed_choices() {
     let opened = f.store.write(|tx| {
         tx.open_gate(
             run,
-            GateKind::ToolCall,
             "Run `npm install`",
             &[
                 GateOption::choice(ToolCallChoice::Yes, "Yes"),
                 GateOption::choice(ToolCallChoice::No, "No"),
             ],
-            &serde_json::json!({}),
+            &overseer_core::GateBody::empty(GateKind::ToolCall),
             &Actor::Engine,
             2_000,
         )
@@ -344,4 +342,78 @@ fn a_run_for_a_missing_task_is_a_clear_not_found() {
         "{err}"
     );
     assert_eq!(f.store.audit_len().expect("len"), 0);
+}
+
+#[test]
+fn a_gate_an_older_version_wrote_in_another_shape_still_opens_with_its_payload_kept_raw() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    // Rows as an older version wrote them: a tool call in the demo's old
+    // shape, a deviation that fits today's type, and a payload that is not
+    // JSON at all.
+    {
+        let conn = f.store.raw_connection();
+        let options = r#"[{"id":"yes","label":"Yes"},{"id":"no","label":"No"}]"#;
+        for (kind, payload) in [
+            (
+                "tool_call",
+                r#"{"tool":"Bash","command":"npm install pg-migrate"}"#,
+            ),
+            (
+                "deviation",
+                r#"{"cause":"merge_failed","error":"conflict in a.rs"}"#,
+            ),
+            ("question", "{not json"),
+        ] {
+            conn.execute(
+                "INSERT INTO gates(run_id, kind, status, title, options, payload, opened_at)
+                 VALUES (?1, ?2, 'pending', 'old gate', ?3, ?4, 1500)",
+                rusqlite::params![run, kind, options, payload],
+            )
+            .expect("old row");
+        }
+    }
+    let mut store = f.reopen();
+    let gates = store.gates(true).expect("every gate reads");
+    let old = |kind: GateKind| {
+        gates
+            .iter()
+            .find(|g| g.kind() == kind && g.title == "old gate")
+            .unwrap_or_else(|| panic!("the old {kind:?} gate is listed"))
+    };
+    let tool = old(GateKind::ToolCall);
+    assert_eq!(
+        tool.body,
+        overseer_core::GateBody::empty(GateKind::ToolCall)
+    );
+    assert_eq!(
+        tool.unreadable_payload,
+        Some(serde_json::json!({"tool": "Bash", "command": "npm install pg-migrate"}))
+    );
+    let deviation = old(GateKind::Deviation);
+    assert_eq!(deviation.unreadable_payload, None);
+    assert!(matches!(
+        &deviation.body,
+        overseer_core::GateBody::Deviation(d)
+            if d.cause == overseer_core::DeviationCause::MergeFailed && d.error == "conflict in a.rs"
+    ));
+    let question = old(GateKind::Question);
+    assert_eq!(question.unreadable_payload, Some(serde_json::Value::Null));
+    // On the wire the fallback is a named key beside the empty payload.
+    let wire = serde_json::to_value(tool).expect("serializes");
+    assert_eq!(wire["kind"], "tool_call");
+    assert_eq!(
+        wire["unreadable_payload"]["command"],
+        "npm install pg-migrate"
+    );
+    // The gate is still one a human can decide.
+    let id = tool.id;
+    assert_eq!(
+        store.gate(id).expect("by id").unreadable_payload,
+        tool.unreadable_payload
+    );
+    let decided = store
+        .write(|tx| tx.decide_gate(id, "yes", None, &Actor::User("me".into()), 2_000))
+        .expect("decided");
+    assert_eq!(decided.status, GateStatus::Decided);
 }

@@ -19,7 +19,7 @@ fn sql(store: &Store, sql: &str) {
 fn tool_gate(store: &mut Store, run: RunId, authority: Option<Autonomy>) -> i64 {
     let mut spec = GateSpec::new(
         run,
-        GateKind::ToolCall,
+        overseer_core::GateBody::empty(GateKind::ToolCall),
         "rm -rf build",
         vec![GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
     );
@@ -329,7 +329,7 @@ fn a_forged_decision_neither_blocks_a_timer_nor_a_human() {
     let run = f.pending_review_run(1_000);
     let mut spec = GateSpec::new(
         run,
-        GateKind::StepReview,
+        overseer_core::GateBody::empty(GateKind::StepReview),
         "Review step 1",
         vec![
             GateOption::new("proceed", "Proceed"),

@@ -22,7 +22,7 @@ fn tool_gate(
 ) -> i64 {
     let mut spec = GateSpec::new(
         run,
-        GateKind::ToolCall,
+        overseer_core::GateBody::empty(GateKind::ToolCall),
         "rm -rf build",
         vec![
             GateOption::new("yes", "Yes"),
@@ -317,7 +317,7 @@ fn a_timer_fires_once_also_after_a_restart_and_never_after_a_human_acted() {
     // A human vote that left the gate pending (co-signing) also stops it.
     let mut spec = GateSpec::new(
         run,
-        GateKind::ToolCall,
+        overseer_core::GateBody::empty(GateKind::ToolCall),
         "x",
         vec![GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
     );
@@ -433,7 +433,7 @@ fn a_human_approval_reads_as_approve_on_gates_opened_without_a_supervisor() {
     for (option, verdict) in [("retry", Verdict::Approve), ("stop", Verdict::Reject)] {
         let spec = GateSpec::new(
             run,
-            GateKind::Deviation,
+            overseer_core::GateBody::empty(GateKind::Deviation),
             "The agent hit a problem",
             vec![
                 GateOption::new("retry", "Retry"),

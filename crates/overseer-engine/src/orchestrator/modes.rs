@@ -12,7 +12,10 @@ use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
 use crate::acp::AgentSession;
 use crate::Engine;
 use overseer_core::agent::{acts_unasked, describe_mode};
-use overseer_core::{Actor, ApiError, DeviationChoice, ErrorCode, GateKind, GateOption, RunId};
+use overseer_core::{
+    Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
+    GateOption, RunId,
+};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -174,7 +177,6 @@ pub(super) async fn after_breach(
     let back = supervision.mode.clone().unwrap_or_default();
     let gate = engine.open_gate(
         run,
-        GateKind::Deviation,
         &format!("The agent switched itself to mode `{mode}`: Overseer stopped its turn"),
         &[
             GateOption::choice(
@@ -183,7 +185,13 @@ pub(super) async fn after_breach(
             ),
             GateOption::choice(DeviationChoice::Stop, "Stop the run"),
         ],
-        json!({"cause": "mode_breach", "error": why, "mode": mode, "attempts": 0, "max_attempts": MAX_RETRIES}),
+        GateBody::Deviation(DeviationGate {
+            cause: DeviationCause::ModeBreach,
+            error: why.clone(),
+            mode: Some(mode.to_string()),
+            attempts: Some(0),
+            max_attempts: Some(MAX_RETRIES),
+        }),
         &Actor::Engine,
     )?;
     let d = wait_progress_gate(engine, turn, gate).await?;

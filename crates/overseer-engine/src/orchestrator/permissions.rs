@@ -6,7 +6,10 @@ use crate::acp::{AgentSession, PermissionReply, QuestionReply};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_core::rules::{self, Permission};
-use overseer_core::{Actor, GateId, GateKind, GateOption, QuestionChoice, ToolCallChoice};
+use overseer_core::{
+    Actor, AgentOption, AgentToolCall, AskKind, GateBody, GateId, GateOption, QuestionChoice,
+    QuestionGate, ToolCallChoice, ToolCallGate,
+};
 use overseer_store::GateSpec;
 use overseer_store::RunWork;
 use serde_json::json;
@@ -130,16 +133,37 @@ pub(super) async fn tool_permission(
                 rule.as_deref(),
                 "Always for this run",
             );
-            let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, gate_options);
-            spec.payload = json!({
-                "tool_call": tool_call,
-                "request": req,
-                "reason": reason,
-                "rule": rule,
-                "always_gated": always_gated.map(|g| g.as_str()),
-                "always_gated_why": always_gated.map(|g| g.describe()),
-                "agent_options": options,
+            let body = GateBody::ToolCall(ToolCallGate {
+                tool_call: AgentToolCall {
+                    id: Some(tool_call.id.clone()),
+                    title: tool_call.title.clone(),
+                    kind: tool_call.kind.clone(),
+                    status: tool_call.status.clone(),
+                    raw_input: tool_call.raw_input.clone(),
+                    locations: tool_call
+                        .locations
+                        .iter()
+                        .map(|l| l.display().to_string())
+                        .collect(),
+                    text: tool_call.text.clone(),
+                    name: tool_call.name.clone(),
+                },
+                request: req.clone(),
+                reason,
+                rule,
+                always_gated,
+                always_gated_why: always_gated.map(|g| g.describe().to_owned()),
+                agent_options: options
+                    .iter()
+                    .map(|o| AgentOption {
+                        option_id: o.option_id.clone(),
+                        name: o.name.clone(),
+                        kind: o.kind.clone(),
+                    })
+                    .collect(),
+                ask_kind: None,
             });
+            let spec = GateSpec::new(run, body, &title, gate_options);
             let asked = Asked {
                 req: &req,
                 title: &title,
@@ -237,13 +261,19 @@ pub(super) async fn question(
         ));
     }
     options.push(GateOption::choice(QuestionChoice::Decline, "Decline"));
-    let mut spec = GateSpec::new(work.run_id, GateKind::Question, message, options);
     let timeout = work.task_settings.question_timeout_seconds;
-    spec.payload = json!({
-        "message": message,
-        "schema": schema,
-        "ask_kind": if timeout.is_some() { "question" } else { "blocking" },
+    let body = GateBody::Question(QuestionGate {
+        message: message.to_owned(),
+        schema: schema.clone(),
+        questions: Vec::new(),
+        ask_kind: Some(if timeout.is_some() {
+            AskKind::Question
+        } else {
+            AskKind::Blocking
+        }),
+        notice: None,
     });
+    let mut spec = GateSpec::new(work.run_id, body, message, options);
     if let Some(secs) = timeout {
         let at =
             engine.clock.now() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);

@@ -26,7 +26,7 @@ use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Pl
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
 use overseer_core::progress::Progress;
 use overseer_core::{
-    Actor, ApiError, GateDecision, GateKind, GateOption, GateView, PlanChoice, RunEvent,
+    Actor, ApiError, GateBody, GateDecision, GateOption, GateView, PlanChoice, RunEvent,
 };
 use overseer_store::GateSpec;
 use overseer_store::RunWork;
@@ -195,7 +195,16 @@ async fn planning_turn(
         }
         Err(e) => e.message,
     };
-    let decided = deviation(engine, turn, run, "turn_failed", &failure, 0, false).await?;
+    let decided = deviation(
+        engine,
+        turn,
+        run,
+        overseer_core::DeviationCause::TurnFailed,
+        &failure,
+        0,
+        false,
+    )
+    .await?;
     planning_deviation(engine, run, decided, &failure, guidance)
 }
 
@@ -259,22 +268,20 @@ async fn adopted(
     guidance: &mut String,
 ) -> Result<Option<Planned>, ApiError> {
     let d = wait_progress_gate(engine, turn, gate.id).await?;
-    match gate.kind {
-        GateKind::Plan => {
-            let plan = serde_json::from_value::<PlanProposal>(gate.payload.clone())
-                .map_err(|e| err(format!("plan gate {} holds no readable plan: {e}", gate.id)))?;
-            plan_decided(engine, run, d, plan, guidance)
+    match &gate.body {
+        GateBody::Plan(plan) => {
+            if gate.unreadable_payload.is_some() {
+                return Err(err(format!("plan gate {} holds no readable plan", gate.id)));
+            }
+            plan_decided(engine, run, d, plan.clone(), guidance)
         }
-        GateKind::Deviation
-        | GateKind::ToolCall
-        | GateKind::StepReview
-        | GateKind::SupervisorPause
-        | GateKind::MergeReview
-        | GateKind::Question => {
-            let failure = gate.payload["error"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+        GateBody::Deviation(_)
+        | GateBody::ToolCall(_)
+        | GateBody::StepReview(_)
+        | GateBody::SupervisorPause(_)
+        | GateBody::MergeReview(_)
+        | GateBody::Question(_) => {
+            let failure = gate.body.deviation_error().unwrap_or_default().to_owned();
             planning_deviation(engine, run, deviation_of(d), &failure, guidance)
         }
     }
@@ -439,9 +446,9 @@ pub(super) async fn plan_gate(
 ) -> Result<GateDecision, ApiError> {
     let run = work.run_id;
     let _ = engine.record_activity(run, "plan_proposed", json!(plan));
-    let mut spec = GateSpec::new(
+    let spec = GateSpec::new(
         run,
-        GateKind::Plan,
+        GateBody::Plan(plan.clone()),
         &format!("Approve the plan: {}", plan.goal),
         vec![
             GateOption::choice(PlanChoice::Approve, "Approve"),
@@ -450,7 +457,6 @@ pub(super) async fn plan_gate(
             GateOption::choice(PlanChoice::Reject, "Reject"),
         ],
     );
-    spec.payload = json!(plan);
     let gate = engine.open_gate_supervised(work, spec, &Actor::Agent(work.agent.clone()))?;
     wait_progress_gate(engine, turn, gate).await
 }

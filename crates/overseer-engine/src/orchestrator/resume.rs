@@ -18,7 +18,7 @@ use super::steps::{
 use super::{wait_progress_gate, Turn};
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
-use overseer_core::{Actor, ApiError, GateKind, GateView, RunEvent, RunId};
+use overseer_core::{Actor, ApiError, GateBody, GateKind, GateView, RunEvent, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -92,7 +92,7 @@ pub(super) fn prepare(
     }
     let mut adopt = None;
     for (gate, keyed) in gates {
-        match on_resume(gate.kind, keyed, gate.ask_kind) {
+        match on_resume(gate.kind(), keyed, gate.ask_kind) {
             // Decided and acted on before the engine stopped: a gate the
             // driver may have to act on again (below), nothing else.
             OnResume::Withdraw | OnResume::AnswerAsSteering if gate.effected => {}
@@ -102,14 +102,14 @@ pub(super) fn prepare(
             ),
             OnResume::AnswerAsSteering => answer_as_steering(engine, &gate),
             OnResume::WaitAgain if checkpoint.after_gate.is_none_or(|after| gate.id > after) => {
-                if fits(&checkpoint.progress, gate.kind) {
+                if fits(&checkpoint.progress, gate.kind()) {
                     adopt = Some(gate);
                 } else {
                     tracing::error!(
                         run,
                         gate = gate.id,
                         "a {} gate does not fit where the run was; it is left for the user",
-                        gate.kind.as_str()
+                        gate.kind().as_str()
                     );
                 }
             }
@@ -126,7 +126,7 @@ pub(super) fn prepare(
     }
     let waiting = adopt
         .as_ref()
-        .map(|g| format!(", waiting again on gate {} ({})", g.id, g.kind.as_str()))
+        .map(|g| format!(", waiting again on gate {} ({})", g.id, g.kind().as_str()))
         .unwrap_or_default();
     let _ = engine.record_activity(
         run,
@@ -170,7 +170,7 @@ pub(super) async fn step_gate(
 ) -> Result<Flow, ApiError> {
     let run = work.run_id;
     let d = wait_progress_gate(engine, turn, gate.id).await?;
-    match gate.kind {
+    match gate.kind() {
         GateKind::StepReview => after_step(engine, run, after_step_review(d), at, follow_up),
         GateKind::SupervisorPause => {
             let timeout = crate::supervise::policy_of(work).pause_timeout_seconds;
@@ -183,8 +183,10 @@ pub(super) async fn step_gate(
         | GateKind::ToolCall
         | GateKind::MergeReview
         | GateKind::Question => {
-            let failure = gate.payload["error"]
-                .as_str()
+            let failure = gate
+                .body
+                .deviation_error()
+                .filter(|e| !e.is_empty())
                 .unwrap_or("the step failed")
                 .to_owned();
             after_deviation(engine, run, deviation_of(d), &failure, at)
@@ -198,10 +200,16 @@ pub(super) async fn step_gate(
 /// person who answered.
 fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
     let (id, run) = (gate.id, gate.run_id);
-    let asked = gate.payload["message"]
-        .as_str()
-        .unwrap_or(&gate.title)
-        .to_owned();
+    let asked = match &gate.body {
+        GateBody::Question(q) if !q.message.is_empty() => q.message.clone(),
+        GateBody::Question(_)
+        | GateBody::Plan(_)
+        | GateBody::ToolCall(_)
+        | GateBody::StepReview(_)
+        | GateBody::SupervisorPause(_)
+        | GateBody::Deviation(_)
+        | GateBody::MergeReview(_) => gate.title.clone(),
+    };
     engine.live.keep_orphan(id, run, &asked);
     engine.when_answered(id, move |engine, answer, by| {
         if !engine.live.take_orphan(id) {

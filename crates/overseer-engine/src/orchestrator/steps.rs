@@ -20,8 +20,9 @@ use overseer_core::supervision::{
     SupervisorPolicy, Verdict,
 };
 use overseer_core::{
-    Actor, ApiError, DeviationChoice, ErrorCode, GateDecision, GateKind, GateOption, GateView,
-    RunEvent, RunId, StepReviewChoice, SupervisorPauseChoice,
+    Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
+    GateDecision, GateOption, GateView, RunEvent, RunId, StepRecord, StepReviewChoice, StepSensor,
+    SupervisorPauseChoice, SupervisorPauseGate,
 };
 use overseer_store::RunWork;
 use overseer_store::{DecisionInput, GateSpec};
@@ -182,7 +183,7 @@ pub(super) async fn execute(
             engine,
             turn,
             run,
-            "turn_failed",
+            DeviationCause::TurnFailed,
             &failure,
             at.retries,
             can_retry,
@@ -349,7 +350,7 @@ pub(super) async fn deviation(
     engine: &Engine,
     turn: &Mutex<Turn>,
     run: RunId,
-    cause: &str,
+    cause: DeviationCause,
     error: &str,
     attempts: u32,
     can_retry: bool,
@@ -370,10 +371,15 @@ pub(super) async fn deviation(
     options.push(GateOption::choice(DeviationChoice::Stop, "Stop"));
     let gate = engine.open_gate(
         run,
-        GateKind::Deviation,
         &format!("The agent hit a problem: {}", first_line(error)),
         &options,
-        json!({"cause": cause, "error": error, "attempts": attempts, "max_attempts": MAX_RETRIES}),
+        GateBody::Deviation(DeviationGate {
+            cause,
+            error: error.to_owned(),
+            mode: None,
+            attempts: Some(attempts),
+            max_attempts: Some(MAX_RETRIES),
+        }),
         &Actor::Engine,
     )?;
     Ok(deviation_of(wait_progress_gate(engine, turn, gate).await?))
@@ -475,7 +481,14 @@ pub(super) async fn weigh_step(
         drifted,
         evidence.destructive,
     ) {
-        let judged = evaluate_step(engine, work, &policy, record.clone(), step.number).await;
+        let judged = evaluate_step(
+            engine,
+            work,
+            &policy,
+            serde_json::to_value(&record).unwrap_or_default(),
+            step.number,
+        )
+        .await;
         if let Some(c) = judged.confidence {
             evidence.evaluator_confidence = Some(c);
             score = confidence::score(&evidence);
@@ -492,7 +505,7 @@ pub(super) async fn weigh_step(
 /// The step's evidence for the confidence model, and its record (the
 /// supervisor's input, the step's timeline entry and review payload).
 /// Takes the turn's tool-call tally.
-fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, serde_json::Value) {
+fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, StepRecord) {
     let (destructive, ok, total) = {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
         let ok = t.tool_calls.values().filter(|v| **v).count();
@@ -513,19 +526,29 @@ fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, se
         tool_calls_ok: to_u32(ok),
         tool_calls_total: to_u32(total),
     };
-    let record = json!({
-        "step": step.number,
-        "plan": step.plan,
-        "drift": step.drift,
-        "destructive": destructive > 0,
-        "checks_passed": evidence.checks_passed,
-        "checks_total": evidence.checks_total,
-        "sensors": step.sensors.iter().map(|r| json!({"command": r.command, "passed": r.passed, "exit_code": r.exit_code})).collect::<Vec<_>>(),
-        "retries": step.retries,
-        "tool_calls_ok": ok,
-        "tool_calls_total": total,
-        "summary": tail(&step.transcript, 2000),
-    });
+    let record = StepRecord {
+        step: step.number,
+        plan: Some(step.plan.clone()),
+        drift: step.drift.clone(),
+        destructive: destructive > 0,
+        checks_passed: evidence.checks_passed,
+        checks_total: evidence.checks_total,
+        sensors: step
+            .sensors
+            .iter()
+            .map(|r| StepSensor {
+                command: r.command.clone(),
+                passed: r.passed,
+                exit_code: r.exit_code,
+            })
+            .collect(),
+        retries: step.retries,
+        tool_calls_ok: evidence.tool_calls_ok,
+        tool_calls_total: evidence.tool_calls_total,
+        summary: tail(&step.transcript, 2000),
+        confidence: None,
+        explain: None,
+    };
     (evidence, record)
 }
 
@@ -537,7 +560,7 @@ async fn supervisor_verdict(
     turn: &Mutex<Turn>,
     policy: &SupervisorPolicy,
     judged: crate::supervise::StepJudgement,
-    record: &serde_json::Value,
+    record: &StepRecord,
     reorients: &mut u32,
 ) -> Result<Option<StepNext>, ApiError> {
     let run = work.run_id;
@@ -562,14 +585,18 @@ async fn supervisor_verdict(
         Verdict::Pause => {
             let mut spec = GateSpec::new(
                 run,
-                GateKind::SupervisorPause,
+                GateBody::SupervisorPause(SupervisorPauseGate {
+                    rationale: judged.rationale.clone(),
+                    step: Some(record.clone()),
+                    timeout_seconds: Some(policy.pause_timeout_seconds),
+                    ask_kind: None,
+                }),
                 &format!(
                     "The supervisor paused the run: {}",
                     first_line(&judged.rationale)
                 ),
                 supervisor_pause_options(),
             );
-            spec.payload = json!({"rationale": judged.rationale, "step": record, "timeout_seconds": policy.pause_timeout_seconds});
             let secs = i64::try_from(policy.pause_timeout_seconds).unwrap_or(i64::MAX / 2000);
             spec.auto = Some((
                 engine.clock.now() + secs * 1000,
@@ -599,13 +626,17 @@ async fn by_confidence(
     number: u32,
     evidence: &StepEvidence,
     score: f64,
-    mut record: serde_json::Value,
+    mut record: StepRecord,
 ) -> Result<StepNext, ApiError> {
     let run = work.run_id;
     let explained = confidence::explain(evidence, score);
-    record["confidence"] = json!(score);
-    record["explain"] = json!(explained);
-    let _ = engine.record_activity(run, "step_finished", record.clone());
+    record.confidence = Some(score);
+    record.explain = Some(explained.clone());
+    let _ = engine.record_activity(
+        run,
+        "step_finished",
+        serde_json::to_value(&record).unwrap_or_default(),
+    );
     let auto_ms = work
         .task_settings
         .auto_proceed_seconds
@@ -668,11 +699,10 @@ async fn by_confidence(
     };
     let mut spec = GateSpec::new(
         run,
-        GateKind::StepReview,
+        GateBody::StepReview(record),
         &format!("Review step {number}: confidence {score:.2}"),
         step_review_options(),
     );
-    spec.payload = record;
     spec.auto = auto;
     let gate = engine.open_gate_supervised(work, spec, &Actor::Engine)?;
     Ok(after_step_review(

@@ -119,7 +119,7 @@ pub async fn pending_gate(w: &World, run: i64, kind: GateKind) -> GateView {
         e.gates(true)
             .ok()?
             .into_iter()
-            .find(|g| g.run_id == run && g.kind == kind)
+            .find(|g| g.run_id == run && g.kind() == kind)
     })
     .await
 }

@@ -401,7 +401,7 @@ impl Real {
                 .gates(true)
                 .unwrap_or_default()
                 .iter()
-                .map(|g| (g.kind, g.title.clone()))
+                .map(|g| (g.kind(), g.title.clone()))
                 .collect::<Vec<_>>(),
             activity.join("\n"),
             requests.join("\n")
@@ -439,10 +439,10 @@ impl Real {
         let what = format!("a {kinds:?} gate");
         self.until(run, &what, |e| {
             for g in e.gates(true).ok()?.into_iter().filter(|g| g.run_id == run) {
-                if kinds.contains(&g.kind) {
+                if kinds.contains(&g.kind()) {
                     return Some(g);
                 }
-                if g.kind == GateKind::StepReview {
+                if g.kind() == GateKind::StepReview {
                     e.decide_gate(g.id, "proceed", None, &Actor::cli())
                         .expect("proceed");
                     continue;
@@ -450,9 +450,9 @@ impl Real {
                 panic!(
                     "[{}] unexpected {:?} gate `{}` while waiting for {what}: {}\n{}",
                     self.name,
-                    g.kind,
+                    g.kind(),
                     g.title,
-                    g.payload,
+                    g.body.payload_json(),
                     self.dump(run)
                 );
             }
@@ -464,7 +464,7 @@ impl Real {
     pub fn decide(&self, gate: &GateView, option: &str, context: Option<&str>) {
         self.engine()
             .decide_gate(gate.id, option, context, &Actor::cli())
-            .unwrap_or_else(|e| panic!("decide {option} on {:?}: {}", gate.kind, e.message));
+            .unwrap_or_else(|e| panic!("decide {option} on {:?}: {}", gate.kind(), e.message));
     }
 
     pub async fn state(&self, run: i64, want: RunState) {
@@ -532,9 +532,13 @@ impl Real {
             .gates(false)
             .expect("gates")
             .into_iter()
-            .filter(|g| g.run_id == run && g.kind == GateKind::ToolCall)
+            .filter(|g| g.run_id == run && g.kind() == GateKind::ToolCall)
             .filter(|g| g.decision.as_ref().is_some_and(|d| d.option == "yes"))
-            .filter_map(|g| g.payload["tool_call"]["id"].as_str().map(str::to_owned))
+            .filter_map(|g| {
+                g.body.payload_json()["tool_call"]["id"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
             .collect();
         for a in &activity {
             let p = &a.payload;

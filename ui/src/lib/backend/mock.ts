@@ -7,6 +7,11 @@ import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   ActivityView,
   RunActions,
+  GateBody,
+  GateKind,
+  StepRecord,
+  ToolCallGate,
+  ToolRequest,
   AgentInfo,
   ApiError,
   AskKind,
@@ -88,13 +93,52 @@ export function defaultPolicy(): SupervisorPolicy {
 }
 
 /** The mock engine's copy of core's `gate::ask_kind`, so its gates carry
- * what the engine's do: the kind an opener declared in the payload, else a
- * gate with a timer is a question, else by gate kind. */
-export function engineAskKind(kind: GateView["kind"], payload: GateView["payload"], autoAt: number | null): AskKind {
-  const declared = typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload["ask_kind"] : undefined;
-  if (declared === "info" || declared === "question" || declared === "blocking") return declared;
+ * what the engine's do: the kind an opener declared in the typed payload,
+ * else a gate with a timer is a question, else by gate kind. */
+export function engineAskKind(body: GateBody, autoAt: number | null): AskKind {
+  const declared = body.kind === "tool_call" || body.kind === "supervisor_pause" || body.kind === "question" ? body.payload.ask_kind : undefined;
+  if (declared !== undefined) return declared;
   if (autoAt !== null) return "question";
-  return kind === "step_review" || kind === "merge_review" ? "question" : "blocking";
+  return body.kind === "step_review" || body.kind === "merge_review" ? "question" : "blocking";
+}
+
+/** A payload of `kind` with nothing in it (core's `GateBody::empty`). */
+export function emptyBody(kind: GateKind): GateBody {
+  switch (kind) {
+    case "plan":
+      return { kind, payload: { goal: "", steps: [], files: [], risks: [], source: "requested" } };
+    case "tool_call":
+      return { kind, payload: toolCallGate({ tool: "", kind: "" }) };
+    case "step_review":
+      return { kind, payload: stepRecord() };
+    case "supervisor_pause":
+      return { kind, payload: { rationale: "" } };
+    case "deviation":
+      return { kind, payload: { cause: "turn_failed", error: "" } };
+    case "merge_review":
+      return { kind, payload: {} };
+    case "question":
+      return { kind, payload: { message: "" } };
+  }
+}
+
+/** A step record as the engine writes it, with these fields set. */
+export function stepRecord(fields: Partial<StepRecord> = {}): StepRecord {
+  return { step: 1, plan: null, drift: [], destructive: false, checks_passed: 0, checks_total: 0, sensors: [], retries: 0, tool_calls_ok: 0, tool_calls_total: 0, summary: "", ...fields };
+}
+
+/** A tool call the rules send to a human, as the engine writes it. */
+export function toolCallGate(request: Partial<ToolRequest>, fields: Partial<ToolCallGate> = {}): ToolCallGate {
+  return {
+    tool_call: { id: null, title: null, kind: null, raw_input: null },
+    request: { tool: "Bash", kind: "execute", command: null, paths: [], ...request },
+    reason: "",
+    rule: null,
+    always_gated: null,
+    always_gated_why: null,
+    agent_options: [],
+    ...fields,
+  };
 }
 
 export class MockBackend implements Backend {
@@ -507,34 +551,31 @@ export function demoBackend(now: number): MockBackend {
     { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
     { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
   ];
-  const gate = (id: number, run_id: number, kind: GateView["kind"], title: string, options: GateView["options"], payload: GateView["payload"], extra: Partial<GateView> = {}): GateView => ({
-    id, run_id, kind, status: "pending", title, options, payload, opened_at: now - 60_000 * id, decision: null,
-    auto_at: null, auto_option: null, authority: null, effected: false, ask_kind: engineAskKind(kind, payload, extra.auto_at ?? null), ...extra,
+  const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null): GateView => ({
+    id, run_id, ...body, status: "pending", title, options, opened_at: now - 60_000 * id, decision: null,
+    auto_at: timer?.auto_at ?? null, auto_option: timer?.auto_option ?? null, authority: null, effected: false, ask_kind: engineAskKind(body, timer?.auto_at ?? null),
   });
   const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
   const gates: GateView[] = [
-    gate(1, 1, "merge_review", "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")], {}),
-    gate(2, 2, "plan", "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")], {
+    gate(1, 1, { kind: "merge_review", payload: {} }, "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")]),
+    gate(2, 2, { kind: "plan", payload: {
       goal: "Split billing into modules", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }], files: ["src/billing/invoices.ts", "src/billing/payments.ts"], risks: ["Import cycles"],
       source: "agent_mode", markdown: "# Split billing\n\n1. Extract **invoices** into `src/billing/invoices.ts`\n2. Extract payments\n   - keep the public API\n\nSee [the design](https://example.com/billing).\n",
-    }),
-    gate(3, 3, "tool_call", "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")], {
-      request: { kind: "execute", command: "npm install pg-migrate", paths: [] }, reason: "installing packages is always gated", always_gated: "install_packages",
-    }),
-    gate(4, 4, "question", "A few questions before I plan the greeting.", [opt("answer", "Answer", true), opt("decline", "Decline")], {
+    } }, "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")]),
+    gate(3, 3, { kind: "tool_call", payload: toolCallGate({ command: "npm install pg-migrate" }, { reason: "installing packages is always gated", always_gated: "install_packages" }) },
+      "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")]),
+    gate(4, 4, { kind: "question", payload: {
       message: "A few questions before I plan the greeting.",
       schema: { type: "object", title: "Before I plan", required: ["framework", "add_tests"], properties: {
         framework: { type: "string", title: "Framework", enum: ["svelte", "react", "vue"] },
         add_tests: { type: "boolean", title: "Add tests?" },
         notes: { type: "string", title: "Anything else I should know?" },
       } },
-    }),
-    gate(5, 5, "deviation", "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")], {
-      cause: "sensor_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10,
-    }),
-    gate(6, 6, "step_review", "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], {
-      confidence: 0.64, explain: "one retry used; sensors passed",
-    }, { auto_at: now + 10_000, auto_option: "proceed" }),
+    } }, "A few questions before I plan the greeting.", [opt("answer", "Answer", true), opt("decline", "Decline")]),
+    gate(5, 5, { kind: "deviation", payload: { cause: "turn_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10 } },
+      "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")]),
+    gate(6, 6, { kind: "step_review", payload: stepRecord({ step: 2, confidence: 0.64, explain: "one retry used; sensors passed", retries: 1 }) },
+      "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], { auto_at: now + 10_000, auto_option: "proceed" }),
   ];
   const mock = new MockBackend(runs, Date.now, gates);
   mock.workspaces = [

@@ -59,6 +59,242 @@ export type PendingGate = { id: number, kind: GateKind,
  */
 ask_kind: AskKind, };
 
+export type GateBody = { "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate };
+
+export type ToolCallGate = { 
+/**
+ * The call as the agent described it: untrusted, shown as given.
+ */
+tool_call: AgentToolCall, 
+/**
+ * The call as the permission rules saw it.
+ */
+request: ToolRequest, 
+/**
+ * Why no rule decided it: why a human is asked.
+ */
+reason: string, 
+/**
+ * The rule that sent it to a human, when one did (e.g. `confinement`).
+ */
+rule: string | null, 
+/**
+ * The always-gated category it falls in: a human sees it every time.
+ */
+always_gated: AlwaysGated | null, 
+/**
+ * That category in words.
+ */
+always_gated_why: string | null, 
+/**
+ * The answers the agent offered (ACP permission options).
+ */
+agent_options: Array<AgentOption>, 
+/**
+ * Declared by external sessions (`blocking`); absent otherwise.
+ */
+ask_kind?: AskKind, };
+
+export type AgentToolCall = { 
+/**
+ * The agent's id for the call (a hook's: the ask's key).
+ */
+id: string | null, title: string | null, 
+/**
+ * ACP tool kind: `read`, `edit`, `delete`, `execute`...
+ */
+kind: string | null, 
+/**
+ * `pending`, `in_progress`, `completed` or `failed`.
+ */
+status?: string, 
+/**
+ * The tool's input as the agent sent it (an edit's new content...).
+ */
+raw_input: JsonValue | null, 
+/**
+ * Files the call touches, as the agent named them.
+ */
+locations?: Array<string>, 
+/**
+ * Text the agent attached.
+ */
+text?: string, 
+/**
+ * The agent's own tool name (`Bash`, `mcp__server__tool`...).
+ */
+name?: string, };
+
+export type AgentOption = { 
+/**
+ * The agent's id for it (they differ between agents).
+ */
+option_id: string, 
+/**
+ * Its label, as the agent wrote it.
+ */
+name: string, 
+/**
+ * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+ */
+kind: string, };
+
+export type ToolRequest = { 
+/**
+ * Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
+ * `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
+ */
+tool: string, 
+/**
+ * ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
+ * `think`, `fetch`, `switch_mode`, `other`.
+ */
+kind: string, 
+/**
+ * The shell command of a `Bash` / `execute` call.
+ */
+command: string | null, 
+/**
+ * Paths the call touches, as the agent gave them (relative to the
+ * worktree or absolute).
+ */
+paths: Array<string>, 
+/**
+ * Where each of `paths` leads on disk, in the same order, as the engine
+ * resolved it (symlinks followed, `..` applied). Empty when nobody
+ * resolved them: the rules then see the paths as given.
+ */
+resolved?: Array<Resolved>, };
+
+export type Resolved = { "leads": "inside", path: string, } | { "leads": "outside", path: string, } | { "leads": "unresolved", why: string, };
+
+export type AlwaysGated = "delete_files" | "drop_tables" | "production_config" | "install_packages" | "destructive_shell" | "secret_files";
+
+export type StepRecord = { 
+/**
+ * The step's number in the plan (1-based).
+ */
+step: number, 
+/**
+ * The plan the step belongs to.
+ */
+plan: PlanProposal | null, 
+/**
+ * Files changed outside the plan's declared files.
+ */
+drift: Array<string>, 
+/**
+ * The step made destructive tool calls.
+ */
+destructive: boolean, checks_passed: number, checks_total: number, 
+/**
+ * Each sensor (check command) run after the step.
+ */
+sensors: Array<StepSensor>, 
+/**
+ * Turns retried for this step.
+ */
+retries: number, tool_calls_ok: number, tool_calls_total: number, 
+/**
+ * The end of the agent's transcript for the step (untrusted).
+ */
+summary: string, 
+/**
+ * The step's confidence score (0 to 1), once scored.
+ */
+confidence?: number, 
+/**
+ * How the score came about, in words.
+ */
+explain?: string, };
+
+export type StepSensor = { command: string, passed: boolean, 
+/**
+ * None when the command did not exit (timed out, killed).
+ */
+exit_code: number | null, };
+
+export type SupervisorPauseGate = { 
+/**
+ * The supervisor's reason.
+ */
+rationale: string, 
+/**
+ * The step it paused after (a run's step; none for a session's).
+ */
+step?: StepRecord, 
+/**
+ * After this long unanswered, the run is aborted.
+ */
+timeout_seconds?: number, 
+/**
+ * Declared by external sessions (`blocking`); absent otherwise.
+ */
+ask_kind?: AskKind, };
+
+export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed";
+
+export type DeviationGate = { cause: DeviationCause, 
+/**
+ * The failure, in words (may quote the agent: untrusted).
+ */
+error: string, 
+/**
+ * A mode breach: the mode the agent switched itself to.
+ */
+mode?: string, 
+/**
+ * Retries so far (none for a failed merge).
+ */
+attempts?: number, 
+/**
+ * Retries allowed before retry is no longer offered.
+ */
+max_attempts?: number, };
+
+export type MergeReviewGate = Record<symbol, never>;
+
+export type QuestionGate = { 
+/**
+ * The question, as the agent wrote it.
+ */
+message: string, 
+/**
+ * The form's JSON Schema (the agent's; `null` for free text).
+ */
+schema?: JsonValue, 
+/**
+ * An external session's questions, one form field each.
+ */
+questions?: Array<AskQuestion>, 
+/**
+ * `question` when a timer answers it, `info` for a notice, else
+ * `blocking`.
+ */
+ask_kind?: AskKind, 
+/**
+ * A notice: what raised it.
+ */
+notice?: NoticeKind, };
+
+export type AskQuestion = { 
+/**
+ * A short tab label (at most 30 characters).
+ */
+header: string, question: string, options: Array<AskOption>, 
+/**
+ * Several options may be chosen.
+ */
+multiple: boolean, 
+/**
+ * A free-text answer is allowed (default true).
+ */
+custom: boolean, };
+
+export type AskOption = { label: string, description: string | null, };
+
+export type NoticeKind = "notification" | "stop";
+
 export type SensorSummary = { passed: number, failed: number, 
 /**
  * Each command's latest result, in the order they first ran (the
@@ -174,11 +410,12 @@ session?: ExternalSession | null,
  */
 actions: RunActions, };
 
-export type GateView = { id: number, run_id: number, kind: GateKind, status: GateStatus, title: string, options: Array<GateOption>, 
+export type GateView = { id: number, run_id: number, 
 /**
- * What the gate is about (plan, tool call, error), as its opener wrote it.
+ * The payload as stored, when it does not fit its kind's type (written
+ * by an older version): `payload` is then empty and this is shown.
  */
-payload: JsonValue, opened_at: number, decision: GateDecision | null, 
+unreadable_payload?: JsonValue, status: GateStatus, title: string, options: Array<GateOption>, opened_at: number, decision: GateDecision | null, 
 /**
  * When a timer decides the gate if nobody has (step_review auto-proceed,
  * an expiring question's default, an unanswered supervisor pause).
@@ -199,7 +436,7 @@ effected: boolean,
 /**
  * Blocking, question or info ([`crate::gate::ask_kind`]).
  */
-ask_kind: AskKind, };
+ask_kind: AskKind, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type ActivityView = { id: number, run_id: number, at: number, kind: string, payload: JsonValue, };
 

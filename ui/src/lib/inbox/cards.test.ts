@@ -7,7 +7,7 @@ import InboxView from "../../components/inbox/InboxView.svelte";
 import { Gates } from "./gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
 import { Nav } from "../nav.svelte";
-import { MockBackend, demoBackend } from "../backend/mock";
+import { MockBackend, demoBackend, toolCallGate } from "../backend/mock";
 import type { GateView } from "../types";
 
 const NOW = 1_700_000_000_000;
@@ -51,7 +51,7 @@ describe("gate cards", () => {
 
   it("hide Retry when the engine no longer offers it", async () => {
     const g = demo(5);
-    const body = await html({ ...g, options: g.options.filter((o) => o.id !== "retry"), payload: { cause: "turn_failed", error: "boom", attempts: 10, max_attempts: 10 } });
+    const body = await html({ ...g, options: g.options.filter((o) => o.id !== "retry"), kind: "deviation", payload: { cause: "turn_failed", error: "boom", attempts: 10, max_attempts: 10 } });
     expect(actions(body)).toEqual(["why", "replan", "stop"]);
     expect(body).toContain("attempts 10/10");
     expect(body).toContain("Retry is no longer offered");
@@ -61,7 +61,7 @@ describe("gate cards", () => {
   });
 
   it("show a tool call's exact command; no Always and no batch box when always-gated", async () => {
-    const gated = await html({ ...demo(3), options: demo(3).options.filter((o) => o.id !== "always"), payload: { request: { kind: "execute", command: "rm -rf build/", paths: [] }, always_gated: "destructive_shell", always_gated_why: "a destructive shell command" } });
+    const gated = await html({ ...demo(3), options: demo(3).options.filter((o) => o.id !== "always"), kind: "tool_call", payload: toolCallGate({ command: "rm -rf build/" }, { always_gated: "destructive_shell", always_gated_why: "a destructive shell command" }) });
     expect(gated).toContain("rm -rf build/");
     expect(gated).toContain('data-testid="always-gated"');
     expect(actions(gated)).toEqual(["why", "yes", "no"]);
@@ -75,9 +75,18 @@ describe("gate cards", () => {
     expect(actions(await html({ ...g, auto_at: null }))).toEqual(["why", "proceed", "stop"]);
   });
 
+  it("show a payload an older version wrote as stored, with no details made up from it", async () => {
+    const old = { tool: "Bash", command: "<b>npm install pg-migrate</b>" };
+    const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "" }), unreadable_payload: old });
+    expect(body).toContain('data-testid="unreadable-payload"');
+    expect(body).toContain("&lt;b>npm install pg-migrate&lt;/b>");
+    expect(body).not.toContain('data-testid="tool-call"');
+    expect(actions(body)).toEqual(["why", "yes", "always", "no"]);
+  });
+
   it("render agent text as text, never as markup", async () => {
     const evil = "<img src=x onerror=alert(1)>";
-    const body = await html({ ...demo(2), title: evil, payload: { goal: evil, steps: [{ title: evil }], files: [evil], risks: [] } });
+    const body = await html({ ...demo(2), title: evil, kind: "plan", payload: { goal: evil, steps: [{ title: evil }], files: [evil], risks: [], source: "requested" } });
     expect(body).not.toContain("<img");
     expect(body).toContain("&lt;img src=x onerror=alert(1)>");
   });
@@ -86,7 +95,7 @@ describe("gate cards", () => {
 describe("the inbox", () => {
   it("lists blocking asks first, with batch boxes only on low-risk gates", async () => {
     const backend = demoBackend(NOW);
-    backend.gates.set(3, { ...demo(3), payload: { request: { kind: "edit", paths: ["a.txt"] }, always_gated: null } });
+    backend.gates.set(3, { ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }) });
     const gates = new Gates(backend);
     await gates.start();
     const body = render(InboxView, { props: { gates, nav: new Nav(), now: NOW } }).body;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Gates } from "./gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
-import { MockBackend, demoBackend } from "../backend/mock";
+import { MockBackend, demoBackend, toolCallGate } from "../backend/mock";
 import type { EngineEvent, GateView } from "../types";
 import { buildAnswers, initialDraft, parseSchema, questionPayload } from "./questions";
 
@@ -54,7 +54,7 @@ describe("Gates", () => {
   it("answers a question gate with the JSON object of answers built from its schema", async () => {
     const { backend, gates } = await started();
     const g = gates.pending.get(4)!;
-    const { schema } = questionPayload(g.payload);
+    const { schema } = questionPayload(g);
     const qs = parseSchema(schema);
     const drafts = Object.fromEntries(qs.map((q) => [q.key, initialDraft(q, schema)]));
     drafts["framework"]!.choice = "vue";
@@ -83,7 +83,7 @@ describe("Gates", () => {
 
   it("approves a batch with each gate's low-risk option and skips the rest", async () => {
     const backend = demoBackend(NOW);
-    backend.gates.set(3, { ...backend.gates.get(3)!, payload: { request: { kind: "edit", paths: ["a.txt"] }, always_gated: null } });
+    backend.gates.set(3, { ...backend.gates.get(3)!, kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }) });
     const { gates } = await started(backend);
     const ok = await gates.approveAll([6, 3, 2, 1, 99]);
     expect(ok).toBe(2);

@@ -1,19 +1,19 @@
 import { describe, expect, it } from "vitest";
-import type { GateView } from "../types";
+import type { GateBody, GateKind, GateView } from "../types";
 import { askKind, batchOption, optionLabel, sortGates } from "./order";
 import { age, countdown, duration } from "./format";
-import { engineAskKind } from "../backend/mock";
+import { emptyBody, engineAskKind, toolCallGate } from "../backend/mock";
 
 const opt = (id: string, requires_context = false) => ({ id, label: id[0]!.toUpperCase() + id.slice(1), requires_context });
-const gate = (id: number, kind: GateView["kind"], extra: Partial<GateView> = {}): GateView => ({
-  ask_kind: engineAskKind(kind, extra.payload ?? {}, extra.auto_at ?? null),
+type Common = Partial<Omit<GateView, "kind" | "payload">>;
+const gate = (id: number, kind: GateKind, extra: Common = {}, body: GateBody = emptyBody(kind)): GateView => ({
+  ask_kind: engineAskKind(body, extra.auto_at ?? null),
   id,
   run_id: id,
-  kind,
+  ...body,
   status: "pending",
   title: `gate ${id}`,
   options: [],
-  payload: {},
   opened_at: id * 1000,
   decision: null,
   auto_at: null,
@@ -25,7 +25,7 @@ const gate = (id: number, kind: GateView["kind"], extra: Partial<GateView> = {})
 
 describe("askKind", () => {
   it("is what the engine says, whatever the payload", () => {
-    expect(askKind(gate(1, "plan", { ask_kind: "question", payload: { ask_kind: "info" } }))).toBe("question");
+    expect(askKind(gate(1, "question", { ask_kind: "question" }, { kind: "question", payload: { message: "m", ask_kind: "info" } }))).toBe("question");
     expect(askKind(gate(1, "question", { ask_kind: "info" }))).toBe("info");
   });
 
@@ -43,9 +43,10 @@ describe("askKind", () => {
   });
 
   it("takes the kind an opener declared", () => {
-    expect(askKind(gate(1, "plan", { payload: { ask_kind: "info" } }))).toBe("info");
-    expect(askKind(gate(1, "step_review", { payload: { ask_kind: "blocking" } }))).toBe("blocking");
-    expect(askKind(gate(1, "plan", { payload: { ask_kind: "bogus" } }))).toBe("blocking");
+    expect(askKind(gate(1, "question", {}, { kind: "question", payload: { message: "done", ask_kind: "info", notice: "stop" } }))).toBe("info");
+    // Declared beats the timer.
+    expect(askKind(gate(1, "tool_call", { auto_at: 5 }, { kind: "tool_call", payload: toolCallGate({}, { ask_kind: "blocking" }) }))).toBe("blocking");
+    expect(askKind(gate(1, "supervisor_pause", {}, { kind: "supervisor_pause", payload: { rationale: "r", ask_kind: "question" } }))).toBe("question");
   });
 });
 
@@ -56,7 +57,7 @@ describe("sortGates", () => {
       gate(2, "step_review"),
       gate(3, "tool_call"),
       gate(4, "merge_review"),
-      gate(5, "plan", { payload: { ask_kind: "info" } }),
+      gate(5, "question", {}, { kind: "question", payload: { message: "done", ask_kind: "info" } }),
       gate(6, "question"),
     ];
     expect(sortGates(gates).map((g) => g.id)).toEqual([6, 3, 1, 4, 2, 5]);
@@ -72,12 +73,14 @@ describe("sortGates", () => {
 describe("batchOption", () => {
   it("approves step reviews with proceed and ordinary tool calls with yes (never always)", () => {
     expect(batchOption(gate(1, "step_review", { options: [opt("proceed"), opt("stop", true)] }))).toBe("proceed");
-    const call = gate(2, "tool_call", { options: [opt("yes"), opt("always"), opt("no")], payload: { always_gated: null } });
+    const call = gate(2, "tool_call", { options: [opt("yes"), opt("always"), opt("no")] }, { kind: "tool_call", payload: toolCallGate({ command: "ls" }) });
     expect(batchOption(call)).toBe("yes");
   });
 
   it("never batches always-gated tool calls, plans, questions, deviations, pauses or merges", () => {
-    expect(batchOption(gate(1, "tool_call", { options: [opt("yes"), opt("no")], payload: { always_gated: "destructive_shell" } }))).toBeNull();
+    expect(batchOption(gate(1, "tool_call", { options: [opt("yes"), opt("no")] }, { kind: "tool_call", payload: toolCallGate({}, { always_gated: "destructive_shell" }) }))).toBeNull();
+    // A payload an older version wrote that could not be read is looked at, not batched.
+    expect(batchOption(gate(7, "tool_call", { options: [opt("yes"), opt("no")], unreadable_payload: { tool: "Bash", command: "rm -rf /" } }))).toBeNull();
     expect(batchOption(gate(2, "plan", { options: [opt("approve")] }))).toBeNull();
     expect(batchOption(gate(3, "question", { options: [opt("answer", true)] }))).toBeNull();
     expect(batchOption(gate(4, "deviation", { options: [opt("retry")] }))).toBeNull();
@@ -141,8 +144,8 @@ describe("info items", () => {
     expect(askKind(info)).toBe("info");
     expect(batchOption(info)).toBeNull();
     // Even an info item offering a plain "yes" is not batched.
-    expect(batchOption({ ...info, kind: "tool_call", options: [{ id: "yes", label: "Yes", requires_context: false }] })).toBeNull();
-    const blocking: GateView = { ...info, id: 51, opened_at: 1, ask_kind: "blocking", payload: { ask_kind: "blocking" } };
+    expect(batchOption({ ...info, kind: "tool_call", payload: toolCallGate({}), options: [{ id: "yes", label: "Yes", requires_context: false }] })).toBeNull();
+    const blocking: GateView = { ...info, id: 51, opened_at: 1, ask_kind: "blocking", payload: { message: "Finished", ask_kind: "blocking" } };
     expect(sortGates([info, blocking]).map((g) => g.id)).toEqual([51, 50]);
   });
 });

@@ -1,15 +1,12 @@
 // How the inbox orders and classifies what waits for the user, and which
 // gates may be approved in a batch.
-import type { AskKind, GateKind, GateView, JsonValue, StepReviewChoice, ToolCallChoice } from "../types";
+import type { AskKind, GateKind, GateView, StepReviewChoice, ToolCallChoice } from "../types";
 
 /** The three kinds of ask (PRODUCT.md, unified inbox): blocking (the agent
  * is paused until answered), question (it proceeds on its own: a default, an
  * expiry, an auto-proceed) and info (never waits). The engine decides which
  * (core's `ask_kind`) and ships it with the gate; the window only reads it. */
 export type { AskKind } from "../types";
-
-type Obj = { [key: string]: JsonValue };
-export const payloadObject = (p: JsonValue): Obj => (typeof p === "object" && p !== null && !Array.isArray(p) ? p : {});
 
 export function askKind(g: GateView): AskKind {
   return g.ask_kind;
@@ -52,17 +49,19 @@ export function sortGates(gates: GateView[]): GateView[] {
  * dismiss), plans (the point is to read them), questions (they need
  * answers), deviations (retry/replan/stop is a judgement), supervisor pauses
  * (the supervisor asked for a human), merge reviews (the diff deserves a
- * look), and always-gated tool calls (destructive by definition). An option
+ * look), always-gated tool calls (destructive by definition) and gates
+ * whose payload could not be read. An option
  * that needs context is never picked. */
 export function batchOption(g: GateView): string | null {
   if (g.status !== "pending") return null;
   // An info item is read and replied to (or dismissed), never approved.
   if (askKind(g) === "info") return null;
+  // A payload an older version wrote that could not be read: look at it.
+  if (g.unreadable_payload !== undefined) return null;
   let wanted: StepReviewChoice | ToolCallChoice;
   if (g.kind === "step_review") wanted = "proceed" satisfies StepReviewChoice;
   else if (g.kind === "tool_call") {
-    const p = payloadObject(g.payload);
-    if (p["always_gated"] !== null && p["always_gated"] !== undefined) return null;
+    if (g.payload.always_gated !== null) return null;
     wanted = "yes" satisfies ToolCallChoice;
   } else return null;
   const opt = g.options.find((o) => o.id === wanted);

@@ -1,15 +1,22 @@
-// Typed views of a gate's payload, as the engine writes it for each kind
-// (crates/overseer-engine/src/orchestrator.rs). The payload is untrusted agent
-// text: these only pick fields and check their types; the cards render the
-// results as text. A missing or mistyped field reads as absent.
-import type { JsonValue, PlanSource } from "../types";
-import { planSourceOf } from "../plan/source";
+// What the cards show of a gate's payload, read from the generated types
+// (core's `GateBody`: the payload narrows by the gate's `kind`). The payload
+// is untrusted agent text: the cards render the results as text. Blank text
+// reads as absent. A payload an older version wrote that did not fit its
+// type arrives empty, with the stored JSON in `unreadable_payload`.
+import type {
+  DeviationCause,
+  DeviationGate,
+  GateView,
+  JsonValue,
+  NoticeKind,
+  PlanProposal,
+  PlanSource,
+  StepRecord,
+  SupervisorPauseGate,
+  ToolCallGate,
+} from "../types";
 
-type Obj = { [key: string]: JsonValue };
-const obj = (v: JsonValue | undefined): Obj => (typeof v === "object" && v !== null && !Array.isArray(v) ? v : {});
-const str = (v: JsonValue | undefined): string | null => (typeof v === "string" && v.trim() !== "" ? v : null);
-const num = (v: JsonValue | undefined): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-const strs = (v: JsonValue | undefined): string[] => (Array.isArray(v) ? v.flatMap((x) => (typeof x === "string" ? [x] : [])) : []);
+const str = (v: string | null | undefined): string | null => (typeof v === "string" && v.trim() !== "" ? v : null);
 
 export interface PlanView {
   goal: string | null;
@@ -21,23 +28,17 @@ export interface PlanView {
   source: PlanSource | null;
 }
 
-export function planOf(payload: JsonValue): PlanView {
-  const p = obj(payload);
-  const steps = Array.isArray(p["steps"])
-    ? p["steps"].flatMap((s) => {
-        if (typeof s === "string") return [{ title: s, agent: null }];
-        const o = obj(s);
-        const title = str(o["title"]);
-        return title === null ? [] : [{ title, agent: str(o["agent"]) }];
-      })
-    : [];
+export function planOf(p: PlanProposal): PlanView {
   return {
-    goal: str(p["goal"]),
-    steps,
-    files: strs(p["files"]),
-    risks: strs(p["risks"]),
-    markdown: str(p["markdown"]),
-    source: planSourceOf(p["source"]),
+    goal: str(p.goal),
+    steps: p.steps.flatMap((s) => {
+      const title = str(s.title);
+      return title === null ? [] : [{ title, agent: str(s.agent) }];
+    }),
+    files: p.files,
+    risks: p.risks,
+    markdown: str(p.markdown),
+    source: p.source,
   };
 }
 
@@ -56,26 +57,30 @@ export interface ToolCallView {
   alwaysGatedWhy: string | null;
 }
 
-export function toolCallOf(payload: JsonValue): ToolCallView {
-  const p = obj(payload);
-  const req = obj(p["request"]);
-  const call = obj(p["tool_call"]);
-  const raw = obj(call["raw_input"]);
+/** A text field of the agent's raw tool input (its shape is the agent's). */
+function inputText(input: JsonValue | null, key: string): string | null {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return null;
+  const v = input[key];
+  return typeof v === "string" ? v : null;
+}
+
+export function toolCallOf(p: ToolCallGate): ToolCallView {
+  const { request: req, tool_call: call } = p;
   return {
-    kind: str(req["kind"]) ?? str(call["kind"]),
-    tool: str(req["tool"]) ?? str(call["name"]),
-    command: str(req["command"]),
-    paths: strs(req["paths"]),
-    content: typeof raw["content"] === "string" ? raw["content"] : typeof raw["new_string"] === "string" ? raw["new_string"] : null,
-    reason: str(p["reason"]),
-    rule: str(p["rule"]),
-    alwaysGated: str(p["always_gated"]),
-    alwaysGatedWhy: str(p["always_gated_why"]),
+    kind: str(req.kind) ?? str(call.kind),
+    tool: str(req.tool) ?? str(call.name),
+    command: str(req.command),
+    paths: req.paths,
+    content: inputText(call.raw_input, "content") ?? inputText(call.raw_input, "new_string"),
+    reason: str(p.reason),
+    rule: str(p.rule),
+    alwaysGated: p.always_gated,
+    alwaysGatedWhy: str(p.always_gated_why),
   };
 }
 
 export interface DeviationView {
-  cause: string | null;
+  cause: DeviationCause;
   /** A mode breach: the mode the agent switched itself to. */
   mode: string | null;
   error: string | null;
@@ -83,9 +88,8 @@ export interface DeviationView {
   maxAttempts: number | null;
 }
 
-export function deviationOf(payload: JsonValue): DeviationView {
-  const p = obj(payload);
-  return { cause: str(p["cause"]), mode: str(p["mode"]), error: str(p["error"]), attempts: num(p["attempts"]), maxAttempts: num(p["max_attempts"]) };
+export function deviationOf(p: DeviationGate): DeviationView {
+  return { cause: p.cause, mode: str(p.mode), error: str(p.error), attempts: p.attempts ?? null, maxAttempts: p.max_attempts ?? null };
 }
 
 export interface StepView {
@@ -101,42 +105,48 @@ export interface StepView {
   timeoutSeconds: number | null;
 }
 
-/** A step review's payload, or a supervisor pause's (its step is nested). */
-export function stepOf(payload: JsonValue): StepView {
-  const p = obj(payload);
-  const s = p["step"] !== undefined && typeof p["step"] === "object" ? obj(p["step"]) : p;
-  const sensors = Array.isArray(s["sensors"])
-    ? s["sensors"].flatMap((x) => {
-        const o = obj(x);
-        const command = str(o["command"]);
-        return command === null ? [] : [{ command, passed: o["passed"] === true, exitCode: num(o["exit_code"]) }];
-      })
-    : [];
+const NO_STEP: StepView = { step: null, confidence: null, explain: null, summary: null, drift: [], destructive: false, sensors: [], retries: null, rationale: null, timeoutSeconds: null };
+
+function stepView(s: StepRecord): StepView {
   return {
-    step: num(s["step"]),
-    confidence: num(s["confidence"]) ?? num(p["confidence"]),
-    explain: str(s["explain"]) ?? str(p["explain"]),
-    summary: str(s["summary"]),
-    drift: strs(s["drift"]),
-    destructive: s["destructive"] === true,
-    sensors,
-    retries: num(s["retries"]),
-    rationale: str(p["rationale"]),
-    timeoutSeconds: num(p["timeout_seconds"]),
+    step: s.step,
+    confidence: s.confidence ?? null,
+    explain: str(s.explain),
+    summary: str(s.summary),
+    drift: s.drift,
+    destructive: s.destructive,
+    sensors: s.sensors.map((x) => ({ command: x.command, passed: x.passed, exitCode: x.exit_code })),
+    retries: s.retries,
+    rationale: null,
+    timeoutSeconds: null,
   };
+}
+
+/** A step review's payload, or a supervisor pause's (its step is nested;
+ * a session's pause has none). */
+export function stepOf(g: { kind: "step_review"; payload: StepRecord } | { kind: "supervisor_pause"; payload: SupervisorPauseGate }): StepView {
+  if (g.kind === "step_review") return stepView(g.payload);
+  const p = g.payload;
+  return { ...(p.step ? stepView(p.step) : NO_STEP), rationale: str(p.rationale), timeoutSeconds: p.timeout_seconds ?? null };
 }
 
 export interface InfoView {
   /** What the agent told the user (untrusted text). */
   message: string | null;
   /** What raised it: a session's notification, or the end of its turn. */
-  notice: "notification" | "stop" | null;
+  notice: NoticeKind | null;
 }
 
-/** An info item's payload (`ask_kind: "info"`): a notice from an external
- * session. A reply to it becomes steering for the session. */
-export function infoOf(payload: JsonValue): InfoView {
-  const p = obj(payload);
-  const n = p["notice"];
-  return { message: str(p["message"]), notice: n === "notification" || n === "stop" ? n : null };
+/** An info item (`ask_kind: "info"`): a notice from an external session, a
+ * question gate. A reply to it becomes steering for the session. */
+export function infoOf(g: GateView): InfoView {
+  if (g.kind !== "question") return { message: null, notice: null };
+  return { message: str(g.payload.message), notice: g.payload.notice ?? null };
+}
+
+/** The stored JSON of a payload that did not fit its kind's type, as text
+ * to show instead (null when the payload was read). */
+export function unreadableText(g: GateView): string | null {
+  if (g.unreadable_payload === undefined) return null;
+  return JSON.stringify(g.unreadable_payload, null, 2);
 }

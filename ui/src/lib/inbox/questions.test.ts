@@ -168,8 +168,10 @@ describe("buildAnswers", () => {
 
 describe("questionPayload", () => {
   it("reads the message and the schema of a question gate", () => {
-    expect(questionPayload({ message: "Which?", schema: demo })).toEqual({ message: "Which?", schema: demo });
-    expect(questionPayload("nope")).toEqual({ message: null, schema: null });
+    const base = { id: 1, run_id: 1, status: "pending" as const, title: "Which?", options: [], opened_at: 0, decision: null, auto_at: null, auto_option: null, authority: null, effected: false, ask_kind: "blocking" as const };
+    expect(questionPayload({ ...base, kind: "question", payload: { message: "Which?", schema: demo } })).toEqual({ message: "Which?", schema: demo });
+    expect(questionPayload({ ...base, kind: "question", payload: { message: "Which?" } })).toEqual({ message: "Which?", schema: null });
+    expect(questionPayload({ ...base, kind: "merge_review", payload: {} })).toEqual({ message: null, schema: null });
   });
 });
 

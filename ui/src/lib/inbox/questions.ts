@@ -3,7 +3,7 @@
 // header of at most 30 characters, options with descriptions, single or
 // multiple choice, free text), and the user's answers turned back into the
 // JSON object the engine hands to the agent. Pure: no DOM, no backend.
-import type { JsonValue } from "../types";
+import type { GateView, JsonValue } from "../types";
 
 /** Longest tab label, in characters (PRODUCT.md item 1). */
 export const HEADER_MAX = 30;
@@ -279,8 +279,8 @@ export function problemSummary(problems: Problem[]): string {
   return parts.join(". ") + ".";
 }
 
-/** The message and schema of a question gate's payload. */
-export function questionPayload(payload: JsonValue): { message: string | null; schema: JsonValue | null } {
-  if (!isObj(payload)) return { message: null, schema: null };
-  return { message: str(payload["message"]), schema: payload["schema"] ?? null };
+/** The message and form schema of a question gate (nulls for other kinds). */
+export function questionPayload(g: GateView): { message: string | null; schema: JsonValue | null } {
+  if (g.kind !== "question") return { message: null, schema: null };
+  return { message: str(g.payload.message), schema: g.payload.schema ?? null };
 }

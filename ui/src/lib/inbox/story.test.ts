@@ -4,7 +4,7 @@ import { actorText, buildStory, describeMismatch, describeProblem, prefix } from
 
 const gate: GateView = {
   id: 7, run_id: 3, kind: "plan", ask_kind: "blocking", status: "decided", title: "Approve the plan: x",
-  options: [{ id: "approve", label: "Approve", requires_context: false }], payload: {}, opened_at: 1_000,
+  options: [{ id: "approve", label: "Approve", requires_context: false }], payload: { goal: "x", steps: [], files: [], risks: [], source: "requested" }, opened_at: 1_000,
   decision: { option: "approve", context: null, actor: { kind: "user", name: "app" }, at: 3_000 },
   auto_at: null, auto_option: null, authority: "advisory", effected: true,
 };

@@ -70,17 +70,24 @@ impl Engine {
                     rule.as_deref(),
                     "Always for this session",
                 );
-                let mut spec = GateSpec::new(run, GateKind::ToolCall, &title, options);
-                spec.payload = json!({
-                    "tool_call": { "id": key, "title": title, "kind": req.kind, "raw_input": input, "name": tool },
-                    "request": req,
-                    "reason": reason,
-                    "rule": rule,
-                    "always_gated": always_gated.map(|g| g.as_str()),
-                    "always_gated_why": always_gated.map(|g| g.describe()),
-                    "agent_options": [],
-                    "ask_kind": "blocking",
+                let body = GateBody::ToolCall(ToolCallGate {
+                    tool_call: AgentToolCall {
+                        id: key.clone(),
+                        title: Some(title.clone()),
+                        kind: Some(req.kind.clone()),
+                        raw_input: Some(input),
+                        name: Some(tool.to_owned()),
+                        ..AgentToolCall::default()
+                    },
+                    request: req.clone(),
+                    reason,
+                    rule,
+                    always_gated,
+                    always_gated_why: always_gated.map(|g| g.describe().to_owned()),
+                    agent_options: Vec::new(),
+                    ask_kind: Some(AskKind::Blocking),
                 });
+                let spec = GateSpec::new(run, body, &title, options);
                 let d = self.ask_gate(work, spec, key).await?;
                 Ok(self.tool_answer(work, cwd, &req, &title, d))
             }
@@ -144,21 +151,22 @@ impl Engine {
             [one] => one.question.clone(),
             many => format!("{} questions: {}", many.len(), many[0].question),
         };
-        let mut spec = GateSpec::new(
+        let body = GateBody::Question(QuestionGate {
+            message: title.clone(),
+            schema,
+            questions: questions.clone(),
+            ask_kind: Some(AskKind::Blocking),
+            notice: None,
+        });
+        let spec = GateSpec::new(
             work.run_id,
-            GateKind::Question,
+            body,
             &title,
             vec![
                 GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context(),
                 GateOption::choice(QuestionChoice::Decline, "Decline"),
             ],
         );
-        spec.payload = json!({
-            "message": title,
-            "schema": schema,
-            "questions": questions,
-            "ask_kind": "blocking",
-        });
         let d = self.ask_gate(work, spec, key).await?;
         Ok(match d.choice::<QuestionChoice>() {
             Ok(QuestionChoice::Answer) => SessionAnswer::Questions {
@@ -208,9 +216,9 @@ impl Engine {
         if self.gate_of_key(work.run_id, key.as_deref())?.is_none() {
             let _ = self.record_activity(work.run_id, "plan_proposed", json!(plan));
         }
-        let mut spec = GateSpec::new(
+        let spec = GateSpec::new(
             work.run_id,
-            GateKind::Plan,
+            GateBody::Plan(plan.clone()),
             &format!("Approve the plan: {}", plan.goal),
             vec![
                 GateOption::choice(PlanChoice::Approve, "Approve"),
@@ -219,7 +227,6 @@ impl Engine {
                 GateOption::choice(PlanChoice::Reject, "Reject"),
             ],
         );
-        spec.payload = json!(plan);
         let d = self.ask_gate(work, spec, key).await?;
         let context = d.context.clone().filter(|c| !c.trim().is_empty());
         let verdict = match d.choice::<PlanChoice>() {
@@ -294,13 +301,17 @@ impl Engine {
                 | Verdict::Reject
                 | Verdict::Escalate => {}
             }
-            let mut spec = GateSpec::new(
+            let spec = GateSpec::new(
                 run,
-                GateKind::SupervisorPause,
+                GateBody::SupervisorPause(SupervisorPauseGate {
+                    rationale: why.clone(),
+                    step: None,
+                    timeout_seconds: None,
+                    ask_kind: Some(AskKind::Blocking),
+                }),
                 &format!("The supervisor paused the session: {}", first_line(&why)),
                 supervisor_pause_options(),
             );
-            spec.payload = json!({ "rationale": why, "ask_kind": "blocking" });
             let d = self.ask_gate(work, spec, key).await?;
             return Ok(step_answer(d));
         }
@@ -337,7 +348,7 @@ impl Engine {
         }
         // One info item per session: a newer notice replaces the older.
         for g in self.gates(true)? {
-            if g.run_id == run && g.payload["ask_kind"] == "info" {
+            if g.run_id == run && g.body.declared_ask_kind() == Some(AskKind::Info) {
                 self.withdraw_gate(g.id, "a newer notice from the same session replaced it");
             }
         }
@@ -347,16 +358,22 @@ impl Engine {
                 NoticeKind::Notification => first_line(message),
                 NoticeKind::Stop => format!("{} finished its turn", work.agent),
             });
-        let mut spec = GateSpec::new(
+        let body = GateBody::Question(QuestionGate {
+            message: message.to_owned(),
+            schema: serde_json::Value::Null,
+            questions: Vec::new(),
+            ask_kind: Some(AskKind::Info),
+            notice: Some(kind),
+        });
+        let spec = GateSpec::new(
             run,
-            GateKind::Question,
+            body,
             &title,
             vec![
                 GateOption::choice(QuestionChoice::Answer, "Reply").with_required_context(),
                 GateOption::choice(QuestionChoice::Decline, "Dismiss"),
             ],
         );
-        spec.payload = json!({ "message": message, "ask_kind": "info", "notice": kind });
         let gate = self.open_gate_spec(&spec, &Actor::Agent(work.agent.clone()))?;
         reply_becomes_steering(self, gate, run);
         Ok(SessionAnswer::Noted {

@@ -38,9 +38,10 @@ use overseer_core::session::{
 };
 use overseer_core::supervision::Verdict;
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateId, GateKind, GateOption,
-    PlanChoice, QuestionChoice, ReleaseReason, RunEvent, RunId, RunOrigin, RunState, SessionAnswer,
-    SessionAsk, SessionRef, SupervisorPauseChoice, ToolCallChoice,
+    Actor, AgentToolCall, ApiError, AskKind, EngineEvent, ErrorCode, GateBody, GateDecision,
+    GateId, GateOption, PlanChoice, QuestionChoice, QuestionGate, ReleaseReason, RunEvent, RunId,
+    RunOrigin, RunState, SessionAnswer, SessionAsk, SessionRef, SupervisorPauseChoice,
+    SupervisorPauseGate, ToolCallChoice, ToolCallGate,
 };
 use overseer_store::{GateSpec, NewSession, RunWork};
 use serde_json::{json, Value};
@@ -357,7 +358,7 @@ impl Engine {
         if view.decision.is_some() {
             return;
         }
-        let choice = view.kind.decline_choice();
+        let choice = view.kind().decline_choice();
         match self.decide_gate(gate, choice.as_str(), Some(why), &Actor::Engine) {
             Ok(_) => {
                 // Nobody acts on a withdrawn gate: acted on as far as a
