@@ -25,6 +25,7 @@ use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
 use overseer_core::progress::Progress;
+use overseer_core::Activity;
 use overseer_core::{
     Actor, ApiError, GateDecision, GateKind, GateOption, GateView, PlanChoice, RunEvent,
 };
@@ -80,8 +81,10 @@ pub(super) async fn plan(
             let plan = PlanProposal::skipped(&work.task_title);
             let _ = engine.record_activity(
                 run,
-                "plan_skipped",
-                json!({ "text": "no plan gate: this run's profile or task says plan = \"skip\"" }),
+                Activity::PlanSkipped {
+                    text: "no plan gate: this run's profile or task says plan = \"skip\""
+                        .to_owned(),
+                },
             );
             return Ok(Planned::Approved(plan, std::mem::take(guidance)));
         }
@@ -401,8 +404,9 @@ pub(super) async fn exit_plan(
     turn.lock().unwrap_or_else(|p| p.into_inner()).plan_decision = Some(decided);
     let _ = engine.record_activity(
         work.run_id,
-        "plan_answer",
-        json!({ "text": format!("answered the agent's exit-plan request: {reply:?}") }),
+        Activity::PlanAnswer {
+            text: format!("answered the agent's exit-plan request: {reply:?}"),
+        },
     );
     reply
 }
@@ -438,7 +442,7 @@ pub(super) async fn plan_gate(
     plan: &PlanProposal,
 ) -> Result<GateDecision, ApiError> {
     let run = work.run_id;
-    let _ = engine.record_activity(run, "plan_proposed", json!(plan));
+    let _ = engine.record_activity(run, Activity::PlanProposed(plan.clone()));
     let mut spec = GateSpec::new(
         run,
         GateKind::Plan,

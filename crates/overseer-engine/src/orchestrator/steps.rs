@@ -12,6 +12,7 @@ use crate::acp::{AgentConnection, StopReason};
 use crate::git;
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
 use crate::Engine;
+use overseer_core::activity::{Activity, SensorOutcome, StepRecord};
 use overseer_core::confidence::{self, StepAction, StepEvidence};
 use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};
 use overseer_core::progress::Progress;
@@ -222,8 +223,10 @@ pub(super) async fn step_turn(
         None => {
             let _ = engine.record_activity(
                 run,
-                "step_started",
-                json!({ "step": index + 1, "text": plan.steps[index].title }),
+                Activity::StepStarted {
+                    step: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                    text: plan.steps[index].title.clone(),
+                },
             );
             step_prompt(plan, index, &feedback)
         }
@@ -317,8 +320,12 @@ pub(super) async fn unattended_retry(
     }
     let _ = engine.record_activity(
         run,
-        "retry_queued",
-        json!({ "text": why, "attempt": attempt, "wait_ms": wait_ms, "error": tail(failure, 2000) }),
+        Activity::RetryQueued {
+            text: why.clone(),
+            attempt,
+            wait_ms,
+            error: tail(failure, 2000),
+        },
     );
     engine.transition(run, RunEvent::QueueRetry, None, &Actor::Engine)?;
     let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
@@ -361,7 +368,13 @@ pub(super) async fn deviation(
             "the engine is stopping",
         ));
     }
-    let _ = engine.record_activity(run, "deviation", json!({ "text": error, "cause": cause }));
+    let _ = engine.record_activity(
+        run,
+        Activity::Deviation {
+            text: error.to_owned(),
+            cause: cause.to_owned(),
+        },
+    );
     let mut options = Vec::new();
     if can_retry || attempts == 0 {
         options.push(GateOption::choice(DeviationChoice::Retry, "Retry"));
@@ -465,7 +478,8 @@ pub(super) async fn weigh_step(
     step: &FinishedStep<'_>,
     reorients: &mut u32,
 ) -> Result<StepNext, ApiError> {
-    let (mut evidence, record) = evidence_of(turn, step);
+    let (mut evidence, step_record) = evidence_of(turn, step);
+    let record = json!(step_record);
     let mut score = confidence::score(&evidence);
     let policy = policy_of(work);
     let drifted = !step.drift.is_empty();
@@ -486,13 +500,22 @@ pub(super) async fn weigh_step(
             return Ok(next);
         }
     }
-    by_confidence(engine, work, turn, step.number, &evidence, score, record).await
+    by_confidence(
+        engine,
+        work,
+        turn,
+        step.number,
+        &evidence,
+        score,
+        step_record,
+    )
+    .await
 }
 
 /// The step's evidence for the confidence model, and its record (the
 /// supervisor's input, the step's timeline entry and review payload).
 /// Takes the turn's tool-call tally.
-fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, serde_json::Value) {
+fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, StepRecord) {
     let (destructive, ok, total) = {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
         let ok = t.tool_calls.values().filter(|v| **v).count();
@@ -513,19 +536,29 @@ fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, se
         tool_calls_ok: to_u32(ok),
         tool_calls_total: to_u32(total),
     };
-    let record = json!({
-        "step": step.number,
-        "plan": step.plan,
-        "drift": step.drift,
-        "destructive": destructive > 0,
-        "checks_passed": evidence.checks_passed,
-        "checks_total": evidence.checks_total,
-        "sensors": step.sensors.iter().map(|r| json!({"command": r.command, "passed": r.passed, "exit_code": r.exit_code})).collect::<Vec<_>>(),
-        "retries": step.retries,
-        "tool_calls_ok": ok,
-        "tool_calls_total": total,
-        "summary": tail(&step.transcript, 2000),
-    });
+    let record = StepRecord {
+        step: step.number,
+        plan: step.plan.clone(),
+        drift: step.drift.clone(),
+        destructive: destructive > 0,
+        checks_passed: evidence.checks_passed,
+        checks_total: evidence.checks_total,
+        sensors: step
+            .sensors
+            .iter()
+            .map(|r| SensorOutcome {
+                command: r.command.clone(),
+                passed: r.passed,
+                exit_code: r.exit_code,
+            })
+            .collect(),
+        retries: step.retries,
+        tool_calls_ok: to_u32(ok),
+        tool_calls_total: to_u32(total),
+        summary: tail(&step.transcript, 2000),
+        confidence: None,
+        explain: None,
+    };
     (evidence, record)
 }
 
@@ -548,8 +581,11 @@ async fn supervisor_verdict(
     };
     let _ = engine.record_activity(
         run,
-        "verdict",
-        json!({ "verdict": verdict.as_str(), "text": judged.rationale, "correction": judged.correction }),
+        Activity::Verdict {
+            verdict: verdict.as_str().to_owned(),
+            text: judged.rationale.clone(),
+            correction: judged.correction.clone(),
+        },
     );
     match verdict {
         Verdict::Reorient => {
@@ -599,13 +635,14 @@ async fn by_confidence(
     number: u32,
     evidence: &StepEvidence,
     score: f64,
-    mut record: serde_json::Value,
+    mut step_record: StepRecord,
 ) -> Result<StepNext, ApiError> {
     let run = work.run_id;
     let explained = confidence::explain(evidence, score);
-    record["confidence"] = json!(score);
-    record["explain"] = json!(explained);
-    let _ = engine.record_activity(run, "step_finished", record.clone());
+    step_record.confidence = Some(score);
+    step_record.explain = Some(explained.clone());
+    let record = json!(step_record);
+    let _ = engine.record_activity(run, Activity::StepFinished(Box::new(step_record)));
     let auto_ms = work
         .task_settings
         .auto_proceed_seconds

@@ -5,6 +5,7 @@
 import type { Backend } from "./backend";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
+  Activity,
   ActivityView,
   AgentInfo,
   ApiError,
@@ -157,7 +158,7 @@ export class MockBackend implements Backend {
       const r = this.run(runId);
       if (r.state.state !== "running") throw fail("invalid_transition", `run ${runId} is not running: only a running agent can be steered`);
       if (!text.trim()) throw fail("invalid_input", "the instruction is empty: say what the agent should do");
-      this.addActivity(runId, "user_instruction", { text });
+      this.addActivity(runId, { kind: "user_instruction", payload: { text, by: "user:app" } });
       return r;
     });
   }
@@ -397,10 +398,10 @@ export class MockBackend implements Backend {
     for (const e of events) this.push(e);
   }
 
-  addActivity(runId: number, kind: string, payload: ActivityView["payload"]) {
+  addActivity(runId: number, activity: Activity) {
     const list = this.activity.get(runId) ?? [];
     const all = [...this.activity.values()].flat();
-    const entry: ActivityView = { id: all.length + 1, run_id: runId, at: this.now(), kind, payload };
+    const entry: ActivityView = { id: all.length + 1, run_id: runId, at: this.now(), ...activity };
     list.push(entry);
     this.activity.set(runId, list);
     this.later([{ type: "run_activity", activity: entry }]);
