@@ -45,7 +45,7 @@ pub enum Activity {
     Deviation { text: String, cause: String },
     /// The supervisor's verdict on a step.
     Verdict {
-        verdict: String,
+        verdict: crate::supervision::Verdict,
         /// Its rationale.
         text: String,
         correction: Option<String>,

@@ -582,7 +582,7 @@ async fn supervisor_verdict(
     let _ = engine.record_activity(
         run,
         Activity::Verdict {
-            verdict: verdict.as_str().to_owned(),
+            verdict,
             text: judged.rationale.clone(),
             correction: judged.correction.clone(),
         },

@@ -167,7 +167,7 @@ effected: boolean,
  */
 ask_kind: AskKind, };
 
-export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: string, 
+export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**
  * Its rationale.
  */
@@ -314,7 +314,7 @@ export type MergeOutcome = { "outcome": "merged", commit: string, } | { "outcome
 
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
 
-export type ActivityView = { id: number, run_id: number, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: string, 
+export type ActivityView = { id: number, run_id: number, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**
  * Its rationale.
  */
