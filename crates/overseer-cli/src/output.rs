@@ -40,22 +40,12 @@ pub fn inert_lines(s: &str) -> String {
 pub fn activity(items: &[overseer_core::ActivityView], now: i64) -> String {
     let mut out = String::new();
     for a in items {
-        let text = match &a.payload {
-            serde_json::Value::Object(m) => m
-                .get("text")
-                .or_else(|| m.get("summary"))
-                .or_else(|| m.get("title"))
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-                .unwrap_or_else(|| a.payload.to_string()),
-            other => other.to_string(),
-        };
         let _ = writeln!(
             out,
             "{:>5}  {:<12} {}",
             age(a.at, now),
-            a.kind,
-            inert(&text)
+            inert(&a.kind()),
+            inert(&a.entry.text())
         );
     }
     if items.is_empty() {

@@ -23,6 +23,7 @@
 // Domain matches list every variant: a new state or event must force a decision.
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub mod activity;
 pub mod actor;
 pub mod agent;
 pub mod confidence;
@@ -38,6 +39,7 @@ pub mod session;
 pub mod supervision;
 pub mod view;
 
+pub use activity::Activity;
 pub use actor::Actor;
 pub use error::{ApiError, ErrorCode, FieldError};
 pub use gate::{

@@ -1,6 +1,7 @@
 //! Read models shown by the window and the CLI, and the events the engine pushes
 //! after each commit. The UI renders these; it never computes state of its own.
 
+use crate::activity::{ProgressEntry, SensorRun};
 use crate::{
     GateDecision, GateId, GateKind, GateOption, GateStatus, Millis, RunId, RunState, TaskId,
 };
@@ -161,19 +162,10 @@ fn blocking() -> crate::gate::AskKind {
     crate::gate::AskKind::Blocking
 }
 
-/// One entry of a run's activity timeline (agent message, plan, tool call,
-/// sensor result), as the agent or the engine reported it. Untrusted text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
-pub struct ActivityView {
-    pub id: i64,
-    pub run_id: RunId,
-    pub at: Millis,
-    pub kind: String,
-    pub payload: serde_json::Value,
-}
+pub use crate::activity::ActivityView;
 
 /// Pushed to every subscriber after a commit, never before.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {
     RunChanged {
@@ -219,36 +211,26 @@ pub fn needs_you(state: RunState, pending_gate: Option<&PendingGate>) -> bool {
         || pending_gate.is_some_and(|g| g.ask_kind != crate::gate::AskKind::Info)
 }
 
-/// The step a run is on, from the payload of its latest `plan` event
-/// (`{"entries": [{"content", "status"}]}`): the entry in progress, else the
-/// first pending one. None when every entry is done or the payload is not a
-/// plan.
-pub fn current_step(plan: &serde_json::Value) -> Option<String> {
-    let entries = plan.get("entries")?.as_array()?;
+/// The step a run is on, from its latest progress list: the entry in
+/// progress, else the first pending one. None when every entry is done.
+pub fn current_step(entries: &[ProgressEntry]) -> Option<String> {
     let with = |status: &str| {
         entries
             .iter()
-            .find(|e| e.get("status").and_then(|s| s.as_str()) == Some(status))
-            .and_then(|e| e.get("content")?.as_str())
-            .map(str::to_owned)
+            .find(|e| e.status == status)
+            .map(|e| e.content.clone())
     };
     with("in_progress").or_else(|| with("pending"))
 }
 
-/// The latest result of each sensor, from a run's `sensor` events in order
-/// (`{"command", "passed"}`). None before any sensor ran.
-pub fn sensor_summary(results: &[serde_json::Value]) -> Option<SensorSummary> {
+/// The latest result of each sensor, from a run's `sensor` entries in
+/// order. None before any sensor ran.
+pub fn sensor_summary(results: &[SensorRun]) -> Option<SensorSummary> {
     let mut latest: Vec<(&str, bool)> = Vec::new();
     for r in results {
-        let (Some(command), Some(passed)) = (
-            r.get("command").and_then(|c| c.as_str()),
-            r.get("passed").and_then(|p| p.as_bool()),
-        ) else {
-            continue;
-        };
-        match latest.iter_mut().find(|(c, _)| *c == command) {
-            Some(entry) => entry.1 = passed,
-            None => latest.push((command, passed)),
+        match latest.iter_mut().find(|(c, _)| *c == r.command) {
+            Some(entry) => entry.1 = r.passed,
+            None => latest.push((&r.command, r.passed)),
         }
     }
     if latest.is_empty() {
@@ -272,7 +254,23 @@ pub fn sensor_summary(results: &[serde_json::Value]) -> Option<SensorSummary> {
 mod tests {
     use super::*;
     use crate::RunOrigin;
-    use serde_json::json;
+
+    fn entry(content: &str, status: &str) -> ProgressEntry {
+        ProgressEntry {
+            content: content.into(),
+            priority: "medium".into(),
+            status: status.into(),
+        }
+    }
+
+    fn check(command: &str, passed: bool) -> SensorRun {
+        SensorRun {
+            command: command.into(),
+            exit_code: Some(i32::from(!passed)),
+            passed,
+            output: String::new(),
+        }
+    }
 
     #[test]
     fn a_run_offers_review_only_when_launched_and_pending_review_and_steering_only_while_it_works()
@@ -312,29 +310,27 @@ mod tests {
 
     #[test]
     fn the_current_step_is_the_entry_in_progress_else_the_first_pending() {
-        let plan = json!({"entries": [
-            {"content": "Read the code", "status": "completed"},
-            {"content": "Write the greeting", "status": "pending"},
-            {"content": "Run the tests", "status": "in_progress"},
-        ]});
+        let plan = [
+            entry("Read the code", "completed"),
+            entry("Write the greeting", "pending"),
+            entry("Run the tests", "in_progress"),
+        ];
         assert_eq!(current_step(&plan).as_deref(), Some("Run the tests"));
-        let plan = json!({"entries": [
-            {"content": "Read the code", "status": "completed"},
-            {"content": "Write the greeting", "status": "pending"},
-        ]});
+        let plan = [
+            entry("Read the code", "completed"),
+            entry("Write the greeting", "pending"),
+        ];
         assert_eq!(current_step(&plan).as_deref(), Some("Write the greeting"));
-        let done = json!({"entries": [{"content": "Read", "status": "completed"}]});
-        assert_eq!(current_step(&done), None);
-        assert_eq!(current_step(&json!("not a plan")), None);
+        assert_eq!(current_step(&[entry("Read", "completed")]), None);
+        assert_eq!(current_step(&[]), None);
     }
 
     #[test]
     fn sensors_count_the_latest_result_of_each_command() {
         let results = [
-            json!({"command": "npm test", "passed": false}),
-            json!({"command": "npm run lint", "passed": true}),
-            json!({"command": "npm test", "passed": true}),
-            json!({"garbage": 1}),
+            check("npm test", false),
+            check("npm run lint", true),
+            check("npm test", true),
         ];
         assert_eq!(
             sensor_summary(&results),
@@ -353,9 +349,8 @@ mod tests {
                 ],
             })
         );
-        let failing = [json!({"command": "npm test", "passed": false})];
         assert_eq!(
-            sensor_summary(&failing),
+            sensor_summary(&[check("npm test", false)]),
             Some(SensorSummary {
                 passed: 0,
                 failed: 1,

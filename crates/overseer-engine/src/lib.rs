@@ -12,6 +12,7 @@
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
 pub mod acp;
+mod activity;
 pub mod agents;
 pub mod api;
 mod blocking;

@@ -14,6 +14,7 @@
 use crate::git;
 use crate::notify::NotificationKind;
 use crate::Engine;
+use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::supervision::{resolve, Autonomy, DecisionRecord, Resolution, Vote};
 use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, MergeReviewChoice, RunEvent,
@@ -24,42 +25,24 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// How a run's merge ended.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum MergeOutcome {
-    /// A new merge commit is on the base branch.
-    Merged { commit: String },
-    /// Merged before (a crash after git's merge, or a second approval): the
-    /// record was completed, nothing was merged again.
-    AlreadyMerged { commit: Option<String> },
-    /// The reviewed work was already on the base branch although Overseer
-    /// never merged it: a security event; nothing was merged again.
-    MergedOutside,
-    /// The run committed nothing: there is nothing to merge.
-    NothingToMerge,
-    /// The run has no repository (a seeded demo run).
-    NoRepository,
-}
+pub use overseer_core::activity::MergeOutcome;
 
-impl MergeOutcome {
-    /// What the run's timeline says about it.
-    fn text(&self, base: &str) -> String {
-        match self {
-            MergeOutcome::Merged { commit } => format!("merged into {base} as {}", short(commit)),
-            MergeOutcome::AlreadyMerged { commit: Some(c) } => format!(
-                "already merged into {base} as {} (the record was completed; nothing merged again)",
-                short(c)
-            ),
-            MergeOutcome::AlreadyMerged { commit: None } => {
-                format!("already merged into {base} (the record was completed; nothing merged again)")
-            }
-            MergeOutcome::MergedOutside => format!(
-                "already on {base}, merged outside Overseer (a security event); nothing merged again"
-            ),
-            MergeOutcome::NothingToMerge => "the run changed nothing: nothing to merge".to_owned(),
-            MergeOutcome::NoRepository => "the run has no repository: nothing to merge".to_owned(),
+/// What the run's timeline says about a merge's outcome.
+fn outcome_text(outcome: &MergeOutcome, base: &str) -> String {
+    match outcome {
+        MergeOutcome::Merged { commit } => format!("merged into {base} as {}", short(commit)),
+        MergeOutcome::AlreadyMerged { commit: Some(c) } => format!(
+            "already merged into {base} as {} (the record was completed; nothing merged again)",
+            short(c)
+        ),
+        MergeOutcome::AlreadyMerged { commit: None } => {
+            format!("already merged into {base} (the record was completed; nothing merged again)")
         }
+        MergeOutcome::MergedOutside => format!(
+            "already on {base}, merged outside Overseer (a security event); nothing merged again"
+        ),
+        MergeOutcome::NothingToMerge => "the run changed nothing: nothing to merge".to_owned(),
+        MergeOutcome::NoRepository => "the run has no repository: nothing to merge".to_owned(),
     }
 }
 
@@ -246,7 +229,7 @@ impl Engine {
             .map(|events| {
                 events
                     .iter()
-                    .any(|e| e.kind == "security" && e.payload["event"] == "unrecorded_merge")
+                    .any(|e| matches!(&e.entry, Activity::Security(s) if s.event == Some(SecurityEvent::UnrecordedMerge)))
             })
             .unwrap_or(false);
         if said {
@@ -268,8 +251,14 @@ impl Engine {
         );
         if let Err(e) = self.record_activity(
             run,
-            "security",
-            json!({"event": "unrecorded_merge", "base": base, "base_commit": at, "found": found, "text": text}),
+            Activity::Security(SecurityEntry {
+                text: text.clone(),
+                event: Some(SecurityEvent::UnrecordedMerge),
+                base: Some(base.to_owned()),
+                base_commit: Some(at.to_owned()),
+                found: Some(found.to_vec()),
+                ..SecurityEntry::default()
+            }),
         ) {
             tracing::error!(run, "cannot record the unrecorded merge: {}", e.message);
         }
@@ -294,8 +283,10 @@ impl Engine {
             .unwrap_or_else(|| "the base branch".to_owned());
         if let Err(e) = self.record_activity(
             run,
-            "merge",
-            json!({"outcome": outcome, "text": outcome.text(&base)}),
+            Activity::Merge {
+                text: outcome_text(outcome, &base),
+                outcome: Some(outcome.clone()),
+            },
         ) {
             tracing::warn!(
                 run,
@@ -400,9 +391,13 @@ impl Engine {
         if voted.decision.is_none() {
             self.record_activity(
                 gate.run_id,
-                "cosign",
-                json!({"gate_id": gate.id, "by": actor.to_string(),
-                       "text": format!("approved by {actor}; the merge waits for the co-sign of the supervisor")}),
+                Activity::Cosign {
+                    gate_id: gate.id,
+                    by: actor.to_string(),
+                    text: format!(
+                        "approved by {actor}; the merge waits for the co-sign of the supervisor"
+                    ),
+                },
             )?;
             let run = self.run(gate.run_id)?;
             self.publish(vec![EngineEvent::RunChanged { run: run.clone() }]);

@@ -431,8 +431,11 @@ fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
     );
     let _ = engine.record_activity(
         run,
-        "security",
-        serde_json::json!({ "text": text, "pid": pid }),
+        overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
+            text: text.clone(),
+            pid: Some(i64::from(pid)),
+            ..overseer_core::activity::SecurityEntry::default()
+        }),
     );
     engine.notify_user(
         crate::NotificationKind::SecurityEvent,

@@ -6,9 +6,9 @@
 //! act on it, tells the run's timeline and the user, and waits on.
 
 use crate::Engine;
+use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::{ApiError, EngineEvent, GateDecision, GateId, GateView};
 use overseer_store::DecisionMismatch;
-use serde_json::json;
 
 impl Engine {
     /// Marks a decided gate effected, unless its decision is not the one its
@@ -49,8 +49,12 @@ impl Engine {
         };
         if let Err(e) = self.record_activity(
             gate.run_id,
-            "security",
-            json!({ "event": "decision_without_record", "gate_id": gate.id, "text": text }),
+            Activity::Security(SecurityEntry {
+                text: text.clone(),
+                event: Some(SecurityEvent::DecisionWithoutRecord),
+                gate_id: Some(gate.id),
+                ..SecurityEntry::default()
+            }),
         ) {
             tracing::error!(
                 gate = gate.id,

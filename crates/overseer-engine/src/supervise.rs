@@ -17,6 +17,7 @@ use crate::evaluate::{
 use crate::notify::{Notification, NotificationKind};
 use crate::Engine;
 use futures::future::BoxFuture;
+use overseer_core::activity::{Activity, RuleDecision};
 use overseer_core::rules::{self, Permission, RuleSet, ToolRequest};
 use overseer_core::supervision::{
     resolve_policy, select_verdict, verdict_option, Autonomy, Concerns, EvaluatorConfig,
@@ -27,7 +28,6 @@ use overseer_core::{
     MergeReviewChoice, RunId, StepReviewChoice, SupervisorPauseChoice,
 };
 use overseer_store::{DecisionInput, GateSpec, RunWork};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -352,8 +352,10 @@ impl Engine {
         self.write(|tx| tx.add_steering(run, text, actor, now))?;
         self.record_activity(
             run,
-            "user_instruction",
-            json!({ "text": text, "by": actor.to_string() }),
+            Activity::UserInstruction {
+                text: text.to_owned(),
+                by: actor.to_string(),
+            },
         )
     }
 
@@ -422,8 +424,11 @@ impl Engine {
         )?;
         let _ = self.record_activity(
             run,
-            "tool_allowed",
-            json!({ "title": title, "kind": req.kind, "text": format!("{rule} ({layer})") }),
+            Activity::ToolAllowed(RuleDecision {
+                title: title.to_owned(),
+                kind: req.kind.clone(),
+                text: format!("{rule} ({layer})"),
+            }),
         );
         Ok(())
     }
@@ -457,8 +462,11 @@ impl Engine {
         }
         let _ = self.record_activity(
             run,
-            "tool_denied",
-            json!({ "title": title, "kind": req.kind, "text": format!("{reason} ({layer})") }),
+            Activity::ToolDenied(RuleDecision {
+                title: title.to_owned(),
+                kind: req.kind.clone(),
+                text: format!("{reason} ({layer})"),
+            }),
         );
     }
 
@@ -639,8 +647,12 @@ fn last_step(engine: &Engine, run: RunId) -> Option<serde_json::Value> {
         .ok()?
         .into_iter()
         .rev()
-        .find(|e| e.kind == "step_finished")
-        .map(|e| e.payload)
+        .find_map(|e| {
+            let Activity::StepFinished(record) = e.entry else {
+                return None;
+            };
+            serde_json::to_value(record).ok()
+        })
 }
 
 /// What the supervisor said about a finished step.

@@ -5,9 +5,9 @@
 use crate::git;
 use crate::Engine;
 use overseer_core::{
-    parse_choice, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate,
-    EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption, GateView,
-    MergeReviewChoice, RunId, RunState, RunView, TaskId,
+    parse_choice, Activity, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice,
+    DeviationGate, EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption,
+    GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
 use overseer_store::{Workspace, WorkspaceSettings};
 use serde_json::json;
@@ -447,8 +447,7 @@ impl Engine {
                 id: e.id,
                 run_id: e.run_id,
                 at: e.at,
-                kind: e.kind,
-                payload: e.payload,
+                entry: e.entry,
             })
             .collect())
     }
@@ -552,26 +551,21 @@ impl Engine {
     }
 
     /// Stores a timeline entry and pushes it.
-    pub(crate) fn record_activity(
-        &self,
-        run: RunId,
-        kind: &str,
-        payload: serde_json::Value,
-    ) -> Result<(), ApiError> {
+    pub(crate) fn record_activity(&self, run: RunId, entry: Activity) -> Result<(), ApiError> {
         let now = self.clock.now();
-        let id = self.write(|tx| tx.record_run_event(run, kind, &payload, now))?;
+        let id = self.write(|tx| tx.record_run_event(run, &entry, now))?;
+        // A new plan or sensor result changes the row's current step or
+        // sensors column: push the row too, so the dashboard follows.
+        let row_changes = entry.changes_run_row();
         let mut events = vec![EngineEvent::RunActivity {
             activity: ActivityView {
                 id,
                 run_id: run,
                 at: now,
-                kind: kind.to_owned(),
-                payload,
+                entry,
             },
         }];
-        // A new plan or sensor result changes the row's current step or
-        // sensors column: push the row too, so the dashboard follows.
-        if matches!(kind, "plan" | "sensor") {
+        if row_changes {
             let view = self.store().run(run)?;
             if !matches!(view.state, overseer_core::RunState::Released { .. }) {
                 events.push(EngineEvent::RunChanged { run: view });

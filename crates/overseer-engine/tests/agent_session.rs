@@ -66,7 +66,7 @@ fn kinds(w: &World, run: i64) -> Vec<String> {
         .activity(run, 0)
         .expect("activity")
         .into_iter()
-        .map(|a| a.kind)
+        .map(|a| a.kind())
         .collect()
 }
 
@@ -129,16 +129,16 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
     let activity = w.engine.activity(run, 0).expect("activity");
     let started: Vec<i64> = activity
         .iter()
-        .filter(|a| a.kind == "step_started")
-        .filter_map(|a| a.payload["step"].as_i64())
+        .filter(|a| a.kind() == "step_started")
+        .filter_map(|a| a.payload()["step"].as_i64())
         .collect();
     assert_eq!(started, [1, 2]);
     assert!(activity
         .iter()
-        .any(|a| a.kind == "message" && a.payload["text"] == "Wrote the greeting."));
+        .any(|a| a.kind() == "message" && a.payload()["text"] == "Wrote the greeting."));
     assert!(activity
         .iter()
-        .any(|a| a.kind == "sensor" && a.payload["passed"] == true));
+        .any(|a| a.kind() == "sensor" && a.payload()["passed"] == true));
     let (files, diff) = w.engine.run_diff(run).expect("diff");
     assert!(diff.contains("+hello, world"), "{diff}");
     assert!(diff.contains("+It greets the world."), "{diff}");
@@ -325,10 +325,10 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
     let activity = w.engine.activity(run, 0).expect("activity");
     assert!(activity
         .iter()
-        .any(|a| a.kind == "file_written" && a.payload["path"] == "src/greeting.txt"));
+        .any(|a| a.kind() == "file_written" && a.payload()["path"] == "src/greeting.txt"));
     assert!(activity
         .iter()
-        .any(|a| a.kind == "message" && a.payload["text"] == "Halfway there."));
+        .any(|a| a.kind() == "message" && a.payload()["text"] == "Halfway there."));
 
     w.engine
         .decide_gate(deviation.id, "stop", None, &Actor::cli())
@@ -435,7 +435,7 @@ async fn after_a_restart_the_run_carries_on_in_its_agents_continued_session() {
     // The run continues the session it had, and the timeline says so.
     until(&w, "the agent's session resumed", |e| {
         e.activity(run, 0).ok()?.into_iter().find(|a| {
-            a.kind == "session" && a.payload["text"] == "resumed the agent's session scripted-1"
+            a.kind() == "session" && a.payload()["text"] == "resumed the agent's session scripted-1"
         })
     })
     .await;
@@ -447,7 +447,7 @@ async fn after_a_restart_the_run_carries_on_in_its_agents_continued_session() {
         e.activity(run, 0)
             .ok()?
             .into_iter()
-            .find(|a| a.kind == "carried_on")
+            .find(|a| a.kind() == "carried_on")
     })
     .await;
     // It waits on the same plan gate: the plan is not asked for again.

@@ -446,7 +446,7 @@ async fn a_sensor_runs_contained_with_a_cleared_environment_and_its_daemon_is_st
                 .activity(run, 0)
                 .ok()?
                 .into_iter()
-                .find(|a| a.kind == "sensor")
+                .find(|a| a.kind() == "sensor")
             {
                 return Some(Err(a));
             }
@@ -463,7 +463,7 @@ async fn a_sensor_runs_contained_with_a_cleared_environment_and_its_daemon_is_st
                     .decide_gate(gate.id, "yes", None, &Actor::app())
                     .expect("yes");
             }
-            Err(activity) => break activity.payload,
+            Err(activity) => break activity.payload(),
         }
     };
     let output = result["output"].as_str().unwrap_or_default().to_owned();
@@ -592,7 +592,7 @@ async fn the_engine_refuses_a_peer_inside_a_run_even_without_the_sandbox() {
         e.activity(run, 0)
             .ok()?
             .into_iter()
-            .find(|a| a.kind == "security")
+            .find(|a| a.kind() == "security")
     })
     .await;
     let paths = w.engine.paths();

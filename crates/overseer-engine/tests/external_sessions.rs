@@ -663,13 +663,13 @@ async fn messages_go_through_the_hub_and_a_message_to_a_peer_is_held_back() {
         .activity(run_a, 0)
         .expect("timeline")
         .iter()
-        .any(|e| e.kind == "message_sent"));
+        .any(|e| e.kind() == "message_sent"));
     assert!(w
         .engine
         .activity(run_a, 0)
         .expect("timeline")
         .iter()
-        .any(|e| e.kind == "message_received"));
+        .any(|e| e.kind() == "message_received"));
     let mut posted = 0;
     while let Ok(e) = events.try_recv() {
         if matches!(e, overseer_core::EngineEvent::MessagePosted { .. }) {
@@ -763,7 +763,7 @@ async fn a_reply_to_a_notice_left_pending_across_a_restart_still_steers_the_sess
             again
                 .engine
                 .activity(run, 0)
-                .is_ok_and(|a| a.iter().any(|e| e.kind == "user_instruction"))
+                .is_ok_and(|a| a.iter().any(|e| e.kind() == "user_instruction"))
         })
     })
     .await;

@@ -176,14 +176,14 @@ async fn a_crash_between_gits_merge_and_the_database_never_merges_twice() {
     assert_eq!(git(&w.repo, &["rev-parse", "main"]), commit);
     let said = again.activity(run, 0).expect("activity");
     assert!(
-        said.iter().any(|a| a.kind == "merge"
-            && a.payload["text"]
+        said.iter().any(|a| a.kind() == "merge"
+            && a.payload()["text"]
                 .as_str()
                 .is_some_and(|t| t.contains("already merged"))),
         "{said:?}"
     );
     assert!(
-        !said.iter().any(|a| a.kind == "security"),
+        !said.iter().any(|a| a.kind() == "security"),
         "our own merge is no security event: {said:?}"
     );
     // And once more: nothing.
@@ -228,7 +228,7 @@ async fn work_found_on_main_without_a_merge_of_overseers_is_a_security_event() {
     assert!(
         activity
             .iter()
-            .any(|a| a.kind == "security" && a.payload["event"] == "unrecorded_merge"),
+            .any(|a| a.kind() == "security" && a.payload()["event"] == "unrecorded_merge"),
         "{activity:?}"
     );
     assert_eq!(audit_mentions(&w, "unrecorded_merge"), 1);
@@ -307,7 +307,7 @@ async fn a_humans_approval_of_a_cosigned_merge_review_waits_for_the_supervisor()
         .activity(run, 0)
         .expect("activity")
         .iter()
-        .any(|a| a.kind == "cosign"));
+        .any(|a| a.kind() == "cosign"));
     // Approving again is still a vote: nothing merges twice, nothing yet.
     let view = w.engine.approve_run(run, &Actor::app()).expect("again");
     assert_eq!(view.state, RunState::PendingReview);

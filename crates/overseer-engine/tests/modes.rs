@@ -42,7 +42,7 @@ async fn an_agent_that_will_not_enter_its_supervised_mode_is_never_prompted() {
     assert!(
         !activity
             .iter()
-            .any(|a| a.kind == "message" || a.kind == "plan"),
+            .any(|a| a.kind() == "message" || a.kind() == "plan"),
         "the agent was never prompted: {activity:?}"
     );
 }
@@ -72,11 +72,11 @@ async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why(
     );
     let activity = w.engine.activity(run, 0).expect("activity");
     assert!(
-        activity.iter().any(|a| a.kind == "security"),
+        activity.iter().any(|a| a.kind() == "security"),
         "{activity:?}"
     );
-    assert!(activity.iter().any(|a| a.kind == "file_refused"
-        && a.payload["text"]
+    assert!(activity.iter().any(|a| a.kind() == "file_refused"
+        && a.payload()["text"]
             .as_str()
             .is_some_and(|t| t.contains("mode"))));
     assert!(w.engine.verify_audit().expect("audit").is_ok());

@@ -50,16 +50,16 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
     assert!(
         activity
             .iter()
-            .any(|a| a.kind == "sensor" && a.payload["passed"] == true),
+            .any(|a| a.kind() == "sensor" && a.payload()["passed"] == true),
         "{activity:?}"
     );
-    assert!(activity.iter().any(|a| a.kind == "file_written"));
+    assert!(activity.iter().any(|a| a.kind() == "file_written"));
     // The agent's stderr is its log, kept in the timeline (in batches: the
     // last one lands a moment after the agent's last line).
     until(&w, "the agent's log in the timeline", |e| {
         e.activity(run, 0).ok()?.into_iter().find(|a| {
-            a.kind == "log"
-                && a.payload["text"]
+            a.kind() == "log"
+                && a.payload()["text"]
                     .as_str()
                     .is_some_and(|t| t.contains("scenario happy"))
         })
@@ -253,10 +253,10 @@ async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
     let activity = w.engine.activity(run, 0).expect("activity");
     let retried: Vec<_> = activity
         .iter()
-        .filter(|a| a.kind == "retry_queued")
+        .filter(|a| a.kind() == "retry_queued")
         .collect();
     assert_eq!(retried.len(), 1, "{activity:?}");
-    assert!(retried[0].payload["text"]
+    assert!(retried[0].payload()["text"]
         .as_str()
         .is_some_and(|t| t.contains("retry 1") && t.contains("step 2 failed")));
     let story = w.engine.run_decisions(run).expect("decisions");
@@ -355,7 +355,7 @@ async fn a_deviation_waiting_at_a_restart_stays_pending_and_its_retry_carries_th
     let started = |n: u64| {
         activity
             .iter()
-            .filter(|a| a.kind == "step_started" && a.payload["step"] == n)
+            .filter(|a| a.kind() == "step_started" && a.payload()["step"] == n)
             .count()
     };
     assert_eq!(started(1), 1, "step 1 was done once, before the restart");
@@ -483,11 +483,11 @@ async fn a_runs_always_answers_outlive_a_restart() {
     let activity = w.engine.activity(run, 0).expect("activity");
     let restarted = activity
         .iter()
-        .position(|a| a.kind == "carried_on")
+        .position(|a| a.kind() == "carried_on")
         .expect("carried on");
     let allowed_after = activity[restarted..]
         .iter()
-        .filter(|a| a.kind == "tool_allowed")
+        .filter(|a| a.kind() == "tool_allowed")
         .count();
     assert!(allowed_after >= 1, "the kept rule allowed the redone edit");
 }

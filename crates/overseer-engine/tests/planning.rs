@@ -48,8 +48,8 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
     let activity = w.engine.activity(run, 0).expect("activity");
     let answers: Vec<String> = activity
         .iter()
-        .filter(|a| a.kind == "plan_answer")
-        .filter_map(|a| a.payload["text"].as_str().map(str::to_owned))
+        .filter(|a| a.kind() == "plan_answer")
+        .filter_map(|a| a.payload()["text"].as_str().map(str::to_owned))
         .collect();
     assert!(
         answers[0].contains("\"reject\""),
@@ -66,18 +66,20 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
     let activity = w.engine.activity(run, 0).expect("activity");
     let answers: Vec<&str> = activity
         .iter()
-        .filter(|a| a.kind == "plan_answer")
-        .filter_map(|a| a.payload["text"].as_str())
+        .filter_map(|a| match &a.entry {
+            overseer_core::Activity::PlanAnswer { text } => Some(text.as_str()),
+            _ => None,
+        })
         .collect();
     assert!(answers[1].contains("exit-plan-default"), "{answers:?}");
     let steps: Vec<i64> = activity
         .iter()
-        .filter(|a| a.kind == "step_started")
-        .filter_map(|a| a.payload["step"].as_i64())
+        .filter(|a| a.kind() == "step_started")
+        .filter_map(|a| a.payload()["step"].as_i64())
         .collect();
     assert_eq!(steps, [1, 2], "each step its own turn");
     assert!(
-        !activity.iter().any(|a| a.kind == "security"),
+        !activity.iter().any(|a| a.kind() == "security"),
         "leaving plan mode through the gate is no breach"
     );
 }
@@ -99,7 +101,7 @@ async fn by_prompt_the_planning_turn_changes_nothing_and_the_block_is_the_plan()
             .activity(run, 0)
             .expect("activity")
             .iter()
-            .any(|a| a.kind == "file_written"),
+            .any(|a| a.kind() == "file_written"),
         "nothing written before approval"
     );
     w.engine

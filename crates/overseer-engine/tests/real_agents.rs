@@ -109,8 +109,8 @@ async fn claude_plans_in_its_plan_mode_edits_when_asked_and_merges() {
     // asked (not `exit-plan-auto`).
     let activity = r.activity(run);
     assert!(
-        activity.iter().any(|a| a.kind == "plan_answer"
-            && a.payload["text"]
+        activity.iter().any(|a| a.kind() == "plan_answer"
+            && a.payload()["text"]
                 .as_str()
                 .is_some_and(|t| t.contains("exit-plan-default"))),
         "{}",
@@ -270,12 +270,12 @@ async fn claude_retries_an_overloaded_api_by_itself_and_the_run_gets_through() {
         .is_some_and(|t| t.contains("Recovered")));
     let activity = r.activity(run);
     assert!(
-        !activity.iter().any(|a| a.kind == "deviation"),
+        !activity.iter().any(|a| a.kind() == "deviation"),
         "{}",
         r.dump(run)
     );
-    assert!(activity.iter().any(|a| a.kind == "message"
-        && a.payload["text"]
+    assert!(activity.iter().any(|a| a.kind() == "message"
+        && a.payload()["text"]
             .as_str()
             .is_some_and(|t| t.contains("Recovered after the overload"))));
     r.done();
@@ -310,19 +310,19 @@ async fn after_an_engine_restart_the_run_is_carried_on_continuing_claudes_sessio
     r.state(resumed, RunState::PendingReview).await;
     let activity = r.activity(resumed);
     assert!(
-        activity.iter().any(|a| a.kind == "carried_on"),
+        activity.iter().any(|a| a.kind() == "carried_on"),
         "{}",
         r.dump(resumed)
     );
     // From the carried-on agent's session on.
     let second = activity
         .iter()
-        .rposition(|a| a.kind == "session")
+        .rposition(|a| a.kind() == "session")
         .unwrap_or_else(|| panic!("{}", r.dump(resumed)));
     let activity = activity[second..].to_vec();
     let session = &activity[0];
     assert!(
-        session.payload["text"]
+        session.payload()["text"]
             .as_str()
             .is_some_and(|t| t.starts_with("resumed the agent's session")),
         "{}",
@@ -330,14 +330,14 @@ async fn after_an_engine_restart_the_run_is_carried_on_continuing_claudes_sessio
     );
     let first_mode = activity
         .iter()
-        .position(|a| a.kind == "mode")
+        .position(|a| a.kind() == "mode")
         .expect("the mode is set");
     let first_prompt = activity
         .iter()
-        .position(|a| a.kind == "message")
+        .position(|a| a.kind() == "message")
         .unwrap_or(usize::MAX);
     assert!(first_mode < first_prompt, "{}", r.dump(resumed));
-    assert_eq!(activity[first_mode].payload["mode"], "default");
+    assert_eq!(activity[first_mode].payload()["mode"], "default");
     r.assert_supervised(resumed, "default");
     r.done();
 }
@@ -367,7 +367,7 @@ async fn aborting_claude_mid_turn_cancels_the_turn_and_stops_its_whole_tree() {
     })
     .await;
     assert!(
-        !r.activity(run).iter().any(|a| a.kind == "deviation"),
+        !r.activity(run).iter().any(|a| a.kind() == "deviation"),
         "an abort is no failure: {}",
         r.dump(run)
     );
@@ -446,15 +446,15 @@ async fn claude_is_in_default_mode_before_its_first_tool_so_nothing_runs_unasked
         write.body.payload_json()
     );
     let activity = r.activity(run);
-    let session = activity
+    let modes: Vec<&str> = activity
         .iter()
-        .find(|a| a.kind == "session")
-        .expect("session entry");
-    let modes: Vec<&str> = session.payload["modes"]
-        .as_array()
-        .expect("modes")
+        .find_map(|a| match &a.entry {
+            overseer_core::Activity::Session { modes, .. } => Some(modes),
+            _ => None,
+        })
+        .expect("session entry")
         .iter()
-        .filter_map(|m| m["id"].as_str())
+        .map(|m| m.id.as_str())
         .collect();
     assert!(
         modes.contains(&"auto") && modes.contains(&"default"),
@@ -563,7 +563,7 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
         "the reason reached the model"
     );
     assert!(
-        !r.activity(run).iter().any(|a| a.kind == "deviation"),
+        !r.activity(run).iter().any(|a| a.kind() == "deviation"),
         "{}",
         r.dump(run)
     );
@@ -617,7 +617,7 @@ async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
     assert_eq!(read(&worktree.join("src/greeting.txt")), "hello\n");
     let activity = w.engine.activity(run, 0).expect("activity");
     assert!(
-        activity.iter().any(|a| a.kind == "security"),
+        activity.iter().any(|a| a.kind() == "security"),
         "{activity:?}"
     );
     // The audit log has the security event.

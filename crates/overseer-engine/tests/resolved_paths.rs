@@ -303,7 +303,7 @@ async fn an_edit_rule_does_not_allow_a_path_that_a_symlink_leads_out_of_the_work
         e.activity(run, 0)
             .ok()?
             .into_iter()
-            .find(|a| a.kind == "file_refused" || a.kind == "deviation")
+            .find(|a| a.kind() == "file_refused" || a.kind() == "deviation")
     })
     .await;
     assert_eq!(

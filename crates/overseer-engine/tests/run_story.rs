@@ -157,9 +157,12 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
     // The timeline says the same, layer and all.
     let activity = w.engine.activity(run, 0).expect("activity");
     let said = |kind: &str, what: &str| {
-        activity
-            .iter()
-            .any(|a| a.kind == kind && a.payload["text"].as_str().is_some_and(|t| t.contains(what)))
+        activity.iter().any(|a| {
+            a.kind() == kind
+                && a.payload()["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(what))
+        })
     };
     assert!(
         said("tool_allowed", "Edit(src/greeting.txt) (task rule)"),

@@ -219,7 +219,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     let write_refused = r
         .activity(run)
         .iter()
-        .any(|a| a.kind == "tool_denied" && a.payload.to_string().contains("pwned.txt"));
+        .any(|a| a.kind() == "tool_denied" && a.payload().to_string().contains("pwned.txt"));
     let symlink_rule_held = write_asked || write_refused;
     let before = heartbeat(&worktree, "agent");
     beats(&worktree, "agent", before + 5).await;

@@ -85,8 +85,8 @@ async fn a_plan_approved_in_sqlite_is_not_acted_on_until_a_human_approves() {
         e.activity(run, 0)
             .ok()?
             .into_iter()
-            .find(|a| a.kind == "security")
-            .and_then(|a| a.payload["text"].as_str().map(str::to_owned))
+            .find(|a| a.kind() == "security")
+            .and_then(|a| a.payload()["text"].as_str().map(str::to_owned))
     })
     .await;
     assert!(text.contains("not acted on"), "{text}");
@@ -102,7 +102,7 @@ async fn a_plan_approved_in_sqlite_is_not_acted_on_until_a_human_approves() {
         .activity(run, 0)
         .expect("activity")
         .iter()
-        .all(|a| !matches!(a.kind.as_str(), "file_written" | "tool_allowed")));
+        .all(|a| !matches!(a.kind().as_str(), "file_written" | "tool_allowed")));
     assert!(!w
         .engine
         .gates(true)
@@ -196,7 +196,7 @@ async fn a_rules_allow_that_cannot_be_recorded_is_not_given() {
     assert!(
         !activity
             .iter()
-            .any(|a| matches!(a.kind.as_str(), "tool_allowed" | "file_written")),
+            .any(|a| matches!(a.kind().as_str(), "tool_allowed" | "file_written")),
         "{activity:#?}"
     );
     // The rule did match (no edit was asked), so the refusal is the

@@ -133,8 +133,8 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
         activity
             .iter()
             .any(|a| {
-                a.kind == "tool_denied"
-                    && a.payload["text"]
+                a.kind() == "tool_denied"
+                    && a.payload()["text"]
                         .as_str()
                         .is_some_and(|t| t.contains("Edit(.env)"))
             })
@@ -144,7 +144,7 @@ async fn rules_deny_without_asking_and_destructive_calls_always_ask() {
     assert!(
         activity
             .iter()
-            .any(|a| a.kind == "step_started" && a.payload["step"] == 2),
+            .any(|a| a.kind() == "step_started" && a.payload()["step"] == 2),
         "{activity:?}"
     );
     assert!(
@@ -290,16 +290,18 @@ async fn drift_is_reoriented_until_the_limit_then_paused_for_the_human() {
     let activity = w.engine.activity(run, 0).expect("activity");
     let verdicts: Vec<&str> = activity
         .iter()
-        .filter(|a| a.kind == "verdict")
-        .filter_map(|a| a.payload["verdict"].as_str())
+        .filter_map(|a| match &a.entry {
+            overseer_core::Activity::Verdict { verdict, .. } => Some(verdict.as_str()),
+            _ => None,
+        })
         .collect();
     assert_eq!(verdicts, ["reorient", "reorient", "pause"], "{activity:?}");
     // The agent's reply to the correction (its messages are flushed to the
     // timeline in batches).
     until(&w, "the agent's reply to the correction", |e| {
         e.activity(run, 0).ok()?.into_iter().find(|a| {
-            a.kind == "message"
-                && a.payload["text"]
+            a.kind() == "message"
+                && a.payload()["text"]
                     .as_str()
                     .is_some_and(|t| t.contains("SUPERVISOR CORRECTION: Stay within the files"))
         })
@@ -351,11 +353,11 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         review.body.payload_json()
     );
     let activity = w.engine.activity(run, 0).expect("activity");
-    assert!(activity.iter().any(|a| a.kind == "user_instruction"));
+    assert!(activity.iter().any(|a| a.kind() == "user_instruction"));
     until(&w, "the agent's reply to the instruction", |e| {
         e.activity(run, 0).ok()?.into_iter().find(|a| {
-            a.kind == "message"
-                && a.payload["text"]
+            a.kind() == "message"
+                && a.payload()["text"]
                     .as_str()
                     .is_some_and(|t| t.contains("USER INSTRUCTION: also say goodbye"))
         })

@@ -3,6 +3,7 @@
 use crate::{Store, StoreError};
 use overseer_core::supervision::Autonomy;
 use overseer_core::view::needs_you;
+use overseer_core::Activity;
 use overseer_core::{
     Actor, GateDecision, GateId, GateKind, GateOption, GateStatus, GateView, PendingGate, RunId,
     RunState, RunView,
@@ -141,11 +142,27 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
     view.current_step = raw
         .plan
         .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
-        .and_then(|p| overseer_core::view::current_step(&p));
+        .and_then(|p| {
+            let Activity::Plan { entries } = Activity::decode("plan", p) else {
+                return None;
+            };
+            overseer_core::view::current_step(&entries)
+        });
     view.sensors = raw
         .sensors
         .and_then(|s| serde_json::from_str::<Vec<serde_json::Value>>(&s).ok())
-        .and_then(|s| overseer_core::view::sensor_summary(&s));
+        .and_then(|s| {
+            let runs: Vec<_> = s
+                .into_iter()
+                .filter_map(|p| {
+                    let Activity::Sensor(run) = Activity::decode("sensor", p) else {
+                        return None;
+                    };
+                    Some(run)
+                })
+                .collect();
+            overseer_core::view::sensor_summary(&runs)
+        });
     Ok(view)
 }
 

@@ -135,13 +135,12 @@ pub struct MergeRecord {
     pub done_at: Option<Millis>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunEventRecord {
     pub id: i64,
     pub run_id: RunId,
     pub at: Millis,
-    pub kind: String,
-    pub payload: serde_json::Value,
+    pub entry: overseer_core::Activity,
 }
 
 fn parse_settings(text: &str, path: &std::path::Path) -> Result<WorkspaceSettings, StoreError> {
@@ -344,8 +343,12 @@ impl Store {
                 id,
                 run_id,
                 at,
-                kind,
-                payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+                // An entry whose text is not JSON, or whose kind or shape this
+                // build does not know, is kept (as unrecognized), never dropped.
+                entry: overseer_core::Activity::decode(
+                    &kind,
+                    serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
+                ),
             })
             .collect())
     }
@@ -649,10 +652,10 @@ impl WriteTx<'_> {
     pub fn record_run_event(
         &mut self,
         run_id: RunId,
-        kind: &str,
-        payload: &serde_json::Value,
+        entry: &overseer_core::Activity,
         now: Millis,
     ) -> Result<i64, StoreError> {
+        let (kind, payload) = entry.encode();
         self.conn()
             .prepare_cached(
                 "INSERT INTO run_events(run_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4)",

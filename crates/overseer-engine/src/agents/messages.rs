@@ -5,10 +5,10 @@
 //! an agent addressed to a peer is held back (`agent_message_blocked`).
 
 use crate::{Engine, NotificationKind};
+use overseer_core::activity::{Activity, MessageEntry};
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, RunId};
 use overseer_store::NewMessage;
-use serde_json::json;
 
 /// Longest message body accepted.
 pub const MAX_BODY: usize = 32 * 1024;
@@ -157,16 +157,20 @@ impl Engine {
     fn post(&self, m: &NewMessage<'_>, actor: &Actor) -> Result<MessageView, ApiError> {
         let now = self.clock.now();
         let message = self.write(|tx| tx.insert_message(m, actor, now))?;
-        let entry = json!({
-            "text": message.body, "to": message.to, "from": message.from,
-            "status": message.status, "blocked_reason": message.blocked_reason,
-            "correlation_id": message.correlation_id, "message_id": message.id,
-        });
+        let entry = MessageEntry {
+            text: message.body.clone(),
+            to: message.to,
+            from: message.from.clone(),
+            status: message.status,
+            blocked_reason: message.blocked_reason.clone(),
+            correlation_id: message.correlation_id.clone(),
+            message_id: message.id,
+        };
         if let Some(run) = message.from_run {
-            let _ = self.record_activity(run, "message_sent", entry.clone());
+            let _ = self.record_activity(run, Activity::MessageSent(entry.clone()));
         }
         if let (MessageTo::Run { run }, MessageStatus::Delivered) = (message.to, message.status) {
-            let _ = self.record_activity(run, "message_received", entry);
+            let _ = self.record_activity(run, Activity::MessageReceived(entry));
         }
         self.publish(vec![EngineEvent::MessagePosted {
             message: message.clone(),

@@ -376,12 +376,14 @@ impl Engine {
         if !contained {
             let _ = self.record_activity(
                 run,
-                "security",
-                serde_json::json!({"text": format!(
-                    "the agent runs UNCONTAINED (allow_uncontained = true in [agents.{}]): {}",
-                    work.agent,
-                    probe().summary()
-                )}),
+                overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
+                    text: format!(
+                        "the agent runs UNCONTAINED (allow_uncontained = true in [agents.{}]): {}",
+                        work.agent,
+                        probe().summary()
+                    ),
+                    ..overseer_core::activity::SecurityEntry::default()
+                }),
             );
             return Ok(out);
         }

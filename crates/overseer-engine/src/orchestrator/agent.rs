@@ -8,7 +8,7 @@ use crate::acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use crate::git;
 use crate::process::{self, AgentSpec};
 use crate::Engine;
-use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -209,15 +209,14 @@ pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &dyn Agent
     }
     let _ = engine.record_activity(
         work.run_id,
-        "session",
-        json!({
-            "text": if conn.resumed() {
+        Activity::Session {
+            text: if conn.resumed() {
                 format!("resumed the agent's session {}", conn.session_id())
             } else {
                 format!("the agent started session {}", conn.session_id())
             },
-            "modes": conn.modes(),
-        }),
+            modes: crate::activity::modes(conn.modes()),
+        },
     );
 }
 
@@ -284,10 +283,15 @@ impl Pump {
                 message.push_str(&text);
             }
             AgentSignal::Thought { text } => {
-                let _ = engine.record_activity(run, "thought", json!({ "text": text }));
+                let _ = engine.record_activity(run, Activity::Thought { text });
             }
             AgentSignal::Plan { entries } => {
-                let _ = engine.record_activity(run, "plan", json!({ "entries": entries }));
+                let _ = engine.record_activity(
+                    run,
+                    Activity::Plan {
+                        entries: crate::activity::progress(&entries),
+                    },
+                );
                 self.turn().entries = entries;
             }
             AgentSignal::ModeChanged { mode, breach } => {
@@ -304,7 +308,8 @@ impl Pump {
                         self.turn().tool_calls.insert(info.id.clone(), ok);
                     }
                 }
-                let _ = engine.record_activity(run, "tool_call", json!(info));
+                let _ = engine
+                    .record_activity(run, Activity::ToolCall(crate::activity::tool_call(&info)));
             }
             AgentSignal::Permission {
                 tool_call,
@@ -324,25 +329,34 @@ impl Pump {
                 });
             }
             AgentSignal::FileRead { path } => {
-                let _ = engine.record_activity(run, "file_read", json!({ "path": path }));
+                let _ = engine.record_activity(
+                    run,
+                    Activity::FileRead {
+                        path: path.to_string_lossy().into_owned(),
+                    },
+                );
             }
             AgentSignal::FileWritten { path, bytes } => {
                 let _ = engine.record_activity(
                     run,
-                    "file_written",
-                    json!({ "path": path, "bytes": bytes }),
+                    Activity::FileWritten {
+                        path: path.to_string_lossy().into_owned(),
+                        bytes: u64::try_from(bytes).unwrap_or(u64::MAX),
+                    },
                 );
             }
             AgentSignal::FileRefused { path, reason } => {
                 let _ = engine.record_activity(
                     run,
-                    "file_refused",
-                    json!({ "path": path, "text": reason }),
+                    Activity::FileRefused {
+                        path: path.clone(),
+                        text: reason.clone(),
+                    },
                 );
                 engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
             }
             AgentSignal::ProtocolError { detail } => {
-                let _ = engine.record_activity(run, "protocol_error", json!({ "text": detail }));
+                let _ = engine.record_activity(run, Activity::ProtocolError { text: detail });
             }
         }
     }
@@ -376,7 +390,12 @@ impl Pump {
 
 pub(super) fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
     if !message.is_empty() {
-        let _ = engine.record_activity(run, "message", json!({ "text": std::mem::take(message) }));
+        let _ = engine.record_activity(
+            run,
+            Activity::Message {
+                text: std::mem::take(message),
+            },
+        );
     }
 }
 
@@ -477,8 +496,10 @@ pub(super) async fn keep_log(
         let lines = std::mem::take(batch);
         let _ = engine.record_activity(
             run,
-            "log",
-            json!({ "text": lines.join("\n"), "lines": lines.len() }),
+            Activity::Log {
+                text: lines.join("\n"),
+                lines: u32::try_from(lines.len()).unwrap_or(u32::MAX),
+            },
         );
     };
     loop {

@@ -39,6 +39,7 @@ mod steps;
 
 use agent::{launch_agent, prepare_worktree, terminate_tree};
 pub(crate) use agent::{stop_agent, stop_all};
+use overseer_core::Activity;
 use steps::{execute, Executed, Steps};
 
 use crate::acp::{AcpSessions, AgentSession, StartSession, StopReason};
@@ -51,7 +52,6 @@ use overseer_core::{
     RunId, RunState,
 };
 use overseer_store::RunWork;
-use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -328,7 +328,12 @@ fn fail_run(engine: &Engine, run: RunId, why: &str) {
     if engine.is_stopping() {
         return;
     }
-    let _ = engine.record_activity(run, "error", json!({ "text": why }));
+    let _ = engine.record_activity(
+        run,
+        Activity::Error {
+            text: why.to_owned(),
+        },
+    );
     match engine.run(run) {
         Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
             if let Err(e) = engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine) {
@@ -629,8 +634,10 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
             Err(e) => {
                 let _ = engine.record_activity(
                     run,
-                    "merge",
-                    json!({ "text": format!("auto-advance did not merge: {}", e.message) }),
+                    Activity::Merge {
+                        text: format!("auto-advance did not merge: {}", e.message),
+                        outcome: None,
+                    },
                 );
             }
         }

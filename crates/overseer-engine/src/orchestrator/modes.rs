@@ -11,6 +11,7 @@
 use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
 use crate::acp::AgentSession;
 use crate::Engine;
+use overseer_core::activity::{Activity, SecurityEntry};
 use overseer_core::agent::{acts_unasked, describe_mode};
 use overseer_core::{
     Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
@@ -64,8 +65,13 @@ pub(super) async fn supervise(
     conn.allow_modes(vec![mode.clone()]);
     let _ = engine.record_activity(
         work.run_id,
-        "mode",
-        json!({ "mode": mode, "text": format!("the agent works in mode `{mode}`: it {}", describe_mode(mode)) }),
+        Activity::Mode {
+            mode: mode.to_owned(),
+            text: format!(
+                "the agent works in mode `{mode}`: it {}",
+                describe_mode(mode)
+            ),
+        },
     );
     Ok(())
 }
@@ -109,7 +115,12 @@ fn offered(conn: &dyn AgentSession) -> String {
 }
 
 fn refused(work: &RunWork, engine: &Engine, message: String) -> ApiError {
-    let _ = engine.record_activity(work.run_id, "error", json!({ "text": message }));
+    let _ = engine.record_activity(
+        work.run_id,
+        Activity::Error {
+            text: message.to_owned(),
+        },
+    );
     ApiError::new(ErrorCode::InvalidInput, message)
 }
 
@@ -126,15 +137,20 @@ pub(super) async fn on_mode_changed(
     let Some(why) = breach else {
         let _ = engine.record_activity(
             run,
-            "mode",
-            json!({ "mode": mode, "text": format!("the agent is in mode `{mode}`") }),
+            Activity::Mode {
+                mode: mode.clone(),
+                text: format!("the agent is in mode `{mode}`"),
+            },
         );
         return;
     };
     let _ = engine.record_activity(
         run,
-        "security",
-        json!({ "mode": mode, "text": format!("{why}; Overseer stopped the turn") }),
+        Activity::Security(SecurityEntry {
+            text: format!("{why}; Overseer stopped the turn"),
+            mode: Some(mode.clone()),
+            ..SecurityEntry::default()
+        }),
     );
     engine.audit(
         &Actor::Engine,

@@ -6,6 +6,7 @@ use crate::acp::{AgentSession, PermissionReply, QuestionReply};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_core::rules::{self, Permission};
+use overseer_core::Activity;
 use overseer_core::{
     Actor, AgentOption, AgentToolCall, AskKind, GateBody, GateId, GateOption, QuestionChoice,
     QuestionGate, ToolCallChoice, ToolCallGate,
@@ -206,8 +207,9 @@ async fn ask_user(
             let added = rules::always_rule(asked.req, asked.worktree);
             let _ = engine.record_activity(
                 run,
-                "rule_added",
-                json!({ "text": format!("allow {added} for the rest of this run") }),
+                Activity::RuleAdded {
+                    text: format!("allow {added} for the rest of this run"),
+                },
             );
             turn.lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -247,8 +249,9 @@ pub(super) async fn question(
         // Asked again after a restart: the same question, still pending.
         let _ = engine.record_activity(
             work.run_id,
-            "question_again",
-            json!({ "text": format!("asked again after the restart: gate {gate}, still pending") }),
+            Activity::QuestionAgain {
+                text: format!("asked again after the restart: gate {gate}, still pending"),
+            },
         );
         return question_answer(engine, gate, defaults).await;
     }

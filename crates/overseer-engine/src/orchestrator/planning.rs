@@ -25,12 +25,12 @@ use crate::Engine;
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
 use overseer_core::progress::Progress;
+use overseer_core::Activity;
 use overseer_core::{
     Actor, ApiError, GateBody, GateDecision, GateOption, GateView, PlanChoice, RunEvent,
 };
 use overseer_store::GateSpec;
 use overseer_store::RunWork;
-use serde_json::json;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -80,8 +80,10 @@ pub(super) async fn plan(
             let plan = PlanProposal::skipped(&work.task_title);
             let _ = engine.record_activity(
                 run,
-                "plan_skipped",
-                json!({ "text": "no plan gate: this run's profile or task says plan = \"skip\"" }),
+                Activity::PlanSkipped {
+                    text: "no plan gate: this run's profile or task says plan = \"skip\""
+                        .to_owned(),
+                },
             );
             return Ok(Planned::Approved(plan, std::mem::take(guidance)));
         }
@@ -408,8 +410,9 @@ pub(super) async fn exit_plan(
     turn.lock().unwrap_or_else(|p| p.into_inner()).plan_decision = Some(decided);
     let _ = engine.record_activity(
         work.run_id,
-        "plan_answer",
-        json!({ "text": format!("answered the agent's exit-plan request: {reply:?}") }),
+        Activity::PlanAnswer {
+            text: format!("answered the agent's exit-plan request: {reply:?}"),
+        },
     );
     reply
 }
@@ -445,7 +448,7 @@ pub(super) async fn plan_gate(
     plan: &PlanProposal,
 ) -> Result<GateDecision, ApiError> {
     let run = work.run_id;
-    let _ = engine.record_activity(run, "plan_proposed", json!(plan));
+    let _ = engine.record_activity(run, Activity::PlanProposed(plan.clone()));
     let spec = GateSpec::new(
         run,
         GateBody::Plan(plan.clone()),
@@ -465,6 +468,7 @@ pub(super) async fn plan_gate(
 mod tests {
     use super::*;
     use crate::acp::PlanEntry;
+    use serde_json::json;
 
     #[test]
     fn a_turn_without_a_block_becomes_a_plan_from_its_list_or_its_prose() {

@@ -18,9 +18,9 @@ use super::steps::{
 use super::{wait_progress_gate, Turn};
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
+use overseer_core::Activity;
 use overseer_core::{Actor, ApiError, GateBody, GateKind, GateView, RunEvent, RunId};
 use overseer_store::RunWork;
-use serde_json::json;
 use std::sync::{Arc, Mutex};
 
 /// Where a carried-on run starts.
@@ -130,8 +130,12 @@ pub(super) fn prepare(
         .unwrap_or_default();
     let _ = engine.record_activity(
         run,
-        "carried_on",
-        json!({ "text": format!("the engine restarted: the run carries on from {}{waiting}", describe(&progress)) }),
+        Activity::CarriedOn {
+            text: format!(
+                "the engine restarted: the run carries on from {}{waiting}",
+                describe(&progress)
+            ),
+        },
     );
     Ok(Resumed { progress, adopt })
 }
@@ -230,7 +234,12 @@ fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
 /// The run could not be carried on (its agent did not start again, its
 /// profile is gone): it is interrupted, and says how to resume it.
 pub(super) fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
-    let _ = engine.record_activity(run, "error", json!({ "text": why }));
+    let _ = engine.record_activity(
+        run,
+        Activity::Error {
+            text: why.to_owned(),
+        },
+    );
     let note = format!(
         "the engine restarted and could not carry this run on ({why}); resume it with `overseer runs resume {run}`"
     );

@@ -4,10 +4,10 @@
 use super::tail;
 use crate::process::{self, AgentSpec};
 use crate::Engine;
+use overseer_core::activity::{Activity, SensorRun};
 use overseer_core::plan::PlanProposal;
 use overseer_core::RunId;
 use overseer_store::RunWork;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,8 +34,10 @@ pub(super) fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) 
     if !outside.is_empty() {
         let _ = engine.record_activity(
             work.run_id,
-            "drift",
-            json!({ "text": format!("changed files outside the plan: {}", outside.join(", ")), "files": outside }),
+            Activity::Drift {
+                text: format!("changed files outside the plan: {}", outside.join(", ")),
+                files: outside.clone(),
+            },
         );
     }
     outside
@@ -108,7 +110,15 @@ pub(super) async fn run_sensors(
                 output,
             },
         };
-        let _ = engine.record_activity(run, "sensor", json!(result));
+        let _ = engine.record_activity(
+            run,
+            Activity::Sensor(SensorRun {
+                command: result.command.clone(),
+                exit_code: result.exit_code,
+                passed: result.passed,
+                output: result.output.clone(),
+            }),
+        );
         results.push(result);
     }
     results

@@ -12,6 +12,7 @@ use crate::acp::{AgentSession, StopReason};
 use crate::git;
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
 use crate::Engine;
+use overseer_core::activity::Activity;
 use overseer_core::confidence::{self, StepAction, StepEvidence};
 use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};
 use overseer_core::progress::Progress;
@@ -26,7 +27,6 @@ use overseer_core::{
 };
 use overseer_store::RunWork;
 use overseer_store::{DecisionInput, GateSpec};
-use serde_json::json;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -223,8 +223,10 @@ pub(super) async fn step_turn(
         None => {
             let _ = engine.record_activity(
                 run,
-                "step_started",
-                json!({ "step": index + 1, "text": plan.steps[index].title }),
+                Activity::StepStarted {
+                    step: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                    text: plan.steps[index].title.clone(),
+                },
             );
             step_prompt(plan, index, &feedback)
         }
@@ -318,8 +320,12 @@ pub(super) async fn unattended_retry(
     }
     let _ = engine.record_activity(
         run,
-        "retry_queued",
-        json!({ "text": why, "attempt": attempt, "wait_ms": wait_ms, "error": tail(failure, 2000) }),
+        Activity::RetryQueued {
+            text: why.clone(),
+            attempt,
+            wait_ms,
+            error: tail(failure, 2000),
+        },
     );
     engine.transition(run, RunEvent::QueueRetry, None, &Actor::Engine)?;
     let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
@@ -362,7 +368,13 @@ pub(super) async fn deviation(
             "the engine is stopping",
         ));
     }
-    let _ = engine.record_activity(run, "deviation", json!({ "text": error, "cause": cause }));
+    let _ = engine.record_activity(
+        run,
+        Activity::Deviation {
+            text: error.to_owned(),
+            cause: cause.as_str().to_owned(),
+        },
+    );
     let mut options = Vec::new();
     if can_retry || attempts == 0 {
         options.push(GateOption::choice(DeviationChoice::Retry, "Retry"));
@@ -571,8 +583,11 @@ async fn supervisor_verdict(
     };
     let _ = engine.record_activity(
         run,
-        "verdict",
-        json!({ "verdict": verdict.as_str(), "text": judged.rationale, "correction": judged.correction }),
+        Activity::Verdict {
+            verdict,
+            text: judged.rationale.clone(),
+            correction: judged.correction.clone(),
+        },
     );
     match verdict {
         Verdict::Reorient => {
@@ -632,11 +647,7 @@ async fn by_confidence(
     let explained = confidence::explain(evidence, score);
     record.confidence = Some(score);
     record.explain = Some(explained.clone());
-    let _ = engine.record_activity(
-        run,
-        "step_finished",
-        serde_json::to_value(&record).unwrap_or_default(),
-    );
+    let _ = engine.record_activity(run, Activity::StepFinished(Box::new(record.clone())));
     let auto_ms = work
         .task_settings
         .auto_proceed_seconds

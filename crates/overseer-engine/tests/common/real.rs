@@ -367,11 +367,11 @@ impl Real {
             .activity(run)
             .iter()
             .map(|a| {
-                let mut p = a.payload.to_string();
+                let mut p = a.payload().to_string();
                 if p.len() > 600 {
                     p = format!("{}…", p.chars().take(600).collect::<String>());
                 }
-                format!("  {} {p}", a.kind)
+                format!("  {} {p}", a.kind())
             })
             .collect();
         let requests: Vec<String> = self
@@ -505,18 +505,18 @@ impl Real {
         let set = activity
             .iter()
             .find(|a| {
-                a.kind == "mode"
-                    && a.payload["mode"] == mode
-                    && a.payload["text"]
+                a.kind() == "mode"
+                    && a.payload()["mode"] == mode
+                    && a.payload()["text"]
                         .as_str()
                         .is_some_and(|t| t.contains("works in mode"))
             })
             .unwrap_or_else(|| panic!("mode `{mode}` was never set\n{}", self.dump(run)));
-        if let Some(first_tool) = activity.iter().find(|a| a.kind == "tool_call") {
+        if let Some(first_tool) = activity.iter().find(|a| a.kind() == "tool_call") {
             assert!(set.id < first_tool.id, "a tool ran before the mode was set");
         }
         assert!(
-            !activity.iter().any(|a| a.kind == "security"),
+            !activity.iter().any(|a| a.kind() == "security"),
             "{}",
             self.dump(run)
         );
@@ -541,12 +541,12 @@ impl Real {
             })
             .collect();
         for a in &activity {
-            let p = &a.payload;
+            let p = &a.payload();
             let changes = matches!(
                 p["kind"].as_str(),
                 Some("edit" | "delete" | "move" | "execute")
             );
-            if a.kind == "tool_call" && changes && p["status"] == "completed" {
+            if a.kind() == "tool_call" && changes && p["status"] == "completed" {
                 let id = p["id"].as_str().unwrap_or_default();
                 assert!(
                     yes.iter().any(|y| y == id),

@@ -5,6 +5,7 @@
 import type { Backend } from "./backend";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
+  Activity,
   ActivityView,
   RunActions,
   GateBody,
@@ -237,7 +238,7 @@ export class MockBackend implements Backend {
       const r = this.run(runId);
       if (!r.actions.steer) throw fail("invalid_transition", `run ${runId} is ${r.state.state}; only a run whose agent is still working can be steered`);
       if (!text.trim()) throw fail("invalid_input", "the instruction is empty: say what the agent should do");
-      this.addActivity(runId, "user_instruction", { text });
+      this.addActivity(runId, { kind: "user_instruction", payload: { text, by: "user:app" } });
       return r;
     });
   }
@@ -477,10 +478,10 @@ export class MockBackend implements Backend {
     for (const e of events) this.push(e);
   }
 
-  addActivity(runId: number, kind: string, payload: ActivityView["payload"]) {
+  addActivity(runId: number, activity: Activity) {
     const list = this.activity.get(runId) ?? [];
     const all = [...this.activity.values()].flat();
-    const entry: ActivityView = { id: all.length + 1, run_id: runId, at: this.now(), kind, payload };
+    const entry: ActivityView = { id: all.length + 1, run_id: runId, at: this.now(), ...activity };
     list.push(entry);
     this.activity.set(runId, list);
     this.later([{ type: "run_activity", activity: entry }]);

@@ -438,7 +438,150 @@ effected: boolean,
  */
 ask_kind: AskKind, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
-export type ActivityView = { id: number, run_id: number, at: number, kind: string, payload: JsonValue, };
+export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+/**
+ * Its rationale.
+ */
+text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
+/**
+ * The actor, as its string (`user:app`, `user:cli`).
+ */
+by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
+/**
+ * The modes it offers.
+ */
+modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
+/**
+ * The failure's tail.
+ */
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: number, 
+/**
+ * The approver, as its actor string.
+ */
+by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry };
+
+export type ProgressEntry = { content: string, 
+/**
+ * `high`, `medium` or `low`.
+ */
+priority: string, 
+/**
+ * `pending`, `in_progress` or `completed` (the agent may say anything).
+ */
+status: string, };
+
+export type ToolCallEntry = { id: string, title: string | null, 
+/**
+ * ACP tool kind: `read`, `edit`, `execute`, ...
+ */
+kind: string | null, 
+/**
+ * `pending`, `in_progress`, `completed` or `failed`.
+ */
+status: string | null, 
+/**
+ * The call's input, verbatim (any JSON the agent sent).
+ */
+raw_input: JsonValue | null, 
+/**
+ * Files the call touches, as the agent named them.
+ */
+locations: Array<string>, 
+/**
+ * The text content the agent attached.
+ */
+text?: string, 
+/**
+ * The agent's own tool name, when it says it.
+ */
+name?: string, };
+
+export type RuleDecision = { 
+/**
+ * The call's title (matches its `tool_call` entry's).
+ */
+title: string, 
+/**
+ * ACP tool kind.
+ */
+kind: string, 
+/**
+ * The rule or reason, and its layer.
+ */
+text: string, };
+
+export type SensorRun = { command: string, 
+/**
+ * None when it did not exit (killed, not started).
+ */
+exit_code: number | null, passed: boolean, 
+/**
+ * Its output (the tail).
+ */
+output: string, };
+
+export type SecurityEntry = { text: string, 
+/**
+ * Which event, for the ones others look for again (None for the rest).
+ */
+event?: SecurityEvent, 
+/**
+ * The mode an agent switched itself to, which acts unasked.
+ */
+mode?: string, 
+/**
+ * The gate whose decision had no record.
+ */
+gate_id?: number, 
+/**
+ * An unrecorded merge: the base branch, the commit it was at, and the
+ * run's commits found on it.
+ */
+base?: string, base_commit?: string, found?: Array<string>, 
+/**
+ * The process that reached Overseer's socket from inside a run.
+ */
+pid?: number, };
+
+export type SecurityEvent = "decision_without_record" | "unrecorded_merge";
+
+export type AgentMode = { id: string, name: string, description: string | null, };
+
+export type MessageEntry = { 
+/**
+ * The body.
+ */
+text: string, to: MessageTo, 
+/**
+ * The sender, as an actor string.
+ */
+from: string, status: MessageStatus, blocked_reason: string | null, correlation_id: string | null, message_id: number, };
+
+export type MergeOutcome = { "outcome": "merged", commit: string, } | { "outcome": "already_merged", commit: string | null, } | { "outcome": "merged_outside" } | { "outcome": "nothing_to_merge" } | { "outcome": "no_repository" };
+
+export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
+
+export type ActivityView = { id: number, run_id: number, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+/**
+ * Its rationale.
+ */
+text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
+/**
+ * The actor, as its string (`user:app`, `user:cli`).
+ */
+by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
+/**
+ * The modes it offers.
+ */
+modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
+/**
+ * The failure's tail.
+ */
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: number, 
+/**
+ * The approver, as its actor string.
+ */
+by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
 
 export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: number, };
 

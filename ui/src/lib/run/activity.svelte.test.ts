@@ -20,7 +20,7 @@ const run = (id: number, state: RunView["state"] = { state: "running" }): RunVie
   pending_gate: null,
 });
 const flush = () => new Promise((r) => setTimeout(r, 0));
-const entry = (id: number, run_id = 1, kind = "message"): ActivityView => ({ id, run_id, at: id, kind, payload: { text: `e${id}` } });
+const entry = (id: number, run_id = 1): ActivityView => ({ id, run_id, at: id, kind: "message", payload: { text: `e${id}` } });
 
 describe("RunActivity", () => {
   it("loads once, then grows only from this run's pushed events", async () => {

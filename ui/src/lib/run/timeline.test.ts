@@ -1,18 +1,25 @@
 import { describe, expect, it } from "vitest";
-import type { ActivityView, JsonValue, MessageView } from "../types";
+import type { Activity, ActivityView, MessageEntry, MessageView, StepRecord, ToolCallEntry } from "../types";
 import { clip, describe as describeEntry, foldActivity, latestPlan, latestProposal, withMessages } from "./timeline";
 
 let nextId = 1;
-const a = (kind: string, payload: JsonValue, at = 1000): ActivityView => ({ id: nextId++, run_id: 1, at, kind, payload });
+type Payload<K extends Activity["kind"]> = Extract<Activity, { kind: K }>["payload"];
+const a = <K extends Activity["kind"]>(kind: K, payload: Payload<K>, at = 1000): ActivityView => ({ id: nextId++, run_id: 1, at, kind, payload }) as ActivityView;
+/** A tool call's state as the engine records it: what the agent left out is null. */
+const call = (over: Partial<ToolCallEntry> & { id: string }): ToolCallEntry => ({ title: null, kind: null, status: null, raw_input: null, locations: [], ...over });
+const step = (over: Partial<StepRecord>): StepRecord => ({
+  step: 1, plan: { goal: "g", steps: [], files: [], risks: [], source: "block" }, drift: [], destructive: false, checks_passed: 0, checks_total: 0,
+  sensors: [], retries: 0, tool_calls_ok: 0, tool_calls_total: 0, summary: "", ...over,
+});
 
 describe("foldActivity", () => {
   it("folds a tool call's updates and its rule decision into one item", () => {
     const items = foldActivity([
-      a("tool_call", { id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: {} }),
-      a("tool_call", { id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: { path: "src/a.ts" } }),
+      a("tool_call", call({ id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: {} })),
+      a("tool_call", call({ id: "c1", title: "Edit src/a.ts", kind: "edit", status: "pending", raw_input: { path: "src/a.ts" } })),
       a("tool_allowed", { title: "Edit src/a.ts", kind: "edit", text: "Edit(src/**)" }),
-      a("tool_call", { id: "c1", title: null, status: "in_progress" }),
-      a("tool_call", { id: "c1", title: null, status: "completed" }),
+      a("tool_call", call({ id: "c1", title: null, status: "in_progress" })),
+      a("tool_call", call({ id: "c1", title: null, status: "completed" })),
     ]);
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({
@@ -28,11 +35,11 @@ describe("foldActivity", () => {
 
   it("shows a denied call as denied, and a failed one as failed", () => {
     const items = foldActivity([
-      a("tool_call", { id: "c2", title: "rm -rf build/", status: "pending" }),
-      a("tool_denied", { title: "rm -rf build/", text: "destructive shell (Bash(rm:*))" }),
-      a("tool_call", { id: "c2", status: "failed" }),
-      a("tool_call", { id: "c3", title: "Edit x", status: "in_progress" }),
-      a("tool_call", { id: "c3", status: "failed" }),
+      a("tool_call", call({ id: "c2", title: "rm -rf build/", status: "pending" })),
+      a("tool_denied", { title: "rm -rf build/", kind: "execute", text: "destructive shell (Bash(rm:*))" }),
+      a("tool_call", call({ id: "c2", status: "failed" })),
+      a("tool_call", call({ id: "c3", title: "Edit x", status: "in_progress" })),
+      a("tool_call", call({ id: "c3", status: "failed" })),
     ]);
     expect(items.map((i) => [i.title, i.decision, i.status, i.tone])).toEqual([
       ["rm -rf build/", "denied: destructive shell (Bash(rm:*))", "failed", "bad"],
@@ -42,9 +49,9 @@ describe("foldActivity", () => {
 
   it("matches a decision to a call named only in a later update", () => {
     const items = foldActivity([
-      a("tool_call", { id: "c9", title: null, kind: "edit", status: "pending" }),
-      a("tool_call", { id: "c9", title: "Edit README.md", status: "pending" }),
-      a("tool_allowed", { title: "Edit README.md", text: "Edit(**)" }),
+      a("tool_call", call({ id: "c9", title: null, kind: "edit", status: "pending" })),
+      a("tool_call", call({ id: "c9", title: "Edit README.md", status: "pending" })),
+      a("tool_allowed", { title: "Edit README.md", kind: "edit", text: "Edit(**)" }),
     ]);
     expect(items.map((i) => [i.title, i.decision])).toEqual([["Edit README.md", "allowed by rule Edit(**)"]]);
   });
@@ -52,9 +59,9 @@ describe("foldActivity", () => {
   it("folds thousands of tool calls quickly", () => {
     const many: ActivityView[] = [];
     for (let k = 0; k < 3000; k++) {
-      many.push(a("tool_call", { id: `m${k}`, title: `Read f${k % 7}`, status: "pending" }));
-      many.push(a("tool_allowed", { title: `Read f${k % 7}`, text: "default" }));
-      many.push(a("tool_call", { id: `m${k}`, status: "completed" }));
+      many.push(a("tool_call", call({ id: `m${k}`, title: `Read f${k % 7}`, status: "pending" })));
+      many.push(a("tool_allowed", { title: `Read f${k % 7}`, kind: "read", text: "default" }));
+      many.push(a("tool_call", call({ id: `m${k}`, status: "completed" })));
     }
     const t0 = performance.now();
     const items = foldActivity(many);
@@ -64,7 +71,7 @@ describe("foldActivity", () => {
   });
 
   it("keeps a decision with no matching call as its own item", () => {
-    const items = foldActivity([a("tool_allowed", { title: "Read README.md", text: "default: reads" })]);
+    const items = foldActivity([a("tool_allowed", { title: "Read README.md", kind: "read", text: "default: reads" })]);
     expect(items[0]).toMatchObject({ kind: "tool_allowed", decision: "allowed by rule default: reads" });
   });
 
@@ -90,9 +97,9 @@ describe("foldActivity", () => {
   });
 
   it("keeps keys stable when entries are appended", () => {
-    const entries = [a("message", { text: "hi" }), a("tool_call", { id: "k", title: "T", status: "pending" })];
+    const entries = [a("message", { text: "hi" }), a("tool_call", call({ id: "k", title: "T", status: "pending" }))];
     const before = foldActivity(entries).map((i) => i.key);
-    const after = foldActivity([...entries, a("tool_call", { id: "k", status: "completed" }), a("error", { text: "x" })]);
+    const after = foldActivity([...entries, a("tool_call", call({ id: "k", status: "completed" })), a("error", { text: "x" })]);
     expect(after.slice(0, 2).map((i) => i.key)).toEqual(before);
   });
 });
@@ -112,7 +119,7 @@ describe("describe", () => {
   });
 
   it("describes steps, verdicts, instructions, deviations and errors", () => {
-    expect(describeEntry(a("step_finished", { step: 2, confidence: 0.64, explain: "one retry used" }))).toMatchObject({
+    expect(describeEntry(a("step_finished", step({ step: 2, confidence: 0.64, explain: "one retry used" })))).toMatchObject({
       title: "Step 2 finished, confidence 0.64",
       text: "one retry used",
       tone: "attention",
@@ -144,27 +151,42 @@ describe("describe", () => {
     expect(sec).toMatchObject({ label: "security", tone: "bad", text: "mode `auto` acts unasked; Overseer stopped the turn" });
     expect(sec.title).toMatch(/switched itself to mode “auto”/);
     expect(
-      describeEntry(a("session", { text: "the agent started session s1", modes: [{ id: "default", name: "Default" }, { id: "plan", name: "plan" }, 3] })),
+      describeEntry(a("session", { text: "the agent started session s1", modes: [{ id: "default", name: "Default", description: null }, { id: "plan", name: "plan", description: null }] })),
     ).toMatchObject({ label: "session", title: "the agent started session s1", text: "Modes it offers: default (Default), plan" });
     expect(describeEntry(a("session", { text: "resumed", modes: [] })).text).toBeNull();
     expect(describeEntry(a("plan_skipped", { text: "no plan gate" }))).toMatchObject({ title: "Planning skipped", text: "no plan gate" });
     expect(describeEntry(a("plan_answer", { text: "answered the agent's exit-plan request" })).title).toBe("answered the agent's exit-plan request");
   });
 
-  it("survives payloads of the wrong shape and unknown kinds", () => {
-    expect(() => describeEntry(a("sensor", null))).not.toThrow();
-    expect(() => describeEntry(a("plan", "nonsense"))).not.toThrow();
-    expect(() => describeEntry(a("tool_call", [1, 2]))).not.toThrow();
-    expect(describeEntry(a("brand_new_kind", { x: 1 }))).toMatchObject({ label: "brand new kind", output: '{\n  "x": 1\n}' });
+  it("shows an entry the engine could not read as before, by its own kind and text", () => {
+    expect(describeEntry(a("unrecognized", { kind: "brand_new_kind", payload: { x: 1 } }))).toMatchObject({
+      kind: "brand_new_kind",
+      label: "brand new kind",
+      title: "brand new kind",
+      output: '{\n  "x": 1\n}',
+    });
+    // A known kind of an older shape: its text, under its own kind.
+    expect(describeEntry(a("unrecognized", { kind: "message", payload: { text: "from an old build", body: 1 } }))).toMatchObject({
+      kind: "message",
+      title: "from an old build",
+      output: null,
+    });
+    expect(describeEntry(a("unrecognized", { kind: "sensor", payload: null }))).toMatchObject({ title: "sensor", output: null });
+    expect(describeEntry(a("unrecognized", { kind: "plan", payload: "nonsense" })).title).toBe("plan");
+  });
+
+  it("says a security event in words when it names no mode", () => {
+    const sec = describeEntry(a("security", { text: "a process of this run connected to Overseer's socket", pid: 42 }));
+    expect(sec).toMatchObject({ title: "Security event", text: "a process of this run connected to Overseer's socket", tone: "bad" });
   });
 });
 
 describe("plans", () => {
   it("gives the latest progress plan and the latest proposal", () => {
     const entries = [
-      a("plan_proposed", { goal: "Old", steps: [], files: [], risks: [] }),
+      a("plan_proposed", { goal: "Old", steps: [], files: [], risks: [], source: "block" }),
       a("plan", { entries: [{ content: "a", priority: "high", status: "completed" }] }),
-      a("plan_proposed", { goal: "Add a greeting", steps: [{ title: "Write it", agent: "demo" }, { title: "Note it" }], files: ["src/greeting.txt"], risks: ["none"] }),
+      a("plan_proposed", { goal: "Add a greeting", steps: [{ title: "Write it", agent: "demo" }, { title: "Note it" }], files: ["src/greeting.txt"], risks: ["none"], source: "block" }),
       a("plan", { entries: [{ content: "a", priority: "high", status: "completed" }, { content: "b", priority: "low", status: "in_progress" }, { content: "c", priority: "low", status: "weird" }] }),
     ];
     expect(latestPlan(entries)?.map((s) => s.status)).toEqual(["completed", "in_progress", "other"]);
@@ -177,7 +199,7 @@ describe("plans", () => {
       files: ["src/greeting.txt"],
       risks: ["none"],
       markdown: null,
-      source: null,
+      source: "block",
     });
     const words = a("plan_proposed", { goal: "G", steps: [], files: [], risks: [], markdown: "# G\n\n1. do it", source: "prose" });
     expect(latestProposal([...entries, words])).toMatchObject({ markdown: "# G\n\n1. do it", source: "prose" });
@@ -203,7 +225,7 @@ describe("external sessions and messages in the timeline", () => {
       a("user_instruction", { text: "use tabs", by: "user:app" }),
       a("steering_delivered", { text: "use tabs" }),
       a("step_reported", { step: "Extract the parser", status: "done", summary: "moved parse() out", files_touched: ["src/parse.ts"] }),
-      a("step_reported", { step: "Run the tests", status: "blocked", summary: "" }),
+      a("step_reported", { step: "Run the tests", status: "blocked", summary: "", files_touched: [] }),
       a("gate_withdrawn", { text: "Run `ls`: withdrawn (the asker left)" }),
     ]);
     expect(items.map((i) => [i.kind, i.label, i.title, i.tone])).toEqual([
@@ -240,7 +262,7 @@ describe("external sessions and messages in the timeline", () => {
 
   it("shows a message with its addressee, and a held-back one with the hub's reason", () => {
     // As the engine records them: the sender's entry and the addressee's.
-    const entry = (over: Record<string, JsonValue>) => ({
+    const entry = (over: Partial<MessageEntry>): MessageEntry => ({
       text: "tests are green", from: "agent:claude", to: { to: "user" }, status: "delivered", blocked_reason: null,
       correlation_id: null, message_id: 1, ...over,
     });
@@ -259,7 +281,7 @@ describe("external sessions and messages in the timeline", () => {
     const m = (id: number, at: number, over: Partial<MessageView> = {}): MessageView => ({
       id, from_run: 1, from: "agent:claude", to: { to: "user" }, body: `m${id}`, correlation_id: null, status: "delivered", blocked_reason: null, at, ...over,
     });
-    const entries = [a("gate_withdrawn", { text: "one" }, 100), a("message_sent", { text: "m1", from: "agent:claude", to: { to: "user" }, message_id: 1 }, 200), a("gate_withdrawn", { text: "two" }, 400)];
+    const entries = [a("gate_withdrawn", { text: "one" }, 100), a("message_sent", { text: "m1", from: "agent:claude", to: { to: "user" }, status: "delivered", blocked_reason: null, correlation_id: null, message_id: 1 }, 200), a("gate_withdrawn", { text: "two" }, 400)];
     const items = withMessages(foldActivity(entries), entries, [m(1, 200), m(2, 300, { from_run: 5, from: "agent:codex", to: { to: "broadcast" } })], 1);
     expect(items.map((i) => i.title)).toEqual(["one", "Message from agent:claude to the user", "Message from agent:codex to everyone", "two"]);
     expect(items[2]!.key).toBe(-2);

@@ -2,9 +2,11 @@
 //
 // Folding keeps the timeline readable: a tool call's updates (pending, in
 // progress, completed) and the rule decision on it become one item; runs of
-// plan updates and of file reads become one item each. Payloads are agent or
-// engine JSON: every field is read defensively and only ever shown as text.
-import type { ActivityView, JsonValue, MessageView, PlanSource } from "../types";
+// plan updates and of file reads become one item each. Payloads are typed by
+// kind (the engine decodes every stored entry; one it cannot read arrives as
+// "unrecognized", with its raw kind and JSON); agents' text is only ever
+// shown as text.
+import type { Activity, ActivityView, JsonValue, MessageTo, MessageView, PlanProposal, PlanSource, ProgressEntry } from "../types";
 import { planSourceOf } from "../plan/source";
 
 export type Tone = "neutral" | "good" | "bad" | "attention" | "info";
@@ -47,24 +49,6 @@ export interface Proposal {
   source: PlanSource | null;
 }
 
-type Obj = { [key: string]: JsonValue };
-
-function obj(v: JsonValue | undefined): Obj {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? v : {};
-}
-function str(v: JsonValue | undefined): string | null {
-  return typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : null;
-}
-function num(v: JsonValue | undefined): number | null {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
-}
-function list(v: JsonValue | undefined): JsonValue[] {
-  return Array.isArray(v) ? v : [];
-}
-function strings(v: JsonValue | undefined): string[] {
-  return list(v).map((x) => str(x) ?? JSON.stringify(x));
-}
-
 /** A JSON value for a <pre>; null when there is nothing worth showing. */
 export function pretty(v: JsonValue | undefined): string | null {
   if (v === undefined || v === null) return null;
@@ -72,7 +56,20 @@ export function pretty(v: JsonValue | undefined): string | null {
   return JSON.stringify(v, null, 2);
 }
 
-const LABELS: Record<string, string> = {
+/** An entry the engine could not read (an unknown kind, an older shape):
+ * its `text` when it has one, as the timeline showed every entry before. */
+function rawText(v: JsonValue): string | null {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return null;
+  const t = v.text;
+  return typeof t === "string" ? t : typeof t === "number" || typeof t === "boolean" ? String(t) : null;
+}
+
+/** The kind as stored: an unrecognized entry keeps its own. */
+export function kindOf(e: ActivityView): string {
+  return e.kind === "unrecognized" ? e.payload.kind : e.kind;
+}
+
+const LABELS: Record<Activity["kind"], string> = {
   message: "message",
   thought: "thought",
   plan: "plan",
@@ -110,15 +107,17 @@ const LABELS: Record<string, string> = {
   retry_queued: "retry",
   carried_on: "restart",
   question_again: "asked again",
+  merge: "merge",
+  cosign: "cosign",
+  unrecognized: "entry",
 };
 
-function planSteps(payload: JsonValue): PlanStep[] {
-  return list(obj(payload).entries).map((e) => {
-    const o = obj(e);
-    const s = str(o.status);
+function planSteps(entries: readonly ProgressEntry[]): PlanStep[] {
+  return entries.map((e) => {
+    const s = e.status;
     return {
-      content: str(o.content) ?? "",
-      priority: str(o.priority) ?? "",
+      content: e.content,
+      priority: e.priority,
       status: s === "pending" || s === "in_progress" || s === "completed" ? s : "other",
     };
   });
@@ -128,36 +127,39 @@ function planSteps(payload: JsonValue): PlanStep[] {
 export function latestPlan(entries: readonly ActivityView[]): PlanStep[] | null {
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i]!;
-    if (e.kind === "plan") return planSteps(e.payload);
+    if (e.kind === "plan") return planSteps(e.payload.entries);
   }
   return null;
+}
+
+function proposal(p: PlanProposal): Proposal {
+  return {
+    goal: p.goal,
+    steps: p.steps.map((s) => ({ title: s.title, agent: s.agent ?? null })),
+    files: p.files,
+    risks: p.risks,
+    markdown: typeof p.markdown === "string" && p.markdown.trim() !== "" ? p.markdown : null,
+    source: planSourceOf(p.source),
+  };
 }
 
 /** The latest plan put up for approval ("plan_proposed"), or null. */
 export function latestProposal(entries: readonly ActivityView[]): Proposal | null {
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i]!;
-    if (e.kind !== "plan_proposed") continue;
-    const p = obj(e.payload);
-    return {
-      goal: str(p.goal) ?? "",
-      steps: list(p.steps).map((s) => ({ title: str(obj(s).title) ?? "", agent: str(obj(s).agent) })),
-      files: strings(p.files),
-      risks: strings(p.risks),
-      markdown: typeof p.markdown === "string" && p.markdown.trim() !== "" ? p.markdown : null,
-      source: planSourceOf(p.source),
-    };
+    if (e.kind === "plan_proposed") return proposal(e.payload);
   }
   return null;
 }
 
 function item(e: ActivityView, fields: Partial<TimelineItem>): TimelineItem {
+  const kind = kindOf(e);
   return {
     key: e.id,
     lastId: e.id,
     at: e.at,
-    kind: e.kind,
-    label: LABELS[e.kind] ?? e.kind.replace(/_/g, " "),
+    kind,
+    label: e.kind === "unrecognized" ? kind.replace(/_/g, " ") : LABELS[e.kind],
     tone: "neutral",
     title: "",
     text: null,
@@ -171,134 +173,113 @@ function item(e: ActivityView, fields: Partial<TimelineItem>): TimelineItem {
 
 /** One entry on its own, before folding. */
 export function describe(e: ActivityView): TimelineItem {
-  const p = obj(e.payload);
-  const text = str(p.text);
   switch (e.kind) {
     case "message":
-      return item(e, { title: "The agent says", text });
+      return item(e, { title: "The agent says", text: e.payload.text });
     case "thought":
-      return item(e, { title: "The agent thinks", text, tone: "info" });
+      return item(e, { title: "The agent thinks", text: e.payload.text, tone: "info" });
     case "plan": {
-      const steps = planSteps(e.payload);
+      const steps = planSteps(e.payload.entries);
       const done = steps.filter((s) => s.status === "completed").length;
       const now = steps.find((s) => s.status === "in_progress");
       return item(e, { title: `Plan: ${done} of ${steps.length} done${now ? `; now: ${now.content}` : ""}` });
     }
     case "plan_proposed": {
-      const prop = latestProposal([e])!;
+      const prop = proposal(e.payload);
       const lines = prop.steps.map((s, i) => `${i + 1}. ${s.title}${s.agent ? ` (${s.agent})` : ""}`);
       if (prop.files.length) lines.push(`Files: ${prop.files.join(", ")}`);
       if (prop.risks.length) lines.push(`Risks: ${prop.risks.join("; ")}`);
       return item(e, { title: `Proposed plan: ${prop.goal}`, text: lines.join("\n"), tone: "attention" });
     }
     case "tool_call": {
-      const status = str(p.status);
+      const { status, title, kind, raw_input } = e.payload;
       return item(e, {
-        title: str(p.title) ?? `${str(p.kind) ?? "a"} tool call`,
+        title: title ?? `${kind ?? "a"} tool call`,
         status,
         tone: status === "failed" ? "bad" : status === "completed" ? "good" : "neutral",
-        output: pretty(p.raw_input),
+        output: pretty(raw_input ?? undefined),
       });
     }
     case "tool_allowed":
-      return item(e, { title: str(p.title) ?? "tool call", decision: `allowed by rule ${text ?? ""}`.trim(), tone: "good" });
+      return item(e, { title: e.payload.title, decision: `allowed by rule ${e.payload.text}`.trim(), tone: "good" });
     case "tool_denied":
-      return item(e, { title: str(p.title) ?? "tool call", decision: `denied: ${text ?? ""}`, tone: "bad" });
+      return item(e, { title: e.payload.title, decision: `denied: ${e.payload.text}`, tone: "bad" });
     case "rule_added":
-      return item(e, { title: text ?? "rule added" });
+      return item(e, { title: e.payload.text || "rule added" });
     case "sensor": {
-      const passed = p.passed === true;
-      const code = num(p.exit_code);
+      const { passed, exit_code: code, command, output } = e.payload;
       return item(e, {
-        title: `${str(p.command) ?? "check"}: ${passed ? "passed" : "failed"}${code === null ? "" : ` (exit ${code})`}`,
+        title: `${command}: ${passed ? "passed" : "failed"}${code === null ? "" : ` (exit ${code})`}`,
         tone: passed ? "good" : "bad",
-        output: str(p.output),
+        output: output || null,
       });
     }
     case "step_finished": {
-      const conf = num(p.confidence);
-      const step = num(p.step);
+      const conf = e.payload.confidence ?? null;
       return item(e, {
-        title: `Step ${step ?? "?"} finished${conf === null ? "" : `, confidence ${conf.toFixed(2)}`}`,
-        text: str(p.explain),
+        title: `Step ${e.payload.step} finished${conf === null ? "" : `, confidence ${conf.toFixed(2)}`}`,
+        text: e.payload.explain ?? null,
         tone: conf === null ? "neutral" : conf >= 0.8 ? "good" : conf >= 0.5 ? "attention" : "bad",
       });
     }
-    case "step_started": {
-      const step = num(p.step);
-      return item(e, { title: `Step ${step ?? "?"}: ${text ?? "(untitled)"}`, tone: "info" });
-    }
-    case "mode": {
-      const mode = str(p.mode);
-      return item(e, { title: mode === null ? "Mode" : `Mode: ${mode}`, text });
-    }
+    case "step_started":
+      return item(e, { title: `Step ${e.payload.step}: ${e.payload.text || "(untitled)"}`, tone: "info" });
+    case "mode":
+      return item(e, { title: `Mode: ${e.payload.mode}`, text: e.payload.text });
     case "security": {
-      const mode = str(p.mode);
+      const { mode, text } = e.payload;
+      // A mode breach names the mode; the other events say it in words.
       return item(e, {
-        title: `The agent switched itself to mode ${mode === null ? "?" : `“${mode}”`}, which acts unasked`,
+        title: mode === undefined ? "Security event" : `The agent switched itself to mode “${mode}”, which acts unasked`,
         text,
         tone: "bad",
       });
     }
     case "session": {
-      const modes = list(p.modes).flatMap((m) => {
-        const o = obj(m);
-        const id = str(o.id);
-        if (id === null) return [];
-        const name = str(o.name);
-        return [name && name !== id ? `${id} (${name})` : id];
-      });
-      return item(e, { title: text ?? "Agent session", text: modes.length ? `Modes it offers: ${modes.join(", ")}` : null });
+      const modes = e.payload.modes.map((m) => (m.name && m.name !== m.id ? `${m.id} (${m.name})` : m.id));
+      return item(e, { title: e.payload.text || "Agent session", text: modes.length ? `Modes it offers: ${modes.join(", ")}` : null });
     }
     case "plan_skipped":
-      return item(e, { title: "Planning skipped", text });
+      return item(e, { title: "Planning skipped", text: e.payload.text });
     case "plan_answer":
-      return item(e, { title: text ?? "Answered the agent's plan request" });
+      return item(e, { title: e.payload.text || "Answered the agent's plan request" });
     case "session_started":
-      return item(e, { title: text ?? "The session reached Overseer", tone: "info" });
+      return item(e, { title: e.payload.text || "The session reached Overseer", tone: "info" });
     case "notice":
-      return item(e, { title: str(p.title) ?? "The session says", text, tone: "info" });
+      return item(e, { title: e.payload.title ?? "The session says", text: e.payload.text, tone: "info" });
     case "turn_ended":
-      return item(e, { title: "The agent finished its turn", text });
+      return item(e, { title: "The agent finished its turn", text: e.payload.text });
     case "steering_delivered":
-      return item(e, { title: "Your steering reached the agent", text, tone: "info" });
+      return item(e, { title: "Your steering reached the agent", text: e.payload.text, tone: "info" });
     case "step_reported": {
-      const status = str(p.status);
-      const files = strings(p.files_touched);
-      const summary = str(p.summary);
+      const { status, files_touched: files, summary, step } = e.payload;
       const lines = [summary, files.length ? `Files: ${files.join(", ")}` : null].filter((l): l is string => l !== null && l !== "");
       return item(e, {
-        title: `Step: ${str(p.step) ?? "(untitled)"}${status ? ` (${status.replace(/_/g, " ")})` : ""}`,
+        title: `Step: ${step || "(untitled)"}${status ? ` (${status.replace(/_/g, " ")})` : ""}`,
         text: lines.length ? lines.join("\n") : null,
-        status,
+        status: status || null,
         tone: status === "failed" || status === "blocked" ? "bad" : status === "done" || status === "completed" ? "good" : "neutral",
       });
     }
     case "retry_queued": {
-      const attempt = num(p.attempt);
-      const wait = num(p.wait_ms);
+      const { attempt, wait_ms: wait, text, error } = e.payload;
       return item(e, {
-        title: `Retry${attempt === null ? "" : ` ${attempt}`} queued${wait === null ? "" : ` (in ${Math.round(wait / 1000)} s)`}: ${text ?? "the step failed"}`,
-        output: str(p.error),
+        title: `Retry ${attempt} queued (in ${Math.round(wait / 1000)} s): ${text || "the step failed"}`,
+        output: error || null,
         tone: "attention",
       });
     }
     case "gate_withdrawn":
-      return item(e, { title: text ?? "A question was withdrawn", tone: "attention" });
+      return item(e, { title: e.payload.text || "A question was withdrawn", tone: "attention" });
     case "carried_on":
-      return item(e, { title: text ?? "The engine restarted: the run carries on", tone: "attention" });
+      return item(e, { title: e.payload.text || "The engine restarted: the run carries on", tone: "attention" });
     case "question_again":
-      return item(e, { title: text ?? "The agent asked its question again", tone: "info" });
+      return item(e, { title: e.payload.text || "The agent asked its question again", tone: "info" });
     case "message_sent":
     case "message_received": {
-      // The engine's entry ({text, from, to, status, blocked_reason,
-      // correlation_id, message_id}), or a message itself ({body, ...}).
-      const body = str(p.body) ?? text;
-      const to = messageTarget(p.to);
-      const from = str(p.from);
-      const blocked = str(p.status) === "blocked";
-      const reason = str(p.blocked_reason);
-      const corr = str(p.correlation_id);
+      const { text: body, from, status, blocked_reason: reason, correlation_id: corr } = e.payload;
+      const to = messageTarget(e.payload.to);
+      const blocked = status === "blocked";
       return item(e, {
         title: `Message${from ? ` from ${from}` : ""}${to ? ` to ${to}` : ""}${corr ? ` · ${corr}` : ""}${blocked ? ": held back" : ""}`,
         text: [body, blocked ? `Held back by the hub${reason ? `: ${reason}` : ""}` : null].filter((l): l is string => l !== null).join("\n\n") || null,
@@ -306,56 +287,65 @@ export function describe(e: ActivityView): TimelineItem {
       });
     }
     case "deviation":
-      return item(e, { title: `Deviation${str(p.cause) ? `: ${str(p.cause)}` : ""}`, text, tone: "bad" });
+      return item(e, { title: `Deviation${e.payload.cause ? `: ${e.payload.cause}` : ""}`, text: e.payload.text, tone: "bad" });
     case "verdict": {
-      const v = str(p.verdict) ?? "?";
-      const correction = str(p.correction);
+      const { verdict: v, correction, text } = e.payload;
       return item(e, {
         title: `Supervisor: ${v.toUpperCase()}`,
-        text: correction ? `${text ?? ""}\nCorrection: ${correction}`.trim() : text,
+        text: correction ? `${text}\nCorrection: ${correction}`.trim() : text,
         tone: v === "continue" ? "good" : v === "pause" ? "bad" : "attention",
       });
     }
     case "user_instruction":
-      return item(e, { title: `Instruction${str(p.by) ? ` from ${str(p.by)}` : ""}`, text, tone: "info" });
+      return item(e, { title: `Instruction${e.payload.by ? ` from ${e.payload.by}` : ""}`, text: e.payload.text, tone: "info" });
     case "error":
+      return item(e, { title: "Error", text: e.payload.text, tone: "bad" });
     case "protocol_error":
-      return item(e, { title: e.kind === "error" ? "Error" : "Protocol error", text, tone: "bad" });
+      return item(e, { title: "Protocol error", text: e.payload.text, tone: "bad" });
     case "file_read":
-      return item(e, { title: `Read ${str(p.path) ?? "a file"}` });
-    case "file_written": {
-      const bytes = num(p.bytes);
-      return item(e, { title: `Wrote ${str(p.path) ?? "a file"}${bytes === null ? "" : ` (${bytes} bytes)`}` });
-    }
+      return item(e, { title: `Read ${e.payload.path}` });
+    case "file_written":
+      return item(e, { title: `Wrote ${e.payload.path} (${e.payload.bytes} bytes)` });
     case "file_refused":
-      return item(e, { title: `Refused ${str(p.path) ?? "a file"}`, text, tone: "bad" });
+      return item(e, { title: `Refused ${e.payload.path}`, text: e.payload.text, tone: "bad" });
     case "drift":
-      return item(e, { title: "Changed files outside the plan", text, tone: "attention" });
+      return item(e, { title: "Changed files outside the plan", text: e.payload.text, tone: "attention" });
     case "log": {
-      const lines = num(p.lines);
-      return item(e, { title: `Agent log${lines === null ? "" : ` (${lines} ${lines === 1 ? "line" : "lines"})`}`, output: text });
+      const lines = e.payload.lines;
+      return item(e, { title: `Agent log (${lines} ${lines === 1 ? "line" : "lines"})`, output: e.payload.text });
     }
-    default:
-      return item(e, { title: text ?? e.kind.replace(/_/g, " "), output: text ? null : pretty(e.payload) });
+    case "merge":
+      return item(e, { title: e.payload.text || "merge" });
+    case "cosign":
+      return item(e, { title: e.payload.text || "Approved; the merge waits for the supervisor's co-sign" });
+    case "unrecognized": {
+      // Shown as every entry was before it was typed: its text, else its kind
+      // and its JSON.
+      const text = rawText(e.payload.payload);
+      return item(e, { title: text ?? e.payload.kind.replace(/_/g, " "), output: text ? null : pretty(e.payload.payload) });
+    }
+    default: {
+      const unhandled: never = e;
+      return unhandled;
+    }
   }
 }
 
-/** Who a message is addressed to, in words ("the user", "run 4"), or null. */
-export function messageTarget(to: JsonValue | undefined): string | null {
-  const t = obj(to);
-  switch (str(t.to)) {
+/** Who a message is addressed to, in words ("the user", "run 4"). */
+export function messageTarget(to: MessageTo): string {
+  switch (to.to) {
     case "supervisor":
       return "the supervisor";
     case "user":
       return "the user";
     case "broadcast":
       return "everyone";
-    case "run": {
-      const run = num(t.run);
-      return run === null ? "a run" : `run ${run}`;
+    case "run":
+      return `run ${to.run}`;
+    default: {
+      const unhandled: never = to;
+      return unhandled;
     }
-    default:
-      return null;
   }
 }
 
@@ -370,8 +360,8 @@ export function foldActivity(entries: readonly ActivityView[]): TimelineItem[] {
     const d = describe(e);
     const prev = out[out.length - 1];
     if (e.kind === "tool_call") {
-      const id = str(obj(e.payload).id);
-      const open = id === null ? undefined : calls.get(id);
+      const id = e.payload.id;
+      const open = calls.get(id);
       if (open) {
         const before = open.title;
         mergeCall(open, d);
@@ -386,7 +376,7 @@ export function foldActivity(entries: readonly ActivityView[]): TimelineItem[] {
         continue;
       }
       out.push(d);
-      if (id !== null) calls.set(id, d);
+      calls.set(id, d);
       file(undecided, d);
       continue;
     }
@@ -403,14 +393,17 @@ export function foldActivity(entries: readonly ActivityView[]): TimelineItem[] {
       out.push(d);
       continue;
     }
-    if (prev && prev.kind === e.kind && (e.kind === "plan" || e.kind === "file_read")) {
-      if (e.kind === "file_read") {
-        const first = prev.count === 1 ? prev.title.slice("Read ".length) : prev.text;
-        prev.text = `${first}\n${str(obj(e.payload).path) ?? "?"}`;
-        prev.title = `Read ${prev.count + 1} files`;
-      } else {
-        prev.title = d.title;
-      }
+    if (prev && prev.kind === e.kind && e.kind === "file_read") {
+      const first = prev.count === 1 ? prev.title.slice("Read ".length) : prev.text;
+      prev.text = `${first}\n${e.payload.path}`;
+      prev.title = `Read ${prev.count + 1} files`;
+      prev.lastId = e.id;
+      prev.at = e.at;
+      prev.count++;
+      continue;
+    }
+    if (prev && prev.kind === e.kind && e.kind === "plan") {
+      prev.title = d.title;
       prev.lastId = e.id;
       prev.at = e.at;
       prev.count++;
@@ -455,8 +448,19 @@ export function clip(text: string, max: number): { text: string; hidden: number 
 /** A message the run sent or received, as a timeline item. Its key is
  * negative so it never meets an activity entry's. */
 export function messageItem(m: MessageView, run: number): TimelineItem {
-  const kind = m.from_run === run ? "message_sent" : "message_received";
-  const e: ActivityView = { id: -m.id, run_id: run, at: m.at, kind, payload: m as unknown as JsonValue };
+  const payload = {
+    text: m.body,
+    to: m.to,
+    from: m.from,
+    status: m.status,
+    blocked_reason: m.blocked_reason,
+    correlation_id: m.correlation_id,
+    message_id: m.id,
+  };
+  const e: ActivityView =
+    m.from_run === run
+      ? { id: -m.id, run_id: run, at: m.at, kind: "message_sent", payload }
+      : { id: -m.id, run_id: run, at: m.at, kind: "message_received", payload };
   return describe(e);
 }
 
@@ -468,9 +472,7 @@ export function withMessages(items: readonly TimelineItem[], entries: readonly A
   if (messages.length === 0) return items as TimelineItem[];
   const recorded = new Set<number>();
   for (const e of entries) {
-    if (e.kind !== "message_sent" && e.kind !== "message_received") continue;
-    const id = num(obj(e.payload).message_id);
-    if (id !== null) recorded.add(id);
+    if (e.kind === "message_sent" || e.kind === "message_received") recorded.add(e.payload.message_id);
   }
   const extra = messages.filter((m) => !recorded.has(m.id)).map((m) => messageItem(m, run));
   if (extra.length === 0) return items as TimelineItem[];

@@ -115,9 +115,9 @@ describe("touchesRunStory", () => {
     expect(ev({ type: "run_changed", run: { ...run, id: 5 } })).toBe(false);
     expect(ev({ type: "gate_decided", gate_id: 1, run_id: 4, kind: "plan" })).toBe(true);
     expect(ev({ type: "gate_opened", gate_id: 1, run_id: 5, kind: "plan" })).toBe(false);
-    expect(ev({ type: "run_activity", activity: { id: 1, run_id: 4, at: 0, kind: "tool_allowed", payload: {} } })).toBe(true);
-    expect(ev({ type: "run_activity", activity: { id: 2, run_id: 4, at: 0, kind: "message", payload: {} } })).toBe(false);
-    expect(ev({ type: "run_activity", activity: { id: 3, run_id: 4, at: 0, kind: "tool_call", payload: {} } })).toBe(false);
+    expect(ev({ type: "run_activity", activity: { id: 1, run_id: 4, at: 0, kind: "tool_allowed", payload: { title: "Read a", kind: "read", text: "default" } } })).toBe(true);
+    expect(ev({ type: "run_activity", activity: { id: 2, run_id: 4, at: 0, kind: "message", payload: { text: "hi" } } })).toBe(false);
+    expect(ev({ type: "run_activity", activity: { id: 3, run_id: 4, at: 0, kind: "tool_call", payload: { id: "c1", title: null, kind: null, status: null, raw_input: null, locations: [] } } })).toBe(false);
     expect(ev({ type: "workspace_changed", name: "demo" })).toBe(false);
   });
 });

@@ -3,6 +3,7 @@
 
 use super::forms::{answers_of, check_questions, hook_tool_request, question_schema};
 use super::*;
+use overseer_core::Activity;
 
 impl Engine {
     pub(super) async fn session_tool_call(
@@ -113,8 +114,9 @@ impl Engine {
                 let added = rules::always_rule(req, cwd);
                 let _ = self.record_activity(
                     work.run_id,
-                    "rule_added",
-                    json!({ "text": format!("allow {added} for the rest of this session") }),
+                    Activity::RuleAdded {
+                        text: format!("allow {added} for the rest of this session"),
+                    },
                 );
                 lock(&self.external.rules)
                     .entry(work.run_id)
@@ -214,7 +216,7 @@ impl Engine {
             source: PlanSource::Requested,
         };
         if self.gate_of_key(work.run_id, key.as_deref())?.is_none() {
-            let _ = self.record_activity(work.run_id, "plan_proposed", json!(plan));
+            let _ = self.record_activity(work.run_id, Activity::PlanProposed(plan.clone()));
         }
         let spec = GateSpec::new(
             work.run_id,
@@ -246,12 +248,12 @@ impl Engine {
         self: &Arc<Self>,
         work: &RunWork,
         key: Option<String>,
-        step: Value,
+        step: Activity,
     ) -> Result<SessionAnswer, ApiError> {
         let run = work.run_id;
         let reattached = self.gate_of_key(run, key.as_deref())?;
         if reattached.is_none() {
-            self.record_activity(run, "step_reported", step.clone())?;
+            self.record_activity(run, step.clone())?;
             let steering = self.take_steering(run);
             if !steering.is_empty() {
                 return Ok(SessionAnswer::Step {
@@ -269,13 +271,13 @@ impl Engine {
             let steps = self
                 .activity(run, 0)?
                 .iter()
-                .filter(|a| a.kind == "step_reported")
+                .filter(|a| matches!(a.entry, Activity::StepReported { .. }))
                 .count();
             let judged = evaluate_step(
                 self,
                 work,
                 &policy,
-                step,
+                step.encode().1,
                 u32::try_from(steps).unwrap_or(u32::MAX),
             )
             .await;
@@ -330,16 +332,30 @@ impl Engine {
         message: &str,
     ) -> Result<SessionAnswer, ApiError> {
         let run = work.run_id;
-        let label = match kind {
-            NoticeKind::Notification => "notice",
-            NoticeKind::Stop => "turn_ended",
-        };
-        self.record_activity(run, label, json!({ "text": message, "title": title }))?;
+        let (text, heading) = (message.to_owned(), title.clone());
+        self.record_activity(
+            run,
+            match kind {
+                NoticeKind::Notification => Activity::Notice {
+                    text,
+                    title: heading,
+                },
+                NoticeKind::Stop => Activity::TurnEnded {
+                    text,
+                    title: heading,
+                },
+            },
+        )?;
         if kind == NoticeKind::Stop {
             let steering = self.take_steering(run);
             if !steering.is_empty() {
                 let text = steering.join("\n\n");
-                let _ = self.record_activity(run, "steering_delivered", json!({ "text": text }));
+                let _ = self.record_activity(
+                    run,
+                    Activity::SteeringDelivered {
+                        text: text.to_owned(),
+                    },
+                );
                 return Ok(SessionAnswer::Noted {
                     run,
                     steering: Some(text),

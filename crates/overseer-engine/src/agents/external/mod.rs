@@ -37,6 +37,7 @@ use overseer_core::session::{
     StepVerdict, ToolDecision, ToolStage,
 };
 use overseer_core::supervision::Verdict;
+use overseer_core::Activity;
 use overseer_core::{
     Actor, AgentToolCall, ApiError, AskKind, EngineEvent, ErrorCode, GateBody, GateDecision,
     GateId, GateOption, PlanChoice, QuestionChoice, QuestionGate, ReleaseReason, RunEvent, RunId,
@@ -232,9 +233,12 @@ impl Engine {
                 summary,
                 files_touched,
             } => {
-                let step = json!({
-                    "step": step, "status": status, "summary": summary, "files_touched": files_touched,
-                });
+                let step = Activity::StepReported {
+                    step,
+                    status,
+                    summary,
+                    files_touched,
+                };
                 self.session_step(work, key, step).await
             }
             SessionAsk::Notice {
@@ -318,8 +322,13 @@ impl Engine {
         self.publish(vec![EngineEvent::RunChanged { run: view }]);
         let _ = self.record_activity(
             run,
-            "session_started",
-            json!({ "text": format!("{} reached Overseer from {cwd} (session {})", session.origin.label(), session.session_id) }),
+            Activity::SessionStarted {
+                text: format!(
+                    "{} reached Overseer from {cwd} (session {})",
+                    session.origin.label(),
+                    session.session_id
+                ),
+            },
         );
         Ok(Found::Live(Box::new(self.store().run_work(run)?)))
     }
@@ -368,8 +377,9 @@ impl Engine {
                 }
                 let _ = self.record_activity(
                     view.run_id,
-                    "gate_withdrawn",
-                    json!({ "text": format!("{}: withdrawn ({why})", view.title) }),
+                    Activity::GateWithdrawn {
+                        text: format!("{}: withdrawn ({why})", view.title),
+                    },
                 );
             }
             Err(e) => tracing::debug!(gate, "not withdrawn: {}", e.message),
