@@ -456,6 +456,7 @@ mod tests {
             authority: None,
             effected: false,
             ask_kind: AskKind::Blocking,
+            batch_option: None,
         }
     }
 

@@ -150,12 +150,56 @@ pub struct GateView {
     /// Blocking, question or info ([`crate::gate::ask_kind`]).
     #[serde(default = "blocking")]
     pub ask_kind: crate::gate::AskKind,
+    /// The option approving it in a batch picks ([`batch_choice`]), or
+    /// None: it must be decided on its own.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub batch_option: Option<String>,
 }
 
 impl GateView {
     pub fn kind(&self) -> GateKind {
         self.body.kind()
     }
+}
+
+/// The choice a batch approval makes on `g`, or None when `g` must be
+/// decided on its own. The window offers batch approval for exactly these.
+///
+/// Batchable (low risk, and nothing to read beyond the title): a step
+/// review's "proceed" (the step passed its checks; the confidence model
+/// only asked for a glance), and a tool call's "yes" (once: a batch never
+/// adds an "always" rule) unless it is always-gated. Never batchable: info
+/// items (read, reply or dismiss), plans (the point is to read them),
+/// questions (they need answers), deviations (retry, replan or stop is a
+/// judgement), supervisor pauses (the supervisor asked for a human), merge
+/// reviews (the diff deserves a look), always-gated tool calls
+/// (destructive by definition), a payload that could not be read, and any
+/// option that needs a reason.
+pub fn batch_choice(g: &GateView) -> Option<crate::GateChoice> {
+    use crate::{GateBody, GateChoice, StepReviewChoice, ToolCallChoice};
+    if g.status != GateStatus::Pending
+        || g.ask_kind == crate::gate::AskKind::Info
+        || g.unreadable_payload.is_some()
+    {
+        return None;
+    }
+    let wanted = match &g.body {
+        GateBody::StepReview(_) => GateChoice::StepReview(StepReviewChoice::Proceed),
+        GateBody::ToolCall(call) if call.always_gated.is_none() => {
+            GateChoice::ToolCall(ToolCallChoice::Yes)
+        }
+        GateBody::ToolCall(_)
+        | GateBody::Plan(_)
+        | GateBody::SupervisorPause(_)
+        | GateBody::Deviation(_)
+        | GateBody::MergeReview(_)
+        | GateBody::Question(_) => return None,
+    };
+    g.options
+        .iter()
+        .any(|o| o.id == wanted.as_str() && !o.requires_context)
+        .then_some(wanted)
 }
 
 fn blocking() -> crate::gate::AskKind {
@@ -254,6 +298,93 @@ pub fn sensor_summary(results: &[SensorRun]) -> Option<SensorSummary> {
 mod tests {
     use super::*;
     use crate::RunOrigin;
+
+    /// A pending gate of `kind` with these options (an empty payload of
+    /// its kind, as if readable).
+    fn pending(kind: GateKind, options: Vec<GateOption>) -> GateView {
+        GateView {
+            id: 1,
+            run_id: 1,
+            body: crate::GateBody::decode(kind, "{}").0,
+            unreadable_payload: None,
+            status: GateStatus::Pending,
+            title: "t".into(),
+            options,
+            opened_at: 0,
+            decision: None,
+            auto_at: None,
+            auto_option: None,
+            authority: None,
+            effected: false,
+            ask_kind: crate::gate::AskKind::Blocking,
+            batch_option: None,
+        }
+    }
+
+    #[test]
+    fn only_a_step_review_and_a_tool_call_not_always_gated_may_be_approved_in_a_batch() {
+        use crate::{GateChoice, StepReviewChoice, ToolCallChoice};
+        let review = pending(
+            GateKind::StepReview,
+            vec![
+                GateOption::choice(StepReviewChoice::Proceed, "Proceed"),
+                GateOption::choice(StepReviewChoice::Stop, "Stop").with_required_context(),
+            ],
+        );
+        assert_eq!(
+            batch_choice(&review),
+            Some(GateChoice::StepReview(StepReviewChoice::Proceed))
+        );
+        let yes = vec![GateOption::choice(ToolCallChoice::Yes, "Yes")];
+        let call = pending(GateKind::ToolCall, yes.clone());
+        assert_eq!(
+            batch_choice(&call),
+            Some(GateChoice::ToolCall(ToolCallChoice::Yes))
+        );
+        // Destructive by definition: always decided on its own.
+        let mut gated = call.clone();
+        if let crate::GateBody::ToolCall(t) = &mut gated.body {
+            t.always_gated = Some(crate::rules::AlwaysGated::DeleteFiles);
+        }
+        assert_eq!(batch_choice(&gated), None);
+        // Decided, an info item, an unreadable payload, an option that needs
+        // a reason: never in a batch.
+        let mut decided = call.clone();
+        decided.status = GateStatus::Decided;
+        assert_eq!(batch_choice(&decided), None);
+        let mut info = call.clone();
+        info.ask_kind = crate::gate::AskKind::Info;
+        assert_eq!(batch_choice(&info), None);
+        let mut unreadable = call.clone();
+        unreadable.unreadable_payload = Some(serde_json::json!({"old": true}));
+        assert_eq!(batch_choice(&unreadable), None);
+        let reasoned = pending(
+            GateKind::StepReview,
+            vec![GateOption::choice(StepReviewChoice::Proceed, "Proceed").with_required_context()],
+        );
+        assert_eq!(batch_choice(&reasoned), None);
+        // The kinds that need a judgement, whatever they offer.
+        for kind in [
+            GateKind::Plan,
+            GateKind::Question,
+            GateKind::Deviation,
+            GateKind::SupervisorPause,
+            GateKind::MergeReview,
+        ] {
+            let g = pending(
+                kind,
+                kind.options()
+                    .into_iter()
+                    .map(|c| GateOption {
+                        id: c.as_str().to_owned(),
+                        label: c.as_str().to_owned(),
+                        requires_context: false,
+                    })
+                    .collect(),
+            );
+            assert_eq!(batch_choice(&g), None, "{kind:?}");
+        }
+    }
 
     fn entry(content: &str, status: &str) -> ProgressEntry {
         ProgressEntry {

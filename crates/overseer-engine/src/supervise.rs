@@ -1398,6 +1398,7 @@ mod tests {
             authority: None,
             effected: false,
             ask_kind: overseer_core::AskKind::Blocking,
+            batch_option: None,
         };
         EvaluationRequest {
             subject: Subject::Gate,

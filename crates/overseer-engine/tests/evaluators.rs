@@ -62,6 +62,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         authority: None,
         effected: false,
         ask_kind: overseer_core::AskKind::Blocking,
+        batch_option: None,
     };
     EvaluationRequest {
         subject,

@@ -389,12 +389,18 @@ async fn claude_crashing_mid_turn_opens_a_deviation_and_nothing_is_merged() {
     let run = r.start_hanging("hang prompt").await;
     let pids = r.agent_pids(run);
     assert!(!pids.is_empty(), "the adapter runs");
-    let status = Command::new("kill")
-        .arg("-9")
-        .args(pids.iter().map(u32::to_string))
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    // One by one: a short-lived child listed a moment ago (a shell, a git)
+    // may be gone already, which is no reason to fail; the adapter is not.
+    let killed = pids
+        .iter()
+        .filter(|pid| {
+            Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .count();
+    assert!(killed > 0, "no agent process could be killed: {pids:?}");
     let deviation = r.gate(run, &[GateKind::Deviation]).await;
     assert_eq!(
         deviation.body.payload_json()["cause"],

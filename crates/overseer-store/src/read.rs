@@ -253,6 +253,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             authority: None,
             effected: r.get::<_, Option<i64>>(15)?.is_some(),
             ask_kind: overseer_core::gate::AskKind::Blocking,
+            batch_option: None,
         },
         authority: r.get(14)?,
         kind: r.get(2)?,
@@ -295,6 +296,7 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         }),
         None => None,
     };
+    view.batch_option = overseer_core::view::batch_choice(&view).map(|c| c.as_str().to_owned());
     Ok(view)
 }
 

@@ -552,9 +552,10 @@ export function demoBackend(now: number): MockBackend {
     { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
     { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
   ];
-  const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null): GateView => ({
+  // `batch`: the option the engine ships as batch_option (core's batch_choice).
+  const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null, batch: string | null = null): GateView => ({
     id, run_id, ...body, status: "pending", title, options, opened_at: now - 60_000 * id, decision: null,
-    auto_at: timer?.auto_at ?? null, auto_option: timer?.auto_option ?? null, authority: null, effected: false, ask_kind: engineAskKind(body, timer?.auto_at ?? null),
+    auto_at: timer?.auto_at ?? null, auto_option: timer?.auto_option ?? null, authority: null, effected: false, ask_kind: engineAskKind(body, timer?.auto_at ?? null), batch_option: batch,
   });
   const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
   const gates: GateView[] = [
@@ -576,7 +577,7 @@ export function demoBackend(now: number): MockBackend {
     gate(5, 5, { kind: "deviation", payload: { cause: "turn_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10 } },
       "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")]),
     gate(6, 6, { kind: "step_review", payload: stepRecord({ step: 2, confidence: 0.64, explain: "one retry used; sensors passed", retries: 1 }) },
-      "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], { auto_at: now + 10_000, auto_option: "proceed" }),
+      "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], { auto_at: now + 10_000, auto_option: "proceed" }, "proceed"),
   ];
   const mock = new MockBackend(runs, Date.now, gates);
   mock.workspaces = [

@@ -436,7 +436,12 @@ effected: boolean,
 /**
  * Blocking, question or info ([`crate::gate::ask_kind`]).
  */
-ask_kind: AskKind, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+ask_kind: AskKind, 
+/**
+ * The option approving it in a batch picks ([`batch_choice`]), or
+ * None: it must be decided on its own.
+ */
+batch_option?: string | null, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**

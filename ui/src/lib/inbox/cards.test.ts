@@ -95,7 +95,7 @@ describe("gate cards", () => {
 describe("the inbox", () => {
   it("lists blocking asks first, with batch boxes only on low-risk gates", async () => {
     const backend = demoBackend(NOW);
-    backend.gates.set(3, { ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }) });
+    backend.gates.set(3, { ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }), batch_option: "yes" });
     const gates = new Gates(backend);
     await gates.start();
     const body = render(InboxView, { props: { gates, nav: new Nav(), now: NOW } }).body;

@@ -83,7 +83,7 @@ describe("Gates", () => {
 
   it("approves a batch with each gate's low-risk option and skips the rest", async () => {
     const backend = demoBackend(NOW);
-    backend.gates.set(3, { ...backend.gates.get(3)!, kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }) });
+    backend.gates.set(3, { ...backend.gates.get(3)!, kind: "tool_call", payload: toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }), batch_option: "yes" });
     const { gates } = await started(backend);
     const ok = await gates.approveAll([6, 3, 2, 1, 99]);
     expect(ok).toBe(2);

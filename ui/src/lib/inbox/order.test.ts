@@ -71,27 +71,13 @@ describe("sortGates", () => {
 });
 
 describe("batchOption", () => {
-  it("approves step reviews with proceed and ordinary tool calls with yes (never always)", () => {
-    expect(batchOption(gate(1, "step_review", { options: [opt("proceed"), opt("stop", true)] }))).toBe("proceed");
-    const call = gate(2, "tool_call", { options: [opt("yes"), opt("always"), opt("no")] }, { kind: "tool_call", payload: toolCallGate({ command: "ls" }) });
-    expect(batchOption(call)).toBe("yes");
-  });
-
-  it("never batches always-gated tool calls, plans, questions, deviations, pauses or merges", () => {
-    expect(batchOption(gate(1, "tool_call", { options: [opt("yes"), opt("no")] }, { kind: "tool_call", payload: toolCallGate({}, { always_gated: "destructive_shell" }) }))).toBeNull();
-    // A payload an older version wrote that could not be read is looked at, not batched.
-    expect(batchOption(gate(7, "tool_call", { options: [opt("yes"), opt("no")], unreadable_payload: { tool: "Bash", command: "rm -rf /" } }))).toBeNull();
-    expect(batchOption(gate(2, "plan", { options: [opt("approve")] }))).toBeNull();
-    expect(batchOption(gate(3, "question", { options: [opt("answer", true)] }))).toBeNull();
-    expect(batchOption(gate(4, "deviation", { options: [opt("retry")] }))).toBeNull();
-    expect(batchOption(gate(5, "supervisor_pause", { options: [opt("proceed")] }))).toBeNull();
-    expect(batchOption(gate(6, "merge_review", { options: [opt("approve")] }))).toBeNull();
-  });
-
-  it("only picks an option the gate offers, without context, on a pending gate", () => {
-    expect(batchOption(gate(1, "step_review", { options: [opt("stop", true)] }))).toBeNull();
-    expect(batchOption(gate(2, "step_review", { options: [opt("proceed", true)] }))).toBeNull();
-    expect(batchOption(gate(3, "step_review", { options: [opt("proceed")], status: "decided" }))).toBeNull();
+  it("is the engine's choice for the gate, on a pending gate only", () => {
+    // Which gates may be batched is core's batch_choice (tested in Rust):
+    // the window reads what the engine shipped.
+    expect(batchOption(gate(1, "step_review", { options: [opt("proceed")], batch_option: "proceed" }))).toBe("proceed");
+    expect(batchOption(gate(2, "step_review", { options: [opt("proceed")], batch_option: null }))).toBeNull();
+    expect(batchOption(gate(3, "step_review", { options: [opt("proceed")] }))).toBeNull();
+    expect(batchOption(gate(4, "step_review", { options: [opt("proceed")], batch_option: "proceed", status: "decided" }))).toBeNull();
   });
 
   it("labels options by the gate's own words", () => {
@@ -142,9 +128,6 @@ describe("info items", () => {
       payload: { message: "Finished", ask_kind: "info", notice: "stop" }, decision: null, auto_at: null, auto_option: null, authority: null, effected: false,
     };
     expect(askKind(info)).toBe("info");
-    expect(batchOption(info)).toBeNull();
-    // Even an info item offering a plain "yes" is not batched.
-    expect(batchOption({ ...info, kind: "tool_call", payload: toolCallGate({}), options: [{ id: "yes", label: "Yes", requires_context: false }] })).toBeNull();
     const blocking: GateView = { ...info, id: 51, opened_at: 1, ask_kind: "blocking", payload: { message: "Finished", ask_kind: "blocking" } };
     expect(sortGates([info, blocking]).map((g) => g.id)).toEqual([51, 50]);
   });

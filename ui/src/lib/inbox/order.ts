@@ -37,35 +37,10 @@ export function sortGates(gates: GateView[]): GateView[] {
 }
 
 /** The option a batch approval picks for `g`, or null when `g` must be
- * decided on its own.
- *
- * Batchable (low risk, and nothing to read beyond the title):
- * - `step_review`: "proceed" (the step already passed its checks; the
- *   confidence model only asked for a glance);
- * - `tool_call` that is not always-gated: "yes" (once: a batch never adds an
- *   "always" rule).
- *
- * Never batchable: info items (nothing to approve: read, reply or
- * dismiss), plans (the point is to read them), questions (they need
- * answers), deviations (retry/replan/stop is a judgement), supervisor pauses
- * (the supervisor asked for a human), merge reviews (the diff deserves a
- * look), always-gated tool calls (destructive by definition) and gates
- * whose payload could not be read. An option
- * that needs context is never picked. */
+ * decided on its own: the engine's (core's `batch_choice`, shipped in
+ * `GateView.batch_option`), never worked out here. */
 export function batchOption(g: GateView): string | null {
-  if (g.status !== "pending") return null;
-  // An info item is read and replied to (or dismissed), never approved.
-  if (askKind(g) === "info") return null;
-  // A payload an older version wrote that could not be read: look at it.
-  if (g.unreadable_payload !== undefined) return null;
-  let wanted: StepReviewChoice | ToolCallChoice;
-  if (g.kind === "step_review") wanted = "proceed" satisfies StepReviewChoice;
-  else if (g.kind === "tool_call") {
-    if (g.payload.always_gated !== null) return null;
-    wanted = "yes" satisfies ToolCallChoice;
-  } else return null;
-  const opt = g.options.find((o) => o.id === wanted);
-  return opt && !opt.requires_context ? opt.id : null;
+  return g.status === "pending" ? (g.batch_option ?? null) : null;
 }
 
 /** The label of an option id on a gate (the id itself if not offered). */
