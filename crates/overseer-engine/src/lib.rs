@@ -13,6 +13,7 @@
 
 pub mod acp;
 mod activity;
+#[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;
 pub mod api;
 mod blocking;

@@ -37,7 +37,9 @@ impl Engine {
                 always_gated: None,
                 rule: Some(rule),
             },
-            other => other,
+            other @ (Permission::Allow { .. }
+            | Permission::Deny { .. }
+            | Permission::Ask { .. }) => other,
         };
         match permission {
             Permission::Allow { rule } => {

@@ -53,7 +53,9 @@ pub(crate) fn answers_of(questions: &[AskQuestion], context: &str) -> Vec<Questi
                             .iter()
                             .filter_map(|v| v.as_str().map(str::to_owned))
                             .collect(),
-                        _ => Vec::new(),
+                        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
+                            Vec::new()
+                        }
                     };
                     // Only labels the question offered count as chosen.
                     let selected = selected

@@ -69,7 +69,11 @@ pub(crate) fn ask_of(
             };
             let (stage, key) = match event {
                 Event::PreToolUse => (ToolStage::PreToolUse, format!("pre:{id}")),
-                _ => (ToolStage::PermissionRequest, format!("permission:{id}")),
+                Event::PermissionRequest
+                | Event::Notification
+                | Event::Stop
+                | Event::SessionEnd
+                | Event::Other(_) => (ToolStage::PermissionRequest, format!("permission:{id}")),
             };
             Some(SessionAsk::ToolCall {
                 key: Some(format!("{}:{session_id}:{key}", vendor.as_str())),

@@ -251,7 +251,7 @@ pub(crate) fn bounded_input(input: Value) -> Value {
             Value::Object(map) => {
                 Value::Object(map.into_iter().map(|(k, v)| (k, cut(v))).collect())
             }
-            other => other,
+            other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => other,
         }
     }
     cut(input)
