@@ -157,6 +157,13 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
         "hello, world"
     );
     assert!(w.engine.verify_audit().expect("read").is_ok());
+    // The run is over: its agent's session is let go of, not kept (with
+    // the task reading its messages) for as long as the engine runs.
+    until(&w, "the finished run's agent session to be dropped", |_| {
+        (script.dropped.load(std::sync::atomic::Ordering::SeqCst) == script.sessions().len())
+            .then_some(())
+    })
+    .await;
 }
 
 fn call(id: &str, kind: &str, title: &str, raw_input: serde_json::Value) -> ToolCallInfo {

@@ -235,8 +235,9 @@ pub(super) async fn pump(
         work,
         worktree,
         turn,
-        conn,
+        conn: Arc::downgrade(&conn),
     };
+    drop(conn);
     let mut message = String::new();
     loop {
         let next = if message.is_empty() {
@@ -265,7 +266,11 @@ struct Pump {
     work: Arc<RunWork>,
     worktree: String,
     turn: Arc<Mutex<Turn>>,
-    conn: Arc<dyn AgentSession>,
+    /// Not kept alive by the pump: the session's own sender feeds the pump,
+    /// so a strong reference here kept both, and the task, for as long as
+    /// the engine ran, after every run. Once the run lets go of its
+    /// session, the pump's channel closes and it ends.
+    conn: std::sync::Weak<dyn AgentSession>,
 }
 
 impl Pump {
@@ -295,7 +300,9 @@ impl Pump {
                 self.turn().entries = entries;
             }
             AgentSignal::ModeChanged { mode, breach } => {
-                modes::on_mode_changed(engine, run, &self.turn, &*self.conn, mode, breach).await;
+                if let Some(conn) = self.conn.upgrade() {
+                    modes::on_mode_changed(engine, run, &self.turn, &*conn, mode, breach).await;
+                }
             }
             AgentSignal::Settled(done) => {
                 flush_message(engine, run, message);
@@ -372,7 +379,11 @@ impl Pump {
         let turn = self.turn.clone();
         let work = self.work.clone();
         let worktree = self.worktree.clone();
-        let conn = self.conn.clone();
+        let Some(conn) = self.conn.upgrade() else {
+            // The run let go of its agent: nobody to allow anything for.
+            let _ = reply.send(crate::acp::PermissionReply::Cancelled);
+            return;
+        };
         tokio::spawn(async move {
             let (answer, then_cancel) = permission(
                 &engine, &work, &worktree, &tool_call, &options, &turn, &*conn,

@@ -70,6 +70,9 @@ pub struct Script {
     pub sessions: Mutex<Vec<SessionStart>>,
     /// The agent can continue an earlier session (ACP's `session/resume`).
     pub resumes: AtomicBool,
+    /// Sessions the engine let go of (dropped): once a run is over, nothing
+    /// of its agent's session may stay in memory.
+    pub dropped: std::sync::atomic::AtomicUsize,
 }
 
 impl Script {
@@ -140,6 +143,12 @@ impl StartSession for Scripted {
             });
             Ok((session, receiver))
         })
+    }
+}
+
+impl Drop for ScriptedSession {
+    fn drop(&mut self) {
+        self.script.dropped.fetch_add(1, Ordering::SeqCst);
     }
 }
 
