@@ -206,7 +206,7 @@ mod tests {
     /// defaults do not break the test).
     fn run(id: i64, state: RunState, needs_you: bool) -> overseer_core::RunView {
         let gate = needs_you.then(|| PendingGate {
-            id: 100 + id,
+            id: overseer_core::GateId(100 + id),
             kind: GateKind::MergeReview,
             ask_kind: overseer_core::AskKind::Question,
         });
@@ -295,8 +295,8 @@ mod tests {
 
         // The same count again is not shown again.
         tx.send(EngineEvent::GateDecided {
-            gate_id: 1,
-            run_id: 1,
+            gate_id: overseer_core::GateId(1),
+            run_id: overseer_core::RunId(1),
             kind: GateKind::MergeReview,
         })
         .expect("a subscriber");
@@ -330,18 +330,18 @@ mod tests {
         let r = run(1, RunState::Running, false);
         assert!(affects_count(&EngineEvent::RunChanged { run: r }));
         assert!(affects_count(&EngineEvent::GateOpened {
-            gate_id: 1,
-            run_id: 1,
+            gate_id: overseer_core::GateId(1),
+            run_id: overseer_core::RunId(1),
             kind: GateKind::ToolCall
         }));
         assert!(affects_count(&EngineEvent::GateDecided {
-            gate_id: 1,
-            run_id: 1,
+            gate_id: overseer_core::GateId(1),
+            run_id: overseer_core::RunId(1),
             kind: GateKind::ToolCall
         }));
         assert!(!affects_count(&activity(1)));
         assert!(!affects_count(&EngineEvent::OrchestrationAborted {
-            run_id: 1,
+            run_id: overseer_core::RunId(1),
             killed: vec![]
         }));
     }

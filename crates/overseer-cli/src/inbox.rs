@@ -25,7 +25,7 @@ pub enum QuestionsCommand {
     },
     /// Answer a question: pick options per question, add your own words, or decline
     Answer {
-        gate: i64,
+        gate: overseer_core::GateId,
         /// An option of question N (1-based), by its label: `--choose 1=Friendly` (repeat for several)
         #[arg(long = "choose", value_name = "N=LABEL")]
         choose: Vec<String>,
@@ -44,7 +44,7 @@ pub enum MessagesCommand {
     List {
         /// Only those a run sent or received (and broadcasts)
         #[arg(long)]
-        run: Option<i64>,
+        run: Option<overseer_core::RunId>,
         #[arg(long)]
         json: bool,
     },
@@ -55,7 +55,7 @@ pub enum MessagesCommand {
             conflicts_with = "broadcast",
             required_unless_present = "broadcast"
         )]
-        run: Option<i64>,
+        run: Option<overseer_core::RunId>,
         #[arg(long)]
         broadcast: bool,
         /// Answer message ID: the reply carries its correlation id
@@ -103,7 +103,13 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             text,
             decline,
         } => {
-            let g: GateView = act(paths, op::ShowGate { gate }).await?;
+            let g: GateView = act(
+                paths,
+                op::ShowGate {
+                    gate: overseer_core::GateId(gate.into()),
+                },
+            )
+            .await?;
             if g.kind() != GateKind::Question {
                 anyhow::bail!(
                     "gate {gate} is a {} gate, not a question: decide it with `overseer gates decide {gate} OPTION`",
@@ -118,7 +124,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             let decided: GateView = act(
                 paths,
                 op::DecideGate {
-                    gate,
+                    gate: overseer_core::GateId(gate.into()),
                     option: option.into(),
                     context,
                 },
@@ -287,7 +293,9 @@ pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<Exi
             text,
         } => {
             let to = match (run, broadcast) {
-                (Some(run), false) => MessageTo::Run { run },
+                (Some(run), false) => MessageTo::Run {
+                    run: overseer_core::RunId(run.into()),
+                },
                 (None, true) => MessageTo::Broadcast,
                 (Some(_), true) | (None, false) => {
                     anyhow::bail!("send to one run (--run N) or to every run (--broadcast)")
@@ -432,8 +440,8 @@ mod tests {
 
     fn question_gate() -> GateView {
         GateView {
-            id: 4,
-            run_id: 2,
+            id: overseer_core::GateId(4),
+            run_id: overseer_core::RunId(2),
             body: GateBody::Question(QuestionGate {
                 message: "Which tone?".into(),
                 schema: json!({"type": "object", "properties": {

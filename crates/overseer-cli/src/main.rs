@@ -97,7 +97,7 @@ struct ScopeArgs {
     workspace: String,
     /// A task of the workspace (its settings override the workspace's)
     #[arg(long)]
-    task: Option<i64>,
+    task: Option<overseer_core::TaskId>,
 }
 
 impl ScopeArgs {
@@ -174,13 +174,13 @@ enum SupervisorCommand {
     },
     /// Vote approve on a gate as the supervisor (scripted setups; you still win)
     Approve {
-        gate: i64,
+        gate: overseer_core::GateId,
         #[arg(long, default_value = "approved by a scripted supervisor")]
         rationale: String,
     },
     /// Vote reject on a gate as the supervisor (scripted setups; you still win)
     Reject {
-        gate: i64,
+        gate: overseer_core::GateId,
         #[arg(long)]
         rationale: String,
     },
@@ -237,7 +237,7 @@ enum WorkspaceCommand {
 enum TaskCommand {
     /// A task's settings as set: rules, approval, supervisor, retries, stage
     Show {
-        task: i64,
+        task: overseer_core::TaskId,
         #[arg(long)]
         json: bool,
     },
@@ -325,46 +325,49 @@ enum RunsCommand {
     /// Everything that decided anything on a run (rules, verdicts, votes,
     /// timers, retries, you), each signed record checked
     Why {
-        run: i64,
+        run: overseer_core::RunId,
         #[arg(long)]
         json: bool,
     },
     /// One run in detail
     Show {
-        run: i64,
+        run: overseer_core::RunId,
         #[arg(long)]
         json: bool,
     },
     /// Approve a run waiting in pending_review (merge)
-    Approve { run: i64 },
+    Approve { run: overseer_core::RunId },
     /// Reject a run waiting in pending_review
     Reject {
-        run: i64,
+        run: overseer_core::RunId,
         /// Why: goes on the record and to the agent
         #[arg(long)]
         reason: String,
     },
     /// Abort a run in any active state
-    Abort { run: i64 },
+    Abort { run: overseer_core::RunId },
     /// Remove a released run's worktree and branch
-    Clean { run: i64 },
+    Clean { run: overseer_core::RunId },
     /// Start a new attempt of an interrupted or failed run in its worktree
-    Resume { run: i64 },
+    Resume { run: overseer_core::RunId },
     /// The run's changes against its base branch
     Diff {
-        run: i64,
+        run: overseer_core::RunId,
         /// Only the files with their additions and deletions
         #[arg(long)]
         stat: bool,
     },
     /// The run's timeline: agent messages, plans, tool calls, sensor results
     Activity {
-        run: i64,
+        run: overseer_core::RunId,
         #[arg(long)]
         json: bool,
     },
     /// Send an instruction to a running agent's next turn
-    Steer { run: i64, text: String },
+    Steer {
+        run: overseer_core::RunId,
+        text: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -378,22 +381,22 @@ enum GatesCommand {
     },
     /// One gate with its options and decision
     Show {
-        gate: i64,
+        gate: overseer_core::GateId,
         #[arg(long)]
         json: bool,
     },
     /// The whole story of a gate: who asked, what rules and the supervisor
     /// said, the decision, each record's signature checked
     Why {
-        gate: i64,
+        gate: overseer_core::GateId,
         #[arg(long)]
         json: bool,
     },
     /// Stop a gate's timer (a step review's auto-proceed): it waits for you
-    Hold { gate: i64 },
+    Hold { gate: overseer_core::GateId },
     /// Decide a pending gate: pick one of its options, with optional context
     Decide {
-        gate: i64,
+        gate: overseer_core::GateId,
         #[arg(long)]
         option: String,
         /// Why, or guidance for the agent (required by some options)
@@ -446,7 +449,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
-            let ids: Vec<i64> = act(&paths, op::SeedDemo { settled, runs }).await?;
+            let ids: Vec<overseer_core::RunId> =
+                act(&paths, op::SeedDemo { settled, runs }).await?;
             println!(
                 "seeded {} demo runs in {}",
                 ids.len(),
@@ -461,7 +465,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
         Command::Task(TaskCommand::Show { task, json }) => {
-            let info: overseer_engine::TaskInfo = act(&paths, op::ShowTask { task }).await?;
+            let info: overseer_engine::TaskInfo = act(
+                &paths,
+                op::ShowTask {
+                    task: overseer_core::TaskId(task.into()),
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -540,7 +550,13 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     match cmd {
         RunsCommand::Why { run, json } => {
-            let story: overseer_engine::RunStory = act(paths, op::RunStory { run }).await?;
+            let story: overseer_engine::RunStory = act(
+                paths,
+                op::RunStory {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -559,7 +575,13 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Show { run, json } => {
-            let run: RunView = act(paths, op::ShowRun { run }).await?;
+            let run: RunView = act(
+                paths,
+                op::ShowRun {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&run)?);
             } else {
@@ -567,27 +589,64 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Approve { run } => {
-            let v: RunView = act(paths, op::ApproveRun { run }).await?;
+            let v: RunView = act(
+                paths,
+                op::ApproveRun {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Reject { run, reason } => {
-            let v: RunView = act(paths, op::RejectRun { run, reason }).await?;
+            let v: RunView = act(
+                paths,
+                op::RejectRun {
+                    run: overseer_core::RunId(run.into()),
+                    reason,
+                },
+            )
+            .await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Abort { run } => {
-            let v: RunView = act(paths, op::AbortRun { run }).await?;
+            let v: RunView = act(
+                paths,
+                op::AbortRun {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Clean { run } => {
-            act(paths, op::CleanRun { run }).await?;
+            act(
+                paths,
+                op::CleanRun {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             println!("run {run}: worktree and branch removed");
         }
         RunsCommand::Resume { run } => {
-            let s: overseer_engine::Started = act(paths, op::ResumeRun { run }).await?;
+            let s: overseer_engine::Started = act(
+                paths,
+                op::ResumeRun {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             println!("{}", s.run_id);
         }
         RunsCommand::Diff { run, stat } => {
-            let v = act(paths, op::RunDiff { run }).await?;
+            let v = act(
+                paths,
+                op::RunDiff {
+                    run: overseer_core::RunId(run.into()),
+                },
+            )
+            .await?;
             if stat {
                 for f in &v.files {
                     println!(
@@ -602,12 +661,25 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Steer { run, text } => {
-            act(paths, op::SteerRun { run, text }).await?;
+            act(
+                paths,
+                op::SteerRun {
+                    run: overseer_core::RunId(run.into()),
+                    text,
+                },
+            )
+            .await?;
             println!("run {run}: instruction recorded; the agent gets it in its next turn");
         }
         RunsCommand::Activity { run, json } => {
-            let items: Vec<overseer_core::ActivityView> =
-                act(paths, op::RunActivity { run, after: 0 }).await?;
+            let items: Vec<overseer_core::ActivityView> = act(
+                paths,
+                op::RunActivity {
+                    run: overseer_core::RunId(run.into()),
+                    after: 0,
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&items)?);
             } else {
@@ -636,7 +708,7 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             let g: GateView = act(
                 paths,
                 op::DecideGate {
-                    gate,
+                    gate: overseer_core::GateId(gate.into()),
                     option,
                     context,
                 },
@@ -645,7 +717,13 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             print!("{}", output::gate_detail(&g));
         }
         GatesCommand::Why { gate, json } => {
-            let story: overseer_engine::GateStory = act(paths, op::GateStory { gate }).await?;
+            let story: overseer_engine::GateStory = act(
+                paths,
+                op::GateStory {
+                    gate: overseer_core::GateId(gate.into()),
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -656,11 +734,23 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             }
         }
         GatesCommand::Hold { gate } => {
-            act(paths, op::HoldGate { gate }).await?;
+            act(
+                paths,
+                op::HoldGate {
+                    gate: overseer_core::GateId(gate.into()),
+                },
+            )
+            .await?;
             println!("gate {gate}: timer stopped; it waits for your decision");
         }
         GatesCommand::Show { gate, json } => {
-            let g: GateView = act(paths, op::ShowGate { gate }).await?;
+            let g: GateView = act(
+                paths,
+                op::ShowGate {
+                    gate: overseer_core::GateId(gate.into()),
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&g)?);
             } else {
@@ -901,7 +991,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             let g: GateView = act(
                 paths,
                 op::SupervisorVote {
-                    gate,
+                    gate: overseer_core::GateId(gate.into()),
                     approve: true,
                     rationale,
                 },
@@ -913,7 +1003,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             let g: GateView = act(
                 paths,
                 op::SupervisorVote {
-                    gate,
+                    gate: overseer_core::GateId(gate.into()),
                     approve: false,
                     rationale,
                 },

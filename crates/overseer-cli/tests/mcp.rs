@@ -185,18 +185,20 @@ impl Home {
     }
 
     fn gate(&self, id: i64) -> Value {
-        self.api(Request::ShowGate { gate: id })
+        self.api(Request::ShowGate {
+            gate: overseer_core::GateId(id),
+        })
     }
 
     fn run(&self, id: &Value) -> Value {
         self.api(Request::ShowRun {
-            run: id.as_i64().expect("run id"),
+            run: overseer_core::RunId(id.as_i64().expect("run id")),
         })
     }
 
     fn decide(&self, gate: &Value, option: &str, context: Option<&str>) {
         self.api(Request::DecideGate {
-            gate: gate["id"].as_i64().expect("gate id"),
+            gate: overseer_core::GateId(gate["id"].as_i64().expect("gate id")),
             option: option.to_owned(),
             context: context.map(str::to_owned),
         });
@@ -629,7 +631,9 @@ fn messages_go_through_the_hub_and_replies_are_read_back() {
     assert_eq!(h.run(&json!(run))["origin"], "mcp");
 
     h.api(Request::SendMessage {
-        to: overseer_core::message::MessageTo::Run { run },
+        to: overseer_core::message::MessageTo::Run {
+            run: overseer_core::RunId(run),
+        },
         body: "Yes, go on".into(),
         correlation_id: Some("c-1".into()),
     });
@@ -685,7 +689,7 @@ fn steering_left_for_the_session_comes_back_on_the_next_reported_step() {
         .map(|r| r["id"].as_i64().expect("id"))
         .expect("the session's fleet row");
     h.api(Request::SteerRun {
-        run,
+        run: overseer_core::RunId(run),
         text: "keep the public API unchanged".into(),
     });
     c.go(json!({}));

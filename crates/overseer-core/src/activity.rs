@@ -447,7 +447,7 @@ mod tests {
     fn an_entry_travels_as_kind_and_payload_beside_its_ids() {
         let view = ActivityView {
             id: 7,
-            run_id: 3,
+            run_id: RunId(3),
             at: 1_000,
             entry: Activity::FileWritten {
                 path: "src/lib.rs".into(),

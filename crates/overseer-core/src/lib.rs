@@ -63,9 +63,88 @@ pub use view::{
 /// Milliseconds since the Unix epoch. Core never reads a clock: callers pass it in.
 pub type Millis = i64;
 
-/// Identifier of a run (one attempt at a task by one agent).
-pub type RunId = i64;
-/// Identifier of a task.
-pub type TaskId = i64;
-/// Identifier of a gate.
-pub type GateId = i64;
+/// An id of its own type for each kind of row, so a gate's id can never
+/// be passed where a run's is meant. On the wire and in the database it is
+/// the bare number (`serde(transparent)`, `number` in TypeScript).
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash,
+            serde::Serialize, serde::Deserialize, ts_rs::TS,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                s.trim()
+                    .parse()
+                    .map($name)
+                    .map_err(|_| format!("'{s}' is not a {} id: give its number", $what))
+            }
+        }
+
+        impl From<i64> for $name {
+            fn from(id: i64) -> Self {
+                $name(id)
+            }
+        }
+
+        impl From<$name> for i64 {
+            fn from(id: $name) -> i64 {
+                id.0
+            }
+        }
+
+        impl PartialEq<i64> for $name {
+            fn eq(&self, other: &i64) -> bool {
+                self.0 == *other
+            }
+        }
+
+        /// An id in a JSON payload (an audit record's `run_id`) is its number.
+        impl PartialEq<$name> for serde_json::Value {
+            fn eq(&self, other: &$name) -> bool {
+                self.as_i64() == Some(other.0)
+            }
+        }
+
+        #[cfg(feature = "sqlite")]
+        impl rusqlite::types::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.0.into())
+            }
+        }
+
+        #[cfg(feature = "sqlite")]
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                i64::column_result(v).map($name)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// Identifier of a run (one attempt at a task by one agent).
+    RunId,
+    "run"
+);
+id_type!(
+    /// Identifier of a task.
+    TaskId,
+    "task"
+);
+id_type!(
+    /// Identifier of a gate.
+    GateId,
+    "gate"
+);

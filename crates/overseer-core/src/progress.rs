@@ -172,7 +172,7 @@ mod tests {
                 reorients: 0,
                 guidance: "g".into(),
             },
-            after_gate: Some(7),
+            after_gate: Some(GateId(7)),
             always: vec![crate::rules::Rule::parse("Bash(npm test)").expect("rule")],
         };
         let text = serde_json::to_string(&c).expect("serialize");

@@ -303,8 +303,8 @@ mod tests {
     /// its kind, as if readable).
     fn pending(kind: GateKind, options: Vec<GateOption>) -> GateView {
         GateView {
-            id: 1,
-            run_id: 1,
+            id: GateId(1),
+            run_id: RunId(1),
             body: crate::GateBody::decode(kind, "{}").0,
             unreadable_payload: None,
             status: GateStatus::Pending,

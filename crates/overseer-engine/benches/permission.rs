@@ -131,7 +131,7 @@ fn spawn_decider(
     })
 }
 
-fn start_tasks(engine: &Engine, agent: &str, count: usize) -> Vec<i64> {
+fn start_tasks(engine: &Engine, agent: &str, count: usize) -> Vec<overseer_core::RunId> {
     (0..count)
         .map(|i| {
             engine
@@ -170,7 +170,7 @@ async fn until(engine: &Engine, mut pred: impl FnMut(&Engine) -> bool) -> bool {
     }
 }
 
-fn settled(engine: &Engine, runs: &[i64]) -> bool {
+fn settled(engine: &Engine, runs: &[overseer_core::RunId]) -> bool {
     runs.iter().all(|r| {
         engine
             .run(*r)
@@ -179,7 +179,7 @@ fn settled(engine: &Engine, runs: &[i64]) -> bool {
 }
 
 /// Rejects what waits for review, aborts what still runs.
-fn release(engine: &Engine, runs: &[i64]) {
+fn release(engine: &Engine, runs: &[overseer_core::RunId]) {
     for &run in runs {
         match engine.run(run).map(|v| v.state) {
             Ok(RunState::PendingReview) => {

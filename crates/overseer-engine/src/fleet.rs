@@ -183,8 +183,8 @@ mod tests {
 
     fn run(id: i64, state: RunState, since: i64, needs_you: bool) -> RunView {
         RunView {
-            id,
-            task_id: id,
+            id: overseer_core::RunId(id),
+            task_id: overseer_core::TaskId(id),
             task_title: format!("task {id}"),
             workspace: "w".into(),
             agent: "demo".into(),
@@ -217,7 +217,7 @@ mod tests {
             run(6, RunState::Queued, 99, false),
         ];
         let h = head(runs.clone(), 4);
-        let ids: Vec<i64> = h.rows.iter().map(|r| r.id).collect();
+        let ids: Vec<i64> = h.rows.iter().map(|r| r.id.0).collect();
         // needs-you by longest wait, then running newest change first.
         assert_eq!(ids, vec![3, 2, 5, 4]);
         assert_eq!(h.total, 6);
@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(h.counts.needs_you, 2);
         assert_eq!(h.counts.released, 1);
         let all = head(runs, 100);
-        let ids: Vec<i64> = all.rows.iter().map(|r| r.id).collect();
+        let ids: Vec<i64> = all.rows.iter().map(|r| r.id.0).collect();
         assert_eq!(ids, vec![3, 2, 5, 4, 6, 1]);
         assert!(head(Vec::new(), 0).rows.is_empty());
     }

@@ -187,7 +187,7 @@ impl Engine {
             Ok(commit)
         })();
         if let Err(e) = git::delete_ref(user, &hidden) {
-            tracing::warn!(run, "cannot delete {hidden} in {}: {e}", user.display());
+            tracing::warn!(run = %run, "cannot delete {hidden} in {}: {e}", user.display());
         }
         let commit = merged?;
         if stop == Stop::AfterGit {
@@ -243,7 +243,7 @@ impl Engine {
             if found.len() == 1 { "it" } else { "them" },
             if found.len() == 1 { "it" } else { "them" },
         );
-        tracing::error!(run, "{text}");
+        tracing::error!(run = %run, "{text}");
         self.audit(
             &Actor::Engine,
             json!({"type": "security_event", "event": "unrecorded_merge", "run_id": run,
@@ -260,7 +260,7 @@ impl Engine {
                 ..SecurityEntry::default()
             }),
         ) {
-            tracing::error!(run, "cannot record the unrecorded merge: {}", e.message);
+            tracing::error!(run = %run, "cannot record the unrecorded merge: {}", e.message);
         }
         self.notify_user(
             NotificationKind::SecurityEvent,
@@ -289,7 +289,7 @@ impl Engine {
             },
         ) {
             tracing::warn!(
-                run,
+                run = %run,
                 "cannot record the merge in the timeline: {}",
                 e.message
             );
@@ -328,7 +328,7 @@ impl Engine {
         self.write(|tx| tx.set_reviewed_tip(run, &tip, now))?;
         if let Err(e) = self.check_unrecorded_merge(run) {
             tracing::warn!(
-                run,
+                run = %run,
                 "cannot check the base for the run's commits: {}",
                 e.message
             );

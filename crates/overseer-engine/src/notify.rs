@@ -127,7 +127,7 @@ impl Notifier for LogNotifier {
     fn notify(&self, n: &Notification) {
         tracing::info!(
             kind = n.kind.as_str(),
-            run = n.run_id,
+            run = %n.run_id,
             "{}: {}",
             n.title,
             n.body
@@ -288,8 +288,11 @@ mod tests {
     #[test]
     fn fifty_reviews_at_once_become_one_notification() {
         let batch: Vec<Notification> = (1..=50)
-            .map(|i| n(NotificationKind::RunPendingReview, i))
-            .chain([n(NotificationKind::AgentQuestionBlocking, 99)])
+            .map(|i| n(NotificationKind::RunPendingReview, overseer_core::RunId(i)))
+            .chain([n(
+                NotificationKind::AgentQuestionBlocking,
+                overseer_core::RunId(99),
+            )])
             .collect();
         let out = coalesce(batch);
         assert_eq!(out.len(), 2);

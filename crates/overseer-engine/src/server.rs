@@ -147,7 +147,9 @@ impl Fence {
         let by_marker = || {
             crate::process::marker_of(pid)
                 .and_then(|m| m.strip_prefix(&self.marker_prefix).map(str::to_owned))
-                .map(|rest| crate::contain::parse_run_name(&rest).unwrap_or(0))
+                .map(|rest| {
+                    crate::contain::parse_run_name(&rest).unwrap_or(overseer_core::RunId(0))
+                })
         };
         let run = by_cgroup.or_else(by_marker);
         // The same process as before the lookup, not a reused pid.
@@ -340,7 +342,7 @@ pub(crate) fn serve_run(engine: &Arc<Engine>, run: RunId) -> Result<RunSocket, E
             let engine = engine.clone();
             tokio::spawn(async move {
                 if let Err(e) = handle_run_asks(engine, stream, run).await {
-                    tracing::debug!(run, "run socket connection closed: {e}");
+                    tracing::debug!(run = %run, "run socket connection closed: {e}");
                 }
             });
         }
@@ -417,7 +419,7 @@ async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
 /// A process of `run` connected: a signed security event, a `security`
 /// entry on the run, and the user is told.
 fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
-    tracing::warn!(run, pid, "refused a connection from inside run {run}");
+    tracing::warn!(run = %run, pid, "refused a connection from inside run {run}");
     engine.audit(
         &Actor::Engine,
         serde_json::json!({"type": "security_event", "event": "socket_from_run", "run_id": run, "pid": pid, "attempts": attempts}),

@@ -36,7 +36,7 @@ impl Engine {
 
     /// The timeline and the user hear about a decision that was not acted on.
     fn decision_refused(&self, gate: &GateView, m: &DecisionMismatch) {
-        tracing::error!(gate = gate.id, run = gate.run_id, "{m}");
+        tracing::error!(gate = %gate.id, run = %gate.run_id, "{m}");
         let text = match &gate.decision {
             None => format!(
                 "A decision on gate {} was written into the database outside Overseer, with no signed record; it was not acted on and the gate waits for a real decision ({m})",
@@ -57,7 +57,7 @@ impl Engine {
             }),
         ) {
             tracing::error!(
-                gate = gate.id,
+                gate = %gate.id,
                 "cannot record the refused decision in the timeline: {}",
                 e.message
             );

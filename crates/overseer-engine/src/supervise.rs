@@ -165,7 +165,7 @@ impl Engine {
                 .get()
                 .map(|rt| rt.spawn(async move { evaluate_gate(engine, gate, policy).await }));
             if spawned.is_none() {
-                tracing::warn!(gate, "no runtime: the supervisor cannot evaluate this gate");
+                tracing::warn!(gate = %gate, "no runtime: the supervisor cannot evaluate this gate");
             }
         }
         Ok(gate)
@@ -458,7 +458,7 @@ impl Engine {
                 ..DecisionInput::default()
             },
         ) {
-            tracing::error!(run, "cannot record a rule's denial: {}", e.message);
+            tracing::error!(run = %run, "cannot record a rule's denial: {}", e.message);
         }
         let _ = self.record_activity(
             run,
@@ -483,7 +483,7 @@ impl Engine {
     /// Whether instructions wait for `run`'s next turn.
     pub(crate) fn has_steering(&self, run: RunId) -> bool {
         self.store().has_steering(run).unwrap_or_else(|e| {
-            tracing::error!(run, "cannot read the run's steering: {e}");
+            tracing::error!(run = %run, "cannot read the run's steering: {e}");
             false
         })
     }
@@ -494,7 +494,7 @@ impl Engine {
         self.write(|tx| tx.take_steering(run, now))
             .unwrap_or_else(|e| {
                 // Left waiting, not lost: the next turn tries again.
-                tracing::error!(run, "cannot take the run's steering: {e}");
+                tracing::error!(run = %run, "cannot take the run's steering: {e}");
                 Vec::new()
             })
     }
@@ -531,7 +531,7 @@ async fn evaluate_gate(engine: Arc<Engine>, gate_id: GateId, policy: SupervisorP
     {
         Ok((run, gate)) => (gate, run),
         Err(e) => {
-            tracing::warn!(gate_id, "supervisor: cannot read the gate: {}", e.message);
+            tracing::warn!(gate_id = %gate_id, "supervisor: cannot read the gate: {}", e.message);
             return;
         }
     };
@@ -562,11 +562,11 @@ async fn evaluate_gate(engine: Arc<Engine>, gate_id: GateId, policy: SupervisorP
     match engine.supervisor_vote(gate_id, &actor, &input) {
         Ok(_) => {}
         Err(e) if e.code == ErrorCode::AlreadyDecided => {
-            tracing::info!(gate_id, "supervisor: the user decided first: {}", e.message);
+            tracing::info!(gate_id = %gate_id, "supervisor: the user decided first: {}", e.message);
             return;
         }
         Err(e) => {
-            tracing::warn!(gate_id, "supervisor: vote refused: {}", e.message);
+            tracing::warn!(gate_id = %gate_id, "supervisor: vote refused: {}", e.message);
             return;
         }
     }
@@ -721,7 +721,7 @@ pub(crate) async fn evaluate_step(
                 },
             ) {
                 tracing::error!(
-                    run = work.run_id,
+                    run = %work.run_id,
                     "cannot record the supervisor's verdict, so it is not followed: {}",
                     e.message
                 );
@@ -758,7 +758,7 @@ pub(crate) async fn evaluate_step(
             if let Err(e) = engine.note_decision(work.run_id, None, &actor, &input) {
                 // The run pauses for the human either way.
                 tracing::error!(
-                    run = work.run_id,
+                    run = %work.run_id,
                     "cannot record the supervisor's failure: {}",
                     e.message
                 );
@@ -992,7 +992,7 @@ fn fire(engine: &Engine, gate: GateId) {
             engine.publish(events);
         }
         Ok(None) => {}
-        Err(e) => tracing::error!(gate, "gate timer: {e}"),
+        Err(e) => tracing::error!(gate = %gate, "gate timer: {e}"),
     }
 }
 
@@ -1116,7 +1116,7 @@ impl Engine {
         let store = self.store();
         let view = store.gate(gate)?;
         let decisions = store.decisions_of_gate(gate)?;
-        let records = store.audit_story("gate_id", gate)?;
+        let records = store.audit_story("gate_id", gate.into())?;
         let decision_problems = store.gate_decision_problems(gate)?;
         let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();
         let awaiting_cosign = Some(crate::merge::awaiting_cosign(&view, &decisions));
@@ -1365,8 +1365,8 @@ mod tests {
     /// A tool-call gate as the rules evaluator sees it.
     fn tool_gate(body: GateBody, unreadable: Option<serde_json::Value>) -> EvaluationRequest {
         let run = overseer_core::RunView {
-            id: 3,
-            task_id: 1,
+            id: overseer_core::RunId(3),
+            task_id: overseer_core::TaskId(1),
             task_title: "Install".into(),
             workspace: "web".into(),
             agent: "demo".into(),
@@ -1384,8 +1384,8 @@ mod tests {
             actions: Default::default(),
         };
         let gate = GateView {
-            id: 12,
-            run_id: 3,
+            id: overseer_core::GateId(12),
+            run_id: overseer_core::RunId(3),
             body,
             unreadable_payload: unreadable,
             status: overseer_core::GateStatus::Pending,

@@ -377,7 +377,7 @@ impl Engine {
             git::remove_run_repo(user, Path::new(wt), branch)?;
             // A merge that failed may have left its fetched commit behind.
             if let Err(e) = git::delete_ref(user, &crate::merge::hidden_ref(id)) {
-                tracing::warn!(run = id, "cannot delete the run's hidden ref: {e}");
+                tracing::warn!(run = %id, "cannot delete the run's hidden ref: {e}");
             }
         }
         Ok(run)

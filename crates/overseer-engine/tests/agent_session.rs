@@ -48,6 +48,7 @@ fn start(w: &World, plan: Option<PlanStrategy>) -> i64 {
             ..Default::default()
         },
     )
+    .into()
 }
 
 fn say(text: &str) -> Act {
@@ -63,7 +64,7 @@ fn write(path: &str, text: &str) -> Act {
 
 fn kinds(w: &World, run: i64) -> Vec<String> {
     w.engine
-        .activity(run, 0)
+        .activity(overseer_core::RunId(run), 0)
         .expect("activity")
         .into_iter()
         .map(|a| a.kind())
@@ -97,7 +98,7 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
     let w = scripted_world(vec!["test -s src/greeting.txt".into()], &script).await;
     let run = start(&w, None);
 
-    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let plan = pending_gate(&w, overseer_core::RunId(run), GateKind::Plan).await;
     let GateBody::Plan(proposal) = &plan.body else {
         panic!("a plan gate carries a plan: {:?}", plan.body)
     };
@@ -106,7 +107,7 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
     // Nothing is asked of the agent, nor changed, before the plan is approved.
     assert_eq!(script.prompts().len(), 1);
     assert_eq!(
-        w.engine.run(run).expect("run").state,
+        w.engine.run(overseer_core::RunId(run)).expect("run").state,
         RunState::Running,
         "the run waits on its plan"
     );
@@ -114,8 +115,8 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve plan");
 
-    let review = pending_gate(&w, run, GateKind::MergeReview).await;
-    state(&w, run, RunState::PendingReview).await;
+    let review = pending_gate(&w, overseer_core::RunId(run), GateKind::MergeReview).await;
+    state(&w, overseer_core::RunId(run), RunState::PendingReview).await;
     assert_eq!(review.run_id, run);
     // Each step was its own turn, on its own step of the approved plan.
     let prompts = script.prompts();
@@ -126,7 +127,10 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
         "{}",
         prompts[2]
     );
-    let activity = w.engine.activity(run, 0).expect("activity");
+    let activity = w
+        .engine
+        .activity(overseer_core::RunId(run), 0)
+        .expect("activity");
     let started: Vec<i64> = activity
         .iter()
         .filter(|a| a.kind() == "step_started")
@@ -139,15 +143,17 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
     assert!(activity
         .iter()
         .any(|a| a.kind() == "sensor" && a.payload()["passed"] == true));
-    let (files, diff) = w.engine.run_diff(run).expect("diff");
+    let (files, diff) = w.engine.run_diff(overseer_core::RunId(run)).expect("diff");
     assert!(diff.contains("+hello, world"), "{diff}");
     assert!(diff.contains("+It greets the world."), "{diff}");
     assert_eq!(files.len(), 2, "{files:?}");
 
     // The review approved: the work lands on the base branch.
-    w.engine.approve_run(run, &Actor::app()).expect("approve");
+    w.engine
+        .approve_run(overseer_core::RunId(run), &Actor::app())
+        .expect("approve");
     assert_eq!(
-        w.engine.run(run).expect("run").state,
+        w.engine.run(overseer_core::RunId(run)).expect("run").state,
         RunState::Released {
             reason: ReleaseReason::Merged
         }
@@ -200,7 +206,7 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
     let w = scripted_world(Vec::new(), &script).await;
     let run = start(&w, Some(PlanStrategy::Skip));
 
-    let gate = pending_gate(&w, run, GateKind::ToolCall).await;
+    let gate = pending_gate(&w, overseer_core::RunId(run), GateKind::ToolCall).await;
     assert_eq!(
         gate.body.payload_json()["tool_call"]["id"],
         "exec-1",
@@ -227,7 +233,10 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
         1,
         "only the command asks"
     );
-    assert_eq!(w.engine.run(run).expect("run").state, RunState::Running);
+    assert_eq!(
+        w.engine.run(overseer_core::RunId(run)).expect("run").state,
+        RunState::Running
+    );
     assert_eq!(script.prompts().len(), 1);
 
     w.engine
@@ -235,7 +244,7 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
         .expect("no");
     // A step that asked for a destructive command is the user's to weigh,
     // refused or not.
-    let review = pending_gate(&w, run, GateKind::StepReview).await;
+    let review = pending_gate(&w, overseer_core::RunId(run), GateKind::StepReview).await;
     assert_eq!(
         review.body.payload_json()["destructive"],
         true,
@@ -245,7 +254,7 @@ async fn a_read_is_allowed_by_rule_and_a_command_waits_for_the_human_who_says_no
     w.engine
         .decide_gate(review.id, "proceed", None, &Actor::cli())
         .expect("proceed");
-    state(&w, run, RunState::PendingReview).await;
+    state(&w, overseer_core::RunId(run), RunState::PendingReview).await;
     let answers = script.answers();
     assert_eq!(
         answers[1],
@@ -274,7 +283,7 @@ async fn an_agent_that_ends_its_planning_turn_without_a_plan_puts_its_words_to_t
     let w = scripted_world(Vec::new(), &script).await;
     let run = start(&w, None);
 
-    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let plan = pending_gate(&w, overseer_core::RunId(run), GateKind::Plan).await;
     assert_eq!(
         plan.body.payload_json()["source"],
         "prose",
@@ -297,7 +306,7 @@ async fn an_agent_that_ends_its_planning_turn_without_a_plan_puts_its_words_to_t
         .expect("reject");
     state(
         &w,
-        run,
+        overseer_core::RunId(run),
         RunState::Released {
             reason: ReleaseReason::PlanRejected,
         },
@@ -320,7 +329,7 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
     let w = scripted_world(Vec::new(), &script).await;
     let run = start(&w, Some(PlanStrategy::Skip));
 
-    let deviation = pending_gate(&w, run, GateKind::Deviation).await;
+    let deviation = pending_gate(&w, overseer_core::RunId(run), GateKind::Deviation).await;
     let GateBody::Deviation(DeviationGate { error, .. }) = &deviation.body else {
         panic!("a deviation gate: {:?}", deviation.body)
     };
@@ -329,7 +338,10 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
         "the user is told the agent died: {error}"
     );
     // What the agent did and said before it died is in the timeline.
-    let activity = w.engine.activity(run, 0).expect("activity");
+    let activity = w
+        .engine
+        .activity(overseer_core::RunId(run), 0)
+        .expect("activity");
     assert!(activity
         .iter()
         .any(|a| a.kind() == "file_written" && a.payload()["path"] == "src/greeting.txt"));
@@ -341,7 +353,7 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
         .decide_gate(deviation.id, "stop", None, &Actor::cli())
         .expect("stop");
     let failed = until(&w, "the run to fail", |e| {
-        let r = e.run(run).ok()?;
+        let r = e.run(overseer_core::RunId(run)).ok()?;
         (r.state
             == RunState::Released {
                 reason: ReleaseReason::Failed,
@@ -358,7 +370,7 @@ async fn a_session_that_dies_mid_turn_ends_the_run_with_its_reason_and_keeps_wha
         failed.release_note
     );
     // Its work is kept in the run's worktree.
-    let work = w.engine.worktree_path("demo", run);
+    let work = w.engine.worktree_path("demo", overseer_core::RunId(run));
     assert_eq!(
         std::fs::read_to_string(work.join("src/greeting.txt")).expect("the worktree"),
         "hello, wor"
@@ -380,9 +392,14 @@ async fn an_agents_question_waits_in_the_inbox_and_the_users_answer_reaches_it()
     let w = scripted_world(Vec::new(), &script).await;
     let run = start(&w, Some(PlanStrategy::Skip));
 
-    let question = pending_gate(&w, run, GateKind::Question).await;
+    let question = pending_gate(&w, overseer_core::RunId(run), GateKind::Question).await;
     assert_eq!(question.body.payload_json()["message"], "Which greeting?");
-    assert!(w.engine.run(run).expect("run").needs_you);
+    assert!(
+        w.engine
+            .run(overseer_core::RunId(run))
+            .expect("run")
+            .needs_you
+    );
     assert!(
         script.replies().is_empty(),
         "the agent waits for the answer"
@@ -396,14 +413,14 @@ async fn an_agents_question_waits_in_the_inbox_and_the_users_answer_reaches_it()
             &Actor::cli(),
         )
         .expect("answer");
-    state(&w, run, RunState::PendingReview).await;
+    state(&w, overseer_core::RunId(run), RunState::PendingReview).await;
     assert_eq!(
         script.replies(),
         [QuestionReply::Accept {
             content: serde_json::json!({"greeting": "hi"})
         }]
     );
-    let (_, diff) = w.engine.run_diff(run).expect("diff");
+    let (_, diff) = w.engine.run_diff(overseer_core::RunId(run)).expect("diff");
     assert!(diff.contains("+hi"), "{diff}");
 }
 
@@ -436,14 +453,18 @@ async fn after_a_restart_the_run_carries_on_in_its_agents_continued_session() {
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let mut w = scripted_world(Vec::new(), &script).await;
     let run = start(&w, None);
-    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let plan = pending_gate(&w, overseer_core::RunId(run), GateKind::Plan).await;
 
     restart(&mut w, &script).await;
     // The run continues the session it had, and the timeline says so.
     until(&w, "the agent's session resumed", |e| {
-        e.activity(run, 0).ok()?.into_iter().find(|a| {
-            a.kind() == "session" && a.payload()["text"] == "resumed the agent's session scripted-1"
-        })
+        e.activity(overseer_core::RunId(run), 0)
+            .ok()?
+            .into_iter()
+            .find(|a| {
+                a.kind() == "session"
+                    && a.payload()["text"] == "resumed the agent's session scripted-1"
+            })
     })
     .await;
     let sessions = script.sessions();
@@ -451,23 +472,28 @@ async fn after_a_restart_the_run_carries_on_in_its_agents_continued_session() {
     assert_eq!(sessions[0].resume, None);
     assert_eq!(sessions[1].resume.as_deref(), Some("scripted-1"));
     until(&w, "the run carried on", |e| {
-        e.activity(run, 0)
+        e.activity(overseer_core::RunId(run), 0)
             .ok()?
             .into_iter()
             .find(|a| a.kind() == "carried_on")
     })
     .await;
     // It waits on the same plan gate: the plan is not asked for again.
-    assert_eq!(pending_gate(&w, run, GateKind::Plan).await.id, plan.id);
+    assert_eq!(
+        pending_gate(&w, overseer_core::RunId(run), GateKind::Plan)
+            .await
+            .id,
+        plan.id
+    );
     assert_eq!(script.prompts().len(), 1);
 
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
-    state(&w, run, RunState::PendingReview).await;
+    state(&w, overseer_core::RunId(run), RunState::PendingReview).await;
     let prompts = script.prompts();
     assert_eq!(prompts.len(), 3, "{prompts:?}");
     assert!(prompts[1].contains("Write the greeting"), "{}", prompts[1]);
-    let (_, diff) = w.engine.run_diff(run).expect("diff");
+    let (_, diff) = w.engine.run_diff(overseer_core::RunId(run)).expect("diff");
     assert!(diff.contains("+hello, world"), "{diff}");
 }

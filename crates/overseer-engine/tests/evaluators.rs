@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 fn request(subject: Subject) -> EvaluationRequest {
     let run = RunView {
-        id: 3,
-        task_id: 1,
+        id: overseer_core::RunId(3),
+        task_id: overseer_core::TaskId(1),
         task_title: "Add a greeting".into(),
         workspace: "web".into(),
         agent: "demo".into(),
@@ -35,8 +35,8 @@ fn request(subject: Subject) -> EvaluationRequest {
         actions: Default::default(),
     };
     let gate = GateView {
-        id: 12,
-        run_id: 3,
+        id: overseer_core::GateId(12),
+        run_id: overseer_core::RunId(3),
         body: GateBody::Plan(PlanProposal {
             goal: "Add a greeting".into(),
             steps: vec![PlanStep {

@@ -22,8 +22,8 @@ fn the_head_is_the_whole_lists_first_rows_in_attention_order() {
     assert!(all.iter().any(|r| r.needs_you) && all.iter().any(|r| !r.needs_you));
     for limit in [0, 1, 5, all.len(), all.len() + 10] {
         let head = engine.runs_head(limit).expect("head");
-        let want: Vec<i64> = all.iter().take(limit).map(|r| r.id).collect();
-        let got: Vec<i64> = head.rows.iter().map(|r| r.id).collect();
+        let want: Vec<overseer_core::RunId> = all.iter().take(limit).map(|r| r.id).collect();
+        let got: Vec<overseer_core::RunId> = head.rows.iter().map(|r| r.id).collect();
         assert_eq!(got, want, "limit {limit}");
         assert_eq!(head.rows, all[..want.len()].to_vec());
         assert_eq!(head.total as usize, all.len());

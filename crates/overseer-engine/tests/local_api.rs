@@ -166,7 +166,9 @@ async fn typed_errors_cross_the_socket_with_their_code() {
     let r = start().await;
     let mut c = client(&r).await;
     let err = c
-        .call(Request::ApproveRun { run: 999 })
+        .call(Request::ApproveRun {
+            run: overseer_core::RunId(999),
+        })
         .await
         .expect_err("missing");
     assert_eq!(err.code, ErrorCode::NotFound);

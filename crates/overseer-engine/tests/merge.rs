@@ -48,7 +48,7 @@ fn merged() -> RunState {
 /// Drives a demo run to its review: the plan approved and every tool call
 /// allowed, as the user.
 async fn to_review(w: &World, run: i64) {
-    let plan = pending_gate(w, run, GateKind::Plan).await;
+    let plan = pending_gate(w, overseer_core::RunId(run), GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve the plan");
@@ -67,7 +67,7 @@ async fn to_review(w: &World, run: i64) {
                 _ => {}
             }
         }
-        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
+        (e.run(overseer_core::RunId(run)).ok()?.state == RunState::PendingReview).then_some(())
     })
     .await;
 }
@@ -94,7 +94,7 @@ async fn a_run_works_in_its_own_repository_and_is_merged_once_on_approval() {
     let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
     let base = git(&w.repo, &["rev-parse", "main"]);
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     let dir = w.engine.worktree_path("demo", run);
     // Its own repository: nothing of the run in the user's repository.
     assert!(dir.join(".git").is_dir(), "not a linked worktree");
@@ -148,7 +148,7 @@ async fn a_run_works_in_its_own_repository_and_is_merged_once_on_approval() {
 async fn a_crash_between_gits_merge_and_the_database_never_merges_twice() {
     let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     // Git's part of the merge, then the engine "crashes": nothing recorded
     // that the merge is done, the run still waits for review.
     let outcome = w
@@ -197,7 +197,7 @@ async fn work_found_on_main_without_a_merge_of_overseers_is_a_security_event() {
     let notes = Arc::new(Captured::default());
     let w = world_with(WorkspaceSettings::default(), notes.clone(), "").await;
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     // Someone merges the run's branch into main behind Overseer's back.
     let dir = w.engine.worktree_path("demo", run);
     git(
@@ -282,7 +282,7 @@ async fn a_humans_approval_of_a_cosigned_merge_review_waits_for_the_supervisor()
     .await;
     let base = git(&w.repo, &["rev-parse", "main"]);
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     let review = pending_gate(&w, run, GateKind::MergeReview).await;
     let review = until(&w, "the review's co-sign terms", |e| {
         let g = e.gate(review.id).ok()?;
@@ -346,7 +346,7 @@ async fn a_cosigned_review_the_supervisor_approved_first_merges_on_the_humans_ap
     )
     .await;
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     let review = pending_gate(&w, run, GateKind::MergeReview).await;
     until(&w, "the supervisor's approval", |e| {
         let story = e.gate_story(review.id).ok()?;
@@ -372,7 +372,7 @@ async fn a_cosigned_review_the_supervisor_approved_first_merges_on_the_humans_ap
 async fn a_merge_that_cannot_happen_changes_nothing_and_its_retry_merges_once() {
     let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
     let run = start(&w, "happy");
-    to_review(&w, run).await;
+    to_review(&w, run.into()).await;
     let base = git(&w.repo, &["rev-parse", "main"]);
     // The user's checkout of main has uncommitted work: nothing may touch it.
     std::fs::write(w.repo.join("README.md"), "my uncommitted work\n").expect("dirty");

@@ -198,7 +198,7 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
         .iter()
         .any(|(_, _, p)| p["type"] == "run_transition"));
     // Exactly the records about the run or one of its gates, none other.
-    let gates: Vec<i64> = w
+    let gates: Vec<overseer_core::GateId> = w
         .engine
         .gates(false)
         .expect("gates")
@@ -208,7 +208,10 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
         .collect();
     for (_, _, p) in &payloads {
         assert!(
-            p["run_id"] == run || p["gate_id"].as_i64().is_some_and(|g| gates.contains(&g)),
+            p["run_id"] == run
+                || p["gate_id"]
+                    .as_i64()
+                    .is_some_and(|g| gates.contains(&overseer_core::GateId(g))),
             "{p}"
         );
     }

@@ -53,7 +53,7 @@ fn check(attack: &'static str, blocked: bool, detail: impl Into<String>) -> Outc
 /// The next pending gate of `run`, step reviews proceeded on the way (as the
 /// user, through the window, so every decision in this test is `user:app`).
 async fn next_gate(r: &Real, run: i64, what: &str) -> GateView {
-    r.until(run, what, |e| {
+    r.until(overseer_core::RunId(run), what, |e| {
         let gates = e.gates(true).ok()?;
         for g in gates.into_iter().filter(|g| g.run_id == run) {
             if g.kind() == GateKind::StepReview {
@@ -181,7 +181,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     let worktree = r.worktree(run);
 
     // The user lets the agent run the script.
-    let bash = next_gate(&r, run, "the Bash gate for the red-team script").await;
+    let bash = next_gate(&r, run.into(), "the Bash gate for the red-team script").await;
     assert_eq!(bash.kind(), GateKind::ToolCall, "{}", r.dump(run));
     assert!(
         bash.body
@@ -201,7 +201,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     // always-asked rm -rf, while the daemon tries to approve it.
     let mut write_asked = false;
     let rm = loop {
-        let g = next_gate(&r, run, "the rm -rf gate").await;
+        let g = next_gate(&r, run.into(), "the rm -rf gate").await;
         let text = g.body.payload_json().to_string();
         if text.contains("rm -rf build") {
             break g;

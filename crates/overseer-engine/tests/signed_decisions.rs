@@ -57,7 +57,7 @@ async fn a_plan_approved_in_sqlite_is_not_acted_on_until_a_human_approves() {
     let w = world(vec![]).await;
     let run = start(&w, "happy");
     let plan = pending_gate(&w, run, GateKind::Plan).await;
-    forge(&w, plan.id, "approve");
+    forge(&w, plan.id.into(), "approve");
     // Before the engine looks again, "Why?" and `audit verify` already say so.
     let story = w.engine.gate_story(plan.id).expect("story");
     assert!(!story.verified, "a forged decision is not verified");
@@ -132,7 +132,7 @@ async fn a_decision_forged_while_the_engine_was_down_is_put_back_at_start() {
     let run = start(&w, "happy");
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     w.engine.stop_agents().await;
-    forge(&w, plan.id, "approve");
+    forge(&w, plan.id.into(), "approve");
     reopen(&mut w);
     let events = until(&w, "the security event", |_| {
         let e = security_events(&w);

@@ -280,7 +280,7 @@ async fn drift_is_reoriented_until_the_limit_then_paused_for_the_human() {
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
-    let pause = yes_until(&w, run, "the supervisor's pause", |e| {
+    let pause = yes_until(&w, run.into(), "the supervisor's pause", |e| {
         e.gates(true)
             .ok()?
             .into_iter()
@@ -340,7 +340,7 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
     w.engine
         .decide_gate(first.id, "yes", None, &Actor::cli())
         .expect("yes");
-    let review = yes_until(&w, run, "the step review", |e| {
+    let review = yes_until(&w, run.into(), "the step review", |e| {
         e.gates(true)
             .ok()?
             .into_iter()
@@ -372,7 +372,7 @@ async fn manual_approval_stops_after_each_step_and_steering_reaches_the_agent() 
         .decide_gate(review.id, "proceed", None, &Actor::cli())
         .expect("proceed");
     // Manual approval stops after every step: step 2 has its own review.
-    let second = yes_until(&w, run, "step 2's review", |e| {
+    let second = yes_until(&w, run.into(), "step 2's review", |e| {
         e.gates(true)
             .ok()?
             .into_iter()

@@ -29,6 +29,9 @@ fn generated() -> String {
     }
     declare!(
         serde_json::Value,
+        overseer_core::RunId,
+        overseer_core::TaskId,
+        overseer_core::GateId,
         ErrorCode,
         ApiError,
         overseer_core::FieldError,

@@ -99,7 +99,7 @@ fn decision_latency(n: usize) -> (Duration, Duration, Duration) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut store = store_in(dir.path());
     let a = Actor::Engine;
-    let gates: Vec<i64> = store
+    let gates: Vec<overseer_core::GateId> = store
         .write(|tx| {
             let ws = tx.ensure_workspace("bench", "/tmp/bench", &a, 0)?;
             let mut gates = Vec::new();

@@ -816,8 +816,8 @@ impl crate::WriteTx<'_> {
         gate: overseer_core::GateId,
         now: overseer_core::Millis,
     ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
-        let found =
-            check_gate_for_acting(self.conn(), self.keyring(), gate).map_err(|e| self.sql(e))?;
+        let found = check_gate_for_acting(self.conn(), self.keyring(), gate.into())
+            .map_err(|e| self.sql(e))?;
         let Some((row, mismatch, signed)) = found else {
             return Ok(None);
         };
@@ -875,7 +875,7 @@ impl crate::WriteTx<'_> {
         &self,
         gate: overseer_core::GateId,
     ) -> Result<Vec<DecisionRow>, crate::StoreError> {
-        let rows = decisions_of_gate(self.conn(), gate).map_err(|e| self.sql(e))?;
+        let rows = decisions_of_gate(self.conn(), gate.into()).map_err(|e| self.sql(e))?;
         let mut book = DecisionBook::new(self.conn(), self.keyring());
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -914,8 +914,8 @@ impl crate::WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for id in ids {
-            if let Some(m) = self.reconcile_gate(id, now)? {
-                out.push((self.gate(id)?, m));
+            if let Some(m) = self.reconcile_gate(overseer_core::GateId(id), now)? {
+                out.push((self.gate(overseer_core::GateId(id))?, m));
             }
         }
         Ok(out)

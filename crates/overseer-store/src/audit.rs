@@ -551,7 +551,7 @@ impl crate::Store {
         &self,
         run: overseer_core::RunId,
     ) -> Result<Vec<CheckedRecord>, crate::StoreError> {
-        run_story(&self.conn, &self.keyring, run)
+        run_story(&self.conn, &self.keyring, run.into())
             .map_err(|e| crate::StoreError::from_sqlite(e, &self.path))
     }
 }

@@ -219,7 +219,7 @@ impl Store {
         &self,
         gate: GateId,
     ) -> Result<Vec<DecisionMismatch>, StoreError> {
-        attest::check_one_gate(&self.conn, &self.keyring, gate)
+        attest::check_one_gate(&self.conn, &self.keyring, gate.into())
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
@@ -229,7 +229,7 @@ impl Store {
         &self,
         run: overseer_core::RunId,
     ) -> Result<Vec<DecisionMismatch>, StoreError> {
-        attest::check_one_run(&self.conn, &self.keyring, run)
+        attest::check_one_run(&self.conn, &self.keyring, run.into())
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 

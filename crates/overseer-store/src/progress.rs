@@ -46,14 +46,24 @@ impl Store {
                  ORDER BY id",
             )
             .and_then(|mut s| {
-                s.query_map(params![run, after_gate.unwrap_or(0)], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?
+                s.query_map(
+                    params![run, after_gate.unwrap_or(overseer_core::GateId(0))],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?
                 .collect()
             })
             .map_err(|e| StoreError::from_sqlite(e, self.path()))?;
         ids.into_iter()
-            .map(|(id, keyed)| Ok((read::gate(self.raw_connection(), self.path(), id)?, keyed)))
+            .map(|(id, keyed)| {
+                Ok((
+                    read::gate(
+                        self.raw_connection(),
+                        self.path(),
+                        overseer_core::GateId(id),
+                    )?,
+                    keyed,
+                ))
+            })
             .collect()
     }
 }

@@ -171,7 +171,10 @@ pub(crate) fn run(conn: &Connection, path: &Path, id: RunId) -> Result<RunView, 
         .prepare_cached(&format!("{RUN_SELECT} WHERE r.id = ?1"))
         .and_then(|mut s| s.query_row(params![id], raw_run).optional())
         .map_err(|e| StoreError::from_sqlite(e, path))?
-        .ok_or(StoreError::NotFound { what: "run", id })?;
+        .ok_or(StoreError::NotFound {
+            what: "run",
+            id: id.into(),
+        })?;
     finish_run(raw, path)
 }
 
@@ -305,7 +308,10 @@ pub(crate) fn gate(conn: &Connection, path: &Path, id: GateId) -> Result<GateVie
         .prepare_cached(&format!("{GATE_SELECT} WHERE id = ?1"))
         .and_then(|mut s| s.query_row(params![id], raw_gate).optional())
         .map_err(|e| StoreError::from_sqlite(e, path))?
-        .ok_or(StoreError::NotFound { what: "gate", id })?;
+        .ok_or(StoreError::NotFound {
+            what: "gate",
+            id: id.into(),
+        })?;
     finish_gate(raw, path)
 }
 

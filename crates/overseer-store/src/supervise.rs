@@ -210,12 +210,17 @@ fn approve_option(
 impl Store {
     /// Every decision on a gate, in order.
     pub fn decisions_of_gate(&self, gate_id: GateId) -> Result<Vec<DecisionRecord>, StoreError> {
-        query_decisions(self.raw_connection(), self.path(), "gate_id", gate_id)
+        query_decisions(
+            self.raw_connection(),
+            self.path(),
+            "gate_id",
+            gate_id.into(),
+        )
     }
 
     /// Every decision about a run (gates, rules, steps), in order.
     pub fn decisions_of_run(&self, run_id: RunId) -> Result<Vec<DecisionRecord>, StoreError> {
-        query_decisions(self.raw_connection(), self.path(), "run_id", run_id)
+        query_decisions(self.raw_connection(), self.path(), "run_id", run_id.into())
     }
 
     /// Pending gates with a timer, soonest first.

@@ -228,7 +228,7 @@ impl Store {
                     Ok((
                         (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?),
                         (r.get::<_, i64>(5)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?),
-                        (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<i64>>(13)?),
+                        (r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?, r.get::<_, String>(12)?, r.get::<_, Option<overseer_core::RunId>>(13)?),
                         r.get::<_, String>(14)?,
                         (r.get::<_, Option<String>>(15)?, r.get::<_, Option<String>>(16)?, r.get::<_, String>(17)?),
                     ))
@@ -236,7 +236,7 @@ impl Store {
             )
             .optional()
             .map_err(|e| StoreError::from_sqlite(e, &self.path))?
-            .ok_or(StoreError::NotFound { what: "run", id: run_id })?;
+            .ok_or(StoreError::NotFound { what: "run", id: run_id.into() })?;
         let (
             (run_id, task_id, task_title, prompt, agent),
             (wid, wname, wpath, wsettings),
@@ -245,8 +245,8 @@ impl Store {
             (base_commit, reviewed_tip, stage),
         ) = row;
         Ok(RunWork {
-            run_id,
-            task_id,
+            run_id: overseer_core::RunId(run_id),
+            task_id: overseer_core::TaskId(task_id),
             task_title,
             stage,
             prompt,
@@ -313,7 +313,7 @@ impl Store {
             .map_err(|e| StoreError::from_sqlite(e, &self.path))?
             .ok_or(StoreError::NotFound {
                 what: "task",
-                id: task_id,
+                id: task_id.into(),
             })?;
         parse_task_settings(&text, &self.path)
     }
@@ -341,7 +341,7 @@ impl Store {
             .into_iter()
             .map(|(id, run_id, at, kind, payload)| RunEventRecord {
                 id,
-                run_id,
+                run_id: overseer_core::RunId(run_id),
                 at,
                 // An entry whose text is not JSON, or whose kind or shape this
                 // build does not know, is kept (as unrecognized), never dropped.
@@ -454,7 +454,7 @@ impl WriteTx<'_> {
         if n != 1 {
             return Err(StoreError::NotFound {
                 what: "task",
-                id: task_id,
+                id: task_id.into(),
             });
         }
         self.append_audit(
@@ -488,7 +488,7 @@ impl WriteTx<'_> {
         if n != 1 {
             return Err(StoreError::NotFound {
                 what: "run",
-                id: run_id,
+                id: run_id.into(),
             });
         }
         self.append_audit(
@@ -517,7 +517,7 @@ impl WriteTx<'_> {
         if n != 1 {
             return Err(StoreError::NotFound {
                 what: "run",
-                id: run_id,
+                id: run_id.into(),
             });
         }
         self.append_audit(
@@ -627,7 +627,7 @@ impl WriteTx<'_> {
         match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::NotFound {
                 what: "run",
-                id: run_id,
+                id: run_id.into(),
             },
             _ => self.sql(e),
         }

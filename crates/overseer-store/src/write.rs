@@ -168,7 +168,7 @@ impl<'a> WriteTx<'a> {
             &json!({"type": "task_created", "task_id": id, "workspace_id": workspace_id, "title": title}),
             now,
         )?;
-        Ok(id)
+        Ok(overseer_core::TaskId(id))
     }
 
     /// Puts `task` in `stage` (which `[stages.NAME]` auto-advance applies).
@@ -213,14 +213,14 @@ impl<'a> WriteTx<'a> {
                 "INSERT INTO runs(task_id, agent, state, state_since, created_at) VALUES (?1, ?2, ?3, ?4, ?4)",
                 params![task_id, agent, state, now],
             )
-            .map_err(|e| self.missing_parent(e, "task", task_id))?;
+            .map_err(|e| self.missing_parent(e, "task", task_id.into()))?;
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
             &json!({"type": "run_created", "run_id": id, "task_id": task_id, "agent": agent, "state": state}),
             now,
         )?;
-        Ok(id)
+        Ok(overseer_core::RunId(id))
     }
 
     /// Applies `event` to the run as a compare-and-set on its current state,
@@ -243,7 +243,7 @@ impl<'a> WriteTx<'a> {
             .map_err(|e| self.sql(e))?
             .ok_or(StoreError::NotFound {
                 what: "run",
-                id: run_id,
+                id: run_id.into(),
             })?;
         let from = RunState::from_db(&current).ok_or_else(|| StoreError::Corrupt {
             path: self.path.clone(),
@@ -337,7 +337,7 @@ impl<'a> WriteTx<'a> {
                     now
                 ],
             )
-            .map_err(|e| self.missing_parent(e, "run", run_id))?;
+            .map_err(|e| self.missing_parent(e, "run", run_id.into()))?;
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
@@ -352,7 +352,7 @@ impl<'a> WriteTx<'a> {
             }),
             now,
         )?;
-        Ok(id)
+        Ok(overseer_core::GateId(id))
     }
 
     /// Decides a pending gate: compare-and-set `pending -> decided`, with the

@@ -151,7 +151,7 @@ fn a_failing_write_loses_nothing_of_the_others_and_gets_its_own_error() {
 fn concurrent_decisions_each_decide_once_with_a_verified_record() {
     let mut f = Fixture::new();
     let a = Actor::Engine;
-    let gates: Vec<i64> = f
+    let gates: Vec<overseer_core::GateId> = f
         .store
         .write(|tx| {
             let ws = tx.ensure_workspace("demo", "/tmp/demo", &a, 0)?;

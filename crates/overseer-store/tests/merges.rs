@@ -85,7 +85,7 @@ fn a_merge_goes_from_intent_to_done_and_is_never_started_again() {
     // Every step has its signed record, and the log verifies.
     let kinds: Vec<String> = f
         .store
-        .audit_story("run_id", run)
+        .audit_story("run_id", run.into())
         .expect("story")
         .into_iter()
         .filter_map(|r| {
@@ -113,7 +113,16 @@ fn a_merge_of_a_missing_run_is_refused() {
     let mut f = Fixture::new();
     let err = f
         .store
-        .write(|tx| tx.begin_merge(99, "main", "b0", "t1", &Actor::Engine, 1_000))
+        .write(|tx| {
+            tx.begin_merge(
+                overseer_core::RunId(99),
+                "main",
+                "b0",
+                "t1",
+                &Actor::Engine,
+                1_000,
+            )
+        })
         .expect_err("no such run");
     assert!(
         matches!(

@@ -13,21 +13,22 @@ use std::time::Instant;
 #[test]
 fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
     let mut f = Fixture::new();
-    let runs: Vec<i64> = (0..20).map(|i| f.pending_review_run(1_000 + i)).collect();
+    let runs: Vec<overseer_core::RunId> =
+        (0..20).map(|i| f.pending_review_run(1_000 + i)).collect();
     // Each run: 20 tool-call gates, each with a note and a decision.
     for &run in &runs {
         f.store
             .write(|tx| {
                 for i in 0..20 {
                     let spec = GateSpec::new(
-                        run,
+                        overseer_core::RunId(run.into()),
                         overseer_core::GateBody::empty(GateKind::ToolCall),
                         &format!("call {i}"),
                         vec![GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
                     );
                     let gate = tx.open_gate_spec(&spec, &Actor::Agent("demo".into()), 2_000)?;
                     tx.record_decision_note(
-                        run,
+                        overseer_core::RunId(run.into()),
                         None,
                         &Actor::Engine,
                         &DecisionInput {
@@ -43,7 +44,7 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
             .expect("gates");
     }
     let run = runs[7];
-    let gates: Vec<i64> = f
+    let gates: Vec<overseer_core::GateId> = f
         .store
         .gates(false)
         .expect("gates")
@@ -54,13 +55,16 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
     assert!(gates.len() >= 20);
 
     let t = Instant::now();
-    let one = f.store.audit_story_of_run(run).expect("story");
+    let one = f
+        .store
+        .audit_story_of_run(overseer_core::RunId(run.into()))
+        .expect("story");
     let single = t.elapsed();
 
     let t = Instant::now();
-    let mut per_gate = f.store.audit_story("run_id", run).expect("story");
+    let mut per_gate = f.store.audit_story("run_id", run.into()).expect("story");
     for g in &gates {
-        per_gate.extend(f.store.audit_story("gate_id", *g).expect("story"));
+        per_gate.extend(f.store.audit_story("gate_id", (*g).into()).expect("story"));
     }
     per_gate.sort_by_key(|r| r.record.seq);
     per_gate.dedup_by_key(|r| r.record.seq);
@@ -77,7 +81,10 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
     for r in &one {
         let p: serde_json::Value = serde_json::from_str(&r.record.payload).expect("json");
         assert!(
-            p["run_id"] == run || p["gate_id"].as_i64().is_some_and(|g| gates.contains(&g)),
+            p["run_id"] == run
+                || p["gate_id"]
+                    .as_i64()
+                    .is_some_and(|g| gates.contains(&overseer_core::GateId(g))),
             "only this run's records: {p}"
         );
     }
@@ -89,18 +96,18 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
     count(
         "SELECT count(*) FROM audit_log WHERE json_extract(payload, '$.run_id') = ?1
             OR json_extract(payload, '$.gate_id') IN (SELECT id FROM gates WHERE run_id = ?1)",
-        run,
+        run.into(),
     );
     let scan_once = t.elapsed();
     let t = Instant::now();
     count(
         "SELECT count(*) FROM audit_log WHERE json_extract(payload, '$.run_id') = ?1",
-        run,
+        run.into(),
     );
     for g in &gates {
         count(
             "SELECT count(*) FROM audit_log WHERE json_extract(payload, '$.gate_id') = ?1",
-            *g,
+            (*g).into(),
         );
     }
     let scan_per_gate = t.elapsed();

@@ -329,7 +329,7 @@ fn a_run_for_a_missing_task_is_a_clear_not_found() {
     let mut f = Fixture::new();
     let err = f
         .store
-        .write(|tx| tx.create_run(4242, "demo", &Actor::cli(), 1))
+        .write(|tx| tx.create_run(overseer_core::TaskId(4242), "demo", &Actor::cli(), 1))
         .expect_err("no such task");
     assert!(
         matches!(

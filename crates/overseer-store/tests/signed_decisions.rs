@@ -28,6 +28,7 @@ fn tool_gate(store: &mut Store, run: RunId, authority: Option<Autonomy>) -> i64 
     store
         .write(|tx| tx.open_gate_spec(&spec, &Actor::Agent("demo".into()), 1_000))
         .expect("open gate")
+        .into()
 }
 
 fn security_events(store: &Store) -> Vec<serde_json::Value> {
@@ -85,7 +86,9 @@ fn a_decision_written_straight_into_sqlite_is_not_acted_on_and_verify_fails() {
     );
     // The gate's own checks ("Why?") say the same.
     assert_eq!(
-        f.store.gate_decision_problems(gate).expect("check"),
+        f.store
+            .gate_decision_problems(overseer_core::GateId(gate))
+            .expect("check"),
         vec![m.clone()]
     );
 
@@ -93,7 +96,7 @@ fn a_decision_written_straight_into_sqlite_is_not_acted_on_and_verify_fails() {
     // a signed security event says what was found.
     let (view, forged) = f
         .store
-        .write(|tx| tx.effect_decision(gate, 3_000))
+        .write(|tx| tx.effect_decision(overseer_core::GateId(gate), 3_000))
         .expect("effect");
     assert_eq!(
         forged.as_ref().map(|m| &m.problem),
@@ -110,11 +113,18 @@ fn a_decision_written_straight_into_sqlite_is_not_acted_on_and_verify_fails() {
 
     // The human can still decide it, for real, and that decision verifies.
     f.store
-        .write(|tx| tx.vote(gate, &Actor::cli(), &user("no"), 4_000))
+        .write(|tx| {
+            tx.vote(
+                overseer_core::GateId(gate),
+                &Actor::cli(),
+                &user("no"),
+                4_000,
+            )
+        })
         .expect("a real decision");
     let (view, forged) = f
         .store
-        .write(|tx| tx.effect_decision(gate, 5_000))
+        .write(|tx| tx.effect_decision(overseer_core::GateId(gate), 5_000))
         .expect("effect");
     assert!(forged.is_none());
     assert_eq!(view.decision.map(|d| d.option).as_deref(), Some("no"));
@@ -122,7 +132,7 @@ fn a_decision_written_straight_into_sqlite_is_not_acted_on_and_verify_fails() {
     assert!(f.store.verify_audit().expect("read").is_ok());
     assert!(f
         .store
-        .gate_decision_problems(gate)
+        .gate_decision_problems(overseer_core::GateId(gate))
         .expect("check")
         .is_empty());
 }
@@ -133,7 +143,14 @@ fn a_changed_decision_acts_as_its_signed_record_says() {
     let run = f.pending_review_run(1_000);
     let gate = tool_gate(&mut f.store, run, None);
     f.store
-        .write(|tx| tx.vote(gate, &Actor::cli(), &user("no"), 2_000))
+        .write(|tx| {
+            tx.vote(
+                overseer_core::GateId(gate),
+                &Actor::cli(),
+                &user("no"),
+                2_000,
+            )
+        })
         .expect("refused by the human");
     // Rewritten to an approval, with the actor and time left as they were.
     sql(
@@ -148,7 +165,7 @@ fn a_changed_decision_acts_as_its_signed_record_says() {
     );
     let (view, forged) = f
         .store
-        .write(|tx| tx.effect_decision(gate, 3_000))
+        .write(|tx| tx.effect_decision(overseer_core::GateId(gate), 3_000))
         .expect("effect");
     assert!(forged.is_some());
     let d = view.decision.expect("the signed decision");
@@ -179,7 +196,10 @@ fn forged_history_and_vote_rows_are_named_and_never_count() {
              VALUES ({gate}, 'yes', NULL, 'user:cli', 1700, 99998);"
         ),
     );
-    let problems = f.store.gate_decision_problems(gate).expect("check");
+    let problems = f
+        .store
+        .gate_decision_problems(overseer_core::GateId(gate))
+        .expect("check");
     let kinds: Vec<(DecisionTable, &DecisionProblem)> =
         problems.iter().map(|m| (m.table, &m.problem)).collect();
     assert!(
@@ -209,7 +229,14 @@ fn forged_history_and_vote_rows_are_named_and_never_count() {
     // waits for the supervisor.
     let out = f
         .store
-        .write(|tx| tx.vote(gate, &Actor::cli(), &user("yes"), 2_000))
+        .write(|tx| {
+            tx.vote(
+                overseer_core::GateId(gate),
+                &Actor::cli(),
+                &user("yes"),
+                2_000,
+            )
+        })
         .expect("vote");
     assert!(!out.decided, "a forged co-sign must not complete the gate");
     assert_eq!(out.gate.status, GateStatus::Pending);
@@ -218,7 +245,7 @@ fn forged_history_and_vote_rows_are_named_and_never_count() {
         .store
         .write(|tx| {
             tx.vote(
-                gate,
+                overseer_core::GateId(gate),
                 &Actor::Supervisor("rules".into()),
                 &DecisionInput {
                     verdict: Some(Verdict::Approve),
@@ -241,7 +268,7 @@ fn a_copied_vote_an_edited_rationale_and_an_erased_decision_are_each_caught() {
     f.store
         .write(|tx| {
             tx.vote(
-                gate,
+                overseer_core::GateId(gate),
                 &Actor::cli(),
                 &DecisionInput {
                     option: Some("no".into()),
@@ -285,7 +312,14 @@ fn an_edited_decision_record_does_not_back_its_row() {
     let run = f.pending_review_run(1_000);
     let gate = tool_gate(&mut f.store, run, None);
     f.store
-        .write(|tx| tx.vote(gate, &Actor::cli(), &user("no"), 2_000))
+        .write(|tx| {
+            tx.vote(
+                overseer_core::GateId(gate),
+                &Actor::cli(),
+                &user("no"),
+                2_000,
+            )
+        })
         .expect("decided");
     // Both the row and its record rewritten to an approval: the record's
     // hash and signature no longer hold.
@@ -313,7 +347,7 @@ fn an_edited_decision_record_does_not_back_its_row() {
                 }));
     let (view, forged) = f
         .store
-        .write(|tx| tx.effect_decision(gate, 3_000))
+        .write(|tx| tx.effect_decision(overseer_core::GateId(gate), 3_000))
         .expect("effect");
     assert!(forged.is_some());
     assert_eq!(

@@ -19,7 +19,7 @@ fn tool_gate(
     run: RunId,
     authority: Option<Autonomy>,
     auto: Option<(i64, &str)>,
-) -> i64 {
+) -> overseer_core::GateId {
     let mut spec = GateSpec::new(
         run,
         overseer_core::GateBody::empty(GateKind::ToolCall),
@@ -354,7 +354,7 @@ fn a_gate_story_checks_every_record_and_flags_an_edited_one() {
     f.store
         .write(|tx| tx.vote(gate, &Actor::app(), &user_choice("yes", None), 3_000))
         .expect("decide");
-    let story = f.store.audit_story("gate_id", gate).expect("story");
+    let story = f.store.audit_story("gate_id", gate.into()).expect("story");
     let kinds: Vec<String> = story
         .iter()
         .map(|r| {
@@ -383,7 +383,7 @@ fn a_gate_story_checks_every_record_and_flags_an_edited_one() {
             [seq],
         )
         .expect("tamper");
-    let story = f.store.audit_story("gate_id", gate).expect("story");
+    let story = f.store.audit_story("gate_id", gate.into()).expect("story");
     assert_eq!(story[2].problem, Some(AuditProblem::PayloadEdited));
     assert!(story.iter().filter(|r| r.problem.is_some()).count() == 1);
 }

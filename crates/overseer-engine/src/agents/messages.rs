@@ -185,10 +185,22 @@ mod tests {
 
     #[test]
     fn the_hub_holds_back_what_an_agent_addresses_to_a_peer() {
-        assert!(hold_back(3, MessageTo::Run { run: 4 }).is_some());
-        assert!(hold_back(3, MessageTo::Run { run: 3 }).is_some());
+        assert!(hold_back(
+            overseer_core::RunId(3),
+            MessageTo::Run {
+                run: overseer_core::RunId(4)
+            }
+        )
+        .is_some());
+        assert!(hold_back(
+            overseer_core::RunId(3),
+            MessageTo::Run {
+                run: overseer_core::RunId(3)
+            }
+        )
+        .is_some());
         for to in [MessageTo::Supervisor, MessageTo::User, MessageTo::Broadcast] {
-            assert_eq!(hold_back(3, to), None);
+            assert_eq!(hold_back(overseer_core::RunId(3), to), None);
         }
     }
 

@@ -468,7 +468,7 @@ impl Engine {
         match RunCgroup::create(&root, name) {
             Ok(cg) => Some(cg),
             Err(e) => {
-                tracing::warn!(run, "no cgroup for the run: {e}");
+                tracing::warn!(run = %run, "no cgroup for the run: {e}");
                 None
             }
         }
@@ -530,8 +530,8 @@ mod tests {
 
     #[test]
     fn run_names_and_cgroup_names() {
-        assert_eq!(parse_run_name("run-12"), Some(12));
-        assert_eq!(parse_run_name("run-12-sensors"), Some(12));
+        assert_eq!(parse_run_name("run-12"), Some(RunId(12)));
+        assert_eq!(parse_run_name("run-12-sensors"), Some(RunId(12)));
         assert_eq!(parse_run_name("runs"), None);
         assert_eq!(cgroup_dir_name("overseer-ab12-"), "overseer-ab12");
         assert_eq!(cgroup_dir_name("../"), "overseer-unknown");

@@ -165,7 +165,7 @@ fn contain(
     let asks = match crate::server::serve_run(engine, work.run_id) {
         Ok(s) => Some(s),
         Err(e) => {
-            tracing::warn!(run = work.run_id, "no MCP tools for this run: {e}");
+            tracing::warn!(run = %work.run_id, "no MCP tools for this run: {e}");
             None
         }
     };
@@ -205,7 +205,7 @@ pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &dyn Agent
         .store()
         .write(|tx| tx.set_run_options(work.run_id, &options, work.resumed_from))
     {
-        tracing::warn!(run = work.run_id, "cannot keep the agent's session id: {e}");
+        tracing::warn!(run = %work.run_id, "cannot keep the agent's session id: {e}");
     }
     let _ = engine.record_activity(
         work.run_id,
@@ -447,12 +447,12 @@ pub(super) async fn terminate_tree(
     match live.process.lock().await.terminate(grace).await {
         Ok(r) => {
             if !r.survivors.is_empty() {
-                tracing::error!(run, survivors = ?r.survivors, "processes survived the stop {when}");
+                tracing::error!(run = %run, survivors = ?r.survivors, "processes survived the stop {when}");
             }
             r.killed
         }
         Err(e) => {
-            tracing::error!(run, "stopping the agent {when}: {e}");
+            tracing::error!(run = %run, "stopping the agent {when}: {e}");
             Vec::new()
         }
     }
@@ -534,7 +534,7 @@ pub(super) async fn keep_log(
         let text = String::from_utf8_lossy(&buf).into_owned();
         buf.clear();
         let line = text.trim_end_matches(['\n', '\r']);
-        tracing::debug!(run, "agent: {line}");
+        tracing::debug!(run = %run, "agent: {line}");
         if kept >= LOG_LINES_MAX {
             if ended {
                 break;

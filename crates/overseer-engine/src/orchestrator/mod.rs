@@ -337,7 +337,7 @@ fn fail_run(engine: &Engine, run: RunId, why: &str) {
     match engine.run(run) {
         Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
             if let Err(e) = engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine) {
-                tracing::warn!(run, "cannot mark failed: {}", e.message);
+                tracing::warn!(run = %run, "cannot mark failed: {}", e.message);
             }
         }
         Ok(_) | Err(_) => {}

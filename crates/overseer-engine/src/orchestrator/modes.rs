@@ -158,7 +158,7 @@ pub(super) async fn on_mode_changed(
     );
     turn.lock().unwrap_or_else(|p| p.into_inner()).breach = Some((mode, why));
     if let Err(e) = conn.cancel().await {
-        tracing::warn!(run, "cancelling after a mode breach: {e}");
+        tracing::warn!(run = %run, "cancelling after a mode breach: {e}");
     }
 }
 

@@ -107,7 +107,7 @@ pub(super) async fn tool_permission(
             // written, the agent is not allowed.
             if let Err(e) = engine.record_rule_allow(run, &title, &req, &rule, source) {
                 tracing::error!(
-                    run,
+                    run = %run,
                     "cannot record a rule's allow, so it is not given: {}",
                     e.message
                 );

@@ -231,7 +231,7 @@ fn plan_decided(
         }
         Err(_) => {
             tracing::warn!(
-                run,
+                run = %run,
                 option = d.option.as_str(),
                 "plan gate closed without a plan decision"
             );
@@ -403,7 +403,7 @@ pub(super) async fn exit_plan(
             Err(_) => (PermissionReply::Cancelled, Decided::Gone),
         },
         Err(e) => {
-            tracing::warn!(run = work.run_id, "plan gate: {}", e.message);
+            tracing::warn!(run = %work.run_id, "plan gate: {}", e.message);
             (PermissionReply::Cancelled, Decided::Gone)
         }
     };

@@ -46,7 +46,7 @@ pub(super) fn save(engine: &Engine, run: RunId, turn: &Mutex<Turn>, progress: &P
         .store()
         .write(|tx| tx.set_run_checkpoint(run, &checkpoint, now))
     {
-        tracing::error!(run, "cannot keep where the run is: {e}");
+        tracing::error!(run = %run, "cannot keep where the run is: {e}");
     }
 }
 
@@ -64,7 +64,7 @@ pub(super) fn keep_always(engine: &Engine, run: RunId, turn: &Mutex<Turn>) {
         .store()
         .write(|tx| tx.set_run_always(run, &always, now))
     {
-        tracing::error!(run, "cannot keep the run's 'always' rules: {e}");
+        tracing::error!(run = %run, "cannot keep the run's 'always' rules: {e}");
     }
 }
 
@@ -106,8 +106,8 @@ pub(super) fn prepare(
                     adopt = Some(gate);
                 } else {
                     tracing::error!(
-                        run,
-                        gate = gate.id,
+                        run = %run,
+                        gate = %gate.id,
                         "a {} gate does not fit where the run was; it is left for the user",
                         gate.kind().as_str()
                     );
@@ -223,7 +223,7 @@ fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
         let text = format!("You asked: {asked}\nThe answer: {answer}");
         if let Err(e) = engine.queue_steering(run, &text, &by) {
             tracing::error!(
-                run,
+                run = %run,
                 "an answer could not be kept as steering: {}",
                 e.message
             );
@@ -244,6 +244,6 @@ pub(super) fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
         "the engine restarted and could not carry this run on ({why}); resume it with `overseer runs resume {run}`"
     );
     if let Err(e) = engine.transition(run, RunEvent::Interrupt, Some(&note), &Actor::Engine) {
-        tracing::warn!(run, "cannot mark interrupted: {}", e.message);
+        tracing::warn!(run = %run, "cannot mark interrupted: {}", e.message);
     }
 }

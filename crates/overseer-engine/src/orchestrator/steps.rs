@@ -312,7 +312,7 @@ pub(super) async fn unattended_retry(
         },
     ) {
         tracing::error!(
-            run,
+            run = %run,
             "cannot record an unattended retry, so the user decides: {}",
             e.message
         );
@@ -681,7 +681,7 @@ async fn by_confidence(
         Ok(_) => action,
         Err(e) => {
             tracing::error!(
-                run,
+                run = %run,
                 "cannot record the step's decision ({rule}), so the step waits for a human: {}",
                 e.message
             );

@@ -68,17 +68,22 @@ pub async fn world_with(
     }
 }
 
-pub fn start(w: &World, scenario: &str) -> i64 {
+pub fn start(w: &World, scenario: &str) -> overseer_core::RunId {
     start_with(w, scenario, TaskSettings::default())
 }
 
-pub fn start_with(w: &World, scenario: &str, settings: TaskSettings) -> i64 {
+pub fn start_with(w: &World, scenario: &str, settings: TaskSettings) -> overseer_core::RunId {
     start_as(w, "demo", scenario, settings)
 }
 
 /// Starts a task with the agent profile `agent` (one the world's
 /// overseer.toml defines, running the demo agent) in `scenario`.
-pub fn start_as(w: &World, agent: &str, scenario: &str, settings: TaskSettings) -> i64 {
+pub fn start_as(
+    w: &World,
+    agent: &str,
+    scenario: &str,
+    settings: TaskSettings,
+) -> overseer_core::RunId {
     w.engine
         .start_task(
             &TaskStart {
@@ -114,7 +119,7 @@ pub async fn until<T>(w: &World, what: &str, mut pred: impl FnMut(&Engine) -> Op
     }
 }
 
-pub async fn pending_gate(w: &World, run: i64, kind: GateKind) -> GateView {
+pub async fn pending_gate(w: &World, run: overseer_core::RunId, kind: GateKind) -> GateView {
     until(w, &format!("a {kind:?} gate on run {run}"), |e| {
         e.gates(true)
             .ok()?
@@ -124,9 +129,9 @@ pub async fn pending_gate(w: &World, run: i64, kind: GateKind) -> GateView {
     .await
 }
 
-pub async fn state(w: &World, run: i64, want: RunState) {
+pub async fn state(w: &World, run: overseer_core::RunId, want: RunState) {
     until(w, &format!("run {run} to be {want}"), |e| {
-        (e.run(run).ok()?.state == want).then_some(())
+        (e.run(overseer_core::RunId(run.into())).ok()?.state == want).then_some(())
     })
     .await
 }

@@ -319,7 +319,7 @@ impl Real {
 
     /// Starts a task without a plan whose first model request the script
     /// leaves unanswered, and returns once that request is out.
-    pub async fn start_hanging(&self, prompt: &str) -> i64 {
+    pub async fn start_hanging(&self, prompt: &str) -> overseer_core::RunId {
         let run = self.start(prompt, Some(PlanStrategy::Skip));
         self.until(run, "the hanging model request", |_| {
             self.server
@@ -332,7 +332,7 @@ impl Real {
         run
     }
 
-    pub fn start(&self, prompt: &str, plan: Option<PlanStrategy>) -> i64 {
+    pub fn start(&self, prompt: &str, plan: Option<PlanStrategy>) -> overseer_core::RunId {
         self.engine()
             .start_task(
                 &TaskStart {
@@ -353,16 +353,19 @@ impl Real {
             .run_id
     }
 
-    pub fn worktree(&self, run: i64) -> PathBuf {
-        self.engine().worktree_path("proj", run)
+    pub fn worktree(&self, run: overseer_core::RunId) -> PathBuf {
+        self.engine()
+            .worktree_path("proj", overseer_core::RunId(run.into()))
     }
 
-    pub fn activity(&self, run: i64) -> Vec<overseer_core::ActivityView> {
-        self.engine().activity(run, 0).expect("activity")
+    pub fn activity(&self, run: overseer_core::RunId) -> Vec<overseer_core::ActivityView> {
+        self.engine()
+            .activity(overseer_core::RunId(run.into()), 0)
+            .expect("activity")
     }
 
     /// What went on, for a failure message.
-    pub fn dump(&self, run: i64) -> String {
+    pub fn dump(&self, run: overseer_core::RunId) -> String {
         let activity: Vec<String> = self
             .activity(run)
             .iter()
@@ -396,7 +399,9 @@ impl Real {
             .collect();
         format!(
             "run {run}: {:?}\npending gates: {:?}\nactivity:\n{}\nmodel requests:\n{}",
-            self.engine().run(run).map(|r| r.state),
+            self.engine()
+                .run(overseer_core::RunId(run.into()))
+                .map(|r| r.state),
             self.engine()
                 .gates(true)
                 .unwrap_or_default()
@@ -411,7 +416,7 @@ impl Real {
     /// Waits until `pred` holds, re-checking on every engine event.
     pub async fn until<T>(
         &self,
-        run: i64,
+        run: overseer_core::RunId,
         what: &str,
         mut pred: impl FnMut(&Engine) -> Option<T>,
     ) -> T {
@@ -435,7 +440,7 @@ impl Real {
     /// The next pending gate of `run` of one of `kinds`. Step reviews (a
     /// destructive step always stops for one) are proceeded on the way
     /// unless asked for; any other gate on the way fails the test.
-    pub async fn gate(&self, run: i64, kinds: &[GateKind]) -> GateView {
+    pub async fn gate(&self, run: overseer_core::RunId, kinds: &[GateKind]) -> GateView {
         let what = format!("a {kinds:?} gate");
         self.until(run, &what, |e| {
             for g in e.gates(true).ok()?.into_iter().filter(|g| g.run_id == run) {
@@ -467,18 +472,18 @@ impl Real {
             .unwrap_or_else(|e| panic!("decide {option} on {:?}: {}", gate.kind(), e.message));
     }
 
-    pub async fn state(&self, run: i64, want: RunState) {
+    pub async fn state(&self, run: overseer_core::RunId, want: RunState) {
         self.until(run, &format!("run {run} to be {want}"), |e| {
-            (e.run(run).ok()?.state == want).then_some(())
+            (e.run(overseer_core::RunId(run.into())).ok()?.state == want).then_some(())
         })
         .await;
     }
 
     /// The run's agent processes (by the engine's marker), not zombies.
-    pub fn agent_pids(&self, run: i64) -> Vec<u32> {
+    pub fn agent_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
         let marker = format!(
             "OVERSEER_AGENT_MARKER={}\0",
-            self.engine().agent_marker(run)
+            self.engine().agent_marker(overseer_core::RunId(run.into()))
         );
         std::fs::read_dir("/proc")
             .into_iter()
@@ -500,7 +505,7 @@ impl Real {
     /// put in its supervised mode before any tool ran, no mode breach, and
     /// every tool call that changes something and completed was asked and
     /// answered yes.
-    pub fn assert_supervised(&self, run: i64, mode: &str) {
+    pub fn assert_supervised(&self, run: overseer_core::RunId, mode: &str) {
         let activity = self.activity(run);
         let set = activity
             .iter()

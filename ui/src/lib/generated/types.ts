@@ -3,6 +3,12 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
+export type RunId = number;
+
+export type TaskId = number;
+
+export type GateId = number;
+
 export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
 
 export type ApiError = { code: ErrorCode, message: string, fields?: Array<FieldError>, };
@@ -53,7 +59,7 @@ requires_context: boolean, };
 
 export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
 
-export type PendingGate = { id: number, kind: GateKind, 
+export type PendingGate = { id: GateId, kind: GateKind, 
 /**
  * An `info` item alone does not make the run need you.
  */
@@ -345,7 +351,7 @@ backoff_seconds: number, };
 
 export type ExternalSession = { session_id: string, cwd: string, };
 
-export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: number, };
+export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: RunId, };
 
 export type MessageStatus = "delivered" | "blocked";
 
@@ -353,7 +359,7 @@ export type MessageView = { id: number,
 /**
  * The run that sent it (None: the user or the supervisor).
  */
-from_run: number | null, 
+from_run: RunId | null, 
 /**
  * Who sent it, as an actor string (`agent:claude`, `user:app`, `supervisor`).
  */
@@ -367,7 +373,7 @@ body: string, correlation_id: string | null, status: MessageStatus,
  */
 blocked_reason: string | null, at: number, };
 
-export type RunView = { id: number, task_id: number, task_title: string, workspace: string, agent: string, state: RunState, 
+export type RunView = { id: RunId, task_id: TaskId, task_title: string, workspace: string, agent: string, state: RunState, 
 /**
  * When the run entered its current state.
  */
@@ -410,7 +416,7 @@ session?: ExternalSession | null,
  */
 actions: RunActions, };
 
-export type GateView = { id: number, run_id: number, 
+export type GateView = { id: GateId, run_id: RunId, 
 /**
  * The payload as stored, when it does not fit its kind's type (written
  * by an older version): `payload` is then empty and this is shown.
@@ -459,7 +465,7 @@ modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: stri
 /**
  * The failure's tail.
  */
-error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: number, 
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
 /**
  * The approver, as its actor string.
  */
@@ -537,7 +543,7 @@ mode?: string,
 /**
  * The gate whose decision had no record.
  */
-gate_id?: number, 
+gate_id?: GateId, 
 /**
  * An unrecorded merge: the base branch, the commit it was at, and the
  * run's commits found on it.
@@ -566,7 +572,7 @@ export type MergeOutcome = { "outcome": "merged", commit: string, } | { "outcome
 
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
 
-export type ActivityView = { id: number, run_id: number, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+export type ActivityView = { id: number, run_id: RunId, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**
  * Its rationale.
  */
@@ -582,13 +588,13 @@ modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: stri
 /**
  * The failure's tail.
  */
-error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: number, 
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
 /**
  * The approver, as its actor string.
  */
 by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: number, run_id: number, kind: GateKind, } | { "type": "gate_decided", gate_id: number, run_id: number, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: number, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: number, };
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
 
@@ -628,7 +634,7 @@ always_supervise: boolean,
  */
 pause_timeout_seconds: number, };
 
-export type DecisionRecord = { id: number, run_id: number, gate_id: number | null, actor: Actor, verdict: Verdict, 
+export type DecisionRecord = { id: number, run_id: RunId, gate_id: GateId | null, actor: Actor, verdict: Verdict, 
 /**
  * The gate option this decision chose, when it chose one.
  */
@@ -848,13 +854,13 @@ decision_problems: Array<DecisionMismatch>,
  */
 verified: boolean, };
 
-export type TaskInfo = { task_id: number, workspace: string, title: string, stage: string, settings: TaskSettings, };
+export type TaskInfo = { task_id: TaskId, workspace: string, title: string, stage: string, settings: TaskSettings, };
 
 export type Scope = { workspace: string, 
 /**
  * A task of the workspace: its settings override the workspace's.
  */
-task: number | null, };
+task: TaskId | null, };
 
 export type PolicyStatus = { scope: Scope, 
 /**
@@ -881,7 +887,7 @@ settings: TaskSettings,
  */
 stage: string | null, };
 
-export type Started = { task_id: number, run_id: number, };
+export type Started = { task_id: TaskId, run_id: RunId, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
 

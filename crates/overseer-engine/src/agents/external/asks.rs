@@ -455,7 +455,7 @@ pub(super) fn first_line(s: &str) -> String {
 pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
     engine.when_answered(gate, move |engine, reply, by| {
         if let Err(e) = engine.queue_steering(run, &reply, &by) {
-            tracing::error!(run, "a reply could not be kept as steering: {}", e.message);
+            tracing::error!(run = %run, "a reply could not be kept as steering: {}", e.message);
         }
     });
 }

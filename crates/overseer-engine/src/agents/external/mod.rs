@@ -373,7 +373,7 @@ impl Engine {
                 // Nobody acts on a withdrawn gate: acted on as far as a
                 // restart's check of unacted decisions goes.
                 if let Err(e) = self.effect_signed(gate) {
-                    tracing::warn!(gate, "a withdrawn gate not marked acted on: {}", e.message);
+                    tracing::warn!(gate = %gate, "a withdrawn gate not marked acted on: {}", e.message);
                 }
                 let _ = self.record_activity(
                     view.run_id,
@@ -382,7 +382,7 @@ impl Engine {
                     },
                 );
             }
-            Err(e) => tracing::debug!(gate, "not withdrawn: {}", e.message),
+            Err(e) => tracing::debug!(gate = %gate, "not withdrawn: {}", e.message),
         }
     }
 }

@@ -318,7 +318,7 @@ mod tests {
         let out = parsed(&render(
             &pre,
             &SessionAnswer::Noted {
-                run: 1,
+                run: overseer_core::RunId(1),
                 steering: None,
             },
         ));
@@ -367,7 +367,7 @@ mod tests {
         let out = parsed(&render(
             &call,
             &SessionAnswer::Noted {
-                run: 3,
+                run: overseer_core::RunId(3),
                 steering: Some("also update the changelog".into()),
             },
         ));
@@ -378,7 +378,7 @@ mod tests {
         let none = parsed(&render(
             &call,
             &SessionAnswer::Noted {
-                run: 3,
+                run: overseer_core::RunId(3),
                 steering: Some("   ".into()),
             },
         ));

@@ -203,7 +203,7 @@ mod tests {
             parsed(&render(
                 &stop,
                 &SessionAnswer::Noted {
-                    run: 1,
+                    run: overseer_core::RunId(1),
                     steering: Some("run the tests too".into())
                 }
             )),
