@@ -103,13 +103,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             text,
             decline,
         } => {
-            let g: GateView = act(
-                paths,
-                op::ShowGate {
-                    gate: overseer_core::GateId(gate.into()),
-                },
-            )
-            .await?;
+            let g: GateView = act(paths, op::ShowGate { gate }).await?;
             if g.kind() != GateKind::Question {
                 anyhow::bail!(
                     "gate {gate} is a {} gate, not a question: decide it with `overseer gates decide {gate} OPTION`",
@@ -124,7 +118,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
             let decided: GateView = act(
                 paths,
                 op::DecideGate {
-                    gate: overseer_core::GateId(gate.into()),
+                    gate,
                     option: option.into(),
                     context,
                 },
@@ -293,9 +287,7 @@ pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<Exi
             text,
         } => {
             let to = match (run, broadcast) {
-                (Some(run), false) => MessageTo::Run {
-                    run: overseer_core::RunId(run.into()),
-                },
+                (Some(run), false) => MessageTo::Run { run },
                 (None, true) => MessageTo::Broadcast,
                 (Some(_), true) | (None, false) => {
                     anyhow::bail!("send to one run (--run N) or to every run (--broadcast)")

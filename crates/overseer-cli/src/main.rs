@@ -465,13 +465,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
         Command::Task(TaskCommand::Show { task, json }) => {
-            let info: overseer_engine::TaskInfo = act(
-                &paths,
-                op::ShowTask {
-                    task: overseer_core::TaskId(task.into()),
-                },
-            )
-            .await?;
+            let info: overseer_engine::TaskInfo = act(&paths, op::ShowTask { task }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
@@ -550,13 +544,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     match cmd {
         RunsCommand::Why { run, json } => {
-            let story: overseer_engine::RunStory = act(
-                paths,
-                op::RunStory {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let story: overseer_engine::RunStory = act(paths, op::RunStory { run }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -575,13 +563,7 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Show { run, json } => {
-            let run: RunView = act(
-                paths,
-                op::ShowRun {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let run: RunView = act(paths, op::ShowRun { run }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&run)?);
             } else {
@@ -589,64 +571,27 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Approve { run } => {
-            let v: RunView = act(
-                paths,
-                op::ApproveRun {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let v: RunView = act(paths, op::ApproveRun { run }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Reject { run, reason } => {
-            let v: RunView = act(
-                paths,
-                op::RejectRun {
-                    run: overseer_core::RunId(run.into()),
-                    reason,
-                },
-            )
-            .await?;
+            let v: RunView = act(paths, op::RejectRun { run, reason }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Abort { run } => {
-            let v: RunView = act(
-                paths,
-                op::AbortRun {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let v: RunView = act(paths, op::AbortRun { run }).await?;
             println!("run {}: {}", v.id, output::state_label(&v));
         }
         RunsCommand::Clean { run } => {
-            act(
-                paths,
-                op::CleanRun {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            act(paths, op::CleanRun { run }).await?;
             println!("run {run}: worktree and branch removed");
         }
         RunsCommand::Resume { run } => {
-            let s: overseer_engine::Started = act(
-                paths,
-                op::ResumeRun {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let s: overseer_engine::Started = act(paths, op::ResumeRun { run }).await?;
             println!("{}", s.run_id);
         }
         RunsCommand::Diff { run, stat } => {
-            let v = act(
-                paths,
-                op::RunDiff {
-                    run: overseer_core::RunId(run.into()),
-                },
-            )
-            .await?;
+            let v = act(paths, op::RunDiff { run }).await?;
             if stat {
                 for f in &v.files {
                     println!(
@@ -661,25 +606,12 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
             }
         }
         RunsCommand::Steer { run, text } => {
-            act(
-                paths,
-                op::SteerRun {
-                    run: overseer_core::RunId(run.into()),
-                    text,
-                },
-            )
-            .await?;
+            act(paths, op::SteerRun { run, text }).await?;
             println!("run {run}: instruction recorded; the agent gets it in its next turn");
         }
         RunsCommand::Activity { run, json } => {
-            let items: Vec<overseer_core::ActivityView> = act(
-                paths,
-                op::RunActivity {
-                    run: overseer_core::RunId(run.into()),
-                    after: 0,
-                },
-            )
-            .await?;
+            let items: Vec<overseer_core::ActivityView> =
+                act(paths, op::RunActivity { run, after: 0 }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&items)?);
             } else {
@@ -708,7 +640,7 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             let g: GateView = act(
                 paths,
                 op::DecideGate {
-                    gate: overseer_core::GateId(gate.into()),
+                    gate,
                     option,
                     context,
                 },
@@ -717,13 +649,7 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             print!("{}", output::gate_detail(&g));
         }
         GatesCommand::Why { gate, json } => {
-            let story: overseer_engine::GateStory = act(
-                paths,
-                op::GateStory {
-                    gate: overseer_core::GateId(gate.into()),
-                },
-            )
-            .await?;
+            let story: overseer_engine::GateStory = act(paths, op::GateStory { gate }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&story)?);
             } else {
@@ -734,23 +660,11 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             }
         }
         GatesCommand::Hold { gate } => {
-            act(
-                paths,
-                op::HoldGate {
-                    gate: overseer_core::GateId(gate.into()),
-                },
-            )
-            .await?;
+            act(paths, op::HoldGate { gate }).await?;
             println!("gate {gate}: timer stopped; it waits for your decision");
         }
         GatesCommand::Show { gate, json } => {
-            let g: GateView = act(
-                paths,
-                op::ShowGate {
-                    gate: overseer_core::GateId(gate.into()),
-                },
-            )
-            .await?;
+            let g: GateView = act(paths, op::ShowGate { gate }).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&g)?);
             } else {
@@ -991,7 +905,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             let g: GateView = act(
                 paths,
                 op::SupervisorVote {
-                    gate: overseer_core::GateId(gate.into()),
+                    gate,
                     approve: true,
                     rationale,
                 },
@@ -1003,7 +917,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             let g: GateView = act(
                 paths,
                 op::SupervisorVote {
-                    gate: overseer_core::GateId(gate.into()),
+                    gate,
                     approve: false,
                     rationale,
                 },

@@ -28,10 +28,7 @@ async fn a_live_agent_gets_its_profile_environment_and_nothing_else_of_the_engin
     let run = start_as(&w, "named", "happy", Default::default());
     pending_gate(&w, run, GateKind::Plan).await;
 
-    let marker = format!(
-        "OVERSEER_AGENT_MARKER={}",
-        w.engine.agent_marker(overseer_core::RunId(run.into()))
-    );
+    let marker = format!("OVERSEER_AGENT_MARKER={}", w.engine.agent_marker(run));
     // The agent itself, not the bubblewrap processes above it (they carry
     // the same environment).
     let (pid, environ) = std::fs::read_dir("/proc")
@@ -71,7 +68,7 @@ async fn a_live_agent_gets_its_profile_environment_and_nothing_else_of_the_engin
     assert_eq!(
         cwd,
         w.engine
-            .worktree_path("demo", overseer_core::RunId(run.into()))
+            .worktree_path("demo", run)
             .canonicalize()
             .expect("worktree"),
         "the agent works in its run's worktree"

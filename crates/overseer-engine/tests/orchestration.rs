@@ -44,15 +44,9 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
             .expect("yes");
     }
     state(&w, run, RunState::PendingReview).await;
-    let (files, diff) = w
-        .engine
-        .run_diff(overseer_core::RunId(run.into()))
-        .expect("diff");
+    let (files, diff) = w.engine.run_diff(run).expect("diff");
     assert!(!files.is_empty() && diff.contains("+++"), "{files:?}");
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     assert!(
         activity
             .iter()
@@ -63,23 +57,17 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
     // The agent's stderr is its log, kept in the timeline (in batches: the
     // last one lands a moment after the agent's last line).
     until(&w, "the agent's log in the timeline", |e| {
-        e.activity(overseer_core::RunId(run.into()), 0)
-            .ok()?
-            .into_iter()
-            .find(|a| {
-                a.kind() == "log"
-                    && a.payload()["text"]
-                        .as_str()
-                        .is_some_and(|t| t.contains("scenario happy"))
-            })
+        e.activity(run, 0).ok()?.into_iter().find(|a| {
+            a.kind() == "log"
+                && a.payload()["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("scenario happy"))
+        })
     })
     .await;
     // The dashboard row shows the sensors' latest results.
     assert_eq!(
-        w.engine
-            .run(overseer_core::RunId(run.into()))
-            .expect("run")
-            .sensors,
+        w.engine.run(run).expect("run").sensors,
         Some(overseer_core::SensorSummary {
             passed: 1,
             failed: 0,
@@ -90,14 +78,9 @@ async fn a_happy_run_plans_asks_executes_and_merges_on_approval() {
         })
     );
 
-    w.engine
-        .approve_run(overseer_core::RunId(run.into()), &Actor::app())
-        .expect("approve");
+    w.engine.approve_run(run, &Actor::app()).expect("approve");
     assert_eq!(
-        w.engine
-            .run(overseer_core::RunId(run.into()))
-            .expect("run")
-            .state,
+        w.engine.run(run).expect("run").state,
         RunState::Released {
             reason: ReleaseReason::Merged
         }
@@ -176,13 +159,8 @@ async fn aborting_a_stubborn_agent_kills_its_whole_tree_and_keeps_the_worktree()
         .expect("approve");
     // Let it sit in its endless turn.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let worktree = w
-        .engine
-        .worktree_path("demo", overseer_core::RunId(run.into()));
-    let marker = format!(
-        "OVERSEER_AGENT_MARKER={}\0",
-        w.engine.agent_marker(overseer_core::RunId(run.into()))
-    );
+    let worktree = w.engine.worktree_path("demo", run);
+    let marker = format!("OVERSEER_AGENT_MARKER={}\0", w.engine.agent_marker(run));
     let before =
         git(&worktree, &["status", "--porcelain"]) + &git(&worktree, &["rev-parse", "HEAD"]);
     let marker_procs = || -> usize {
@@ -211,17 +189,12 @@ async fn aborting_a_stubborn_agent_kills_its_whole_tree_and_keeps_the_worktree()
     );
     let mut rx = w.engine.subscribe();
     let engine = w.engine.clone();
-    tokio::task::spawn_blocking(move || {
-        engine.abort_run(overseer_core::RunId(run.into()), &Actor::cli())
-    })
-    .await
-    .expect("join")
-    .expect("abort");
+    tokio::task::spawn_blocking(move || engine.abort_run(run, &Actor::cli()))
+        .await
+        .expect("join")
+        .expect("abort");
     assert_eq!(
-        w.engine
-            .run(overseer_core::RunId(run.into()))
-            .expect("run")
-            .state,
+        w.engine.run(run).expect("run").state,
         RunState::Released {
             reason: ReleaseReason::AbortedByUser
         }
@@ -274,14 +247,10 @@ async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
                 .any(|g| g.run_id == run && g.kind() == GateKind::Deviation),
             "the policy retried without asking"
         );
-        (e.run(overseer_core::RunId(run.into())).ok()?.state == RunState::PendingReview)
-            .then_some(())
+        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
     })
     .await;
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     let retried: Vec<_> = activity
         .iter()
         .filter(|a| a.kind() == "retry_queued")
@@ -290,10 +259,7 @@ async fn with_a_retry_policy_a_flaky_step_is_retried_unattended_and_recorded() {
     assert!(retried[0].payload()["text"]
         .as_str()
         .is_some_and(|t| t.contains("retry 1") && t.contains("step 2 failed")));
-    let story = w
-        .engine
-        .run_decisions(overseer_core::RunId(run.into()))
-        .expect("decisions");
+    let story = w.engine.run_decisions(run).expect("decisions");
     assert!(
         story
             .iter()
@@ -456,8 +422,7 @@ async fn a_plan_acted_on_just_before_the_engine_stopped_is_not_asked_for_again()
         .decide_gate(asked.id, "yes", None, &Actor::cli())
         .expect("yes");
     yes_until(&w, run.into(), "the review", |e| {
-        e.run(overseer_core::RunId(run.into()))
-            .is_ok_and(|r| r.state == RunState::PendingReview)
+        e.run(run).is_ok_and(|r| r.state == RunState::PendingReview)
     })
     .await;
     assert!(w.engine.verify_audit().expect("read").is_ok());
@@ -519,14 +484,10 @@ async fn a_runs_always_answers_outlive_a_restart() {
                 _ => {}
             }
         }
-        (e.run(overseer_core::RunId(run.into())).ok()?.state == RunState::PendingReview)
-            .then_some(())
+        (e.run(run).ok()?.state == RunState::PendingReview).then_some(())
     })
     .await;
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     let restarted = activity
         .iter()
         .position(|a| a.kind() == "carried_on")

@@ -45,10 +45,7 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
             .find(|g| g.run_id == run && g.kind() == GateKind::Plan && g.id != first.id)
     })
     .await;
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     let answers: Vec<String> = activity
         .iter()
         .filter(|a| a.kind() == "plan_answer")
@@ -66,10 +63,7 @@ async fn in_plan_mode_request_changes_keeps_it_planning_and_approve_leaves_super
         .decide_gate(second.id, "approve", None, &Actor::cli())
         .expect("approve");
     yes_to_tool_calls_until_review(&w, run.into()).await;
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     let answers: Vec<&str> = activity
         .iter()
         .filter_map(|a| match &a.entry {
@@ -104,7 +98,7 @@ async fn by_prompt_the_planning_turn_changes_nothing_and_the_block_is_the_plan()
     assert_eq!(gate.body.payload_json()["files"][0], "src/greeting.txt");
     assert!(
         !w.engine
-            .activity(overseer_core::RunId(run.into()), 0)
+            .activity(run, 0)
             .expect("activity")
             .iter()
             .any(|a| a.kind() == "file_written"),
@@ -133,12 +127,9 @@ async fn with_plan_skip_there_is_no_plan_gate_and_the_task_still_asks() {
             >= 2,
         "each edit was still asked"
     );
-    let greeting = std::fs::read_to_string(
-        w.engine
-            .worktree_path("demo", overseer_core::RunId(run.into()))
-            .join("src/greeting.txt"),
-    )
-    .expect("greeting");
+    let greeting =
+        std::fs::read_to_string(w.engine.worktree_path("demo", run).join("src/greeting.txt"))
+            .expect("greeting");
     assert!(greeting.contains("Hello from the Overseer demo agent"));
 }
 

@@ -118,14 +118,9 @@ async fn claude_plans_in_its_plan_mode_edits_when_asked_and_merges() {
     );
     r.assert_supervised(run, "default");
 
-    r.engine()
-        .approve_run(overseer_core::RunId(run.into()), &Actor::app())
-        .expect("approve");
+    r.engine().approve_run(run, &Actor::app()).expect("approve");
     assert_eq!(
-        r.engine()
-            .run(overseer_core::RunId(run.into()))
-            .expect("run")
-            .state,
+        r.engine().run(run).expect("run").state,
         RunState::Released {
             reason: ReleaseReason::Merged
         }
@@ -359,9 +354,7 @@ async fn aborting_claude_mid_turn_cancels_the_turn_and_stops_its_whole_tree() {
     // The model request hangs: the turn is under way.
     let run = r.start_hanging("hang prompt").await;
     assert!(!r.agent_pids(run).is_empty(), "the adapter runs");
-    r.engine()
-        .abort_run(overseer_core::RunId(run.into()), &Actor::cli())
-        .expect("abort");
+    r.engine().abort_run(run, &Actor::cli()).expect("abort");
     r.state(
         run,
         RunState::Released {
@@ -626,14 +619,9 @@ async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
     );
     let ids: Vec<&str> = gate.options.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids, ["retry", "stop"]);
-    let worktree = w
-        .engine
-        .worktree_path("demo", overseer_core::RunId(run.into()));
+    let worktree = w.engine.worktree_path("demo", run);
     assert_eq!(read(&worktree.join("src/greeting.txt")), "hello\n");
-    let activity = w
-        .engine
-        .activity(overseer_core::RunId(run.into()), 0)
-        .expect("activity");
+    let activity = w.engine.activity(run, 0).expect("activity");
     assert!(
         activity.iter().any(|a| a.kind() == "security"),
         "{activity:?}"
@@ -708,10 +696,7 @@ async fn a_launched_claude_asks_through_overseers_own_mcp_tools_bound_to_its_run
         "the answer reached the model: {}",
         r.dump(run)
     );
-    let messages = r
-        .engine()
-        .messages(Some(overseer_core::RunId(run.into())), None)
-        .expect("messages");
+    let messages = r.engine().messages(Some(run), None).expect("messages");
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0].body, "Going with a friendly tone.");
     assert_eq!(messages[0].from_run, Some(run));

@@ -300,7 +300,7 @@ async fn an_edit_rule_does_not_allow_a_path_that_a_symlink_leads_out_of_the_work
         .decide_gate(gate.id, "yes", None, &Actor::cli())
         .expect("yes");
     common::until(&w, "the refused write", |e| {
-        e.activity(overseer_core::RunId(run.into()), 0)
+        e.activity(run, 0)
             .ok()?
             .into_iter()
             .find(|a| a.kind() == "file_refused" || a.kind() == "deviation")
@@ -310,7 +310,5 @@ async fn an_edit_rule_does_not_allow_a_path_that_a_symlink_leads_out_of_the_work
         std::fs::read_to_string(outside.join("greeting.txt")).expect("read"),
         "mine\n"
     );
-    let _ = w
-        .engine
-        .abort_run(overseer_core::RunId(run.into()), &Actor::cli());
+    let _ = w.engine.abort_run(run, &Actor::cli());
 }

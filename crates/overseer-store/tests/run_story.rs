@@ -21,14 +21,14 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
             .write(|tx| {
                 for i in 0..20 {
                     let spec = GateSpec::new(
-                        overseer_core::RunId(run.into()),
+                        run,
                         overseer_core::GateBody::empty(GateKind::ToolCall),
                         &format!("call {i}"),
                         vec![GateOption::new("yes", "Yes"), GateOption::new("no", "No")],
                     );
                     let gate = tx.open_gate_spec(&spec, &Actor::Agent("demo".into()), 2_000)?;
                     tx.record_decision_note(
-                        overseer_core::RunId(run.into()),
+                        run,
                         None,
                         &Actor::Engine,
                         &DecisionInput {
@@ -55,10 +55,7 @@ fn a_runs_story_is_its_records_and_its_gates_records_in_one_scan() {
     assert!(gates.len() >= 20);
 
     let t = Instant::now();
-    let one = f
-        .store
-        .audit_story_of_run(overseer_core::RunId(run.into()))
-        .expect("story");
+    let one = f.store.audit_story_of_run(run).expect("story");
     let single = t.elapsed();
 
     let t = Instant::now();

@@ -131,7 +131,7 @@ pub async fn pending_gate(w: &World, run: overseer_core::RunId, kind: GateKind) 
 
 pub async fn state(w: &World, run: overseer_core::RunId, want: RunState) {
     until(w, &format!("run {run} to be {want}"), |e| {
-        (e.run(overseer_core::RunId(run.into())).ok()?.state == want).then_some(())
+        (e.run(run).ok()?.state == want).then_some(())
     })
     .await
 }

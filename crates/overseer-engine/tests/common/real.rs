@@ -354,14 +354,11 @@ impl Real {
     }
 
     pub fn worktree(&self, run: overseer_core::RunId) -> PathBuf {
-        self.engine()
-            .worktree_path("proj", overseer_core::RunId(run.into()))
+        self.engine().worktree_path("proj", run)
     }
 
     pub fn activity(&self, run: overseer_core::RunId) -> Vec<overseer_core::ActivityView> {
-        self.engine()
-            .activity(overseer_core::RunId(run.into()), 0)
-            .expect("activity")
+        self.engine().activity(run, 0).expect("activity")
     }
 
     /// What went on, for a failure message.
@@ -399,9 +396,7 @@ impl Real {
             .collect();
         format!(
             "run {run}: {:?}\npending gates: {:?}\nactivity:\n{}\nmodel requests:\n{}",
-            self.engine()
-                .run(overseer_core::RunId(run.into()))
-                .map(|r| r.state),
+            self.engine().run(run).map(|r| r.state),
             self.engine()
                 .gates(true)
                 .unwrap_or_default()
@@ -474,7 +469,7 @@ impl Real {
 
     pub async fn state(&self, run: overseer_core::RunId, want: RunState) {
         self.until(run, &format!("run {run} to be {want}"), |e| {
-            (e.run(overseer_core::RunId(run.into())).ok()?.state == want).then_some(())
+            (e.run(run).ok()?.state == want).then_some(())
         })
         .await;
     }
@@ -483,7 +478,7 @@ impl Real {
     pub fn agent_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
         let marker = format!(
             "OVERSEER_AGENT_MARKER={}\0",
-            self.engine().agent_marker(overseer_core::RunId(run.into()))
+            self.engine().agent_marker(run)
         );
         std::fs::read_dir("/proc")
             .into_iter()
