@@ -8,9 +8,10 @@ use overseer_engine::acp::{
     AgentConnection, AgentSignal, DriverError, PermissionChoice, PermissionReply, PlanEntry,
     QuestionReply, StopReason, ToolCallInfo,
 };
+use overseer_test_support::{demo_agent, git, repo_with};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -21,65 +22,11 @@ const TURN: Duration = Duration::from_secs(30);
 
 // ---------------------------------------------------------------- harness
 
-/// Builds the demo agent once per test process and returns its path. The
-/// binary sits next to this test's own `deps` directory, whatever the
-/// target dir and profile.
-fn demo_agent() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "-q", "-p", "overseer-demo-agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build");
-        assert!(status.success(), "building overseer-demo-agent failed");
-        let bin = profile_dir.join("overseer-demo-agent");
-        assert!(bin.exists(), "{} missing after build", bin.display());
-        bin
-    })
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 /// A temp dir holding `repo/`, a git repository with one commit. The parent
 /// is ours too, so escapes land somewhere we can check and clean.
 fn repo() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(&repo).expect("mkdir");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "hello\n").expect("write");
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    let repo = repo_with(&tmp.path().join("repo"), &[("README.md", "hello\n")]);
     (tmp, repo)
 }
 
