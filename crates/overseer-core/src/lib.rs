@@ -148,3 +148,21 @@ id_type!(
     GateId,
     "gate"
 );
+
+#[cfg(test)]
+mod id_tests {
+    use super::{GateId, RunId, TaskId};
+
+    #[test]
+    fn an_id_is_its_bare_number_on_the_wire_and_parses_from_a_users_text() {
+        assert_eq!(serde_json::to_string(&RunId(7)).expect("json"), "7");
+        let gate: GateId = serde_json::from_str("12").expect("a number reads as an id");
+        assert_eq!(gate, GateId(12));
+        assert_eq!(" 42 ".parse::<TaskId>(), Ok(TaskId(42)));
+        let err = "run-3".parse::<RunId>().expect_err("not a number");
+        assert!(err.contains("not a run id"), "{err}");
+        // An id in a JSON payload compares as its number.
+        assert_eq!(serde_json::json!(5), RunId(5));
+        assert_ne!(serde_json::json!("5"), RunId(5));
+    }
+}
