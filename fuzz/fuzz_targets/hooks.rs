@@ -49,7 +49,7 @@ fn canned(i: u8, reason: &str) -> SessionAnswer {
             reason,
         },
         3 => SessionAnswer::Noted {
-            run: 7,
+            run: overseer_core::RunId(7),
             steering: reason,
         },
         _ => SessionAnswer::Messages {
