@@ -7,6 +7,8 @@
 //! (The real Claude Code CLI, the Codex CLI and the MCP TypeScript SDK
 //! drive the same paths in the CLI crate's `hooks` and `mcp` tests.)
 
+mod common;
+
 use overseer_core::session::{
     AskOption, AskQuestion, NoticeKind, PlanVerdict, QuestionsAction, ToolDecision, ToolStage,
 };
@@ -33,21 +35,13 @@ struct World {
 
 async fn world() -> World {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paths = Paths {
-        data_dir: dir.path().join("data"),
-        config_dir: dir.path().join("config"),
-    };
-    let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
-    );
+    let (engine, paths, server) = common::served(dir.path());
     let repo = dir.path().join("proj");
     std::fs::create_dir_all(&repo).expect("repo dir");
     overseer_test_support::git(&repo, &["init", "-q"]);
     engine
         .add_workspace(&repo, Some("proj"), Default::default(), &Actor::cli())
         .expect("workspace");
-    let listener = server::bind(&paths.socket()).expect("bind");
-    let server = tokio::spawn(server::serve(engine.clone(), listener));
     World {
         _dir: dir,
         engine,

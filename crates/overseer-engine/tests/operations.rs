@@ -5,10 +5,12 @@
 //! in `src-tauri`: every window entry is a registered, declared and granted
 //! command.)
 
+mod common;
+
 use overseer_core::{Actor, RunState};
 use overseer_engine::api::{op, Request, Surfaces, OPERATIONS};
 use overseer_engine::client::Client;
-use overseer_engine::{server, Engine, LogNotifier, Paths, SystemClock, TaskStart};
+use overseer_engine::{Engine, Paths, TaskStart};
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -21,16 +23,8 @@ struct Running {
 
 fn start() -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paths = Paths {
-        data_dir: dir.path().join("data"),
-        config_dir: dir.path().join("config"),
-    };
-    let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
-    );
+    let (engine, paths, _server) = common::served(dir.path());
     engine.seed_demo(&Actor::cli(), true).expect("seed");
-    let listener = server::bind(&paths.socket()).expect("bind");
-    tokio::spawn(server::serve(engine.clone(), listener));
     Running {
         _dir: dir,
         engine,

@@ -2,13 +2,14 @@
 //! data dir: a refused write names its fields, a secret pasted where a
 //! variable name belongs is refused, and a dry run writes nothing.
 
+mod common;
+
 use overseer_core::supervision::{EvaluatorConfig, SupervisorPolicy};
 use overseer_core::{Actor, ErrorCode, FieldError};
 use overseer_engine::api::Request;
 use overseer_engine::client::Client;
 use overseer_engine::{
-    server, Engine, LogNotifier, NotificationKind, NotificationSettings, Paths, RuleTexts, Scope,
-    SettingsChange, SystemClock,
+    Engine, NotificationKind, NotificationSettings, Paths, RuleTexts, Scope, SettingsChange,
 };
 use std::sync::Arc;
 
@@ -21,17 +22,9 @@ struct Running {
 
 async fn start() -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
-    let paths = Paths {
-        data_dir: dir.path().join("data"),
-        config_dir: dir.path().join("config"),
-    };
-    let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
-    );
+    let (engine, paths, _server) = common::served(dir.path());
     engine.seed_demo(&Actor::cli(), true).expect("seed");
     let workspace = engine.workspaces().expect("workspaces")[0].name.clone();
-    let listener = server::bind(&paths.socket()).expect("bind");
-    tokio::spawn(server::serve(engine.clone(), listener));
     Running {
         _dir: dir,
         engine,

@@ -12,6 +12,22 @@ use std::time::{Duration, Instant};
 
 pub use overseer_test_support::{demo_agent, git, repo_with};
 
+/// An engine on a fresh data dir and config dir under `dir`, serving the
+/// local API on its socket (the tests that talk to it as the CLI does).
+/// Call from within a runtime.
+pub fn served(dir: &std::path::Path) -> (Arc<Engine>, Paths, tokio::task::JoinHandle<()>) {
+    let paths = Paths {
+        data_dir: dir.join("data"),
+        config_dir: dir.join("config"),
+    };
+    let engine = Arc::new(
+        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
+    );
+    let listener = overseer_engine::server::bind(&paths.socket()).expect("bind");
+    let server = tokio::spawn(overseer_engine::server::serve(engine.clone(), listener));
+    (engine, paths, server)
+}
+
 pub struct World {
     pub _dir: tempfile::TempDir,
     pub repo: PathBuf,
