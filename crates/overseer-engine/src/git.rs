@@ -95,8 +95,19 @@ const HARDENING: &[&str] = &[
 const NO_HOME: &str = "/nonexistent/overseer-git-home";
 
 /// The environment every git command starts from: nothing of the engine's.
+///
+/// git is named by its full path (looked up on the engine's PATH each time):
+/// a bare name with the environment's PATH set makes the standard library
+/// fork the whole engine instead of spawning (`posix_spawn` cannot search a
+/// PATH other than the parent's), and copying the engine's memory map for
+/// each of a run's ~50 git commands was most of the engine's CPU with 50
+/// agents starting at once.
 fn hardened_command() -> Command {
-    let mut cmd = Command::new("git");
+    let path = std::env::var("PATH").ok();
+    let mut cmd = match crate::process::resolve_program(Path::new("git"), path.as_deref()) {
+        Some(git) => Command::new(git),
+        None => Command::new("git"),
+    };
     cmd.env_clear();
     for key in ["PATH", "LANG", "LC_ALL"] {
         if let Some(v) = std::env::var_os(key) {
