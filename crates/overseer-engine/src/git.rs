@@ -128,6 +128,36 @@ fn hardened_command() -> Command {
     cmd
 }
 
+/// How much less CPU a git command gets than the engine and the agents
+/// when they compete for it (a nice value): answering an agent waits on
+/// no git command, so with a fleet starting or finishing at once, the
+/// fleet's git work (clones, checkouts, commits) must not delay the
+/// answers. Idle cores still run git at full speed.
+const GIT_NICENESS: i32 = 10;
+
+/// Lowers a git child's CPU priority to [`GIT_NICENESS`]. Best effort: a
+/// git that already exited, or a system that refuses, just runs as is.
+fn yield_cpu(child: &std::process::Child) {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::setpriority_process(Some(pid), GIT_NICENESS);
+    }
+}
+
+/// Runs a git command to its end, its output captured, at background
+/// priority, off the runtime's workers.
+fn background_output(mut cmd: Command) -> Result<Output, GitError> {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(GitError::Missing)?;
+    yield_cpu(&child);
+    crate::blocking::off_worker(|| child.wait_with_output()).map_err(GitError::Missing)
+}
+
 /// One repository as the engine's git sees it, with the drivers its
 /// configuration defines neutralised for every command run through it.
 pub(crate) struct Git {
@@ -227,8 +257,7 @@ impl Git {
     }
 
     fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        let mut cmd = self.command(args);
-        crate::blocking::off_worker(|| cmd.output()).map_err(GitError::Missing)
+        background_output(self.command(args))
     }
 
     /// Runs git with `input` on its stdin.
@@ -240,6 +269,7 @@ impl Git {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(GitError::Missing)?;
+        yield_cpu(&child);
         crate::blocking::off_worker(|| {
             if let Some(mut stdin) = child.stdin.take() {
                 // A git that exits early closes its stdin: its status says why.
@@ -303,7 +333,7 @@ pub fn repo_root(path: &Path) -> Result<PathBuf, GitError> {
     cmd.arg("-C")
         .arg(path)
         .args(["rev-parse", "--show-toplevel"]);
-    let out = crate::blocking::off_worker(|| cmd.output()).map_err(GitError::Missing)?;
+    let out = background_output(cmd)?;
     if !out.status.success() {
         return Err(GitError::NotARepo(path.to_owned()));
     }
@@ -377,7 +407,7 @@ pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Res
         ])
         .arg(repo)
         .arg(dir);
-    let out = crate::blocking::off_worker(|| clone.output()).map_err(GitError::Missing)?;
+    let out = background_output(clone)?;
     if !out.status.success() {
         return Err(GitError::Failed {
             args: "clone --shared --no-checkout".to_owned(),

@@ -37,6 +37,7 @@ pub mod ops;
 mod orchestrator;
 pub mod paths;
 pub mod process;
+mod procscan;
 pub mod server;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod settings;

@@ -17,7 +17,6 @@
 
 use crate::contain::{RunCgroup, SandboxPlan};
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -263,8 +262,8 @@ impl AgentProcess {
         if !self.sandboxed {
             return tree.to_vec();
         }
-        let helpers: HashSet<u32> = our_processes()
-            .into_iter()
+        let helpers: HashSet<u32> = crate::procscan::processes()
+            .iter()
             .filter(|p| p.ppid == self.pid)
             .map(|p| p.pid)
             .chain([self.pid])
@@ -443,49 +442,6 @@ fn to_pid(p: u32) -> Option<rustix::process::Pid> {
     rustix::process::Pid::from_raw(raw)
 }
 
-/// One process of ours, as /proc shows it.
-struct ProcInfo {
-    pid: u32,
-    ppid: u32,
-    pgrp: u32,
-    zombie: bool,
-}
-
-fn our_processes() -> Vec<ProcInfo> {
-    let uid = rustix::process::getuid().as_raw();
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|&pid| pid != me)
-        .filter_map(|pid| {
-            let meta = std::fs::metadata(format!("/proc/{pid}")).ok()?;
-            if meta.uid() != uid {
-                return None;
-            }
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name may hold spaces and parentheses: parse after the last ')'.
-            let rest = stat.rsplit_once(')')?.1;
-            let mut f = rest.split_whitespace();
-            let state = f.next()?;
-            let ppid = f.next()?.parse().ok()?;
-            let pgrp = f.next()?.parse().ok()?;
-            Some(ProcInfo {
-                pid,
-                ppid,
-                pgrp,
-                zombie: state == "Z" || state == "X",
-            })
-        })
-        .collect()
-}
-
-fn carries_marker(pid: u32, wanted: &dyn Fn(&str) -> bool) -> bool {
-    marker_of(pid).is_some_and(|m| wanted(&m))
-}
-
 /// The marker in a process's environment, if it has one.
 pub(crate) fn marker_of(pid: u32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
@@ -498,10 +454,10 @@ pub(crate) fn marker_of(pid: u32) -> Option<String> {
 
 /// Live processes of the tree rooted at `root` or carrying `marker`.
 fn tree_of(root: u32, marker: &str) -> Vec<u32> {
-    let procs = our_processes();
+    let procs = crate::procscan::processes();
     let mut members: HashSet<u32> = HashSet::new();
-    for p in &procs {
-        if p.pgrp == root || carries_marker(p.pid, &|m| m == marker) {
+    for p in procs.iter() {
+        if p.pgrp == root || p.marker.as_deref() == Some(marker) {
             members.insert(p.pid);
         }
     }
@@ -509,7 +465,7 @@ fn tree_of(root: u32, marker: &str) -> Vec<u32> {
     members.insert(root);
     loop {
         let before = members.len();
-        for p in &procs {
+        for p in procs.iter() {
             if members.contains(&p.ppid) {
                 members.insert(p.pid);
             }
@@ -525,9 +481,9 @@ fn tree_of(root: u32, marker: &str) -> Vec<u32> {
 /// Kills every process of ours whose marker starts with `prefix`: agents left
 /// behind by an engine that was killed. Returns the pids signalled.
 pub fn kill_marked(prefix: &str) -> Vec<u32> {
-    let pids: Vec<u32> = our_processes()
-        .into_iter()
-        .filter(|p| !p.zombie && carries_marker(p.pid, &|m| m.starts_with(prefix)))
+    let pids: Vec<u32> = crate::procscan::processes()
+        .iter()
+        .filter(|p| !p.zombie && p.marker.as_deref().is_some_and(|m| m.starts_with(prefix)))
         .map(|p| p.pid)
         .collect();
     for &p in &pids {
