@@ -21,7 +21,8 @@
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).
 //! - `OVERSEER_DEMO_PERMISSIONS`, `OVERSEER_DEMO_LATENCY_FILE`,
-//!   `OVERSEER_DEMO_HOLD`: the `permissions` scenario's settings (below).
+//!   `OVERSEER_DEMO_HOLD`, `OVERSEER_DEMO_BARRIER`, `OVERSEER_DEMO_THINK_MS`:
+//!   the `permissions` scenario's settings (below).
 //!
 //! The `permissions` scenario is for benchmarks (`make bench`): once its plan
 //! is approved it sends `OVERSEER_DEMO_PERMISSIONS` (default 20)
@@ -30,7 +31,11 @@
 //! edit-kind one (which asks the user). It times each round trip, from just
 //! before the request is sent to its answer, and appends `<kind> <micros>`
 //! (`read 812`, `edit 2310`) to the file `OVERSEER_DEMO_LATENCY_FILE` names,
-//! if set. Then it writes and commits the greeting like `happy`, so the run
+//! if set. With `OVERSEER_DEMO_BARRIER=<count>:<dir>` it first waits until
+//! `count` agents have left their mark in `dir` (so requests are timed once
+//! every agent has started), and with `OVERSEER_DEMO_THINK_MS` it pauses
+//! about that long before each request, as a real agent waits for its model.
+//! Then it writes and commits the greeting like `happy`, so the run
 //! ends normally. With `OVERSEER_DEMO_HOLD=1` (or a count of 0) it instead
 //! asks for one edit and just waits for the answer: an agent idling on a gate.
 //!
@@ -192,10 +197,29 @@ fn permission_settings() -> Result<PermissionSettings, String> {
         .filter(|f| !f.is_empty())
         .map(PathBuf::from);
     let hold = std::env::var("OVERSEER_DEMO_HOLD").is_ok_and(|h| h.trim() == "1");
+    let barrier = match std::env::var("OVERSEER_DEMO_BARRIER") {
+        Ok(b) if !b.is_empty() => Some(
+            b.split_once(':')
+                .and_then(|(n, dir)| Some((n.trim().parse::<usize>().ok()?, PathBuf::from(dir))))
+                .filter(|(_, dir)| dir.is_absolute())
+                .ok_or_else(|| {
+                    format!("OVERSEER_DEMO_BARRIER must be <count>:<absolute dir>, not {b:?}")
+                })?,
+        ),
+        _ => None,
+    };
+    let think_ms = match std::env::var("OVERSEER_DEMO_THINK_MS") {
+        Ok(n) => n.trim().parse::<u64>().map_err(|_| {
+            format!("OVERSEER_DEMO_THINK_MS must be a number of milliseconds, not {n:?}")
+        })?,
+        Err(_) => 0,
+    };
     Ok(PermissionSettings {
         count,
         latency_file,
         hold: hold || count == 0,
+        barrier,
+        think_ms,
     })
 }
 

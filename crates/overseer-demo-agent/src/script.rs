@@ -103,6 +103,15 @@ pub(crate) struct PermissionSettings {
     /// Ask for one edit and wait for the answer instead of timing
     /// (`OVERSEER_DEMO_HOLD=1`, or a count of 0).
     pub(crate) hold: bool,
+    /// Wait before the first timed request until this many agents are
+    /// ready (`OVERSEER_DEMO_BARRIER=<count>:<dir>`): each leaves a file in
+    /// the directory and waits for the others', so the requests are timed
+    /// with every agent started, not while the others are still starting.
+    pub(crate) barrier: Option<(usize, std::path::PathBuf)>,
+    /// The model's thinking between requests, in ms, as a real agent waits
+    /// for its model between tool calls (`OVERSEER_DEMO_THINK_MS`; each
+    /// pause drawn between half and one and a half times it). 0: none.
+    pub(crate) think_ms: u64,
 }
 
 impl PermissionSettings {

@@ -441,11 +441,17 @@ impl Turn {
                 .ok()
         });
         let count = if settings.hold { 1 } else { settings.count };
+        if let Some((agents, dir)) = &settings.barrier {
+            wait_for_agents(*agents, dir).await;
+        }
         log!(
             "asking for {count} permission(s){}",
             if settings.hold { ", holding" } else { "" }
         );
         for index in 0..count {
+            if settings.think_ms > 0 {
+                tokio::time::sleep(think_time(settings.think_ms)).await;
+            }
             let kind = if settings.hold {
                 acp::ToolKind::Edit
             } else {
@@ -800,4 +806,53 @@ fn git_dir_writable(cwd: &Path) -> bool {
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => true,
         Err(_) => false,
     }
+}
+
+/// The `permissions` scenario's start barrier: leaves this agent's mark in
+/// `dir`, then waits (at most two minutes) until `agents` marks are there.
+async fn wait_for_agents(agents: usize, dir: &std::path::Path) {
+    // Not the pid: in a sandbox's own pid namespace every agent has the same.
+    let mark = dir.join(format!("ready-{:016x}", random_u64()));
+    if let Err(e) = std::fs::write(&mark, b"") {
+        log!(
+            "cannot leave a mark at {}: {e}; not waiting",
+            mark.display()
+        );
+        return;
+    }
+    let ready = || {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("ready-"))
+                .count()
+        })
+    };
+    let deadline = Instant::now() + std::time::Duration::from_secs(120);
+    while ready() < agents {
+        if Instant::now() >= deadline {
+            log!(
+                "only {} of {agents} agents ready after 2 minutes; going on",
+                ready()
+            );
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A pause of about `think_ms` before a request: between half and one and
+/// a half times it, drawn anew each time, so agents do not ask in lockstep.
+fn think_time(think_ms: u64) -> std::time::Duration {
+    let spread = random_u64() % (think_ms + 1);
+    std::time::Duration::from_millis(think_ms / 2 + spread)
+}
+
+/// A number of no importance, different in each process and call (the
+/// standard library's hasher keys are random).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
 }

@@ -6,9 +6,14 @@
 //! The demo agent's `permissions` scenario times each request itself and
 //! alternates a read (the engine answers by rule, no human) and an edit (a
 //! tool_call gate, which a decider task here answers "yes" as a user as soon
-//! as it opens). The baseline is the same measurement with one agent, in the
-//! same run: the other concurrencies are printed as ratios to it. Prints
-//! figures; asserts nothing about them (the machine is shared and noisy).
+//! as it opens). Each concurrency is measured twice: *starting* (every agent
+//! launched at once, asking back to back as soon as its plan is approved,
+//! so requests share the cores with the others' worktrees, containment and
+//! git) and *steady* (every agent started first, then each asking about
+//! every 100 ms, as a fleet at work does). The baseline is the same
+//! measurement with one agent, in the same run: the other concurrencies
+//! are printed as ratios to it. Prints figures; asserts nothing about them
+//! (the machine is shared and noisy).
 
 use overseer_core::{Actor, EngineEvent, GateKind, RunState};
 use overseer_engine::process::MARKER_ENV;
@@ -23,6 +28,13 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// Concurrent agents per measurement; the first is the baseline.
 const LEVELS: [usize; 3] = [1, 10, 50];
+
+/// The model's thinking between two requests in the steady-state
+/// measurement (each pause drawn from half to one and a half times it): a
+/// real agent waits seconds for its model between tool calls, so 100 ms is
+/// a fleet asking far more often than real ones do (50 agents: ~500
+/// requests a second).
+const THINK_MS: u64 = 100;
 
 /// The levels this run measures: `OVERSEER_BENCH_AGENTS=1,50` picks some
 /// of [`LEVELS`] (a quicker look while profiling); all of them by default.
@@ -53,13 +65,39 @@ fn latency_dir(dir: &Path) -> PathBuf {
     dir.join("latency")
 }
 
-/// The agent profile of one concurrency level: its own latency file.
-fn latency_file(dir: &Path, agents: usize) -> PathBuf {
-    latency_dir(dir).join(format!("latency-{agents}.txt"))
+/// The agent profile of one measurement: its own latency file.
+fn latency_file(dir: &Path, pace: Pace, agents: usize) -> PathBuf {
+    latency_dir(dir).join(format!("latency-{}-{agents}.txt", pace.label()))
 }
 
-fn profile_name(agents: usize) -> String {
-    format!("bench{agents}")
+/// How the agents of one measurement ask.
+#[derive(Clone, Copy, PartialEq)]
+enum Pace {
+    /// All started at once, each asking back to back from the moment its
+    /// plan is approved: requests timed while the others are still being
+    /// set up (worktrees, containment, git) on the same cores.
+    Starting,
+    /// Every agent started first (a barrier), then each asking about every
+    /// [`THINK_MS`], as a fleet at work does.
+    Steady,
+}
+
+impl Pace {
+    fn label(self) -> &'static str {
+        match self {
+            Pace::Starting => "starting",
+            Pace::Steady => "steady",
+        }
+    }
+}
+
+fn profile_name(pace: Pace, agents: usize) -> String {
+    format!("{}{agents}", pace.label())
+}
+
+/// Where the agents of a steady measurement meet before asking.
+fn barrier_dir(dir: &Path, agents: usize) -> PathBuf {
+    latency_dir(dir).join(format!("barrier-{agents}"))
 }
 
 /// A temp dir with a git repo, and `overseer.toml` with one demo-agent
@@ -72,11 +110,25 @@ fn setup(dir: &Path, agent: &Path, requests: usize) -> Paths {
     let command = format!("{:?}", agent.to_string_lossy());
     std::fs::create_dir_all(latency_dir(dir)).expect("latency dir");
     let mut toml = String::from("abort_timeout_seconds = 1\n");
-    for agents in LEVELS {
+    for (pace, agents) in LEVELS
+        .map(|n| (Pace::Starting, n))
+        .into_iter()
+        .chain(LEVELS.map(|n| (Pace::Steady, n)))
+    {
+        let steady = if pace == Pace::Steady {
+            let barrier = barrier_dir(dir, agents);
+            std::fs::create_dir_all(&barrier).expect("barrier dir");
+            format!(
+                ", OVERSEER_DEMO_BARRIER = \"{agents}:{}\", OVERSEER_DEMO_THINK_MS = \"{THINK_MS}\"",
+                barrier.to_string_lossy()
+            )
+        } else {
+            String::new()
+        };
         toml.push_str(&format!(
-            "[agents.{}]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?}, BENCH_LATENCY_HOME = {:?} }}\n",
-            profile_name(agents),
-            latency_file(dir, agents).to_string_lossy(),
+            "[agents.{}]\ncommand = {command}\nmode = \"default\"\nenv = {{ OVERSEER_DEMO_STEP_MS = \"0\", OVERSEER_DEMO_PERMISSIONS = \"{requests}\", OVERSEER_DEMO_LATENCY_FILE = {:?}, BENCH_LATENCY_HOME = {:?}{steady} }}\n",
+            profile_name(pace, agents),
+            latency_file(dir, pace, agents).to_string_lossy(),
             latency_dir(dir).to_string_lossy(),
         ));
     }
@@ -250,6 +302,7 @@ fn percentile(v: &[u64], p: f64) -> f64 {
 }
 
 struct Level {
+    pace: Pace,
     agents: usize,
     /// Round trips in µs, sorted: answered by rule (reads), by decision (edits).
     rule: Vec<u64>,
@@ -318,10 +371,14 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         "permission round trip, agent request to ACP answer ({requests} requests per agent, reads and edits alternating)"
     );
     let mut levels = Vec::new();
-    for agents in self::levels() {
+    for (pace, agents) in self::levels()
+        .into_iter()
+        .map(|n| (Pace::Starting, n))
+        .chain(self::levels().into_iter().map(|n| (Pace::Steady, n)))
+    {
         tool_gates.store(0, Ordering::SeqCst);
         let started = Instant::now();
-        let runs = start_tasks(&engine, &profile_name(agents), agents);
+        let runs = start_tasks(&engine, &profile_name(pace, agents), agents);
         all_runs.extend_from_slice(&runs);
         let done = until(&engine, |e| settled(e, &runs)).await;
         let wall = started.elapsed();
@@ -340,7 +397,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
             eprintln!("permission bench: only {reviewed} of {agents} runs reached review");
         }
         release(&engine, &runs);
-        let (rule, decision) = read_latencies(&latency_file(dir, agents));
+        let (rule, decision) = read_latencies(&latency_file(dir, pace, agents));
         // Every timed edit, plus each run's final greeting edit, is a gate.
         let gates = tool_gates.load(Ordering::SeqCst);
         let expected = agents * (requests / 2 + 1);
@@ -350,6 +407,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
             );
         }
         levels.push(Level {
+            pace,
             agents,
             rule,
             decision,
@@ -357,16 +415,21 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         });
     }
     print_levels(&levels);
-    // For `make bench`'s summary (scripts/bench-summary.mjs).
-    if let Some(l) = levels.iter().find(|l| l.agents == 50) {
-        write_figures(
-            "permission.json",
-            &format!(
-                "{{\"permission_round_trip_p99_ms_50_agents\": {:.3}, \"permission_round_trip_p50_ms_50_agents\": {:.3}}}\n",
-                percentile(&l.rule, 99.0),
-                percentile(&l.rule, 50.0)
-            ),
-        );
+    // For `make bench`'s summary (scripts/bench-summary.mjs): the goal's
+    // figure is the steady fleet's; the starting one is kept beside it.
+    let mut figures = Vec::new();
+    for (pace, suffix) in [(Pace::Steady, ""), (Pace::Starting, "_starting")] {
+        if let Some(l) = levels.iter().find(|l| l.agents == 50 && l.pace == pace) {
+            for (p, name) in [(99.0, "p99"), (50.0, "p50")] {
+                figures.push(format!(
+                    "\"permission_round_trip_{name}_ms_50_agents{suffix}\": {:.3}",
+                    percentile(&l.rule, p)
+                ));
+            }
+        }
+    }
+    if !figures.is_empty() {
+        write_figures("permission.json", &format!("{{{}}}\n", figures.join(", ")));
     }
 
     // CPU while agents wait on gates, beside the idle engine.
@@ -442,11 +505,12 @@ async fn measure_cpu() -> (f64, f64) {
 
 fn print_levels(levels: &[Level]) {
     println!(
-        "{:>6}  {:<8}  {:>5}  {:>9}  {:>9}  {:>11}  {:>7}",
-        "agents", "answer", "n", "p50 ms", "p99 ms", "p50 vs 1", "wall s"
+        "{:<8}  {:>6}  {:<8}  {:>5}  {:>9}  {:>9}  {:>11}  {:>7}",
+        "agents", "", "answer", "n", "p50 ms", "p99 ms", "p50 vs 1", "wall s"
     );
-    let base = levels.first();
     for level in levels {
+        // The baseline: one agent, asking at the same pace.
+        let base = levels.iter().find(|b| b.pace == level.pace);
         for (label, values, base_values) in [
             ("rule", &level.rule, base.map(|b| &b.rule)),
             ("decision", &level.decision, base.map(|b| &b.decision)),
@@ -454,7 +518,8 @@ fn print_levels(levels: &[Level]) {
             let p50 = percentile(values, 50.0);
             let ratio = base_values.map_or(f64::NAN, |b| p50 / percentile(b, 50.0));
             println!(
-                "{:>6}  {:<8}  {:>5}  {:>9.3}  {:>9.3}  {:>10.2}x  {:>7.1}",
+                "{:<8}  {:>6}  {:<8}  {:>5}  {:>9.3}  {:>9.3}  {:>10.2}x  {:>7.1}",
+                level.pace.label(),
                 level.agents,
                 label,
                 values.len(),
