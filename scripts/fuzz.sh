@@ -35,6 +35,7 @@ for t in "${targets[@]}"; do
   log="target/fuzz-$t.log"
   echo "fuzz: $t for ${seconds}s"
   start=$(date +%s)
+  before=$(find "artifacts/$t" -type f | wc -l)
   status=0
   cargo fuzz run "${flags[@]}" "$t" "target/corpus/$t" "corpus/$t" -- \
     -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=8192 \
@@ -48,7 +49,14 @@ for t in "${targets[@]}"; do
   summary+=("$(printf '%-12s %6ss %12s inputs' "$t" "$took" "$runs")")
   if [ "$status" -ne 0 ]; then
     tail -40 "$log" >&2
-    echo "fuzz: $t FAILED (exit $status); the input is in fuzz/artifacts/$t/, the log in fuzz/$log" >&2
+    # A failing input is a new file in artifacts/; anything else (the target
+    # did not build, libFuzzer refused its options) left none.
+    if [ "$(find "artifacts/$t" -type f | wc -l)" -gt "$before" ]; then
+      newest=$(ls -t "artifacts/$t" | head -1)
+      echo "fuzz: $t FOUND A FAILING INPUT (exit $status): fuzz/artifacts/$t/$newest; the log is fuzz/$log" >&2
+    else
+      echo "fuzz: $t did not run to its end (exit $status) and saved no input: see fuzz/$log (a build error?)" >&2
+    fi
     exit 1
   fi
 done
