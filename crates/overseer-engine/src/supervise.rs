@@ -364,8 +364,7 @@ impl Engine {
     /// answers), the task's, the workspace's, or built in. A rule the task or
     /// workspace holds is named theirs (an "always" answer can only repeat
     /// one of theirs word for word, with the same effect).
-    fn rule_layer(&self, run: RunId, rule: &str, list: RuleList) -> String {
-        let work = self.store().run_work(run).ok();
+    fn rule_layer(work: &RunWork, rule: &str, list: RuleList) -> String {
         let has = |set: &RuleSet, part: &str| {
             let rules = match list {
                 RuleList::Allow => &set.allow,
@@ -373,19 +372,21 @@ impl Engine {
             };
             rules.iter().any(|r| r.to_string() == part)
         };
-        let layer_of = |part: &str| match &work {
-            Some(w) if has(&w.task_settings.permissions, part) => "task rule",
-            Some(w) if has(&w.workspace.settings.permissions, part) => "workspace rule",
-            _ if part == rules::CONFINEMENT
+        let layer_of = |part: &str| {
+            if has(&work.task_settings.permissions, part) {
+                "task rule"
+            } else if has(&work.workspace.settings.permissions, part) {
+                "workspace rule"
+            } else if part == rules::CONFINEMENT
                 || part.starts_with("default:")
-                || part.starts_with("read-only session") =>
+                || part.starts_with("read-only session")
             {
                 "built-in rule"
+            } else {
+                // Not the task's nor the workspace's: an "always" answer's
+                // rule, which a launched run keeps with its turn.
+                LAYER_RUN
             }
-            // Not the task's nor the workspace's: an "always" answer's rule,
-            // which a launched run keeps with its turn.
-            Some(_) => LAYER_RUN,
-            None => "rule of an unknown layer",
         };
         // A compound command allowed part by part names each part's rule.
         let mut layers: Vec<&str> = Vec::new();
@@ -398,22 +399,21 @@ impl Engine {
         layers.join(" + ")
     }
 
-    /// A permission rule allowed a tool call: its decision record, then its
-    /// timeline entry. Err (nothing allowed) when the record cannot be
-    /// written: no allow without its record.
+    /// A permission rule allowed a tool call: its decision record and its
+    /// timeline entry, in one write. Err (nothing allowed) when they cannot
+    /// be written: no allow without its record.
     pub(crate) fn record_rule_allow(
         &self,
-        run: RunId,
+        work: &RunWork,
         title: &str,
         req: &ToolRequest,
         rule: &str,
         source: Option<String>,
     ) -> Result<(), ApiError> {
-        let layer = self.rule_layer(run, rule, RuleList::Allow);
-        self.note_decision(
+        let run = work.run_id;
+        let layer = Self::rule_layer(work, rule, RuleList::Allow);
+        self.record_rule_decision(
             run,
-            None,
-            &Actor::Engine,
             &DecisionInput {
                 verdict: Some(Verdict::Approve),
                 rationale: Some(format!("allowed by rule ({layer}): {title}")),
@@ -421,16 +421,28 @@ impl Engine {
                 source_event: source,
                 ..DecisionInput::default()
             },
-        )?;
-        let _ = self.record_activity(
-            run,
             Activity::ToolAllowed(RuleDecision {
                 title: title.to_owned(),
                 kind: req.kind.clone(),
                 text: format!("{rule} ({layer})"),
             }),
-        );
-        Ok(())
+        )
+    }
+
+    /// A rule's decision record and its timeline entry, committed together
+    /// (one commit on the way to the agent's answer, not two), then pushed.
+    fn record_rule_decision(
+        &self,
+        run: RunId,
+        input: &DecisionInput,
+        entry: Activity,
+    ) -> Result<(), ApiError> {
+        let now = self.clock.now();
+        let id = self.write(|tx| {
+            tx.record_decision_note(run, None, &Actor::Engine, input, now)?;
+            tx.record_run_event(run, &entry, now)
+        })?;
+        self.publish_activity(run, id, now, entry)
     }
 
     /// A permission rule denied a tool call: its decision record and
@@ -438,18 +450,17 @@ impl Engine {
     /// written (the safe side); the failure is logged.
     pub(crate) fn record_rule_deny(
         &self,
-        run: RunId,
+        work: &RunWork,
         title: &str,
         req: &ToolRequest,
         rule: &str,
         reason: &str,
         source: Option<String>,
     ) {
-        let layer = self.rule_layer(run, rule, RuleList::Deny);
-        if let Err(e) = self.note_decision(
+        let run = work.run_id;
+        let layer = Self::rule_layer(work, rule, RuleList::Deny);
+        if let Err(e) = self.record_rule_decision(
             run,
-            None,
-            &Actor::Engine,
             &DecisionInput {
                 verdict: Some(Verdict::Reject),
                 rationale: Some(format!("{reason} ({layer}): {title}")),
@@ -457,17 +468,14 @@ impl Engine {
                 source_event: source,
                 ..DecisionInput::default()
             },
-        ) {
-            tracing::error!(run = %run, "cannot record a rule's denial: {}", e.message);
-        }
-        let _ = self.record_activity(
-            run,
             Activity::ToolDenied(RuleDecision {
                 title: title.to_owned(),
                 kind: req.kind.clone(),
                 text: format!("{reason} ({layer})"),
             }),
-        );
+        ) {
+            tracing::error!(run = %run, "cannot record a rule's denial: {}", e.message);
+        }
     }
 
     /// Every decision recorded on `run` (rules, the supervisor, timers,

@@ -554,6 +554,17 @@ impl Engine {
     pub(crate) fn record_activity(&self, run: RunId, entry: Activity) -> Result<(), ApiError> {
         let now = self.clock.now();
         let id = self.write(|tx| tx.record_run_event(run, &entry, now))?;
+        self.publish_activity(run, id, now, entry)
+    }
+
+    /// Tells everyone of a timeline entry just committed (id `id`, at `now`).
+    pub(crate) fn publish_activity(
+        &self,
+        run: RunId,
+        id: i64,
+        now: i64,
+        entry: Activity,
+    ) -> Result<(), ApiError> {
         // A new plan or sensor result changes the row's current step or
         // sensors column: push the row too, so the dashboard follows.
         let row_changes = entry.changes_run_row();

@@ -4,8 +4,8 @@
 //! caller's data, so none has to be `Send` or `'static`), one at a time
 //! under the writer's lock, each inside its own savepoint. The first writer
 //! to find no transaction open begins one and leads the batch: after its own
-//! closure it lets go of the lock for a moment, so writers that arrived
-//! meanwhile add theirs, then commits them all at once and tells each
+//! closure, if writers are waiting for the lock, it lets go of it for a
+//! moment so they add theirs, then commits them all at once and tells each
 //! follower the outcome. Nobody waits for a batch to fill: a lone writer
 //! commits at once, and a batch only forms when writers actually overlap.
 //!
@@ -27,7 +27,7 @@ use crate::{Keyring, StoreError};
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// The one write connection of a [`crate::Store`], shared by every writer.
@@ -36,6 +36,8 @@ pub struct Writer {
     /// Batches committed, and the writes they held (for tests and benches).
     batches: AtomicU64,
     writes: AtomicU64,
+    /// Writers waiting for the lock: a leader lets them join its batch.
+    arriving: AtomicUsize,
     committed: Condvar,
     keyring: Arc<Keyring>,
     path: PathBuf,
@@ -100,6 +102,7 @@ impl Writer {
             }),
             batches: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            arriving: AtomicUsize::new(0),
             committed: Condvar::new(),
             keyring,
             path: path.to_owned(),
@@ -135,7 +138,9 @@ impl Writer {
         // Declared before the lock's guard, so that on a panic the guard is
         // dropped (the lock let go) before the leader ends its batch.
         let finish: Option<Finish<'_>>;
+        self.arriving.fetch_add(1, Ordering::SeqCst);
         let mut st = self.lock();
+        self.arriving.fetch_sub(1, Ordering::SeqCst);
         let (batch, leader) = match &st.open {
             Some(b) => (b.id, false),
             None => {
@@ -198,8 +203,13 @@ impl Writer {
             }
         }
         // The leader: let writers waiting on the lock join, then commit.
+        // Only when there are some: yielding hands the core to whatever else
+        // is runnable (on a loaded machine, for a whole time slice), which a
+        // lone writer need not wait for.
         drop(st);
-        std::thread::yield_now();
+        if self.arriving.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
         let committed = finish.map_or(Ok(()), Finish::commit);
         match (out, committed) {
             (Ok(v), Ok(())) => Ok(v),

@@ -105,7 +105,7 @@ pub(super) async fn tool_permission(
         Permission::Allow { rule } => {
             // No allow without its record: if the decision cannot be
             // written, the agent is not allowed.
-            if let Err(e) = engine.record_rule_allow(run, &title, &req, &rule, source) {
+            if let Err(e) = engine.record_rule_allow(work, &title, &req, &rule, source) {
                 tracing::error!(
                     run = %run,
                     "cannot record a rule's allow, so it is not given: {}",
@@ -116,7 +116,7 @@ pub(super) async fn tool_permission(
             offered.allow()
         }
         Permission::Deny { rule, reason } => {
-            engine.record_rule_deny(run, &title, &req, &rule, &reason, source);
+            engine.record_rule_deny(work, &title, &req, &rule, &reason, source);
             turn.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .rejections

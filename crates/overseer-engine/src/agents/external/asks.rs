@@ -43,7 +43,7 @@ impl Engine {
         };
         match permission {
             Permission::Allow { rule } => {
-                self.record_rule_allow(run, &title, &req, &rule, source)?;
+                self.record_rule_allow(work, &title, &req, &rule, source)?;
                 let decision = match stage {
                     // Before the tool runs: the agent's own permission
                     // system goes on (a stricter rule of its own still holds).
@@ -56,7 +56,7 @@ impl Engine {
                 })
             }
             Permission::Deny { rule, reason } => {
-                self.record_rule_deny(run, &title, &req, &rule, &reason, source);
+                self.record_rule_deny(work, &title, &req, &rule, &reason, source);
                 Ok(SessionAnswer::Tool {
                     decision: ToolDecision::Deny,
                     reason: Some(format!("Overseer: {reason} ({rule})")),
