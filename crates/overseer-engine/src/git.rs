@@ -161,6 +161,107 @@ fn background_output(mut cmd: Command) -> Result<Output, GitError> {
     crate::blocking::off_worker(|| child.wait_with_output()).map_err(GitError::Missing)
 }
 
+/// The state of a repository's own configuration files, as far as it
+/// decides the drivers `git config` would list: the files' identity, size
+/// and change times. Only for a plain `.git` directory whose configuration
+/// includes nothing (anything else is asked of git every time).
+#[derive(Clone, PartialEq, Eq)]
+struct ConfigStamp {
+    git_dir: PathBuf,
+    /// `config`, then `config.worktree`: None where there is none.
+    files: Vec<Option<FileStamp>>,
+}
+
+/// A file's identity, size and change times.
+#[derive(Clone, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl ConfigStamp {
+    fn of(git_dir: &Path) -> Option<ConfigStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(git_dir).ok()?;
+        // A `.git` file (a linked worktree, a submodule) or a symlink points
+        // elsewhere; a `commondir` shares another repository's config.
+        if !meta.is_dir() || git_dir.join("commondir").exists() {
+            return None;
+        }
+        let mut files = Vec::new();
+        for name in ["config", "config.worktree"] {
+            let path = git_dir.join(name);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => {
+                    // An include may name any file, changed without a trace here.
+                    let text = std::fs::read(&path).ok()?;
+                    if text
+                        .to_ascii_lowercase()
+                        .windows(7)
+                        .any(|w| w == b"include")
+                    {
+                        return None;
+                    }
+                    files.push(Some(FileStamp {
+                        dev: m.dev(),
+                        ino: m.ino(),
+                        size: m.size(),
+                        modified: (m.mtime(), m.mtime_nsec()),
+                        changed: (m.ctime(), m.ctime_nsec()),
+                    }));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => files.push(None),
+                // A directory or a symlink where a config file should be.
+                Ok(_) | Err(_) => return None,
+            }
+        }
+        Some(ConfigStamp {
+            git_dir: git_dir.to_owned(),
+            files,
+        })
+    }
+}
+
+/// Drivers found by `git config`, by repository, with the state of its
+/// configuration then. A run's dozens of git commands each opened the
+/// repository and asked git for its drivers first: a third of the engine's
+/// git processes.
+type KnownDrivers =
+    std::sync::Mutex<std::collections::HashMap<PathBuf, (ConfigStamp, Vec<(String, String)>)>>;
+
+fn known_drivers() -> &'static KnownDrivers {
+    static KNOWN: std::sync::OnceLock<KnownDrivers> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// The drivers git listed for this repository, if its configuration files
+/// are exactly as they were then.
+fn drivers_known(stamp: &ConfigStamp) -> Option<Vec<(String, String)>> {
+    let known = known_drivers()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    known
+        .get(&stamp.git_dir)
+        .filter(|(then, _)| then == stamp)
+        .map(|(_, neutral)| neutral.clone())
+}
+
+/// Remembers what git listed, with the state read before asking it (so a
+/// change while git ran is seen as a change next time).
+fn remember_drivers(stamp: ConfigStamp, neutral: &[(String, String)]) {
+    let mut known = known_drivers()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Runs' repositories come and go: start over past a large fleet's worth.
+    if known.len() >= 1024 {
+        known.clear();
+    }
+    known.insert(stamp.git_dir.clone(), (stamp, neutral.to_vec()));
+}
+
 /// One repository as the engine's git sees it, with the drivers its
 /// configuration defines neutralised for every command run through it.
 pub(crate) struct Git {
@@ -191,7 +292,17 @@ impl Git {
             dir: dir.to_owned(),
             neutral: Vec::new(),
         };
-        git.neutral = git.drivers()?;
+        let stamp = ConfigStamp::of(&dir.join(".git"));
+        git.neutral = match stamp.as_ref().and_then(drivers_known) {
+            Some(neutral) => neutral,
+            None => {
+                let neutral = git.drivers()?;
+                if let Some(stamp) = stamp {
+                    remember_drivers(stamp, &neutral);
+                }
+                neutral
+            }
+        };
         Ok(git)
     }
 
@@ -751,4 +862,45 @@ pub fn merge(repo: &Path, tip: &str, base: &str, message: &str) -> Result<String
     let commit = merge_commit(repo, base, &old, &tip_commit, tip, message)?;
     advance_base(repo, base, &old, &commit)?;
     Ok(commit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConfigStamp;
+    use std::process::Command;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .status()
+            .expect("git")
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// The drivers git listed are reused only while the configuration is
+    /// as it was: a driver added later changes the stamp, and a config
+    /// that includes another file is never stamped.
+    #[test]
+    fn a_config_stamp_changes_with_the_config_and_includes_are_not_stamped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        git(dir.path(), &["init", "-q"]);
+        let git_dir = dir.path().join(".git");
+        let before = ConfigStamp::of(&git_dir).expect("a plain repository is stamped");
+        assert!(
+            before == ConfigStamp::of(&git_dir).expect("again"),
+            "unchanged"
+        );
+        git(dir.path(), &["config", "filter.evil.clean", "evil"]);
+        let after = ConfigStamp::of(&git_dir).expect("stamped");
+        assert!(before != after, "a new driver changes the stamp");
+        git(dir.path(), &["config", "include.path", "/tmp/elsewhere"]);
+        assert!(
+            ConfigStamp::of(&git_dir).is_none(),
+            "a config with an include is asked of git every time"
+        );
+        assert!(ConfigStamp::of(&dir.path().join("missing")).is_none());
+    }
 }
