@@ -13,7 +13,8 @@ run: setup app
 test: setup lint rust-test ui-test e2e fuzz-smoke
 
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
-## decision latency, tool-call permission round trips with 1/10/50 demo agents, engine CPU
+## decision latency, tool-call permission round trips with 1/10/50 demo agents (all starting
+## at once, and a started fleet each asking about every 100 ms), engine CPU
 ## while agents wait, and in the real window: dashboard cold start, reload and filter with
 ## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
 ## the idle PSS of the whole process tree), then merge every figure into
