@@ -1088,8 +1088,12 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
             let mut every = tokio::time::interval(Duration::from_secs(30));
             loop {
                 every.tick().await;
-                if let Err(e) = engine.checkpoint_if_moved() {
-                    tracing::warn!("checkpoint: {e}");
+                // It fsyncs: not on a worker the agents' answers need.
+                let engine = engine.clone();
+                match tokio::task::spawn_blocking(move || engine.checkpoint_if_moved()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!("checkpoint: {e}"),
+                    Err(e) => tracing::warn!("checkpoint: {e}"),
                 }
             }
         })
