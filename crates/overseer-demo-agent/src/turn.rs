@@ -856,3 +856,49 @@ fn random_u64() -> u64 {
     h.write_u128(Instant::now().elapsed().as_nanos());
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{think_time, wait_for_agents};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_think_time_is_between_half_and_one_and_a_half_times_the_setting() {
+        for _ in 0..200 {
+            let t = think_time(100);
+            assert!(
+                (Duration::from_millis(50)..=Duration::from_millis(150)).contains(&t),
+                "{t:?}"
+            );
+        }
+    }
+
+    /// The barrier lets an agent go once the count of marks is reached
+    /// (each agent's mark has a name of its own, even with equal pids).
+    #[test]
+    fn the_barrier_waits_for_the_other_agents_marks() {
+        let dir = std::env::temp_dir().join(format!("demo-barrier-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let started = Instant::now();
+        rt.block_on(async {
+            let other = dir.clone();
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                wait_for_agents(2, &other).await;
+            });
+            wait_for_agents(2, &dir).await;
+            late.await.expect("the other agent");
+        });
+        let marks = std::fs::read_dir(&dir).expect("read").count();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(marks, 2, "one mark per agent");
+        assert!(
+            started.elapsed() >= Duration::from_millis(200),
+            "the first agent waited for the second"
+        );
+    }
+}
