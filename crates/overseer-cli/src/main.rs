@@ -1074,6 +1074,10 @@ fn verify(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
+    // Before anything else: a SIGTERM that arrives while the engine starts
+    // (the socket may already answer) is a clean stop once it has started,
+    // not the default death that leaves agents and no final checkpoint.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let engine = Arc::new(
         Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier))
             .map_err(ApiError::from)?,
@@ -1098,7 +1102,6 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
             }
         })
     };
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

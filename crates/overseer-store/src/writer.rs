@@ -41,7 +41,21 @@ pub struct Writer {
     committed: Condvar,
     keyring: Arc<Keyring>,
     path: PathBuf,
+    /// Asks the checkpointer to copy the WAL back; None when it could not
+    /// start (SQLite's own automatic checkpoint is left on then).
+    checkpointer: Option<std::sync::mpsc::SyncSender<()>>,
+    /// Checkpoints the checkpointer ran (for tests and benches).
+    checkpoints: Arc<AtomicU64>,
 }
+
+/// Committed batches between two requests to the checkpointer.
+const CHECKPOINT_EVERY: u64 = 64;
+
+/// A WAL larger than this is checkpointed by the writer itself, as SQLite
+/// would (its default is 1,000 pages, about 4 MB): under a write load with
+/// no pause, the checkpointer never catches up with the last frame, so the
+/// WAL would never start over and would grow without end.
+const WAL_LIMIT: u64 = 8 * 1024 * 1024;
 
 struct State {
     conn: Connection,
@@ -93,6 +107,13 @@ impl CommitFailure {
 
 impl Writer {
     pub(crate) fn new(conn: Connection, keyring: Arc<Keyring>, path: &Path) -> Self {
+        let checkpoints = Arc::new(AtomicU64::new(0));
+        let checkpointer = start_checkpointer(path, checkpoints.clone());
+        if checkpointer.is_some() {
+            if let Err(e) = conn.pragma_update(None, "wal_autocheckpoint", 0) {
+                eprintln!("overseer-store: automatic checkpoints stay on: {e}");
+            }
+        }
         Writer {
             state: Mutex::new(State {
                 conn,
@@ -106,7 +127,35 @@ impl Writer {
             committed: Condvar::new(),
             keyring,
             path: path.to_owned(),
+            checkpointer,
+            checkpoints,
         }
+    }
+
+    /// After a commit: the checkpointer is asked to copy the WAL back; a WAL
+    /// past [`WAL_LIMIT`] is copied back here, holding the writer's lock (no
+    /// writer can add frames meanwhile, so it completes and the next
+    /// transaction starts the WAL over).
+    fn checkpoint(&self, conn: &Connection) {
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        let oversized = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_LIMIT);
+        match &self.checkpointer {
+            Some(ask) if !oversized => {
+                // Full: one is asked for already.
+                let _ = ask.try_send(());
+            }
+            Some(_) | None => {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    eprintln!("overseer-store: a WAL checkpoint failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// How many WAL checkpoints the checkpointer ran.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpoints.load(Ordering::Relaxed)
     }
 
     /// How many batches were committed, and how many writes they held: a
@@ -325,8 +374,11 @@ impl Writer {
             let _ = st.conn.execute_batch("ROLLBACK");
         }
         if committed.is_ok() {
-            self.batches.fetch_add(1, Ordering::Relaxed);
+            let batches = self.batches.fetch_add(1, Ordering::Relaxed) + 1;
             self.writes.fetch_add(open.kept, Ordering::Relaxed);
+            if batches.is_multiple_of(CHECKPOINT_EVERY) {
+                self.checkpoint(&st.conn);
+            }
         }
         if open.followers > 0 {
             let failure = committed.as_ref().err().map(CommitFailure::of);
@@ -336,4 +388,34 @@ impl Writer {
         self.committed.notify_all();
         committed.map_err(|e| self.sql(e))
     }
+}
+
+/// Copies the WAL back into the database on a thread and connection of its
+/// own (`PRAGMA wal_checkpoint(PASSIVE)`: it waits for no reader nor
+/// writer), when asked after every [`CHECKPOINT_EVERY`] commits. SQLite's
+/// automatic checkpoint ran inside whichever commit took the WAL past 1,000
+/// pages, with the checkpoint's fsyncs, while every writer of that batch
+/// (and the agents waiting for their answers) waited for it. The thread
+/// ends with the writer. None if its connection cannot be opened.
+fn start_checkpointer(
+    path: &Path,
+    done: Arc<AtomicU64>,
+) -> Option<std::sync::mpsc::SyncSender<()>> {
+    let conn = Connection::open(path).ok()?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).ok()?;
+    let (ask, asked) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new()
+        .name("overseer-checkpoint".to_owned())
+        .spawn(move || {
+            while asked.recv().is_ok() {
+                match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    Ok(()) => {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => eprintln!("overseer-store: a WAL checkpoint failed: {e}"),
+                }
+            }
+        })
+        .ok()?;
+    Some(ask)
 }
