@@ -269,6 +269,9 @@ fn the_checkpointer_copies_the_wal_back_while_writers_go_on() {
     // holds them all (~25 MB); the checkpointer alone never catches up with
     // the last frame, so past 8 MB the writer checkpoints it itself and it
     // starts over.
-    assert!(largest < 12 * 1024 * 1024, "the WAL grew to {largest} bytes");
+    assert!(
+        largest < 12 * 1024 * 1024,
+        "the WAL grew to {largest} bytes"
+    );
     assert_eq!(record_count(&f), 2_000);
 }
