@@ -29,9 +29,10 @@
 //! `session/request_permission` requests one after another, alternating a
 //! read-kind tool call (a client's rules may allow it without a human) and an
 //! edit-kind one (which asks the user). It times each round trip, from just
-//! before the request is sent to its answer, and appends `<kind> <micros>`
-//! (`read 812`, `edit 2310`) to the file `OVERSEER_DEMO_LATENCY_FILE` names,
-//! if set. With `OVERSEER_DEMO_BARRIER=<count>:<dir>` it first waits until
+//! before the request is sent to its answer, and appends
+//! `<kind> <micros> <answered at>` (`read 812 1764000000123456`, the time in
+//! microseconds since the Unix epoch) to the file `OVERSEER_DEMO_LATENCY_FILE`
+//! names, if set, and `finished <time>` after its last request. With `OVERSEER_DEMO_BARRIER=<count>:<dir>` it first waits until
 //! `count` agents have left their mark in `dir` (so requests are timed once
 //! every agent has started), and with `OVERSEER_DEMO_THINK_MS` it pauses
 //! about that long before each request, as a real agent waits for its model.

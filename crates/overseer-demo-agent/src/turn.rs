@@ -428,7 +428,8 @@ impl Turn {
     }
 
     /// The `permissions` scenario's requests (see the crate docs): timed
-    /// round trips, one `<kind> <micros>` line each in the latency file.
+    /// round trips, one `<kind> <micros> <answered at>` line each in the
+    /// latency file, and `finished <time>` after the last.
     /// `Some` ends the turn early (the user said no).
     async fn time_permissions(&mut self) -> Step<Option<acp::StopReason>> {
         let settings = self.demo.permissions.clone();
@@ -483,7 +484,8 @@ impl Turn {
             let micros = started.elapsed().as_micros();
             if let Some(file) = latencies.as_mut() {
                 // One write per line: agents may share the file.
-                if let Err(e) = file.write_all(format!("{name} {micros}\n").as_bytes()) {
+                let line = format!("{name} {micros} {}\n", unix_micros());
+                if let Err(e) = file.write_all(line.as_bytes()) {
                     log!("cannot record a latency: {e}");
                     latencies = None;
                 }
@@ -494,6 +496,13 @@ impl Turn {
                 return Ok(Some(acp::StopReason::EndTurn));
             }
             self.tool_status(&id, acp::ToolCallStatus::Completed)?;
+        }
+        // When this agent stopped asking: the bench tells the round trips
+        // of a fleet still asking from those beside runs that are finishing.
+        if let Some(file) = latencies.as_mut() {
+            if let Err(e) = file.write_all(format!("finished {}\n", unix_micros()).as_bytes()) {
+                log!("cannot record the end of the requests: {e}");
+            }
         }
         Ok(None)
     }
@@ -839,6 +848,14 @@ async fn wait_for_agents(agents: usize, dir: &std::path::Path) {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// Microseconds since the Unix epoch (0 if the clock is before it): a time
+/// every agent of a bench shares.
+fn unix_micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
 }
 
 /// A pause of about `think_ms` before a request: between half and one and

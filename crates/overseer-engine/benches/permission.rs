@@ -307,22 +307,45 @@ struct Level {
     /// Round trips in µs, sorted: answered by rule (reads), by decision (edits).
     rule: Vec<u64>,
     decision: Vec<u64>,
+    /// The rule round trips answered before the first agent stopped asking
+    /// (a fleet still at work), sorted; the rest came beside finishing runs.
+    rule_before_first_finish: Vec<u64>,
     wall: Duration,
 }
 
-fn read_latencies(file: &Path) -> (Vec<u64>, Vec<u64>) {
+/// What the agents wrote to a latency file (see the demo agent's docs).
+#[derive(Default)]
+struct Latencies {
+    /// (round trip µs, answered at µs since the epoch).
+    rule: Vec<(u64, u64)>,
+    decision: Vec<(u64, u64)>,
+    /// When each agent stopped asking.
+    finished: Vec<u64>,
+}
+
+fn read_latencies(file: &Path) -> Latencies {
     let text = std::fs::read_to_string(file).unwrap_or_default();
-    let (mut rule, mut decision) = (Vec::new(), Vec::new());
+    let mut out = Latencies::default();
     for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("read", us)) => rule.extend(us.trim().parse::<u64>().ok()),
-            Some(("edit", us)) => decision.extend(us.trim().parse::<u64>().ok()),
+        let fields: Vec<Option<u64>> = line
+            .split(' ')
+            .skip(1)
+            .map(|f| f.trim().parse().ok())
+            .collect();
+        match (line.split(' ').next(), fields.as_slice()) {
+            (Some("read"), [Some(us), Some(at)]) => out.rule.push((*us, *at)),
+            (Some("edit"), [Some(us), Some(at)]) => out.decision.push((*us, *at)),
+            (Some("finished"), [Some(at)]) => out.finished.push(*at),
             _ => eprintln!("permission bench: ignoring latency line {line:?}"),
         }
     }
-    rule.sort_unstable();
-    decision.sort_unstable();
-    (rule, decision)
+    out
+}
+
+fn sorted(v: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut v: Vec<u64> = v.collect();
+    v.sort_unstable();
+    v
 }
 
 fn main() {
@@ -397,7 +420,8 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
             eprintln!("permission bench: only {reviewed} of {agents} runs reached review");
         }
         release(&engine, &runs);
-        let (rule, decision) = read_latencies(&latency_file(dir, pace, agents));
+        let latencies = read_latencies(&latency_file(dir, pace, agents));
+        let first_finish = latencies.finished.iter().min().copied().unwrap_or(u64::MAX);
         // Every timed edit, plus each run's final greeting edit, is a gate.
         let gates = tool_gates.load(Ordering::SeqCst);
         let expected = agents * (requests / 2 + 1);
@@ -409,8 +433,15 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         levels.push(Level {
             pace,
             agents,
-            rule,
-            decision,
+            rule: sorted(latencies.rule.iter().map(|(us, _)| *us)),
+            decision: sorted(latencies.decision.iter().map(|(us, _)| *us)),
+            rule_before_first_finish: sorted(
+                latencies
+                    .rule
+                    .iter()
+                    .filter(|(_, at)| *at < first_finish)
+                    .map(|(us, _)| *us),
+            ),
             wall,
         });
     }
@@ -424,6 +455,12 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
                 figures.push(format!(
                     "\"permission_round_trip_{name}_ms_50_agents{suffix}\": {:.3}",
                     percentile(&l.rule, p)
+                ));
+            }
+            if pace == Pace::Steady {
+                figures.push(format!(
+                    "\"permission_round_trip_p99_ms_50_agents_before_first_finish\": {:.3}",
+                    percentile(&l.rule_before_first_finish, 99.0)
                 ));
             }
         }
@@ -529,5 +566,21 @@ fn print_levels(levels: &[Level]) {
                 level.wall.as_secs_f64()
             );
         }
+        // A steady fleet before any of its runs finishes (commits, diffs,
+        // review gates and exiting agents all at once). Not for a starting
+        // one: its first agent is done before the last has started.
+        if level.pace != Pace::Steady || level.agents == 1 {
+            continue;
+        }
+        let before = &level.rule_before_first_finish;
+        println!(
+            "{:<8}  {:>6}  {:<8}  {:>5}  {:>9.3}  {:>9.3}  (rule, before the first run stopped asking)",
+            "",
+            "",
+            "",
+            before.len(),
+            percentile(before, 50.0),
+            percentile(before, 99.0),
+        );
     }
 }
