@@ -311,6 +311,8 @@ struct Level {
     /// (a fleet still at work), sorted; the rest came beside finishing runs.
     rule_before_first_finish: Vec<u64>,
     wall: Duration,
+    /// The engine's CPU time from launching the runs to their review gates.
+    engine_cpu: Duration,
 }
 
 /// What the agents wrote to a latency file (see the demo agent's docs).
@@ -400,11 +402,12 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         .chain(self::levels().into_iter().map(|n| (Pace::Steady, n)))
     {
         tool_gates.store(0, Ordering::SeqCst);
-        let started = Instant::now();
+        let (started, cpu_before) = (Instant::now(), cpu_time());
         let runs = start_tasks(&engine, &profile_name(pace, agents), agents);
         all_runs.extend_from_slice(&runs);
         let done = until(&engine, |e| settled(e, &runs)).await;
         let wall = started.elapsed();
+        let engine_cpu = cpu_time().saturating_sub(cpu_before);
         if !done {
             eprintln!("permission bench: {agents} agents did not finish in {PHASE_LIMIT:?}");
         }
@@ -443,6 +446,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
                     .map(|(us, _)| *us),
             ),
             wall,
+            engine_cpu,
         });
     }
     print_levels(&levels);
@@ -581,6 +585,16 @@ fn print_levels(levels: &[Level]) {
             before.len(),
             percentile(before, 50.0),
             percentile(before, 99.0),
+        );
+    }
+    // Load-independent where the latencies are not: what each run costs
+    // the engine (launch, every message, git, the review gate).
+    for level in levels.iter().filter(|l| l.pace == Pace::Steady) {
+        println!(
+            "engine CPU per run, {} agent(s): {:.1} ms ({:.0} ms for the level)",
+            level.agents,
+            level.engine_cpu.as_secs_f64() * 1000.0 / level.agents as f64,
+            level.engine_cpu.as_secs_f64() * 1000.0
         );
     }
 }
