@@ -237,6 +237,12 @@ impl AgentProcess {
 
     /// Every live process of this agent's tree.
     fn tree(&mut self) -> Vec<u32> {
+        let procs = crate::procscan::processes();
+        self.tree_in(&procs)
+    }
+
+    /// [`AgentProcess::tree`] from a scan at hand.
+    fn tree_in(&mut self, procs: &[crate::procscan::Proc]) -> Vec<u32> {
         let own = self
             .child
             .try_wait()
@@ -244,7 +250,7 @@ impl AgentProcess {
             .flatten()
             .is_none()
             .then_some(self.pid);
-        let mut pids: HashSet<u32> = tree_of(self.pid, &self.marker).into_iter().collect();
+        let mut pids: HashSet<u32> = tree_of(procs, self.pid, &self.marker).into_iter().collect();
         pids.extend(own);
         if let Some(cg) = &self.cgroup {
             pids.extend(cg.live_pids());
@@ -254,15 +260,28 @@ impl AgentProcess {
         v
     }
 
+    /// Whether the tree is still there, known without scanning /proc: the
+    /// agent has not exited, or its cgroup still holds a live process.
+    /// `false` is not proof that the tree is gone ([`AgentProcess::tree`]).
+    fn surely_alive(&mut self) -> bool {
+        // An error is no answer: let the scan decide.
+        let running = matches!(self.child.try_wait(), Ok(None));
+        running
+            || self
+                .cgroup
+                .as_ref()
+                .is_some_and(|cg| !cg.live_pids().is_empty())
+    }
+
     /// Who gets SIGTERM: everyone but bubblewrap's own processes (the
     /// outer one and the sandbox's init, its child), which would end the
     /// sandbox at once instead of letting the agent exit cleanly; they end
     /// when the agent does.
-    fn term_targets(&self, tree: &[u32]) -> Vec<u32> {
+    fn term_targets(&self, tree: &[u32], procs: &[crate::procscan::Proc]) -> Vec<u32> {
         if !self.sandboxed {
             return tree.to_vec();
         }
-        let helpers: HashSet<u32> = crate::procscan::processes()
+        let helpers: HashSet<u32> = procs
             .iter()
             .filter(|p| p.ppid == self.pid)
             .map(|p| p.pid)
@@ -278,18 +297,23 @@ impl AgentProcess {
     /// (`cgroup.kill` when it has a cgroup); the cgroup is removed at the end.
     pub async fn terminate(&mut self, grace: Duration) -> Result<TerminateReport, ProcessError> {
         let mut report = TerminateReport::default();
-        let first = self.tree();
+        let procs = crate::procscan::processes();
+        let first = self.tree_in(&procs);
         if first.is_empty() {
             report.exited_on_term = true;
             self.remove_cgroup();
             return Ok(report);
         }
-        let targets = self.term_targets(&first);
+        let targets = self.term_targets(&first, &procs);
+        drop(procs);
         let group = (!self.sandboxed).then_some(self.pid);
         signal_all(&targets, group, rustix::process::Signal::TERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if self.tree().is_empty() {
+            // A scan of /proc (every process of the user) only once the
+            // agent and its cgroup look empty, to confirm it: not at every
+            // poll of every finishing run of a fleet.
+            if !self.surely_alive() && self.tree().is_empty() {
                 report.exited_on_term = true;
                 let _ = self.child.try_wait();
                 self.remove_cgroup();
@@ -453,8 +477,7 @@ pub(crate) fn marker_of(pid: u32) -> Option<String> {
 }
 
 /// Live processes of the tree rooted at `root` or carrying `marker`.
-fn tree_of(root: u32, marker: &str) -> Vec<u32> {
-    let procs = crate::procscan::processes();
+fn tree_of(procs: &[crate::procscan::Proc], root: u32, marker: &str) -> Vec<u32> {
     let mut members: HashSet<u32> = HashSet::new();
     for p in procs.iter() {
         if p.pgrp == root || p.marker.as_deref() == Some(marker) {
