@@ -69,7 +69,7 @@ impl Scanner {
 /// Ends a scan whatever happens, so that waiters never wait forever.
 struct Ending<'a> {
     scanner: &'a Scanner,
-    result: Option<(u64, Vec<Proc>, Markers)>,
+    result: Option<(u64, Arc<Vec<Proc>>, Markers)>,
 }
 
 impl Drop for Ending<'_> {
@@ -77,7 +77,7 @@ impl Drop for Ending<'_> {
         let mut st = self.scanner.lock();
         st.scanning = false;
         if let Some((number, procs, markers)) = self.result.take() {
-            st.finished = Some((number, Arc::new(procs)));
+            st.finished = Some((number, procs));
             st.markers = markers;
         }
         self.scanner.done.notify_all();
@@ -113,8 +113,8 @@ fn shared_scan() -> Arc<Vec<Proc>> {
                 result: None,
             };
             let (procs, markers) = scan(&known);
-            let shared = Arc::new(procs.clone());
-            ending.result = Some((number, procs, markers));
+            let shared = Arc::new(procs);
+            ending.result = Some((number, shared.clone(), markers));
             drop(ending);
             return shared;
         }
