@@ -132,15 +132,40 @@ fn hardened_command() -> Command {
 /// when they compete for it (a nice value, the lowest priority): answering
 /// an agent waits on no git command, so with a fleet starting or finishing
 /// at once, the fleet's git work (clones, checkouts, commits) must not
-/// delay the answers. Idle cores still run git at full speed. (With 50
+/// delay the answers. Idle cores still run git at full speed; git the user
+/// waits on runs at the engine's priority ([`foreground`]). (With 50
 /// runs finishing at once and git at nice 10, twenty-odd git processes
 /// still outweighed the engine's threads: rule answers p99 72-143 ms; at
 /// 19, with the bench's own polling fixed too, 17-20 ms.)
 const GIT_NICENESS: i32 = 19;
 
-/// Lowers a git child's CPU priority to [`GIT_NICENESS`]. Best effort: a
-/// git that already exited, or a system that refuses, just runs as is.
+thread_local! {
+    /// Whether this thread's git commands are work the user waits on.
+    static FOREGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the git commands it makes (on this thread) at the engine's
+/// own priority, not [`GIT_NICENESS`]: work the user is waiting on, a diff on
+/// screen or the merge they approved, must not crawl behind a build they
+/// run beside the app.
+pub(crate) fn foreground<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FOREGROUND.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FOREGROUND.with(|c| c.replace(true)));
+    f()
+}
+
+/// Lowers a git child's CPU priority to [`GIT_NICENESS`], unless it is
+/// [`foreground`] work. Best effort: a git that already exited, or a system
+/// that refuses, just runs as is.
 fn yield_cpu(child: &std::process::Child) {
+    if FOREGROUND.with(std::cell::Cell::get) {
+        return;
+    }
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw);
@@ -868,6 +893,32 @@ pub fn merge(repo: &Path, tip: &str, base: &str, message: &str) -> Result<String
 mod tests {
     use super::ConfigStamp;
     use std::process::Command;
+
+    fn niceness(child: &std::process::Child) -> i32 {
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+        rustix::process::getpriority_process(Some(pid)).expect("getpriority")
+    }
+
+    /// The fleet's git work yields the CPU; git the user waits on (a
+    /// diff, a merge) keeps the engine's priority, and only inside
+    /// `foreground`.
+    #[test]
+    fn only_background_git_is_niced() {
+        let mine = rustix::process::getpriority_process(None).expect("getpriority");
+        let spawn = || Command::new("sleep").arg("5").spawn().expect("sleep");
+        let mut background = spawn();
+        super::yield_cpu(&background);
+        let mut user = spawn();
+        super::foreground(|| super::yield_cpu(&user));
+        let mut after = spawn();
+        super::yield_cpu(&after);
+        let seen = [niceness(&background), niceness(&user), niceness(&after)];
+        for c in [&mut background, &mut user, &mut after] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert_eq!(seen, [super::GIT_NICENESS, mine, super::GIT_NICENESS]);
+    }
 
     fn git(dir: &std::path::Path, args: &[&str]) {
         let ok = Command::new("git")

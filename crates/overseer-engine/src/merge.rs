@@ -116,6 +116,11 @@ impl Engine {
     }
 
     fn merge_until(&self, run: RunId, actor: &Actor, stop: Stop) -> Result<MergeOutcome, ApiError> {
+        // An approved merge is awaited: git at the engine's own priority.
+        git::foreground(|| self.merge_now(run, actor, stop))
+    }
+
+    fn merge_now(&self, run: RunId, actor: &Actor, stop: Stop) -> Result<MergeOutcome, ApiError> {
         let _one = MERGING.lock().unwrap_or_else(|p| p.into_inner());
         let work = self.store().run_work(run)?;
         if let Some(m) = self.store().merge_record(run)?.filter(|m| m.done) {

@@ -589,7 +589,17 @@ impl Engine {
     /// The files changed by a run and its unified diff, read from the run's
     /// own repository: from the commit it started at to the commit its review
     /// shows (the branch's latest while it works).
+    /// Someone is looking at it: git runs at the engine's priority, not the
+    /// fleet's (see [`Engine::diff_of_run`] for the engine's own reads).
     pub fn run_diff(&self, id: RunId) -> Result<(Vec<git::FileChange>, String), ApiError> {
+        git::foreground(|| self.diff_of_run(id))
+    }
+
+    /// [`Engine::run_diff`] as background work of the fleet (sensors).
+    pub(crate) fn diff_of_run(
+        &self,
+        id: RunId,
+    ) -> Result<(Vec<git::FileChange>, String), ApiError> {
         let work = self.store().run_work(id)?;
         let (Some(branch), Some(base), Some(dir)) = (&work.branch, &work.base_ref, &work.worktree)
         else {

@@ -23,7 +23,7 @@ pub(super) fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) 
     if plan.files.is_empty() {
         return Vec::new();
     }
-    let Ok((files, _)) = engine.run_diff(work.run_id) else {
+    let Ok((files, _)) = engine.diff_of_run(work.run_id) else {
         return Vec::new();
     };
     let outside: Vec<String> = files
