@@ -55,6 +55,8 @@ pub struct Engine {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// External sessions' agents, "always" rules and waiting askers.
     pub(crate) external: crate::agents::external::Sessions,
+    /// The database's id, which names its agents' processes (read once).
+    pub(crate) db_id: String,
 }
 
 impl Engine {
@@ -69,6 +71,7 @@ impl Engine {
         let store = Store::open(&paths.db(), keyring)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let checkpointed = store.audit_len()?;
+        let db_id = store.db_id()?;
         let notifications = store
             .setting(NOTIFICATIONS_KEY)?
             .and_then(|text| serde_json::from_str(&text).ok())
@@ -88,6 +91,7 @@ impl Engine {
             notifications: Mutex::new(notifications),
             stopping: std::sync::atomic::AtomicBool::new(false),
             external: Default::default(),
+            db_id,
         })
     }
 

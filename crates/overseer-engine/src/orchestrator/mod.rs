@@ -151,11 +151,7 @@ impl LiveRuns {
 
 /// The marker every agent process of this database carries in its environment.
 pub(crate) fn marker_prefix(engine: &Engine) -> String {
-    let id = engine
-        .store()
-        .db_id()
-        .unwrap_or_else(|_| "unknown".to_owned());
-    format!("overseer-{id}-")
+    format!("overseer-{}-", engine.db_id)
 }
 
 impl Engine {
