@@ -5,6 +5,7 @@
 mod commands;
 mod notifier;
 mod tray;
+mod webview;
 
 use overseer_engine::{server, Engine, Paths, SystemClock};
 use std::sync::Arc;
@@ -50,6 +51,9 @@ pub fn builder(
                     }
                 }));
             }
+            if let Some(w) = app.get_webview_window("main") {
+                webview::tune(&w);
+            }
             tray::install(app.handle(), engine.clone());
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.
@@ -92,6 +96,7 @@ pub fn builder(
 /// Opens the engine on the data dir, serves the local API beside the window,
 /// and runs the app until its window closes.
 pub fn run() -> Result<(), String> {
+    webview::before_start();
     // `--data-dir DIR` / `--config-dir DIR`, like the CLI (else the
     // OVERSEER_* environment, else XDG).
     let args: Vec<String> = std::env::args().collect();

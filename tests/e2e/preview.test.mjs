@@ -100,7 +100,8 @@ test("a row pending review expands to its files, counts and first hunks, inertly
   assert.equal(await toggle.getAttribute("aria-expanded"), "false");
   const t0 = Date.now();
   await toggle.click();
-  await driver.findElement(panel());
+  // The panel's code loads when a preview is first opened.
+  await eventually(driver, async () => (await driver.findElements(panel()))[0], 5_000, "the preview panel");
   const files = await eventually(driver, async () => {
     const fs = await previewFiles();
     return fs.some((f) => f.path === "long.txt") ? fs : null;
@@ -223,7 +224,7 @@ test("10,000 runs: the preview opens on one row, the table stays a window of fix
 
     await d.executeScript("const g = document.querySelector('[role=grid]'); g.scrollTop = 0; g.dispatchEvent(new Event('scroll'));");
     await (await reviewRow()).findElement(By.css('[data-testid="preview-toggle"]')).click();
-    await d.findElement(By.css('[data-testid="fleet-preview"]'));
+    await eventually(d, async () => (await d.findElements(By.css('[data-testid="fleet-preview"]')))[0], 5_000, "the preview panel");
     const open = await scrollMs();
     console.log(`# 10,000 runs, ms per scroll frame: ${closed.ms.toFixed(1)} closed, ${open.ms.toFixed(1)} with the preview open; rows in the DOM: ${closed.rows}, ${open.rows}`);
     assert.ok(open.rows < 100, `${open.rows} row elements with the preview open`);
