@@ -44,7 +44,7 @@ pub use write::WriteTx;
 pub use writer::Writer;
 
 use overseer_core::GateId;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,9 +110,24 @@ impl Store {
     /// the last commits before that sync (never corrupt the database nor
     /// break the audit chain). FULL would fsync every (group) commit: about
     /// 4 ms on a typical VM disk, on every decision's round trip.
+    ///
+    /// Switching a fresh database to WAL can fail at once with "database is
+    /// locked" while another process does the same (SQLite does not call
+    /// the busy handler there): retried, for as long as a busy write waits.
     fn configure(conn: &Connection) -> rusqlite::Result<()> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let since = std::time::Instant::now();
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && since.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => break other?,
+            }
+        }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         Ok(())
@@ -122,33 +137,44 @@ impl Store {
     /// use the same key, or every signature would look forged.
     fn bind_key(conn: &Connection, keyring: &Keyring, path: &Path) -> Result<(), StoreError> {
         let ours = keyring.public_key_hex();
-        let stored: Option<String> = conn
-            .query_row(
+        let sql = |e| StoreError::from_sqlite(e, path);
+        let read = || -> Result<Option<String>, StoreError> {
+            conn.query_row(
                 "SELECT value FROM meta WHERE key = 'audit_public_key'",
                 [],
                 |r| r.get(0),
             )
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                other => Err(other),
-            })
-            .map_err(|e| StoreError::from_sqlite(e, path))?;
-        match stored {
-            Some(key) if key == ours => Ok(()),
-            Some(key) => Err(StoreError::KeyMismatch {
-                db: path.to_owned(),
-                expected: key,
-                found: ours,
-            }),
+            .optional()
+            .map_err(sql)
+        };
+        let stored = match read()? {
+            Some(key) => key,
             None => {
+                // Another process opening the fresh database at the same
+                // moment may bind first: its key wins, and is checked below
+                // like any stored key.
                 conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('audit_public_key', ?1)",
+                    "INSERT INTO meta(key, value) VALUES ('audit_public_key', ?1)
+                     ON CONFLICT(key) DO NOTHING",
                     [&ours],
                 )
-                .map_err(|e| StoreError::from_sqlite(e, path))?;
-                Ok(())
+                .map_err(sql)?;
+                read()?.ok_or_else(|| {
+                    StoreError::InvalidInput(format!(
+                        "database {}: the audit key was written but cannot be read back",
+                        path.display()
+                    ))
+                })?
             }
+        };
+        if stored == ours {
+            Ok(())
+        } else {
+            Err(StoreError::KeyMismatch {
+                db: path.to_owned(),
+                expected: stored,
+                found: ours,
+            })
         }
     }
 

@@ -275,3 +275,46 @@ fn the_checkpointer_copies_the_wal_back_while_writers_go_on() {
     );
     assert_eq!(record_count(&f), 2_000);
 }
+
+#[test]
+fn many_openers_of_one_fresh_database_all_open_it_bound_to_one_key() {
+    // The engine and CLI commands starting together on a data dir nobody
+    // has used: one makes the key, migrates and binds the key; the others
+    // wait or find them made, and none fails (a lost race on the key's row
+    // failed with "UNIQUE constraint failed: meta.key").
+    for round in 0..20 {
+        let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
+        let start = Arc::new(Barrier::new(THREADS));
+        let openers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (dir, start) = (dir.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let store = common::try_open(&dir)?;
+                    store.db_id().map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        let ids: Vec<String> = openers
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .expect("an opener panicked")
+                    .unwrap_or_else(|e| panic!("round {round}: an open failed: {e}"))
+            })
+            .collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] == w[1]),
+            "round {round}: one database, one id: {ids:?}"
+        );
+        let store = common::open(&dir);
+        assert_eq!(
+            store
+                .verify_audit()
+                .expect("readable")
+                .expect("verifies with the one key")
+                .records,
+            0
+        );
+    }
+}

@@ -55,6 +55,11 @@ impl Fixture {
 }
 
 pub fn open(dir: &tempfile::TempDir) -> Store {
-    let keyring = Keyring::load_or_create(&dir.path().join("config")).expect("keyring");
-    Store::open(&dir.path().join("data").join(DB_FILE), keyring).expect("open store")
+    try_open(dir).expect("open store")
+}
+
+/// Loads (or makes) the keyring and opens the store, as every process does.
+pub fn try_open(dir: &tempfile::TempDir) -> Result<Store, String> {
+    let keyring = Keyring::load_or_create(&dir.path().join("config")).map_err(|e| e.to_string())?;
+    Store::open(&dir.path().join("data").join(DB_FILE), keyring).map_err(|e| e.to_string())
 }
