@@ -60,7 +60,12 @@ test("Approve on a co-signed merge review waits for the co-sign, then the superv
   const waiting = await eventually(driver, async () => {
     const found = await driver.findElements(By.css(`article[data-gate-id="${review.id}"] [data-testid="gate-cosign"]`));
     return found[0] ?? null;
-  }, 10_000, "the card to say it waits for the co-sign");
+  }, 10_000, "the card to say it waits for the co-sign").catch(async (e) => {
+    // Say what the card and the record show instead.
+    const text = await driver.findElement(card(review.id)).getText().catch(() => "(no card)");
+    const votes = app.sql("SELECT actor, option FROM decisions WHERE gate_id = ?", review.id);
+    throw new Error(`${e.message}\ncard: ${text}\ndecisions: ${JSON.stringify(votes)}`);
+  });
   assert.match(await waiting.getText(), /waiting for the co-sign/i);
   assert.equal(main(), before, "nothing merged on the user's approval alone");
   assert.deepEqual(app.sql("SELECT state FROM runs WHERE id = ?", run), [["pending_review"]]);

@@ -139,6 +139,37 @@ describe("Gates", () => {
     expect(gates.awaitingCosign.has(1)).toBe(false);
   });
 
+  it("keeps the latest co-sign answer when an older one arrives after it", async () => {
+    const backend = demoBackend(NOW);
+    backend.gates.set(1, { ...backend.gates.get(1)!, authority: "cosign" });
+    let voted = false;
+    const story = backend.gateStory.bind(backend);
+    // The story asked before the vote is answered last.
+    let releaseStale: () => void = () => {};
+    const staleHeld = new Promise<void>((r) => (releaseStale = r));
+    let asked = 0;
+    const { gates } = await started(backend);
+    backend.gateStory = async (id) => {
+      asked += 1;
+      const before = { ...(await story(id)), awaiting_cosign: id === 1 && voted };
+      if (asked === 1) await staleHeld;
+      return before;
+    };
+    backend.decideGate = async (id) => {
+      voted = true;
+      return backend.gates.get(id)!;
+    };
+    // A change to the run (before the vote) asks; its answer is held back.
+    backend.push({ type: "run_changed", run: backend.runs.get(1)! });
+    await flush();
+    expect(await gates.decide(1, "approve", null)).toBe(true);
+    expect(gates.awaitingCosign.has(1)).toBe(true);
+    releaseStale();
+    await flush();
+    await flush();
+    expect(gates.awaitingCosign.has(1)).toBe(true);
+  });
+
   it("learns of an approval given elsewhere (the CLI) from its run's change", async () => {
     const backend = demoBackend(NOW);
     backend.gates.set(1, { ...backend.gates.get(1)!, authority: "cosign" });

@@ -20,6 +20,9 @@ export class Gates {
 
   sorted = $derived(sortGates([...this.pending.values()]));
 
+  /** How many times each co-signed gate's story was asked for (not UI
+   * state: which answer is the latest). */
+  private cosignAsked = new Map<number, number>();
   private unsubscribe: (() => void) | null = null;
   private early: EngineEvent[] | null = [];
 
@@ -99,11 +102,16 @@ export class Gates {
     }
   }
 
-  /** Asks the engine whether a co-signed gate waits for the supervisor. */
+  /** Asks the engine whether a co-signed gate waits for the supervisor.
+   * Only the answer to the latest question counts: answers can arrive out
+   * of order, and one asked before the human's vote says "not yet". */
   private async refreshCosign(g: GateView): Promise<void> {
     if (g.authority !== "cosign") return;
+    const asked = (this.cosignAsked.get(g.id) ?? 0) + 1;
+    this.cosignAsked.set(g.id, asked);
     try {
       const story = await this.backend.gateStory(g.id);
+      if (this.cosignAsked.get(g.id) !== asked) return;
       this.setAwaiting(g.id, story.awaiting_cosign === true && this.pending.has(g.id));
     } catch {
       // The card just does not say it; the gate itself is unaffected.
