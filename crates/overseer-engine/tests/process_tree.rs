@@ -52,6 +52,37 @@ async fn wait_for_file(path: &Path) -> String {
     }
 }
 
+fn niceness(pid: u32) -> i32 {
+    let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
+    rustix::process::getpriority_process(Some(pid)).expect("getpriority")
+}
+
+#[tokio::test]
+async fn the_agent_and_what_it_starts_run_below_the_engine_priority() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pids = dir.path().join("pids");
+    let spec = script(
+        dir.path(),
+        &format!(
+            "sleep 600 & echo $! >> {p}\nbash -c 'echo $$ >> {p}; exec sleep 600' &\necho $$ >> {p}\nwait",
+            p = pids.display()
+        ),
+    );
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let recorded: Vec<u32> = wait_for_file(&pids)
+        .await
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let seen: Vec<i32> = recorded.iter().map(|p| niceness(*p)).collect();
+    let _ = agent.terminate(Duration::from_secs(5)).await;
+    let engine = rustix::process::getpriority_process(None).expect("getpriority");
+    let expected = (engine + process::AGENT_NICENESS_INCREMENT).min(19);
+    assert!(recorded.contains(&agent.pid()), "{recorded:?}");
+    assert_eq!(seen, vec![expected; 3], "pids {recorded:?}");
+    assert!(expected > engine || engine == 19);
+}
+
 #[tokio::test]
 async fn a_cooperative_agent_exits_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
