@@ -94,6 +94,15 @@ const HARDENING: &[&str] = &[
 /// Where git looks for a user's configuration: nowhere that exists.
 const NO_HOME: &str = "/nonexistent/overseer-git-home";
 
+/// git's full path on the engine's PATH (looked up each time; the bare
+/// name if it is not found, so that spawning says git is missing). See
+/// [`hardened_command`] for why a full path.
+pub(crate) fn program() -> std::path::PathBuf {
+    let path = std::env::var("PATH").ok();
+    crate::process::resolve_program(Path::new("git"), path.as_deref())
+        .unwrap_or_else(|| std::path::PathBuf::from("git"))
+}
+
 /// The environment every git command starts from: nothing of the engine's.
 ///
 /// git is named by its full path (looked up on the engine's PATH each time):
@@ -103,11 +112,7 @@ const NO_HOME: &str = "/nonexistent/overseer-git-home";
 /// each of a run's ~50 git commands was most of the engine's CPU with 50
 /// agents starting at once.
 fn hardened_command() -> Command {
-    let path = std::env::var("PATH").ok();
-    let mut cmd = match crate::process::resolve_program(Path::new("git"), path.as_deref()) {
-        Some(git) => Command::new(git),
-        None => Command::new("git"),
-    };
+    let mut cmd = Command::new(program());
     cmd.env_clear();
     for key in ["PATH", "LANG", "LC_ALL"] {
         if let Some(v) = std::env::var_os(key) {

@@ -52,6 +52,15 @@ async fn wait_for_file(path: &Path) -> String {
     }
 }
 
+/// The pids the agent's script wrote to `path`, once it wrote three.
+async fn read_pids(path: &Path) -> Vec<u32> {
+    wait_for_file(path)
+        .await
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 fn niceness(pid: u32) -> i32 {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
     rustix::process::getpriority_process(Some(pid)).expect("getpriority")
@@ -69,11 +78,7 @@ async fn the_agent_and_what_it_starts_run_below_the_engine_priority() {
         ),
     );
     let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
-    let recorded: Vec<u32> = wait_for_file(&pids)
-        .await
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
+    let recorded = read_pids(&pids).await;
     let seen: Vec<i32> = recorded.iter().map(|p| niceness(*p)).collect();
     let _ = agent.terminate(Duration::from_secs(5)).await;
     let engine = rustix::process::getpriority_process(None).expect("getpriority");
@@ -116,11 +121,7 @@ while true; do sleep 0.1; done",
         ),
     );
     let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
-    let recorded: Vec<u32> = wait_for_file(&pids)
-        .await
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
+    let recorded = read_pids(&pids).await;
     assert_eq!(recorded.len(), 3);
     let root = agent.pid();
     let report = agent

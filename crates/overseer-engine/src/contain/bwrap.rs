@@ -557,13 +557,8 @@ pub fn install_dir(program: &Path) -> Option<PathBuf> {
 /// The object directory of the repository at `repo` (`git rev-parse
 /// --git-common-dir` + `/objects`), where a run's clone borrows objects.
 pub fn objects_dir(repo: &Path) -> Option<PathBuf> {
-    // By its full path: with PATH set in the child's environment, a bare
-    // name makes the standard library fork the whole engine instead of
-    // spawning (see `git::hardened_command`).
-    let path = std::env::var("PATH").ok();
-    let git = crate::process::resolve_program(Path::new("git"), path.as_deref())
-        .unwrap_or_else(|| PathBuf::from("git"));
-    let out = std::process::Command::new(git)
+    // By its full path: spawned, not a fork of the whole engine.
+    let out = std::process::Command::new(crate::git::program())
         .arg("-C")
         .arg(repo)
         .args(["rev-parse", "--git-common-dir"])
