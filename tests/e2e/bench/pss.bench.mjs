@@ -2,13 +2,22 @@
 // 15-run `overseer demo seed`), left alone for a while, then the PSS
 // (proportional set size, /proc/PID/smaps_rollup) of the app process and
 // every process under it (WebKitWebProcess, WebKitNetworkProcess, ...),
-// summed: shared pages count once across the tree.
-import { readFileSync, readdirSync } from "node:fs";
+// summed: shared pages count once across the tree. Measured twice: the app
+// as a user starts it (`idle_pss_mb`), and under WebDriver as the other
+// window benches drive it (`idle_pss_mb_under_webdriver`: the automation
+// session and a page reload add to the web process). BENCH_PSS_DETAIL=N
+// prints each process's N largest mappings.
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { openApp, By } from "../lib.mjs";
 import { report, writeFigures } from "./common.mjs";
 
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
 const SAMPLES = Number(process.env.BENCH_PSS_SAMPLES ?? 5);
+const { OVERSEER_APP, OVERSEER_CLI } = process.env;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,12 +48,73 @@ function tree(dataDir) {
   return members;
 }
 
+/** The mappings holding most of a process's PSS, summed by path ([heap], [anon], a library). */
+function topMappings(pid, n) {
+  const by = new Map();
+  let name = "";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) name = head[1] || "[anon]";
+    const pss = /^Pss:\s+(\d+) kB/.exec(line);
+    if (pss) by.set(name, (by.get(name) ?? 0) + Number(pss[1]));
+  }
+  return [...by].sort((a, b) => b[1] - a[1]).slice(0, n);
+}
+
 function pssKb(pid) {
   const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
   return m ? Number(m[1]) : 0;
 }
 
+/** PSS samples of the app's whole tree, once it has been idle IDLE_MS; prints
+ * where the memory is and returns the per-process figures of the last sample. */
+async function measure(dataDir, label) {
+  await sleep(IDLE_MS);
+  const totals = [];
+  let last = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    last = tree(dataDir).map((p) => ({ ...p, kb: pssKb(p.pid) }));
+    totals.push(last.reduce((a, p) => a + p.kb, 0) / 1024);
+    await sleep(1_000);
+  }
+  for (const p of last) {
+    console.log(`  ${p.comm} (pid ${p.pid}): ${(p.kb / 1024).toFixed(1)} MB PSS`);
+    // BENCH_PSS_DETAIL=N: where each process's memory is, its N largest mappings.
+    const detail = Number(process.env.BENCH_PSS_DETAIL ?? 0);
+    if (detail > 0) for (const [path, kb] of topMappings(p.pid, detail)) console.log(`      ${(kb / 1024).toFixed(1).padStart(6)} MB  ${path}`);
+  }
+  const s = report(`idle PSS of the whole tree (MB, not ms), 15-run demo fleet, ${label}`, totals);
+  const byName = {};
+  for (const p of last) {
+    const key = `_${p.comm.replace(/\W+/g, "_")}`;
+    byName[key] = (byName[key] ?? 0) + p.kb / 1024;
+  }
+  return { p50: s.p50, byName };
+}
+
+// As a user runs it: the app started on a data dir the demo fleet is in,
+// nothing attached to its web view.
+const work = mkdtempSync(join(tmpdir(), "overseer-bench-pss-"));
+const dataDir = join(work, "data");
+const configDir = join(work, "config");
+const env = { ...process.env, OVERSEER_DATA_DIR: dataDir, OVERSEER_CONFIG_DIR: configDir };
+delete env.TAURI_WEBVIEW_AUTOMATION;
+execFileSync(OVERSEER_CLI, ["demo", "seed"], { env, stdio: "ignore" });
+const plain = spawn(OVERSEER_APP, ["--data-dir", dataDir, "--config-dir", configDir], { env, stdio: "ignore" });
+const exited = once(plain, "exit");
+let user;
+try {
+  user = await measure(dataDir, "the app as a user starts it");
+} finally {
+  plain.kill("SIGTERM");
+  await exited;
+  rmSync(work, { recursive: true, force: true });
+}
+
+// Under WebDriver, as the other window benches run it: the automation
+// session and a reload of the page are in this figure.
 const app = await openApp();
+let driven;
 try {
   app.cli("demo", "seed");
   await app.driver.navigate().refresh();
@@ -52,19 +122,10 @@ try {
     const t = await app.driver.findElements(By.css('[data-testid="row-count"]'));
     return t.length > 0 && / of 15 runs$/.test(await t[0].getText());
   }, 60_000);
-  await sleep(IDLE_MS);
-  const totals = [];
-  let last = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    last = tree(app.dataDir).map((p) => ({ ...p, kb: pssKb(p.pid) }));
-    totals.push(last.reduce((a, p) => a + p.kb, 0) / 1024);
-    await sleep(1_000);
-  }
-  for (const p of last) console.log(`  ${p.comm} (pid ${p.pid}): ${(p.kb / 1024).toFixed(1)} MB PSS`);
-  const s = report("idle PSS of the whole tree (MB, not ms), 15-run demo fleet", totals);
-  const byName = {};
-  for (const p of last) byName[`idle_pss_mb_${p.comm.replace(/\W+/g, "_")}`] = (byName[`idle_pss_mb_${p.comm.replace(/\W+/g, "_")}`] ?? 0) + p.kb / 1024;
-  writeFigures("pss", { idle_pss_mb: s.p50, ...byName });
+  driven = await measure(app.dataDir, "under WebDriver after a reload");
 } finally {
   await app.quit();
 }
+const figures = { idle_pss_mb: user.p50, idle_pss_mb_under_webdriver: driven.p50 };
+for (const [k, v] of Object.entries(user.byName)) figures[`idle_pss_mb${k}`] = v;
+writeFigures("pss", figures);
