@@ -528,6 +528,8 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
         );
     }
     decider.abort();
+    // As `overseer serve` exits: the engine's tasks end before the runtime.
+    engine.stop_agents().await;
     if let Err(e) = engine.shutdown() {
         eprintln!("permission bench: engine shutdown: {}", e.message);
     }

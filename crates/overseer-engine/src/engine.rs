@@ -12,6 +12,11 @@ const NOTIFICATIONS_KEY: &str = "notifications";
 /// How many events a slow subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 4096;
 
+/// How long [`Engine::stop_agents`] waits for the orchestrator's tasks once
+/// the agents are gone: each stops at its next await, so this only bounds a
+/// blocking call one is inside (a git command, a commit).
+pub(crate) const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
@@ -53,6 +58,14 @@ pub struct Engine {
     /// Set when the app closes: agents are being stopped on purpose, so
     /// their ends are neither failures nor deviations.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// The orchestrator's tasks (run drivers, agents' pumps, answers runs
+    /// wait on, gate timers): [`Engine::stop_agents`] waits for them, so
+    /// none still writes when the final checkpoint is taken, or wakes up
+    /// after the runtime is gone.
+    pub(crate) tasks: tokio_util::task::TaskTracker,
+    /// Cancelled by [`Engine::stop_agents`]: the tasks spawned with
+    /// [`Engine::spawn_cancellable`] stop at their next await.
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// External sessions' agents, "always" rules and waiting askers.
     pub(crate) external: crate::agents::external::Sessions,
     /// The database's id, which names its agents' processes (read once).
@@ -90,6 +103,8 @@ impl Engine {
             checkpointed: Mutex::new(checkpointed),
             notifications: Mutex::new(notifications),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            tasks: tokio_util::task::TaskTracker::new(),
+            cancel: tokio_util::sync::CancellationToken::new(),
             external: Default::default(),
             db_id,
         })
@@ -172,7 +187,8 @@ impl Engine {
         if let (Some(handle), Some(me), Some(_)) = (self.runtime.get(), me, self.live.get(id)) {
             let stop = crate::orchestrator::stop_agent(me, id);
             if tokio::runtime::Handle::try_current().is_ok() {
-                handle.spawn(stop);
+                // Finishes even if the engine is stopping (which waits for it).
+                self.tasks.spawn_on(stop, handle);
             } else {
                 handle.block_on(stop);
             }
@@ -266,10 +282,36 @@ impl Engine {
     }
 
     /// Before a clean exit: stops every live agent's whole process tree
-    /// (their runs are marked interrupted by the next start). Returns how
-    /// many agents were stopped.
+    /// (their runs are marked interrupted by the next start), then the
+    /// orchestrator's tasks, and waits for them (up to 10 s): once
+    /// it returns nothing of the engine's own still runs or writes, so the
+    /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
+    /// how many agents were stopped.
     pub async fn stop_agents(&self) -> usize {
         crate::orchestrator::stop_all(self).await
+    }
+
+    /// Spawns orchestration work that has no use once the engine stops (a
+    /// run's driver, its agent's pump, an answer a run waits on, the gate
+    /// timers): at [`Engine::stop_agents`] it stops at its next await, and
+    /// `stop_agents` waits until it has.
+    pub(crate) fn spawn_cancellable(
+        &self,
+        work: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let cancel = self.cancel.clone();
+        self.tasks.spawn(async move {
+            cancel.run_until_cancelled(work).await;
+        })
+    }
+
+    /// Spawns work that finishes even when the engine stops (keeping the
+    /// last of an agent's log): [`Engine::stop_agents`] waits for it.
+    pub(crate) fn spawn_to_finish(
+        &self,
+        work: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.tasks.spawn(work);
     }
 
     /// Clean shutdown: a final checkpoint so a cut tail is detectable.

@@ -952,7 +952,7 @@ impl Evaluator for RulesEvaluator {
 /// Fires gate timers: once each, also after a restart, never after a human
 /// has acted (the store checks both in the same transaction).
 pub(crate) fn start_timers(engine: Arc<Engine>) {
-    tokio::spawn(async move {
+    engine.clone().spawn_cancellable(async move {
         let mut rx = engine.subscribe();
         loop {
             let now = engine.clock.now();

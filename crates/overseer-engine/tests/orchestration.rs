@@ -7,7 +7,7 @@ use common::{
     git, pending_gate, reopen, restart, start, start_with, state, until, world, world_with,
 };
 use overseer_core::{Actor, EngineEvent, GateKind, ReleaseReason, RunState};
-use overseer_engine::{LogNotifier, TaskStart};
+use overseer_engine::{Engine, LogNotifier, SystemClock, TaskStart};
 use overseer_store::TaskSettings;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -520,4 +520,51 @@ async fn flaky_at_its_deviation(w: &common::World) -> (i64, overseer_core::GateV
     })
     .await;
     (run.into(), deviation)
+}
+
+/// At a clean exit the engine lets go: the drivers of runs waiting on the
+/// user and the answers agents wait for stop where they wait, so once
+/// `stop_agents` returns nothing of the engine still runs or holds it (its
+/// final checkpoint is its last write, and the runtime can end under it),
+/// and what waited on the user is still pending for the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_its_agents_are_stopped_nothing_of_the_engine_runs_on() {
+    let w = world(vec![]).await;
+    // One run waits on its plan (its driver waits), one on a tool call
+    // (the agent's permission request waits on its own task).
+    let planning = start(&w, "happy");
+    let plan = pending_gate(&w, planning, GateKind::Plan).await;
+    let working = start(&w, "happy");
+    let first = pending_gate(&w, working, GateKind::Plan).await;
+    w.engine
+        .decide_gate(first.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let call = pending_gate(&w, working, GateKind::ToolCall).await;
+
+    assert_eq!(w.engine.stop_agents().await, 2);
+    w.engine.shutdown().expect("final checkpoint");
+    let common::World { _dir, engine, .. } = w;
+    let paths = engine.paths().clone();
+    let held = Arc::downgrade(&engine);
+    drop(engine);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while held.upgrade().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "a task the engine spawned still holds it after stop_agents"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let next = Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen");
+    let pending: Vec<_> = next
+        .gates(true)
+        .expect("gates")
+        .into_iter()
+        .map(|g| g.id)
+        .collect();
+    assert!(
+        pending.contains(&plan.id) && pending.contains(&call.id),
+        "both asks still wait for the user: {pending:?}"
+    );
 }

@@ -98,7 +98,7 @@ pub(super) async fn launch_agent(
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let run = work.run_id;
     // The agent's stderr is its log: into the timeline, in batches.
-    tokio::spawn(keep_log(engine.clone(), run, stderr));
+    engine.spawn_to_finish(keep_log(engine.clone(), run, stderr));
     // A resumed run continues its agent's session where the agent can.
     let previous = work
         .options
@@ -133,7 +133,7 @@ pub(super) async fn launch_agent(
             _asks: asks,
         })),
     );
-    tokio::spawn(pump(
+    engine.spawn_cancellable(pump(
         engine.clone(),
         Arc::new(work.clone()),
         worktree.to_string_lossy().into_owned(),
@@ -330,7 +330,7 @@ impl Pump {
             } => {
                 let engine = engine.clone();
                 let work = self.work.clone();
-                tokio::spawn(async move {
+                engine.clone().spawn_cancellable(async move {
                     let answer = question(&engine, &work, &q, &schema).await;
                     let _ = reply.send(answer);
                 });
@@ -384,7 +384,7 @@ impl Pump {
             let _ = reply.send(crate::acp::PermissionReply::Cancelled);
             return;
         };
-        tokio::spawn(async move {
+        engine.clone().spawn_cancellable(async move {
             let (answer, then_cancel) = permission(
                 &engine, &work, &worktree, &tool_call, &options, &turn, &*conn,
             )
@@ -433,6 +433,21 @@ pub(crate) async fn stop_all(engine: &Engine) -> usize {
             .map(|(run, live)| terminate_tree(*run, live, grace, "at exit")),
     )
     .await;
+    // The agents are gone: their pumps end; drivers and answers waiting on
+    // a human stop where they wait (their gates stay pending for the next
+    // start), and nothing new starts.
+    engine.cancel.cancel();
+    engine.tasks.close();
+    if tokio::time::timeout(crate::engine::STOP_WAIT, engine.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            tasks = engine.tasks.len(),
+            "engine tasks still running {}s after their agents stopped; exiting without them",
+            crate::engine::STOP_WAIT.as_secs()
+        );
+    }
     stopped
 }
 

@@ -219,7 +219,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
     });
     crate::supervise::start_timers(engine.clone());
     let mut rx = engine.subscribe();
-    tokio::spawn(async move {
+    engine.clone().spawn_cancellable(async move {
         for run in carry_on {
             launch(&engine, run, Start::Resume);
         }
@@ -263,7 +263,7 @@ fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
         return;
     }
     let engine = engine.clone();
-    tokio::spawn(async move {
+    engine.clone().spawn_cancellable(async move {
         let result = drive(&engine, run, start).await;
         if let Err(e) = result {
             fail_run(&engine, run, &e.message);
