@@ -9,7 +9,9 @@
 // once is kept beside it (`..._starting`), not hidden, and so is the steady
 // fleet's before its first run finishes (`..._before_first_finish`: the
 // round trips of a fleet at work, without the moment every run commits and
-// exits at once).
+// exits at once). The idle PSS is the app as a user starts it; WebKit's
+// own floor (MiniBrowser on a one-line page, measured in the same run) is
+// kept beside it.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +28,7 @@ export const KEYS = [
   "dashboard_10k_reload_painted_p50_ms",
   "cold_start_to_rows_painted_p50_ms",
   "idle_pss_mb",
+  "idle_pss_mb_webkit_floor",
   "audit_append_ratio_vs_bare",
   "gate_decision_commit_p99_ms",
 ];

@@ -5,11 +5,13 @@
 // summed: shared pages count once across the tree. Measured twice: the app
 // as a user starts it (`idle_pss_mb`), and under WebDriver as the other
 // window benches drive it (`idle_pss_mb_under_webdriver`: the automation
-// session and a page reload add to the web process). BENCH_PSS_DETAIL=N
+// session and a page reload add to the web process), beside WebKit's own
+// floor measured first (MiniBrowser on a one-line page: the same three
+// processes with no app in them). BENCH_PSS_DETAIL=N
 // prints each process's N largest mappings.
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openApp, By } from "../lib.mjs";
@@ -38,15 +40,18 @@ function processes() {
   return out;
 }
 
-/** The app (started with our data dir) and every process under it. */
-function tree(dataDir) {
+/** The process `isRoot` picks and every process under it. */
+function tree(isRoot, what) {
   const all = processes();
-  const app = all.find((p) => p.cmdline.includes(dataDir) && p.cmdline[0]?.endsWith("overseer-app"));
-  if (!app) throw new Error(`no overseer-app process with --data-dir ${dataDir}`);
-  const members = [app];
+  const root = all.find(isRoot);
+  if (!root) throw new Error(`no ${what} process`);
+  const members = [root];
   for (let i = 0; i < members.length; i++) for (const p of all) if (p.ppid === members[i].pid) members.push(p);
   return members;
 }
+
+/** The app started on `dataDir`. */
+const appOn = (dataDir) => (p) => p.cmdline.includes(dataDir) && p.cmdline[0]?.endsWith("overseer-app");
 
 /** The mappings holding most of a process's PSS, summed by path ([heap], [anon], a library). */
 function topMappings(pid, n) {
@@ -66,14 +71,15 @@ function pssKb(pid) {
   return m ? Number(m[1]) : 0;
 }
 
-/** PSS samples of the app's whole tree, once it has been idle IDLE_MS; prints
- * where the memory is and returns the per-process figures of the last sample. */
-async function measure(dataDir, label) {
+/** PSS samples of a whole tree (the process `isRoot` picks and all under
+ * it), once it has been idle IDLE_MS; prints where the memory is and
+ * returns the per-process figures of the last sample. */
+async function measure(isRoot, label) {
   await sleep(IDLE_MS);
   const totals = [];
   let last = [];
   for (let i = 0; i < SAMPLES; i++) {
-    last = tree(dataDir).map((p) => ({ ...p, kb: pssKb(p.pid) }));
+    last = tree(isRoot, label).map((p) => ({ ...p, kb: pssKb(p.pid) }));
     totals.push(last.reduce((a, p) => a + p.kb, 0) / 1024);
     await sleep(1_000);
   }
@@ -83,13 +89,47 @@ async function measure(dataDir, label) {
     const detail = Number(process.env.BENCH_PSS_DETAIL ?? 0);
     if (detail > 0) for (const [path, kb] of topMappings(p.pid, detail)) console.log(`      ${(kb / 1024).toFixed(1).padStart(6)} MB  ${path}`);
   }
-  const s = report(`idle PSS of the whole tree (MB, not ms), 15-run demo fleet, ${label}`, totals);
+  const s = report(`idle PSS of the whole tree (MB, not ms), ${label}`, totals);
   const byName = {};
   for (const p of last) {
     const key = `_${p.comm.replace(/\W+/g, "_")}`;
     byName[key] = (byName[key] ?? 0) + p.kb / 1024;
   }
   return { p50: s.p50, byName };
+}
+
+/** WebKitGTK's own minimal browser (shipped with the library), or null. */
+function miniBrowser() {
+  const dirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aarch64-linux-gnu"];
+  try {
+    dirs.unshift(execFileSync("pkg-config", ["--variable=libdir", "webkit2gtk-4.1"], { encoding: "utf8" }).trim());
+  } catch {
+    // no pkg-config: the usual places
+  }
+  return dirs.map((d) => join(d, "webkit2gtk-4.1", "MiniBrowser")).find((p) => existsSync(p)) ?? null;
+}
+
+// WebKit's floor, the baseline: MiniBrowser showing a one-line page with
+// the same setting the app starts WebKit with (no compositing), the same
+// process tree (UI, network and web processes) with no app in it.
+let floor = null;
+const mini = miniBrowser();
+if (mini) {
+  const page = mkdtempSync(join(tmpdir(), "overseer-bench-floor-"));
+  writeFileSync(join(page, "index.html"), "<!doctype html><title>floor</title><p>hello</p>\n");
+  const env = { ...process.env, WEBKIT_DISABLE_COMPOSITING_MODE: "1" };
+  delete env.TAURI_WEBVIEW_AUTOMATION;
+  const browser = spawn(mini, [`file://${join(page, "index.html")}`], { env, stdio: "ignore" });
+  const gone = once(browser, "exit");
+  try {
+    floor = (await measure((p) => p.pid === browser.pid, "WebKit's floor (MiniBrowser, a one-line page)")).p50;
+  } finally {
+    browser.kill("SIGTERM");
+    await gone;
+    rmSync(page, { recursive: true, force: true });
+  }
+} else {
+  console.log("WebKit's floor: no MiniBrowser next to libwebkit2gtk-4.1; not measured");
 }
 
 // As a user runs it: the app started on a data dir the demo fleet is in,
@@ -104,7 +144,7 @@ const plain = spawn(OVERSEER_APP, ["--data-dir", dataDir, "--config-dir", config
 const exited = once(plain, "exit");
 let user;
 try {
-  user = await measure(dataDir, "the app as a user starts it");
+  user = await measure(appOn(dataDir), "the app as a user starts it, 15-run demo fleet");
 } finally {
   plain.kill("SIGTERM");
   await exited;
@@ -122,10 +162,15 @@ try {
     const t = await app.driver.findElements(By.css('[data-testid="row-count"]'));
     return t.length > 0 && / of 15 runs$/.test(await t[0].getText());
   }, 60_000);
-  driven = await measure(app.dataDir, "under WebDriver after a reload");
+  driven = await measure(appOn(app.dataDir), "the app under WebDriver after a reload, 15-run demo fleet");
 } finally {
   await app.quit();
 }
 const figures = { idle_pss_mb: user.p50, idle_pss_mb_under_webdriver: driven.p50 };
+if (floor !== null) {
+  figures.idle_pss_mb_webkit_floor = floor;
+  figures.idle_pss_mb_above_webkit_floor = user.p50 - floor;
+  console.log(`the app above WebKit's floor: +${(user.p50 - floor).toFixed(1)} MB (${(user.p50 / floor).toFixed(2)}x)`);
+}
 for (const [k, v] of Object.entries(user.byName)) figures[`idle_pss_mb${k}`] = v;
 writeFigures("pss", figures);
