@@ -590,19 +590,16 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
 /// merges, whatever happens to the branch afterwards.
 async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let run = work.run_id;
-    let e = engine.clone();
-    tokio::task::spawn_blocking(move || e.record_review_tip(run))
-        .await
-        .map_err(|e| err(e.to_string()))??;
+    // Both in this task (not on the blocking pool): stopping the engine
+    // cancels a driver at its next await, so a merge it started, and what
+    // is recorded of it, finish before the engine's final checkpoint.
+    crate::blocking::off_worker(|| engine.record_review_tip(run))?;
     let auto = engine
         .config
         .auto_advance(&work.stage, work.workspace.settings.auto_advance);
     if auto {
         use crate::merge::MergeOutcome;
-        let e = engine.clone();
-        let merged = tokio::task::spawn_blocking(move || e.merge_run(run, &Actor::Engine))
-            .await
-            .map_err(|e| err(e.to_string()))?;
+        let merged = crate::blocking::off_worker(|| engine.merge_run(run, &Actor::Engine));
         match merged {
             Ok(MergeOutcome::NoRepository) => {}
             Ok(outcome) => {
