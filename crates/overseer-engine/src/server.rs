@@ -550,6 +550,24 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             }
         }
         let id = call.id;
+        if engine.is_stopping() {
+            // Past this point the engine's final checkpoint may be taken:
+            // nothing more is carried out, and the caller is told so.
+            let error = ApiError::new(
+                ErrorCode::EngineUnavailable,
+                "Overseer is closing: this request was not carried out; run it again once it has \
+                 closed (with no engine running, the CLI works on the database itself)",
+            );
+            write_line(
+                &mut write,
+                &ServerLine::Error {
+                    id: Some(id),
+                    error,
+                },
+            )
+            .await?;
+            continue;
+        }
         if let Request::Session { session, ask } = call.request {
             let Some(reply) =
                 answer_while_connected(engine.session_ask(session, ask, peer), &mut reader).await
@@ -591,15 +609,17 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             }
         }
         let engine = engine.clone();
-        let reply =
-            tokio::task::spawn_blocking(move || dispatch(&engine, call.request, &Actor::cli()))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(ApiError::new(
-                        ErrorCode::Internal,
-                        format!("request failed: {e}"),
-                    ))
-                });
+        // Tracked: stopping the engine waits for a request it is carrying out.
+        let tasks = engine.tasks.clone();
+        let reply = tasks
+            .spawn_blocking(move || dispatch(&engine, call.request, &Actor::cli()))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    ErrorCode::Internal,
+                    format!("request failed: {e}"),
+                ))
+            });
         let line = match reply {
             Ok(result) => ServerLine::Result {
                 id: Some(id),

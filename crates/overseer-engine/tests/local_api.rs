@@ -330,3 +330,24 @@ async fn a_settled_demo_seed_has_no_active_runs_for_an_orchestrator_to_find() {
         3
     );
 }
+
+/// Once the engine is closing (its agents stopped, its final checkpoint
+/// next), a decision that arrives on its socket is refused with a typed
+/// error that says what to do, and nothing of it is carried out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_sent_while_the_engine_closes_is_refused_and_not_carried_out() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let mut c = client(&r).await;
+    r.engine.stop_agents().await;
+    let err = c
+        .call(Request::ApproveRun { run: run.id })
+        .await
+        .expect_err("refused while closing");
+    assert_eq!(err.code, ErrorCode::EngineUnavailable, "{}", err.message);
+    assert!(err.message.contains("run it again"), "{}", err.message);
+    assert_eq!(
+        r.engine.run(run.id).expect("run").state,
+        RunState::PendingReview
+    );
+}
