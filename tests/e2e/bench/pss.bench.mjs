@@ -83,6 +83,8 @@ async function measure(isRoot, label) {
     totals.push(last.reduce((a, p) => a + p.kb, 0) / 1024);
     await sleep(1_000);
   }
+  // Without a web process nothing was shown: a figure of that is no figure.
+  if (!last.some((p) => p.comm.startsWith("WebKitWebProc"))) throw new Error(`${label}: no WebKitWebProcess in the tree; the page never loaded`);
   for (const p of last) {
     console.log(`  ${p.comm} (pid ${p.pid}): ${(p.kb / 1024).toFixed(1)} MB PSS`);
     // BENCH_PSS_DETAIL=N: where each process's memory is, its N largest mappings.
