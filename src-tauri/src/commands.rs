@@ -5,29 +5,23 @@
 //! the actor comes from the connection, never from the window's arguments.
 //! Errors reach the web view as `{code, message}`.
 
-use overseer_core::{Actor, ApiError, ErrorCode};
+use overseer_core::{Actor, ApiError};
 use overseer_engine::api::vocabulary::*;
 use overseer_engine::api::Operation;
 use overseer_engine::Engine;
 use std::sync::Arc;
 use tauri::State;
 
-/// Runs `op` off the async runtime (a store call may wait on SQLite's lock)
-/// as the window's user.
+/// Runs `op` off the async runtime as the window's user, as the socket
+/// does: refused once the engine is closing, waited for by its stop.
 async fn perform<O>(engine: &Arc<Engine>, op: O) -> Result<O::Response, ApiError>
 where
     O: Operation + Send + 'static,
     O::Response: Send + 'static,
 {
-    let engine = engine.clone();
-    tauri::async_runtime::spawn_blocking(move || op.perform(&engine, &Actor::app()))
+    engine
+        .carry_out(move |e| op.perform(e, &Actor::app()))
         .await
-        .unwrap_or_else(|e| {
-            Err(ApiError::new(
-                ErrorCode::Internal,
-                format!("command failed: {e}"),
-            ))
-        })
 }
 
 /// Generates the commands of the table's `both` and `window_only` entries,

@@ -291,6 +291,39 @@ impl Engine {
         crate::orchestrator::stop_all(self).await
     }
 
+    /// Refuses a request from outside (the socket, the window) once the
+    /// engine is closing: past that point its final checkpoint may be taken.
+    pub fn refuse_if_closing(&self) -> Result<(), ApiError> {
+        if self.is_stopping() {
+            return Err(ApiError::new(
+                ErrorCode::EngineUnavailable,
+                "Overseer is closing: this request was not carried out; run it again once it has \
+                 closed (with no engine running, the CLI works on the database itself)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Carries out a request from outside (the socket, the window) on a
+    /// blocking thread (a store call may wait on SQLite's lock) that
+    /// [`Engine::stop_agents`] waits for; refused once the engine is closing.
+    pub async fn carry_out<T: Send + 'static>(
+        self: &Arc<Self>,
+        request: impl FnOnce(&Engine) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.refuse_if_closing()?;
+        let me = self.clone();
+        self.tasks
+            .spawn_blocking(move || request(&me))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    ErrorCode::Internal,
+                    format!("request failed: {e}"),
+                ))
+            })
+    }
+
     /// Spawns orchestration work that has no use once the engine stops (a
     /// run's driver, its agent's pump, an answer a run waits on, the gate
     /// timers): at [`Engine::stop_agents`] it stops at its next await, and

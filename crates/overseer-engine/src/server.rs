@@ -550,14 +550,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             }
         }
         let id = call.id;
-        if engine.is_stopping() {
-            // Past this point the engine's final checkpoint may be taken:
-            // nothing more is carried out, and the caller is told so.
-            let error = ApiError::new(
-                ErrorCode::EngineUnavailable,
-                "Overseer is closing: this request was not carried out; run it again once it has \
-                 closed (with no engine running, the CLI works on the database itself)",
-            );
+        if let Err(error) = engine.refuse_if_closing() {
             write_line(
                 &mut write,
                 &ServerLine::Error {
@@ -608,18 +601,9 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                 continue;
             }
         }
-        let engine = engine.clone();
-        // Tracked: stopping the engine waits for a request it is carrying out.
-        let tasks = engine.tasks.clone();
-        let reply = tasks
-            .spawn_blocking(move || dispatch(&engine, call.request, &Actor::cli()))
-            .await
-            .unwrap_or_else(|e| {
-                Err(ApiError::new(
-                    ErrorCode::Internal,
-                    format!("request failed: {e}"),
-                ))
-            });
+        let reply = engine
+            .carry_out(move |e| dispatch(e, call.request, &Actor::cli()))
+            .await;
         let line = match reply {
             Ok(result) => ServerLine::Result {
                 id: Some(id),
