@@ -529,3 +529,19 @@ pub enum ServerLine {
         event: EngineEvent,
     },
 }
+
+impl ServerLine {
+    /// The answer to call `id`: its result, or its error.
+    pub fn reply(id: u64, outcome: Result<serde_json::Value, ApiError>) -> Self {
+        match outcome {
+            Ok(result) => ServerLine::Result {
+                id: Some(id),
+                result,
+            },
+            Err(error) => ServerLine::Error {
+                id: Some(id),
+                error,
+            },
+        }
+    }
+}

@@ -378,17 +378,7 @@ async fn handle_run_asks(
                 format!("run {run}'s socket takes its asks and reports only (ask_user, request_plan_approval, report_step, messages)"),
             )),
         };
-        let line = match reply {
-            Ok(result) => ServerLine::Result {
-                id: Some(call.id),
-                result,
-            },
-            Err(error) => ServerLine::Error {
-                id: Some(call.id),
-                error,
-            },
-        };
-        write_line(&mut write, &line).await?;
+        write_line(&mut write, &ServerLine::reply(call.id, reply)).await?;
     }
 }
 
@@ -551,14 +541,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
         }
         let id = call.id;
         if let Err(error) = engine.refuse_if_closing() {
-            write_line(
-                &mut write,
-                &ServerLine::Error {
-                    id: Some(id),
-                    error,
-                },
-            )
-            .await?;
+            write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
             continue;
         }
         if let Request::Session { session, ask } = call.request {
@@ -567,17 +550,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             else {
                 return Ok(());
             };
-            let line = match reply {
-                Ok(result) => ServerLine::Result {
-                    id: Some(id),
-                    result,
-                },
-                Err(error) => ServerLine::Error {
-                    id: Some(id),
-                    error,
-                },
-            };
-            write_line(&mut write, &line).await?;
+            write_line(&mut write, &ServerLine::reply(id, reply)).await?;
             continue;
         }
         if crate::agents::external::is_decision(&call.request) {
@@ -590,31 +563,14 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                          the agent did not start"
                     ),
                 );
-                write_line(
-                    &mut write,
-                    &ServerLine::Error {
-                        id: Some(id),
-                        error,
-                    },
-                )
-                .await?;
+                write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
                 continue;
             }
         }
         let reply = engine
             .carry_out(move |e| dispatch(e, call.request, &Actor::cli()))
             .await;
-        let line = match reply {
-            Ok(result) => ServerLine::Result {
-                id: Some(id),
-                result,
-            },
-            Err(error) => ServerLine::Error {
-                id: Some(id),
-                error,
-            },
-        };
-        write_line(&mut write, &line).await?;
+        write_line(&mut write, &ServerLine::reply(id, reply)).await?;
     }
 }
 
