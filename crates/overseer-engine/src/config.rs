@@ -7,6 +7,11 @@
 //! [stages.docs]               # per-stage override of auto_advance
 //! auto_advance = true
 //!
+//! [limits]                    # every run's limits (defaults sized from the machine:
+//! pids_max = 1024             #   512 per CPU, 1,024 to 16,384; memory_max half the
+//! memory_max = "8G"           #   RAM (at least 2G), memory_high 3/4 of it; cpu_weight
+//! cpu_weight = 100            #   100 among runs). See docs/security.md.
+//!
 //! [supervision]               # defaults for `overseer supervisor configure`
 //! model = "llama3.1"          # with base_url: an OpenAI-compatible endpoint
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -25,6 +30,7 @@
 //! write_paths = []            # extra dirs writable in the sandbox
 //! network = true              # false: no network in the sandbox
 //! allow_uncontained = false   # run even where bubblewrap cannot contain it
+//! limits = { memory_max = "16G" }  # this profile's runs, over [limits]
 //! ```
 //!
 //! A missing file means the defaults; a broken one is an error that names the
@@ -114,6 +120,14 @@ pub struct AgentProfile {
     /// the user can, Overseer's key and socket included.
     #[serde(default)]
     pub allow_uncontained: bool,
+    /// This profile's runs' resource limits, over `[limits]` and the
+    /// machine's defaults (`contain::limits`).
+    #[serde(default, skip_serializing_if = "is_default_limits")]
+    pub limits: crate::contain::LimitsConfig,
+}
+
+fn is_default_limits(l: &crate::contain::LimitsConfig) -> bool {
+    *l == crate::contain::LimitsConfig::default()
 }
 
 fn default_plan_mode() -> String {
@@ -147,6 +161,7 @@ impl AgentProfile {
             write_paths: Vec::new(),
             network: true,
             allow_uncontained: false,
+            limits: crate::contain::LimitsConfig::default(),
         }
     }
 
@@ -175,6 +190,9 @@ impl AgentProfile {
                     errors.push(FieldError::new(format!("{list}[{i}]"), why));
                 }
             }
+        }
+        if let Err(why) = crate::contain::RunLimits::for_machine().with(&self.limits) {
+            errors.push(FieldError::new("limits", why));
         }
         if errors.is_empty() {
             Ok(())
@@ -321,6 +339,10 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentProfile>,
     #[serde(default)]
     pub supervision: SupervisionConfig,
+    /// Every run's resource limits, over the machine's defaults
+    /// (`contain::limits`); a profile's `limits` go over these.
+    #[serde(default, skip_serializing_if = "is_default_limits")]
+    pub limits: crate::contain::LimitsConfig,
     #[serde(skip)]
     path: PathBuf,
 }
@@ -356,6 +378,9 @@ impl Config {
             });
         }
         let mut errors = Vec::new();
+        if let Err(why) = crate::contain::RunLimits::for_machine().with(&config.limits) {
+            errors.push(FieldError::new("limits", why));
+        }
         for (name, p) in &config.agents {
             if let Err(e) = p.validate() {
                 errors.extend(overseer_core::error::under(&format!("agents.{name}"), e));
@@ -394,6 +419,21 @@ impl Config {
                 known: self.profiles().into_keys().collect::<Vec<_>>().join(", "),
                 path: self.path.clone(),
             })
+    }
+
+    /// The limits of a run of `profile` (named `name`): the machine's
+    /// defaults, then `[limits]`, then the profile's. Err: the note the run
+    /// fails with.
+    pub fn run_limits(
+        &self,
+        name: &str,
+        profile: &AgentProfile,
+    ) -> Result<crate::contain::RunLimits, String> {
+        crate::contain::RunLimits::for_machine()
+            .with(&self.limits)
+            .map_err(|e| format!("[limits] in {}: {e}", self.path.display()))?
+            .with(&profile.limits)
+            .map_err(|e| format!("[agents.{name}.limits] in {}: {e}", self.path.display()))
     }
 
     /// Every profile by name: the built-in ones, overridden by the file's.
@@ -706,7 +746,38 @@ mod tests {
             cgroups: crate::contain::CgroupStatus::Available {
                 root: "/sys/fs/cgroup".into(),
             },
+            scopes: crate::contain::ScopeStatus::Available { abi: 7 },
+            limits: crate::contain::LimitsStatus::Available {
+                controllers: vec!["pids".into(), "memory".into(), "cpu".into()],
+                how: "cgroup v2".into(),
+            },
         }
+    }
+
+    #[test]
+    fn limits_are_read_globally_and_per_profile_and_checked() {
+        let c = parse(
+            "[limits]\npids_max = 300\nmemory_max = \"4G\"\n[agents.x]\ncommand = \"/bin/true\"\nlimits = { memory_max = \"1G\", cpu_weight = 50 }\n",
+        )
+        .expect("valid");
+        let x = c.profile("x").expect("x");
+        let l = c.run_limits("x", &x).expect("limits");
+        assert_eq!(l.pids_max, 300, "from [limits]");
+        assert_eq!(
+            (l.memory_max, l.memory_high, l.cpu_weight),
+            (1 << 30, 3 << 28, 50)
+        );
+        let claude = c.profile("claude").expect("claude");
+        assert_eq!(
+            c.run_limits("claude", &claude).expect("limits").memory_max,
+            4 << 30
+        );
+        let err = parse("[agents.x]\ncommand = \"/bin/true\"\nlimits = { pids_max = 2 }\n")
+            .expect_err("too low");
+        assert!(err.to_string().contains("agents.x.limits"), "{err}");
+        assert!(err.to_string().contains("at least 8"), "{err}");
+        let err = parse("[limits]\nmemory_max = \"lots\"\n").expect_err("not a size");
+        assert!(err.to_string().contains("512M"), "{err}");
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub enum ProcessError {
     Wait(std::io::Error),
     #[error("cannot put the agent in its run's cgroup: {0}")]
     Cgroup(std::io::Error),
+    #[error("cannot keep the agent from the desktop's sockets (Landlock): {0}")]
+    Scope(String),
 }
 
 /// How to start one agent.
@@ -151,12 +153,14 @@ pub fn spawn(
     cmd.env(MARKER_ENV, &spec.marker);
     die_with_parent(&mut cmd);
     yield_to_engine(&mut cmd);
-    // Kept open until the child has exec'd (the closure only holds its number).
+    first_for_the_oom_killer(&mut cmd);
+    crate::contain::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
+    // Kept open until the child has exec'd (the closure only holds their numbers).
     let procs = match &spec.cgroup {
         Some(cg) => {
-            let file = cg.procs_file().map_err(ProcessError::Cgroup)?;
-            join_cgroup(&mut cmd, &file);
-            Some(file)
+            let files = cg.procs_files().map_err(ProcessError::Cgroup)?;
+            join_cgroup(&mut cmd, &files);
+            Some(files)
         }
         None => None,
     };
@@ -235,22 +239,47 @@ fn yield_to_engine(cmd: &mut Command) {
     }
 }
 
-/// The child joins the cgroup whose `cgroup.procs` is `procs` before exec,
-/// so nothing it starts can run outside it.
+/// The child joins the cgroups whose `cgroup.procs` are `procs` before
+/// exec (its run's, and on a hybrid system the v1 ones of its limits), so
+/// nothing it starts can run outside them.
 #[allow(unsafe_code)]
-fn join_cgroup(cmd: &mut Command, procs: &std::fs::File) {
+fn join_cgroup(cmd: &mut Command, procs: &[std::fs::File]) {
     use std::os::fd::AsRawFd;
-    let fd = procs.as_raw_fd();
-    // SAFETY: the closure runs in the forked child before exec and makes one
-    // async-signal-safe system call (write) on a descriptor the parent keeps
-    // open until spawn returns; it allocates nothing (an OS error converts
-    // without allocating).
+    let fds: Vec<i32> = procs.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // async-signal-safe system calls (write) on descriptors the parent keeps
+    // open until spawn returns; it allocates nothing (it reads the vector
+    // made in the parent; an OS error converts without allocating).
     unsafe {
         cmd.pre_exec(move || {
-            let file = std::os::fd::BorrowedFd::borrow_raw(fd);
-            rustix::io::write(file, b"0")
-                .map(|_| ())
-                .map_err(std::io::Error::from)
+            for fd in &fds {
+                let file = std::os::fd::BorrowedFd::borrow_raw(*fd);
+                rustix::io::write(file, b"0").map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Everything a run starts is the OOM killer's first choice
+/// (`oom_score_adj` 1000, inherited), so memory pressure from a run takes
+/// the run, never the engine. Best effort: raising one's own score needs
+/// no privilege, but a system without `/proc` leaves it as it was.
+#[allow(unsafe_code)]
+fn first_for_the_oom_killer(cmd: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // three async-signal-safe system calls (open, write, close) with a
+    // static path; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if let Ok(fd) = rustix::fs::open(
+                c"/proc/self/oom_score_adj",
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            ) {
+                let _ = rustix::io::write(&fd, b"1000");
+            }
+            Ok(())
         });
     }
 }

@@ -133,6 +133,7 @@ r tmp 'echo x > /tmp/x && test -s /tmp/x'
 r tcp '(exec 3<>/dev/tcp/127.0.0.1/$PORT)'
 r home_at_user_home 'test "$HOME" = "$HOSTHOME"'
 r tmpdir 'test "$TMPDIR" = /tmp'
+r abstract_socket 'python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1].replace(\"@\", \"\\0\", 1))" "$ABSTRACT"'
 "#;
 
 struct Layout {
@@ -145,6 +146,10 @@ struct Layout {
     worktree: PathBuf,
     agent_home: PathBuf,
     _socket: std::os::unix::net::UnixListener,
+    /// An abstract socket of the desktop's kind (`@/tmp/.X11-unix/X<n>`),
+    /// listening outside the run.
+    abstract_name: String,
+    _abstract: std::os::unix::net::UnixListener,
 }
 
 fn layout() -> Layout {
@@ -184,7 +189,16 @@ fn layout() -> Layout {
     );
     let agent_home = data.join("agent-homes/demo");
     std::fs::create_dir_all(&agent_home).expect("agent home");
+    let abstract_name = format!("/tmp/.X11-unix/X{}", 9000 + std::process::id() % 1000);
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes())
+            .expect("abstract name");
+        std::os::unix::net::UnixListener::bind_addr(&addr).expect("abstract socket")
+    };
     Layout {
+        abstract_name,
+        _abstract: abstract_listener,
         _dir: dir,
         data,
         config,
@@ -235,6 +249,7 @@ impl Layout {
             ("OBJECTS", objects.to_string_lossy().into_owned()),
             ("ENGINE", std::process::id().to_string()),
             ("PORT", port.to_string()),
+            ("ABSTRACT", format!("@{}", self.abstract_name)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -294,6 +309,9 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         ("tcp", true),
         ("home_at_user_home", true),
         ("tmpdir", true),
+        // The desktop's abstract sockets (X11, an abstract session D-Bus):
+        // the network namespace is shared, Landlock's scope refuses them.
+        ("abstract_socket", false),
     ];
     for (probe, want) in expect {
         assert_eq!(
@@ -368,7 +386,7 @@ async fn a_marker_stripped_setsid_double_fork_escapes_the_marker_sweep_but_not_t
 
     // With the run's cgroup: it dies with the run.
     let root = test_cgroup_root("abort");
-    let cg = RunCgroup::create(&root, "run-1").expect("cgroup");
+    let cg = RunCgroup::create(&root, "run-1", None).expect("cgroup");
     let pidfile = dir.path().join("pid-2");
     let mut spec = bash_spec(dir.path(), &escapee(&pidfile), Vec::new());
     spec.cgroup = Some(cg.clone());
@@ -401,7 +419,7 @@ async fn recovery_after_a_crash_kills_what_is_left_in_run_cgroups() {
     drop(engine);
     // What an engine killed with -9 leaves: a run cgroup with a
     // marker-stripped daemon in it (its agent, here, too).
-    let cg = RunCgroup::create(&root, "run-7").expect("cgroup");
+    let cg = RunCgroup::create(&root, "run-7", None).expect("cgroup");
     let pidfile = dir.path().join("pid");
     let mut spec = bash_spec(dir.path(), &escapee(&pidfile), Vec::new());
     spec.cgroup = Some(cg.clone());
@@ -576,7 +594,8 @@ async fn the_engine_refuses_a_peer_inside_a_run_even_without_the_sandbox() {
     // sandbox: only the cgroup says where it comes from.
     let root = w.engine.run_cgroup_root().expect("cgroups");
     let mut in_cgroup = bash_spec(dir.path(), "", Vec::new());
-    in_cgroup.cgroup = Some(RunCgroup::create(&root, &format!("run-{run}-sensors")).expect("cg"));
+    in_cgroup.cgroup =
+        Some(RunCgroup::create(&root, &format!("run-{run}-sensors"), None).expect("cg"));
     let reply = connect_from(in_cgroup, &socket).await;
     assert!(reply.contains("\"forbidden\""), "{reply}");
     assert!(!reply.contains("pong"), "{reply}");
@@ -783,4 +802,98 @@ fn helper_serve() {
         println!("READY");
         server::serve(engine, listener).await;
     });
+}
+
+/// A run's limits hold against a fork storm and a memory hog from a real
+/// child inside its cgroup: forks past `pids.max` fail, the hog is killed at
+/// `memory.max` (it, not the engine: the run's processes are the OOM
+/// killer's first choice), and the cgroup says so for the timeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cannot_fork_past_its_limit_nor_take_the_machines_memory() {
+    let status = &contain::probe().limits;
+    assert!(
+        matches!(status, contain::LimitsStatus::Available { .. }),
+        "the machines these tests run on have pids, memory and cpu controllers: {status:?}"
+    );
+    let dir = scratch();
+    let root = test_cgroup_root("limits");
+    let limits = contain::RunLimits {
+        pids_max: 40,
+        memory_max: 96 << 20,
+        memory_high: 80 << 20,
+        cpu_weight: 100,
+    };
+    let cg = RunCgroup::create(&root, "run-3", Some(&limits)).expect("cgroup");
+    let script = r#"
+        cat /proc/self/oom_score_adj
+        python3 -c '
+import os, signal, time
+kids = []
+for i in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+print("forks=%d" % len(kids), flush=True)
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+for k in kids:
+    os.waitpid(k, 0)
+'
+        python3 -c "b = bytearray(400 << 20); print('allocated', len(b))"
+        echo "hog=$?"
+    "#;
+    let mut spec = bash_spec(dir.path(), script, Vec::new());
+    spec.cgroup = Some(cg.clone());
+    let (mut agent, stdin, mut stdout, mut stderr) = process::spawn(&spec).expect("spawn");
+    drop(stdin);
+    let (mut text, mut err) = (String::new(), String::new());
+    use tokio::io::AsyncReadExt;
+    let read = async {
+        let _ = stdout.read_to_string(&mut text).await;
+        let _ = stderr.read_to_string(&mut err).await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the script ends");
+    let _ = agent.wait().await;
+    let stderr = err;
+    assert!(
+        text.starts_with("1000\n"),
+        "the run is the OOM killer's first choice: {text}"
+    );
+    let forks: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("forks="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no fork count: {text} {stderr}"));
+    assert!(forks < 40, "forks past pids.max=40: {forks}");
+    assert!(
+        !text.contains("allocated"),
+        "the hog got 400 MiB under a 96 MiB limit: {text}"
+    );
+    assert!(
+        text.contains("hog=137"),
+        "the hog was SIGKILLed: {text} {stderr}"
+    );
+    let hits = cg.limit_hits();
+    assert!(
+        hits.pids > 0,
+        "pids.events counted the refused forks: {hits:?}"
+    );
+    assert!(hits.oom_kills > 0, "the OOM kill was counted: {hits:?}");
+    // The engine (this process) is not the OOM killer's choice.
+    let own = std::fs::read_to_string("/proc/self/oom_score_adj").expect("own score");
+    assert_ne!(own.trim(), "1000");
+    let report = agent
+        .terminate(Duration::from_millis(200))
+        .await
+        .expect("terminate");
+    assert!(report.survivors.is_empty(), "{report:?}");
+    let _ = cg.remove();
+    contain::cgroup::remove_if_empty(&root);
 }

@@ -104,6 +104,8 @@ fn generated() -> String {
         overseer_core::agent::PlanStrategy,
         overseer_engine::contain::SandboxStatus,
         overseer_engine::contain::CgroupStatus,
+        overseer_engine::contain::ScopeStatus,
+        overseer_engine::contain::LimitsStatus,
         overseer_engine::contain::Containment,
         overseer_engine::config::AgentInfo,
         overseer_core::plan::PlanProposal,

@@ -195,12 +195,107 @@ pub(crate) fn run_of(pid: u32, root: &Path) -> Option<RunId> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunCgroup {
     path: PathBuf,
+    /// Its directories in the v1 hierarchies that hold its limits (a
+    /// hybrid system), each with the controller it is for.
+    v1: Vec<(&'static str, PathBuf)>,
+    /// The limits set on it (None: none).
+    limits: Option<super::limits::RunLimits>,
+}
+
+/// `<v1 base>/<root's name>`: this engine's directory in a v1 hierarchy.
+fn v1_root(base: &Path, root: &Path) -> Option<PathBuf> {
+    Some(base.join(root.file_name()?))
 }
 
 impl RunCgroup {
-    /// Creates (or takes over) `<root>/<name>`; whatever an earlier holder
-    /// left in it is killed first.
-    pub fn create(root: &Path, name: &str) -> std::io::Result<RunCgroup> {
+    /// Creates (or takes over) `<root>/<name>` with `limits` (see
+    /// [`super::limits`]); whatever an earlier holder left in it is killed
+    /// first.
+    pub fn create(
+        root: &Path,
+        name: &str,
+        limits: Option<&super::limits::RunLimits>,
+    ) -> std::io::Result<RunCgroup> {
+        let cg = Self::create_tracking(root, name)?;
+        match limits {
+            Some(l) => cg.with_limits(root, name, l),
+            None => Ok(cg),
+        }
+    }
+
+    /// Sets `limits` on it: in its own directory for the controllers cgroup
+    /// v2 has, in a directory of the same name in each v1 hierarchy for the
+    /// others.
+    fn with_limits(
+        mut self,
+        root: &Path,
+        name: &str,
+        limits: &super::limits::RunLimits,
+    ) -> std::io::Result<RunCgroup> {
+        use super::limits::{apply, apply_runs_dir, controllers, enable_v2, Place};
+        let found = controllers();
+        let v2: Vec<&str> = found
+            .places
+            .iter()
+            .filter(|(_, p)| *p == Place::V2)
+            .map(|(c, _)| *c)
+            .collect();
+        if !v2.is_empty() {
+            enable_v2(root, &v2);
+        }
+        for (c, place) in &found.places {
+            let dir = match place {
+                Place::V2 => {
+                    apply_runs_dir(c, place, root);
+                    self.path.clone()
+                }
+                Place::V1(base) => {
+                    let Some(engine_dir) = v1_root(base, root) else {
+                        continue;
+                    };
+                    let dir = engine_dir.join(name);
+                    std::fs::create_dir_all(&dir).map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("cannot create the cgroup {}: {e}", dir.display()),
+                        )
+                    })?;
+                    apply_runs_dir(c, place, &engine_dir);
+                    self.v1.push((c, dir.clone()));
+                    dir
+                }
+            };
+            apply(c, place, &dir, limits)?;
+        }
+        self.limits = Some(*limits);
+        Ok(self)
+    }
+
+    /// The limits set on it.
+    pub fn limits(&self) -> Option<&super::limits::RunLimits> {
+        self.limits.as_ref()
+    }
+
+    /// How often it has hit each of its limits so far.
+    pub fn limit_hits(&self) -> super::limits::LimitHits {
+        use super::limits::{controllers, hits, Place};
+        let mut out = super::limits::LimitHits::default();
+        for (c, place) in &controllers().places {
+            let dir = match place {
+                Place::V2 => Some(&self.path),
+                Place::V1(_) => self.v1.iter().find(|(vc, _)| vc == c).map(|(_, d)| d),
+            };
+            if let Some(d) = dir {
+                let h = hits(c, place, d);
+                out.pids += h.pids;
+                out.memory_high += h.memory_high;
+                out.oom_kills += h.oom_kills;
+            }
+        }
+        out
+    }
+
+    fn create_tracking(root: &Path, name: &str) -> std::io::Result<RunCgroup> {
         let path = root.join(name);
         let mut attempt = 0;
         loop {
@@ -219,7 +314,11 @@ impl RunCgroup {
                 }
             }
         }
-        let cg = RunCgroup { path };
+        let cg = RunCgroup {
+            path,
+            v1: Vec::new(),
+            limits: None,
+        };
         if !cg.live_pids().is_empty() {
             let left = cg.kill_blocking(Duration::from_secs(5));
             if !left.is_empty() {
@@ -233,14 +332,20 @@ impl RunCgroup {
         &self.path
     }
 
-    /// `cgroup.procs`, opened write-only (and close-on-exec): a child
-    /// writes `0` to it before exec to join.
-    pub fn procs_file(&self) -> std::io::Result<std::fs::File> {
-        let p = self.path.join("cgroup.procs");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+    /// Every `cgroup.procs` it has (v2, then each v1 directory of its
+    /// limits), opened write-only (and close-on-exec): a child writes `0`
+    /// to each before exec to join.
+    pub fn procs_files(&self) -> std::io::Result<Vec<std::fs::File>> {
+        std::iter::once(&self.path)
+            .chain(self.v1.iter().map(|(_, d)| d))
+            .map(|d| {
+                let p = d.join("cgroup.procs");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&p)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+            })
+            .collect()
     }
 
     /// Every process in it (and in any cgroup below it).
@@ -285,8 +390,16 @@ impl RunCgroup {
         }
     }
 
-    /// Removes it and every cgroup below it (they must be empty).
+    /// Removes it and every cgroup below it (they must be empty), and its
+    /// v1 directories.
     pub fn remove(&self) -> std::io::Result<()> {
+        for (_, d) in &self.v1 {
+            let _ = std::fs::remove_dir(d);
+        }
+        Self::remove_tree(&self.path)
+    }
+
+    fn remove_tree(path: &Path) -> std::io::Result<()> {
         fn rm(d: &Path) -> std::io::Result<()> {
             if let Ok(entries) = std::fs::read_dir(d) {
                 for e in entries.filter_map(|e| e.ok()) {
@@ -300,7 +413,7 @@ impl RunCgroup {
                 _ => Ok(()),
             }
         }
-        rm(&self.path)
+        rm(path)
     }
 
     /// Its live processes (a zombie waits only for its parent to reap it:
@@ -357,7 +470,11 @@ pub fn sweep(root: &Path) -> Vec<u32> {
         if !e.file_type().is_ok_and(|t| t.is_dir()) || super::parse_run_name(&name).is_none() {
             continue;
         }
-        let cg = RunCgroup { path: e.path() };
+        let cg = RunCgroup {
+            path: e.path(),
+            v1: v1_dirs(root, &name),
+            limits: None,
+        };
         killed.extend(cg.live_pids());
         let left = cg.kill_blocking(Duration::from_secs(5));
         if !left.is_empty() {
@@ -401,20 +518,46 @@ pub(crate) fn remove_stale(base: &Path) {
                     .ok()
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|age| age > STALE);
-                let cg = RunCgroup { path: run.path() };
+                // v2 only: this runs inside the containment probe, before
+                // the v1 hierarchies are known (their directories of a
+                // vanished engine stay, empty, until an engine of that
+                // database sweeps them).
+                let cg = RunCgroup {
+                    path: run.path(),
+                    v1: Vec::new(),
+                    limits: None,
+                };
                 if old && run.file_type().is_ok_and(|t| t.is_dir()) && cg.live_pids().is_empty() {
                     let _ = cg.remove();
                 }
             }
         }
-        remove_if_empty(&root.path());
+        let _ = std::fs::remove_dir(root.path());
     }
 }
 
+/// The v1 directories a run cgroup `name` of `root` has (or had).
+fn v1_dirs(root: &Path, name: &str) -> Vec<(&'static str, PathBuf)> {
+    super::limits::controllers()
+        .places
+        .iter()
+        .filter_map(|(c, p)| match p {
+            super::limits::Place::V1(base) => Some((*c, v1_root(base, root)?.join(name))),
+            super::limits::Place::V2 => None,
+        })
+        .filter(|(_, d)| d.is_dir())
+        .collect()
+}
+
 /// Removes an engine's cgroup directory once no run uses it (it is made
-/// again for the next run).
+/// again for the next run), and its directories in v1 hierarchies.
 pub fn remove_if_empty(root: &Path) {
     let _ = std::fs::remove_dir(root);
+    for base in super::limits::controllers().v1_bases() {
+        if let Some(d) = v1_root(&base, root) {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,17 +16,20 @@
 
 pub mod bwrap;
 pub mod cgroup;
+pub mod limits;
+pub(crate) mod scope;
 
 use crate::Engine;
 use overseer_core::RunId;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use bwrap::{Mount, SandboxInputs, SandboxPlan};
 pub use cgroup::RunCgroup;
+pub use limits::{LimitsConfig, RunLimits};
 
 /// Whether agents can run inside bubblewrap on this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -49,11 +52,37 @@ pub enum CgroupStatus {
     Missing { why: String },
 }
 
+/// Whether everything a run starts is kept from abstract Unix sockets and
+/// signals outside it (Landlock scopes, [`scope`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ScopeStatus {
+    /// Enforced, with this Landlock ABI.
+    Available { abi: u32 },
+    /// Not enforced: why, and what that leaves open.
+    Missing { why: String, leaves_open: String },
+}
+
+/// Whether each run gets resource limits (processes, memory, CPU weight).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LimitsStatus {
+    /// Enforced through these cgroup controllers (`how`: where, in words).
+    Available {
+        controllers: Vec<String>,
+        how: String,
+    },
+    /// Not (or not all) enforced: why, and what that leaves open.
+    Missing { why: String, leaves_open: String },
+}
+
 /// What this machine can do to contain a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Containment {
     pub sandbox: SandboxStatus,
     pub cgroups: CgroupStatus,
+    pub scopes: ScopeStatus,
+    pub limits: LimitsStatus,
 }
 
 impl Containment {
@@ -78,16 +107,45 @@ impl Containment {
         }
     }
 
+    /// What a layer other than the sandbox cannot do here, and what that
+    /// leaves open: one line each (empty: every layer holds).
+    pub fn gaps(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let ScopeStatus::Missing { why, leaves_open } = &self.scopes {
+            out.push(format!("no Landlock scopes ({why}): {leaves_open}"));
+        }
+        if let LimitsStatus::Missing { why, leaves_open } = &self.limits {
+            out.push(format!("no resource limits per run ({why}): {leaves_open}"));
+        }
+        out
+    }
+
     /// One line, as `overseer agents list` prints it.
     pub fn summary(&self) -> String {
         let cgroups = match &self.cgroups {
             CgroupStatus::Available { root } => format!("cgroup v2 at {root}"),
             CgroupStatus::Missing { why } => format!("no run cgroups ({why})"),
         };
+        let mut layers = vec![cgroups];
+        if let ScopeStatus::Available { abi } = &self.scopes {
+            layers.push(format!("Landlock scopes (ABI {abi})"));
+        }
+        if let LimitsStatus::Available { how, .. } = &self.limits {
+            layers.push(format!("limits per run ({how})"));
+        }
+        let gaps = self.gaps();
+        let gaps = if gaps.is_empty() {
+            String::new()
+        } else {
+            format!("; MISSING: {}", gaps.join("; "))
+        };
+        let layers = layers.join(", ");
         match &self.sandbox {
-            SandboxStatus::Available { .. } => format!("contained: bubblewrap, {cgroups}"),
+            SandboxStatus::Available { .. } => {
+                format!("contained: bubblewrap, {layers}{gaps}")
+            }
             SandboxStatus::Missing { why, fix } => {
-                format!("NOT CONTAINED: {why}; fix: {fix}; {cgroups}")
+                format!("NOT CONTAINED: {why}; fix: {fix}; {layers}{gaps}")
             }
         }
     }
@@ -98,9 +156,13 @@ impl Containment {
 pub fn probe() -> &'static Containment {
     static PROBED: OnceLock<Containment> = OnceLock::new();
     PROBED.get_or_init(|| {
+        let cgroups = cgroup::probe();
+        let limits = limits::probe(&cgroups);
         let c = Containment {
             sandbox: probe_sandbox(),
-            cgroups: cgroup::probe(),
+            cgroups,
+            scopes: scope::probe(),
+            limits,
         };
         tracing::info!("containment: {}", c.summary());
         c
@@ -369,8 +431,9 @@ impl Engine {
     ) -> Result<Contained, String> {
         let run = work.run_id;
         let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
+        let limits = self.config.run_limits(&work.agent, profile)?;
         let mut out = Contained {
-            cgroup: self.run_cgroup(&format!("run-{run}"), run),
+            cgroup: self.run_cgroup(&format!("run-{run}"), run, &limits),
             ..Contained::default()
         };
         if !contained {
@@ -432,8 +495,9 @@ impl Engine {
             .profile(&work.agent)
             .map_err(|e| e.to_string())?;
         let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
+        let limits = self.config.run_limits(&work.agent, &profile)?;
         let mut out = Contained {
-            cgroup: self.run_cgroup(&format!("run-{run}-sensors"), run),
+            cgroup: self.run_cgroup(&format!("run-{run}-sensors"), run, &limits),
             ..Contained::default()
         };
         if !contained {
@@ -461,16 +525,101 @@ impl Engine {
         self.agent_home("_sensors").join(format!("run-{run}"))
     }
 
-    /// A fresh cgroup `name` for `run`; None (with a warning on the run)
-    /// when cgroups are missing here or it cannot be made.
-    fn run_cgroup(&self, name: &str, run: RunId) -> Option<RunCgroup> {
+    /// A fresh cgroup `name` for `run` with `limits`; None (with a warning
+    /// on the run) when cgroups are missing here or it cannot be made.
+    fn run_cgroup(&self, name: &str, run: RunId, limits: &RunLimits) -> Option<RunCgroup> {
         let root = self.run_cgroup_root()?;
-        match RunCgroup::create(&root, name) {
+        match RunCgroup::create(&root, name, Some(limits)) {
             Ok(cg) => Some(cg),
             Err(e) => {
                 tracing::warn!(run = %run, "no cgroup for the run: {e}");
                 None
             }
+        }
+    }
+}
+
+/// How often a run's cgroup is read for limits it hit.
+const LIMIT_WATCH: Duration = Duration::from_secs(2);
+
+/// `n` bytes as people read them ("512 MiB", "8.0 GiB").
+fn human_bytes(n: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let gib = n as f64 / f64::from(1u32 << 30);
+    if gib >= 1.0 {
+        format!("{gib:.1} GiB")
+    } else {
+        format!("{} MiB", n >> 20)
+    }
+}
+
+impl Engine {
+    /// Follows `run`'s cgroup while it exists: each time the run hits one
+    /// of its limits again, a security entry on its timeline (how often,
+    /// which limit, how to raise it), a signed security event, and the
+    /// first time for each limit, one notification.
+    pub(crate) async fn watch_limits(
+        self: Arc<Engine>,
+        run: RunId,
+        profile: String,
+        cg: RunCgroup,
+    ) {
+        let Some(limits) = cg.limits().copied() else {
+            return;
+        };
+        let mut seen = limits::LimitHits::default();
+        let raise = format!("raise it in [limits] or [agents.{profile}.limits] of overseer.toml if the work needs more");
+        while cg.path().exists() {
+            tokio::time::sleep(LIMIT_WATCH).await;
+            let now = cg.limit_hits();
+            let mut said: Vec<(&str, String)> = Vec::new();
+            if now.pids > seen.pids {
+                said.push(("pids", format!(
+                    "the run hit its process limit ({} processes and threads): {} fork(s) refused so far; {raise}",
+                    limits.pids_max, now.pids
+                )));
+            }
+            if now.oom_kills > seen.oom_kills {
+                said.push(("memory", format!(
+                    "the run hit its memory limit ({}): {} of its processes killed by the OOM killer so far; {raise}",
+                    human_bytes(limits.memory_max), now.oom_kills
+                )));
+            }
+            if now.memory_high > seen.memory_high && seen.memory_high == 0 {
+                said.push(("memory_high", format!(
+                    "the run went above {} of memory and is slowed down to stay under its limit of {}; {raise}",
+                    human_bytes(limits.memory_high), human_bytes(limits.memory_max)
+                )));
+            }
+            for (limit, text) in said {
+                self.audit(
+                    &overseer_core::Actor::Engine,
+                    serde_json::json!({"type": "security_event", "event": "limit_hit", "run_id": run, "limit": limit, "text": text}),
+                );
+                if let Err(e) = self.record_activity(
+                    run,
+                    overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
+                        text: text.clone(),
+                        ..overseer_core::activity::SecurityEntry::default()
+                    }),
+                ) {
+                    tracing::warn!(run = %run, "cannot record a limit hit: {e}");
+                }
+                let first = match limit {
+                    "pids" => seen.pids == 0,
+                    "memory" => seen.oom_kills == 0,
+                    _ => true,
+                };
+                if first {
+                    self.notify_user(
+                        crate::NotificationKind::SecurityEvent,
+                        run,
+                        format!("Run {run} hit a resource limit"),
+                        text,
+                    );
+                }
+            }
+            seen = now;
         }
     }
 }
@@ -503,6 +652,11 @@ mod tests {
             },
             cgroups: CgroupStatus::Missing {
                 why: "no cgroup2 mount".into(),
+            },
+            scopes: ScopeStatus::Available { abi: 7 },
+            limits: LimitsStatus::Available {
+                controllers: vec!["pids".into()],
+                how: "cgroup v2".into(),
             },
         }
     }

@@ -97,6 +97,9 @@ pub(super) async fn launch_agent(
     let (process, stdin, stdout, stderr) =
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let run = work.run_id;
+    if let Some(cg) = spec.cgroup {
+        engine.spawn_cancellable(engine.clone().watch_limits(run, work.agent.clone(), cg));
+    }
     // The agent's stderr is its log: into the timeline, in batches.
     engine.spawn_to_finish(keep_log(engine.clone(), run, stderr));
     // A resumed run continues its agent's session where the agent can.

@@ -13,11 +13,15 @@ const missing: Containment = {
     fix: "apt-get install bubblewrap",
   },
   cgroups: { state: "missing", why: "no cgroup v2 mount" },
+  scopes: { state: "missing", why: "no Landlock", leaves_open: "abstract sockets" },
+  limits: { state: "missing", why: "no cgroup per run", leaves_open: "fork storms" },
 };
 
 const available: Containment = {
   sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
   cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
+  scopes: { state: "available", abi: 7 },
+  limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
 };
 
 describe("containment banner", () => {

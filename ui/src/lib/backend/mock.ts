@@ -78,6 +78,8 @@ function refuse(change: SettingsChange): void {
 const MOCK_CONTAINMENT: Containment = {
   sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
   cgroups: { state: "available", root: "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice" },
+  scopes: { state: "available", abi: 7 },
+  limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
 };
 
 export function defaultPolicy(): SupervisorPolicy {

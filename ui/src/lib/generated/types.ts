@@ -656,7 +656,11 @@ export type SandboxStatus = { "state": "available", bwrap: string, } | { "state"
 
 export type CgroupStatus = { "state": "available", root: string, } | { "state": "missing", why: string, };
 
-export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, };
+export type ScopeStatus = { "state": "available", abi: number, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, };
 
 export type AgentInfo = { name: string, command: string, 
 /**

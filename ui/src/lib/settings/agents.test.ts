@@ -5,10 +5,14 @@ import { agentContainmentText, agentReady, containmentText, planStrategyText, so
 const contained: Containment = {
   sandbox: { state: "available", bwrap: "/usr/bin/bwrap" },
   cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
+  scopes: { state: "available", abi: 7 },
+  limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
 };
 const uncontainable: Containment = {
   sandbox: { state: "missing", why: "bubblewrap (bwrap) is not installed", fix: "apt-get install bubblewrap" },
   cgroups: { state: "missing", why: "no cgroup v2 mount" },
+  scopes: { state: "missing", why: "no Landlock", leaves_open: "abstract sockets" },
+  limits: { state: "missing", why: "no cgroup per run", leaves_open: "fork storms" },
 };
 
 const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
@@ -52,6 +56,10 @@ describe("agent profiles in words", () => {
       ok: true,
       text: expect.stringMatching(/contained: a bubblewrap sandbox.*cgroup v2 at \/sys\/fs\/cgroup\/unified/),
     });
+    expect(containmentText(contained).text).not.toMatch(/Missing here/);
+    const gaps = containmentText({ ...contained, scopes: uncontainable.scopes, limits: uncontainable.limits });
+    expect(gaps.ok).toBe(true);
+    expect(gaps.text).toMatch(/Missing here: No Landlock scopes \(no Landlock\): abstract sockets\. No resource limits per run \(no cgroup per run\): fork storms\./);
     const bad = containmentText(uncontainable);
     expect(bad.ok).toBe(false);
     expect(bad.text).toMatch(/cannot contain runs: bubblewrap \(bwrap\) is not installed\. Fix: apt-get install bubblewrap/);

@@ -34,7 +34,14 @@ export function containmentText(c: Containment): { ok: boolean; text: string } {
       ? `each run in its own cgroup (cgroup v2 at ${c.cgroups.root})`
       : `no cgroup per run (${c.cgroups.why})`;
   if (c.sandbox.state === "available") {
-    return { ok: true, text: `Runs are contained: a bubblewrap sandbox around every agent and sensor, ${cgroups}.` };
+    const layers = [`a bubblewrap sandbox around every agent and sensor`, cgroups];
+    if (c.scopes.state === "available") layers.push(`no reach to the desktop's sockets or your processes (Landlock ABI ${c.scopes.abi})`);
+    if (c.limits.state === "available") layers.push(`limits on processes, memory and CPU per run (${c.limits.how})`);
+    const gaps = containmentGaps(c);
+    return {
+      ok: true,
+      text: `Runs are contained: ${layers.join(", ")}.` + (gaps.length ? ` Missing here: ${gaps.join(" ")}` : ""),
+    };
   }
   return {
     ok: false,
@@ -43,6 +50,15 @@ export function containmentText(c: Containment): { ok: boolean; text: string } {
       `Until then an agent starts only if its profile sets allow_uncontained = true, and then it can reach ` +
       `everything you can, Overseer's key and socket included.`,
   };
+}
+
+/** What a layer besides the sandbox cannot do on this machine, and what that
+ * leaves open, one sentence each (empty: every layer holds). */
+export function containmentGaps(c: Containment): string[] {
+  const out: string[] = [];
+  if (c.scopes.state === "missing") out.push(`No Landlock scopes (${c.scopes.why}): ${c.scopes.leaves_open}.`);
+  if (c.limits.state === "missing") out.push(`No resource limits per run (${c.limits.why}): ${c.limits.leaves_open}.`);
+  return out;
 }
 
 /** How one profile's runs are contained, in words. */
