@@ -81,7 +81,7 @@ pub const PACKAGE_LIFECYCLE_SCRIPTS: &[&str] = &[
 /// True for the paths whose content the matcher reads (a `package.json`
 /// counts only when its lifecycle scripts change).
 pub fn needs_content(path: &str) -> bool {
-    file_name(path) == "package.json"
+    file_name(path).eq_ignore_ascii_case("package.json")
 }
 
 /// Each file of `files` that another tool runs or loads on its own, with
@@ -112,7 +112,10 @@ fn file_name(path: &str) -> &str {
 /// root, `/`-separated), or None when nothing runs it on its own. Every
 /// entry counts at any depth.
 pub fn what_runs(path: &str) -> Option<&'static str> {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // Case-insensitively: on macOS and Windows `.VSCode/Tasks.json` is
+    // the file the editor opens.
+    let lower = path.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split('/').filter(|p| !p.is_empty()).collect();
     let (&name, dirs) = parts.split_last()?;
     // Directories whose every file is read by a tool, at any depth.
     for (i, dir) in dirs.iter().enumerate() {
@@ -159,7 +162,7 @@ fn by_name(name: &str) -> Option<&'static str> {
     Some(match name {
         ".mcp.json" => "MCP servers Claude Code (and other agents) start for this project: each entry is a command run on the user's machine",
         "opencode.json" | "opencode.jsonc" => "OpenCode's project configuration: permissions (`\"*\": \"allow\"` acts unasked), MCP servers and plugins it runs",
-        "CLAUDE.md" | "CLAUDE.local.md" | "AGENTS.md" | "GEMINI.md" | "QWEN.md" | ".cursorrules" => "instructions every agent session here reads as the project's own: they can direct the next agent to run commands",
+        "claude.md" | "claude.local.md" | "agents.md" | "gemini.md" | "qwen.md" | ".cursorrules" => "instructions every agent session here reads as the project's own: they can direct the next agent to run commands",
         ".envrc" => "direnv: shell code the user's shell runs on entering the directory (once allowed, or at once where the directory is whitelisted)",
         ".env" => "environment file loaded into programs' environment by tools (direnv's `dotenv`, Docker Compose, VS Code's Python extension, bun, mise): variables such as `NODE_OPTIONS`, `LD_PRELOAD` or `PYTHONSTARTUP` make them run code",
         "mise.toml" | ".mise.toml" => "mise configuration: environment, tasks and hooks mise runs on entering the directory",
@@ -173,7 +176,7 @@ fn by_name(name: &str) -> Option<&'static str> {
         ".travis.yml" => "Travis CI pipeline: jobs run on push, with the repository's secrets",
         "azure-pipelines.yml" | "azure-pipelines.yaml" => "Azure Pipelines: jobs run on push, with the pipeline's secrets",
         "bitbucket-pipelines.yml" => "Bitbucket Pipelines: steps run on push, with the repository's variables",
-        "Jenkinsfile" => "Jenkins pipeline: Groovy and shell steps run on the Jenkins agents, with their credentials",
+        "jenkinsfile" => "Jenkins pipeline: Groovy and shell steps run on the Jenkins agents, with their credentials",
         ".drone.yml" | ".woodpecker.yml" | ".woodpecker.yaml" => "CI pipeline (Drone / Woodpecker): steps run on push, with the repository's secrets",
         ".npmrc" => "npm configuration: `node-options`, `script-shell` and registries npm uses when it installs and runs scripts",
         ".yarnrc" | ".yarnrc.yml" => "Yarn configuration: `yarnPath` (`yarn-path`) is a JavaScript file run as yarn itself by every `yarn` command here; plugins and registries",
@@ -334,6 +337,19 @@ mod tests {
             "/",
         ] {
             assert_eq!(what_runs(p), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn names_match_whatever_their_case() {
+        for p in [
+            ".VSCode/Tasks.json",
+            "Claude.md",
+            "sub/.ENVRC",
+            "jenkinsfile",
+            ".Github/Workflows/x.yml",
+        ] {
+            assert!(what_runs(p).is_some(), "{p}");
         }
     }
 
