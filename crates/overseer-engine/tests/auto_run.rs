@@ -297,3 +297,46 @@ async fn an_autonomous_supervisor_still_merges_a_change_without_auto_run_files()
     state(&w, run, merged()).await;
     assert_ne!(git(&w.repo, &["rev-parse", "main"]), base, "merged");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cosigned_review_of_auto_run_files_merges_with_the_humans_approval() {
+    let mut policy = autonomous_supervisor();
+    policy.gate_authority = [(GateKind::MergeReview, Autonomy::Cosign)]
+        .into_iter()
+        .collect();
+    let w = scripted_world(
+        WorkspaceSettings {
+            sensors: vec![PLANTING_SENSOR.into()],
+            supervisor: Some(policy),
+            ..Default::default()
+        },
+        "",
+        &script(true),
+    )
+    .await;
+    let base = git(&w.repo, &["rev-parse", "main"]);
+    let run = start(&w);
+    approve_plan(&w, run).await;
+    let review = pending_gate(&w, run, GateKind::MergeReview).await;
+    // The supervisor co-signs first; the review still waits for the human.
+    until(&w, "the supervisor's co-sign", |e| {
+        let story = e.gate_story(review.id).ok()?;
+        story
+            .decisions
+            .iter()
+            .any(|d| matches!(d.actor, Actor::Supervisor(_)))
+            .then_some(())
+    })
+    .await;
+    let gate = w.engine.gate(review.id).expect("gate");
+    assert_eq!(gate.authority, Some(Autonomy::Cosign));
+    assert_eq!(
+        w.engine.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+    assert_eq!(git(&w.repo, &["rev-parse", "main"]), base);
+    // The human's approval, with the co-sign, merges.
+    w.engine.approve_run(run, &Actor::app()).expect("approve");
+    state(&w, run, merged()).await;
+    assert_ne!(git(&w.repo, &["rev-parse", "main"]), base);
+}
