@@ -426,11 +426,11 @@ pub async fn sessions(paths: &Paths, cmd: SessionsCommand) -> anyhow::Result<Exi
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use overseer_core::{AskKind, GateBody, GateStatus, QuestionGate};
 
-    fn question_gate() -> GateView {
+    pub(crate) fn question_gate() -> GateView {
         GateView {
             id: overseer_core::GateId(4),
             run_id: overseer_core::RunId(2),

@@ -592,6 +592,14 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
         }
         RunsCommand::Diff { run, stat } => {
             let v = act(paths, op::RunDiff { run }).await?;
+            // On stderr: the diff itself stays pipeable.
+            for f in &v.auto_run {
+                eprintln!(
+                    "AUTO-RUN {}: {}",
+                    output::inert(&f.path),
+                    output::inert(&f.runs)
+                );
+            }
             if stat {
                 for f in &v.files {
                     println!(

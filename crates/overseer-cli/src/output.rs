@@ -162,6 +162,11 @@ pub fn gate_detail(g: &GateView) -> String {
         inert(&g.title)
     );
     let _ = writeln!(out, "  status  {}", g.status.as_str());
+    if let overseer_core::GateBody::MergeReview(review) = &g.body {
+        for f in &review.auto_run {
+            let _ = writeln!(out, "  AUTO-RUN {}: {}", inert(&f.path), inert(&f.runs));
+        }
+    }
     for o in &g.options {
         let _ = writeln!(
             out,
@@ -455,6 +460,26 @@ mod tests {
             "title \\u{202e}exe.txt\\u{2066}x"
         );
         assert_eq!(inert("שלום"), "שלום", "right-to-left text itself stays");
+    }
+
+    #[test]
+    fn a_merge_review_names_the_files_other_tools_run_inert() {
+        use overseer_core::autorun::{AutoRunFile, PathChange};
+        use overseer_core::{GateBody, MergeReviewGate};
+        // Any gate, made a merge review naming one file.
+        let mut g = crate::inbox::tests::question_gate();
+        g.body = GateBody::MergeReview(MergeReviewGate {
+            auto_run: vec![AutoRunFile {
+                path: "sub/\u{202E}.envrc".into(),
+                change: PathChange::Added,
+                runs: "direnv: shell code".into(),
+            }],
+        });
+        let out = gate_detail(&g);
+        assert!(
+            out.contains("  AUTO-RUN sub/\\u{202e}.envrc: direnv: shell code\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -130,7 +130,7 @@ impl GateBody {
                 attempts: None,
                 max_attempts: None,
             }),
-            GateKind::MergeReview => GateBody::MergeReview(MergeReviewGate {}),
+            GateKind::MergeReview => GateBody::MergeReview(MergeReviewGate::default()),
             GateKind::Question => GateBody::Question(QuestionGate {
                 message: String::new(),
                 schema: serde_json::Value::Null,
@@ -374,9 +374,16 @@ pub struct DeviationGate {
 }
 
 /// A run waiting in pending_review: what to review is the run's diff, read
-/// from its worktree, so the payload holds nothing.
+/// from its worktree. The payload names the diff's files that other tools
+/// run or load on their own (judged when the run entered review, from its
+/// base commit to the reviewed commit): such a merge is never made without
+/// a human.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
-pub struct MergeReviewGate {}
+pub struct MergeReviewGate {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<crate::autorun::AutoRunFile>>")]
+    pub auto_run: Vec<crate::autorun::AutoRunFile>,
+}
 
 /// A question from the agent: an elicitation form, an external session's
 /// questions, or (`ask_kind: info`) a notice the user may reply to.
@@ -441,7 +448,7 @@ mod tests {
         let (body, raw) = GateBody::decode(GateKind::MergeReview, "{}");
         assert_eq!(
             (body, raw),
-            (GateBody::MergeReview(MergeReviewGate {}), None)
+            (GateBody::MergeReview(MergeReviewGate::default()), None)
         );
     }
 

@@ -6,6 +6,7 @@
 //!
 //! Table of contents:
 //! - [`agent`]: agents' session modes, planning strategies, exit-plan answers.
+//! - [`autorun`]: files other tools run or load on their own (never merged without a human).
 //! - [`plan`]: plans, the planning and step prompts, and where plans come from.
 //! - [`progress`]: where a launched run is (planning, which step), kept so a restart carries it on.
 //! - [`run`]: the run state machine, `apply(state, event, now)`.
@@ -26,6 +27,7 @@
 pub mod activity;
 pub mod actor;
 pub mod agent;
+pub mod autorun;
 pub mod confidence;
 pub mod error;
 pub mod gate;

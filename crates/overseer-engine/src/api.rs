@@ -71,11 +71,13 @@ macro_rules! operations {
                     = |engine, _actor| engine.run_story(run);
                 read run_activity => RunActivity { run: RunId as run_id, after: i64 as after } -> Vec<ActivityView>
                     = |engine, _actor| engine.activity(run, after);
-                /// The run's diff: files with their counts, and the unified diff text.
+                /// The run's diff: files with their counts, the unified diff
+                /// text, and the files other tools run on their own.
                 read run_diff => RunDiff { run: RunId as run_id } -> RunDiff
                     = |engine, _actor| {
                         let (files, diff) = engine.run_diff(run)?;
-                        Ok(RunDiff { files, diff })
+                        let auto_run = engine.run_auto_run(run)?;
+                        Ok(RunDiff { files, diff, auto_run })
                     };
                 /// An instruction for a running agent's next turn; answers the run.
                 write steer_run => SteerRun { run: RunId as run_id, text: String as text } -> RunView
@@ -449,6 +451,10 @@ pub mod vocabulary {
 pub struct RunDiff {
     pub files: Vec<crate::git::FileChange>,
     pub diff: String,
+    /// The diff's files that other tools run or load on their own, with
+    /// what would run them (never merged without a human).
+    #[serde(default)]
+    pub auto_run: Vec<overseer_core::autorun::AutoRunFile>,
 }
 
 impl From<&RuleSet> for RuleTexts {

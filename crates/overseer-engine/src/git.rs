@@ -660,6 +660,65 @@ pub fn diff_stat(repo: &Path, from: &str, to: &str) -> Result<Vec<FileChange>, G
     Ok(changes)
 }
 
+/// The files changed on `to` since it left `from` (three-dot: the run's work
+/// only), each with how: a rename is a deletion and an addition, a type
+/// change (a file becoming a symlink) a change.
+pub fn changed_paths(
+    repo: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Vec<(String, overseer_core::autorun::PathChange)>, GitError> {
+    use overseer_core::autorun::PathChange;
+    let range = format!("{from}...{to}");
+    let out = Git::open(repo)?.run(&[
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "--name-status",
+        "-z",
+        &range,
+        "--",
+    ])?;
+    let mut fields = out.split('\0');
+    let mut changes = Vec::new();
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        if path.is_empty() {
+            continue;
+        }
+        let change = match status.chars().next() {
+            Some('A') => PathChange::Added,
+            Some('D') => PathChange::Deleted,
+            _ => PathChange::Changed,
+        };
+        changes.push((path.to_owned(), change));
+    }
+    Ok(changes)
+}
+
+/// The content of the file `path` at commit `rev`, when it is there and at
+/// most `max` bytes (None: not there, not a file, or larger).
+pub fn file_at(repo: &Path, rev: &str, path: &str, max: u64) -> Result<Option<String>, GitError> {
+    let git = Git::open(repo)?;
+    let object = format!("{rev}:{path}");
+    let out = git.output(&["cat-file", "-s", &object])?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    let size: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX);
+    if size > max {
+        return Ok(None);
+    }
+    let out = git.output(&["cat-file", "blob", &object])?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
 /// The unified diff of the run's work (`from...to`).
 pub fn diff(repo: &Path, from: &str, to: &str) -> Result<String, GitError> {
     Git::open(repo)?.run(&[

@@ -16,6 +16,7 @@ mod activity;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;
 pub mod api;
+mod autorun;
 mod blocking;
 pub mod client;
 mod clock;

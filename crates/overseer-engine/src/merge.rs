@@ -135,6 +135,15 @@ impl Engine {
         let Some(sides) = sides(&work)? else {
             return Ok(MergeOutcome::NoRepository);
         };
+        // Auto-advance never merges files other tools run on their own.
+        if *actor == Actor::Engine {
+            if let Some(why) = self.merge_needs_a_human(run) {
+                return Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!("run {run} is not merged without a human: {why}"),
+                ));
+            }
+        }
         let Sides {
             user,
             repo,
@@ -423,6 +432,19 @@ impl Engine {
         gate: &GateView,
         actor: &Actor,
     ) -> Result<RunView, ApiError> {
+        // Files other tools run on their own merge only with a human's
+        // approval (the one carrying it out, or a vote of theirs).
+        if !self.approved_by_a_human(gate, actor)? {
+            if let Some(why) = self.merge_needs_a_human(gate.run_id) {
+                return Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "run {} is not merged on {actor}'s approval alone: {why}",
+                        gate.run_id
+                    ),
+                ));
+            }
+        }
         let now = self.clock.now();
         let gate = self.write(|tx| tx.mark_effected(gate.id, now))?;
         match &gate.decision {
@@ -448,6 +470,21 @@ impl Engine {
         }
         self.merge_or_deviation(gate.run_id, actor)?;
         self.transition(gate.run_id, RunEvent::Approve, None, actor)
+    }
+}
+
+impl Engine {
+    /// True when `actor` is a human, or a human voted to approve `gate`.
+    fn approved_by_a_human(&self, gate: &GateView, actor: &Actor) -> Result<bool, ApiError> {
+        if matches!(actor, Actor::User(_)) {
+            return Ok(true);
+        }
+        let approve = gate.kind().approve_option();
+        Ok(self
+            .store()
+            .decisions_of_gate(gate.id)?
+            .iter()
+            .any(|d| matches!(d.actor, Actor::User(_)) && d.option.as_deref() == Some(approve)))
     }
 }
 

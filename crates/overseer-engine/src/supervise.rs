@@ -180,9 +180,23 @@ impl Engine {
     ) -> Result<(), ApiError> {
         let policy = policy_of(work);
         let kind = self.gate(gate)?.kind();
-        let Some(authority) = policy.authority(kind) else {
+        let Some(mut authority) = policy.authority(kind) else {
             return Ok(());
         };
+        // A supervisor never merges files other tools run on their own: on
+        // such a review it only advises, and a human decides.
+        if kind == GateKind::MergeReview && authority == Autonomy::Autonomous {
+            if let Some(why) = self.merge_needs_a_human(work.run_id) {
+                authority = Autonomy::Advisory;
+                self.record_activity(
+                    work.run_id,
+                    Activity::Merge {
+                        text: format!("the supervisor only advises on this merge review: {why}"),
+                        outcome: None,
+                    },
+                )?;
+            }
+        }
         let now = self.clock.now();
         self.write(|tx| {
             tx.set_gate_authority(gate, Some(authority), Some(kind.approve_option()), now)

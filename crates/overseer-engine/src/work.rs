@@ -9,7 +9,7 @@ use overseer_core::{
     DeviationGate, EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption,
     GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
-use overseer_store::{Workspace, WorkspaceSettings};
+use overseer_store::{RunWork, Workspace, WorkspaceSettings};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -460,6 +460,20 @@ impl Engine {
         note: Option<&str>,
         actor: &Actor,
     ) -> Result<RunView, ApiError> {
+        let review = overseer_core::MergeReviewGate::default();
+        self.transition_reviewing(run, event, note, actor, &review)
+    }
+
+    /// [`Engine::transition`], with what the merge review it opens (when the
+    /// run enters pending_review) says about the run's diff.
+    pub(crate) fn transition_reviewing(
+        &self,
+        run: RunId,
+        event: overseer_core::RunEvent,
+        note: Option<&str>,
+        actor: &Actor,
+        review: &overseer_core::MergeReviewGate,
+    ) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         let out = {
             let mut store = self.store();
@@ -473,7 +487,8 @@ impl Engine {
                     kind: g.kind(),
                 })
                 .collect();
-            let t = store.write(|tx| tx.transition(run, event, note, actor, now))?;
+            let t =
+                store.write(|tx| tx.transition_reviewing(run, event, note, actor, now, review))?;
             let view = store.run(run)?;
             let mut events = Vec::new();
             if t.to.is_released() {
@@ -601,24 +616,40 @@ impl Engine {
         id: RunId,
     ) -> Result<(Vec<git::FileChange>, String), ApiError> {
         let work = self.store().run_work(id)?;
-        let (Some(branch), Some(base), Some(dir)) = (&work.branch, &work.base_ref, &work.worktree)
-        else {
+        let Some(DiffRange { repo, from, to }) = diff_range(&work) else {
             return Ok((Vec::new(), String::new()));
-        };
-        let repo = PathBuf::from(dir);
-        let from = match &work.base_commit {
-            Some(c) => c.clone(),
-            None => git::branch_start(&repo, base, branch),
-        };
-        let to = match &work.reviewed_tip {
-            Some(t) => t.clone(),
-            None => format!("refs/heads/{branch}"),
         };
         Ok((
             git::diff_stat(&repo, &from, &to)?,
             git::diff(&repo, &from, &to)?,
         ))
     }
+}
+
+/// Where a run's diff is read: its repository, the commit it started at and
+/// the commit its review shows (the branch's latest while it works).
+pub(crate) struct DiffRange {
+    pub repo: PathBuf,
+    pub from: String,
+    pub to: String,
+}
+
+/// The run's [`DiffRange`], or None for a run without a repository.
+pub(crate) fn diff_range(work: &RunWork) -> Option<DiffRange> {
+    let (Some(branch), Some(base), Some(dir)) = (&work.branch, &work.base_ref, &work.worktree)
+    else {
+        return None;
+    };
+    let repo = PathBuf::from(dir);
+    let from = match &work.base_commit {
+        Some(c) => c.clone(),
+        None => git::branch_start(&repo, base, branch),
+    };
+    let to = match &work.reviewed_tip {
+        Some(t) => t.clone(),
+        None => format!("refs/heads/{branch}"),
+    };
+    Some(DiffRange { repo, from, to })
 }
 
 fn first_line(text: &str, max: usize) -> String {

@@ -8,7 +8,7 @@ mod common;
 #[path = "common/scripted.rs"]
 mod scripted;
 
-use common::{git, pending_gate, start_as, state, until, world_with, World};
+use common::{git, pending_gate, start_as, state, until, World};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, DeviationGate, GateBody, GateKind, ReleaseReason, RunState};
 use overseer_engine::acp::{PermissionReply, QuestionReply, ToolCallInfo};
@@ -20,22 +20,15 @@ use std::sync::Arc;
 /// A world whose `scripted` agent is a real process (`sleep`) whose session
 /// is `script`'s.
 async fn scripted_world(sensors: Vec<String>, script: &Arc<Script>) -> World {
-    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("sleep");
-    let w = world_with(
+    scripted::scripted_world(
         WorkspaceSettings {
             sensors,
             ..Default::default()
         },
-        Arc::new(LogNotifier),
-        &format!("[agents.scripted]\ncommand = {sleep:?}\nargs = [\"600\"]\nmode = \"default\"\n"),
+        "",
+        script,
     )
-    .await;
-    w.engine
-        .use_agent_sessions(Arc::new(Scripted(script.clone())));
-    w
+    .await
 }
 
 fn start(w: &World, plan: Option<PlanStrategy>) -> i64 {

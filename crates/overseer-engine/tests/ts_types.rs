@@ -65,6 +65,8 @@ fn generated() -> String {
         overseer_core::DeviationCause,
         overseer_core::DeviationGate,
         overseer_core::MergeReviewGate,
+        overseer_core::autorun::AutoRunFile,
+        overseer_core::autorun::PathChange,
         overseer_core::QuestionGate,
         overseer_core::session::AskQuestion,
         overseer_core::session::AskOption,

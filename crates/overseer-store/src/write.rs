@@ -234,6 +234,21 @@ impl<'a> WriteTx<'a> {
         actor: &Actor,
         now: Millis,
     ) -> Result<Transition, StoreError> {
+        let review = overseer_core::MergeReviewGate::default();
+        self.transition_reviewing(run_id, event, note, actor, now, &review)
+    }
+
+    /// [`WriteTx::transition`], with what the merge review it opens (when
+    /// the run enters pending_review) says about the run's diff.
+    pub fn transition_reviewing(
+        &mut self,
+        run_id: RunId,
+        event: RunEvent,
+        note: Option<&str>,
+        actor: &Actor,
+        now: Millis,
+        review: &overseer_core::MergeReviewGate,
+    ) -> Result<Transition, StoreError> {
         let current: String = self
             .tx
             .query_row("SELECT state FROM runs WHERE id = ?1", [run_id], |r| {
@@ -286,7 +301,7 @@ impl<'a> WriteTx<'a> {
                 run_id,
                 "Review and merge the run's changes",
                 &overseer_core::merge_review_options(),
-                &overseer_core::GateBody::MergeReview(overseer_core::MergeReviewGate {}),
+                &overseer_core::GateBody::MergeReview(review.clone()),
                 &Actor::Engine,
                 now,
             )?;

@@ -594,10 +594,28 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     // cancels a driver at its next await, so a merge it started, and what
     // is recorded of it, finish before the engine's final checkpoint.
     crate::blocking::off_worker(|| engine.record_review_tip(run))?;
+    // Files of the diff that other tools run on their own: the review names
+    // them, and no one but a human merges them.
+    let auto_run = crate::blocking::off_worker(|| engine.auto_run_of_run(run));
+    let held = crate::autorun::needs_a_human(&auto_run);
     let auto = engine
         .config
         .auto_advance(&work.stage, work.workspace.settings.auto_advance);
-    if auto {
+    if let Some(why) = &held {
+        let text = if auto {
+            format!("auto-advance did not merge: {why}")
+        } else {
+            format!("the merge review waits for a human: {why}")
+        };
+        let _ = engine.record_activity(
+            run,
+            Activity::Merge {
+                text,
+                outcome: None,
+            },
+        );
+    }
+    if auto && held.is_none() {
         use crate::merge::MergeOutcome;
         let merged = crate::blocking::off_worker(|| engine.merge_run(run, &Actor::Engine));
         match merged {
@@ -635,13 +653,17 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
             }
         }
     }
-    let view = engine.transition(
+    let review = overseer_core::MergeReviewGate {
+        auto_run: auto_run.unwrap_or_default(),
+    };
+    let view = engine.transition_reviewing(
         run,
         RunEvent::Finish {
             auto_advance: false,
         },
         None,
         &Actor::Engine,
+        &review,
     )?;
     if let Some(gate) = view
         .pending_gate

@@ -18,6 +18,31 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
+/// A world (see `common::world_with`) whose `scripted` agent is a real
+/// process (`sleep`) whose session is `script`'s; `extra_config` goes into
+/// overseer.toml before the agent's table.
+pub async fn scripted_world(
+    settings: overseer_store::WorkspaceSettings,
+    extra_config: &str,
+    script: &Arc<Script>,
+) -> crate::common::World {
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("sleep");
+    let w = crate::common::world_with(
+        settings,
+        Arc::new(overseer_engine::LogNotifier),
+        &format!(
+            "{extra_config}\n[agents.scripted]\ncommand = {sleep:?}\nargs = [\"600\"]\nmode = \"default\"\n"
+        ),
+    )
+    .await;
+    w.engine
+        .use_agent_sessions(Arc::new(Scripted(script.clone())));
+    w
+}
+
 /// One thing the agent does during a turn, in order.
 #[derive(Debug, Clone)]
 pub enum Act {

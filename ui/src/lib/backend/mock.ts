@@ -231,7 +231,7 @@ export class MockBackend implements Backend {
   runDiff(runId: number) {
     return this.answer(`runDiff ${runId}`, () => {
       this.run(runId);
-      return this.diffs.get(runId) ?? { files: [], diff: "" };
+      return this.diffs.get(runId) ?? { files: [], diff: "", auto_run: [] };
     });
   }
 
@@ -594,6 +594,7 @@ export function demoBackend(now: number): MockBackend {
   mock.diffs.set(1, {
     files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],
     diff: "diff --git a/src/limit.ts b/src/limit.ts\n--- a/src/limit.ts\n+++ b/src/limit.ts\n@@ -1,3 +1,5 @@\n-export const LIMIT = 10;\n+export const LIMIT = 100;\n+// per minute\n+export const WINDOW_MS = 60_000;\n export function allow() {\n   return true;\n",
+    auto_run: [],
   });
   return mock;
 }

@@ -258,7 +258,15 @@ attempts?: number,
  */
 max_attempts?: number, };
 
-export type MergeReviewGate = Record<symbol, never>;
+export type MergeReviewGate = { auto_run?: Array<AutoRunFile>, };
+
+export type AutoRunFile = { path: string, change: PathChange, 
+/**
+ * What runs or loads it, and what it can make run.
+ */
+runs: string, };
+
+export type PathChange = "added" | "changed" | "deleted";
 
 export type QuestionGate = { 
 /**

@@ -89,7 +89,7 @@ describe("RunDiffView", () => {
 
   it("loads on open, then reloads once per burst of events for its run, never on its own", async () => {
     const backend = new MockBackend([run(1), run(2)], () => 5);
-    backend.diffs.set(1, { files: [{ path: "a", additions: 1, deletions: 1 }], diff: DIFF });
+    backend.diffs.set(1, { files: [{ path: "a", additions: 1, deletions: 1 }], diff: DIFF, auto_run: [] });
     const view = new RunDiffView(backend, 1, 300);
     await view.start();
     expect(view.files.map((f) => f.path)).toEqual(["a"]);
@@ -114,7 +114,7 @@ describe("RunDiffView", () => {
 
   it("keeps the last diff when a reload fails, with the error", async () => {
     const backend = new MockBackend([run(1)], () => 5);
-    backend.diffs.set(1, { files: [], diff: DIFF });
+    backend.diffs.set(1, { files: [], diff: DIFF, auto_run: [] });
     const view = new RunDiffView(backend, 1, 10);
     await view.start();
     backend.failNext = { code: "storage", message: "disk full" };
