@@ -21,6 +21,7 @@ mod common;
 
 use common::*;
 use overseer_core::{Actor, GateKind};
+use overseer_engine::contain::net::NetworkMode;
 use overseer_engine::contain::{self, bwrap, RunCgroup, SandboxInputs};
 use overseer_engine::process::{self, AgentSpec};
 use overseer_engine::{server, SystemClock};
@@ -130,7 +131,10 @@ r write_worktree 'echo ok > "$WT/made-inside"'
 r git_log 'git -C "$WT" log --oneline -1'
 r objects 'ls "$OBJECTS" | grep -q .'
 r tmp 'echo x > /tmp/x && test -s /tmp/x'
-r tcp '(exec 3<>/dev/tcp/127.0.0.1/$PORT)'
+r tcp 'timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"'
+r tcp_gateway 'timeout 3 bash -c "exec 3<>/dev/tcp/10.0.2.2/$PORT"'
+r tcp_out 'test -n "$OUT" && timeout 3 bash -c "exec 3<>/dev/tcp/$OUT/$OUTPORT"'
+r dns_conf 'grep -q "^nameserver 10.0.2.3" /etc/resolv.conf'
 r home_at_user_home 'test "$HOME" = "$HOSTHOME"'
 r tmpdir 'test "$TMPDIR" = /tmp'
 r abstract_socket 'python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1].replace(\"@\", \"\\0\", 1))" "$ABSTRACT"'
@@ -150,6 +154,20 @@ struct Layout {
     /// listening outside the run.
     abstract_name: String,
     _abstract: std::os::unix::net::UnixListener,
+    /// A TCP listener on this machine's first non-loopback address (what a
+    /// server elsewhere on the network looks like from a run), if it has one.
+    outside: Option<std::net::SocketAddr>,
+    _outside: Option<std::net::TcpListener>,
+}
+
+/// This machine's address towards its default route (no packet is sent).
+fn non_loopback_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.77:9")
+        .or_else(|_| s.connect("10.255.255.1:9"))
+        .ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 fn layout() -> Layout {
@@ -196,7 +214,11 @@ fn layout() -> Layout {
             .expect("abstract name");
         std::os::unix::net::UnixListener::bind_addr(&addr).expect("abstract socket")
     };
+    let outside_listener =
+        non_loopback_ip().and_then(|ip| std::net::TcpListener::bind((ip, 0)).ok());
     Layout {
+        outside: outside_listener.as_ref().and_then(|l| l.local_addr().ok()),
+        _outside: outside_listener,
         abstract_name,
         _abstract: abstract_listener,
         _dir: dir,
@@ -212,7 +234,7 @@ fn layout() -> Layout {
 }
 
 impl Layout {
-    fn inputs(&self, network: bool) -> SandboxInputs {
+    fn inputs(&self, network: NetworkMode) -> SandboxInputs {
         SandboxInputs {
             bwrap: contain::probe()
                 .bwrap()
@@ -232,11 +254,16 @@ impl Layout {
                 std::env::var("PATH").ok().as_deref(),
             ),
             network,
+            resolv_conf: {
+                let conf = self.data.join("net-resolv.conf");
+                std::fs::write(&conf, "nameserver 10.0.2.3\n").expect("resolv.conf");
+                Some(conf)
+            },
             ..SandboxInputs::default()
         }
     }
 
-    async fn probe(&self, network: bool, port: u16) -> HashMap<String, bool> {
+    async fn probe(&self, network: NetworkMode, port: u16) -> HashMap<String, bool> {
         let plan = bwrap::plan(&self.inputs(network)).expect("plan");
         let objects = bwrap::objects_dir(&self.repo).expect("objects");
         let env: Vec<(String, String)> = [
@@ -249,6 +276,16 @@ impl Layout {
             ("OBJECTS", objects.to_string_lossy().into_owned()),
             ("ENGINE", std::process::id().to_string()),
             ("PORT", port.to_string()),
+            (
+                "OUT",
+                self.outside.map(|a| a.ip().to_string()).unwrap_or_default(),
+            ),
+            (
+                "OUTPORT",
+                self.outside
+                    .map(|a| a.port().to_string())
+                    .unwrap_or_default(),
+            ),
             ("ABSTRACT", format!("@{}", self.abstract_name)),
         ]
         .into_iter()
@@ -285,7 +322,7 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp");
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
-    let seen = l.probe(true, port).await;
+    let seen = l.probe(NetworkMode::Private, port).await;
     let expect = [
         ("read_db", false),
         ("data_files", false),
@@ -306,7 +343,11 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         ("git_log", true),
         ("objects", true),
         ("tmp", true),
-        ("tcp", true),
+        // A private network (the default): this machine's loopback services
+        // are out of reach, directly and through slirp4netns's gateway...
+        ("tcp", false),
+        ("tcp_gateway", false),
+        ("dns_conf", true),
         ("home_at_user_home", true),
         ("tmpdir", true),
         // The desktop's abstract sockets (X11, an abstract session D-Bus):
@@ -340,13 +381,36 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         "ok\n"
     );
     assert!(
+        listener.accept().is_err(),
+        "nothing reached this machine's loopback from a private network"
+    );
+    // ... while the network outside is reached (outbound through slirp4netns).
+    match l.outside {
+        Some(_) => assert_eq!(seen.get("tcp_out").copied(), Some(true), "{seen:?}"),
+        None => eprintln!(
+            "NOTE: this machine has no non-loopback address: outbound network from a private \
+             network is not checked here"
+        ),
+    }
+
+    // network = "host": the user's explicit choice, loopback included (but
+    // not the desktop's abstract sockets).
+    let seen = l.probe(NetworkMode::Host, port).await;
+    assert_eq!(seen.get("tcp").copied(), Some(true), "{seen:?}");
+    assert_eq!(
+        seen.get("abstract_socket").copied(),
+        Some(false),
+        "{seen:?}"
+    );
+    assert!(
         listener.accept().is_ok(),
         "the loopback connection reached us"
     );
 
-    // network = false: a network namespace of its own.
-    let seen = l.probe(false, port).await;
+    // network = "none": a network namespace with nothing in it.
+    let seen = l.probe(NetworkMode::None, port).await;
     assert_eq!(seen.get("tcp").copied(), Some(false), "{seen:?}");
+    assert_eq!(seen.get("tcp_out").copied(), Some(false), "{seen:?}");
     assert_eq!(seen.get("write_worktree").copied(), Some(true));
 }
 

@@ -281,7 +281,9 @@ pub async fn real_world_with(
     std::fs::write(
         config.join("overseer.toml"),
         format!(
-            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\nmode = \"{mode}\"\nenv = {{ {env_toml} }}\n",
+            // network = "host": the scripted model server listens on this
+            // machine's loopback, as a model served locally would.
+            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\nmode = \"{mode}\"\nnetwork = \"host\"\nenv = {{ {env_toml} }}\n",
             agent.name(),
             toml_str(bin.to_string_lossy()),
         ),

@@ -668,7 +668,11 @@ export type ScopeStatus = { "state": "available", abi: number, } | { "state": "m
 
 export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
 
-export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, };
+export type NetStatus = { "state": "available", helper: string, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type NetworkMode = "private" | "none" | "host";
+
+export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, private_network: NetStatus, };
 
 export type AgentInfo = { name: string, command: string, 
 /**
@@ -701,9 +705,9 @@ containment: Containment,
  */
 contained: boolean, 
 /**
- * Whether its sandbox shares the network.
+ * Its sandbox's network.
  */
-network: boolean, };
+network: NetworkMode, };
 
 export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
 /**
