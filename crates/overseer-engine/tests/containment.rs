@@ -961,3 +961,72 @@ for k in kids:
     let _ = cg.remove();
     contain::cgroup::remove_if_empty(&root);
 }
+
+/// A run whose agent's tree forks past its limit is told on its timeline
+/// (which limit, how often, how to raise it), signed, and the user gets one
+/// notification however often it hits the limit again. The agent is the
+/// real demo agent, started by a wrapper that leaves a fork storm behind
+/// (what a runaway test script does), inside the real sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_hits_its_limit_is_told_on_its_timeline_and_the_user_once() {
+    let dir = scratch();
+    let wrapper = dir.path().join("storm-agent.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n(sleep 2; exec python3 -c \"$STORM\") </dev/null >/dev/null 2>&1 &\nexec {:?} \"$@\"\n",
+            demo_agent().to_string_lossy()
+        ),
+    )
+    .expect("wrapper");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    // Forks until refused, gives ten back (room for the agent's threads),
+    // and tries again every second: the limit is hit again and again.
+    let storm = "import os, signal, time\nkids = []\nwhile True:\n    while True:\n        try:\n            pid = os.fork()\n        except OSError:\n            break\n        if pid == 0:\n            time.sleep(600)\n            os._exit(0)\n        kids.append(pid)\n    for k in kids[-10:]:\n        os.kill(k, signal.SIGKILL)\n        os.waitpid(k, 0)\n    kids = kids[:-10]\n    time.sleep(1)\n";
+    let notes = Arc::new(Captured::default());
+    let w = world_with(
+        Default::default(),
+        notes.clone(),
+        &format!(
+            "[agents.storm]\ncommand = {:?}\nmode = \"default\"\nenv = {{ STORM = {:?} }}\nlimits = {{ pids_max = 40 }}\n",
+            wrapper.to_string_lossy(),
+            storm
+        ),
+    )
+    .await;
+    let run = start_as(&w, "storm", "happy", Default::default());
+    pending_gate(&w, run, GateKind::Plan).await;
+    let entry = until(&w, "the limit on the timeline", |e| {
+        e.activity(run, 0)
+            .ok()?
+            .into_iter()
+            .map(|a| format!("{a:?}"))
+            .find(|a| a.contains("hit its process limit"))
+    })
+    .await;
+    assert!(entry.contains("40 processes and threads"), "{entry}");
+    assert!(entry.contains("[agents.storm.limits]"), "{entry}");
+    // The storm keeps hitting the limit: more entries, one notification.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let told: Vec<_> = notes
+        .0
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|n| n.kind == NotificationKind::SecurityEvent && n.run_id == run)
+        .cloned()
+        .collect();
+    assert_eq!(told.len(), 1, "one notification: {told:?}");
+    assert!(told[0].title.contains("resource limit"), "{told:?}");
+    // The run itself goes on (it waits on its plan), its agent alive.
+    assert!(w
+        .engine
+        .gates(true)
+        .expect("gates")
+        .iter()
+        .any(|g| g.run_id == run && g.kind() == GateKind::Plan));
+    w.engine.abort_run(run, &Actor::cli()).expect("abort");
+}
