@@ -438,15 +438,10 @@ impl Engine {
         for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
-            match event {
-                EngineEvent::GateDecided { run_id, .. } => self.gate_watch.changed(*run_id),
-                EngineEvent::RunChanged { run } => self.gate_watch.changed(run.id),
-                EngineEvent::GateOpened { .. }
-                | EngineEvent::RunActivity { .. }
-                | EngineEvent::OrchestrationAborted { .. }
-                | EngineEvent::MessagePosted { .. }
-                | EngineEvent::WorkspaceChanged { .. }
-                | EngineEvent::TaskChanged { .. } => {}
+            // Anything about a run wakes the waiters on its gates (they
+            // re-check theirs), and only them.
+            if let Some(run) = run_of(event) {
+                self.gate_watch.changed(run);
             }
             let latest = events.iter().skip(i).rev().find_map(|e| match e {
                 EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),

@@ -37,8 +37,10 @@ pub struct FloodLimits {
     /// Gates the run's agent has open at once (questions, tool calls,
     /// plans, notices): the 21st is refused and pauses the run.
     pub pending_asks: usize,
-    /// Calls on the run's socket per minute (a bucket of this many, refilled
-    /// at this rate): asks, reports, message reads, pings alike.
+    /// Calls on a launched run's socket per minute (a bucket of this many,
+    /// refilled at this rate): asks, reports, message reads, pings alike.
+    /// (An external session, the user's own agent in a terminal, asks on
+    /// every tool call through its hooks: its other caps hold, not this.)
     pub asks_per_minute: u32,
     /// Messages the run's agent sends per minute.
     pub messages_per_minute: u32,

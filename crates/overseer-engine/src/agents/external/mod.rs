@@ -162,7 +162,6 @@ impl Engine {
         if let Some(pid) = peer {
             self.note_external_agent(pid, work.run_id);
         }
-        self.flood_use(work.run_id, crate::flood::Use::Call)?;
         let cwd = self
             .run(work.run_id)?
             .session
