@@ -165,8 +165,26 @@ async fn past_its_pending_asks_a_run_is_paused_once_and_the_inbox_still_lists() 
         .iter()
         .filter(|g| g.run_id == run)
         .count();
+    // The user's `gates list` goes through the engine's own socket.
+    let socket = w.engine.paths().socket();
+    let listener = overseer_engine::server::bind(&socket).expect("bind");
+    let server = tokio::spawn(overseer_engine::server::serve(w.engine.clone(), listener));
     let got = flood(&w, run, "asks", cap + 10).await;
     paused_once(&w, run, &notes).await;
+    let mut user = overseer_engine::client::Client::connect(&socket)
+        .await
+        .expect("connect")
+        .expect("the engine answers");
+    let listed: Vec<GateView> = user
+        .perform(overseer_engine::api::op::ListGates { pending_only: true })
+        .await
+        .expect("the user's gates list answers during the flood");
+    assert!(
+        listed
+            .iter()
+            .any(|g| g.run_id == run && g.kind() == GateKind::Deviation),
+        "the pause is in the user's list: {listed:?}"
+    );
     // The asks up to the cap became gates; every one after is refused.
     assert_eq!(got["refused"], 10 + before, "{got}");
     refusals_say_paused(&got);
@@ -214,6 +232,7 @@ async fn past_its_pending_asks_a_run_is_paused_once_and_the_inbox_still_lists() 
     .await;
     let again = flood(&w, run, "connections", 1).await;
     assert_eq!(again["answered"], 1, "answered once resumed: {again}");
+    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
