@@ -7,8 +7,8 @@
 //! (`flood`), one `security` entry on its timeline, and one blocking gate
 //! (a deviation, cause `flood`: Resume or Stop the run) whose notification
 //! is the one the user gets (a security event: it cannot be muted). The
-//! agent's current turn is cancelled and its pending questions and tool
-//! calls are withdrawn (declined). Until the user decides, every ask,
+//! agent's current turn is cancelled (unless it waits on its plan gate) and
+//! its pending questions and tool calls are withdrawn (declined). Until the user decides, every ask,
 //! message, notice and new connection of the run is refused with a
 //! `forbidden` error that says so; a refusal while paused is counted, never
 //! recorded or notified again. Resume lifts the pause (the buckets start
@@ -391,6 +391,12 @@ impl Engine {
         // user's inbox holds the pause, not the flood, and a resumed run
         // starts under its cap again.
         let pending = self.store().pending_gates_of_run(run);
+        // A turn waiting on its plan gate is left to it: cancelling would
+        // abandon that gate (the driver plans again with another), and the
+        // agent does nothing before the user decides the plan anyway.
+        let plan_waiting = pending
+            .as_ref()
+            .is_ok_and(|p| p.iter().any(|g| g.kind() == GateKind::Plan));
         match pending {
             Ok(pending) => {
                 for g in pending
@@ -403,7 +409,7 @@ impl Engine {
             Err(e) => tracing::warn!(run = %run, "a paused run's asks not withdrawn: {e}"),
         }
         if let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) {
-            if let Some(live) = self.live.get(run) {
+            if let Some(live) = self.live.get(run).filter(|_| !plan_waiting) {
                 me.spawn_task(async move {
                     if let Err(e) = live.conn.cancel().await {
                         tracing::debug!(run = %run, "cancelling a paused run's turn: {e}");

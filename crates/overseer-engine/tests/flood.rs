@@ -232,6 +232,23 @@ async fn past_its_pending_asks_a_run_is_paused_once_and_the_inbox_still_lists() 
     .await;
     let again = flood(&w, run, "connections", 1).await;
     assert_eq!(again["answered"], 1, "answered once resumed: {again}");
+    // The run goes on from where it was: its one plan gate still waits
+    // (the turn waiting on it was left alone), nothing failed.
+    let plans: Vec<GateView> = w
+        .engine
+        .gates(true)
+        .expect("gates")
+        .into_iter()
+        .filter(|g| g.run_id == run && g.kind() != GateKind::Question)
+        .collect();
+    assert!(
+        matches!(plans.as_slice(), [p] if p.kind() == GateKind::Plan),
+        "{plans:?}"
+    );
+    assert_eq!(
+        w.engine.run(run).expect("run").state,
+        overseer_core::RunState::Running
+    );
     server.abort();
 }
 
@@ -260,4 +277,50 @@ async fn past_its_connections_a_run_is_paused_and_new_ones_refused() {
         "every connection past the cap refused: {got}"
     );
     refusals_say_paused(&got);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_mid_step_is_held_then_resumed_on_the_same_step() {
+    let (w, run, notes) = live_run().await;
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let first = pending_gate(&w, run, GateKind::ToolCall).await;
+    let cap = FloodLimits::default().messages_per_minute as usize;
+    flood(&w, run, "messages", cap + 5).await;
+    paused_once(&w, run, &notes).await;
+    // The step's waiting tool call was withdrawn and its turn cancelled;
+    // the cancel is the pause's, not a failure of the turn.
+    until(&w, "the step's tool call withdrawn", |e| {
+        e.gate(first.id).ok()?.decision.map(|_| ())
+    })
+    .await;
+    let failures = |w: &World| {
+        w.engine
+            .gates(false)
+            .expect("gates")
+            .into_iter()
+            .filter(|g| {
+                g.run_id == run
+                    && matches!(&g.body, GateBody::Deviation(d) if d.cause == DeviationCause::TurnFailed)
+            })
+            .count()
+    };
+    assert_eq!(failures(&w), 0, "no turn failure for the pause's cancel");
+    let gate = flood_gates(&w, run)[0].id;
+    w.engine
+        .decide_gate(gate, "retry", None, &Actor::cli())
+        .expect("resume");
+    // The same step again: its tool call is asked again.
+    let again = until(&w, "the step's tool call asked again", |e| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall && g.id != first.id)
+    })
+    .await;
+    assert_eq!(again.title, first.title);
+    assert_eq!(failures(&w), 0);
+    assert_eq!(notes.of(NotificationKind::SecurityEvent), 1);
 }
