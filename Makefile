@@ -13,7 +13,8 @@ run: setup app
 test: setup lint rust-test ui-test e2e fuzz-smoke
 
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
-## decision latency, tool-call permission round trips with 1/10/50 demo agents (all starting
+## decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
+## tool-call permission round trips with 1/10/50 demo agents (all starting
 ## at once, and a started fleet each asking about every 100 ms), engine CPU
 ## while agents wait, and in the real window: dashboard cold start, reload and filter with
 ## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
@@ -26,6 +27,7 @@ bench: setup ui
 	$(CARGO) bench -p overseer-store --bench audit
 	$(CARGO) bench -p overseer-engine --bench permission
 	$(CARGO) bench -p overseer-engine --bench hostile_load
+	$(CARGO) bench -p overseer-engine --bench pending
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
 	node scripts/bench-summary.mjs
 

@@ -239,6 +239,9 @@ pub enum SecurityEvent {
     /// The run's commits were found on the base branch without a merge of
     /// Overseer's (said once per run).
     UnrecordedMerge,
+    /// The run went past one of its caps (pending asks, messages, notices,
+    /// connections, the rate of asks): it was paused.
+    Flood,
 }
 
 /// A session mode an agent offers.

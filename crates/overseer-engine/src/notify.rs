@@ -137,14 +137,31 @@ impl Notifier for LogNotifier {
 
 /// The notification an event calls for, if any, given the run as it stands
 /// after the whole batch of events.
-/// `ask` is the ask kind of the gate a `GateOpened` event opened.
+/// `opened` is the gate a `GateOpened` event opened.
 pub(crate) fn notification_for(
     event: &EngineEvent,
     run: &RunView,
-    ask: Option<overseer_core::AskKind>,
+    opened: Option<&overseer_core::GateView>,
 ) -> Option<Notification> {
     let task = run.task_title.clone();
+    let ask = opened.map(|g| g.ask_kind);
     match event {
+        // A run paused for flooding: its one notification, a security
+        // event (it cannot be muted), not one more "hit a problem".
+        EngineEvent::GateOpened { run_id, .. }
+            if run.needs_you
+                && opened.is_some_and(|g| {
+                    matches!(&g.body, overseer_core::GateBody::Deviation(d)
+                        if d.cause == overseer_core::DeviationCause::Flood)
+                }) =>
+        {
+            Some(Notification {
+                kind: NotificationKind::SecurityEvent,
+                run_id: *run_id,
+                title: format!("Run {run_id} flooded Overseer and was paused"),
+                body: opened.map(|g| g.title.clone()).unwrap_or(task),
+            })
+        }
         // Something to read, not to decide: never as loud as a blocking ask.
         EngineEvent::GateOpened { run_id, .. }
             if run.needs_you && ask == Some(overseer_core::AskKind::Info) =>

@@ -345,10 +345,15 @@ fn err(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::Internal, message)
 }
 
-/// Waits for a gate's decision. The gate is already in the database.
+/// Waits for a gate's decision. The gate is already in the database. Woken
+/// by changes of the gate's run only (its decisions, its row), so a waiter
+/// costs nothing while other runs' gates open and close.
 pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
-    let mut rx = engine.subscribe();
+    let run = engine.gate(gate)?.run_id;
+    let mut rx = engine.gate_watch.watch(run);
     loop {
+        // Seen: a change from here on wakes the wait below.
+        rx.borrow_and_update();
         if engine.gate(gate)?.decision.is_some() {
             // Acting on it now: from here on nobody can override it, and a
             // human's override made before this point is what we act on. A
@@ -357,13 +362,30 @@ pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecis
                 return Ok(d);
             }
         }
-        match rx.recv().await {
-            Ok(EngineEvent::GateDecided { gate_id, .. }) if gate_id == gate => {}
-            Ok(EngineEvent::RunChanged { .. }) | Err(RecvError::Lagged(_)) => {}
-            Ok(_) => continue,
-            Err(RecvError::Closed) => return Err(err("the engine is stopping")),
+        if rx.changed().await.is_err() {
+            return Err(err("the engine is stopping"));
         }
     }
+}
+
+/// When the run is paused for flooding Overseer ([`crate::flood`]): waits
+/// for the user's decision on its pause gate. Some(true): resumed, go on;
+/// Some(false): stopped; None: not paused.
+pub(super) async fn flood_hold(
+    engine: &Arc<Engine>,
+    run: RunId,
+    turn: &Mutex<Turn>,
+) -> Result<Option<bool>, ApiError> {
+    let Some(gate) = engine.floods.paused_gate(run) else {
+        return Ok(None);
+    };
+    let d = wait_progress_gate(engine, turn, gate).await?;
+    let resumed =
+        d.choice::<overseer_core::DeviationChoice>() == Ok(overseer_core::DeviationChoice::Retry);
+    if resumed {
+        engine.flood_resumed(run, gate, &d.actor);
+    }
+    Ok(Some(resumed))
 }
 
 fn still_active(engine: &Engine, run: RunId) -> bool {

@@ -238,7 +238,7 @@ timeout_seconds?: number,
  */
 ask_kind?: AskKind, };
 
-export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed";
+export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
 
 export type DeviationGate = { cause: DeviationCause, 
 /**
@@ -562,7 +562,7 @@ base?: string, base_commit?: string, found?: Array<string>,
  */
 pid?: number, };
 
-export type SecurityEvent = "decision_without_record" | "unrecorded_merge";
+export type SecurityEvent = "decision_without_record" | "unrecorded_merge" | "flood";
 
 export type AgentMode = { id: string, name: string, description: string | null, };
 
