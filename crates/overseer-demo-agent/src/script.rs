@@ -31,6 +31,13 @@ pub(crate) enum Scenario {
     /// (reads and edits, alternating), timing each round trip; then write the
     /// greeting like `happy`. See [`PermissionSettings`].
     Permissions,
+    /// Like `hijack`, but it keeps asking before each tool call after its
+    /// switch to `auto`: a mode breach and nothing else.
+    Switch,
+    /// Asks nothing, whatever mode it reports (as OpenCode does with its
+    /// default `"*": "allow"`): edits README.md, then runs `rm -rf build/`,
+    /// with no permission request.
+    Unasked,
 }
 
 impl Scenario {
@@ -46,12 +53,14 @@ impl Scenario {
             "escape" => Scenario::Escape,
             "permissions" => Scenario::Permissions,
             "hijack" => Scenario::Hijack,
+            "unasked" => Scenario::Unasked,
+            "switch" => Scenario::Switch,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked";
 }
 
 impl fmt::Display for Scenario {
@@ -67,6 +76,8 @@ impl fmt::Display for Scenario {
             Scenario::Escape => "escape",
             Scenario::Permissions => "permissions",
             Scenario::Hijack => "hijack",
+            Scenario::Unasked => "unasked",
+            Scenario::Switch => "switch",
         })
     }
 }
@@ -186,6 +197,7 @@ impl Script {
             | Scenario::Stubborn
             | Scenario::Garbage
             | Scenario::Hijack
+            | Scenario::Switch
             | Scenario::Escape => Script::greeting(
                 "Add a greeting to the project".into(),
                 GREETING.into(),
@@ -256,6 +268,32 @@ impl Script {
                     "src/greeting.txt",
                     GREETING.into(),
                 )],
+            },
+            Scenario::Unasked => Script {
+                plan: PlanProposal {
+                    goal: "Rewrite the README and start clean".into(),
+                    steps: vec![step("Rewrite the README, clean the build directory")],
+                    files: vec!["README.md".into(), "build/".into()],
+                    risks: vec!["deletes build/ recursively".into()],
+                    markdown: None,
+                    source: PlanSource::Block,
+                },
+                actions: vec![
+                    write(
+                        0,
+                        "Edit README.md",
+                        "README.md",
+                        "# rewritten unasked\n".into(),
+                    ),
+                    Action {
+                        entry: 0,
+                        title: "Run rm -rf build/".into(),
+                        kind: acp::ToolKind::Execute,
+                        location: "build",
+                        raw_input: serde_json::json!({ "command": "rm -rf build/" }),
+                        effect: Effect::RemoveDir,
+                    },
+                ],
             },
             Scenario::Drift => Script {
                 plan: PlanProposal {

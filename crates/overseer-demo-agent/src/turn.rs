@@ -218,6 +218,8 @@ impl Turn {
             | Scenario::Destructive
             | Scenario::Flaky
             | Scenario::Hijack
+            | Scenario::Unasked
+            | Scenario::Switch
             | Scenario::Drift => {}
         }
         self.run_remaining().await
@@ -274,7 +276,7 @@ impl Turn {
         }
         let start = self.demo.with_session(|s| s.done);
         let step = self.demo.with_session(|s| s.step);
-        if self.demo.scenario == Scenario::Hijack && step == 0 {
+        if matches!(self.demo.scenario, Scenario::Hijack | Scenario::Switch) && step == 0 {
             // Nobody asked for this: off to `auto`, then edit unasked.
             self.set_mode("auto")?;
         }
@@ -305,9 +307,14 @@ impl Turn {
             let id = acp::ToolCallId::new(format!("step-{}-call-{attempt}", index + 1));
             let location = self.cwd.join(action.location);
             self.announce(&id, action, &location)?;
-            let always = self
-                .demo
-                .with_session(|s| s.always_allowed || s.mode == "auto");
+            // `unasked`: its own settings allow everything (OpenCode's
+            // default), whatever mode it reports.
+            // `switch`: it keeps asking in any mode.
+            let always = self.demo.scenario == Scenario::Unasked
+                || (self.demo.scenario != Scenario::Switch
+                    && self.demo.with_session(|s| {
+                        s.always_allowed || !["default", "plan"].contains(&s.mode.as_str())
+                    }));
             if !always {
                 match self
                     .ask_permission(&id, &action.title, None, &action.raw_input)
@@ -570,11 +577,14 @@ impl Turn {
 
     /// Never ends the turn on its own; only a cancel does.
     async fn hang(&mut self) -> Step<acp::StopReason> {
+        // Announced, never carried out: a command run without asking would
+        // be a security event that stops the run (this scenario is about
+        // stopping a process tree, not about permissions).
         let id = acp::ToolCallId::new("watch-tests");
         self.update(acp::SessionUpdate::ToolCall(
             acp::ToolCall::new(id, "Run the test suite in watch mode")
                 .kind(acp::ToolKind::Execute)
-                .status(acp::ToolCallStatus::InProgress)
+                .status(acp::ToolCallStatus::Pending)
                 .raw_input(serde_json::json!({ "command": "npm test -- --watch" })),
         ))?;
         match self.cancel.changed().await {

@@ -44,6 +44,7 @@ enum Seen {
     FileRefused(String, String),
     ProtocolError(String),
     Mode(String, Option<String>),
+    Unasked(ToolCallInfo, String),
 }
 
 /// How the test answers permission requests.
@@ -222,6 +223,7 @@ fn answer(
         AgentSignal::FileRefused { path, reason } => Seen::FileRefused(path, reason),
         AgentSignal::ProtocolError { detail } => Seen::ProtocolError(detail),
         AgentSignal::ModeChanged { mode, breach } => Seen::Mode(mode, breach),
+        AgentSignal::Unasked { tool_call, why } => Seen::Unasked(tool_call, why),
         AgentSignal::Settled(done) => {
             let _ = done.send(());
             return;
@@ -967,4 +969,66 @@ async fn in_plan_mode_the_plan_comes_as_an_exit_plan_request_with_markdown() {
         .expect("plan markdown");
     assert!(plan.contains("1. Write the greeting"), "{plan}");
     assert!(options.iter().any(|o| o.kind == "allow_always"));
+}
+
+// ------------------------------------------------------------ unasked
+
+#[tokio::test]
+async fn a_change_carried_out_unasked_halts_the_driver_before_its_write() {
+    // The `unasked` demo asks nothing (like OpenCode with `"*": "allow"`)
+    // although it reports `default`: it announces its README edit as
+    // in progress, then sends the write. A judge that finds it unasked
+    // halts the driver at the wire, before the write is handled.
+    let mut agent = launch("unasked").await;
+    agent
+        .conn
+        .watch_unasked(std::sync::Arc::new(|call: &ToolCallInfo| {
+            (call.kind.as_deref() == Some("edit")).then(|| format!("{} unasked", call.id))
+        }));
+    agent.plan().await;
+    let (_, seen) = agent.turn(&step_text(1)).await;
+    let (call, why) = seen
+        .iter()
+        .find_map(|s| match s {
+            Seen::Unasked(call, why) => Some((call.clone(), why.clone())),
+            _ => None,
+        })
+        .expect("reported");
+    assert_eq!(call.status.as_deref(), Some("in_progress"));
+    assert!(!call.asked);
+    assert_eq!(why, format!("{} unasked", call.id));
+    assert_eq!(
+        seen.iter()
+            .filter(|s| matches!(s, Seen::Unasked(..)))
+            .count(),
+        1,
+        "once"
+    );
+    assert!(written(&seen).is_empty(), "the write was refused");
+    assert!(seen
+        .iter()
+        .any(|s| matches!(s, Seen::FileRefused(_, r) if r.contains("without asking"))));
+    assert_eq!(
+        std::fs::read_to_string(agent.repo.join("README.md")).expect("README"),
+        "hello\n"
+    );
+}
+
+#[tokio::test]
+async fn a_call_the_agent_asked_for_is_never_judged() {
+    // `destructive` asks before each call (and announces each as pending
+    // first): the judge is never consulted.
+    let mut agent = launch("destructive").await;
+    agent
+        .conn
+        .watch_unasked(std::sync::Arc::new(|call: &ToolCallInfo| {
+            Some(format!("judged {}", call.id))
+        }));
+    agent.plan().await;
+    let (_, seen) = agent.execute().await;
+    assert!(!permissions(&seen).is_empty());
+    assert!(
+        !seen.iter().any(|s| matches!(s, Seen::Unasked(..))),
+        "{seen:?}"
+    );
 }

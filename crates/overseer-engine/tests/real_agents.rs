@@ -587,7 +587,9 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
 async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
     let started = Instant::now();
     let w = common::world(vec![]).await;
-    let run = common::start(&w, "hijack");
+    // `switch`: it goes to `auto` but keeps asking (one that then acts
+    // unasked is stopped outright: tests/unasked.rs, tests/modes.rs).
+    let run = common::start(&w, "switch");
     let plan = common::pending_gate(&w, run, GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())

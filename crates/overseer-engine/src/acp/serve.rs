@@ -120,6 +120,14 @@ pub(super) struct Shared {
     /// Set while `session/load` replays the session's history: its updates
     /// are the past, already in the run's timeline, and are not recorded.
     pub(super) replaying: AtomicBool,
+    /// Tool kinds for which the agent was answered with an `allow_always`
+    /// option: it may carry out more of them without asking again.
+    pub(super) always_kinds: Mutex<std::collections::HashSet<String>>,
+    /// Judges tool calls carried out without asking (set by the run).
+    pub(super) judge: Mutex<Option<super::UnaskedJudge>>,
+    /// Set for good once the judge found one: writes are refused and asks
+    /// cancelled; the run is being stopped.
+    pub(super) halted: AtomicBool,
 }
 
 /// The mode the agent is in, and what the run allows (empty: not watched).
@@ -283,9 +291,13 @@ impl Shared {
                     })
                     .collect(),
             },
-            acp::SessionUpdate::ToolCall(call) => AgentSignal::ToolCall(self.merge_call(call)),
+            acp::SessionUpdate::ToolCall(call) => {
+                let info = self.merge_call(call);
+                return self.tool_call_signal(info).await;
+            }
             acp::SessionUpdate::ToolCallUpdate(update) => {
-                AgentSignal::ToolCall(self.merge_update(&update))
+                let info = self.merge_update(&update);
+                return self.tool_call_signal(info).await;
             }
             acp::SessionUpdate::CurrentModeUpdate(update) => {
                 self.on_mode(update.current_mode_id.0.to_string())
@@ -304,6 +316,44 @@ impl Shared {
             }
         };
         self.signal(signal).await;
+    }
+
+    /// A tool call's new state, then, if the run's judge finds it carried
+    /// out unasked (the first time only), the halt: set here, before the
+    /// agent's next message (its `fs/write_text_file`) is handled.
+    async fn tool_call_signal(&self, info: ToolCallInfo) {
+        let carried_out_unasked = !info.asked
+            && info
+                .kind
+                .as_deref()
+                .is_some_and(overseer_core::unasked::changes_something)
+            && info
+                .status
+                .as_deref()
+                .is_some_and(overseer_core::unasked::carried_out);
+        let why = if !carried_out_unasked || self.halted.load(Ordering::SeqCst) {
+            None
+        } else {
+            let judge = self
+                .judge
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            judge.and_then(|j| j(&info))
+        };
+        let unasked = why.map(|why| {
+            self.halted.store(true, Ordering::SeqCst);
+            self.cancel.send_modify(|epoch| *epoch += 1);
+            tracing::error!(tool_call = %info.id, %why, "the agent acted without asking");
+            AgentSignal::Unasked {
+                tool_call: info.clone(),
+                why,
+            }
+        });
+        self.signal(AgentSignal::ToolCall(info)).await;
+        if let Some(signal) = unasked {
+            self.signal(signal).await;
+        }
     }
 
     /// A full `tool_call` announcement, merged over what is known by id. The
@@ -337,6 +387,7 @@ impl Shared {
         if let Some(name) = tool_name(call.meta.as_ref()) {
             entry.name = Some(name);
         }
+        self.covered_by_always(entry);
         entry.clone()
     }
 
@@ -376,6 +427,36 @@ impl Shared {
         if let Some(name) = tool_name(update.meta.as_ref()) {
             entry.name = Some(name);
         }
+        self.covered_by_always(entry);
+        entry.clone()
+    }
+
+    /// A call of a kind the agent holds an "always" answer for counts as
+    /// asked: Overseer (the user's "always") let it stop asking.
+    fn covered_by_always(&self, entry: &mut ToolCallInfo) {
+        if entry.asked {
+            return;
+        }
+        if let Some(kind) = &entry.kind {
+            entry.asked = self
+                .always_kinds
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(kind);
+        }
+    }
+
+    /// Notes that the agent asked before the tool call `id`.
+    fn mark_asked(&self, id: &str) -> ToolCallInfo {
+        let mut calls = self
+            .tool_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let entry = calls.entry(id.to_owned()).or_insert_with(|| ToolCallInfo {
+            id: id.to_owned(),
+            ..ToolCallInfo::default()
+        });
+        entry.asked = true;
         entry.clone()
     }
 
@@ -390,7 +471,9 @@ impl Shared {
                 acp::Error::session_not_found(request.session_id.clone()).into(),
             );
         }
-        let tool_call = self.merge_update(&request.tool_call);
+        self.merge_update(&request.tool_call);
+        let tool_call = self.mark_asked(&request.tool_call.tool_call_id.0);
+        let kind = tool_call.kind.clone();
         let options: Vec<PermissionChoice> = request
             .options
             .iter()
@@ -404,7 +487,10 @@ impl Shared {
             acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
         // Subscribe before asking, so a cancel while the question is out counts.
         let mut cancel = self.cancel.subscribe();
-        if self.turn_cancelled.load(Ordering::SeqCst) || self.breached.load(Ordering::SeqCst) {
+        if self.turn_cancelled.load(Ordering::SeqCst)
+            || self.breached.load(Ordering::SeqCst)
+            || self.halted.load(Ordering::SeqCst)
+        {
             return responder.respond(cancelled);
         }
         let (reply, answer) = oneshot::channel();
@@ -421,6 +507,13 @@ impl Shared {
             return responder.respond(cancelled);
         }
         let withdrawn = responder.cancellation();
+        let always_ids: Vec<String> = request
+            .options
+            .iter()
+            .filter(|o| wire_name(&o.kind) == "allow_always")
+            .map(|o| o.option_id.0.to_string())
+            .collect();
+        let shared = self.clone();
         // Waiting for a human must not hold the dispatch loop.
         cx.spawn(async move {
             // An answer given before a cancel is the answer (the orchestrator
@@ -440,6 +533,15 @@ impl Shared {
                 _ = cancel.changed() => acp::RequestPermissionOutcome::Cancelled,
                 () = withdrawn.cancelled() => acp::RequestPermissionOutcome::Cancelled,
             };
+            if let (acp::RequestPermissionOutcome::Selected(chosen), Some(kind)) = (&outcome, &kind) {
+                if always_ids.iter().any(|id| *id == *chosen.option_id.0) {
+                    shared
+                        .always_kinds
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(kind.clone());
+                }
+            }
             if let Err(e) = responder.respond(acp::RequestPermissionResponse::new(outcome)) {
                 tracing::debug!(error = %e, "permission answer not delivered");
             }
@@ -601,7 +703,9 @@ impl Shared {
         request: acp::WriteTextFileRequest,
         responder: Responder<acp::WriteTextFileResponse>,
     ) -> Result<(), agent_client_protocol::Error> {
-        let held = if self.breached.load(Ordering::SeqCst) {
+        let held = if self.halted.load(Ordering::SeqCst) {
+            Some("the agent carried out a change without asking: Overseer stopped the run")
+        } else if self.breached.load(Ordering::SeqCst) {
             Some("the agent switched itself to a mode Overseer does not allow; nothing is written until the user decides")
         } else if self.read_only.load(Ordering::SeqCst) {
             Some("this is a planning turn: propose a plan, change nothing until it is approved")
