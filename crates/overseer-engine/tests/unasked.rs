@@ -316,3 +316,53 @@ async fn agent_configuration_that_grants_permissions_is_shown_at_setup() {
     assert!(entry.text.contains("`acceptEdits`"), "{}", entry.text);
     w.engine.abort_run(run, &Actor::cli()).expect("abort");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_resumed_after_an_unasked_action_is_never_merged_by_auto_advance() {
+    let (w, _captured, run, base) = unasked_run(RuleSet::default()).await;
+    // The user resumes it, and this time the agent asks (as if its own
+    // settings were fixed): the run's options keep the mark.
+    {
+        let paths = w.engine.paths();
+        let keyring = overseer_store::Keyring::load_or_create(&paths.config_dir).expect("keys");
+        let mut store = overseer_store::Store::open(&paths.db(), keyring).expect("store");
+        let work = store.run_work(run).expect("work");
+        let mut options = work.options.clone();
+        assert!(options.get("unasked_action").is_some(), "{options}");
+        options["scenario"] = serde_json::json!("happy");
+        store
+            .write(|tx| tx.set_run_options(run, &options, work.resumed_from))
+            .expect("options");
+    }
+    let again = w
+        .engine
+        .resume_run(run, &Actor::cli())
+        .expect("resume")
+        .run_id;
+    until(&w, "the resumed run in review", |e| {
+        for g in e.gates(true).ok()? {
+            if g.run_id == again && matches!(g.kind(), GateKind::ToolCall | GateKind::Plan) {
+                let _ = e.decide_gate(
+                    g.id,
+                    if g.kind() == GateKind::Plan {
+                        "approve"
+                    } else {
+                        "yes"
+                    },
+                    None,
+                    &Actor::cli(),
+                );
+            }
+        }
+        (e.run(again).ok()?.state == RunState::PendingReview).then_some(())
+    })
+    .await;
+    // Auto-advance is on, every step passed: still a review, and it says why.
+    assert_eq!(git(&w.repo, &["rev-parse", "main"]), base, "main untouched");
+    pending_gate(&w, again, GateKind::MergeReview).await;
+    let text = security_event_text(&w, again);
+    assert!(
+        text.contains("without asking") && text.contains(&format!("run {run}")),
+        "{text}"
+    );
+}
