@@ -344,6 +344,7 @@ impl AgentConnection {
             always_kinds: Mutex::new(std::collections::HashSet::new()),
             judge: Mutex::new(None),
             halted: AtomicBool::new(false),
+            suspects: Mutex::new(HashMap::new()),
         });
         let transport = transport::lines(stdout_of_agent, stdin_of_agent, shared.signals.clone());
         let (cx_tx, cx_rx) = oneshot::channel();

@@ -22,6 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::{mpsc, oneshot, watch};
 
+/// How long a tool call announced `in_progress` without a permission request
+/// may wait for one before it counts as carried out unasked (codex-acp
+/// announces a patch, then asks, within the same millisecond).
+const SUSPECT_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs the connection until the `AgentConnection` is dropped or the agent
 /// closes its output, and hands the connection context to `start`.
 pub(super) async fn drive<T>(
@@ -128,6 +133,9 @@ pub(super) struct Shared {
     /// Set for good once the judge found one: writes are refused and asks
     /// cancelled; the run is being stopped.
     pub(super) halted: AtomicBool,
+    /// Tool calls announced `in_progress` unasked that the judge found
+    /// wanting, by id, with why: halted on unless asked for in time.
+    pub(super) suspects: Mutex<HashMap<String, String>>,
 }
 
 /// The mode the agent is in, and what the run allows (empty: not watched).
@@ -248,7 +256,7 @@ impl Shared {
         self.session_id.get().is_none_or(|ours| *ours == *id.0)
     }
 
-    async fn on_update(&self, n: acp::SessionNotification) {
+    async fn on_update(self: &Arc<Self>, n: acp::SessionNotification) {
         if self.replaying.load(Ordering::SeqCst) {
             tracing::debug!("session/load replay: an update of the past, not recorded");
             return;
@@ -318,42 +326,96 @@ impl Shared {
         self.signal(signal).await;
     }
 
-    /// A tool call's new state, then, if the run's judge finds it carried
-    /// out unasked (the first time only), the halt: set here, before the
-    /// agent's next message (its `fs/write_text_file`) is handled.
-    async fn tool_call_signal(&self, info: ToolCallInfo) {
+    /// A tool call's new state, then, once the run's judge finds it carried
+    /// out unasked, the halt (the first time only). A call that reaches
+    /// `completed` unasked is confirmed at once. One announced `in_progress`
+    /// unasked is a suspect: codex-acp announces a patch `in_progress` and
+    /// asks right after, so the ask may still come. It is confirmed when the
+    /// agent sends a write through the client before asking, when it
+    /// completes, or when [`SUSPECT_WAIT`] passes with no ask for it.
+    async fn tool_call_signal(self: &Arc<Self>, info: ToolCallInfo) {
+        let status = info.status.as_deref().unwrap_or_default();
+        if info.asked || status == "failed" {
+            self.suspects_mut().remove(&info.id);
+        }
         let carried_out_unasked = !info.asked
             && info
                 .kind
                 .as_deref()
                 .is_some_and(overseer_core::unasked::changes_something)
-            && info
-                .status
-                .as_deref()
-                .is_some_and(overseer_core::unasked::carried_out);
-        let why = if !carried_out_unasked || self.halted.load(Ordering::SeqCst) {
-            None
-        } else {
-            let judge = self
-                .judge
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            judge.and_then(|j| j(&info))
-        };
-        let unasked = why.map(|why| {
-            self.halted.store(true, Ordering::SeqCst);
-            self.cancel.send_modify(|epoch| *epoch += 1);
-            tracing::error!(tool_call = %info.id, %why, "the agent acted without asking");
-            AgentSignal::Unasked {
-                tool_call: info.clone(),
-                why,
+            && overseer_core::unasked::carried_out(status);
+        let mut unasked = None;
+        if carried_out_unasked && !self.halted.load(Ordering::SeqCst) {
+            let known = self.suspects_mut().remove(&info.id);
+            let why = known.or_else(|| {
+                let judge = self
+                    .judge
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                judge.and_then(|j| j(&info))
+            });
+            match why {
+                Some(why) if status == "completed" => unasked = self.halt(&info, why),
+                Some(why) => {
+                    self.suspects_mut().insert(info.id.clone(), why);
+                    let shared = self.clone();
+                    let id = info.id.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(SUSPECT_WAIT).await;
+                        shared.confirm_suspect(Some(&id)).await;
+                    });
+                }
+                None => {}
             }
-        });
+        }
         self.signal(AgentSignal::ToolCall(info)).await;
         if let Some(signal) = unasked {
             self.signal(signal).await;
         }
+    }
+
+    fn suspects_mut(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.suspects.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Confirms a suspect (`id`, or any when `None`) still unasked: the
+    /// halt, reported. True when the driver is halted.
+    async fn confirm_suspect(&self, id: Option<&str>) -> bool {
+        let found = {
+            let mut suspects = self.suspects_mut();
+            let key = match id {
+                Some(id) => suspects.contains_key(id).then(|| id.to_owned()),
+                None => suspects.keys().next().cloned(),
+            };
+            key.and_then(|k| suspects.remove(&k).map(|why| (k, why)))
+        };
+        if let Some((id, why)) = found {
+            let info = self
+                .tool_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&id)
+                .cloned();
+            if let Some(signal) = info.filter(|i| !i.asked).and_then(|i| self.halt(&i, why)) {
+                self.signal(signal).await;
+            }
+        }
+        self.halted.load(Ordering::SeqCst)
+    }
+
+    /// Halts the driver for good (writes refused, asks cancelled) and
+    /// returns the signal to report, unless it was halted already.
+    fn halt(&self, info: &ToolCallInfo, why: String) -> Option<AgentSignal> {
+        if self.halted.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        self.cancel.send_modify(|epoch| *epoch += 1);
+        tracing::error!(tool_call = %info.id, %why, "the agent acted without asking");
+        Some(AgentSignal::Unasked {
+            tool_call: info.clone(),
+            why,
+        })
     }
 
     /// A full `tool_call` announcement, merged over what is known by id. The
@@ -457,7 +519,10 @@ impl Shared {
             ..ToolCallInfo::default()
         });
         entry.asked = true;
-        entry.clone()
+        let info = entry.clone();
+        drop(calls);
+        self.suspects_mut().remove(id);
+        info
     }
 
     async fn on_permission(
@@ -703,7 +768,9 @@ impl Shared {
         request: acp::WriteTextFileRequest,
         responder: Responder<acp::WriteTextFileResponse>,
     ) -> Result<(), agent_client_protocol::Error> {
-        let held = if self.halted.load(Ordering::SeqCst) {
+        // A write while a call is suspect, before any ask for it: confirmed.
+        let halted = self.confirm_suspect(None).await;
+        let held = if halted {
             Some("the agent carried out a change without asking: Overseer stopped the run")
         } else if self.breached.load(Ordering::SeqCst) {
             Some("the agent switched itself to a mode Overseer does not allow; nothing is written until the user decides")
