@@ -31,6 +31,12 @@ pub(crate) enum Scenario {
     /// (reads and edits, alternating), timing each round trip; then write the
     /// greeting like `happy`. See [`PermissionSettings`].
     Permissions,
+    /// Announces `rm -rf build/` as `in_progress` without asking, then
+    /// never ends the turn unless cancelled (nothing else is sent).
+    Lingering,
+    /// Announces its README edit as `in_progress` first and asks for it
+    /// right after, as codex-acp does with a patch; writes once allowed.
+    LateAsk,
     /// Like `hijack`, but it keeps asking before each tool call after its
     /// switch to `auto`: a mode breach and nothing else.
     Switch,
@@ -55,12 +61,14 @@ impl Scenario {
             "hijack" => Scenario::Hijack,
             "unasked" => Scenario::Unasked,
             "switch" => Scenario::Switch,
+            "lingering" => Scenario::Lingering,
+            "late_ask" => Scenario::LateAsk,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked, lingering, late_ask";
 }
 
 impl fmt::Display for Scenario {
@@ -78,6 +86,8 @@ impl fmt::Display for Scenario {
             Scenario::Hijack => "hijack",
             Scenario::Unasked => "unasked",
             Scenario::Switch => "switch",
+            Scenario::Lingering => "lingering",
+            Scenario::LateAsk => "late_ask",
         })
     }
 }
@@ -198,6 +208,8 @@ impl Script {
             | Scenario::Garbage
             | Scenario::Hijack
             | Scenario::Switch
+            | Scenario::Lingering
+            | Scenario::LateAsk
             | Scenario::Escape => Script::greeting(
                 "Add a greeting to the project".into(),
                 GREETING.into(),

@@ -204,6 +204,8 @@ impl Turn {
             Scenario::Garbage if first => self.write_garbage(),
             Scenario::Stubborn if first => return self.hang().await,
             Scenario::Escape if first => return self.escape().await,
+            Scenario::Lingering if first => return self.linger().await,
+            Scenario::LateAsk if first => return self.ask_late().await,
             Scenario::Permissions if first => {
                 if let Some(stop) = self.time_permissions().await? {
                     return Ok(stop);
@@ -220,6 +222,8 @@ impl Turn {
             | Scenario::Hijack
             | Scenario::Unasked
             | Scenario::Switch
+            | Scenario::Lingering
+            | Scenario::LateAsk
             | Scenario::Drift => {}
         }
         self.run_remaining().await
@@ -593,6 +597,52 @@ impl Turn {
             // if it did, there would be nobody left to cancel us.
             Err(_) => std::future::pending().await,
         }
+    }
+
+    /// `lingering`: a command announced as running, never asked for, and
+    /// then nothing until cancelled.
+    async fn linger(&mut self) -> Step<acp::StopReason> {
+        let id = acp::ToolCallId::new("linger-rm");
+        self.update(acp::SessionUpdate::ToolCall(
+            acp::ToolCall::new(id, "Run rm -rf build/")
+                .kind(acp::ToolKind::Execute)
+                .status(acp::ToolCallStatus::InProgress)
+                .raw_input(serde_json::json!({ "command": "rm -rf build/" })),
+        ))?;
+        match self.cancel.changed().await {
+            Ok(()) => Err(Halt::Cancelled),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// `late_ask`: the edit announced `in_progress`, then asked for (as
+    /// codex-acp does with a patch), written only once allowed.
+    async fn ask_late(&mut self) -> Step<acp::StopReason> {
+        let id = acp::ToolCallId::new("late-edit");
+        let location = self.cwd.join("README.md");
+        let raw = serde_json::json!({ "path": "README.md", "content": "# asked late\n" });
+        self.update(acp::SessionUpdate::ToolCall(
+            acp::ToolCall::new(id.clone(), "Edit README.md")
+                .kind(acp::ToolKind::Edit)
+                .status(acp::ToolCallStatus::InProgress)
+                .locations(vec![acp::ToolCallLocation::new(location.clone())])
+                .raw_input(raw.clone()),
+        ))?;
+        match self
+            .ask_permission(&id, "Edit README.md", Some(acp::ToolKind::Edit), &raw)
+            .await?
+        {
+            Permission::Once | Permission::Always => {
+                if let Err(e) = self.write_file(&location, "# asked late\n").await {
+                    self.tool_status(&id, acp::ToolCallStatus::Failed)?;
+                    self.say(&format!("Could not write README.md: {}", e.message))?;
+                    return Ok(acp::StopReason::EndTurn);
+                }
+                self.tool_status(&id, acp::ToolCallStatus::Completed)?;
+            }
+            Permission::Reject => self.tool_status(&id, acp::ToolCallStatus::Failed)?,
+        }
+        Ok(acp::StopReason::EndTurn)
     }
 
     /// Tries three ways out of the worktree; the client must refuse each.

@@ -1032,3 +1032,79 @@ async fn a_call_the_agent_asked_for_is_never_judged() {
         "{seen:?}"
     );
 }
+
+/// A judge that finds every call it is shown wanting.
+fn judge_all() -> overseer_engine::acp::UnaskedJudge {
+    std::sync::Arc::new(|call: &ToolCallInfo| Some(format!("{} unasked", call.id)))
+}
+
+#[tokio::test]
+async fn a_call_announced_in_progress_and_asked_for_right_after_is_no_event() {
+    // codex-acp announces a patch `in_progress`, then asks for it: the ask
+    // within the window clears it, and the write it then sends is served.
+    let mut agent = launch("late_ask").await;
+    agent.conn.watch_unasked(judge_all());
+    agent.plan().await;
+    let (result, seen) = agent.turn(&step_text(1)).await;
+    assert_eq!(result.expect("turn"), StopReason::EndTurn);
+    // Past the window: still nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let mut late = Vec::new();
+    while let Ok(signal) = agent.signals.try_recv() {
+        answer(
+            signal,
+            agent.policy,
+            &agent.question_reply,
+            &mut agent.held,
+            &mut late,
+        );
+    }
+    assert_eq!(permissions(&seen).len(), 1, "it asked");
+    assert!(
+        !seen
+            .iter()
+            .chain(&late)
+            .any(|s| matches!(s, Seen::Unasked(..))),
+        "{seen:?} {late:?}"
+    );
+    assert_eq!(written(&seen).len(), 1, "the allowed write was served");
+}
+
+#[tokio::test]
+async fn a_call_announced_in_progress_and_never_asked_for_is_an_event_once_the_window_passes() {
+    // `lingering` announces `rm -rf build/` running and sends nothing more.
+    let mut agent = launch("lingering").await;
+    agent.conn.watch_unasked(judge_all());
+    agent.plan().await;
+    let started = std::time::Instant::now();
+    let text = step_text(1);
+    let prompt = agent.conn.prompt(&text);
+    tokio::pin!(prompt);
+    let mut seen = Vec::new();
+    let why = tokio::time::timeout(TURN, async {
+        loop {
+            tokio::select! {
+                Some(signal) = agent.signals.recv() => {
+                    if let AgentSignal::Unasked { why, .. } = &signal {
+                        return why.clone();
+                    }
+                    answer(signal, agent.policy, &agent.question_reply, &mut agent.held, &mut seen);
+                }
+                r = &mut prompt => panic!("the turn ended first: {r:?}"),
+            }
+        }
+    })
+    .await
+    .expect("reported in time");
+    let waited = started.elapsed();
+    assert_eq!(why, "linger-rm unasked");
+    assert!(
+        waited >= std::time::Duration::from_millis(450),
+        "not before the window: {waited:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|s| matches!(s, Seen::ToolCall(c) if c.status.as_deref() == Some("in_progress"))),
+        "{seen:?}"
+    );
+}
