@@ -34,6 +34,8 @@ pub(crate) enum Scenario {
     /// Announces `rm -rf build/` as `in_progress` without asking, then
     /// never ends the turn unless cancelled (nothing else is sent).
     Lingering,
+    /// Like `lingering`, but ends the turn right after the announcement.
+    Fleeting,
     /// Announces its README edit as `in_progress` first and asks for it
     /// right after, as codex-acp does with a patch; writes once allowed.
     LateAsk,
@@ -62,13 +64,14 @@ impl Scenario {
             "unasked" => Scenario::Unasked,
             "switch" => Scenario::Switch,
             "lingering" => Scenario::Lingering,
+            "fleeting" => Scenario::Fleeting,
             "late_ask" => Scenario::LateAsk,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked, lingering, late_ask";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask";
 }
 
 impl fmt::Display for Scenario {
@@ -87,6 +90,7 @@ impl fmt::Display for Scenario {
             Scenario::Unasked => "unasked",
             Scenario::Switch => "switch",
             Scenario::Lingering => "lingering",
+            Scenario::Fleeting => "fleeting",
             Scenario::LateAsk => "late_ask",
         })
     }
@@ -209,6 +213,7 @@ impl Script {
             | Scenario::Hijack
             | Scenario::Switch
             | Scenario::Lingering
+            | Scenario::Fleeting
             | Scenario::LateAsk
             | Scenario::Escape => Script::greeting(
                 "Add a greeting to the project".into(),

@@ -204,7 +204,8 @@ impl Turn {
             Scenario::Garbage if first => self.write_garbage(),
             Scenario::Stubborn if first => return self.hang().await,
             Scenario::Escape if first => return self.escape().await,
-            Scenario::Lingering if first => return self.linger().await,
+            Scenario::Lingering if first => return self.linger(false).await,
+            Scenario::Fleeting if first => return self.linger(true).await,
             Scenario::LateAsk if first => return self.ask_late().await,
             Scenario::Permissions if first => {
                 if let Some(stop) = self.time_permissions().await? {
@@ -223,6 +224,7 @@ impl Turn {
             | Scenario::Unasked
             | Scenario::Switch
             | Scenario::Lingering
+            | Scenario::Fleeting
             | Scenario::LateAsk
             | Scenario::Drift => {}
         }
@@ -600,8 +602,9 @@ impl Turn {
     }
 
     /// `lingering`: a command announced as running, never asked for, and
-    /// then nothing until cancelled.
-    async fn linger(&mut self) -> Step<acp::StopReason> {
+    /// then nothing until cancelled; `fleeting` (`end`): the turn ends
+    /// right after the announcement.
+    async fn linger(&mut self, end: bool) -> Step<acp::StopReason> {
         let id = acp::ToolCallId::new("linger-rm");
         self.update(acp::SessionUpdate::ToolCall(
             acp::ToolCall::new(id, "Run rm -rf build/")
@@ -609,6 +612,9 @@ impl Turn {
                 .status(acp::ToolCallStatus::InProgress)
                 .raw_input(serde_json::json!({ "command": "rm -rf build/" })),
         ))?;
+        if end {
+            return Ok(acp::StopReason::EndTurn);
+        }
         match self.cancel.changed().await {
             Ok(()) => Err(Halt::Cancelled),
             Err(_) => std::future::pending().await,

@@ -366,3 +366,46 @@ async fn a_run_resumed_after_an_unasked_action_is_never_merged_by_auto_advance()
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_announced_running_unasked_as_the_turn_ends_stops_the_run_before_any_merge() {
+    // `fleeting`: `rm -rf build/` announced in progress, never asked for,
+    // and the turn ends at once. The turn's end confirms it: the step is not
+    // weighed and auto-advance never gets to merge.
+    let captured = Arc::new(Captured::default());
+    let w = world_with(
+        WorkspaceSettings {
+            auto_advance: Some(true),
+            ..Default::default()
+        },
+        captured.clone(),
+        "",
+    )
+    .await;
+    let base = git(&w.repo, &["rev-parse", "main"]);
+    let run = start(&w, "fleeting");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    state(&w, run, failed()).await;
+    let text = security_event_text(&w, run);
+    assert!(text.contains("ran `rm -rf build/`"), "{text}");
+    let activity = w.engine.activity(run, 0).expect("activity");
+    assert!(
+        !activity
+            .iter()
+            .any(|a| matches!(a.kind().as_str(), "merge" | "step_finished" | "sensor")),
+        "the step was never weighed nor merged: {activity:?}"
+    );
+    assert_eq!(git(&w.repo, &["rev-parse", "main"]), base, "main untouched");
+    assert!(
+        captured
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|n| n.kind == NotificationKind::SecurityEvent && n.run_id == run),
+        "the user is told"
+    );
+}

@@ -677,8 +677,13 @@ impl AgentConnection {
     /// Waits until every signal the agent sent so far has been handled by
     /// the receiver's reader (which must answer [`AgentSignal::Settled`]).
     /// Call after a turn ends: the prompt's answer comes after the turn's
-    /// updates on the wire, so they are all in the channel before this.
+    /// updates on the wire, so they are all in the channel before this. A
+    /// tool call still suspect (announced running, never asked for) is
+    /// confirmed here, before the turn's signals are settled.
     pub async fn settle(&self) {
+        // The turn is over: a call still announced as running and never
+        // asked for is not waited for any longer.
+        self.shared.confirm_suspect(None).await;
         let (done, settled) = oneshot::channel();
         if self
             .shared

@@ -381,7 +381,7 @@ impl Shared {
 
     /// Confirms a suspect (`id`, or any when `None`) still unasked: the
     /// halt, reported. True when the driver is halted.
-    async fn confirm_suspect(&self, id: Option<&str>) -> bool {
+    pub(super) async fn confirm_suspect(&self, id: Option<&str>) -> bool {
         let found = {
             let mut suspects = self.suspects_mut();
             let key = match id {

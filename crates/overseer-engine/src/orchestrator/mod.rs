@@ -594,6 +594,11 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
 /// merges, whatever happens to the branch afterwards.
 async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let run = work.run_id;
+    if !still_active(engine, run) {
+        // Stopped meanwhile (aborted, or a security event): never merged
+        // from here.
+        return Ok(());
+    }
     // Both in this task (not on the blocking pool): stopping the engine
     // cancels a driver at its next await, so a merge it started, and what
     // is recorded of it, finish before the engine's final checkpoint.

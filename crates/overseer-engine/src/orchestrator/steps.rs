@@ -238,6 +238,11 @@ pub(super) async fn step_turn(
             modes::Next::Stopped => Flow::Return(Executed::Ended),
         });
     }
+    if !still_active(engine, run) {
+        // Stopped during the turn (aborted, or its agent acted unasked):
+        // the step is not weighed, reviewed or committed.
+        return Ok(Flow::Return(Executed::Ended));
+    }
     Ok(match result {
         Ok((StopReason::EndTurn, transcript)) => {
             if engine.has_steering(run) || take_owed_reason(turn) {
