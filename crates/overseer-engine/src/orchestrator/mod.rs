@@ -33,9 +33,11 @@ mod agent;
 mod modes;
 mod permissions;
 mod planning;
+mod repo_grants;
 mod resume;
 mod sensors;
 mod steps;
+mod unasked;
 
 use agent::{launch_agent, prepare_worktree, terminate_tree};
 pub(crate) use agent::{stop_agent, stop_all};
@@ -423,6 +425,9 @@ pub(super) struct Turn {
     /// The last of the driver's gates (plan, step review, pause, deviation)
     /// whose decision it acted on: the checkpoint's `after_gate`.
     acted_gate: Option<GateId>,
+    /// The agent carried out a change without asking and the run was
+    /// stopped for it (`unasked`): said once.
+    stopped_unasked: bool,
 }
 
 /// Waits for one of the driver's own gates (plan, step review, supervisor
@@ -494,15 +499,14 @@ async fn set_up(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<Driver
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let mut supervision = Supervision::of(&profile, &work);
     let worktree = prepare_worktree(engine, &work).await?;
+    repo_grants::show(engine, run, &worktree);
     let turn = Arc::new(Mutex::new(Turn::default()));
     let conn = launch_agent(engine, &work, &profile, &worktree, &turn).await?;
     if supervision.mode.is_none() {
-        // A profile that names no mode (written before modes mattered) keeps
-        // the agent in the one it starts in, if that one asks: a later switch
-        // is still caught. One that acts unasked is refused in `supervise`.
-        supervision.mode = conn
-            .current_mode()
-            .filter(|m| !overseer_core::agent::acts_unasked(m));
+        // A profile that names no mode: the mode the agent starts in if it
+        // is known to ask, else one it offers that is; else the run does
+        // not start (fail closed: a mode Overseer does not know acts unasked).
+        supervision.mode = modes::starting_mode(engine, &work, &*conn, profile.allow_unsupervised)?;
     }
     modes::supervise(engine, &work, &*conn, &supervision).await?;
     let (progress, adopt) = match start {
@@ -612,6 +616,11 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
 /// merges, whatever happens to the branch afterwards.
 async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let run = work.run_id;
+    if !still_active(engine, run) {
+        // Stopped meanwhile (aborted, or a security event): never merged
+        // from here.
+        return Ok(());
+    }
     // Both in this task (not on the blocking pool): stopping the engine
     // cancels a driver at its next await, so a merge it started, and what
     // is recorded of it, finish before the engine's final checkpoint.
@@ -620,9 +629,10 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     // them, and no one but a human merges them.
     let auto_run = crate::blocking::off_worker(|| engine.auto_run_of_run(run));
     let held = crate::autorun::needs_a_human(&auto_run);
-    let auto = engine
-        .config
-        .auto_advance(&work.stage, work.workspace.settings.auto_advance);
+    let auto = unasked::may_auto_advance(engine, work)
+        && engine
+            .config
+            .auto_advance(&work.stage, work.workspace.settings.auto_advance);
     if let Some(why) = &held {
         let text = if auto {
             format!("auto-advance did not merge: {why}")

@@ -241,6 +241,11 @@ pub(super) async fn step_turn(
             modes::Next::Stopped => Flow::Return(Executed::Ended),
         });
     }
+    if !still_active(engine, run) {
+        // Stopped during the turn (aborted, or its agent acted unasked):
+        // the step is not weighed, reviewed or committed.
+        return Ok(Flow::Return(Executed::Ended));
+    }
     // Paused for flooding during the turn (which was cancelled): the same
     // step again once the user resumes, or the end.
     if let Some(resumed) = super::flood_hold(engine, run, turn).await? {

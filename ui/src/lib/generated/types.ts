@@ -558,11 +558,19 @@ gate_id?: GateId,
  */
 base?: string, base_commit?: string, found?: Array<string>, 
 /**
+ * The tool call the agent carried out without asking.
+ */
+tool_call?: string, 
+/**
+ * Files the event is about (agent configuration that grants permissions).
+ */
+files?: Array<string>, 
+/**
  * The process that reached Overseer's socket from inside a run.
  */
 pid?: number, };
 
-export type SecurityEvent = "decision_without_record" | "unrecorded_merge" | "flood";
+export type SecurityEvent = "decision_without_record" | "unrecorded_merge" | "flood" | "unasked_action" | "agent_config_grants";
 
 export type AgentMode = { id: string, name: string, description: string | null, };
 
