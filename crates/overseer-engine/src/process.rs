@@ -174,6 +174,7 @@ pub fn spawn(
     die_with_parent(&mut cmd);
     yield_to_engine(&mut cmd);
     first_for_the_oom_killer(&mut cmd);
+    usual_fd_limit(&mut cmd);
     crate::contain::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
     // Kept open until the child has exec'd (the closure only holds their numbers).
     let procs = match &spec.cgroup {
@@ -310,6 +311,31 @@ fn join_cgroup(cmd: &mut Command, procs: &[std::fs::File]) {
                 let file = std::os::fd::BorrowedFd::borrow_raw(*fd);
                 rustix::io::write(file, b"0").map_err(std::io::Error::from)?;
             }
+            Ok(())
+        });
+    }
+}
+
+/// The child gets the open-files soft limit the engine started with (the
+/// engine raises its own to the hard limit: [`crate::raise_fd_limit`]);
+/// programs that use `select()` expect at most 1,024.
+#[allow(unsafe_code)]
+fn usual_fd_limit(cmd: &mut Command) {
+    let Some(soft) = crate::started_fd_limit() else {
+        return;
+    };
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
+    // SAFETY: the closure runs in the forked child before exec and makes one
+    // async-signal-safe system call (setrlimit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _ = rustix::process::setrlimit(
+                rustix::process::Resource::Nofile,
+                rustix::process::Rlimit {
+                    current: Some(soft),
+                    maximum: hard,
+                },
+            );
             Ok(())
         });
     }

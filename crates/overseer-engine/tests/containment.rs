@@ -1030,3 +1030,55 @@ async fn a_run_that_hits_its_limit_is_told_on_its_timeline_and_the_user_once() {
         .any(|g| g.run_id == run && g.kind() == GateKind::Plan));
     w.engine.abort_run(run, &Actor::cli()).expect("abort");
 }
+
+/// The engine raises its own open-files limit to the hard limit; what a run
+/// starts gets the limit the engine started with (programs that use
+/// `select()` expect at most 1,024). Run in a helper process started with a
+/// soft limit of 256.
+#[test]
+fn a_run_starts_with_the_open_files_limit_the_engine_started_with() {
+    let exe = std::env::current_exe().expect("test exe");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 256 && exec {:?} --exact helper_fd_limit --nocapture",
+            exe.to_string_lossy()
+        ))
+        .env(HELPER, "fd_limit")
+        .output()
+        .expect("helper");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("FDLIMIT "))
+        .unwrap_or_else(|| panic!("no answer: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .map_or("unlimited".to_owned(), |m| m.to_string());
+    assert_eq!(line, format!("engine={hard} child=256"));
+}
+
+#[test]
+fn helper_fd_limit() {
+    if std::env::var(HELPER).as_deref() != Ok("fd_limit") {
+        return;
+    }
+    overseer_engine::raise_fd_limit();
+    let own = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or("unlimited".to_owned(), |c| c.to_string());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let child = rt.block_on(async {
+        let dir = scratch();
+        let spec = bash_spec(dir.path(), "ulimit -Sn", Vec::new());
+        let out =
+            process::run_captured(&spec, Duration::from_secs(10), Duration::from_secs(1), 4096)
+                .await
+                .expect("ran");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    });
+    println!("FDLIMIT engine={own} child={child}");
+}
