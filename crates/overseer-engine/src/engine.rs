@@ -70,6 +70,8 @@ pub struct Engine {
     pub(crate) external: crate::agents::external::Sessions,
     /// The database's id, which names its agents' processes (read once).
     pub(crate) db_id: String,
+    /// The data dir's free space: its reserve, its floor, runs paused on it.
+    pub(crate) disk: Arc<crate::disk::Disk>,
 }
 
 impl Engine {
@@ -83,6 +85,11 @@ impl Engine {
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
         let store = Store::open(&paths.db(), keyring)?;
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let disk = crate::disk::Disk::new(&paths.data_dir, &config.disk);
+        let on_full = disk.clone();
+        store
+            .writer()
+            .on_disk_full(Box::new(move || on_full.on_full()));
         let checkpointed = store.audit_len()?;
         let db_id = store.db_id()?;
         let notifications = store
@@ -107,6 +114,7 @@ impl Engine {
             cancel: tokio_util::sync::CancellationToken::new(),
             external: Default::default(),
             db_id,
+            disk,
         })
     }
 

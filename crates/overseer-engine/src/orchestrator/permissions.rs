@@ -32,6 +32,9 @@ pub(super) async fn permission(
     turn: &Mutex<Turn>,
     conn: &dyn AgentSession,
 ) -> (PermissionReply, bool) {
+    // While the disk is nearly full the run takes no new work: the agent
+    // waits for its answer (`disk`).
+    engine.disk.wait_for_room().await;
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })
         && overseer_core::agent::is_exit_plan_request(
@@ -104,16 +107,25 @@ pub(super) async fn tool_permission(
     match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
             // No allow without its record: if the decision cannot be
-            // written, the agent is not allowed.
-            if let Err(e) = engine.record_rule_allow(work, &title, &req, &rule, source) {
-                tracing::error!(
-                    run = %run,
-                    "cannot record a rule's allow, so it is not given: {}",
-                    e.message
-                );
-                return PermissionReply::Cancelled;
+            // written, the agent is not allowed. A full disk only delays
+            // it: the allow is recorded (and given) once there is room.
+            loop {
+                match engine.record_rule_allow(work, &title, &req, &rule, source.clone()) {
+                    Ok(()) => break offered.allow(),
+                    Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
+                        tracing::warn!(run = %run, "a rule's allow waits for room: {}", e.message);
+                        engine.disk.wait_for_room().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(
+                            run = %run,
+                            "cannot record a rule's allow, so it is not given: {}",
+                            e.message
+                        );
+                        break PermissionReply::Cancelled;
+                    }
+                }
             }
-            offered.allow()
         }
         Permission::Deny { rule, reason } => {
             engine.record_rule_deny(work, &title, &req, &rule, &reason, source);
