@@ -84,6 +84,11 @@ pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
+/// Deletes the reserve in the data dir `dir` (true if there was one).
+pub(crate) fn release_reserve_in(dir: &Path) -> bool {
+    std::fs::remove_file(dir.join(RESERVE_FILE)).is_ok()
+}
+
 /// `n` bytes in MiB, as the timeline says them.
 fn mib(n: u64) -> String {
     format!("{} MiB", n >> 20)
@@ -138,7 +143,7 @@ impl Disk {
     /// Deletes the reserve (true if there was one): the room it held is the
     /// engine's to write its records in.
     pub(crate) fn release_reserve(&self) -> bool {
-        std::fs::remove_file(self.reserve_path()).is_ok()
+        release_reserve_in(&self.dir)
     }
 
     /// A write failed because the disk is full: the reserve is freed for
@@ -196,6 +201,10 @@ impl Disk {
             self.announced.store(false, Ordering::SeqCst);
             self.room.send_replace(true);
             return Some((false, free));
+        }
+        if !announced && !has_reserve {
+            // Not made at start (no room then): made once there is.
+            self.keep_reserve();
         }
         None
     }
@@ -315,5 +324,25 @@ impl Engine {
                 tracing::warn!(run = %run, "cannot note the resume on the timeline: {e}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn the_floor_and_the_reserve_are_read_from_overseer_toml_with_defaults() {
+        let c = Config::parse("", "overseer.toml".into()).expect("defaults");
+        assert_eq!((c.disk.floor(), c.disk.reserve()), (256 << 20, 32 << 20));
+        let c = Config::parse(
+            "[disk]\nfloor = \"1G\"\nreserve = 0\n",
+            "overseer.toml".into(),
+        )
+        .expect("set");
+        assert_eq!((c.disk.floor(), c.disk.reserve()), (1 << 30, 0));
+        let e = Config::parse("[disk]\nflor = \"1G\"\n", "overseer.toml".into())
+            .expect_err("a misspelt key");
+        assert!(e.to_string().contains("flor"), "{e}");
     }
 }

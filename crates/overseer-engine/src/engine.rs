@@ -83,7 +83,16 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
-        let store = Store::open(&paths.db(), keyring)?;
+        let store = match Store::open(&paths.db(), keyring) {
+            // What the reserve is for: the engine starts (its runs paused
+            // until there is room) instead of refusing to.
+            Err(StoreError::DiskFull { .. })
+                if crate::disk::release_reserve_in(&paths.data_dir) =>
+            {
+                Store::open(&paths.db(), Keyring::load_or_create(&paths.config_dir)?)?
+            }
+            other => other?,
+        };
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let disk = crate::disk::Disk::new(&paths.data_dir, &config.disk);
         let on_full = disk.clone();
