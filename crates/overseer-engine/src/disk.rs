@@ -298,7 +298,7 @@ impl Engine {
                 format!("{} runs are paused. {text}", runs.len())
             };
             self.notify_user(
-                crate::NotificationKind::AgentQuestionBlocking,
+                crate::NotificationKind::DiskFull,
                 *first,
                 "Runs paused: the disk is nearly full".to_owned(),
                 body,

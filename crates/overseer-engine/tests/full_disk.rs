@@ -15,7 +15,7 @@ use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunId, RunState};
 use overseer_engine::acp::{PermissionReply, ToolCallInfo};
 use overseer_engine::disk::{free_bytes, RESERVE_FILE};
-use overseer_engine::{Notification, Notifier};
+use overseer_engine::{Notification, NotificationKind, Notifier};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
 use std::path::{Path, PathBuf};
@@ -33,12 +33,14 @@ impl Notifier for Captured {
 }
 
 impl Captured {
-    fn titled(&self, title: &str) -> usize {
+    /// The notifications that the disk is nearly full.
+    fn disk_full(&self) -> usize {
         self.0
             .lock()
             .expect("lock")
             .iter()
-            .filter(|n| n.title.contains(title))
+            .filter(|n| n.kind == NotificationKind::DiskFull)
+            .inspect(|n| assert!(n.title.contains("disk is nearly full"), "{n:?}"))
             .count()
     }
 }
@@ -246,7 +248,7 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
             .then_some(())
     })
     .await;
-    assert_eq!(notified.titled("disk is nearly full"), 1);
+    assert_eq!(notified.disk_full(), 1);
     // It takes no new work: the agent's tool call waits for its answer;
     // the run is neither failed nor stranded.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -286,11 +288,7 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
         titles.iter().any(|t| t.starts_with("Resumed")),
         "{titles:?}"
     );
-    assert_eq!(
-        notified.titled("disk is nearly full"),
-        1,
-        "one notification"
-    );
+    assert_eq!(notified.disk_full(), 1, "one notification");
     assert_eq!(
         std::fs::metadata(&reserve)
             .expect("the reserve, again")
@@ -352,6 +350,7 @@ async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
             reason: ReleaseReason::Failed
         }
     );
+    assert_eq!(notified.disk_full(), 1, "one notification for the pause");
     drop(w);
     drop(mounted);
 }
