@@ -327,11 +327,17 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
 /// written again (when the disk is not what stops it).
 const FAIL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Marks the run failed, with why on its timeline. A failure that cannot be
-/// written (a full disk, a locked database) is retried until it is, once
-/// the disk has room again: a run whose driver ended is never left
-/// `running` with no process.
+/// Marks the run failed, with why on its timeline (see [`end_run`]).
 async fn fail_run(engine: &Engine, run: RunId, why: &str) {
+    end_run(engine, run, RunEvent::Fail, why, why).await;
+}
+
+/// Ends a run whose driver stopped: `why` on its timeline, then `event`
+/// (a failure, an interruption) with `note`. An end that cannot be written
+/// (a full disk, a locked database) is retried until it is, once the disk
+/// has room again: a run whose driver ended is never left `running` with
+/// nothing driving it until a restart.
+pub(super) async fn end_run(engine: &Engine, run: RunId, event: RunEvent, why: &str, note: &str) {
     let mut noted = false;
     let mut attempt = 0u32;
     loop {
@@ -350,23 +356,24 @@ async fn fail_run(engine: &Engine, run: RunId, why: &str) {
                 )
                 .is_ok();
         }
-        let failed = match engine.run(run) {
+        let ended = match engine.run(run) {
             Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
-                engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine)
+                engine.transition(run, event.clone(), Some(note), &Actor::Engine)
             }
             Ok(_) => return,
             Err(e) => Err(e),
         };
-        let Err(e) = failed else { return };
+        let Err(e) = ended else { return };
         if e.code != ErrorCode::Storage {
-            tracing::warn!(run = %run, "cannot mark failed: {}", e.message);
+            tracing::warn!(run = %run, ?event, "cannot end the run: {}", e.message);
             return;
         }
         attempt += 1;
         tracing::warn!(
             run = %run,
+            ?event,
             attempt,
-            "cannot mark failed yet, retrying once there is room: {}",
+            "cannot end the run yet, retrying once there is room: {}",
             e.message
         );
         engine.disk.wait_for_room().await;
@@ -552,7 +559,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
     } = match set_up(engine, run, start).await {
         Ok(d) => d,
         Err(e) if start == Start::Resume && !engine.is_stopping() => {
-            resume::could_not_carry_on(engine, run, &e.message);
+            resume::could_not_carry_on(engine, run, &e.message).await;
             return Ok(());
         }
         Err(e) => return Err(e),
