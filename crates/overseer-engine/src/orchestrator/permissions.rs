@@ -33,8 +33,13 @@ pub(super) async fn permission(
     conn: &dyn AgentSession,
 ) -> (PermissionReply, bool) {
     // While the disk is nearly full the run takes no new work: the agent
-    // waits for its answer (`disk`).
-    engine.disk.wait_for_room().await;
+    // waits for its answer (`disk`); a run ended meanwhile gets none.
+    if !engine.disk.has_room() {
+        engine.disk.wait_for_room().await;
+        if !super::still_active(engine, work.run_id) {
+            return (PermissionReply::Cancelled, false);
+        }
+    }
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })
         && overseer_core::agent::is_exit_plan_request(
