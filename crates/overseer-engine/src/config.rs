@@ -12,6 +12,10 @@
 //! memory_max = "8G"           #   RAM (at least 2G), memory_high 3/4 of it; cpu_weight
 //! cpu_weight = 100            #   100 among runs). See docs/security.md.
 //!
+//! [disk]                      # the data dir's filesystem (docs/security.md)
+//! floor = "256M"              # runs pause below this much free space
+//! reserve = "32M"             # kept for the engine's own records when full
+//!
 //! [supervision]               # defaults for `overseer supervisor configure`
 //! model = "llama3.1"          # with base_url: an OpenAI-compatible endpoint
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -339,6 +343,10 @@ pub struct Config {
     /// (`contain::limits`); a profile's `limits` go over these.
     #[serde(default, skip_serializing_if = "is_default_limits")]
     pub limits: crate::contain::LimitsConfig,
+    /// The free-space floor and the engine's reserve on the data dir's
+    /// filesystem (`disk`).
+    #[serde(default, skip_serializing_if = "crate::disk::DiskConfig::is_default")]
+    pub disk: crate::disk::DiskConfig,
     #[serde(skip)]
     path: PathBuf,
 }

@@ -108,6 +108,8 @@ pub struct Engine {
     /// Wakes the waiters on a run's gates when something about the run
     /// changed ([`crate::orchestrator::wait_gate`]).
     pub(crate) gate_watch: GateWatch,
+    /// The data dir's free space: its reserve, its floor, runs paused on it.
+    pub(crate) disk: Arc<crate::disk::Disk>,
 }
 
 /// The descriptor limit this process started with (soft, hard), before
@@ -158,8 +160,22 @@ impl Engine {
         raise_fd_limit();
         let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
-        let store = Store::open(&paths.db(), keyring)?;
+        let store = match Store::open(&paths.db(), keyring) {
+            // What the reserve is for: the engine starts (its runs paused
+            // until there is room) instead of refusing to.
+            Err(StoreError::DiskFull { .. })
+                if crate::disk::release_reserve_in(&paths.data_dir) =>
+            {
+                Store::open(&paths.db(), Keyring::load_or_create(&paths.config_dir)?)?
+            }
+            other => other?,
+        };
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let disk = crate::disk::Disk::new(&paths.data_dir, &config.disk);
+        let on_full = disk.clone();
+        store
+            .writer()
+            .on_disk_full(Box::new(move || on_full.on_full()));
         let checkpointed = store.audit_len()?;
         let db_id = store.db_id()?;
         let notifications = store
@@ -186,6 +202,7 @@ impl Engine {
             db_id,
             floods: Default::default(),
             gate_watch: Default::default(),
+            disk,
         })
     }
 

@@ -23,6 +23,7 @@ mod clock;
 pub mod config;
 pub mod contain;
 pub mod demo;
+pub mod disk;
 mod engine;
 pub mod evaluate;
 pub mod fleet;

@@ -220,6 +220,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
         Vec::new()
     });
     crate::supervise::start_timers(engine.clone());
+    engine.spawn_cancellable(engine.clone().watch_disk());
     let mut rx = engine.subscribe();
     engine.clone().spawn_cancellable(async move {
         for run in carry_on {
@@ -266,9 +267,13 @@ fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
     }
     let engine = engine.clone();
     engine.clone().spawn_cancellable(async move {
+        // A queued run waits for room on the disk before it takes any.
+        if start == Start::Fresh {
+            engine.disk.wait_for_room().await;
+        }
         let result = drive(&engine, run, start).await;
         if let Err(e) = result {
-            fail_run(&engine, run, &e.message);
+            fail_run(&engine, run, &e.message).await;
         }
         if let Some(live) = engine.live.get(run) {
             terminate_tree(run, &live, engine.config.abort_timeout(), "after its run").await;
@@ -320,25 +325,61 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     Ok(carry_on)
 }
 
-fn fail_run(engine: &Engine, run: RunId, why: &str) {
-    // Agents stopped at exit did not fail: the next start finds their runs
-    // interrupted (resumable).
-    if engine.is_stopping() {
-        return;
-    }
-    let _ = engine.record_activity(
-        run,
-        Activity::Error {
-            text: why.to_owned(),
-        },
-    );
-    match engine.run(run) {
-        Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
-            if let Err(e) = engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine) {
-                tracing::warn!(run = %run, "cannot mark failed: {}", e.message);
-            }
+/// How long a run's end that could not be written waits before it is
+/// written again (when the disk is not what stops it).
+const FAIL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Marks the run failed, with why on its timeline (see [`end_run`]).
+async fn fail_run(engine: &Engine, run: RunId, why: &str) {
+    end_run(engine, run, RunEvent::Fail, why, why).await;
+}
+
+/// Ends a run whose driver stopped: `why` on its timeline, then `event`
+/// (a failure, an interruption) with `note`. An end that cannot be written
+/// (a full disk, a locked database) is retried until it is, once the disk
+/// has room again: a run whose driver ended is never left `running` with
+/// nothing driving it until a restart.
+pub(super) async fn end_run(engine: &Engine, run: RunId, event: RunEvent, why: &str, note: &str) {
+    let mut noted = false;
+    let mut attempt = 0u32;
+    loop {
+        // Agents stopped at exit did not fail: the next start finds their
+        // runs interrupted (resumable).
+        if engine.is_stopping() {
+            return;
         }
-        Ok(_) | Err(_) => {}
+        if !noted {
+            noted = engine
+                .record_activity(
+                    run,
+                    Activity::Error {
+                        text: why.to_owned(),
+                    },
+                )
+                .is_ok();
+        }
+        let ended = match engine.run(run) {
+            Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
+                engine.transition(run, event.clone(), Some(note), &Actor::Engine)
+            }
+            Ok(_) => return,
+            Err(e) => Err(e),
+        };
+        let Err(e) = ended else { return };
+        if e.code != ErrorCode::Storage {
+            tracing::warn!(run = %run, ?event, "cannot end the run: {}", e.message);
+            return;
+        }
+        attempt += 1;
+        tracing::warn!(
+            run = %run,
+            ?event,
+            attempt,
+            "cannot end the run yet, retrying once there is room: {}",
+            e.message
+        );
+        engine.disk.wait_for_room().await;
+        tokio::time::sleep(FAIL_RETRY).await;
     }
 }
 
@@ -544,7 +585,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
     } = match set_up(engine, run, start).await {
         Ok(d) => d,
         Err(e) if start == Start::Resume && !engine.is_stopping() => {
-            resume::could_not_carry_on(engine, run, &e.message);
+            resume::could_not_carry_on(engine, run, &e.message).await;
             return Ok(());
         }
         Err(e) => return Err(e),
@@ -738,11 +779,14 @@ fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str
 
 /// Sends one prompt and returns how it ended with the turn's message text,
 /// once every message the agent sent during the turn has been handled.
+/// While the disk is nearly full no prompt is sent: it waits for room.
 pub(super) async fn prompt_turn(
+    engine: &Engine,
     conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     text: &str,
 ) -> Result<(StopReason, String), ApiError> {
+    engine.disk.wait_for_room().await;
     {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
         t.transcript.clear();

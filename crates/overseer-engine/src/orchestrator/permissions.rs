@@ -37,6 +37,14 @@ pub(super) async fn permission(
     if engine.floods.is_paused(run) {
         return (PermissionReply::Cancelled, false);
     }
+    // While the disk is nearly full the run takes no new work: the agent
+    // waits for its answer (`disk`); a run ended meanwhile gets none.
+    if !engine.disk.has_room() {
+        engine.disk.wait_for_room().await;
+        if !super::still_active(engine, run) {
+            return (PermissionReply::Cancelled, false);
+        }
+    }
     // Options an answer could not tell apart: refused before anything is
     // decided, so no answer of ours can mean something else to the agent.
     if let Some(why) = ambiguous_options(options) {
@@ -166,13 +174,26 @@ pub(super) async fn tool_permission(
     match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
             // No allow without its record: if the decision cannot be
-            // written, the agent is not allowed.
-            if let Err(e) = engine.record_rule_allow(work, &title, &req, &rule, source) {
-                tracing::error!(
-                    run = %run,
-                    "cannot record a rule's allow, so it is not given: {}",
-                    e.message
-                );
+            // written, the agent is not allowed. A full disk only delays
+            // it: the allow is recorded (and given) once there is room.
+            let recorded = loop {
+                match engine.record_rule_allow(work, &title, &req, &rule, source.clone()) {
+                    Ok(()) => break true,
+                    Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
+                        tracing::warn!(run = %run, "a rule's allow waits for room: {}", e.message);
+                        engine.disk.wait_for_room().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(
+                            run = %run,
+                            "cannot record a rule's allow, so it is not given: {}",
+                            e.message
+                        );
+                        break false;
+                    }
+                }
+            };
+            if !recorded {
                 return PermissionReply::Cancelled;
             }
             if !offered.can_allow_once() {

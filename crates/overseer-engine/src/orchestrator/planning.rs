@@ -146,7 +146,7 @@ async fn planning_turn(
     }
     let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
     guidance.clear();
-    let result = prompt_turn(conn, turn, &text).await;
+    let result = prompt_turn(engine, conn, turn, &text).await;
     conn.set_read_only(false);
     let (decided, entries) = {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());

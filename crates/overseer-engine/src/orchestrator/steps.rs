@@ -234,7 +234,7 @@ pub(super) async fn step_turn(
     if super::flood_hold(engine, run, turn).await? == Some(false) {
         return Ok(Flow::Return(Executed::Ended));
     }
-    let result = prompt_turn(conn, turn, &text).await;
+    let result = prompt_turn(engine, conn, turn, &text).await;
     if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
         return Ok(match next {
             modes::Next::Again => Flow::Next,

@@ -915,7 +915,7 @@ export type Started = { task_id: TaskId, run_id: RunId, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
 
-export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked";
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full";
 
 export type NotificationSettings = { muted: Array<NotificationKind>, };
 
