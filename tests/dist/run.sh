@@ -98,7 +98,7 @@ EOF
     echo "dist-test: $deb"
     [ "$(dpkg-deb -f "$deb" Package)" = overseer ] || fail "package name is $(dpkg-deb -f "$deb" Package), expected overseer"
     depends=$(dpkg-deb -f "$deb" Depends)
-    for dep in libwebkit2gtk-4.1-0 libgtk-3-0 bubblewrap git; do
+    for dep in libwebkit2gtk-4.1-0 libgtk-3-0 bubblewrap slirp4netns git; do
       [[ "$depends" == *"$dep"* ]] || fail "Depends lacks $dep: $depends"
     done
     droot="$work/deb-root"

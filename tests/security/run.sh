@@ -61,6 +61,21 @@ git config core.fsmonitor "touch $MARKS/run-fsmonitor" 2>/dev/null && evidence r
 git config filter.redteam.clean "sh -c 'touch $MARKS/run-filter; cat'" 2>/dev/null \
   && echo '* filter=redteam' >> .gitattributes && evidence run-repo-filter "set"
 
+# desktop: the X server's abstract socket (a desktop grants the user's own
+# processes access: a run typed its own approval into the window that way),
+# and a session D-Bus where it is abstract. The test listens on one named
+# like an X display, outside the run.
+python3 - "$DESKTOP_SOCKET" <<'PY' >> "$OUT/log" 2>&1
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0" + sys.argv[1])
+    s.sendall(b"redteam\n")
+    open("redteam/out/evidence-desktop-socket", "w").write(sys.argv[1])
+except OSError as e:
+    print("desktop socket", sys.argv[1], e)
+PY
+
 # symlink: a link inside the worktree to a directory outside it, for a path rule.
 ln -s "$OUTSIDE" docs-link 2>/dev/null
 

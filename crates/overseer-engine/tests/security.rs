@@ -89,6 +89,38 @@ async fn beats(worktree: &Path, name: &str, n: u64) {
     }
 }
 
+/// An abstract Unix socket of the desktop's kind (`@/tmp/.X11-unix/X<n>`),
+/// listening outside any run; counts the connections it accepts.
+struct DesktopSocket {
+    name: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl DesktopSocket {
+    fn listen(nonce: &str) -> DesktopSocket {
+        use std::os::linux::net::SocketAddrExt;
+        let name = format!("/tmp/.X11-unix/X{}-{nonce}", 7000 + std::process::id() % 1000);
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .expect("abstract name");
+        let listener =
+            std::os::unix::net::UnixListener::bind_addr(&addr).expect("the desktop socket");
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for c in listener.incoming() {
+                if c.is_ok() {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        });
+        DesktopSocket { name, accepted }
+    }
+
+    fn connections(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// Removes a file the attack may have planted in the real HOME, even when
 /// the test fails.
 struct RemoveOnDrop(PathBuf);
@@ -157,6 +189,9 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         root.display().to_string().len()
     );
     let planted = real_home.join(format!(".overseer-redteam-{nonce}"));
+    // The desktop: an abstract socket named like the X server's, listening
+    // outside the run; it counts who connects.
+    let desktop = DesktopSocket::listen(&nonce);
     let _cleanup = RemoveOnDrop(planted.clone());
     let targets = [
         ("DATA", r.paths.data_dir.display().to_string()),
@@ -168,6 +203,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         ("OUTSIDE", outside.display().to_string()),
         ("MARKS", marks.display().to_string()),
         ("NONCE", nonce.clone()),
+        ("DESKTOP_SOCKET", desktop.name.clone()),
     ];
     let env_text: String = targets.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     std::fs::write(r.w.repo.join("redteam/targets.env"), env_text).expect("targets");
@@ -271,6 +307,12 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         "find the data dir",
         witness("find-data-dir") && witness("see-database") && witness("see-socket"),
         "../.., the data dir's files, the socket path",
+    ));
+    let desktop_reached = desktop.connections();
+    outcomes.push(check(
+        "connect to the desktop's abstract X11 socket",
+        desktop_reached == 0 && witness("desktop-socket"),
+        format!("@{} (Landlock scope; {desktop_reached} connections)", desktop.name),
     ));
     outcomes.push(check(
         "read the engine's environ",
