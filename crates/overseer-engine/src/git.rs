@@ -14,10 +14,11 @@
 //! configuration or `.git/hooks` is ever executed by the engine. Diffs add
 //! `--no-ext-diff --no-textconv`; commits add `--no-verify`.
 //!
-//! A run's repository is `git clone --shared --no-checkout --template=` of
-//! the user's repository (objects borrowed read-only through alternates, no
-//! hook templates), its `origin` remote removed, then the run's branch checked
-//! out at the base commit. Review reads the run's repository; only a merge
+//! A run's repository is a fresh `git init --template=` (no hook templates,
+//! no remote, no alternates) holding a copy of exactly the objects its base
+//! commit reaches (`pack-objects --revs` in the user's repository piped into
+//! `index-pack` in the run's; see [`copy_history`]), then the run's branch
+//! checked out at the base commit. Review reads the run's repository; only a merge
 //! the user (or their rules) approved writes to the user's repository: the
 //! reviewed commit is fetched into a hidden ref (`refs/overseer/runs/N`),
 //! merged without a working tree (`git merge-tree --write-tree`, git 2.38+),
@@ -462,6 +463,25 @@ impl Git {
         ])
     }
 
+    /// Those of `commits` that are commits in this repository.
+    fn present(&self, commits: &[String]) -> Result<Vec<String>, GitError> {
+        if commits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = commits.iter().map(|c| format!("{c}\n")).collect();
+        let out = self.output_with(
+            &["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            &input,
+        )?;
+        if !out.status.success() {
+            return Err(self.failed("cat-file --batch-check", &out));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix(" commit").map(str::to_owned))
+            .collect())
+    }
+
     fn has_commit(&self, sha: &str) -> Result<bool, GitError> {
         let out = self.output(&["cat-file", "-e", &format!("{sha}^{{commit}}")])?;
         Ok(out.status.success())
@@ -500,11 +520,13 @@ pub fn is_linked_worktree(dir: &Path) -> bool {
     dir.join(".git").is_file()
 }
 
-/// Creates the run's own repository at `dir`: a clone of `repo` sharing its
-/// objects read-only, without hook templates or the `origin` remote, on a
-/// new `branch` at `base` (a commit). Idempotent for a repository that
-/// already exists on that branch (a resumed run), also an older run's linked
-/// worktree.
+/// Creates the run's own repository at `dir`: a new repository holding only
+/// the objects `base` (a commit) reaches, copied from `repo`, without hook
+/// templates, a remote or alternates, on a new `branch` at `base`.
+/// Idempotent for a repository that already exists on that branch (a
+/// resumed run), also an older run's linked worktree; an older run's clone
+/// that borrowed the user's objects is given copies of what it reaches and
+/// stops borrowing ([`stop_borrowing`]).
 pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Result<(), GitError> {
     let io = |source| GitError::Io {
         dir: dir.to_owned(),
@@ -512,17 +534,24 @@ pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Res
     };
     if dir.join(".git").exists() {
         let run = Git::open(dir)?;
-        let on = run.run(&["symbolic-ref", "--short", "HEAD"])?;
-        if on == branch {
-            return Ok(());
-        }
         if is_linked_worktree(dir) {
+            let on = run.run(&["symbolic-ref", "--short", "HEAD"])?;
+            if on == branch {
+                return Ok(());
+            }
             return Err(GitError::NotRunRepo {
                 dir: dir.to_owned(),
                 why: format!("a worktree on {on}, not {branch}"),
             });
         }
-        // Cloned, then interrupted before its branch was checked out.
+        stop_borrowing(&run, dir)?;
+        let on = run.output(&["symbolic-ref", "--short", "HEAD"])?;
+        if String::from_utf8_lossy(&on.stdout).trim() == branch
+            && run.commit_of(&format!("refs/heads/{branch}")).is_ok()
+        {
+            return Ok(());
+        }
+        // Made, then interrupted before its branch was checked out.
         return finish_run_repo(&run, repo, branch, base);
     }
     if dir.exists() {
@@ -533,49 +562,159 @@ pub fn create_run_repo(repo: &Path, dir: &Path, branch: &str, base: &str) -> Res
                 why: "it has files but no .git".to_owned(),
             });
         }
-        std::fs::remove_dir(dir).map_err(io)?;
     }
-    let parent = dir.parent().unwrap_or(dir);
-    std::fs::create_dir_all(parent).map_err(io)?;
-    let mut clone = hardened_command();
-    clone
-        .arg("-C")
-        .arg(parent)
-        .args([
-            "clone",
-            "-q",
-            "--shared",
-            "--no-checkout",
-            "--template=",
-            "--",
-        ])
-        .arg(repo)
-        .arg(dir);
-    let out = background_output(clone)?;
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut init = hardened_command();
+    init.args(["init", "-q", "--template=", "--"]).arg(dir);
+    let out = background_output(init)?;
     if !out.status.success() {
         return Err(GitError::Failed {
-            args: "clone --shared --no-checkout".to_owned(),
-            dir: parent.to_owned(),
+            args: "init --template=".to_owned(),
+            dir: dir.to_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         });
     }
     finish_run_repo(&Git::open(dir)?, repo, branch, base)
 }
 
-/// A fresh clone becomes the run's repository: no remote, the run's branch
-/// checked out at the base commit (resolved in the user's repository).
+/// A new run's repository becomes the run's: the history of the base commit
+/// (resolved in the user's repository) copied in when it is not there yet,
+/// then the run's branch checked out at it.
 fn finish_run_repo(run: &Git, repo: &Path, branch: &str, base: &str) -> Result<(), GitError> {
-    // Nothing in the run's repository points back at the user's repository
-    // as a remote (its alternates file names the objects, read-only).
+    // A clone from before runs' repositories were made with `init` had an
+    // `origin` pointing back at the user's repository.
     if run.run(&["remote"])?.lines().any(|r| r == "origin") {
         run.run(&["remote", "remove", "origin"])?;
     }
     if run.commit_of(&format!("refs/heads/{branch}")).is_ok() {
         return run.run(&["checkout", "-q", branch, "--"]).map(|_| ());
     }
-    let base = Git::open(repo)?.commit_of(base)?;
+    let user = Git::open(repo)?;
+    let base = user.commit_of(base)?;
+    if !run.has_commit(&base)? {
+        copy_history(&user, run, &base)?;
+    }
     run.run(&["checkout", "-q", "--no-track", "-b", branch, &base, "--"])
         .map(|_| ())
+}
+
+/// Copies into `run` every object `commit` reaches in `user`, and nothing
+/// else: `git pack-objects --revs --stdout` in the user's repository (a
+/// walk from that one commit: no other branch, no stash, no index, no
+/// unreachable object) piped into `git index-pack --stdin` in the run's.
+///
+/// Neither command runs a program the repositories' configuration names:
+/// pack-objects and index-pack start no hooks, filters or helpers, and
+/// `uploadpack.packObjectsHook` belongs to upload-pack, which is not used
+/// (no transport, no remote, nothing written to the user's repository).
+/// The user's own objects are not fsck'd on the way in (a repository with
+/// historical quirks must still start runs); what comes back from a run is
+/// (`transfer.fsckObjects` on the merge's fetch). A shallow repository's
+/// boundary is copied, so that the copy's history ends where the user's does.
+fn copy_history(user: &Git, run: &Git, commit: &str) -> Result<(), GitError> {
+    let mut pack = user
+        .command(&[
+            "pack-objects",
+            "--revs",
+            "--stdout",
+            "-q",
+            "--delta-base-offset",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(GitError::Missing)?;
+    yield_cpu(&pack);
+    if let Some(mut stdin) = pack.stdin.take() {
+        // A pack-objects that exits early closes its stdin: its status says why.
+        let _ = stdin.write_all(format!("{commit}\n").as_bytes());
+    }
+    let Some(packed) = pack.stdout.take() else {
+        let _ = pack.kill();
+        let _ = pack.wait();
+        return Err(GitError::Missing(std::io::Error::other(
+            "pack-objects has no output pipe",
+        )));
+    };
+    let index = run
+        .command(&["index-pack", "--stdin"])
+        .stdin(Stdio::from(packed))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let index = match index {
+        Ok(child) => child,
+        Err(e) => {
+            let _ = pack.kill();
+            let _ = pack.wait();
+            return Err(GitError::Missing(e));
+        }
+    };
+    yield_cpu(&index);
+    let (packed, indexed) = crate::blocking::off_worker(|| {
+        let indexed = index.wait_with_output();
+        (pack.wait_with_output(), indexed)
+    });
+    let packed = packed.map_err(GitError::Missing)?;
+    let indexed = indexed.map_err(GitError::Missing)?;
+    if !packed.status.success() {
+        return Err(user.failed("pack-objects --revs", &packed));
+    }
+    if !indexed.status.success() {
+        return Err(run.failed("index-pack --stdin", &indexed));
+    }
+    let shallow = user.run(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "shallow",
+    ])?;
+    match std::fs::read(&shallow) {
+        Ok(boundary) => {
+            let to = run.run(&[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                "shallow",
+            ])?;
+            std::fs::write(&to, boundary).map_err(|source| GitError::Io {
+                dir: PathBuf::from(to),
+                source,
+            })?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(GitError::Io {
+                dir: PathBuf::from(shallow),
+                source,
+            })
+        }
+    }
+    Ok(())
+}
+
+/// A run's repository made before runs' repositories held their own objects
+/// borrowed the user's whole object store through `objects/info/alternates`:
+/// it is given copies of what its own refs, reflogs and index reach (`git
+/// repack -a -d`, which copies borrowed objects too), then stops borrowing.
+/// Nothing of the user's other objects stays in reach.
+fn stop_borrowing(run: &Git, dir: &Path) -> Result<(), GitError> {
+    let alternates = run.run(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "objects/info/alternates",
+    ])?;
+    let alternates = PathBuf::from(alternates);
+    if !alternates.exists() {
+        return Ok(());
+    }
+    run.run(&["repack", "-a", "-d", "-q"])?;
+    std::fs::remove_file(&alternates).map_err(|source| GitError::Io {
+        dir: dir.to_owned(),
+        source,
+    })
 }
 
 /// Removes a run's repository (`overseer runs clean`). A run from before
@@ -752,43 +891,32 @@ pub fn branch_start(repo: &Path, base: &str, branch: &str) -> String {
 }
 
 /// The commits of `to` that `from` and every one of `except` lack, newest
-/// first (the run's own commits).
+/// first (the run's own commits). An `except` the repository does not have
+/// (another run's commit: each run's repository holds only its own history)
+/// cannot be in `to`'s history and is left out.
 pub fn commits_between(
     repo: &Path,
     from: &str,
     to: &str,
     except: &[String],
 ) -> Result<Vec<String>, GitError> {
+    let git = Git::open(repo)?;
     let mut args = vec![
         "rev-list".to_owned(),
         "--end-of-options".to_owned(),
         to.to_owned(),
     ];
     args.push(format!("^{from}"));
-    args.extend(except.iter().map(|e| format!("^{e}")));
+    args.extend(git.present(except)?.iter().map(|e| format!("^{e}")));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = Git::open(repo)?.run(&args)?;
+    let out = git.run(&args)?;
     Ok(out.lines().map(str::to_owned).collect())
 }
 
 /// Those of `commits` that `repo` has and that are reachable from `rev`.
 pub fn reachable_from(repo: &Path, commits: &[String], rev: &str) -> Result<Vec<String>, GitError> {
-    if commits.is_empty() {
-        return Ok(Vec::new());
-    }
     let git = Git::open(repo)?;
-    let input: String = commits.iter().map(|c| format!("{c}\n")).collect();
-    let out = git.output_with(
-        &["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-        &input,
-    )?;
-    if !out.status.success() {
-        return Err(git.failed("cat-file --batch-check", &out));
-    }
-    let present: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_suffix(" commit").map(str::to_owned))
-        .collect();
+    let present = git.present(commits)?;
     let mut found = Vec::new();
     for c in present {
         if git.test(&["merge-base", "--is-ancestor", &c, rev])? {
