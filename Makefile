@@ -15,7 +15,8 @@ test: setup lint rust-test ui-test e2e fuzz-smoke
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
 ## decision latency, tool-call permission round trips with 1/10/50 demo agents (all starting
 ## at once, and a started fleet each asking about every 100 ms), engine CPU
-## while agents wait, and in the real window: dashboard cold start, reload and filter with
+## while agents wait, starting a run's repository from a 20,000-file repository (clone
+## --shared vs its own copy of the base's history), and in the real window: dashboard cold start, reload and filter with
 ## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
 ## the idle PSS of the whole process tree beside WebKit's own floor), then merge every figure into
 ## target/bench/summary.json (scripts/bench-summary.mjs).
@@ -24,6 +25,7 @@ bench: setup ui
 	mkdir -p target/bench && rm -f target/bench/*.json
 	$(CARGO) bench -p overseer-store --bench audit
 	$(CARGO) bench -p overseer-engine --bench permission
+	$(CARGO) bench -p overseer-engine --bench run_repo
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
 	node scripts/bench-summary.mjs
 
