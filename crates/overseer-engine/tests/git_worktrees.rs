@@ -683,3 +683,30 @@ fn nothing_planted_in_the_users_repository_runs_when_a_runs_repository_is_made()
         "checked out unfiltered"
     );
 }
+
+#[test]
+fn a_run_from_a_shallow_repository_has_the_history_the_user_has() {
+    let origin = repo();
+    sh(
+        origin.path(),
+        &["commit", "-q", "--allow-empty", "-m", "second"],
+    );
+    sh(
+        origin.path(),
+        &["commit", "-q", "--allow-empty", "-m", "third"],
+    );
+    let user = tempfile::tempdir().expect("user");
+    let url = format!("file://{}", origin.path().display());
+    sh(
+        user.path(),
+        &["clone", "-q", "--depth", "2", &url, "shallow"],
+    );
+    let shallow = user.path().join("shallow");
+    let data = tempfile::tempdir().expect("data");
+    let dir = run_with_change(&shallow, data.path(), "overseer/run-13", "a.txt", "a\n");
+    assert_eq!(sh(&dir, &["rev-parse", "--is-shallow-repository"]), "true");
+    assert_eq!(sh(&dir, &["rev-list", "--count", "HEAD"]), "3");
+    sh(&dir, &["fsck", "--no-dangling"]);
+    let commit = merge_run(&shallow, &dir, "overseer/run-13", "Merge run 13").expect("merge");
+    assert_eq!(sh(&shallow, &["rev-parse", "main"]), commit);
+}
