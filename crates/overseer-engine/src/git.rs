@@ -7,7 +7,8 @@
 //! switches that turn off the system and global configuration, with `HOME`
 //! pointing at a directory that does not exist), hooks off
 //! (`core.hooksPath=/dev/null`), no fsmonitor, no untracked cache, only the
-//! `file` transport, objects checked on transfer, no signing programs, no
+//! `file` transport, no lazy fetch of a partial clone's objects, objects
+//! checked on transfer, no signing programs, no
 //! credential helpers, and every filter, merge and diff driver that the
 //! repository's configuration defines neutralised (its commands set to empty,
 //! filters not required), so nothing a run writes into a repository's
@@ -127,6 +128,10 @@ fn hardened_command() -> Command {
         .env("GIT_ATTR_NOSYSTEM", "1")
         // What is reviewed and merged is the objects themselves.
         .env("GIT_NO_REPLACE_OBJECTS", "1")
+        // A partial clone's missing objects are never fetched on demand: that
+        // fetch would run the `remote.<name>.uploadpack` the repository's
+        // configuration names (git 2.45+; older gits ignore it).
+        .env("GIT_NO_LAZY_FETCH", "1")
         .stdin(Stdio::null());
     for c in HARDENING {
         cmd.arg("-c").arg(c);

@@ -710,3 +710,43 @@ fn a_run_from_a_shallow_repository_has_the_history_the_user_has() {
     let commit = merge_run(&shallow, &dir, "overseer/run-13", "Merge run 13").expect("merge");
     assert_eq!(sh(&shallow, &["rev-parse", "main"]), commit);
 }
+
+#[test]
+fn a_partial_clone_is_refused_without_running_its_remotes_upload_pack() {
+    let origin = repo();
+    sh(origin.path(), &["config", "uploadpack.allowFilter", "true"]);
+    let user = tempfile::tempdir().expect("user");
+    let url = format!("file://{}", origin.path().display());
+    sh(
+        user.path(),
+        &[
+            "clone",
+            "-q",
+            "--no-local",
+            "--filter=blob:none",
+            "--no-checkout",
+            &url,
+            "partial",
+        ],
+    );
+    let partial = user.path().join("partial");
+    let marks = Marks::new();
+    sh(
+        &partial,
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            &format!("{}; git-upload-pack", marks.cmd("lazy-fetch")),
+        ],
+    );
+    let data = tempfile::tempdir().expect("data");
+    let dir = data.path().join("worktrees/run-14");
+    let err = git::create_run_repo(&partial, &dir, "overseer/run-14", "main")
+        .expect_err("objects are missing");
+    assert!(err.to_string().contains("promisor"), "{err}");
+    assert_eq!(
+        marks.left(),
+        Vec::<String>::new(),
+        "a command from the user's configuration ran"
+    );
+}
