@@ -611,26 +611,74 @@ fn finish_run_repo(run: &Git, repo: &Path, branch: &str, base: &str) -> Result<(
 /// Copies into `run` every object `commit` reaches in `user`, and nothing
 /// else: `git pack-objects --revs` in the user's repository (a walk from
 /// that one commit: no other branch, no stash, no index, no unreachable
-/// object) writing one pack and its index straight into the run's object
-/// directory. pack-objects already knows every object's id and reuses the
-/// user's deltas, so nothing is hashed or resolved again (piping the pack
-/// into `index-pack` instead made a start 1.4 s slower than the old
-/// `clone --shared` on a 66,000-object repository, against 0.2-0.5 s this
-/// way; see `benches/run_repo.rs`).
+/// object) writing one pack and its index. pack-objects already knows every
+/// object's id and reuses the user's deltas, so nothing is hashed or
+/// resolved again (piping the pack into `index-pack` instead made a start
+/// 1.4 s slower than the old `clone --shared` on a 66,000-object
+/// repository, against 0.2-0.5 s this way; see `benches/run_repo.rs`).
+///
+/// The pack is made once per base commit, in [`BASES`] beside the runs'
+/// repositories (hidden from runs with the rest of the data dir), and
+/// hard-linked into each run's object directory: runs started from the same
+/// commit share its pack on disk and only the first pays for it. A run
+/// cannot change the shared file (its `.git` is read-only in the sandbox) and
+/// the engine never repacks a run's repository made this way. A pack no run
+/// links any more is removed when a later one is made.
 ///
 /// pack-objects starts no hooks, filters or helpers, and
 /// `uploadpack.packObjectsHook` belongs to upload-pack, which is not used
 /// (no transport, no remote, nothing written to the user's repository).
-/// A shallow repository's boundary is copied, so that the copy's history
+/// A shallow repository's pack is not shared (its history is cut where that
+/// repository's is) and its boundary is copied, so that the copy's history
 /// ends where the user's does.
 fn copy_history(user: &Git, run: &Git, commit: &str) -> Result<(), GitError> {
-    let pack_dir = run.run(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "objects/pack",
-    ])?;
-    let base_name = Path::new(&pack_dir).join("pack");
+    let git_path = |git: &Git, what: &str| -> Result<PathBuf, GitError> {
+        git.run(&["rev-parse", "--path-format=absolute", "--git-path", what])
+            .map(PathBuf::from)
+    };
+    let pack_dir = git_path(run, "objects/pack")?;
+    let shallow = git_path(user, "shallow")?;
+    let boundary = match std::fs::read(&shallow) {
+        Ok(boundary) => Some(boundary),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(GitError::Io {
+                dir: shallow,
+                source,
+            })
+        }
+    };
+    // `<data>/worktrees/.bases`, beside the runs' repositories.
+    let bases = run
+        .dir
+        .parent()
+        .map(|p| p.join(BASES))
+        .filter(|_| boundary.is_none());
+    let shared = match bases {
+        Some(bases) => shared_pack(user, &bases, commit).ok(),
+        None => None,
+    };
+    match shared {
+        Some(files) => link_pack(&files, &pack_dir)?,
+        None => write_pack(user, commit, &pack_dir.join("pack"))?,
+    }
+    if let Some(boundary) = boundary {
+        let to = git_path(run, "shallow")?;
+        std::fs::write(&to, boundary).map_err(|source| GitError::Io { dir: to, source })?;
+    }
+    Ok(())
+}
+
+/// Where the packs of runs' base commits are kept, beside the runs'
+/// repositories.
+pub const BASES: &str = ".bases";
+
+/// How long an unused base pack (or an abandoned one being made) is kept.
+const BASE_IDLE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `git pack-objects --revs` of `commit` in `user`, written as `base_name`
+/// `-<hash>.pack/.idx/.rev`.
+fn write_pack(user: &Git, commit: &str, base_name: &Path) -> Result<(), GitError> {
     let base_name = base_name.to_string_lossy();
     let out = user.output_with(
         &[
@@ -646,34 +694,107 @@ fn copy_history(user: &Git, run: &Git, commit: &str) -> Result<(), GitError> {
     if !out.status.success() {
         return Err(user.failed("pack-objects --revs", &out));
     }
-    let shallow = user.run(&[
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "shallow",
-    ])?;
-    match std::fs::read(&shallow) {
-        Ok(boundary) => {
-            let to = run.run(&[
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-path",
-                "shallow",
-            ])?;
-            std::fs::write(&to, boundary).map_err(|source| GitError::Io {
-                dir: PathBuf::from(to),
+    Ok(())
+}
+
+/// The files of the shared pack of `commit` under `bases` (made now if there
+/// is none): the pack first, its index last. Unused packs go first.
+fn shared_pack(user: &Git, bases: &Path, commit: &str) -> Result<Vec<PathBuf>, GitError> {
+    let io = |dir: &Path| {
+        let dir = dir.to_owned();
+        move |source| GitError::Io { dir, source }
+    };
+    std::fs::create_dir_all(bases).map_err(io(bases))?;
+    forget_unused_packs(bases, commit);
+    let dir = bases.join(commit);
+    if !dir.is_dir() {
+        // Made aside, then renamed into place: a pack directory is complete.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let tmp = bases.join(format!(".tmp-{commit}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        let made = write_pack(user, commit, &tmp.join("pack"));
+        // Another run made it meanwhile: theirs is as good.
+        if made.is_err() || std::fs::rename(&tmp, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        made?;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(io(&dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("pack-"))
+        })
+        .collect();
+    let rank = |p: &PathBuf| match p.extension().and_then(|e| e.to_str()) {
+        Some("pack") => 0,
+        Some("idx") => 2,
+        _ => 1,
+    };
+    files.sort_by_key(rank);
+    if !files.iter().any(|f| rank(f) == 0) || !files.iter().any(|f| rank(f) == 2) {
+        return Err(GitError::Io {
+            dir,
+            source: std::io::Error::other("an incomplete base pack"),
+        });
+    }
+    Ok(files)
+}
+
+/// Hard-links `files` into `pack_dir` (copies them where linking is refused),
+/// in order: git sees a pack once its index is there.
+fn link_pack(files: &[PathBuf], pack_dir: &Path) -> Result<(), GitError> {
+    for file in files {
+        let Some(name) = file.file_name() else {
+            continue;
+        };
+        let to = pack_dir.join(name);
+        if to.exists() {
+            continue;
+        }
+        if std::fs::hard_link(file, &to).is_err() {
+            std::fs::copy(file, &to).map_err(|source| GitError::Io {
+                dir: pack_dir.to_owned(),
                 source,
             })?;
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => {
-            return Err(GitError::Io {
-                dir: PathBuf::from(shallow),
-                source,
-            })
-        }
     }
     Ok(())
+}
+
+/// Removes the base packs no run's repository links any more (and packs
+/// abandoned while being made), once they have been idle for [`BASE_IDLE`]:
+/// a pack just made is linked by its run right after. Best effort.
+fn forget_unused_packs(bases: &Path, keep: &str) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(bases) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let idle = |m: &std::fs::Metadata| {
+        let changed =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.ctime().max(0) as u64);
+        now.duration_since(changed).is_ok_and(|d| d >= BASE_IDLE)
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == keep || !path.is_dir() {
+            continue;
+        }
+        let files: Vec<std::fs::Metadata> = std::fs::read_dir(&path)
+            .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).collect())
+            .unwrap_or_default();
+        let unused = files.iter().all(|m| m.nlink() <= 1 && idle(m));
+        let abandoned = name.starts_with(".tmp-") && entry.metadata().is_ok_and(|m| idle(&m));
+        if (unused && !name.starts_with(".tmp-")) || abandoned {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// A run's repository made before runs' repositories held their own objects

@@ -750,3 +750,45 @@ fn a_partial_clone_is_refused_without_running_its_remotes_upload_pack() {
         "a command from the user's configuration ran"
     );
 }
+
+/// The packs in a run repository's object directory, by inode.
+fn pack_inodes(dir: &Path) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut inodes: Vec<u64> = fs::read_dir(dir.join(".git/objects/pack"))
+        .expect("pack dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .map(|e| e.metadata().expect("metadata").ino())
+        .collect();
+    inodes.sort_unstable();
+    inodes
+}
+
+#[test]
+fn runs_from_the_same_base_share_its_pack_and_others_get_their_own() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    let a = run_with_change(r.path(), data.path(), "overseer/run-15", "a.txt", "a\n");
+    let b = run_with_change(r.path(), data.path(), "overseer/run-16", "b.txt", "b\n");
+    assert_eq!(pack_inodes(&a).len(), 1);
+    assert_eq!(
+        pack_inodes(&a),
+        pack_inodes(&b),
+        "one pack on disk for both"
+    );
+    // A run from another base gets that base's history only.
+    sh(r.path(), &["commit", "-q", "--allow-empty", "-m", "later"]);
+    let secrets = user_secrets(r.path());
+    let c = run_with_change(r.path(), data.path(), "overseer/run-17", "c.txt", "c\n");
+    assert_ne!(pack_inodes(&c), pack_inodes(&a));
+    assert_eq!(sh(&c, &["rev-list", "--count", "HEAD~1"]), "2");
+    for id in &secrets {
+        assert!(!has_object(&c, id), "the run's repository has {id}");
+    }
+    // Each still merges back; cleaning one leaves the other whole.
+    git::remove_run_repo(r.path(), &a, "overseer/run-15").expect("clean");
+    sh(&b, &["fsck", "--no-dangling"]);
+    sh(r.path(), &["reset", "-q"]);
+    let commit = merge_run(r.path(), &b, "overseer/run-16", "Merge run 16").expect("merge");
+    assert_eq!(sh(r.path(), &["rev-parse", "main"]), commit);
+}
