@@ -1025,9 +1025,7 @@ async fn agents(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
         if !a.contained && a.needs.iter().all(|n| !n.starts_with("a sandbox")) {
             println!("           runs NOT CONTAINED (allow_uncontained = true)");
         }
-        if !a.network {
-            println!("           network: none (network = false)");
-        }
+        println!("           network: {}", a.network.describe());
         for need in &a.needs {
             println!("           needs {need}");
         }

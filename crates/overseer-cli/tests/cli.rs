@@ -142,6 +142,42 @@ fn a_database_from_a_newer_version_is_refused_with_what_to_do() {
     assert!(err.contains("upgrade Overseer"), "{err}");
 }
 
+/// `Max open files` of a live process: (soft, hard), "unlimited" as None.
+fn open_files_limit(pid: u32) -> (Option<u64>, Option<u64>) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a Max open files line");
+    let mut fields = line["Max open files".len()..].split_whitespace();
+    let mut next = || fields.next().and_then(|f| f.parse().ok());
+    (next(), next())
+}
+
+#[test]
+fn overseer_serve_raises_its_open_files_soft_limit_to_the_hard_limit() {
+    let h = Home::new();
+    // Started as a desktop session starts it: a soft limit far below the
+    // hard one (1,024 is the usual; 256 here, under any hard limit).
+    let serve = Serve(
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -Sn 256 && exec \"$0\" serve")
+            .arg(&h.bin)
+            .env("OVERSEER_DATA_DIR", h.data())
+            .env("OVERSEER_CONFIG_DIR", h.dir.path().join("config"))
+            .env_remove("OVERSEER_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    wait_for(&h.data().join("overseer.sock"));
+    let (soft, hard) = open_files_limit(serve.0.id());
+    assert_eq!(soft, hard, "the engine runs at its hard limit");
+    assert!(soft.is_none_or(|s| s > 256), "raised from 256: {soft:?}");
+}
+
 #[test]
 fn with_overseer_serve_running_the_cli_goes_through_it_and_shutdown_checkpoints() {
     let h = Home::new();

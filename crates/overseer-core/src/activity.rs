@@ -224,6 +224,14 @@ pub struct SecurityEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub found: Option<Vec<String>>,
+    /// The tool call the agent carried out without asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub tool_call: Option<String>,
+    /// Files the event is about (agent configuration that grants permissions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub files: Option<Vec<String>>,
     /// The process that reached Overseer's socket from inside a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -239,6 +247,16 @@ pub enum SecurityEvent {
     /// The run's commits were found on the base branch without a merge of
     /// Overseer's (said once per run).
     UnrecordedMerge,
+    /// The run went past one of its caps (pending asks, messages, notices,
+    /// connections, the rate of asks): it was paused.
+    Flood,
+    /// The agent carried out a tool call that changes something (edit,
+    /// delete, move, execute) without asking, where the rules would have
+    /// asked: the run was stopped.
+    UnaskedAction,
+    /// The repository holds agent configuration that grants permissions
+    /// (shown at the run's setup).
+    AgentConfigGrants,
 }
 
 /// A session mode an agent offers.

@@ -8,7 +8,12 @@
 //! run is only prompted in the mode its profile names as supervised; a switch
 //! to any mode the profile does not list is a security event, and the modes
 //! known to act unasked are refused even if a profile lists them, unless the
-//! user chose one knowingly (`allow_unsupervised`).
+//! user chose one knowingly (`allow_unsupervised`). Fail closed: only the
+//! modes known to ask are trusted; a mode Overseer does not know (OpenCode's
+//! `build`, a name a new version invents) counts as acting unasked. A run
+//! whose profile names no mode works in the mode its agent starts in only if
+//! that one asks; else in an asking mode the agent offers; else it does not
+//! start ([`starting_mode`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +87,8 @@ pub fn planning(
 }
 
 /// Modes known to let an agent edit files or run commands without asking.
+/// Any mode not in [`ASKS`] is treated the same way (see [`acts_unasked`]):
+/// this list only says, for the ones Overseer knows, what they do.
 const ACTS_UNASKED: &[(&str, &str)] = &[
     ("auto", "edits files and runs commands without asking"),
     ("acceptEdits", "edits files without asking"),
@@ -90,6 +97,8 @@ const ACTS_UNASKED: &[(&str, &str)] = &[
         "does anything without asking, including destructive commands",
     ),
     ("autoEdit", "edits files without asking"),
+    // Qwen Code 0.24: `default`, `plan`, `auto-edit`, `yolo`.
+    ("auto-edit", "edits files without asking"),
     ("yolo", "does anything without asking"),
     (
         "full-access",
@@ -99,9 +108,16 @@ const ACTS_UNASKED: &[(&str, &str)] = &[
         "dontAsk",
         "runs what its own settings pre-approve, without asking",
     ),
+    // OpenCode 1.x: its agents are its modes; `build` follows OpenCode's own
+    // permission config, whose default is `"*": "allow"`.
+    (
+        "build",
+        "does what the agent's own permission config allows, by default everything, without asking",
+    ),
 ];
 
-/// Modes known to ask before acting (or not to act at all).
+/// Modes known to ask before acting (or not to act at all). Only these are
+/// trusted: a mode Overseer does not know acts unasked until shown otherwise.
 const ASKS: &[(&str, &str)] = &[
     ("default", "asks before edits and commands"),
     ("manual", "asks before edits and commands"),
@@ -116,9 +132,22 @@ const ASKS: &[(&str, &str)] = &[
     ("code", "asks before edits and commands"),
 ];
 
-/// True for a mode known to let the agent act without asking.
+/// Modes that only plan: known to ask, but no mode to carry out work in.
+const PLANS_ONLY: &[&str] = &["plan"];
+
+/// What an unknown mode is taken for.
+const UNKNOWN: &str = "unknown to Overseer: treated as acting unasked";
+
+/// True for a mode known to ask before acting (or not to act at all).
+pub fn asks(mode: &str) -> bool {
+    ASKS.iter().any(|(m, _)| *m == mode)
+}
+
+/// True for a mode that may let the agent act without asking: every mode
+/// not known to ask (fail closed: `build`, `auto-edit` or a name no agent
+/// used yet are all treated as acting unasked).
 pub fn acts_unasked(mode: &str) -> bool {
-    ACTS_UNASKED.iter().any(|(m, _)| *m == mode)
+    !asks(mode)
 }
 
 /// What a mode lets the agent do unasked, in words for Settings and the CLI.
@@ -127,10 +156,66 @@ pub fn describe_mode(mode: &str) -> &'static str {
         .iter()
         .chain(ASKS)
         .find(|(m, _)| *m == mode)
-        .map_or(
-            "unknown to Overseer: treat it as acting unasked",
-            |(_, d)| d,
-        )
+        .map_or(UNKNOWN, |(_, d)| d)
+}
+
+/// The supervised mode of a run whose profile names none, chosen once the
+/// agent said which modes it offers and which one it is in:
+///
+/// - no modes at all (`current` None, nothing offered): `None`, nothing to set;
+/// - `allow_unsupervised`: the mode it starts in, whatever it does (the
+///   user's knowing choice);
+/// - the mode it starts in, when that one is known to ask (and is not a
+///   planning-only mode);
+/// - else the first mode it offers that is known to ask (`default`,
+///   `manual`, `read-only`, ...), which Overseer then sets;
+/// - else `Err`, naming the mode it starts in and every mode it offers with
+///   what each does: the run must not start.
+pub fn starting_mode(
+    current: Option<&str>,
+    offered: &[String],
+    allow_unsupervised: bool,
+) -> Result<Option<String>, String> {
+    let works_asking = |m: &str| asks(m) && !PLANS_ONLY.contains(&m);
+    if current.is_none() && offered.is_empty() {
+        return Ok(None);
+    }
+    if allow_unsupervised {
+        if let Some(c) = current {
+            return Ok(Some(c.to_owned()));
+        }
+    }
+    if let Some(c) = current.filter(|c| works_asking(c)) {
+        return Ok(Some(c.to_owned()));
+    }
+    if let Some(m) = ASKS
+        .iter()
+        .map(|(m, _)| *m)
+        .filter(|m| works_asking(m))
+        .find(|m| offered.iter().any(|o| o == m))
+    {
+        return Ok(Some(m.to_owned()));
+    }
+    let starts = current.map_or_else(
+        || "names no current mode".to_owned(),
+        |c| format!("starts in mode `{c}` ({})", describe_mode(c)),
+    );
+    Err(format!(
+        "the agent {starts} and offers {}: none of them is known to ask before acting",
+        described(offered)
+    ))
+}
+
+/// Modes with what each does: "`build` (...), `plan` (...)".
+pub fn described(modes: &[String]) -> String {
+    if modes.is_empty() {
+        return "no modes".to_owned();
+    }
+    modes
+        .iter()
+        .map(|m| format!("`{m}` ({})", describe_mode(m)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether a mode the agent reports is one the run allows right now.
@@ -165,11 +250,20 @@ pub fn check_mode(reported: &str, allowed: &[String]) -> ModeCheck {
 /// a mode known to act unasked needs the user's explicit consent.
 pub fn check_supervised_mode(mode: &str, allow_unsupervised: bool) -> Result<(), String> {
     if acts_unasked(mode) && !allow_unsupervised {
+        let what = if ACTS_UNASKED.iter().any(|(m, _)| *m == mode) {
+            describe_mode(mode).to_owned()
+        } else {
+            format!("is {UNKNOWN}")
+        };
         return Err(format!(
-            "mode `{mode}` {}, so Overseer would not see what the agent does; \
-             choose a mode that asks, or set `allow_unsupervised = true` in the profile \
+            "mode `{mode}` {what}, so Overseer would not see what the agent does; \
+             choose a mode that asks ({}), or set `allow_unsupervised = true` in the profile \
              if you really want it",
-            describe_mode(mode)
+            ASKS.iter()
+                .filter(|(m, _)| !PLANS_ONLY.contains(m))
+                .map(|(m, _)| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(())
@@ -305,6 +399,89 @@ mod tests {
         assert_eq!(
             describe_mode("plan"),
             "plans only: reads, runs no tools that change anything"
+        );
+    }
+
+    #[test]
+    fn a_mode_overseer_does_not_know_is_treated_as_acting_unasked() {
+        // Only the modes known to ask are trusted.
+        for asking in ["default", "manual", "read-only", "plan"] {
+            assert!(!acts_unasked(asking), "{asking}");
+        }
+        // Known to act unasked, Qwen Code's and OpenCode's included, and
+        // names nobody has taught Overseer.
+        for unasked in [
+            "auto",
+            "auto-edit",
+            "autoEdit",
+            "yolo",
+            "build",
+            "brand-new",
+            "",
+            "Default",
+        ] {
+            assert!(acts_unasked(unasked), "{unasked:?}");
+        }
+        assert_eq!(describe_mode("auto-edit"), "edits files without asking");
+        assert!(describe_mode("build").contains("by default everything"));
+        assert!(describe_mode("brand-new").contains("treated as acting unasked"));
+        // A profile naming one needs the user's consent.
+        let err = check_supervised_mode("brand-new", false).expect_err("unknown");
+        assert!(err.contains("unknown to Overseer"), "{err}");
+        assert!(err.contains("allow_unsupervised"), "{err}");
+        assert!(err.contains("`default`"), "names modes that ask: {err}");
+        assert!(check_supervised_mode("auto-edit", false).is_err());
+        assert!(check_supervised_mode("brand-new", true).is_ok());
+    }
+
+    #[test]
+    fn without_a_mode_in_the_profile_the_run_starts_only_in_an_asking_mode() {
+        // Agents without modes: nothing to choose.
+        assert_eq!(starting_mode(None, &[], false), Ok(None));
+        // Starts in a mode that asks: kept.
+        let claude = modes(&["default", "acceptEdits", "plan", "auto"]);
+        assert_eq!(
+            starting_mode(Some("default"), &claude, false),
+            Ok(Some("default".into()))
+        );
+        // Starts in one that acts unasked: switched to one that asks.
+        assert_eq!(
+            starting_mode(Some("auto"), &claude, false),
+            Ok(Some("default".into()))
+        );
+        // Qwen Code started in `auto-edit`: it offers `default`.
+        let qwen = modes(&["plan", "default", "auto-edit", "yolo"]);
+        assert_eq!(
+            starting_mode(Some("auto-edit"), &qwen, false),
+            Ok(Some("default".into()))
+        );
+        // Starts in planning: not a mode to work in.
+        let codex = modes(&["read-only", "auto", "full-access"]);
+        assert_eq!(
+            starting_mode(Some("plan"), &codex, false),
+            Ok(Some("read-only".into()))
+        );
+        // OpenCode: `build` and `plan` only. Nothing to work in that asks:
+        // the run must not start, and the message names every mode.
+        let opencode = modes(&["build", "plan"]);
+        let err = starting_mode(Some("build"), &opencode, false).expect_err("refused");
+        assert!(err.contains("starts in mode `build`"), "{err}");
+        assert!(err.contains("`build` (does what"), "{err}");
+        assert!(err.contains("`plan` (plans only"), "{err}");
+        // An unknown mode offered alone: refused too.
+        let err =
+            starting_mode(Some("brand-new"), &modes(&["brand-new"]), false).expect_err("unknown");
+        assert!(err.contains("unknown to Overseer"), "{err}");
+        // Modes offered but none current: one that asks, else refused.
+        assert_eq!(
+            starting_mode(None, &claude, false),
+            Ok(Some("default".into()))
+        );
+        assert!(starting_mode(None, &opencode, false).is_err());
+        // The user's knowing choice keeps the mode it starts in.
+        assert_eq!(
+            starting_mode(Some("build"), &opencode, true),
+            Ok(Some("build".into()))
         );
     }
 

@@ -341,6 +341,9 @@ pub enum DeviationCause {
     /// Approved work could not be merged: deciding it retries the merge or
     /// rejects the run.
     MergeFailed,
+    /// The run asked, messaged or connected past its caps (a flood): it
+    /// is paused until the user resumes or stops it.
+    Flood,
 }
 
 impl DeviationCause {
@@ -349,6 +352,7 @@ impl DeviationCause {
             DeviationCause::TurnFailed => "turn_failed",
             DeviationCause::ModeBreach => "mode_breach",
             DeviationCause::MergeFailed => "merge_failed",
+            DeviationCause::Flood => "flood",
         }
     }
 }

@@ -15,6 +15,8 @@
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
+//! - [`unasked`]: tool calls an agent carried out without asking, judged against the rules.
+//! - [`repo_grants`]: agent configuration files in a repository that grant permissions.
 //! - [`confidence`]: confidence per step, approval modes and their bands.
 //! - [`supervision`]: supervisor verdicts, policies, autonomy, vote resolution.
 //! - [`session`]: agents that reach us from outside (hooks, MCP): their asks and our answers.
@@ -35,10 +37,12 @@ pub mod gate_payload;
 pub mod message;
 pub mod plan;
 pub mod progress;
+pub mod repo_grants;
 pub mod rules;
 pub mod run;
 pub mod session;
 pub mod supervision;
+pub mod unasked;
 pub mod view;
 
 pub use activity::Activity;

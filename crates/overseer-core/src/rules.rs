@@ -482,7 +482,7 @@ pub fn normalize(worktree: &str, path: &str) -> String {
 }
 
 /// `path` relative to the worktree when it lies inside it, else absolute.
-fn relative(worktree: &str, path: &str) -> String {
+pub fn relative(worktree: &str, path: &str) -> String {
     let root = normalize(worktree, ".");
     let p = normalize(worktree, path);
     if p == root {
@@ -872,7 +872,7 @@ fn inner_commands(w: &[String]) -> Vec<String> {
 /// of readers, nothing is redirected or substituted, and no option makes the
 /// reader write or run something (`find -delete`, `rg --pre`, `tree -o`,
 /// `git log --output`).
-fn known_safe(command: &str) -> bool {
+pub fn known_safe(command: &str) -> bool {
     if has_substitution(command) || command.contains('>') {
         return false;
     }

@@ -16,10 +16,13 @@
 //!
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
-//!   `flaky`, `drift`, `stubborn`, `garbage`, `permissions` or `hijack`
+//!   `flaky`, `drift`, `stubborn`, `garbage`, `permissions`, `hijack`, `switch` or
+//!   `unasked`
 //!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).
+//! - `OVERSEER_DEMO_MODES`: the modes it offers, comma-separated (default
+//!   `default,plan,auto`); in any but `default` and `plan` it acts unasked.
 //! - `OVERSEER_DEMO_PERMISSIONS`, `OVERSEER_DEMO_LATENCY_FILE`,
 //!   `OVERSEER_DEMO_HOLD`, `OVERSEER_DEMO_BARRIER`, `OVERSEER_DEMO_THINK_MS`:
 //!   the `permissions` scenario's settings (below).
@@ -71,16 +74,38 @@ macro_rules! log {
 }
 pub(crate) use log;
 
-/// The modes the demo offers, and the one it starts in.
+/// The modes the demo offers unless `OVERSEER_DEMO_MODES` says others, and
+/// the one it starts in.
 pub(crate) const MODES: [&str; 3] = ["default", "plan", "auto"];
 const START_MODE: &str = "auto";
 
+/// The modes the demo offers: `OVERSEER_DEMO_MODES` (comma-separated ids,
+/// e.g. `build,plan` to look like OpenCode), else [`MODES`]. In any mode but
+/// `default` and `plan` it acts without asking.
+pub(crate) fn modes() -> Vec<String> {
+    std::env::var("OVERSEER_DEMO_MODES")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|list| !list.is_empty())
+        .unwrap_or_else(|| MODES.iter().map(|m| (*m).to_owned()).collect())
+}
+
 /// The mode a session starts in: `OVERSEER_DEMO_START_MODE` if it names one
-/// of [`MODES`], else `auto` (as claude-agent-acp 0.101 does).
+/// of [`modes`], else `auto` (as claude-agent-acp 0.101 does) when offered,
+/// else the first offered.
 fn start_mode() -> String {
+    let offered = modes();
     std::env::var("OVERSEER_DEMO_START_MODE")
         .ok()
-        .filter(|m| MODES.contains(&m.as_str()))
+        .filter(|m| offered.contains(m))
+        .or_else(|| offered.iter().find(|m| *m == START_MODE).cloned())
+        .or_else(|| offered.first().cloned())
         .unwrap_or_else(|| START_MODE.to_owned())
 }
 
@@ -326,9 +351,10 @@ async fn serve(
                         responder: Responder<acp::SetSessionModeResponse>,
                         _cx| {
                 let mode = r.mode_id.0.to_string();
-                if !MODES.contains(&mode.as_str()) {
+                let offered = modes();
+                if !offered.contains(&mode) {
                     return responder.respond_with_error(agent_client_protocol::Error::invalid_params().data(
-                        serde_json::json!({ "modeId": format!("unknown mode {mode:?}; offered: {}", MODES.join(", ")) }),
+                        serde_json::json!({ "modeId": format!("unknown mode {mode:?}; offered: {}", offered.join(", ")) }),
                     ));
                 }
                 log!("mode set to {mode}");
@@ -417,12 +443,18 @@ fn open_session(demo: &Demo, id: acp::SessionId, cwd: std::path::PathBuf) -> acp
     });
     acp::SessionModeState::new(
         start_mode(),
-        vec![
-            acp::SessionMode::new("default", "Default")
-                .description("Asks before each edit".to_owned()),
-            acp::SessionMode::new("plan", "Plan").description("Plans only".to_owned()),
-            acp::SessionMode::new("auto", "Auto").description("Edits without asking".to_owned()),
-        ],
+        modes()
+            .into_iter()
+            .map(|id| {
+                let (name, description) = match id.as_str() {
+                    "default" => ("Default", "Asks before each edit"),
+                    "plan" => ("Plan", "Plans only"),
+                    "auto" => ("Auto", "Edits without asking"),
+                    _ => ("Other", "Acts without asking"),
+                };
+                acp::SessionMode::new(id, name).description(description.to_owned())
+            })
+            .collect(),
     )
 }
 

@@ -31,6 +31,21 @@ pub(crate) enum Scenario {
     /// (reads and edits, alternating), timing each round trip; then write the
     /// greeting like `happy`. See [`PermissionSettings`].
     Permissions,
+    /// Announces `rm -rf build/` as `in_progress` without asking, then
+    /// never ends the turn unless cancelled (nothing else is sent).
+    Lingering,
+    /// Like `lingering`, but ends the turn right after the announcement.
+    Fleeting,
+    /// Announces its README edit as `in_progress` first and asks for it
+    /// right after, as codex-acp does with a patch; writes once allowed.
+    LateAsk,
+    /// Like `hijack`, but it keeps asking before each tool call after its
+    /// switch to `auto`: a mode breach and nothing else.
+    Switch,
+    /// Asks nothing, whatever mode it reports (as OpenCode does with its
+    /// default `"*": "allow"`): edits README.md, then runs `rm -rf build/`,
+    /// with no permission request.
+    Unasked,
 }
 
 impl Scenario {
@@ -46,12 +61,17 @@ impl Scenario {
             "escape" => Scenario::Escape,
             "permissions" => Scenario::Permissions,
             "hijack" => Scenario::Hijack,
+            "unasked" => Scenario::Unasked,
+            "switch" => Scenario::Switch,
+            "lingering" => Scenario::Lingering,
+            "fleeting" => Scenario::Fleeting,
+            "late_ask" => Scenario::LateAsk,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack";
+        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask";
 }
 
 impl fmt::Display for Scenario {
@@ -67,6 +87,11 @@ impl fmt::Display for Scenario {
             Scenario::Escape => "escape",
             Scenario::Permissions => "permissions",
             Scenario::Hijack => "hijack",
+            Scenario::Unasked => "unasked",
+            Scenario::Switch => "switch",
+            Scenario::Lingering => "lingering",
+            Scenario::Fleeting => "fleeting",
+            Scenario::LateAsk => "late_ask",
         })
     }
 }
@@ -186,6 +211,10 @@ impl Script {
             | Scenario::Stubborn
             | Scenario::Garbage
             | Scenario::Hijack
+            | Scenario::Switch
+            | Scenario::Lingering
+            | Scenario::Fleeting
+            | Scenario::LateAsk
             | Scenario::Escape => Script::greeting(
                 "Add a greeting to the project".into(),
                 GREETING.into(),
@@ -256,6 +285,32 @@ impl Script {
                     "src/greeting.txt",
                     GREETING.into(),
                 )],
+            },
+            Scenario::Unasked => Script {
+                plan: PlanProposal {
+                    goal: "Rewrite the README and start clean".into(),
+                    steps: vec![step("Rewrite the README, clean the build directory")],
+                    files: vec!["README.md".into(), "build/".into()],
+                    risks: vec!["deletes build/ recursively".into()],
+                    markdown: None,
+                    source: PlanSource::Block,
+                },
+                actions: vec![
+                    write(
+                        0,
+                        "Edit README.md",
+                        "README.md",
+                        "# rewritten unasked\n".into(),
+                    ),
+                    Action {
+                        entry: 0,
+                        title: "Run rm -rf build/".into(),
+                        kind: acp::ToolKind::Execute,
+                        location: "build",
+                        raw_input: serde_json::json!({ "command": "rm -rf build/" }),
+                        effect: Effect::RemoveDir,
+                    },
+                ],
             },
             Scenario::Drift => Script {
                 plan: PlanProposal {

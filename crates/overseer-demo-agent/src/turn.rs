@@ -204,6 +204,9 @@ impl Turn {
             Scenario::Garbage if first => self.write_garbage(),
             Scenario::Stubborn if first => return self.hang().await,
             Scenario::Escape if first => return self.escape().await,
+            Scenario::Lingering if first => return self.linger(false).await,
+            Scenario::Fleeting if first => return self.linger(true).await,
+            Scenario::LateAsk if first => return self.ask_late().await,
             Scenario::Permissions if first => {
                 if let Some(stop) = self.time_permissions().await? {
                     return Ok(stop);
@@ -218,6 +221,11 @@ impl Turn {
             | Scenario::Destructive
             | Scenario::Flaky
             | Scenario::Hijack
+            | Scenario::Unasked
+            | Scenario::Switch
+            | Scenario::Lingering
+            | Scenario::Fleeting
+            | Scenario::LateAsk
             | Scenario::Drift => {}
         }
         self.run_remaining().await
@@ -274,7 +282,7 @@ impl Turn {
         }
         let start = self.demo.with_session(|s| s.done);
         let step = self.demo.with_session(|s| s.step);
-        if self.demo.scenario == Scenario::Hijack && step == 0 {
+        if matches!(self.demo.scenario, Scenario::Hijack | Scenario::Switch) && step == 0 {
             // Nobody asked for this: off to `auto`, then edit unasked.
             self.set_mode("auto")?;
         }
@@ -305,9 +313,14 @@ impl Turn {
             let id = acp::ToolCallId::new(format!("step-{}-call-{attempt}", index + 1));
             let location = self.cwd.join(action.location);
             self.announce(&id, action, &location)?;
-            let always = self
-                .demo
-                .with_session(|s| s.always_allowed || s.mode == "auto");
+            // `unasked`: its own settings allow everything (OpenCode's
+            // default), whatever mode it reports.
+            // `switch`: it keeps asking in any mode.
+            let always = self.demo.scenario == Scenario::Unasked
+                || (self.demo.scenario != Scenario::Switch
+                    && self.demo.with_session(|s| {
+                        s.always_allowed || !["default", "plan"].contains(&s.mode.as_str())
+                    }));
             if !always {
                 match self
                     .ask_permission(&id, &action.title, None, &action.raw_input)
@@ -570,11 +583,14 @@ impl Turn {
 
     /// Never ends the turn on its own; only a cancel does.
     async fn hang(&mut self) -> Step<acp::StopReason> {
+        // Announced, never carried out: a command run without asking would
+        // be a security event that stops the run (this scenario is about
+        // stopping a process tree, not about permissions).
         let id = acp::ToolCallId::new("watch-tests");
         self.update(acp::SessionUpdate::ToolCall(
             acp::ToolCall::new(id, "Run the test suite in watch mode")
                 .kind(acp::ToolKind::Execute)
-                .status(acp::ToolCallStatus::InProgress)
+                .status(acp::ToolCallStatus::Pending)
                 .raw_input(serde_json::json!({ "command": "npm test -- --watch" })),
         ))?;
         match self.cancel.changed().await {
@@ -583,6 +599,56 @@ impl Turn {
             // if it did, there would be nobody left to cancel us.
             Err(_) => std::future::pending().await,
         }
+    }
+
+    /// `lingering`: a command announced as running, never asked for, and
+    /// then nothing until cancelled; `fleeting` (`end`): the turn ends
+    /// right after the announcement.
+    async fn linger(&mut self, end: bool) -> Step<acp::StopReason> {
+        let id = acp::ToolCallId::new("linger-rm");
+        self.update(acp::SessionUpdate::ToolCall(
+            acp::ToolCall::new(id, "Run rm -rf build/")
+                .kind(acp::ToolKind::Execute)
+                .status(acp::ToolCallStatus::InProgress)
+                .raw_input(serde_json::json!({ "command": "rm -rf build/" })),
+        ))?;
+        if end {
+            return Ok(acp::StopReason::EndTurn);
+        }
+        match self.cancel.changed().await {
+            Ok(()) => Err(Halt::Cancelled),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// `late_ask`: the edit announced `in_progress`, then asked for (as
+    /// codex-acp does with a patch), written only once allowed.
+    async fn ask_late(&mut self) -> Step<acp::StopReason> {
+        let id = acp::ToolCallId::new("late-edit");
+        let location = self.cwd.join("README.md");
+        let raw = serde_json::json!({ "path": "README.md", "content": "# asked late\n" });
+        self.update(acp::SessionUpdate::ToolCall(
+            acp::ToolCall::new(id.clone(), "Edit README.md")
+                .kind(acp::ToolKind::Edit)
+                .status(acp::ToolCallStatus::InProgress)
+                .locations(vec![acp::ToolCallLocation::new(location.clone())])
+                .raw_input(raw.clone()),
+        ))?;
+        match self
+            .ask_permission(&id, "Edit README.md", Some(acp::ToolKind::Edit), &raw)
+            .await?
+        {
+            Permission::Once | Permission::Always => {
+                if let Err(e) = self.write_file(&location, "# asked late\n").await {
+                    self.tool_status(&id, acp::ToolCallStatus::Failed)?;
+                    self.say(&format!("Could not write README.md: {}", e.message))?;
+                    return Ok(acp::StopReason::EndTurn);
+                }
+                self.tool_status(&id, acp::ToolCallStatus::Completed)?;
+            }
+            Permission::Reject => self.tool_status(&id, acp::ToolCallStatus::Failed)?,
+        }
+        Ok(acp::StopReason::EndTurn)
     }
 
     /// Tries three ways out of the worktree; the client must refuse each.

@@ -12,6 +12,10 @@
 //! memory_max = "8G"           #   RAM (at least 2G), memory_high 3/4 of it; cpu_weight
 //! cpu_weight = 100            #   100 among runs). See docs/security.md.
 //!
+//! [disk]                      # the data dir's filesystem (docs/security.md)
+//! floor = "256M"              # runs pause below this much free space
+//! reserve = "32M"             # kept for the engine's own records when full
+//!
 //! [supervision]               # defaults for `overseer supervisor configure`
 //! model = "llama3.1"          # with base_url: an OpenAI-compatible endpoint
 //! base_url = "http://127.0.0.1:11434/v1"
@@ -28,7 +32,7 @@
 //! plan = "auto"               # auto | mode | prompt | skip
 //! read_paths = []             # extra dirs readable in the sandbox
 //! write_paths = []            # extra dirs writable in the sandbox
-//! network = true              # false: no network in the sandbox
+//! network = "private"         # own network, outbound only; "none"; "host" (loopback too)
 //! allow_uncontained = false   # run even where bubblewrap cannot contain it
 //! limits = { memory_max = "16G" }  # this profile's runs, over [limits]
 //! ```
@@ -110,10 +114,10 @@ pub struct AgentProfile {
     /// Extra directories the agent may write (absolute paths).
     #[serde(default)]
     pub write_paths: Vec<PathBuf>,
-    /// False: the sandbox gets a network namespace of its own (no network
-    /// but its own loopback).
-    #[serde(default = "default_true")]
-    pub network: bool,
+    /// The sandbox's network: `private` (the default: outbound network,
+    /// this machine's loopback out of reach), `none`, or `host`.
+    #[serde(default)]
+    pub network: crate::contain::net::NetworkMode,
     /// Run this profile's agents even where the machine cannot contain them
     /// (no bubblewrap, user namespaces forbidden): the user's knowing
     /// choice, never a default. Uncontained, an agent can reach everything
@@ -132,10 +136,6 @@ fn is_default_limits(l: &crate::contain::LimitsConfig) -> bool {
 
 fn default_plan_mode() -> String {
     "plan".to_owned()
-}
-
-fn default_true() -> bool {
-    true
 }
 
 impl AgentProfile {
@@ -159,7 +159,7 @@ impl AgentProfile {
             plan_mode: default_plan_mode(),
             read_paths: Vec::new(),
             write_paths: Vec::new(),
-            network: true,
+            network: crate::contain::net::NetworkMode::Private,
             allow_uncontained: false,
             limits: crate::contain::LimitsConfig::default(),
         }
@@ -343,6 +343,10 @@ pub struct Config {
     /// (`contain::limits`); a profile's `limits` go over these.
     #[serde(default, skip_serializing_if = "is_default_limits")]
     pub limits: crate::contain::LimitsConfig,
+    /// The free-space floor and the engine's reserve on the data dir's
+    /// filesystem (`disk`).
+    #[serde(default, skip_serializing_if = "crate::disk::DiskConfig::is_default")]
+    pub disk: crate::disk::DiskConfig,
     #[serde(skip)]
     path: PathBuf,
 }
@@ -479,8 +483,8 @@ pub struct AgentInfo {
     /// Whether its runs would be contained: false when the machine cannot
     /// and the profile allows running uncontained (else it is a need).
     pub contained: bool,
-    /// Whether its sandbox shares the network.
-    pub network: bool,
+    /// Its sandbox's network.
+    pub network: crate::contain::net::NetworkMode,
 }
 
 impl Config {
@@ -735,7 +739,7 @@ mod tests {
         assert!(codex.needs[0].contains("npm install -g @zed-industries/codex-acp"));
         assert!(codex.needs[1].contains("OPENAI_API_KEY"));
         assert!(!codex.from_file);
-        assert!(claude.contained && claude.network);
+        assert!(claude.contained && claude.network == crate::contain::net::NetworkMode::Private);
     }
 
     fn contained() -> crate::contain::Containment {
@@ -750,6 +754,9 @@ mod tests {
             limits: crate::contain::LimitsStatus::Available {
                 controllers: vec!["pids".into(), "memory".into(), "cpu".into()],
                 how: "cgroup v2".into(),
+            },
+            private_network: crate::contain::NetStatus::Available {
+                helper: "/usr/bin/slirp4netns".into(),
             },
         }
     }
@@ -789,9 +796,13 @@ mod tests {
         let x = c.profile("x").expect("x");
         assert_eq!(x.read_paths, [PathBuf::from("/opt/data")]);
         assert_eq!(x.write_paths, [PathBuf::from("/srv/cache")]);
-        assert!(!x.network && x.allow_uncontained);
+        assert!(x.network == crate::contain::net::NetworkMode::None && x.allow_uncontained);
         let claude = c.profile("claude").expect("claude");
-        assert!(claude.network && !claude.allow_uncontained && claude.read_paths.is_empty());
+        assert!(
+            claude.network == crate::contain::net::NetworkMode::Private
+                && !claude.allow_uncontained
+                && claude.read_paths.is_empty()
+        );
 
         let cannot = crate::contain::Containment {
             sandbox: crate::contain::SandboxStatus::Missing {
@@ -802,7 +813,7 @@ mod tests {
         };
         let infos = c.agent_infos_in(|k| (k == "PATH").then(|| "/bin".to_owned()), &cannot);
         let x = infos.iter().find(|i| i.name == "x").expect("x");
-        assert!(!x.contained && !x.network);
+        assert!(!x.contained && x.network == crate::contain::net::NetworkMode::None);
         assert!(
             x.needs.is_empty(),
             "x runs uncontained by choice: {:?}",

@@ -33,6 +33,39 @@ pub enum EngineError {
     },
 }
 
+/// A change counter per run that the waiters on its gates watch: a
+/// decision (or a change of the run) wakes the waiters of that run only,
+/// not every waiter of every run. With a broadcast to all, each new gate's
+/// events woke every asker waiting anywhere, and each re-read its gate:
+/// the cost of one more ask grew with the asks already waiting.
+#[derive(Default)]
+pub(crate) struct GateWatch(
+    Mutex<std::collections::HashMap<RunId, tokio::sync::watch::Sender<u64>>>,
+);
+
+impl GateWatch {
+    /// A receiver that sees every change of `run` from now on.
+    pub(crate) fn watch(&self, run: RunId) -> tokio::sync::watch::Receiver<u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(run)
+            .or_insert_with(|| tokio::sync::watch::channel(0).0)
+            .subscribe()
+    }
+
+    fn changed(&self, run: RunId) {
+        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = runs.get(&run) {
+            if tx.receiver_count() == 0 {
+                runs.remove(&run);
+            } else {
+                tx.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
+    }
+}
+
 /// The one writer of the store. Cheap to share: wrap it in an `Arc`.
 pub struct Engine {
     /// Reads (their own connection; they never wait behind a write).
@@ -50,7 +83,7 @@ pub struct Engine {
     /// The runtime the orchestrator runs on, once started.
     pub(crate) runtime: std::sync::OnceLock<tokio::runtime::Handle>,
     /// Itself, for effects that outlive a call (stopping an aborted agent).
-    me: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
     /// What the user muted (kept in the database, cached here).
@@ -70,6 +103,51 @@ pub struct Engine {
     pub(crate) external: crate::agents::external::Sessions,
     /// The database's id, which names its agents' processes (read once).
     pub(crate) db_id: String,
+    /// Each run's caps on what it asks of the engine and the user.
+    pub(crate) floods: crate::flood::Floods,
+    /// Wakes the waiters on a run's gates when something about the run
+    /// changed ([`crate::orchestrator::wait_gate`]).
+    pub(crate) gate_watch: GateWatch,
+    /// The data dir's free space: its reserve, its floor, runs paused on it.
+    pub(crate) disk: Arc<crate::disk::Disk>,
+}
+
+/// The descriptor limit this process started with (soft, hard), before
+/// [`raise_fd_limit`] raised it: what a child should get back before exec
+/// (programs that use `select()` expect 1,024).
+static STARTED_NOFILE: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// Raises this process's soft limit of open descriptors to its hard limit,
+/// once: a desktop's usual soft limit (1,024) is what a run with a few
+/// hundred waiting asks, plus the window's and agents' connections, ran out
+/// of. Returns the limit now in force (soft), or None when it cannot be read.
+pub fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let started = *STARTED_NOFILE.get_or_init(|| {
+        let l = getrlimit(Resource::Nofile);
+        let (cur, max) = (l.current?, l.maximum);
+        let raised = Rlimit {
+            current: max.or(Some(cur)),
+            maximum: max,
+        };
+        if max != Some(cur) {
+            if let Err(e) = setrlimit(Resource::Nofile, raised) {
+                tracing::warn!("cannot raise the open-files limit from {cur} to {max:?}: {e}");
+            }
+        }
+        Some((cur, max.unwrap_or(u64::MAX)))
+    });
+    started?;
+    getrlimit(Resource::Nofile).current
+}
+
+/// The soft descriptor limit this process started with, if it was raised.
+pub fn started_fd_limit() -> Option<u64> {
+    STARTED_NOFILE
+        .get()
+        .copied()
+        .flatten()
+        .map(|(soft, _)| soft)
 }
 
 impl Engine {
@@ -79,10 +157,25 @@ impl Engine {
         clock: Arc<dyn Clock>,
         notifier: Arc<dyn Notifier>,
     ) -> Result<Engine, EngineError> {
+        raise_fd_limit();
         let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
-        let store = Store::open(&paths.db(), keyring)?;
+        let store = match Store::open(&paths.db(), keyring) {
+            // What the reserve is for: the engine starts (its runs paused
+            // until there is room) instead of refusing to.
+            Err(StoreError::DiskFull { .. })
+                if crate::disk::release_reserve_in(&paths.data_dir) =>
+            {
+                Store::open(&paths.db(), Keyring::load_or_create(&paths.config_dir)?)?
+            }
+            other => other?,
+        };
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let disk = crate::disk::Disk::new(&paths.data_dir, &config.disk);
+        let on_full = disk.clone();
+        store
+            .writer()
+            .on_disk_full(Box::new(move || on_full.on_full()));
         let checkpointed = store.audit_len()?;
         let db_id = store.db_id()?;
         let notifications = store
@@ -107,6 +200,9 @@ impl Engine {
             cancel: tokio_util::sync::CancellationToken::new(),
             external: Default::default(),
             db_id,
+            floods: Default::default(),
+            gate_watch: Default::default(),
+            disk,
         })
     }
 
@@ -359,6 +455,11 @@ impl Engine {
         for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
+            // Anything about a run wakes the waiters on its gates (they
+            // re-check theirs), and only them.
+            if let Some(run) = run_of(event) {
+                self.gate_watch.changed(run);
+            }
             let latest = events.iter().skip(i).rev().find_map(|e| match e {
                 EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),
                 EngineEvent::RunChanged { .. }
@@ -381,10 +482,8 @@ impl Engine {
                     continue;
                 }
             }
-            let ask = match event {
-                EngineEvent::GateOpened { gate_id, .. } => {
-                    self.gate(*gate_id).ok().map(|g| g.ask_kind)
-                }
+            let opened = match event {
+                EngineEvent::GateOpened { gate_id, .. } => self.gate(*gate_id).ok(),
                 EngineEvent::GateDecided { .. }
                 | EngineEvent::RunChanged { .. }
                 | EngineEvent::RunActivity { .. }
@@ -393,7 +492,7 @@ impl Engine {
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. } => None,
             };
-            if let Some(n) = notification_for(event, run, ask) {
+            if let Some(n) = notification_for(event, run, opened.as_ref()) {
                 if self.notifications().is_muted(n.kind) {
                     tracing::debug!(kind = n.kind.as_str(), "muted by the user");
                     continue;

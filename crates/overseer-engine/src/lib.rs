@@ -23,9 +23,11 @@ mod clock;
 pub mod config;
 pub mod contain;
 pub mod demo;
+pub mod disk;
 mod engine;
 pub mod evaluate;
 pub mod fleet;
+pub mod flood;
 pub mod git;
 // The modules that decide gates match their choices exhaustively: a new
 // choice must force a decision, never fall into a wildcard arm.
@@ -48,7 +50,7 @@ mod supervise;
 mod work;
 
 pub use clock::{Clock, SystemClock};
-pub use engine::{Engine, EngineError};
+pub use engine::{raise_fd_limit, started_fd_limit, Engine, EngineError};
 pub use fleet::{FleetCounts, RunsHead};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{

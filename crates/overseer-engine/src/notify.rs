@@ -26,10 +26,13 @@ pub enum NotificationKind {
     SecurityEvent,
     /// The hub held back an agent's message (addressed to a peer).
     AgentMessageBlocked,
+    /// The data dir's disk is nearly full: runs are paused until there is
+    /// room. Always notifies (the runs wait for the user).
+    DiskFull,
 }
 
 impl NotificationKind {
-    pub const ALL: [NotificationKind; 8] = [
+    pub const ALL: [NotificationKind; 9] = [
         NotificationKind::AgentQuestionPending,
         NotificationKind::AgentQuestionBlocking,
         NotificationKind::RunPendingReview,
@@ -38,6 +41,7 @@ impl NotificationKind {
         NotificationKind::SupervisorFailed,
         NotificationKind::SecurityEvent,
         NotificationKind::AgentMessageBlocked,
+        NotificationKind::DiskFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl NotificationKind {
             NotificationKind::SupervisorFailed => "supervisor_failed",
             NotificationKind::SecurityEvent => "security_event",
             NotificationKind::AgentMessageBlocked => "agent_message_blocked",
+            NotificationKind::DiskFull => "disk_full",
         }
     }
 
@@ -62,9 +67,11 @@ impl NotificationKind {
         self == NotificationKind::AgentQuestionBlocking
     }
 
-    /// Blocking asks and security events cannot be muted.
+    /// Blocking asks, security events and a full disk cannot be muted.
     pub fn can_mute(self) -> bool {
-        !self.is_blocking() && self != NotificationKind::SecurityEvent
+        !self.is_blocking()
+            && self != NotificationKind::SecurityEvent
+            && self != NotificationKind::DiskFull
     }
 }
 
@@ -86,6 +93,8 @@ impl NotificationSettings {
             .map(|(i, k)| {
                 let why = if k.is_blocking() {
                     "an agent is stopped until you answer"
+                } else if *k == NotificationKind::DiskFull {
+                    "runs are paused until there is room on the disk"
                 } else {
                     "it says something tried to get around Overseer"
                 };
@@ -137,14 +146,31 @@ impl Notifier for LogNotifier {
 
 /// The notification an event calls for, if any, given the run as it stands
 /// after the whole batch of events.
-/// `ask` is the ask kind of the gate a `GateOpened` event opened.
+/// `opened` is the gate a `GateOpened` event opened.
 pub(crate) fn notification_for(
     event: &EngineEvent,
     run: &RunView,
-    ask: Option<overseer_core::AskKind>,
+    opened: Option<&overseer_core::GateView>,
 ) -> Option<Notification> {
     let task = run.task_title.clone();
+    let ask = opened.map(|g| g.ask_kind);
     match event {
+        // A run paused for flooding: its one notification, a security
+        // event (it cannot be muted), not one more "hit a problem".
+        EngineEvent::GateOpened { run_id, .. }
+            if run.needs_you
+                && opened.is_some_and(|g| {
+                    matches!(&g.body, overseer_core::GateBody::Deviation(d)
+                        if d.cause == overseer_core::DeviationCause::Flood)
+                }) =>
+        {
+            Some(Notification {
+                kind: NotificationKind::SecurityEvent,
+                run_id: *run_id,
+                title: format!("Run {run_id} flooded Overseer and was paused"),
+                body: opened.map(|g| g.title.clone()).unwrap_or(task),
+            })
+        }
         // Something to read, not to decide: never as loud as a blocking ask.
         EngineEvent::GateOpened { run_id, .. }
             if run.needs_you && ask == Some(overseer_core::AskKind::Info) =>
@@ -251,6 +277,7 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     NotificationKind::AgentMessageBlocked => {
                         format!("{n} agent messages were held back")
                     }
+                    NotificationKind::DiskFull => "Runs paused: the disk is nearly full".to_owned(),
                 };
                 let mut body: Vec<String> = many
                     .iter()

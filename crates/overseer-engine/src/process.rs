@@ -52,6 +52,10 @@ pub enum ProcessError {
     Cgroup(std::io::Error),
     #[error("cannot keep the agent from the desktop's sockets (Landlock): {0}")]
     Scope(String),
+    #[error("cannot give the sandbox its private network: {0}")]
+    Network(String),
+    #[error("cannot make the pipes of the sandbox's private network: {0}")]
+    Pipes2(std::io::Error),
 }
 
 /// How to start one agent.
@@ -76,6 +80,8 @@ pub struct AgentProcess {
     marker: String,
     cgroup: Option<RunCgroup>,
     sandboxed: bool,
+    /// Its sandbox's private network (dropped with it: slirp4netns stops).
+    _network: Option<crate::contain::net::PrivateNetwork>,
 }
 
 /// What stopping a tree did.
@@ -118,12 +124,26 @@ pub fn spawn(
         return Err(ProcessError::NoCwd(spec.cwd.clone()));
     }
     let program = spec.program.to_string_lossy().into_owned();
+    // A private network: bwrap waits for it before the agent runs.
+    let network = match (&spec.sandbox, crate::contain::net::helper()) {
+        (Some(plan), Some(helper)) if plan.network == crate::contain::net::NetworkMode::Private => {
+            Some((
+                crate::contain::net::Pending::new().map_err(ProcessError::Pipes2)?,
+                helper,
+            ))
+        }
+        _ => None,
+    };
     let mut cmd = match &spec.sandbox {
         Some(plan) => {
             // bwrap would only say "execvp: No such file": resolve here.
             let resolved = resolve_program(&spec.program, child_path(spec).as_deref())
                 .ok_or_else(|| ProcessError::NotFound(program.clone()))?;
             let mut cmd = Command::new(&plan.bwrap);
+            if let Some((pending, _)) = &network {
+                cmd.args(pending.bwrap_args());
+                keep_fds(&mut cmd, pending.child_fds().to_vec());
+            }
             cmd.args(plan.args()).arg(resolved);
             cmd
         }
@@ -154,6 +174,7 @@ pub fn spawn(
     die_with_parent(&mut cmd);
     yield_to_engine(&mut cmd);
     first_for_the_oom_killer(&mut cmd);
+    usual_fd_limit(&mut cmd);
     crate::contain::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
     // Kept open until the child has exec'd (the closure only holds their numbers).
     let procs = match &spec.cgroup {
@@ -179,6 +200,19 @@ pub fn spawn(
         },
     })?;
     let pid = child.id().ok_or(ProcessError::Pipes)?;
+    let private_network = match network {
+        Some((pending, helper)) => match pending.connect(helper) {
+            Ok(n) => Some(n),
+            Err(why) => {
+                let _ = child.start_kill();
+                if let Some(cg) = &spec.cgroup {
+                    cg.kill();
+                }
+                return Err(ProcessError::Network(why));
+            }
+        },
+        None => None,
+    };
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -191,6 +225,7 @@ pub fn spawn(
             marker: spec.marker.clone(),
             cgroup: spec.cgroup.clone(),
             sandboxed: spec.sandbox.is_some(),
+            _network: private_network,
         },
         stdin,
         stdout,
@@ -198,9 +233,29 @@ pub fn spawn(
     ))
 }
 
+/// The child keeps `fds` (made close-on-exec by the engine) across its
+/// exec: what a helper is told to use by number.
+#[allow(unsafe_code)]
+pub(crate) fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // async-signal-safe system calls (fcntl) on descriptors the parent keeps
+    // open until spawn returns; it allocates nothing (it reads the vector
+    // made in the parent).
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &fds {
+                let fd = std::os::fd::BorrowedFd::borrow_raw(*fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The agent gets SIGKILL when the engine dies, even by kill -9.
 #[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
+pub(crate) fn die_with_parent(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and only makes
     // one async-signal-safe system call (prctl); it allocates nothing.
     unsafe {
@@ -256,6 +311,31 @@ fn join_cgroup(cmd: &mut Command, procs: &[std::fs::File]) {
                 let file = std::os::fd::BorrowedFd::borrow_raw(*fd);
                 rustix::io::write(file, b"0").map_err(std::io::Error::from)?;
             }
+            Ok(())
+        });
+    }
+}
+
+/// The child gets the open-files soft limit the engine started with (the
+/// engine raises its own to the hard limit: [`crate::raise_fd_limit`]);
+/// programs that use `select()` expect at most 1,024.
+#[allow(unsafe_code)]
+fn usual_fd_limit(cmd: &mut Command) {
+    let Some(soft) = crate::started_fd_limit() else {
+        return;
+    };
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
+    // SAFETY: the closure runs in the forked child before exec and makes one
+    // async-signal-safe system call (setrlimit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _ = rustix::process::setrlimit(
+                rustix::process::Resource::Nofile,
+                rustix::process::Rlimit {
+                    current: Some(soft),
+                    maximum: hard,
+                },
+            );
             Ok(())
         });
     }

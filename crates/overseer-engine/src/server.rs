@@ -339,11 +339,21 @@ pub(crate) fn serve_run(engine: &Arc<Engine>, run: RunId) -> Result<RunSocket, E
             if stream.peer_cred().ok().map(|c| c.uid()) != Some(owner) {
                 continue;
             }
+            // Counted while open; past the run's cap (or while it is paused)
+            // refused, so one run cannot take the engine's descriptors.
+            let counted = match engine.flood_connect(run) {
+                Ok(c) => c,
+                Err(e) => {
+                    tokio::spawn(refuse(stream, e.code, e.message));
+                    continue;
+                }
+            };
             let engine = engine.clone();
             tokio::spawn(async move {
                 if let Err(e) = handle_run_asks(engine, stream, run).await {
                     tracing::debug!(run = %run, "run socket connection closed: {e}");
                 }
+                drop(counted);
             });
         }
     });
@@ -364,6 +374,12 @@ async fn handle_run_asks(
             Next::Skipped => continue,
             Next::Closed => return Ok(()),
         };
+        // Every call counts against the run's rate; past it, or while the
+        // run is paused, it is refused.
+        if let Err(e) = engine.flood_use(run, crate::flood::Use::Call) {
+            write_line(&mut write, &ServerLine::reply(call.id, Err(e))).await?;
+            continue;
+        }
         let reply = match call.request {
             Request::Ping => json("pong"),
             // Whatever session the asker names, its asks are this run's.

@@ -215,10 +215,14 @@ impl Engine {
         actor: &Actor,
     ) -> Result<GateId, ApiError> {
         let now = self.clock.now();
-        let (gate, view) = {
-            let gate = self.write(|tx| tx.open_gate_spec(spec, actor, now))?;
-            (gate, self.store().run(spec.run_id)?)
+        let write = || Ok(self.write(|tx| tx.open_gate_spec(spec, actor, now))?);
+        // An agent's ask counts against its run's cap of pending asks.
+        let gate = if matches!(actor, Actor::Agent(_)) {
+            self.flood_admit_gate(spec.run_id, write)?
+        } else {
+            write()?
         };
+        let view = self.store().run(spec.run_id)?;
         self.publish(vec![
             EngineEvent::GateOpened {
                 gate_id: gate,

@@ -44,6 +44,7 @@ enum Seen {
     FileRefused(String, String),
     ProtocolError(String),
     Mode(String, Option<String>),
+    Unasked(ToolCallInfo, String),
 }
 
 /// How the test answers permission requests.
@@ -222,6 +223,7 @@ fn answer(
         AgentSignal::FileRefused { path, reason } => Seen::FileRefused(path, reason),
         AgentSignal::ProtocolError { detail } => Seen::ProtocolError(detail),
         AgentSignal::ModeChanged { mode, breach } => Seen::Mode(mode, breach),
+        AgentSignal::Unasked { tool_call, why } => Seen::Unasked(tool_call, why),
         AgentSignal::Settled(done) => {
             let _ = done.send(());
             return;
@@ -967,4 +969,142 @@ async fn in_plan_mode_the_plan_comes_as_an_exit_plan_request_with_markdown() {
         .expect("plan markdown");
     assert!(plan.contains("1. Write the greeting"), "{plan}");
     assert!(options.iter().any(|o| o.kind == "allow_always"));
+}
+
+// ------------------------------------------------------------ unasked
+
+#[tokio::test]
+async fn a_change_carried_out_unasked_halts_the_driver_before_its_write() {
+    // The `unasked` demo asks nothing (like OpenCode with `"*": "allow"`)
+    // although it reports `default`: it announces its README edit as
+    // in progress, then sends the write. A judge that finds it unasked
+    // halts the driver at the wire, before the write is handled.
+    let mut agent = launch("unasked").await;
+    agent
+        .conn
+        .watch_unasked(std::sync::Arc::new(|call: &ToolCallInfo| {
+            (call.kind.as_deref() == Some("edit")).then(|| format!("{} unasked", call.id))
+        }));
+    agent.plan().await;
+    let (_, seen) = agent.turn(&step_text(1)).await;
+    let (call, why) = seen
+        .iter()
+        .find_map(|s| match s {
+            Seen::Unasked(call, why) => Some((call.clone(), why.clone())),
+            _ => None,
+        })
+        .expect("reported");
+    assert_eq!(call.status.as_deref(), Some("in_progress"));
+    assert!(!call.asked);
+    assert_eq!(why, format!("{} unasked", call.id));
+    assert_eq!(
+        seen.iter()
+            .filter(|s| matches!(s, Seen::Unasked(..)))
+            .count(),
+        1,
+        "once"
+    );
+    assert!(written(&seen).is_empty(), "the write was refused");
+    assert!(seen
+        .iter()
+        .any(|s| matches!(s, Seen::FileRefused(_, r) if r.contains("without asking"))));
+    assert_eq!(
+        std::fs::read_to_string(agent.repo.join("README.md")).expect("README"),
+        "hello\n"
+    );
+}
+
+#[tokio::test]
+async fn a_call_the_agent_asked_for_is_never_judged() {
+    // `destructive` asks before each call (and announces each as pending
+    // first): the judge is never consulted.
+    let mut agent = launch("destructive").await;
+    agent
+        .conn
+        .watch_unasked(std::sync::Arc::new(|call: &ToolCallInfo| {
+            Some(format!("judged {}", call.id))
+        }));
+    agent.plan().await;
+    let (_, seen) = agent.execute().await;
+    assert!(!permissions(&seen).is_empty());
+    assert!(
+        !seen.iter().any(|s| matches!(s, Seen::Unasked(..))),
+        "{seen:?}"
+    );
+}
+
+/// A judge that finds every call it is shown wanting.
+fn judge_all() -> overseer_engine::acp::UnaskedJudge {
+    std::sync::Arc::new(|call: &ToolCallInfo| Some(format!("{} unasked", call.id)))
+}
+
+#[tokio::test]
+async fn a_call_announced_in_progress_and_asked_for_right_after_is_no_event() {
+    // codex-acp announces a patch `in_progress`, then asks for it: the ask
+    // within the window clears it, and the write it then sends is served.
+    let mut agent = launch("late_ask").await;
+    agent.conn.watch_unasked(judge_all());
+    agent.plan().await;
+    let (result, seen) = agent.turn(&step_text(1)).await;
+    assert_eq!(result.expect("turn"), StopReason::EndTurn);
+    // Past the window: still nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let mut late = Vec::new();
+    while let Ok(signal) = agent.signals.try_recv() {
+        answer(
+            signal,
+            agent.policy,
+            &agent.question_reply,
+            &mut agent.held,
+            &mut late,
+        );
+    }
+    assert_eq!(permissions(&seen).len(), 1, "it asked");
+    assert!(
+        !seen
+            .iter()
+            .chain(&late)
+            .any(|s| matches!(s, Seen::Unasked(..))),
+        "{seen:?} {late:?}"
+    );
+    assert_eq!(written(&seen).len(), 1, "the allowed write was served");
+}
+
+#[tokio::test]
+async fn a_call_announced_in_progress_and_never_asked_for_is_an_event_once_the_window_passes() {
+    // `lingering` announces `rm -rf build/` running and sends nothing more.
+    let mut agent = launch("lingering").await;
+    agent.conn.watch_unasked(judge_all());
+    agent.plan().await;
+    let started = std::time::Instant::now();
+    let text = step_text(1);
+    let prompt = agent.conn.prompt(&text);
+    tokio::pin!(prompt);
+    let mut seen = Vec::new();
+    let why = tokio::time::timeout(TURN, async {
+        loop {
+            tokio::select! {
+                Some(signal) = agent.signals.recv() => {
+                    if let AgentSignal::Unasked { why, .. } = &signal {
+                        return why.clone();
+                    }
+                    answer(signal, agent.policy, &agent.question_reply, &mut agent.held, &mut seen);
+                }
+                r = &mut prompt => panic!("the turn ended first: {r:?}"),
+            }
+        }
+    })
+    .await
+    .expect("reported in time");
+    let waited = started.elapsed();
+    assert_eq!(why, "linger-rm unasked");
+    assert!(
+        waited >= std::time::Duration::from_millis(450),
+        "not before the window: {waited:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|s| matches!(s, Seen::ToolCall(c) if c.status.as_deref() == Some("in_progress"))),
+        "{seen:?}"
+    );
 }

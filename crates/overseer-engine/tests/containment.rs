@@ -21,6 +21,7 @@ mod common;
 
 use common::*;
 use overseer_core::{Actor, GateKind};
+use overseer_engine::contain::net::NetworkMode;
 use overseer_engine::contain::{self, bwrap, RunCgroup, SandboxInputs};
 use overseer_engine::process::{self, AgentSpec};
 use overseer_engine::{server, SystemClock};
@@ -139,7 +140,10 @@ r repo_in_mountinfo 'grep -qF "$REPO" /proc/self/mountinfo'
 r repo_in_git_dir 'grep -rqF "$REPO" "$WT/.git"'
 r base_history 'test "$(git -C "$WT" rev-list --count HEAD)" = 2 && git -C "$WT" fsck --no-dangling'
 r tmp 'echo x > /tmp/x && test -s /tmp/x'
-r tcp '(exec 3<>/dev/tcp/127.0.0.1/$PORT)'
+r tcp 'timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"'
+r tcp_gateway 'timeout 3 bash -c "exec 3<>/dev/tcp/10.0.2.2/$PORT"'
+r tcp_out 'test -n "$OUT" && timeout 3 bash -c "exec 3<>/dev/tcp/$OUT/$OUTPORT"'
+r dns_conf 'grep -q "^nameserver 10.0.2.3" /etc/resolv.conf'
 r home_at_user_home 'test "$HOME" = "$HOSTHOME"'
 r tmpdir 'test "$TMPDIR" = /tmp'
 r abstract_socket 'python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1].replace(\"@\", \"\\0\", 1))" "$ABSTRACT"'
@@ -159,6 +163,10 @@ struct Layout {
     /// listening outside the run.
     abstract_name: String,
     _abstract: std::os::unix::net::UnixListener,
+    /// A TCP listener on this machine's first non-loopback address (what a
+    /// server elsewhere on the network looks like from a run), if it has one.
+    outside: Option<std::net::SocketAddr>,
+    _outside: Option<std::net::TcpListener>,
     /// Objects of the user's repository that the run's base does not reach.
     secrets: UserSecrets,
 }
@@ -201,6 +209,16 @@ fn user_secrets(repo: &Path) -> UserSecrets {
     }
 }
 
+/// This machine's address towards its default route (no packet is sent).
+fn non_loopback_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.77:9")
+        .or_else(|_| s.connect("10.255.255.1:9"))
+        .ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
 fn layout() -> Layout {
     let dir = scratch();
     let root = dir.path().canonicalize().expect("canon");
@@ -239,7 +257,11 @@ fn layout() -> Layout {
             .expect("abstract name");
         std::os::unix::net::UnixListener::bind_addr(&addr).expect("abstract socket")
     };
+    let outside_listener =
+        non_loopback_ip().and_then(|ip| std::net::TcpListener::bind((ip, 0)).ok());
     Layout {
+        outside: outside_listener.as_ref().and_then(|l| l.local_addr().ok()),
+        _outside: outside_listener,
         abstract_name,
         _abstract: abstract_listener,
         secrets,
@@ -256,7 +278,7 @@ fn layout() -> Layout {
 }
 
 impl Layout {
-    fn inputs(&self, network: bool) -> SandboxInputs {
+    fn inputs(&self, network: NetworkMode) -> SandboxInputs {
         SandboxInputs {
             bwrap: contain::probe()
                 .bwrap()
@@ -275,11 +297,16 @@ impl Layout {
                 std::env::var("PATH").ok().as_deref(),
             ),
             network,
+            resolv_conf: {
+                let conf = self.data.join("net-resolv.conf");
+                std::fs::write(&conf, "nameserver 10.0.2.3\n").expect("resolv.conf");
+                Some(conf)
+            },
             ..SandboxInputs::default()
         }
     }
 
-    async fn probe(&self, network: bool, port: u16) -> HashMap<String, bool> {
+    async fn probe(&self, network: NetworkMode, port: u16) -> HashMap<String, bool> {
         let plan = bwrap::plan(&self.inputs(network)).expect("plan");
         let objects = self.repo.join(".git/objects");
         let env: Vec<(String, String)> = [
@@ -292,6 +319,16 @@ impl Layout {
             ("OBJECTS", objects.to_string_lossy().into_owned()),
             ("ENGINE", std::process::id().to_string()),
             ("PORT", port.to_string()),
+            (
+                "OUT",
+                self.outside.map(|a| a.ip().to_string()).unwrap_or_default(),
+            ),
+            (
+                "OUTPORT",
+                self.outside
+                    .map(|a| a.port().to_string())
+                    .unwrap_or_default(),
+            ),
             ("ABSTRACT", format!("@{}", self.abstract_name)),
             ("STAGED", self.secrets.staged.clone()),
             ("STASH", self.secrets.stash.clone()),
@@ -333,7 +370,7 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp");
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
-    let seen = l.probe(true, port).await;
+    let seen = l.probe(NetworkMode::Private, port).await;
     let expect = [
         ("read_db", false),
         ("data_files", false),
@@ -366,7 +403,11 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         ("repo_in_mountinfo", false),
         ("repo_in_git_dir", false),
         ("tmp", true),
-        ("tcp", true),
+        // A private network (the default): this machine's loopback services
+        // are out of reach, directly and through slirp4netns's gateway...
+        ("tcp", false),
+        ("tcp_gateway", false),
+        ("dns_conf", true),
         ("home_at_user_home", true),
         ("tmpdir", true),
         // The desktop's abstract sockets (X11, an abstract session D-Bus):
@@ -400,13 +441,36 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         "ok\n"
     );
     assert!(
+        listener.accept().is_err(),
+        "nothing reached this machine's loopback from a private network"
+    );
+    // ... while the network outside is reached (outbound through slirp4netns).
+    match l.outside {
+        Some(_) => assert_eq!(seen.get("tcp_out").copied(), Some(true), "{seen:?}"),
+        None => eprintln!(
+            "NOTE: this machine has no non-loopback address: outbound network from a private \
+             network is not checked here"
+        ),
+    }
+
+    // network = "host": the user's explicit choice, loopback included (but
+    // not the desktop's abstract sockets).
+    let seen = l.probe(NetworkMode::Host, port).await;
+    assert_eq!(seen.get("tcp").copied(), Some(true), "{seen:?}");
+    assert_eq!(
+        seen.get("abstract_socket").copied(),
+        Some(false),
+        "{seen:?}"
+    );
+    assert!(
         listener.accept().is_ok(),
         "the loopback connection reached us"
     );
 
-    // network = false: a network namespace of its own.
-    let seen = l.probe(false, port).await;
+    // network = "none": a network namespace with nothing in it.
+    let seen = l.probe(NetworkMode::None, port).await;
     assert_eq!(seen.get("tcp").copied(), Some(false), "{seen:?}");
+    assert_eq!(seen.get("tcp_out").copied(), Some(false), "{seen:?}");
     assert_eq!(seen.get("write_worktree").copied(), Some(true));
 }
 
@@ -956,4 +1020,125 @@ for k in kids:
     assert!(report.survivors.is_empty(), "{report:?}");
     let _ = cg.remove();
     contain::cgroup::remove_if_empty(&root);
+}
+
+/// A run whose agent's tree forks past its limit is told on its timeline
+/// (which limit, how often, how to raise it), signed, and the user gets one
+/// notification however often it hits the limit again. The agent is the
+/// real demo agent, started by a wrapper that leaves a fork storm behind
+/// (what a runaway test script does), inside the real sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_hits_its_limit_is_told_on_its_timeline_and_the_user_once() {
+    let dir = scratch();
+    let wrapper = dir.path().join("storm-agent.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n(sleep 2; exec python3 -c \"$STORM\") </dev/null >/dev/null 2>&1 &\nexec {:?} \"$@\"\n",
+            demo_agent().to_string_lossy()
+        ),
+    )
+    .expect("wrapper");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    // Forks until refused, gives ten back (room for the agent's threads),
+    // and tries again every second: the limit is hit again and again.
+    let storm = "import os, signal, time\nkids = []\nwhile True:\n    while True:\n        try:\n            pid = os.fork()\n        except OSError:\n            break\n        if pid == 0:\n            time.sleep(600)\n            os._exit(0)\n        kids.append(pid)\n    for k in kids[-10:]:\n        os.kill(k, signal.SIGKILL)\n        os.waitpid(k, 0)\n    kids = kids[:-10]\n    time.sleep(1)\n";
+    let notes = Arc::new(Captured::default());
+    let w = world_with(
+        Default::default(),
+        notes.clone(),
+        &format!(
+            "[agents.storm]\ncommand = {:?}\nmode = \"default\"\nenv = {{ STORM = {:?} }}\nlimits = {{ pids_max = 40 }}\n",
+            wrapper.to_string_lossy(),
+            storm
+        ),
+    )
+    .await;
+    let run = start_as(&w, "storm", "happy", Default::default());
+    pending_gate(&w, run, GateKind::Plan).await;
+    let entry = until(&w, "the limit on the timeline", |e| {
+        e.activity(run, 0)
+            .ok()?
+            .into_iter()
+            .map(|a| format!("{a:?}"))
+            .find(|a| a.contains("hit its process limit"))
+    })
+    .await;
+    assert!(entry.contains("40 processes and threads"), "{entry}");
+    assert!(entry.contains("[agents.storm.limits]"), "{entry}");
+    // The storm keeps hitting the limit: more entries, one notification.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let told: Vec<_> = notes
+        .0
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|n| n.kind == NotificationKind::SecurityEvent && n.run_id == run)
+        .cloned()
+        .collect();
+    assert_eq!(told.len(), 1, "one notification: {told:?}");
+    assert!(told[0].title.contains("resource limit"), "{told:?}");
+    // The run itself goes on (it waits on its plan), its agent alive.
+    assert!(w
+        .engine
+        .gates(true)
+        .expect("gates")
+        .iter()
+        .any(|g| g.run_id == run && g.kind() == GateKind::Plan));
+    w.engine.abort_run(run, &Actor::cli()).expect("abort");
+}
+
+/// The engine raises its own open-files limit to the hard limit; what a run
+/// starts gets the limit the engine started with (programs that use
+/// `select()` expect at most 1,024). Run in a helper process started with a
+/// soft limit of 256.
+#[test]
+fn a_run_starts_with_the_open_files_limit_the_engine_started_with() {
+    let exe = std::env::current_exe().expect("test exe");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn 256 && exec {:?} --exact helper_fd_limit --nocapture",
+            exe.to_string_lossy()
+        ))
+        .env(HELPER, "fd_limit")
+        .output()
+        .expect("helper");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("FDLIMIT "))
+        .unwrap_or_else(|| panic!("no answer: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .map_or("unlimited".to_owned(), |m| m.to_string());
+    assert_eq!(line, format!("engine={hard} child=256"));
+}
+
+#[test]
+fn helper_fd_limit() {
+    if std::env::var(HELPER).as_deref() != Ok("fd_limit") {
+        return;
+    }
+    overseer_engine::raise_fd_limit();
+    let own = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or("unlimited".to_owned(), |c| c.to_string());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let child = rt.block_on(async {
+        let dir = scratch();
+        let spec = bash_spec(dir.path(), "ulimit -Sn", Vec::new());
+        let out =
+            process::run_captured(&spec, Duration::from_secs(10), Duration::from_secs(1), 4096)
+                .await
+                .expect("ran");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    });
+    println!("FDLIMIT engine={own} child={child}");
 }

@@ -49,8 +49,9 @@ async fn an_agent_that_will_not_enter_its_supervised_mode_is_never_prompted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why() {
+    // It switches, then still asks: a breach, and nothing done unasked.
     let w = world(Vec::new()).await;
-    let run = start(&w, "hijack");
+    let run = start(&w, "switch");
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
@@ -75,10 +76,15 @@ async fn an_agent_that_switches_itself_to_auto_is_stopped_and_the_gate_says_why(
         activity.iter().any(|a| a.kind() == "security"),
         "{activity:?}"
     );
-    assert!(activity.iter().any(|a| a.kind() == "file_refused"
-        && a.payload()["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("mode"))));
+    // Its ask after the switch was cancelled: no tool call gate.
+    assert!(
+        !w.engine
+            .gates(true)
+            .expect("gates")
+            .iter()
+            .any(|g| g.run_id == run && g.kind() == GateKind::ToolCall),
+        "no ask reached the user"
+    );
     assert!(w.engine.verify_audit().expect("audit").is_ok());
     let paths = w.engine.paths();
     let keyring = overseer_store::Keyring::load_or_create(&paths.config_dir).expect("keys");
@@ -118,13 +124,66 @@ async fn a_profile_without_a_mode_keeps_the_agent_in_the_asking_mode_it_starts_i
         &extra,
     )
     .await;
-    let run = start_as(&w, "legacy", "hijack", TaskSettings::default());
+    let run = start_as(&w, "legacy", "switch", TaskSettings::default());
     let plan = pending_gate(&w, run, GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let gate = pending_gate(&w, run, GateKind::Deviation).await;
     mode_breach(&gate);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_switches_itself_to_auto_and_then_edits_unasked_is_stopped_at_once() {
+    // The switch is a breach; the edit it then carries out without asking is
+    // a security event of its own: no gate to carry on, the run is stopped.
+    let w = world(Vec::new()).await;
+    let run = start(&w, "hijack");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    state(
+        &w,
+        run,
+        RunState::Released {
+            reason: overseer_core::ReleaseReason::Failed,
+        },
+    )
+    .await;
+    let note = w
+        .engine
+        .run(run)
+        .expect("run")
+        .release_note
+        .unwrap_or_default();
+    assert!(note.contains("security event"), "{note}");
+    assert!(
+        !w.engine
+            .gates(true)
+            .expect("gates")
+            .iter()
+            .any(|g| g.run_id == run),
+        "nothing left to decide"
+    );
+    let greeting = w.engine.worktree_path("demo", run).join("src/greeting.txt");
+    assert_eq!(
+        std::fs::read_to_string(&greeting).expect("greeting"),
+        "hello\n"
+    );
+    let events: Vec<String> = w
+        .engine
+        .activity(run, 0)
+        .expect("activity")
+        .iter()
+        .filter(|a| a.kind() == "security")
+        .map(|a| a.payload()["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(events.iter().any(|t| t.contains("`auto`")), "{events:?}");
+    assert!(
+        events.iter().any(|t| t.contains("edited src/greeting.txt")),
+        "{events:?}"
+    );
 }
 
 /// The deviation of a breach into mode `auto`, read from its typed payload.

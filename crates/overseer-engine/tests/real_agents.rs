@@ -1,5 +1,5 @@
 //! The real ACP adapters, driven end to end by the engine: claude-agent-acp
-//! 0.101.0 and codex-acp 0.16.0 from `tests/real-agents/node_modules`, each
+//! 0.101.0, codex-acp 0.16.0 and Qwen Code 0.24.4 from `tests/real-agents/node_modules`, each
 //! pointed at `tests/real-agents/model-server.mjs` (a scripted, offline model
 //! server started here with a script from `tests/real-agents/scripts/`). A real
 //! engine on a temp dir, a real git repository, the orchestrator started, the
@@ -581,13 +581,119 @@ async fn codex_in_read_only_asks_for_an_escalated_command_and_a_patch_and_a_no_k
     r.done();
 }
 
+// ------------------------------------------------------------------ Qwen
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qwen_acting_unasked_by_the_repositorys_own_settings_is_stopped_and_nothing_merges() {
+    // Qwen Code 0.24.4 starts its sessions in `auto`; the profile names no
+    // mode, so Overseer puts it in `default`, which asks. But the
+    // repository's own `.qwen/settings.json` lets `run_shell_command` run
+    // without asking, so Qwen runs `rm -rf build` with no
+    // session/request_permission: a security event, whatever its mode.
+    let r = real_world_with(
+        "qwen unasked",
+        Adapter::Qwen,
+        "qwen-unasked-rm.json",
+        Setup {
+            files: vec![(
+                ".qwen/settings.json".to_owned(),
+                r#"{"tools": {"allowed": ["run_shell_command"]}}"#.to_owned(),
+            )],
+            workspace: overseer_store::WorkspaceSettings {
+                auto_advance: Some(true),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .await;
+    let base = git(&r.w.repo, &["rev-parse", "main"]);
+    let run = r.start("Clean the build output", Some(PlanStrategy::Skip));
+    r.state(
+        run,
+        RunState::Released {
+            reason: ReleaseReason::Failed,
+        },
+    )
+    .await;
+    let activity = r.activity(run);
+    let texts = |kind: &str| -> Vec<String> {
+        activity
+            .iter()
+            .filter(|a| a.kind() == kind)
+            .map(|a| a.payload()["text"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    // The setup named the repository's grant.
+    assert!(
+        texts("security")
+            .iter()
+            .any(|t| t.contains(".qwen/settings.json") && t.contains("run_shell_command")),
+        "{}",
+        r.dump(run)
+    );
+    // Out of `auto` into `default`, before the prompt.
+    assert!(
+        texts("mode")
+            .iter()
+            .any(|t| t.contains("started in mode `auto`") && t.contains("`default`")),
+        "{}",
+        r.dump(run)
+    );
+    // The model did ask for the command, and Qwen ran it unasked.
+    assert!(r.server.sent("Clean the build output"), "{}", r.dump(run));
+    assert!(
+        texts("security")
+            .iter()
+            .any(|t| t.contains("ran `rm -rf build`") && t.contains("without asking")),
+        "{}",
+        r.dump(run)
+    );
+    let note = r
+        .engine()
+        .run(run)
+        .expect("run")
+        .release_note
+        .unwrap_or_default();
+    assert!(note.contains("security event"), "{note}");
+    assert!(
+        audit_payloads(&r.paths)
+            .iter()
+            .any(|p| p["type"] == "security_event"
+                && p["event"] == "unasked_action"
+                && p["run_id"] == run.0),
+        "{}",
+        r.dump(run)
+    );
+    assert!(
+        !r.engine()
+            .gates(false)
+            .expect("gates")
+            .iter()
+            .any(|g| g.run_id == run && g.kind() == GateKind::ToolCall),
+        "nothing was asked: {}",
+        r.dump(run)
+    );
+    // Auto-advance is on: nothing merged; main still has build/.
+    assert_eq!(git(&r.w.repo, &["rev-parse", "main"]), base);
+    assert_eq!(git(&r.w.repo, &["show", "main:build/out.txt"]), "x");
+    r.until(run, "the agent's processes killed", |_| {
+        r.agent_pids(run).is_empty().then_some(())
+    })
+    .await;
+    assert!(r.engine().verify_audit().expect("audit").is_ok());
+    r.done();
+}
+
 // ------------------------------------------------------------------ demo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
     let started = Instant::now();
     let w = common::world(vec![]).await;
-    let run = common::start(&w, "hijack");
+    // `switch`: it goes to `auto` but keeps asking (one that then acts
+    // unasked is stopped outright: tests/unasked.rs, tests/modes.rs).
+    let run = common::start(&w, "switch");
     let plan = common::pending_gate(&w, run, GateKind::Plan).await;
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())

@@ -108,6 +108,8 @@ fn generated() -> String {
         overseer_engine::contain::CgroupStatus,
         overseer_engine::contain::ScopeStatus,
         overseer_engine::contain::LimitsStatus,
+        overseer_engine::contain::NetStatus,
+        overseer_engine::contain::net::NetworkMode,
         overseer_engine::contain::Containment,
         overseer_engine::config::AgentInfo,
         overseer_core::plan::PlanProposal,

@@ -397,6 +397,20 @@ impl Store {
         gates(&self.conn, &self.path, only_pending)
     }
 
+    /// Every pending gate of one run (an indexed read of that run's only).
+    pub fn pending_gates_of_run(&self, run: RunId) -> Result<Vec<GateView>, StoreError> {
+        pending_gates_of_run(&self.conn, &self.path, run)
+    }
+
+    /// How many gates of one run are pending (an indexed count).
+    pub fn pending_count_of_run(&self, run: RunId) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached("SELECT COUNT(*) FROM gates WHERE status = 'pending' AND run_id = ?1")
+            .and_then(|mut s| s.query_row(params![run], |r| r.get::<_, i64>(0)))
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(|e| StoreError::from_sqlite(e, &self.path))
+    }
+
     /// Audit records from `from_seq` on, at most `limit`.
     pub fn audit_records(
         &self,

@@ -46,6 +46,9 @@ pub struct Writer {
     checkpointer: Option<std::sync::mpsc::SyncSender<()>>,
     /// Checkpoints the checkpointer ran (for tests and benches).
     checkpoints: Arc<AtomicU64>,
+    /// Called when a write failed because the disk is full (the engine
+    /// frees its reserve there, so the caller's retry finds room).
+    on_full: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// Committed batches between two requests to the checkpointer.
@@ -129,7 +132,15 @@ impl Writer {
             path: path.to_owned(),
             checkpointer,
             checkpoints,
+            on_full: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what is done each time a write fails because the disk holding
+    /// the database is full (once; later calls are ignored). Nothing of
+    /// that write was kept: it can be retried as it was.
+    pub fn on_disk_full(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_full.set(f);
     }
 
     /// After a commit: the checkpointer is asked to copy the WAL back; a WAL
@@ -181,6 +192,17 @@ impl Writer {
     /// returns once the batch is committed: `f`'s result, or the commit's
     /// error. A failing `f` changes nothing and does not hold others back.
     pub fn write<T>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let out = self.write_once(f);
+        if let (Err(StoreError::DiskFull { .. }), Some(full)) = (&out, self.on_full.get()) {
+            full();
+        }
+        out
+    }
+
+    fn write_once<T>(
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {

@@ -121,9 +121,24 @@ pub enum AgentSignal {
         mode: String,
         breach: Option<String>,
     },
+    /// The agent carried out a tool call that changes something without
+    /// asking, and the run's judge ([`AgentConnection::watch_unasked`]) says
+    /// the rules would not have allowed it. The driver already refuses the
+    /// agent's writes and cancels its asks from here on.
+    Unasked {
+        tool_call: ToolCallInfo,
+        why: String,
+    },
     /// Every signal sent before this one has been handled: answer it.
     Settled(oneshot::Sender<()>),
 }
+
+/// Judges, at the wire, a tool call the agent reports carried out
+/// (`in_progress`, `completed`) with no permission request for it, of a kind
+/// that changes something (edit, delete, move, execute): `Some(why)` when
+/// the run's rules would not have allowed it on their own (see
+/// `overseer_core::unasked`). The driver calls it for no other call.
+pub type UnaskedJudge = Arc<dyn Fn(&ToolCallInfo) -> Option<String> + Send + Sync>;
 
 /// One session mode the agent offers.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -164,6 +179,12 @@ pub struct ToolCallInfo {
     /// on tool names (`mcp__server__tool`) can match. Untrusted, like all of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The agent asked before it (a `session/request_permission` for this
+    /// id arrived), or holds an "always" answer Overseer gave for its kind.
+    /// A call that changes something and was never asked for is judged by
+    /// `overseer_core::unasked`.
+    #[serde(skip)]
+    pub asked: bool,
 }
 
 /// One answer the agent offers to a permission request. Choose by `kind`:
@@ -320,6 +341,10 @@ impl AgentConnection {
             breached: AtomicBool::new(false),
             read_only: AtomicBool::new(false),
             replaying: AtomicBool::new(false),
+            always_kinds: Mutex::new(std::collections::HashSet::new()),
+            judge: Mutex::new(None),
+            halted: AtomicBool::new(false),
+            suspects: Mutex::new(HashMap::new()),
         });
         let transport = transport::lines(stdout_of_agent, stdin_of_agent, shared.signals.clone());
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -560,6 +585,19 @@ impl AgentConnection {
             .cloned()
     }
 
+    /// From now on, every tool call the agent reports carried out without
+    /// asking is judged by `judge` as it arrives, before the next message
+    /// from the agent is handled: on `Some(why)` the driver stops serving
+    /// writes and cancels asks for good, and reports
+    /// [`AgentSignal::Unasked`].
+    pub fn watch_unasked(&self, judge: UnaskedJudge) {
+        *self
+            .shared
+            .judge
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(judge);
+    }
+
     /// True after the agent switched itself to a mode the run does not allow,
     /// until Overseer sets a mode again.
     pub fn breached(&self) -> bool {
@@ -639,8 +677,13 @@ impl AgentConnection {
     /// Waits until every signal the agent sent so far has been handled by
     /// the receiver's reader (which must answer [`AgentSignal::Settled`]).
     /// Call after a turn ends: the prompt's answer comes after the turn's
-    /// updates on the wire, so they are all in the channel before this.
+    /// updates on the wire, so they are all in the channel before this. A
+    /// tool call still suspect (announced running, never asked for) is
+    /// confirmed here, before the turn's signals are settled.
     pub async fn settle(&self) {
+        // The turn is over: a call still announced as running and never
+        // asked for is not waited for any longer.
+        self.shared.confirm_suspect(None).await;
         let (done, settled) = oneshot::channel();
         if self
             .shared

@@ -22,6 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::{mpsc, oneshot, watch};
 
+/// How long a tool call announced `in_progress` without a permission request
+/// may wait for one before it counts as carried out unasked (codex-acp
+/// announces a patch, then asks, within the same millisecond).
+const SUSPECT_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs the connection until the `AgentConnection` is dropped or the agent
 /// closes its output, and hands the connection context to `start`.
 pub(super) async fn drive<T>(
@@ -120,6 +125,17 @@ pub(super) struct Shared {
     /// Set while `session/load` replays the session's history: its updates
     /// are the past, already in the run's timeline, and are not recorded.
     pub(super) replaying: AtomicBool,
+    /// Tool kinds for which the agent was answered with an `allow_always`
+    /// option: it may carry out more of them without asking again.
+    pub(super) always_kinds: Mutex<std::collections::HashSet<String>>,
+    /// Judges tool calls carried out without asking (set by the run).
+    pub(super) judge: Mutex<Option<super::UnaskedJudge>>,
+    /// Set for good once the judge found one: writes are refused and asks
+    /// cancelled; the run is being stopped.
+    pub(super) halted: AtomicBool,
+    /// Tool calls announced `in_progress` unasked that the judge found
+    /// wanting, by id, with why: halted on unless asked for in time.
+    pub(super) suspects: Mutex<HashMap<String, String>>,
 }
 
 /// The mode the agent is in, and what the run allows (empty: not watched).
@@ -240,7 +256,7 @@ impl Shared {
         self.session_id.get().is_none_or(|ours| *ours == *id.0)
     }
 
-    async fn on_update(&self, n: acp::SessionNotification) {
+    async fn on_update(self: &Arc<Self>, n: acp::SessionNotification) {
         if self.replaying.load(Ordering::SeqCst) {
             tracing::debug!("session/load replay: an update of the past, not recorded");
             return;
@@ -283,9 +299,13 @@ impl Shared {
                     })
                     .collect(),
             },
-            acp::SessionUpdate::ToolCall(call) => AgentSignal::ToolCall(self.merge_call(call)),
+            acp::SessionUpdate::ToolCall(call) => {
+                let info = self.merge_call(call);
+                return self.tool_call_signal(info).await;
+            }
             acp::SessionUpdate::ToolCallUpdate(update) => {
-                AgentSignal::ToolCall(self.merge_update(&update))
+                let info = self.merge_update(&update);
+                return self.tool_call_signal(info).await;
             }
             acp::SessionUpdate::CurrentModeUpdate(update) => {
                 self.on_mode(update.current_mode_id.0.to_string())
@@ -304,6 +324,98 @@ impl Shared {
             }
         };
         self.signal(signal).await;
+    }
+
+    /// A tool call's new state, then, once the run's judge finds it carried
+    /// out unasked, the halt (the first time only). A call that reaches
+    /// `completed` unasked is confirmed at once. One announced `in_progress`
+    /// unasked is a suspect: codex-acp announces a patch `in_progress` and
+    /// asks right after, so the ask may still come. It is confirmed when the
+    /// agent sends a write through the client before asking, when it
+    /// completes, or when [`SUSPECT_WAIT`] passes with no ask for it.
+    async fn tool_call_signal(self: &Arc<Self>, info: ToolCallInfo) {
+        let status = info.status.as_deref().unwrap_or_default();
+        if info.asked || status == "failed" {
+            self.suspects_mut().remove(&info.id);
+        }
+        let carried_out_unasked = !info.asked
+            && info
+                .kind
+                .as_deref()
+                .is_some_and(overseer_core::unasked::changes_something)
+            && overseer_core::unasked::carried_out(status);
+        let mut unasked = None;
+        if carried_out_unasked && !self.halted.load(Ordering::SeqCst) {
+            let known = self.suspects_mut().remove(&info.id);
+            let why = known.or_else(|| {
+                let judge = self
+                    .judge
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                judge.and_then(|j| j(&info))
+            });
+            match why {
+                Some(why) if status == "completed" => unasked = self.halt(&info, why),
+                Some(why) => {
+                    self.suspects_mut().insert(info.id.clone(), why);
+                    let shared = self.clone();
+                    let id = info.id.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(SUSPECT_WAIT).await;
+                        shared.confirm_suspect(Some(&id)).await;
+                    });
+                }
+                None => {}
+            }
+        }
+        self.signal(AgentSignal::ToolCall(info)).await;
+        if let Some(signal) = unasked {
+            self.signal(signal).await;
+        }
+    }
+
+    fn suspects_mut(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.suspects.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Confirms a suspect (`id`, or any when `None`) still unasked: the
+    /// halt, reported. True when the driver is halted.
+    pub(super) async fn confirm_suspect(&self, id: Option<&str>) -> bool {
+        let found = {
+            let mut suspects = self.suspects_mut();
+            let key = match id {
+                Some(id) => suspects.contains_key(id).then(|| id.to_owned()),
+                None => suspects.keys().next().cloned(),
+            };
+            key.and_then(|k| suspects.remove(&k).map(|why| (k, why)))
+        };
+        if let Some((id, why)) = found {
+            let info = self
+                .tool_calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&id)
+                .cloned();
+            if let Some(signal) = info.filter(|i| !i.asked).and_then(|i| self.halt(&i, why)) {
+                self.signal(signal).await;
+            }
+        }
+        self.halted.load(Ordering::SeqCst)
+    }
+
+    /// Halts the driver for good (writes refused, asks cancelled) and
+    /// returns the signal to report, unless it was halted already.
+    fn halt(&self, info: &ToolCallInfo, why: String) -> Option<AgentSignal> {
+        if self.halted.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        self.cancel.send_modify(|epoch| *epoch += 1);
+        tracing::error!(tool_call = %info.id, %why, "the agent acted without asking");
+        Some(AgentSignal::Unasked {
+            tool_call: info.clone(),
+            why,
+        })
     }
 
     /// A full `tool_call` announcement, merged over what is known by id. The
@@ -337,6 +449,7 @@ impl Shared {
         if let Some(name) = tool_name(call.meta.as_ref()) {
             entry.name = Some(name);
         }
+        self.covered_by_always(entry);
         entry.clone()
     }
 
@@ -376,7 +489,40 @@ impl Shared {
         if let Some(name) = tool_name(update.meta.as_ref()) {
             entry.name = Some(name);
         }
+        self.covered_by_always(entry);
         entry.clone()
+    }
+
+    /// A call of a kind the agent holds an "always" answer for counts as
+    /// asked: Overseer (the user's "always") let it stop asking.
+    fn covered_by_always(&self, entry: &mut ToolCallInfo) {
+        if entry.asked {
+            return;
+        }
+        if let Some(kind) = &entry.kind {
+            entry.asked = self
+                .always_kinds
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(kind);
+        }
+    }
+
+    /// Notes that the agent asked before the tool call `id`.
+    fn mark_asked(&self, id: &str) -> ToolCallInfo {
+        let mut calls = self
+            .tool_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let entry = calls.entry(id.to_owned()).or_insert_with(|| ToolCallInfo {
+            id: id.to_owned(),
+            ..ToolCallInfo::default()
+        });
+        entry.asked = true;
+        let info = entry.clone();
+        drop(calls);
+        self.suspects_mut().remove(id);
+        info
     }
 
     async fn on_permission(
@@ -390,7 +536,9 @@ impl Shared {
                 acp::Error::session_not_found(request.session_id.clone()).into(),
             );
         }
-        let tool_call = self.merge_update(&request.tool_call);
+        self.merge_update(&request.tool_call);
+        let tool_call = self.mark_asked(&request.tool_call.tool_call_id.0);
+        let kind = tool_call.kind.clone();
         let options: Vec<PermissionChoice> = request
             .options
             .iter()
@@ -404,7 +552,10 @@ impl Shared {
             acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
         // Subscribe before asking, so a cancel while the question is out counts.
         let mut cancel = self.cancel.subscribe();
-        if self.turn_cancelled.load(Ordering::SeqCst) || self.breached.load(Ordering::SeqCst) {
+        if self.turn_cancelled.load(Ordering::SeqCst)
+            || self.breached.load(Ordering::SeqCst)
+            || self.halted.load(Ordering::SeqCst)
+        {
             return responder.respond(cancelled);
         }
         let (reply, answer) = oneshot::channel();
@@ -421,6 +572,13 @@ impl Shared {
             return responder.respond(cancelled);
         }
         let withdrawn = responder.cancellation();
+        let always_ids: Vec<String> = request
+            .options
+            .iter()
+            .filter(|o| wire_name(&o.kind) == "allow_always")
+            .map(|o| o.option_id.0.to_string())
+            .collect();
+        let shared = self.clone();
         // Waiting for a human must not hold the dispatch loop.
         cx.spawn(async move {
             // An answer given before a cancel is the answer (the orchestrator
@@ -440,6 +598,15 @@ impl Shared {
                 _ = cancel.changed() => acp::RequestPermissionOutcome::Cancelled,
                 () = withdrawn.cancelled() => acp::RequestPermissionOutcome::Cancelled,
             };
+            if let (acp::RequestPermissionOutcome::Selected(chosen), Some(kind)) = (&outcome, &kind) {
+                if always_ids.iter().any(|id| *id == *chosen.option_id.0) {
+                    shared
+                        .always_kinds
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(kind.clone());
+                }
+            }
             if let Err(e) = responder.respond(acp::RequestPermissionResponse::new(outcome)) {
                 tracing::debug!(error = %e, "permission answer not delivered");
             }
@@ -601,7 +768,11 @@ impl Shared {
         request: acp::WriteTextFileRequest,
         responder: Responder<acp::WriteTextFileResponse>,
     ) -> Result<(), agent_client_protocol::Error> {
-        let held = if self.breached.load(Ordering::SeqCst) {
+        // A write while a call is suspect, before any ask for it: confirmed.
+        let halted = self.confirm_suspect(None).await;
+        let held = if halted {
+            Some("the agent carried out a change without asking: Overseer stopped the run")
+        } else if self.breached.load(Ordering::SeqCst) {
             Some("the agent switched itself to a mode Overseer does not allow; nothing is written until the user decides")
         } else if self.read_only.load(Ordering::SeqCst) {
             Some("this is a planning turn: propose a plan, change nothing until it is approved")

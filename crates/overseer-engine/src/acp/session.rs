@@ -59,6 +59,11 @@ pub trait AgentSession: Send + Sync + std::fmt::Debug {
     /// What is known so far of the tool call `id`.
     fn tool_call(&self, id: &str) -> Option<ToolCallInfo>;
 
+    /// Judges every tool call the agent reports carried out without asking
+    /// (see [`AgentConnection::watch_unasked`]). Sessions that report no
+    /// tool calls need not.
+    fn watch_unasked(&self, _judge: super::UnaskedJudge) {}
+
     /// One turn with this text; resolves when the turn ends, with why.
     fn prompt<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<StopReason, DriverError>>;
 
@@ -161,6 +166,10 @@ impl AgentSession for AgentConnection {
 
     fn tool_call(&self, id: &str) -> Option<ToolCallInfo> {
         AgentConnection::tool_call(self, id)
+    }
+
+    fn watch_unasked(&self, judge: super::UnaskedJudge) {
+        AgentConnection::watch_unasked(self, judge);
     }
 
     fn prompt<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<StopReason, DriverError>> {

@@ -117,6 +117,7 @@ impl Engine {
         correlation_id: Option<String>,
     ) -> Result<MessageView, ApiError> {
         check(body, correlation_id.as_deref())?;
+        self.flood_use(run, crate::flood::Use::Message)?;
         let blocked = hold_back(run, to);
         let message = self.post(
             &NewMessage {

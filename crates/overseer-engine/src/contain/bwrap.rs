@@ -25,6 +25,7 @@
 //! dir (other than the run's own working copy and the agent's home): the
 //! plan refuses such a profile with the reason.
 
+use super::net::NetworkMode;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
@@ -71,8 +72,11 @@ pub struct SandboxInputs {
     pub env: Vec<(String, String)>,
     pub read_paths: Vec<PathBuf>,
     pub write_paths: Vec<PathBuf>,
-    /// False: a network namespace of its own (loopback only).
-    pub network: bool,
+    /// The run's network (see `contain::net`).
+    pub network: NetworkMode,
+    /// The `/etc/resolv.conf` a private network's sandbox sees (DNS at
+    /// slirp4netns's 10.0.2.3).
+    pub resolv_conf: Option<PathBuf>,
     /// The run's own socket (asks only), bound at [`AGENT_SOCKET`] inside.
     pub agent_socket: Option<PathBuf>,
     /// The `overseer` binary the agent starts as its MCP server: its
@@ -128,7 +132,7 @@ pub struct SandboxPlan {
     pub bwrap: PathBuf,
     /// In the order bwrap applies them.
     pub mounts: Vec<Mount>,
-    pub network: bool,
+    pub network: NetworkMode,
     pub chdir: PathBuf,
     /// Variables set inside unless the profile sets them (HOME, TMPDIR).
     pub env: Vec<(String, String)>,
@@ -138,7 +142,7 @@ impl SandboxPlan {
     /// The arguments after `bwrap` and before the program.
     pub fn args(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = super::NAMESPACE_FLAGS.iter().map(OsString::from).collect();
-        if !self.network {
+        if self.network != NetworkMode::Host {
             a.push("--unshare-net".into());
         }
         for s in ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"] {
@@ -443,6 +447,13 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         _ => covers.push(git),
     }
     mounts.extend(covers.into_iter().map(Mount::Cover));
+    if let (NetworkMode::Private, Some(conf)) = (inputs.network, &inputs.resolv_conf) {
+        mounts.push(Mount::Bind {
+            source: conf.clone(),
+            target: PathBuf::from("/etc/resolv.conf"),
+            writable: false,
+        });
+    }
 
     Ok(SandboxPlan {
         bwrap: inputs.bwrap.clone(),
@@ -611,7 +622,7 @@ mod tests {
                 worktree: self.p("data/worktrees/w/run-1"),
                 private_home: Some(self.p("data/agent-homes/claude")),
                 program: Some(self.p("tools/lib/node_modules/pkg/node_modules/dep/bin")),
-                network: true,
+                network: NetworkMode::Host,
                 ..SandboxInputs::default()
             }
         }
@@ -652,7 +663,7 @@ mod tests {
             config_dir: root.join("config"),
             repo: Some(root.join("repo")),
             worktree: root.join("data/worktrees/w/run-1"),
-            network: true,
+            network: NetworkMode::Host,
             ..SandboxInputs::default()
         })
         .expect("plan");
@@ -784,7 +795,7 @@ mod tests {
             ),
             ("API_KEY".into(), "/".into()),
         ];
-        inputs.network = false;
+        inputs.network = NetworkMode::None;
         let plan = plan(&inputs).expect("plan");
         assert_eq!(
             bind(&plan.mounts, &f.p("codex-home")),

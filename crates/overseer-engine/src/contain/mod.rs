@@ -17,6 +17,7 @@
 pub mod bwrap;
 pub mod cgroup;
 pub mod limits;
+pub mod net;
 pub(crate) mod scope;
 
 use crate::Engine;
@@ -76,6 +77,17 @@ pub enum LimitsStatus {
     Missing { why: String, leaves_open: String },
 }
 
+/// Whether a run can have a network of its own with outbound network
+/// ([`net`]: slirp4netns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum NetStatus {
+    /// This user-mode network stack gives private networks.
+    Available { helper: String },
+    /// Not here: why, and what that leaves open.
+    Missing { why: String, leaves_open: String },
+}
+
 /// What this machine can do to contain a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct Containment {
@@ -83,6 +95,7 @@ pub struct Containment {
     pub cgroups: CgroupStatus,
     pub scopes: ScopeStatus,
     pub limits: LimitsStatus,
+    pub private_network: NetStatus,
 }
 
 impl Containment {
@@ -117,6 +130,9 @@ impl Containment {
         if let LimitsStatus::Missing { why, leaves_open } = &self.limits {
             out.push(format!("no resource limits per run ({why}): {leaves_open}"));
         }
+        if let NetStatus::Missing { why, leaves_open } = &self.private_network {
+            out.push(format!("no private networks ({why}): {leaves_open}"));
+        }
         out
     }
 
@@ -132,6 +148,9 @@ impl Containment {
         }
         if let LimitsStatus::Available { how, .. } = &self.limits {
             layers.push(format!("limits per run ({how})"));
+        }
+        if let NetStatus::Available { .. } = &self.private_network {
+            layers.push("private networks (slirp4netns)".to_owned());
         }
         let gaps = self.gaps();
         let gaps = if gaps.is_empty() {
@@ -163,6 +182,7 @@ pub fn probe() -> &'static Containment {
             cgroups,
             scopes: scope::probe(),
             limits,
+            private_network: net::probe(),
         };
         tracing::info!("containment: {}", c.summary());
         c
@@ -466,7 +486,8 @@ impl Engine {
         inputs.env = env.to_vec();
         inputs.read_paths = profile.read_paths.clone();
         inputs.write_paths = profile.write_paths.clone();
-        inputs.network = profile.network;
+        inputs.network = self.run_network(run, &work.agent, profile.network, true);
+        inputs.resolv_conf = self.resolv_conf(inputs.network);
         inputs.agent_socket = voice.socket.clone();
         inputs.overseer_bin = voice.overseer_bin.clone();
         out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
@@ -509,7 +530,8 @@ impl Engine {
         inputs.private_home = Some(home);
         inputs.read_paths = profile.read_paths.clone();
         inputs.write_paths = profile.write_paths.clone();
-        inputs.network = profile.network;
+        inputs.network = self.run_network(run, &work.agent, profile.network, false);
+        inputs.resolv_conf = self.resolv_conf(inputs.network);
         out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
             format!(
                 "the sensors' sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",
@@ -517,6 +539,68 @@ impl Engine {
             )
         })?);
         Ok(out)
+    }
+
+    /// The network a run of `profile` gets: what the profile asks for, but
+    /// the host's when a private network cannot be made here (said on the
+    /// run's timeline once, by its agent's launch: `tell`).
+    fn run_network(
+        &self,
+        run: RunId,
+        profile: &str,
+        wanted: net::NetworkMode,
+        tell: bool,
+    ) -> net::NetworkMode {
+        match (wanted, &probe().private_network) {
+            (net::NetworkMode::Private, NetStatus::Missing { why, leaves_open }) => {
+                if tell {
+                    self.note_security(
+                        run,
+                        format!(
+                            "the run shares this machine's network: no private network here \
+                             ({why}); {leaves_open}. Install slirp4netns, or set network = \
+                             \"none\" or \"host\" in [agents.{profile}] to choose"
+                        ),
+                    );
+                }
+                net::NetworkMode::Host
+            }
+            (mode, _) => mode,
+        }
+    }
+
+    /// The resolver a private network's sandbox uses (slirp4netns's DNS),
+    /// written once in the data dir.
+    fn resolv_conf(&self, mode: net::NetworkMode) -> Option<PathBuf> {
+        if mode != net::NetworkMode::Private {
+            return None;
+        }
+        let p = self.paths().data_dir.join("net-resolv.conf");
+        let text = "# Overseer: a run's private network (slirp4netns)\nnameserver 10.0.2.3\n";
+        if std::fs::read_to_string(&p).ok().as_deref() != Some(text) {
+            if let Err(e) = std::fs::write(&p, text) {
+                tracing::warn!(
+                    "cannot write {}: {e}; runs keep the host's resolver",
+                    p.display()
+                );
+                return None;
+            }
+        }
+        Some(p)
+    }
+
+    /// A `security` entry on `run`'s timeline (a failure to record it is
+    /// logged, not dropped).
+    fn note_security(&self, run: RunId, text: String) {
+        if let Err(e) = self.record_activity(
+            run,
+            overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
+                text,
+                ..overseer_core::activity::SecurityEntry::default()
+            }),
+        ) {
+            tracing::warn!(run = %run, "cannot record a security note: {e}");
+        }
     }
 
     /// The sensors' home of `run`.
@@ -595,15 +679,7 @@ impl Engine {
                     &overseer_core::Actor::Engine,
                     serde_json::json!({"type": "security_event", "event": "limit_hit", "run_id": run, "limit": limit, "text": text}),
                 );
-                if let Err(e) = self.record_activity(
-                    run,
-                    overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
-                        text: text.clone(),
-                        ..overseer_core::activity::SecurityEntry::default()
-                    }),
-                ) {
-                    tracing::warn!(run = %run, "cannot record a limit hit: {e}");
-                }
+                self.note_security(run, text.clone());
                 let first = match limit {
                     "pids" => seen.pids == 0,
                     "memory" => seen.oom_kills == 0,
@@ -656,6 +732,10 @@ mod tests {
             limits: LimitsStatus::Available {
                 controllers: vec!["pids".into()],
                 how: "cgroup v2".into(),
+            },
+            private_network: NetStatus::Missing {
+                why: "slirp4netns is not installed".into(),
+                leaves_open: "loopback".into(),
             },
         }
     }

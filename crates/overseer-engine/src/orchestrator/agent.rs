@@ -127,6 +127,11 @@ pub(super) async fn launch_agent(
                 work.agent
             ))
         })?;
+    conn.watch_unasked(super::unasked::judge(
+        Arc::new(work.clone()),
+        worktree.to_string_lossy().into_owned(),
+        turn.clone(),
+    ));
     remember_session(engine, work, conn.as_ref());
     engine.live.set(
         run,
@@ -326,6 +331,9 @@ impl Pump {
                 options,
                 reply,
             } => self.permission(tool_call, options, reply),
+            AgentSignal::Unasked { tool_call, why } => {
+                super::unasked::on_unasked(engine, &self.work, &self.turn, &tool_call, &why);
+            }
             AgentSignal::Question {
                 message: q,
                 schema,

@@ -33,9 +33,11 @@ mod agent;
 mod modes;
 mod permissions;
 mod planning;
+mod repo_grants;
 mod resume;
 mod sensors;
 mod steps;
+mod unasked;
 
 use agent::{launch_agent, prepare_worktree, terminate_tree};
 pub(crate) use agent::{stop_agent, stop_all};
@@ -218,6 +220,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
         Vec::new()
     });
     crate::supervise::start_timers(engine.clone());
+    engine.spawn_cancellable(engine.clone().watch_disk());
     let mut rx = engine.subscribe();
     engine.clone().spawn_cancellable(async move {
         for run in carry_on {
@@ -264,9 +267,13 @@ fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
     }
     let engine = engine.clone();
     engine.clone().spawn_cancellable(async move {
+        // A queued run waits for room on the disk before it takes any.
+        if start == Start::Fresh {
+            engine.disk.wait_for_room().await;
+        }
         let result = drive(&engine, run, start).await;
         if let Err(e) = result {
-            fail_run(&engine, run, &e.message);
+            fail_run(&engine, run, &e.message).await;
         }
         if let Some(live) = engine.live.get(run) {
             terminate_tree(run, &live, engine.config.abort_timeout(), "after its run").await;
@@ -318,25 +325,61 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     Ok(carry_on)
 }
 
-fn fail_run(engine: &Engine, run: RunId, why: &str) {
-    // Agents stopped at exit did not fail: the next start finds their runs
-    // interrupted (resumable).
-    if engine.is_stopping() {
-        return;
-    }
-    let _ = engine.record_activity(
-        run,
-        Activity::Error {
-            text: why.to_owned(),
-        },
-    );
-    match engine.run(run) {
-        Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
-            if let Err(e) = engine.transition(run, RunEvent::Fail, Some(why), &Actor::Engine) {
-                tracing::warn!(run = %run, "cannot mark failed: {}", e.message);
-            }
+/// How long a run's end that could not be written waits before it is
+/// written again (when the disk is not what stops it).
+const FAIL_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Marks the run failed, with why on its timeline (see [`end_run`]).
+async fn fail_run(engine: &Engine, run: RunId, why: &str) {
+    end_run(engine, run, RunEvent::Fail, why, why).await;
+}
+
+/// Ends a run whose driver stopped: `why` on its timeline, then `event`
+/// (a failure, an interruption) with `note`. An end that cannot be written
+/// (a full disk, a locked database) is retried until it is, once the disk
+/// has room again: a run whose driver ended is never left `running` with
+/// nothing driving it until a restart.
+pub(super) async fn end_run(engine: &Engine, run: RunId, event: RunEvent, why: &str, note: &str) {
+    let mut noted = false;
+    let mut attempt = 0u32;
+    loop {
+        // Agents stopped at exit did not fail: the next start finds their
+        // runs interrupted (resumable).
+        if engine.is_stopping() {
+            return;
         }
-        Ok(_) | Err(_) => {}
+        if !noted {
+            noted = engine
+                .record_activity(
+                    run,
+                    Activity::Error {
+                        text: why.to_owned(),
+                    },
+                )
+                .is_ok();
+        }
+        let ended = match engine.run(run) {
+            Ok(v) if !v.state.is_released() && v.state != RunState::PendingReview => {
+                engine.transition(run, event.clone(), Some(note), &Actor::Engine)
+            }
+            Ok(_) => return,
+            Err(e) => Err(e),
+        };
+        let Err(e) = ended else { return };
+        if e.code != ErrorCode::Storage {
+            tracing::warn!(run = %run, ?event, "cannot end the run: {}", e.message);
+            return;
+        }
+        attempt += 1;
+        tracing::warn!(
+            run = %run,
+            ?event,
+            attempt,
+            "cannot end the run yet, retrying once there is room: {}",
+            e.message
+        );
+        engine.disk.wait_for_room().await;
+        tokio::time::sleep(FAIL_RETRY).await;
     }
 }
 
@@ -345,10 +388,15 @@ fn err(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::Internal, message)
 }
 
-/// Waits for a gate's decision. The gate is already in the database.
+/// Waits for a gate's decision. The gate is already in the database. Woken
+/// by changes of the gate's run only (its decisions, its row), so a waiter
+/// costs nothing while other runs' gates open and close.
 pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
-    let mut rx = engine.subscribe();
+    let run = engine.gate(gate)?.run_id;
+    let mut rx = engine.gate_watch.watch(run);
     loop {
+        // Seen: a change from here on wakes the wait below.
+        rx.borrow_and_update();
         if engine.gate(gate)?.decision.is_some() {
             // Acting on it now: from here on nobody can override it, and a
             // human's override made before this point is what we act on. A
@@ -357,13 +405,30 @@ pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecis
                 return Ok(d);
             }
         }
-        match rx.recv().await {
-            Ok(EngineEvent::GateDecided { gate_id, .. }) if gate_id == gate => {}
-            Ok(EngineEvent::RunChanged { .. }) | Err(RecvError::Lagged(_)) => {}
-            Ok(_) => continue,
-            Err(RecvError::Closed) => return Err(err("the engine is stopping")),
+        if rx.changed().await.is_err() {
+            return Err(err("the engine is stopping"));
         }
     }
+}
+
+/// When the run is paused for flooding Overseer ([`crate::flood`]): waits
+/// for the user's decision on its pause gate. Some(true): resumed, go on;
+/// Some(false): stopped; None: not paused.
+pub(super) async fn flood_hold(
+    engine: &Arc<Engine>,
+    run: RunId,
+    turn: &Mutex<Turn>,
+) -> Result<Option<bool>, ApiError> {
+    let Some(gate) = engine.floods.paused_gate(run) else {
+        return Ok(None);
+    };
+    let d = wait_progress_gate(engine, turn, gate).await?;
+    let resumed =
+        d.choice::<overseer_core::DeviationChoice>() == Ok(overseer_core::DeviationChoice::Retry);
+    if resumed {
+        engine.flood_resumed(run, gate, &d.actor);
+    }
+    Ok(Some(resumed))
 }
 
 fn still_active(engine: &Engine, run: RunId) -> bool {
@@ -401,6 +466,9 @@ pub(super) struct Turn {
     /// The last of the driver's gates (plan, step review, pause, deviation)
     /// whose decision it acted on: the checkpoint's `after_gate`.
     acted_gate: Option<GateId>,
+    /// The agent carried out a change without asking and the run was
+    /// stopped for it (`unasked`): said once.
+    stopped_unasked: bool,
 }
 
 /// Waits for one of the driver's own gates (plan, step review, supervisor
@@ -472,15 +540,14 @@ async fn set_up(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<Driver
         .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let mut supervision = Supervision::of(&profile, &work);
     let worktree = prepare_worktree(engine, &work).await?;
+    repo_grants::show(engine, run, &worktree);
     let turn = Arc::new(Mutex::new(Turn::default()));
     let conn = launch_agent(engine, &work, &profile, &worktree, &turn).await?;
     if supervision.mode.is_none() {
-        // A profile that names no mode (written before modes mattered) keeps
-        // the agent in the one it starts in, if that one asks: a later switch
-        // is still caught. One that acts unasked is refused in `supervise`.
-        supervision.mode = conn
-            .current_mode()
-            .filter(|m| !overseer_core::agent::acts_unasked(m));
+        // A profile that names no mode: the mode the agent starts in if it
+        // is known to ask, else one it offers that is; else the run does
+        // not start (fail closed: a mode Overseer does not know acts unasked).
+        supervision.mode = modes::starting_mode(engine, &work, &*conn, profile.allow_unsupervised)?;
     }
     modes::supervise(engine, &work, &*conn, &supervision).await?;
     let (progress, adopt) = match start {
@@ -518,7 +585,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
     } = match set_up(engine, run, start).await {
         Ok(d) => d,
         Err(e) if start == Start::Resume && !engine.is_stopping() => {
-            resume::could_not_carry_on(engine, run, &e.message);
+            resume::could_not_carry_on(engine, run, &e.message).await;
             return Ok(());
         }
         Err(e) => return Err(e),
@@ -590,6 +657,11 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
 /// merges, whatever happens to the branch afterwards.
 async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let run = work.run_id;
+    if !still_active(engine, run) {
+        // Stopped meanwhile (aborted, or a security event): never merged
+        // from here.
+        return Ok(());
+    }
     // Both in this task (not on the blocking pool): stopping the engine
     // cancels a driver at its next await, so a merge it started, and what
     // is recorded of it, finish before the engine's final checkpoint.
@@ -598,9 +670,10 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     // them, and no one but a human merges them.
     let auto_run = crate::blocking::off_worker(|| engine.auto_run_of_run(run));
     let held = crate::autorun::needs_a_human(&auto_run);
-    let auto = engine
-        .config
-        .auto_advance(&work.stage, work.workspace.settings.auto_advance);
+    let auto = unasked::may_auto_advance(engine, work)
+        && engine
+            .config
+            .auto_advance(&work.stage, work.workspace.settings.auto_advance);
     if let Some(why) = &held {
         let text = if auto {
             format!("auto-advance did not merge: {why}")
@@ -706,11 +779,14 @@ fn take_feedback(engine: &Engine, run: RunId, turn: &Mutex<Turn>, guidance: &str
 
 /// Sends one prompt and returns how it ended with the turn's message text,
 /// once every message the agent sent during the turn has been handled.
+/// While the disk is nearly full no prompt is sent: it waits for room.
 pub(super) async fn prompt_turn(
+    engine: &Engine,
     conn: &dyn AgentSession,
     turn: &Mutex<Turn>,
     text: &str,
 ) -> Result<(StopReason, String), ApiError> {
+    engine.disk.wait_for_room().await;
     {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
         t.transcript.clear();

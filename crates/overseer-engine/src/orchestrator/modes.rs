@@ -12,7 +12,7 @@ use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
 use crate::acp::AgentSession;
 use crate::Engine;
 use overseer_core::activity::{Activity, SecurityEntry};
-use overseer_core::agent::{acts_unasked, describe_mode};
+use overseer_core::agent::{acts_unasked, describe_mode, starting_mode as starting};
 use overseer_core::{
     Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
     GateOption, RunId,
@@ -32,21 +32,8 @@ pub(super) async fn supervise(
 ) -> Result<(), ApiError> {
     let offered = offered(conn);
     let Some(mode) = &supervision.mode else {
-        // No mode named: fine for agents without modes, refused for one that
-        // starts in a mode known to act unasked.
-        if let Some(current) = conn.current_mode().filter(|m| acts_unasked(m)) {
-            return Err(refused(
-                work,
-                engine,
-                format!(
-                    "the agent `{}` starts in mode `{current}` ({}) and its profile names no \
-                     supervised mode; set `mode` in [agents.{}] to one that asks (it offers {offered})",
-                    work.agent,
-                    describe_mode(&current),
-                    work.agent
-                ),
-            ));
-        }
+        // No mode named and none chosen (`starting_mode`): the agent offers
+        // no modes at all.
         return Ok(());
     };
     if let Err(e) = conn.set_mode(mode).await {
@@ -74,6 +61,64 @@ pub(super) async fn supervise(
         },
     );
     Ok(())
+}
+
+/// The supervised mode of a run whose profile names none: the one the
+/// agent starts in if it is known to ask, else one it offers that is (set
+/// by `supervise`), else the run does not start, with a message naming the
+/// modes it offers and the ways out. Unknown modes are never trusted.
+pub(super) fn starting_mode(
+    engine: &Engine,
+    work: &RunWork,
+    conn: &dyn AgentSession,
+    allow_unsupervised: bool,
+) -> Result<Option<String>, ApiError> {
+    let current = conn.current_mode();
+    match starting(current.as_deref(), &conn.mode_ids(), allow_unsupervised) {
+        Ok(Some(mode)) => {
+            if current.as_deref() != Some(mode.as_str()) {
+                let _ = engine.record_activity(
+                    work.run_id,
+                    Activity::Mode {
+                        mode: mode.clone(),
+                        text: format!(
+                            "the agent started in mode `{}` ({}); its profile names no mode, so \
+                             Overseer puts it in `{mode}`, which asks",
+                            current.as_deref().unwrap_or("none"),
+                            current.as_deref().map_or("no mode", describe_mode),
+                        ),
+                    },
+                );
+            } else if allow_unsupervised && acts_unasked(&mode) {
+                let _ = engine.record_activity(
+                    work.run_id,
+                    Activity::Security(SecurityEntry {
+                        text: format!(
+                            "the agent works in mode `{mode}` ({}) because its profile says \
+                             `allow_unsupervised = true`: Overseer sees only what it asks",
+                            describe_mode(&mode)
+                        ),
+                        mode: Some(mode.clone()),
+                        ..SecurityEntry::default()
+                    }),
+                );
+            }
+            Ok(Some(mode))
+        }
+        Ok(None) => Ok(None),
+        Err(why) => Err(refused(
+            work,
+            engine,
+            format!(
+                "the run was not started: {why}. Set `mode` in [agents.{}] of {} to a mode \
+                 that asks, configure the agent's own permissions to ask and name that mode, \
+                 or set `allow_unsupervised = true` there if you accept that Overseer sees \
+                 only what it asks",
+                work.agent,
+                engine.config.path().display()
+            ),
+        )),
+    }
 }
 
 /// Enters the agent's planning mode; the supervised mode stays allowed (the
@@ -190,6 +235,10 @@ pub(super) async fn after_breach(
         None => return Ok(None),
     };
     let run = work.run_id;
+    if !super::still_active(engine, run) {
+        // Stopped meanwhile (the agent also acted unasked): nothing to ask.
+        return Ok(Some(Next::Stopped));
+    }
     let back = supervision.mode.clone().unwrap_or_default();
     let gate = engine.open_gate(
         run,

@@ -32,6 +32,32 @@ pub(super) async fn permission(
     turn: &Mutex<Turn>,
     conn: &dyn AgentSession,
 ) -> (PermissionReply, bool) {
+    let run = work.run_id;
+    // A run paused for flooding Overseer gets nothing until it is resumed.
+    if engine.floods.is_paused(run) {
+        return (PermissionReply::Cancelled, false);
+    }
+    // While the disk is nearly full the run takes no new work: the agent
+    // waits for its answer (`disk`); a run ended meanwhile gets none.
+    if !engine.disk.has_room() {
+        engine.disk.wait_for_room().await;
+        if !super::still_active(engine, run) {
+            return (PermissionReply::Cancelled, false);
+        }
+    }
+    // Options an answer could not tell apart: refused before anything is
+    // decided, so no answer of ours can mean something else to the agent.
+    if let Some(why) = ambiguous_options(options) {
+        let title = tool_call.title.as_deref().unwrap_or("a tool call");
+        let text = format!("{title}: refused: {why}");
+        tracing::warn!(run = %run, "{text}");
+        let _ = engine.record_activity(run, Activity::ProtocolError { text: text.clone() });
+        turn.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .rejections
+            .push(text);
+        return (PermissionReply::Cancelled, false);
+    }
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })
         && overseer_core::agent::is_exit_plan_request(
@@ -52,6 +78,22 @@ pub(super) async fn permission(
     )
 }
 
+/// Why a permission request's options cannot be answered safely: an
+/// option id given twice (on an allow and a reject option, or on a once
+/// and an always one) would make our answer mean whichever the agent
+/// picks. None when every id is distinct.
+pub(super) fn ambiguous_options(options: &[crate::acp::PermissionChoice]) -> Option<String> {
+    options.iter().enumerate().find_map(|(i, o)| {
+        let twin = options[..i].iter().find(|p| p.option_id == o.option_id)?;
+        Some(format!(
+            "the agent gave the option id '{}' to two options ('{}', {} and '{}', {}), so an answer \
+             with it could mean either; Overseer answered nothing (cancelled). The agent must offer \
+             one id per option",
+            o.option_id, twin.name, twin.kind, o.name, o.kind
+        ))
+    })
+}
+
 /// The agent's answer options, picked by kind (ACP's allow_once,
 /// allow_always, reject_once, reject_always).
 struct Offered<'a>(&'a [crate::acp::PermissionChoice]);
@@ -65,8 +107,15 @@ impl Offered<'_> {
                 option_id: o.option_id.clone(),
             })
     }
+    /// A yes for this call only: `allow_once`, never `allow_always` (that
+    /// would let the agent skip asking next time, which nobody said).
+    /// Cancelled when the agent offers no one-time allow.
     fn allow(&self) -> PermissionReply {
-        self.by_kind(&["allow_once", "allow_always"])
+        self.by_kind(&["allow_once"])
+    }
+    /// Whether a yes for this call only can be given.
+    fn can_allow_once(&self) -> bool {
+        self.0.iter().any(|o| o.kind == "allow_once")
     }
     fn allow_always(&self) -> PermissionReply {
         self.by_kind(&["allow_always", "allow_once"])
@@ -74,6 +123,27 @@ impl Offered<'_> {
     fn reject(&self) -> PermissionReply {
         self.by_kind(&["reject_once", "reject_always"])
     }
+}
+
+/// A one-time yes the agent's options cannot carry: said on the timeline
+/// and to the agent, and nothing is allowed.
+fn no_allow_once(
+    engine: &Engine,
+    run: overseer_core::RunId,
+    turn: &Mutex<Turn>,
+    title: &str,
+    by: &str,
+) {
+    let text = format!(
+        "{title}: {by} allowed it once, but the agent offered no one-time allow (only 'allow always', \
+         which would let it skip asking next time), so it was not allowed; answer Always if that is meant"
+    );
+    tracing::warn!(run = %run, "{text}");
+    let _ = engine.record_activity(run, Activity::ProtocolError { text: text.clone() });
+    turn.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .rejections
+        .push(text);
 }
 
 /// A tool call's permission: rules first, then a gate for the user.
@@ -104,14 +174,30 @@ pub(super) async fn tool_permission(
     match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
             // No allow without its record: if the decision cannot be
-            // written, the agent is not allowed.
-            if let Err(e) = engine.record_rule_allow(work, &title, &req, &rule, source) {
-                tracing::error!(
-                    run = %run,
-                    "cannot record a rule's allow, so it is not given: {}",
-                    e.message
-                );
+            // written, the agent is not allowed. A full disk only delays
+            // it: the allow is recorded (and given) once there is room.
+            let recorded = loop {
+                match engine.record_rule_allow(work, &title, &req, &rule, source.clone()) {
+                    Ok(()) => break true,
+                    Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
+                        tracing::warn!(run = %run, "a rule's allow waits for room: {}", e.message);
+                        engine.disk.wait_for_room().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(
+                            run = %run,
+                            "cannot record a rule's allow, so it is not given: {}",
+                            e.message
+                        );
+                        break false;
+                    }
+                }
+            };
+            if !recorded {
                 return PermissionReply::Cancelled;
+            }
+            if !offered.can_allow_once() {
+                no_allow_once(engine, run, turn, &title, &format!("the rule {rule}"));
             }
             offered.allow()
         }
@@ -202,7 +288,12 @@ async fn ask_user(
         return PermissionReply::Cancelled;
     };
     match d.choice::<ToolCallChoice>() {
-        Ok(ToolCallChoice::Yes) => offered.allow(),
+        Ok(ToolCallChoice::Yes) => {
+            if !offered.can_allow_once() {
+                no_allow_once(engine, run, turn, asked.title, &d.actor.to_string());
+            }
+            offered.allow()
+        }
         Ok(ToolCallChoice::Always) => {
             let added = rules::always_rule(asked.req, asked.worktree);
             let _ = engine.record_activity(
@@ -343,6 +434,76 @@ pub(super) fn schema_defaults(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acp::PermissionChoice;
+
+    fn option(id: &str, kind: &str) -> PermissionChoice {
+        PermissionChoice {
+            option_id: id.to_owned(),
+            name: kind.replace('_', " "),
+            kind: kind.to_owned(),
+        }
+    }
+
+    #[test]
+    fn an_option_id_given_to_an_allow_and_a_reject_option_is_refused() {
+        let shared = [option("x", "allow_once"), option("x", "reject_once")];
+        let why = ambiguous_options(&shared).expect("refused");
+        assert!(why.contains("'x'") && why.contains("cancelled"), "{why}");
+        // A once and an always sharing an id: a yes could become always.
+        let once_always = [
+            option("ok", "allow_once"),
+            option("ok", "allow_always"),
+            option("no", "reject_once"),
+        ];
+        assert!(ambiguous_options(&once_always).is_some());
+        let distinct = [
+            option("allow", "allow_once"),
+            option("always", "allow_always"),
+            option("reject", "reject_once"),
+        ];
+        assert_eq!(ambiguous_options(&distinct), None);
+        assert_eq!(ambiguous_options(&[]), None);
+    }
+
+    #[test]
+    fn a_yes_is_never_answered_with_an_always_option() {
+        let only_always = [
+            option("always", "allow_always"),
+            option("no", "reject_once"),
+        ];
+        let offered = Offered(&only_always);
+        assert!(!offered.can_allow_once());
+        assert_eq!(
+            offered.allow(),
+            PermissionReply::Cancelled,
+            "no one-time allow: nothing is allowed"
+        );
+        assert_eq!(
+            offered.allow_always(),
+            PermissionReply::Selected {
+                option_id: "always".into()
+            },
+            "Always is the user's own choice of it"
+        );
+        let both = [
+            option("always", "allow_always"),
+            option("once", "allow_once"),
+            option("no", "reject_always"),
+        ];
+        let offered = Offered(&both);
+        assert_eq!(
+            offered.allow(),
+            PermissionReply::Selected {
+                option_id: "once".into()
+            }
+        );
+        assert_eq!(
+            offered.reject(),
+            PermissionReply::Selected {
+                option_id: "no".into()
+            }
+        );
+    }
 
     #[test]
     fn a_forms_defaults_are_what_its_timer_answers_with() {

@@ -140,9 +140,13 @@ async fn planning_turn(
     turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
         in_mode: mode.is_some(),
     };
+    if super::flood_hold(engine, run, turn).await? == Some(false) {
+        conn.set_read_only(false);
+        return Ok(Some(Planned::Ended));
+    }
     let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
     guidance.clear();
-    let result = prompt_turn(conn, turn, &text).await;
+    let result = prompt_turn(engine, conn, turn, &text).await;
     conn.set_read_only(false);
     let (decided, entries) = {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
@@ -154,6 +158,13 @@ async fn planning_turn(
             modes::Next::Again => None,
             modes::Next::Stopped => Some(Planned::Ended),
         });
+    }
+    // Paused for flooding during the turn: the user resumes (planning goes
+    // on, or again when no plan was decided) or stops the run.
+    match super::flood_hold(engine, run, turn).await? {
+        Some(false) => return Ok(Some(Planned::Ended)),
+        Some(true) if decided.is_none() => return Ok(None),
+        Some(true) | None => {}
     }
     if !still_active(engine, run) {
         return Ok(Some(Planned::Ended));

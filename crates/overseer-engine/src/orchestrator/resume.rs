@@ -19,7 +19,7 @@ use super::{wait_progress_gate, Turn};
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
 use overseer_core::Activity;
-use overseer_core::{Actor, ApiError, GateBody, GateKind, GateView, RunEvent, RunId};
+use overseer_core::{ApiError, GateBody, GateKind, GateView, RunEvent, RunId};
 use overseer_store::RunWork;
 use std::sync::{Arc, Mutex};
 
@@ -232,18 +232,11 @@ fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
 }
 
 /// The run could not be carried on (its agent did not start again, its
-/// profile is gone): it is interrupted, and says how to resume it.
-pub(super) fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
-    let _ = engine.record_activity(
-        run,
-        Activity::Error {
-            text: why.to_owned(),
-        },
-    );
+/// profile is gone): it is interrupted, and says how to resume it (retried
+/// until written: [`super::end_run`]).
+pub(super) async fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
     let note = format!(
         "the engine restarted and could not carry this run on ({why}); resume it with `overseer runs resume {run}`"
     );
-    if let Err(e) = engine.transition(run, RunEvent::Interrupt, Some(&note), &Actor::Engine) {
-        tracing::warn!(run = %run, "cannot mark interrupted: {}", e.message);
-    }
+    super::end_run(engine, run, RunEvent::Interrupt, why, &note).await;
 }

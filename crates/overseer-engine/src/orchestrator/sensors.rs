@@ -57,6 +57,10 @@ pub(super) async fn run_sensors(
     worktree: &Path,
     commands: &[String],
 ) -> Vec<SensorResult> {
+    // A check is new work: none starts while the disk is nearly full.
+    if !commands.is_empty() {
+        engine.disk.wait_for_room().await;
+    }
     let mut results = Vec::new();
     for command in commands {
         // Each command contained like the agent (its own fresh home, a

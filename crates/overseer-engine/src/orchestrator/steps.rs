@@ -231,11 +231,28 @@ pub(super) async fn step_turn(
             step_prompt(plan, index, &feedback)
         }
     };
-    let result = prompt_turn(conn, turn, &text).await;
+    if super::flood_hold(engine, run, turn).await? == Some(false) {
+        return Ok(Flow::Return(Executed::Ended));
+    }
+    let result = prompt_turn(engine, conn, turn, &text).await;
     if let Some(next) = modes::after_breach(engine, work, conn, turn, supervision).await? {
         return Ok(match next {
             modes::Next::Again => Flow::Next,
             modes::Next::Stopped => Flow::Return(Executed::Ended),
+        });
+    }
+    if !still_active(engine, run) {
+        // Stopped during the turn (aborted, or its agent acted unasked):
+        // the step is not weighed, reviewed or committed.
+        return Ok(Flow::Return(Executed::Ended));
+    }
+    // Paused for flooding during the turn (which was cancelled): the same
+    // step again once the user resumes, or the end.
+    if let Some(resumed) = super::flood_hold(engine, run, turn).await? {
+        return Ok(if resumed {
+            Flow::Next
+        } else {
+            Flow::Return(Executed::Ended)
         });
     }
     Ok(match result {

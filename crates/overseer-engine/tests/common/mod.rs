@@ -52,8 +52,24 @@ pub async fn world_with(
     notifier: Arc<dyn Notifier>,
     extra_config: &str,
 ) -> World {
+    world_in(
+        tempfile::tempdir().expect("tempdir"),
+        settings,
+        notifier,
+        extra_config,
+    )
+    .await
+}
+
+/// [`world_with`] in `dir`, whose `data` may be prepared already (a
+/// filesystem of its own mounted there).
+pub async fn world_in(
+    dir: tempfile::TempDir,
+    settings: WorkspaceSettings,
+    notifier: Arc<dyn Notifier>,
+    extra_config: &str,
+) -> World {
     std::env::set_var("OVERSEER_DEMO_STEP_MS", "0");
-    let dir = tempfile::tempdir().expect("tempdir");
     let repo = repo_with(
         &dir.path().join("repo"),
         &[("README.md", "# demo\n"), ("src/greeting.txt", "hello\n")],

@@ -136,6 +136,9 @@ impl Drop for ModelServer {
 pub enum Adapter {
     Claude,
     Codex,
+    /// Qwen Code (`qwen --acp`), on the OpenAI Responses API; its profile
+    /// names no mode (Overseer picks one that asks).
+    Qwen,
 }
 
 impl Adapter {
@@ -143,6 +146,7 @@ impl Adapter {
         match self {
             Adapter::Claude => "claude",
             Adapter::Codex => "codex",
+            Adapter::Qwen => "qwen",
         }
     }
 }
@@ -200,6 +204,7 @@ pub async fn real_world_with(
     let bin = adapter(match agent {
         Adapter::Claude => "claude-agent-acp",
         Adapter::Codex => "codex-acp",
+        Adapter::Qwen => "qwen",
     });
     let dir = tempfile::Builder::new()
         .prefix("real-")
@@ -263,6 +268,7 @@ pub async fn real_world_with(
             ));
             env.push(("MOCK_API_KEY".into(), "dummy".into()));
         }
+        Adapter::Qwen => env.push(("OPENAI_API_KEY".into(), "dummy".into())),
     }
     for (k, v) in extra_env {
         env.push(((*k).to_owned(), (*v).to_owned()));
@@ -273,15 +279,22 @@ pub async fn real_world_with(
         .collect::<Vec<_>>()
         .join(", ");
     let mode = match agent {
-        Adapter::Claude => "default",
-        Adapter::Codex => "read-only",
+        Adapter::Claude => "mode = \"default\"\n".to_owned(),
+        Adapter::Codex => "mode = \"read-only\"\n".to_owned(),
+        Adapter::Qwen => format!(
+            "args = [\"--acp\", \"--auth-type\", \"openai-responses\", \"--openai-base-url\", \
+             \"http://127.0.0.1:{}/v1\", \"--openai-api-key\", \"dummy\", \"--model\", \"gpt-4o\"]\n",
+            server.port
+        ),
     };
     let config = root.join("config");
     std::fs::create_dir_all(&config).expect("config dir");
     std::fs::write(
         config.join("overseer.toml"),
         format!(
-            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\nmode = \"{mode}\"\nenv = {{ {env_toml} }}\n",
+            // network = "host": the scripted model server listens on this
+            // machine's loopback, as a model served locally would.
+            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n",
             agent.name(),
             toml_str(bin.to_string_lossy()),
         ),

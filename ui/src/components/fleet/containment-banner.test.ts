@@ -15,6 +15,7 @@ const missing: Containment = {
   cgroups: { state: "missing", why: "no cgroup v2 mount" },
   scopes: { state: "missing", why: "no Landlock", leaves_open: "abstract sockets" },
   limits: { state: "missing", why: "no cgroup per run", leaves_open: "fork storms" },
+  private_network: { state: "missing", why: "slirp4netns is not installed", leaves_open: "loopback" },
 };
 
 const available: Containment = {
@@ -22,6 +23,7 @@ const available: Containment = {
   cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
   scopes: { state: "available", abi: 7 },
   limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
+  private_network: { state: "available", helper: "/usr/bin/slirp4netns" },
 };
 
 describe("containment banner", () => {

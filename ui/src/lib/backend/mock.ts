@@ -80,6 +80,7 @@ const MOCK_CONTAINMENT: Containment = {
   cgroups: { state: "available", root: "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice" },
   scopes: { state: "available", abi: 7 },
   limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
+  private_network: { state: "available", helper: "/usr/bin/slirp4netns" },
 };
 
 export function defaultPolicy(): SupervisorPolicy {
@@ -587,9 +588,9 @@ export function demoBackend(now: number): MockBackend {
     { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
   ];
   mock.agentInfos = [
-    { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
-    { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
-    { name: "demo", command: "/opt/overseer/overseer-demo-agent", found: "/opt/overseer/overseer-demo-agent", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: true },
+    { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
+    { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
+    { name: "demo", command: "/opt/overseer/overseer-demo-agent", found: "/opt/overseer/overseer-demo-agent", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
   ];
   mock.diffs.set(1, {
     files: [{ path: "src/limit.ts", additions: 3, deletions: 1 }],

@@ -238,7 +238,7 @@ timeout_seconds?: number,
  */
 ask_kind?: AskKind, };
 
-export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed";
+export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
 
 export type DeviationGate = { cause: DeviationCause, 
 /**
@@ -558,11 +558,19 @@ gate_id?: GateId,
  */
 base?: string, base_commit?: string, found?: Array<string>, 
 /**
+ * The tool call the agent carried out without asking.
+ */
+tool_call?: string, 
+/**
+ * Files the event is about (agent configuration that grants permissions).
+ */
+files?: Array<string>, 
+/**
  * The process that reached Overseer's socket from inside a run.
  */
 pid?: number, };
 
-export type SecurityEvent = "decision_without_record" | "unrecorded_merge";
+export type SecurityEvent = "decision_without_record" | "unrecorded_merge" | "flood" | "unasked_action" | "agent_config_grants";
 
 export type AgentMode = { id: string, name: string, description: string | null, };
 
@@ -668,7 +676,11 @@ export type ScopeStatus = { "state": "available", abi: number, } | { "state": "m
 
 export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
 
-export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, };
+export type NetStatus = { "state": "available", helper: string, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type NetworkMode = "private" | "none" | "host";
+
+export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, private_network: NetStatus, };
 
 export type AgentInfo = { name: string, command: string, 
 /**
@@ -701,9 +713,9 @@ containment: Containment,
  */
 contained: boolean, 
 /**
- * Whether its sandbox shares the network.
+ * Its sandbox's network.
  */
-network: boolean, };
+network: NetworkMode, };
 
 export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
 /**
@@ -903,7 +915,7 @@ export type Started = { task_id: TaskId, run_id: RunId, };
 
 export type FileChange = { path: string, additions: number, deletions: number, };
 
-export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked";
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full";
 
 export type NotificationSettings = { muted: Array<NotificationKind>, };
 

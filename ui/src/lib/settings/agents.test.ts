@@ -7,12 +7,14 @@ const contained: Containment = {
   cgroups: { state: "available", root: "/sys/fs/cgroup/unified" },
   scopes: { state: "available", abi: 7 },
   limits: { state: "available", controllers: ["pids", "memory", "cpu"], how: "cgroup v2" },
+  private_network: { state: "available", helper: "/usr/bin/slirp4netns" },
 };
 const uncontainable: Containment = {
   sandbox: { state: "missing", why: "bubblewrap (bwrap) is not installed", fix: "apt-get install bubblewrap" },
   cgroups: { state: "missing", why: "no cgroup v2 mount" },
   scopes: { state: "missing", why: "no Landlock", leaves_open: "abstract sockets" },
   limits: { state: "missing", why: "no cgroup per run", leaves_open: "fork storms" },
+  private_network: { state: "missing", why: "slirp4netns is not installed", leaves_open: "loopback" },
 };
 
 const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
@@ -26,7 +28,7 @@ const info = (name: string, over: Partial<AgentInfo> = {}): AgentInfo => ({
   from_file: false,
   containment: contained,
   contained: true,
-  network: true,
+  network: "private",
   ...over,
 });
 
@@ -57,9 +59,14 @@ describe("agent profiles in words", () => {
       text: expect.stringMatching(/contained: a bubblewrap sandbox.*cgroup v2 at \/sys\/fs\/cgroup\/unified/),
     });
     expect(containmentText(contained).text).not.toMatch(/Missing here/);
-    const gaps = containmentText({ ...contained, scopes: uncontainable.scopes, limits: uncontainable.limits });
+    const gaps = containmentText({
+      ...contained,
+      scopes: uncontainable.scopes,
+      limits: uncontainable.limits,
+      private_network: uncontainable.private_network,
+    });
     expect(gaps.ok).toBe(true);
-    expect(gaps.text).toMatch(/Missing here: No Landlock scopes \(no Landlock\): abstract sockets\. No resource limits per run \(no cgroup per run\): fork storms\./);
+    expect(gaps.text).toMatch(/Missing here: No Landlock scopes \(no Landlock\): abstract sockets\. No resource limits per run \(no cgroup per run\): fork storms\. No private networks \(slirp4netns is not installed\): loopback\./);
     const bad = containmentText(uncontainable);
     expect(bad.ok).toBe(false);
     expect(bad.text).toMatch(/cannot contain runs: bubblewrap \(bwrap\) is not installed\. Fix: apt-get install bubblewrap/);
@@ -68,7 +75,10 @@ describe("agent profiles in words", () => {
 
   it("says how each profile's runs are contained", () => {
     expect(agentContainmentText(info("a"))).toBe("sandboxed (bubblewrap)");
-    expect(agentContainmentText(info("a", { network: false }))).toBe("sandboxed (bubblewrap), no network");
+    expect(agentContainmentText(info("a", { network: "none" }))).toBe("sandboxed (bubblewrap), no network");
+    expect(agentContainmentText(info("a", { network: "host" }))).toBe(
+      "sandboxed (bubblewrap), this machine's network (its loopback services in reach)",
+    );
     expect(
       agentContainmentText(info("a", { containment: uncontainable, contained: false, needs: ["a sandbox: ..."] })),
     ).toMatch(/cannot start/);

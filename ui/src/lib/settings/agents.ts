@@ -37,6 +37,7 @@ export function containmentText(c: Containment): { ok: boolean; text: string } {
     const layers = [`a bubblewrap sandbox around every agent and sensor`, cgroups];
     if (c.scopes.state === "available") layers.push(`no reach to the desktop's sockets or your processes (Landlock ABI ${c.scopes.abi})`);
     if (c.limits.state === "available") layers.push(`limits on processes, memory and CPU per run (${c.limits.how})`);
+    if (c.private_network.state === "available") layers.push("a network of its own for every run (slirp4netns)");
     const gaps = containmentGaps(c);
     return {
       ok: true,
@@ -58,12 +59,23 @@ export function containmentGaps(c: Containment): string[] {
   const out: string[] = [];
   if (c.scopes.state === "missing") out.push(`No Landlock scopes (${c.scopes.why}): ${c.scopes.leaves_open}.`);
   if (c.limits.state === "missing") out.push(`No resource limits per run (${c.limits.why}): ${c.limits.leaves_open}.`);
+  if (c.private_network.state === "missing")
+    out.push(`No private networks (${c.private_network.why}): ${c.private_network.leaves_open}.`);
   return out;
 }
 
 /** How one profile's runs are contained, in words. */
 export function agentContainmentText(a: AgentInfo): string {
-  if (a.contained) return a.network ? "sandboxed (bubblewrap)" : "sandboxed (bubblewrap), no network";
+  if (a.contained) {
+    switch (a.network) {
+      case "private":
+        return "sandboxed (bubblewrap)";
+      case "none":
+        return "sandboxed (bubblewrap), no network";
+      case "host":
+        return "sandboxed (bubblewrap), this machine's network (its loopback services in reach)";
+    }
+  }
   if (a.needs.some((n) => n.startsWith("a sandbox"))) return "cannot start: this machine cannot contain it";
   return "NOT CONTAINED (allow_uncontained = true)";
 }

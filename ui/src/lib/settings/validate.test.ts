@@ -107,11 +107,12 @@ describe("workspace checks", () => {
 });
 
 describe("notifications", () => {
-  it("has a human label for every kind; blocking asks and security events are shown always on", () => {
+  it("has a human label for every kind; blocking asks, security events and a full disk are shown always on", () => {
     expect(NOTIFICATION_KINDS.map((k) => k.kind).sort()).toEqual([
       "agent_message_blocked",
       "agent_question_blocking",
       "agent_question_pending",
+      "disk_full",
       "run_failed",
       "run_pending_review",
       "security_event",
@@ -121,6 +122,7 @@ describe("notifications", () => {
     expect(NOTIFICATION_KINDS.filter((k) => k.blocking).map((k) => k.kind)).toEqual([
       "agent_question_blocking",
       "security_event",
+      "disk_full",
     ]);
   });
 

@@ -202,6 +202,7 @@ const NOTIFICATION_LABELS: Record<NotificationKind, { label: string; blocking: b
     blocking: true,
   },
   agent_message_blocked: { label: "An agent's message was held back by the hub (it addressed another agent directly)", blocking: false },
+  disk_full: { label: "The disk is nearly full: runs are paused until there is room", blocking: true },
 };
 
 export const NOTIFICATION_KINDS: readonly { kind: NotificationKind; label: string; blocking: boolean }[] = (

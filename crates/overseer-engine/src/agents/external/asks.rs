@@ -334,6 +334,7 @@ impl Engine {
         message: &str,
     ) -> Result<SessionAnswer, ApiError> {
         let run = work.run_id;
+        self.flood_use(run, crate::flood::Use::Notice)?;
         let (text, heading) = (message.to_owned(), title.clone());
         self.record_activity(
             run,
@@ -365,8 +366,11 @@ impl Engine {
             }
         }
         // One info item per session: a newer notice replaces the older.
-        for g in self.gates(true)? {
-            if g.run_id == run && g.body.declared_ask_kind() == Some(AskKind::Info) {
+        // (The run's own pending gates: reading every run's made each
+        // notice cost more as gates piled up.)
+        let pending = self.store().pending_gates_of_run(run)?;
+        for g in pending {
+            if g.body.declared_ask_kind() == Some(AskKind::Info) {
                 self.withdraw_gate(g.id, "a newer notice from the same session replaced it");
             }
         }

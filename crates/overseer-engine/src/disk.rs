@@ -1,0 +1,348 @@
+//! A full disk pauses runs; it never strands one.
+//!
+//! The database, the runs' repositories and their worktrees share the data
+//! dir's filesystem, so one run's test script can fill it. Three things keep
+//! the engine's record whole when it does:
+//!
+//! - **A reserve.** A preallocated file (`space-reserve`, [`DiskConfig`]'s
+//!   `reserve`) in the data dir. When a write fails because the disk is
+//!   full, the store calls back here ([`Writer::on_disk_full`]) and the
+//!   reserve is deleted at once: the retry (the user's, or the engine's own
+//!   for its transitions) finds that much room. It is allocated again once
+//!   the disk has room (above the floor with the reserve's size to spare).
+//!   A reserve file, not a filesystem of the database's own: it works on
+//!   any machine without a mount, and a desktop user never has to size one.
+//! - **A floor.** Every second the engine reads the free space of the data
+//!   dir's filesystem (`statvfs`). Below `floor` (or when a write failed
+//!   full) runs stop taking new work: no queued run is launched, no prompt
+//!   is sent, an agent's tool call waits for its answer; each active run
+//!   says so on its timeline and the user is notified once. Above the floor
+//!   again they carry on by themselves, each timeline saying so.
+//! - **Retried transitions.** A run's end that cannot be written (its
+//!   failure, the `cannot mark failed` path) is retried until it is
+//!   written, once there is room; a rule's allow that cannot be recorded is
+//!   not given, and waits for room to be recorded and given (see
+//!   `orchestrator`).
+//!
+//! [`Writer::on_disk_full`]: overseer_store::Writer::on_disk_full
+
+use crate::contain::limits::ByteSize;
+use crate::Engine;
+use overseer_core::{Activity, RunId, RunState};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The reserve's file name in the data dir.
+pub const RESERVE_FILE: &str = "space-reserve";
+
+/// How often the free space is read.
+const DISK_WATCH: Duration = Duration::from_secs(1);
+
+/// `[disk]` in `overseer.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskConfig {
+    /// Runs pause below this much free space (default 256 MiB).
+    pub floor: Option<ByteSize>,
+    /// The room kept for the engine's own records (default 32 MiB).
+    pub reserve: Option<ByteSize>,
+}
+
+impl DiskConfig {
+    pub fn is_default(&self) -> bool {
+        *self == DiskConfig::default()
+    }
+    pub fn floor(&self) -> u64 {
+        self.floor.map_or(256 << 20, |b| b.0)
+    }
+    pub fn reserve(&self) -> u64 {
+        self.reserve.map_or(32 << 20, |b| b.0)
+    }
+}
+
+/// The data dir's filesystem, as the engine watches it.
+pub(crate) struct Disk {
+    dir: PathBuf,
+    floor: u64,
+    reserve_size: u64,
+    /// A write failed full since the last time there was room.
+    full: AtomicBool,
+    /// The pause was told (timelines, notification).
+    announced: AtomicBool,
+    /// True while runs may take new work.
+    room: tokio::sync::watch::Sender<bool>,
+    /// The runs told they are paused (told again when they resume).
+    paused: Mutex<Vec<RunId>>,
+}
+
+/// Free bytes for an unprivileged writer on the filesystem holding `dir`.
+pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    let st = rustix::fs::statvfs(dir)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Deletes the reserve in the data dir `dir` (true if there was one).
+pub(crate) fn release_reserve_in(dir: &Path) -> bool {
+    std::fs::remove_file(dir.join(RESERVE_FILE)).is_ok()
+}
+
+/// `n` bytes in MiB, as the timeline says them.
+fn mib(n: u64) -> String {
+    format!("{} MiB", n >> 20)
+}
+
+impl Disk {
+    pub(crate) fn new(dir: &Path, config: &DiskConfig) -> Arc<Disk> {
+        let (room, _) = tokio::sync::watch::channel(true);
+        let disk = Arc::new(Disk {
+            dir: dir.to_owned(),
+            floor: config.floor(),
+            reserve_size: config.reserve(),
+            full: AtomicBool::new(false),
+            announced: AtomicBool::new(false),
+            room,
+            paused: Mutex::new(Vec::new()),
+        });
+        disk.keep_reserve();
+        disk
+    }
+
+    fn reserve_path(&self) -> PathBuf {
+        self.dir.join(RESERVE_FILE)
+    }
+
+    /// Allocates the reserve if it is missing and the disk has room for it
+    /// above the floor. A reserve cut short (the disk filled meanwhile) is
+    /// deleted: half a reserve would only look like one.
+    pub(crate) fn keep_reserve(&self) {
+        let path = self.reserve_path();
+        if self.reserve_size == 0
+            || std::fs::metadata(&path).is_ok_and(|m| m.len() >= self.reserve_size)
+        {
+            return;
+        }
+        match free_bytes(&self.dir) {
+            Ok(free) if free >= self.floor.saturating_add(self.reserve_size) => {}
+            _ => return,
+        }
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .and_then(|f| allocate(&f, self.reserve_size));
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&path);
+            tracing::warn!("cannot keep a reserve of {}: {e}", mib(self.reserve_size));
+        }
+    }
+
+    /// Deletes the reserve (true if there was one): the room it held is the
+    /// engine's to write its records in.
+    pub(crate) fn release_reserve(&self) -> bool {
+        release_reserve_in(&self.dir)
+    }
+
+    /// A write failed because the disk is full: the reserve is freed for
+    /// its retry, and runs stop taking new work until there is room.
+    pub(crate) fn on_full(&self) {
+        let freed = self.release_reserve();
+        self.full.store(true, Ordering::SeqCst);
+        self.room.send_replace(false);
+        tracing::warn!(
+            freed,
+            "the disk holding {} is full: the engine's reserve was freed, runs pause",
+            self.dir.display()
+        );
+    }
+
+    /// True while runs may take new work.
+    pub(crate) fn has_room(&self) -> bool {
+        *self.room.borrow()
+    }
+
+    /// Returns once runs may take new work.
+    pub(crate) async fn wait_for_room(&self) {
+        let mut rx = self.room.subscribe();
+        let _ = rx.wait_for(|room| *room).await;
+    }
+
+    /// Reads the free space: Some((true, free)) when runs must pause now,
+    /// Some((false, free)) when they may resume now, None when nothing
+    /// changed.
+    fn check(&self) -> Option<(bool, u64)> {
+        let free = match free_bytes(&self.dir) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("cannot read the free space of {}: {e}", self.dir.display());
+                return None;
+            }
+        };
+        let has_reserve = self.reserve_size == 0 || self.reserve_path().exists();
+        // Resuming needs room for the reserve too, or re-allocating it would
+        // take the disk straight back under the floor.
+        let needed = if has_reserve {
+            self.floor
+        } else {
+            self.floor.saturating_add(self.reserve_size)
+        };
+        let announced = self.announced.load(Ordering::SeqCst);
+        if !announced && (free < self.floor || self.full.load(Ordering::SeqCst)) {
+            self.room.send_replace(false);
+            self.announced.store(true, Ordering::SeqCst);
+            return Some((true, free));
+        }
+        if (announced || !self.has_room()) && free >= needed {
+            self.keep_reserve();
+            self.full.store(false, Ordering::SeqCst);
+            self.announced.store(false, Ordering::SeqCst);
+            self.room.send_replace(true);
+            return Some((false, free));
+        }
+        if !announced && !has_reserve {
+            // Not made at start (no room then): made once there is.
+            self.keep_reserve();
+        }
+        None
+    }
+}
+
+/// Allocates `len` bytes for `f` (blocks really taken, not a sparse file).
+fn allocate(f: &std::fs::File, len: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    match rustix::fs::fallocate(f, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(()),
+        // A filesystem without fallocate: written out.
+        Err(rustix::io::Errno::OPNOTSUPP) => {
+            let chunk = vec![0x55u8; 1 << 16];
+            let mut w = std::io::BufWriter::new(f);
+            let mut left = len;
+            while left > 0 {
+                let n = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
+                w.write_all(&chunk[..n])?;
+                left -= n as u64;
+            }
+            w.flush()?;
+            f.sync_all()
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Engine {
+    /// Follows the data dir's free space (see the module's doc): below the
+    /// floor runs pause, with a timeline entry each and one notification;
+    /// above it again they resume.
+    pub(crate) async fn watch_disk(self: Arc<Engine>) {
+        loop {
+            if let Some((pause, free)) = self.disk.check() {
+                if pause {
+                    self.pause_for_disk(free);
+                } else {
+                    self.resume_after_disk(free);
+                }
+            }
+            tokio::time::sleep(DISK_WATCH).await;
+        }
+    }
+
+    /// Runs this engine drives that are taking work.
+    fn active_runs(&self) -> Vec<RunId> {
+        self.runs()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| {
+                !r.origin.is_external()
+                    && matches!(
+                        r.state,
+                        RunState::Claimed | RunState::Running | RunState::RetryQueued
+                    )
+            })
+            .map(|r| r.id)
+            .collect()
+    }
+
+    fn pause_for_disk(&self, free: u64) {
+        let dir = self.paths().data_dir.display().to_string();
+        let text = format!(
+            "paused: the disk holding {dir} has {} free, below the floor of {} ([disk] floor in \
+             overseer.toml); the run takes no new work (no prompt, no tool call answered) until \
+             there is room again, then carries on by itself. Free some space (a run's repository \
+             or worktree under {dir}/worktrees may be what filled it).",
+            mib(free),
+            mib(self.disk.floor)
+        );
+        tracing::warn!("{text}");
+        let runs = self.active_runs();
+        for run in &runs {
+            let entry = || Activity::Notice {
+                text: text.clone(),
+                title: Some("Paused: the disk is nearly full".to_owned()),
+            };
+            // A first attempt that found the disk full freed the reserve:
+            // the second has room.
+            if let Err(e) = self
+                .record_activity(*run, entry())
+                .or_else(|_| self.record_activity(*run, entry()))
+            {
+                tracing::warn!(run = %run, "cannot note the pause on the timeline: {e}");
+            }
+        }
+        if let Some(first) = runs.first() {
+            let body = if runs.len() == 1 {
+                format!("Run {first} is paused. {text}")
+            } else {
+                format!("{} runs are paused. {text}", runs.len())
+            };
+            self.notify_user(
+                crate::NotificationKind::DiskFull,
+                *first,
+                "Runs paused: the disk is nearly full".to_owned(),
+                body,
+            );
+        }
+        *self.disk.paused.lock().unwrap_or_else(|p| p.into_inner()) = runs;
+    }
+
+    fn resume_after_disk(&self, free: u64) {
+        let runs = std::mem::take(&mut *self.disk.paused.lock().unwrap_or_else(|p| p.into_inner()));
+        let text = format!(
+            "resumed: the disk has {} free again (floor {})",
+            mib(free),
+            mib(self.disk.floor)
+        );
+        tracing::info!("{text}");
+        for run in runs {
+            let entry = Activity::Notice {
+                text: text.clone(),
+                title: Some("Resumed: the disk has room again".to_owned()),
+            };
+            if let Err(e) = self.record_activity(run, entry) {
+                tracing::warn!(run = %run, "cannot note the resume on the timeline: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn the_floor_and_the_reserve_are_read_from_overseer_toml_with_defaults() {
+        let c = Config::parse("", "overseer.toml".into()).expect("defaults");
+        assert_eq!((c.disk.floor(), c.disk.reserve()), (256 << 20, 32 << 20));
+        let c = Config::parse(
+            "[disk]\nfloor = \"1G\"\nreserve = 0\n",
+            "overseer.toml".into(),
+        )
+        .expect("set");
+        assert_eq!((c.disk.floor(), c.disk.reserve()), (1 << 30, 0));
+        let e = Config::parse("[disk]\nflor = \"1G\"\n", "overseer.toml".into())
+            .expect_err("a misspelt key");
+        assert!(e.to_string().contains("flor"), "{e}");
+    }
+}
