@@ -16,7 +16,8 @@ test: setup lint rust-test ui-test e2e fuzz-smoke
 ## decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
 ## tool-call permission round trips with 1/10/50 demo agents (all starting
 ## at once, and a started fleet each asking about every 100 ms), engine CPU
-## while agents wait, and in the real window: dashboard cold start, reload and filter with
+## while agents wait, starting a run's repository from a 20,000-file repository (clone
+## --shared vs its own copy of the base's history), and in the real window: dashboard cold start, reload and filter with
 ## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
 ## the idle PSS of the whole process tree beside WebKit's own floor; the engine's `runs()` while a
 ## run forks 3,000 children and spins 32 busy loops, without and with the run limits), then merge every figure into
@@ -28,6 +29,7 @@ bench: setup ui
 	$(CARGO) bench -p overseer-engine --bench permission
 	$(CARGO) bench -p overseer-engine --bench hostile_load
 	$(CARGO) bench -p overseer-engine --bench pending
+	$(CARGO) bench -p overseer-engine --bench run_repo
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
 	node scripts/bench-summary.mjs
 

@@ -52,6 +52,18 @@ printf '#!/bin/sh\ntouch %s/user-hook\n' "$MARKS" > "$USER_REPO/.git/hooks/post-
 git -C "$USER_REPO" config core.fsmonitor "touch $MARKS/user-fsmonitor" 2>/dev/null \
   && evidence user-repo-fsmonitor "core.fsmonitor set"
 
+# user-objects: the user's stash, another branch, a file staged then unstaged,
+# none of them reachable from the run's base commit; and the user's object
+# store by the path an alternates file would give.
+for o in $(echo "$USER_OBJECTS" | tr , " "); do
+  git cat-file -e "$o" 2>/dev/null && evidence read-user-objects "$o"
+done
+[ -e .git/objects/info/alternates ] && evidence user-repo-alternates "$(cat .git/objects/info/alternates)"
+ls "$USER_REPO/.git/objects" 2>/dev/null | grep -q . && evidence read-user-objects "$USER_REPO/.git/objects"
+# (A checkout outside HOME is hidden by a mount at its path, which
+# /proc/self/mountinfo shows: logged, not judged; see docs/security.md.)
+grep -qF "$USER_REPO" /proc/self/mountinfo 2>/dev/null && log "user repository path in mountinfo"
+
 # the run's own repository: hooks, fsmonitor and a filter the engine's git would run.
 printf '#!/bin/sh\ntouch %s/run-hook\n' "$MARKS" > .git/hooks/post-commit 2>/dev/null \
   && chmod +x .git/hooks/post-commit && evidence run-repo-hook "post-commit written"

@@ -130,6 +130,15 @@ r set_fsmonitor 'git -C "$WT" config core.fsmonitor "touch /tmp/x"'
 r write_worktree 'echo ok > "$WT/made-inside"'
 r git_log 'git -C "$WT" log --oneline -1'
 r objects 'ls "$OBJECTS" | grep -q .'
+r staged_blob 'git -C "$WT" cat-file -e "$STAGED"'
+r stash_commit 'git -C "$WT" cat-file -e "$STASH"'
+r stashed_blob 'git -C "$WT" cat-file -e "$STASHED"'
+r branch_commit 'git -C "$WT" cat-file -e "$BRANCH"'
+r branch_blob 'git -C "$WT" cat-file -e "$BRANCH_FILE"'
+r alternates 'test -e "$WT/.git/objects/info/alternates"'
+r repo_in_mountinfo 'grep -qF "$REPO" /proc/self/mountinfo'
+r repo_in_git_dir 'grep -rqF "$REPO" "$WT/.git"'
+r base_history 'test "$(git -C "$WT" rev-list --count HEAD)" = 2 && git -C "$WT" fsck --no-dangling'
 r tmp 'echo x > /tmp/x && test -s /tmp/x'
 r tcp 'timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"'
 r tcp_gateway 'timeout 3 bash -c "exec 3<>/dev/tcp/10.0.2.2/$PORT"'
@@ -158,6 +167,46 @@ struct Layout {
     /// server elsewhere on the network looks like from a run), if it has one.
     outside: Option<std::net::SocketAddr>,
     _outside: Option<std::net::TcpListener>,
+    /// Objects of the user's repository that the run's base does not reach.
+    secrets: UserSecrets,
+}
+
+/// What a user's repository holds beside the history a run starts from.
+struct UserSecrets {
+    /// A file staged but not committed (its blob is only in the index).
+    staged: String,
+    /// The stash commit, and the blob of the file it stashed.
+    stash: String,
+    stashed: String,
+    /// A branch the run was not given, and its file's blob.
+    branch: String,
+    branch_file: String,
+}
+
+/// Leaves in `repo` a stash, a branch other than `main` and a staged file,
+/// each with content no commit of `main` has.
+fn user_secrets(repo: &Path) -> UserSecrets {
+    git(repo, &["checkout", "-q", "-b", "secret-branch"]);
+    std::fs::write(repo.join("plan.txt"), "SECRET-BRANCH-PLAN\n").expect("write");
+    git(repo, &["add", "plan.txt"]);
+    git(repo, &["commit", "-q", "-m", "secret plan"]);
+    let branch = git(repo, &["rev-parse", "HEAD"]);
+    let branch_file = git(repo, &["rev-parse", "HEAD:plan.txt"]);
+    git(repo, &["checkout", "-q", "main"]);
+    std::fs::write(repo.join("README.md"), "SECRET-STASHED-EDIT\n").expect("write");
+    git(repo, &["stash", "-q"]);
+    let stash = git(repo, &["rev-parse", "refs/stash"]);
+    let stashed = git(repo, &["rev-parse", "refs/stash:README.md"]);
+    std::fs::write(repo.join("credentials.env"), "SECRET-STAGED-TOKEN\n").expect("write");
+    git(repo, &["add", "credentials.env"]);
+    let staged = git(repo, &["rev-parse", ":credentials.env"]);
+    UserSecrets {
+        staged,
+        stash,
+        stashed,
+        branch,
+        branch_file,
+    }
 }
 
 /// This machine's address towards its default route (no packet is sent).
@@ -173,12 +222,13 @@ fn non_loopback_ip() -> Option<std::net::IpAddr> {
 fn layout() -> Layout {
     let dir = scratch();
     let root = dir.path().canonicalize().expect("canon");
+    // The user's repository under their HOME, where checkouts live.
     let (data, config, home, runtime, repo) = (
         root.join("data"),
         root.join("config"),
         root.join("home"),
         root.join("runtime"),
-        root.join("repo"),
+        root.join("home/code/repo"),
     );
     for d in [&data, &config, &home, &runtime, &repo] {
         std::fs::create_dir_all(d).expect("mkdir");
@@ -192,19 +242,12 @@ fn layout() -> Layout {
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
-    // The run's repository: a clone borrowing the user's objects.
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let secrets = user_secrets(&repo);
+    // The run's repository, made as the engine makes it.
     let worktree = data.join("worktrees/demo/run-1");
-    std::fs::create_dir_all(worktree.parent().expect("parent")).expect("mkdir");
-    git(
-        &root,
-        &[
-            "clone",
-            "-q",
-            "--shared",
-            &repo.to_string_lossy(),
-            &worktree.to_string_lossy(),
-        ],
-    );
+    overseer_engine::git::create_run_repo(&repo, &worktree, "overseer/run-1", "main")
+        .expect("the run's repository");
     let agent_home = data.join("agent-homes/demo");
     std::fs::create_dir_all(&agent_home).expect("agent home");
     let abstract_name = format!("/tmp/.X11-unix/X{}", 9000 + std::process::id() % 1000);
@@ -221,6 +264,7 @@ fn layout() -> Layout {
         _outside: outside_listener,
         abstract_name,
         _abstract: abstract_listener,
+        secrets,
         _dir: dir,
         data,
         config,
@@ -246,7 +290,6 @@ impl Layout {
             host_home: Some(self.home.clone()),
             host_path: std::env::var("PATH").ok(),
             repo: Some(self.repo.clone()),
-            repo_objects: bwrap::objects_dir(&self.repo),
             worktree: self.worktree.clone(),
             private_home: Some(self.agent_home.clone()),
             program: process::resolve_program(
@@ -265,7 +308,7 @@ impl Layout {
 
     async fn probe(&self, network: NetworkMode, port: u16) -> HashMap<String, bool> {
         let plan = bwrap::plan(&self.inputs(network)).expect("plan");
-        let objects = bwrap::objects_dir(&self.repo).expect("objects");
+        let objects = self.repo.join(".git/objects");
         let env: Vec<(String, String)> = [
             ("DATA", self.data.to_string_lossy().into_owned()),
             ("CONFIG", self.config.to_string_lossy().into_owned()),
@@ -287,6 +330,11 @@ impl Layout {
                     .unwrap_or_default(),
             ),
             ("ABSTRACT", format!("@{}", self.abstract_name)),
+            ("STAGED", self.secrets.staged.clone()),
+            ("STASH", self.secrets.stash.clone()),
+            ("STASHED", self.secrets.stashed.clone()),
+            ("BRANCH", self.secrets.branch.clone()),
+            ("BRANCH_FILE", self.secrets.branch_file.clone()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -341,7 +389,19 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         ("set_fsmonitor", false),
         ("write_worktree", true),
         ("git_log", true),
-        ("objects", true),
+        // The run holds the history of its base commit and nothing else of
+        // the user's repository: not the index, the stash, another branch,
+        // the object directory nor any mention of where it is.
+        ("base_history", true),
+        ("objects", false),
+        ("staged_blob", false),
+        ("stash_commit", false),
+        ("stashed_blob", false),
+        ("branch_commit", false),
+        ("branch_blob", false),
+        ("alternates", false),
+        ("repo_in_mountinfo", false),
+        ("repo_in_git_dir", false),
         ("tmp", true),
         // A private network (the default): this machine's loopback services
         // are out of reach, directly and through slirp4netns's gateway...

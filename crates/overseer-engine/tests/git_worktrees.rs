@@ -72,11 +72,9 @@ fn each_run_works_in_a_repository_of_its_own_outside_the_users_checkout() {
     assert_eq!(sh(r.path(), &["branch", "--list", "overseer/*"]), "");
     let tip = git::branch_head(&dir, "overseer/run-1").expect("tip");
     assert!(!git::contains(r.path(), "main", &tip).expect("contains"));
-    // Objects borrowed read-only; no remote back to the user's repository; no
-    // hook templates.
-    let alternates =
-        fs::read_to_string(dir.join(".git/objects/info/alternates")).expect("alternates");
-    assert!(alternates.contains(&r.path().join(".git/objects").display().to_string()));
+    // Objects of its own (nothing borrowed); no remote back to the user's
+    // repository; no hook templates.
+    assert!(!dir.join(".git/objects/info/alternates").exists());
     assert_eq!(sh(&dir, &["remote"]), "");
     assert!(!dir.join(".git/hooks").exists());
     // The run's branch starts at the base commit; review reads the run's own
@@ -348,6 +346,19 @@ fn plant(repo: &Path, marks: &Marks, tag: &str) {
     set("diff.external", &marks.cmd(&format!("{tag}-external-diff")));
     set("gpg.program", &marks.cmd(&format!("{tag}-gpg")));
     set("commit.gpgSign", "true");
+    // Programs upload-pack and pack-objects would start (a fetch from this
+    // repository, or a copy of its objects).
+    set(
+        "uploadpack.packObjectsHook",
+        &format!(
+            "sh -c '{}; exec \"$@\"' -",
+            marks.cmd(&format!("{tag}-pack-hook"))
+        ),
+    );
+    set(
+        "core.alternateRefsCommand",
+        &marks.cmd(&format!("{tag}-alternate-refs")),
+    );
     // (A merge driver named by the attributes has a test of its own: its
     // file conflicts instead.)
     fs::create_dir_all(git_dir.join("info")).expect("mkdir");
@@ -532,4 +543,252 @@ fn a_merge_driver_in_the_users_configuration_makes_a_conflict_not_a_command() {
     assert!(matches!(err, GitError::Conflict { .. }), "{err}");
     assert_eq!(marks.left(), Vec::<String>::new());
     assert_eq!(sh(r.path(), &["rev-parse", "main"]), before);
+}
+
+/// Leaves in the user's repository what a run must not read: a branch it was
+/// not given, a stash and a staged file. Returns their objects' ids.
+fn user_secrets(repo: &Path) -> Vec<String> {
+    sh(repo, &["checkout", "-q", "-b", "secret-branch"]);
+    fs::write(repo.join("plan.txt"), "secret plan\n").expect("write");
+    sh(repo, &["add", "plan.txt"]);
+    sh(repo, &["commit", "-q", "-m", "secret plan"]);
+    let mut ids = vec![
+        sh(repo, &["rev-parse", "HEAD"]),
+        sh(repo, &["rev-parse", "HEAD:plan.txt"]),
+    ];
+    sh(repo, &["checkout", "-q", "main"]);
+    fs::write(repo.join("notes.txt"), "stashed edit\n").expect("write");
+    sh(repo, &["stash", "-q"]);
+    ids.push(sh(repo, &["rev-parse", "refs/stash"]));
+    ids.push(sh(repo, &["rev-parse", "refs/stash:notes.txt"]));
+    fs::write(repo.join("token.env"), "staged secret\n").expect("write");
+    sh(repo, &["add", "token.env"]);
+    ids.push(sh(repo, &["rev-parse", ":token.env"]));
+    ids
+}
+
+fn has_object(dir: &Path, id: &str) -> bool {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["cat-file", "-e", id])
+        .status()
+        .expect("git")
+        .success()
+}
+
+#[test]
+fn a_run_holds_only_what_its_base_reaches_and_still_merges_back() {
+    let r = repo();
+    sh(r.path(), &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let secrets = user_secrets(r.path());
+    let data = tempfile::tempdir().expect("data");
+    let dir = run_with_change(r.path(), data.path(), "overseer/run-8", "a.txt", "a\n");
+    for id in &secrets {
+        assert!(has_object(r.path(), id), "the user's repository has {id}");
+        assert!(!has_object(&dir, id), "the run's repository has {id}");
+    }
+    assert!(!dir.join(".git/objects/info/alternates").exists());
+    // All of the base's history, whole.
+    assert_eq!(sh(&dir, &["rev-list", "--count", "HEAD~1"]), "2");
+    sh(&dir, &["fsck", "--no-dangling"]);
+    // Nothing in the run's repository names the user's.
+    let named = Command::new("grep")
+        .args(["-rqF", &r.path().display().to_string()])
+        .arg(dir.join(".git"))
+        .status()
+        .expect("grep");
+    assert!(
+        !named.success(),
+        "the run's .git names the user's repository"
+    );
+    // The merge brings the run's objects into the user's repository (once
+    // the user's staged change is out of the way of the checked-out base).
+    let dirty = merge_run(r.path(), &dir, "overseer/run-8", "Merge run 8").expect_err("staged");
+    assert!(matches!(dirty, GitError::DirtyCheckout { .. }), "{dirty}");
+    sh(r.path(), &["reset", "-q"]);
+    let commit = merge_run(r.path(), &dir, "overseer/run-8", "Merge run 8").expect("merge");
+    assert_eq!(sh(r.path(), &["rev-parse", "main"]), commit);
+    assert_eq!(sh(r.path(), &["show", "main:a.txt"]), "a");
+    assert_eq!(sh(r.path(), &["stash", "list"]).lines().count(), 1);
+}
+
+#[test]
+fn another_runs_merged_commit_that_this_run_lacks_is_no_error_when_counting_its_work() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    let base = sh(r.path(), &["rev-parse", "main"]);
+    let a = run_with_change(r.path(), data.path(), "overseer/run-9", "a.txt", "a\n");
+    let b = run_with_change(r.path(), data.path(), "overseer/run-10", "b.txt", "b\n");
+    let tip_a = git::branch_head(&a, "overseer/run-9").expect("tip");
+    merge_run(r.path(), &a, "overseer/run-9", "Merge run 9").expect("merge a");
+    // Run 10 never had run 9's commit: its own work is still counted.
+    let tip_b = git::branch_head(&b, "overseer/run-10").expect("tip");
+    assert!(!has_object(&b, &tip_a));
+    let work = git::commits_between(&b, &base, &tip_b, &[tip_a]).expect("commits");
+    assert_eq!(work, vec![tip_b]);
+}
+
+#[test]
+fn a_run_that_borrowed_the_users_objects_stops_borrowing_when_resumed() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    // A run's repository as it was made before: a clone borrowing objects.
+    let dir = data.path().join("worktrees/old-run-11");
+    sh(
+        data.path(),
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            "--no-checkout",
+            "--template=",
+            &r.path().to_string_lossy(),
+            &dir.to_string_lossy(),
+        ],
+    );
+    sh(&dir, &["remote", "remove", "origin"]);
+    sh(&dir, &["checkout", "-q", "-b", "overseer/run-11", "main"]);
+    fs::write(dir.join("e.txt"), "e\n").expect("edit");
+    assert!(git::commit_all(&dir, "agent work").expect("commit"));
+    let secrets = user_secrets(r.path());
+    assert!(has_object(&dir, &secrets[0]), "borrowed before");
+    git::create_run_repo(r.path(), &dir, "overseer/run-11", "main").expect("resume");
+    assert!(!dir.join(".git/objects/info/alternates").exists());
+    for id in &secrets {
+        assert!(!has_object(&dir, id), "the resumed run still reaches {id}");
+    }
+    sh(&dir, &["fsck", "--no-dangling"]);
+    sh(r.path(), &["reset", "-q"]);
+    let commit = merge_run(r.path(), &dir, "overseer/run-11", "Merge run 11").expect("merge");
+    assert_eq!(sh(r.path(), &["rev-parse", "main"]), commit);
+}
+
+#[test]
+fn nothing_planted_in_the_users_repository_runs_when_a_runs_repository_is_made() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    let marks = Marks::new();
+    plant(r.path(), &marks, "user");
+    let dir = data.path().join("worktrees/run-12");
+    git::create_run_repo(r.path(), &dir, "overseer/run-12", "main").expect("run repository");
+    assert_eq!(
+        marks.left(),
+        Vec::<String>::new(),
+        "commands from the user's repository ran"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("notes.txt")).expect("read"),
+        "one\ntwo\nthree\nfour\nfive\n",
+        "checked out unfiltered"
+    );
+}
+
+#[test]
+fn a_run_from_a_shallow_repository_has_the_history_the_user_has() {
+    let origin = repo();
+    sh(
+        origin.path(),
+        &["commit", "-q", "--allow-empty", "-m", "second"],
+    );
+    sh(
+        origin.path(),
+        &["commit", "-q", "--allow-empty", "-m", "third"],
+    );
+    let user = tempfile::tempdir().expect("user");
+    let url = format!("file://{}", origin.path().display());
+    sh(
+        user.path(),
+        &["clone", "-q", "--depth", "2", &url, "shallow"],
+    );
+    let shallow = user.path().join("shallow");
+    let data = tempfile::tempdir().expect("data");
+    let dir = run_with_change(&shallow, data.path(), "overseer/run-13", "a.txt", "a\n");
+    assert_eq!(sh(&dir, &["rev-parse", "--is-shallow-repository"]), "true");
+    assert_eq!(sh(&dir, &["rev-list", "--count", "HEAD"]), "3");
+    sh(&dir, &["fsck", "--no-dangling"]);
+    let commit = merge_run(&shallow, &dir, "overseer/run-13", "Merge run 13").expect("merge");
+    assert_eq!(sh(&shallow, &["rev-parse", "main"]), commit);
+}
+
+#[test]
+fn a_partial_clone_is_refused_without_running_its_remotes_upload_pack() {
+    let origin = repo();
+    sh(origin.path(), &["config", "uploadpack.allowFilter", "true"]);
+    let user = tempfile::tempdir().expect("user");
+    let url = format!("file://{}", origin.path().display());
+    sh(
+        user.path(),
+        &[
+            "clone",
+            "-q",
+            "--no-local",
+            "--filter=blob:none",
+            "--no-checkout",
+            &url,
+            "partial",
+        ],
+    );
+    let partial = user.path().join("partial");
+    let marks = Marks::new();
+    sh(
+        &partial,
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            &format!("{}; git-upload-pack", marks.cmd("lazy-fetch")),
+        ],
+    );
+    let data = tempfile::tempdir().expect("data");
+    let dir = data.path().join("worktrees/run-14");
+    let err = git::create_run_repo(&partial, &dir, "overseer/run-14", "main")
+        .expect_err("objects are missing");
+    assert!(err.to_string().contains("promisor"), "{err}");
+    assert_eq!(
+        marks.left(),
+        Vec::<String>::new(),
+        "a command from the user's configuration ran"
+    );
+}
+
+/// The packs in a run repository's object directory, by inode.
+fn pack_inodes(dir: &Path) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut inodes: Vec<u64> = fs::read_dir(dir.join(".git/objects/pack"))
+        .expect("pack dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .map(|e| e.metadata().expect("metadata").ino())
+        .collect();
+    inodes.sort_unstable();
+    inodes
+}
+
+#[test]
+fn runs_from_the_same_base_share_its_pack_and_others_get_their_own() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    let a = run_with_change(r.path(), data.path(), "overseer/run-15", "a.txt", "a\n");
+    let b = run_with_change(r.path(), data.path(), "overseer/run-16", "b.txt", "b\n");
+    assert_eq!(pack_inodes(&a).len(), 1);
+    assert_eq!(
+        pack_inodes(&a),
+        pack_inodes(&b),
+        "one pack on disk for both"
+    );
+    // A run from another base gets that base's history only.
+    sh(r.path(), &["commit", "-q", "--allow-empty", "-m", "later"]);
+    let secrets = user_secrets(r.path());
+    let c = run_with_change(r.path(), data.path(), "overseer/run-17", "c.txt", "c\n");
+    assert_ne!(pack_inodes(&c), pack_inodes(&a));
+    assert_eq!(sh(&c, &["rev-list", "--count", "HEAD~1"]), "2");
+    for id in &secrets {
+        assert!(!has_object(&c, id), "the run's repository has {id}");
+    }
+    // Each still merges back; cleaning one leaves the other whole.
+    git::remove_run_repo(r.path(), &a, "overseer/run-15").expect("clean");
+    sh(&b, &["fsck", "--no-dangling"]);
+    sh(r.path(), &["reset", "-q"]);
+    let commit = merge_run(r.path(), &b, "overseer/run-16", "Merge run 16").expect("merge");
+    assert_eq!(sh(r.path(), &["rev-parse", "main"]), commit);
 }

@@ -93,11 +93,37 @@ fn audit_mentions(w: &World, text: &str) -> i64 {
 async fn a_run_works_in_its_own_repository_and_is_merged_once_on_approval() {
     let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), "").await;
     let base = git(&w.repo, &["rev-parse", "main"]);
+    // The user has a branch the run is not given and a stash.
+    git(&w.repo, &["branch", "elsewhere"]);
+    git(&w.repo, &["checkout", "-q", "elsewhere"]);
+    std::fs::write(w.repo.join("plan.txt"), "not for runs\n").expect("write");
+    git(&w.repo, &["add", "plan.txt"]);
+    git(&w.repo, &["commit", "-q", "-m", "elsewhere"]);
+    git(&w.repo, &["checkout", "-q", "main"]);
+    std::fs::write(w.repo.join("README.md"), "stashed\n").expect("write");
+    git(&w.repo, &["stash", "-q"]);
+    let not_given = [
+        git(&w.repo, &["rev-parse", "elsewhere"]),
+        git(&w.repo, &["rev-parse", "elsewhere:plan.txt"]),
+        git(&w.repo, &["rev-parse", "refs/stash"]),
+        git(&w.repo, &["rev-parse", "refs/stash:README.md"]),
+    ];
     let run = start(&w, "happy");
     to_review(&w, run.into()).await;
     let dir = w.engine.worktree_path("demo", run);
-    // Its own repository: nothing of the run in the user's repository.
+    // Its own repository: nothing of the run in the user's repository, and
+    // of the user's only what the base commit reaches.
     assert!(dir.join(".git").is_dir(), "not a linked worktree");
+    assert!(!dir.join(".git/objects/info/alternates").exists());
+    for id in &not_given {
+        let found = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(["cat-file", "-e", id])
+            .status()
+            .expect("git");
+        assert!(!found.success(), "the run's repository has {id}");
+    }
     assert_eq!(git(&w.repo, &["worktree", "list"]).lines().count(), 1);
     assert_eq!(git(&w.repo, &["branch", "--list", "overseer/*"]), "");
     assert_eq!(

@@ -145,6 +145,32 @@ fn table(outcomes: &[Outcome]) -> String {
     t
 }
 
+/// Leaves in `repo` work of the user's that the run's base does not reach:
+/// a branch, a stash, a file staged then unstaged. Returns their objects.
+fn user_work_not_given(repo: &Path) -> Vec<String> {
+    git(repo, &["branch", "user-private"]);
+    git(repo, &["checkout", "-q", "user-private"]);
+    std::fs::write(repo.join("private-plan.txt"), "user-private plan\n").expect("write");
+    git(repo, &["add", "private-plan.txt"]);
+    git(repo, &["commit", "-q", "-m", "private plan"]);
+    let mut objects = vec![
+        git(repo, &["rev-parse", "HEAD"]),
+        git(repo, &["rev-parse", "HEAD:private-plan.txt"]),
+    ];
+    git(repo, &["checkout", "-q", "main"]);
+    let readme = read(&repo.join("README.md"));
+    std::fs::write(repo.join("README.md"), format!("{readme}stashed edit\n")).expect("write");
+    git(repo, &["stash", "-q"]);
+    objects.push(git(repo, &["rev-parse", "refs/stash"]));
+    objects.push(git(repo, &["rev-parse", "refs/stash:README.md"]));
+    std::fs::write(repo.join("token.env"), "staged then unstaged\n").expect("write");
+    git(repo, &["add", "token.env"]);
+    objects.push(git(repo, &["rev-parse", ":token.env"]));
+    git(repo, &["reset", "-q"]);
+    std::fs::remove_file(repo.join("token.env")).expect("remove");
+    objects
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     let mut files: Vec<(String, String)> = SCRIPTS
@@ -193,7 +219,11 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     // outside the run; it counts who connects.
     let desktop = DesktopSocket::listen(&nonce);
     let _cleanup = RemoveOnDrop(planted.clone());
+    // The user's own work that no run is given: a stash, another branch, and
+    // a file staged then unstaged (its blob stays in the object store).
+    let user_objects = user_work_not_given(&r.w.repo);
     let targets = [
+        ("USER_OBJECTS", user_objects.join(",")),
         ("DATA", r.paths.data_dir.display().to_string()),
         ("CONFIG", r.paths.config_dir.display().to_string()),
         ("SOCKET", r.paths.socket().display().to_string()),
@@ -367,6 +397,11 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         "approve via a sensor's daemon",
         witness("socket-sensor"),
         "sensor.sh daemon",
+    ));
+    outcomes.push(check(
+        "read the user's stash, other branches, staged files",
+        witness("read-user-objects") && witness("user-repo-alternates"),
+        "git cat-file in the run's repository; the user's objects dir, alternates",
     ));
     let home_written = planted.exists();
     outcomes.push(check(

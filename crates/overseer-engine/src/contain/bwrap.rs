@@ -12,9 +12,9 @@
 //!   user's HOME (dotfiles) and the user's checkout;
 //! - bound back: the run's working copy (writable) with its `.git`
 //!   read-only again (a `.git` that is missing or a symlink is covered by
-//!   `/dev/null`, so the run cannot create one either), the object
-//!   directory of the user's repository (read-only: the run's clone
-//!   borrows objects from it), toolchains under HOME (read-only), the
+//!   `/dev/null`, so the run cannot create one either; it holds its own
+//!   copy of the objects its base commit reaches, nothing of the user's
+//!   repository is bound), toolchains under HOME (read-only), the
 //!   agent program's own install (read-only), the agent's HOME and TMPDIR
 //!   (writable), every directory a profile's `*_HOME` variable names
 //!   (writable), and the profile's `read_paths` / `write_paths`.
@@ -61,8 +61,6 @@ pub struct SandboxInputs {
     pub host_path: Option<String>,
     /// The user's checkout (hidden).
     pub repo: Option<PathBuf>,
-    /// The user's repository's object directory (read-only).
-    pub repo_objects: Option<PathBuf>,
     /// The run's working copy: writable, and the working directory.
     pub worktree: PathBuf,
     /// The agent's own HOME, bound at the user's HOME path, when the
@@ -368,7 +366,7 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     let mut readable = user_paths(&inputs.read_paths, "read_paths")?;
 
     // Automatic read-only binds: toolchains under HOME, PATH entries under
-    // HOME, the program's install, the repository's objects.
+    // HOME, the program's install.
     let mut automatic: Vec<PathBuf> = Vec::new();
     let mut covers: Vec<PathBuf> = Vec::new();
     if let Some(home) = &host_home {
@@ -397,7 +395,6 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     if let Some(bin) = inputs.overseer_bin.as_deref().and_then(canon) {
         automatic.extend(bin.parent().map(Path::to_owned));
     }
-    automatic.extend(inputs.repo_objects.as_deref().and_then(canon));
     for p in automatic {
         if check(&p, &allowed_inside).is_ok() && p.is_dir() {
             readable.push(p);
@@ -565,39 +562,6 @@ pub fn install_dir(program: &Path) -> Option<PathBuf> {
         .map(Path::to_owned)
 }
 
-/// The object directory of the repository at `repo` (`git rev-parse
-/// --git-common-dir` + `/objects`), where a run's clone borrows objects.
-pub fn objects_dir(repo: &Path) -> Option<PathBuf> {
-    // By its full path: spawned, not a fork of the whole engine.
-    let out = std::process::Command::new(crate::git::program())
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "--git-common-dir"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success());
-    let common = match out {
-        Some(o) => {
-            let text = String::from_utf8_lossy(&o.stdout).trim().to_owned();
-            let p = PathBuf::from(text);
-            if p.is_absolute() {
-                p
-            } else {
-                repo.join(p)
-            }
-        }
-        None => repo.join(".git"),
-    };
-    let objects = common.join("objects");
-    objects.is_dir().then_some(objects)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,7 +619,6 @@ mod tests {
                     self.p("home/.cargo/bin").display()
                 )),
                 repo: Some(self.p("repo")),
-                repo_objects: Some(self.p("repo/.git/objects")),
                 worktree: self.p("data/worktrees/w/run-1"),
                 private_home: Some(self.p("data/agent-homes/claude")),
                 program: Some(self.p("tools/lib/node_modules/pkg/node_modules/dep/bin")),
@@ -699,7 +662,6 @@ mod tests {
             data_dir: root.join("data"),
             config_dir: root.join("config"),
             repo: Some(root.join("repo")),
-            repo_objects: Some(root.join("repo/.git/objects")),
             worktree: root.join("data/worktrees/w/run-1"),
             network: NetworkMode::Host,
             ..SandboxInputs::default()
@@ -791,10 +753,12 @@ mod tests {
         assert!(position(m, &wt.join(".git")) > position(m, &wt));
         assert!(plan.writable(&wt.join("src/x")));
         assert!(!plan.writable(&wt.join(".git/hooks/x")));
-        // Read-only: the repository's objects, toolchains and PATH entries
-        // under HOME, the program's top-most node_modules.
+        // Read-only: toolchains and PATH entries under HOME, the program's
+        // top-most node_modules. Nothing of the user's repository (its
+        // objects included) is bound.
+        assert_eq!(bind(m, &f.p("repo/.git/objects")), None);
+        assert!(plan.hides(&f.p("repo/.git/objects/x")));
         for ro in [
-            "repo/.git/objects",
             "home/.cargo",
             "home/.local/bin",
             "home/bin",

@@ -405,7 +405,6 @@ impl Engine {
             host_home,
             host_path: std::env::var("PATH").ok(),
             repo: repo.map(Path::to_owned),
-            repo_objects: repo.and_then(bwrap::objects_dir),
             worktree: worktree.to_owned(),
             ..SandboxInputs::default()
         }
