@@ -99,7 +99,10 @@ struct DesktopSocket {
 impl DesktopSocket {
     fn listen(nonce: &str) -> DesktopSocket {
         use std::os::linux::net::SocketAddrExt;
-        let name = format!("/tmp/.X11-unix/X{}-{nonce}", 7000 + std::process::id() % 1000);
+        let name = format!(
+            "/tmp/.X11-unix/X{}-{nonce}",
+            7000 + std::process::id() % 1000
+        );
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
             .expect("abstract name");
         let listener =
@@ -342,7 +345,10 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     outcomes.push(check(
         "connect to the desktop's abstract X11 socket",
         desktop_reached == 0 && witness("desktop-socket"),
-        format!("@{} (Landlock scope; {desktop_reached} connections)", desktop.name),
+        format!(
+            "@{} (Landlock scope; {desktop_reached} connections)",
+            desktop.name
+        ),
     ));
     outcomes.push(check(
         "read the engine's environ",
