@@ -25,11 +25,11 @@ use overseer_engine::contain::net::NetworkMode;
 use overseer_engine::contain::{self, bwrap, RunCgroup, SandboxInputs};
 use overseer_engine::process::{self, AgentSpec};
 use overseer_engine::{server, SystemClock};
-use overseer_engine::{Engine, LogNotifier, Notification, NotificationKind, Notifier, Paths};
+use overseer_engine::{Engine, LogNotifier, NotificationKind, Paths};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const HELPER: &str = "OVERSEER_CONTAIN_HELPER";
@@ -653,15 +653,6 @@ async fn a_sensor_runs_contained_with_a_cleared_environment_and_its_daemon_is_st
         .join("agent-homes/_sensors")
         .join(format!("run-{run}"))
         .exists());
-}
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
 }
 
 /// Runs `helper_client` in a child process as `spec` says; its reply line.

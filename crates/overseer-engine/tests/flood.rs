@@ -11,19 +11,10 @@ use common::*;
 use overseer_core::activity::SecurityEvent;
 use overseer_core::{Activity, Actor, DeviationCause, GateBody, GateKind, GateView, RunId};
 use overseer_engine::flood::FloodLimits;
-use overseer_engine::{Notification, NotificationKind, Notifier};
+use overseer_engine::NotificationKind;
 use overseer_store::WorkspaceSettings;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
-}
+use std::sync::Arc;
 
 impl Captured {
     fn of(&self, kind: NotificationKind) -> usize {

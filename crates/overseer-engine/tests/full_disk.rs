@@ -7,6 +7,7 @@
 //! on a real SQLite file, with a real git repository.
 
 mod common;
+use common::Captured;
 #[path = "common/scripted.rs"]
 mod scripted;
 
@@ -15,22 +16,13 @@ use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunId, RunState};
 use overseer_engine::acp::{PermissionReply, ToolCallInfo};
 use overseer_engine::disk::{free_bytes, RESERVE_FILE};
-use overseer_engine::{Notification, NotificationKind, Notifier};
+use overseer_engine::NotificationKind;
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
-}
 
 impl Captured {
     /// The notifications that the disk is nearly full.

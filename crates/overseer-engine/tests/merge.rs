@@ -6,27 +6,17 @@
 //! co-signed merge review waits for the supervisor after a human's approval.
 
 mod common;
+use common::Captured;
 
 use common::{git, pending_gate, start, state, until, world_with, World};
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy};
 use overseer_core::{
     Actor, DeviationCause, ErrorCode, GateBody, GateKind, ReleaseReason, RunState,
 };
-use overseer_engine::{
-    Engine, LogNotifier, MergeOutcome, Notification, NotificationKind, Notifier, SystemClock,
-};
+use overseer_engine::{Engine, LogNotifier, MergeOutcome, NotificationKind, SystemClock};
 use overseer_store::WorkspaceSettings;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
-}
+use std::sync::Arc;
 
 impl Captured {
     fn kinds(&self) -> Vec<NotificationKind> {

@@ -5,24 +5,16 @@
 //! approval, steering, and every decision's story verified.
 
 mod common;
+use common::Captured;
 
 use common::{pending_gate, start, start_with, state, until, world_with, World};
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
 use overseer_core::{Actor, ErrorCode, GateKind, RunState};
-use overseer_engine::{LogNotifier, Notification, NotificationKind, Notifier};
+use overseer_engine::{LogNotifier, NotificationKind};
 use overseer_store::{TaskSettings, WorkspaceSettings};
-use std::sync::{Arc, Mutex};
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
-}
+use std::sync::Arc;
 
 impl Captured {
     fn kinds(&self) -> Vec<NotificationKind> {

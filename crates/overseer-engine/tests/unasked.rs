@@ -18,18 +18,9 @@ use common::*;
 use overseer_core::activity::{Activity, SecurityEvent};
 use overseer_core::rules::RuleSet;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunId, RunState};
-use overseer_engine::{Notification, NotificationKind, Notifier};
+use overseer_engine::NotificationKind;
 use overseer_store::{TaskSettings, WorkspaceSettings};
-use std::sync::{Arc, Mutex};
-
-#[derive(Default)]
-struct Captured(Mutex<Vec<Notification>>);
-
-impl Notifier for Captured {
-    fn notify(&self, n: &Notification) {
-        self.0.lock().expect("lock").push(n.clone());
-    }
-}
+use std::sync::Arc;
 
 /// A profile running the demo agent with no `mode`, offering `modes` and
 /// starting in `start`.

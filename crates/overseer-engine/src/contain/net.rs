@@ -297,12 +297,18 @@ fn read_child_pid(fd: OwnedFd, deadline: Instant) -> Result<u32, String> {
     }
 }
 
-/// Until `pid` waits on a pipe (the block fd).
+/// Until `pid` waits on a pipe (the block fd). A kernel that hides wait
+/// channels (`/proc/PID/wchan` always "0") cannot say: then a pause long
+/// enough for bwrap's own set-up (a few ms) stands in.
 fn wait_blocked(pid: u32, deadline: Instant) -> Result<(), String> {
     let wchan = format!("/proc/{pid}/wchan");
+    let start = Instant::now();
     loop {
         match std::fs::read_to_string(&wchan) {
             Ok(w) if w.contains("pipe") => return Ok(()),
+            Ok(w) if w.trim() == "0" && start.elapsed() > Duration::from_millis(200) => {
+                return Ok(())
+            }
             Ok(_) => {}
             Err(e) => {
                 return Err(format!(

@@ -28,6 +28,17 @@ pub fn served(dir: &std::path::Path) -> (Arc<Engine>, Paths, tokio::task::JoinHa
     (engine, paths, server)
 }
 
+/// A notifier that keeps every notification, for tests that check who was
+/// told what (each test file adds the views it needs).
+#[derive(Default)]
+pub struct Captured(pub std::sync::Mutex<Vec<overseer_engine::Notification>>);
+
+impl Notifier for Captured {
+    fn notify(&self, n: &overseer_engine::Notification) {
+        self.0.lock().expect("lock").push(n.clone());
+    }
+}
+
 pub struct World {
     pub _dir: tempfile::TempDir,
     pub repo: PathBuf,
