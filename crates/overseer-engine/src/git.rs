@@ -412,8 +412,21 @@ impl Git {
 
     /// Runs git with `input` on its stdin.
     fn output_with(&self, args: &[&str], input: &str) -> Result<Output, GitError> {
-        let mut child = self
-            .command(args)
+        self.output_with_env(args, input, &[])
+    }
+
+    /// [`Git::output_with`] with these variables set too.
+    fn output_with_env(
+        &self,
+        args: &[&str],
+        input: &str,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Output, GitError> {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -678,19 +691,48 @@ const BASE_IDLE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// `git pack-objects --revs` of `commit` in `user`, written as `base_name`
 /// `-<hash>.pack/.idx/.rev`.
+///
+/// git writes a pack to a temporary file in the object directory it works
+/// in, then renames it to `base_name`: across filesystems (the data dir on
+/// another disk than the user's repository) that rename fails. So it works
+/// in an empty object directory beside `base_name` (on its filesystem),
+/// reading the user's objects as alternates: nothing is written to the
+/// user's repository, and the user's deltas are still reused.
 fn write_pack(user: &Git, commit: &str, base_name: &Path) -> Result<(), GitError> {
-    let base_name = base_name.to_string_lossy();
-    let out = user.output_with(
+    let objects = PathBuf::from(user.run(&[
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-path",
+        "objects",
+    ])?);
+    let parent = base_name.parent().unwrap_or(Path::new("."));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let scratch = parent.join(format!(".pack-objects-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(scratch.join("pack")).map_err(|source| GitError::Io {
+        dir: scratch.clone(),
+        source,
+    })?;
+    let name = base_name.to_string_lossy();
+    let out = user.output_with_env(
         &[
             "pack-objects",
             "-q",
             "--revs",
             "--delta-base-offset",
             "--",
-            &base_name,
+            &name,
         ],
         &format!("{commit}\n"),
-    )?;
+        &[
+            ("GIT_OBJECT_DIRECTORY", scratch.as_os_str()),
+            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", objects.as_os_str()),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+    let out = out?;
     if !out.status.success() {
         return Err(user.failed("pack-objects --revs", &out));
     }
