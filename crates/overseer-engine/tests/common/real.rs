@@ -161,6 +161,24 @@ pub struct Real {
     pub name: &'static str,
 }
 
+/// Whether a `.jsonl` file under `dir` (an agent's session transcript)
+/// holds `text`.
+fn transcript_names(dir: &Path, text: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok()).any(|e| {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => transcript_names(&p, text),
+            Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => {
+                std::fs::read_to_string(&p).is_ok_and(|t| t.contains(text))
+            }
+            _ => false,
+        }
+    })
+}
+
 /// `overseer.toml` text for a TOML string (paths, URLs: no control characters).
 pub fn toml_str(s: impl AsRef<str>) -> String {
     format!("{:?}", s.as_ref())
@@ -342,6 +360,19 @@ impl Real {
                 .then_some(())
         })
         .await;
+        // The agent writes its own transcript (what a resumed session reads)
+        // on its own schedule, after it sent the request: a test that stops
+        // the engine now must not race it (seen on a loaded machine: the
+        // resumed session found no message and the agent started afresh).
+        // Agents that keep none go on after 10 s.
+        let root = self.paths.data_dir.parent().map(Path::to_owned);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Some(root) = &root {
+            if transcript_names(root, prompt) || Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         run
     }
 
