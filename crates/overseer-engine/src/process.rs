@@ -55,7 +55,7 @@ pub enum ProcessError {
     #[error("cannot give the sandbox its private network: {0}")]
     Network(String),
     #[error("cannot make the pipes of the sandbox's private network: {0}")]
-    Pipes2(std::io::Error),
+    NetworkPipes(std::io::Error),
 }
 
 /// How to start one agent.
@@ -128,7 +128,7 @@ pub fn spawn(
     let network = match (&spec.sandbox, crate::contain::net::helper()) {
         (Some(plan), Some(helper)) if plan.network == crate::contain::net::NetworkMode::Private => {
             Some((
-                crate::contain::net::Pending::new().map_err(ProcessError::Pipes2)?,
+                crate::contain::net::Pending::new().map_err(ProcessError::NetworkPipes)?,
                 helper,
             ))
         }

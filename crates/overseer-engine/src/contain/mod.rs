@@ -8,11 +8,16 @@
 //! checkout are hidden under empty tmpfs mounts; the run's `.git` is
 //! read-only. The cgroup makes a run's processes exact: a whole run is
 //! stopped by `cgroup.kill` (setsid and double forks included), and the
-//! engine refuses a socket peer that belongs to a run.
+//! engine refuses a socket peer that belongs to a run. Around them:
+//! resource limits on the run's cgroup ([`limits`]), Landlock scopes that
+//! keep everything a run starts from abstract sockets and signals outside it
+//! ([`scope`]), and a network namespace of the run's own with outbound
+//! network through slirp4netns ([`net`]).
 //!
-//! [`probe`] says once per process whether this machine can do both, and
-//! why not; a run whose profile has not chosen `allow_uncontained = true`
-//! is not launched without the sandbox ([`require_sandbox`]).
+//! [`probe`] says once per process what this machine can do, and why not;
+//! a run whose profile has not chosen `allow_uncontained = true` is not
+//! launched without the sandbox ([`require_sandbox`]); the other layers,
+//! where missing, are said with what they leave open ([`Containment::gaps`]).
 
 pub mod bwrap;
 pub mod cgroup;
