@@ -28,7 +28,7 @@
 
 use crate::contain::limits::ByteSize;
 use crate::Engine;
-use overseer_core::{Activity, RunId, RunState};
+use overseer_core::{Activity, RunId};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -254,13 +254,7 @@ impl Engine {
         self.runs()
             .unwrap_or_default()
             .into_iter()
-            .filter(|r| {
-                !r.origin.is_external()
-                    && matches!(
-                        r.state,
-                        RunState::Claimed | RunState::Running | RunState::RetryQueued
-                    )
-            })
+            .filter(crate::orchestrator::takes_work)
             .map(|r| r.id)
             .collect()
     }

@@ -361,13 +361,16 @@ fn find_places(cgroups: &CgroupStatus) -> Result<Controllers, String> {
 /// Where the limits go (None when some controller is missing: then the
 /// ones found are still applied).
 pub(crate) fn controllers() -> &'static Controllers {
+    // The machine's probe first (it finds them, once), outside this lock.
+    let cgroups = &super::probe().cgroups;
+    &found(cgroups).0
+}
+
+/// Where the controllers are and why some are missing, found once per
+/// process (the search makes and removes probe cgroups).
+fn found(cgroups: &CgroupStatus) -> &'static (Controllers, Option<String>) {
     static FOUND: OnceLock<(Controllers, Option<String>)> = OnceLock::new();
-    &FOUND
-        .get_or_init(|| {
-            let cgroups = super::probe().cgroups.clone();
-            places_and_why(&cgroups)
-        })
-        .0
+    FOUND.get_or_init(|| places_and_why(cgroups))
 }
 
 fn places_and_why(cgroups: &CgroupStatus) -> (Controllers, Option<String>) {
@@ -394,14 +397,14 @@ fn places_and_why(cgroups: &CgroupStatus) -> (Controllers, Option<String>) {
 
 /// What the probe says of limits on this machine.
 pub(crate) fn probe(cgroups: &CgroupStatus) -> LimitsStatus {
-    let (found, why) = places_and_why(cgroups);
+    let (found, why) = found(cgroups);
     let v2 = found.places.iter().filter(|(_, p)| *p == Place::V2).count();
     let how = match (v2, found.places.len() - v2) {
         (_, 0) => "cgroup v2".to_owned(),
         (0, _) => "cgroup v1 controllers of a hybrid hierarchy".to_owned(),
         _ => "cgroup v2 and v1 controllers".to_owned(),
     };
-    match why {
+    match why.clone() {
         None if found.places.len() == CONTROLLERS.len() => LimitsStatus::Available {
             controllers: found.places.iter().map(|(c, _)| (*c).to_owned()).collect(),
             how,

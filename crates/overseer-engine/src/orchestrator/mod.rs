@@ -311,13 +311,7 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     let carry_on = engine
         .runs()?
         .into_iter()
-        .filter(|r| {
-            !r.origin.is_external()
-                && matches!(
-                    r.state,
-                    RunState::Claimed | RunState::Running | RunState::RetryQueued
-                )
-        })
+        .filter(takes_work)
         .map(|r| r.id)
         .collect();
     engine.renotify_pending()?;
@@ -812,4 +806,14 @@ fn tail(s: &str, max: usize) -> String {
         return s.to_owned();
     }
     s.chars().skip(n - max).collect()
+}
+
+/// A run this engine drives (not an external session's) that is taking
+/// work: claimed, running, or queued for a retry.
+pub(crate) fn takes_work(r: &overseer_core::RunView) -> bool {
+    !r.origin.is_external()
+        && matches!(
+            r.state,
+            RunState::Claimed | RunState::Running | RunState::RetryQueued
+        )
 }
