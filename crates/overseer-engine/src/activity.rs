@@ -1,7 +1,7 @@
 //! What the ACP driver reports, as core's timeline entries. The driver's
 //! types stay its own; these copies are what a run's timeline keeps.
 
-use crate::acp::{ModeInfo, PlanEntry, ToolCallInfo};
+use overseer_acp::{ModeInfo, PlanEntry, ToolCallInfo};
 use overseer_core::activity::{AgentMode, ProgressEntry, ToolCallEntry};
 
 /// The agent's progress list.

@@ -11,7 +11,6 @@
 //! - [`paths`]: where the data and config dirs are.
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
-pub mod acp;
 mod activity;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;

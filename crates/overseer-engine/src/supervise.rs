@@ -40,7 +40,7 @@ pub(crate) fn policy_of(work: &RunWork) -> SupervisorPolicy {
 }
 
 /// Maps an ACP tool call to what the permission rules see.
-pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> ToolRequest {
+pub(crate) fn tool_request(info: &overseer_acp::ToolCallInfo, worktree: &str) -> ToolRequest {
     let kind = info.kind.clone().unwrap_or_else(|| "other".to_owned());
     let raw = info.raw_input.as_ref();
     let field = |names: &[&str]| {
@@ -83,7 +83,7 @@ pub(crate) fn tool_request(info: &crate::acp::ToolCallInfo, worktree: &str) -> T
     let resolved = match std::fs::canonicalize(worktree) {
         Ok(root) => paths
             .iter()
-            .map(|p| crate::acp::resolve_for_rules(&root, p))
+            .map(|p| overseer_acp::resolve_for_rules(&root, p))
             .collect(),
         Err(e) => paths
             .iter()
@@ -1356,8 +1356,8 @@ impl Engine {
 mod tests {
     use super::*;
 
-    fn call(raw: serde_json::Value) -> crate::acp::ToolCallInfo {
-        crate::acp::ToolCallInfo {
+    fn call(raw: serde_json::Value) -> overseer_acp::ToolCallInfo {
+        overseer_acp::ToolCallInfo {
             id: "c".into(),
             title: Some("Run something".into()),
             kind: Some("execute".into()),

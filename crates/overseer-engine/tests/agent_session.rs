@@ -9,9 +9,9 @@ mod common;
 mod scripted;
 
 use common::{git, pending_gate, start_as, state, until, World};
+use overseer_acp::{PermissionReply, QuestionReply, ToolCallInfo};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, DeviationGate, GateBody, GateKind, ReleaseReason, RunState};
-use overseer_engine::acp::{PermissionReply, QuestionReply, ToolCallInfo};
 use overseer_engine::{Engine, LogNotifier, SystemClock};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};

@@ -12,9 +12,9 @@ use common::Captured;
 mod scripted;
 
 use common::{start_as, until, world_in, World};
+use overseer_acp::{PermissionReply, ToolCallInfo};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunId, RunState};
-use overseer_engine::acp::{PermissionReply, ToolCallInfo};
 use overseer_engine::disk::{free_bytes, RESERVE_FILE};
 use overseer_engine::NotificationKind;
 use overseer_store::{TaskSettings, WorkspaceSettings};

@@ -14,9 +14,9 @@
 mod common;
 
 use common::{git, pending_gate, start, world_with};
+use overseer_acp::{AgentConnection, AgentSignal, StopReason};
 use overseer_core::rules::RuleSet;
 use overseer_core::{Actor, GateKind};
-use overseer_engine::acp::{AgentConnection, AgentSignal, StopReason};
 use overseer_engine::LogNotifier;
 use overseer_store::WorkspaceSettings;
 use std::path::{Path, PathBuf};

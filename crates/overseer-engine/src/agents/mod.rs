@@ -4,7 +4,7 @@
 //! - [`messages`]: agent-to-agent messages through the hub.
 //! - `hooks`: Claude Code's and Codex's hook formats (the `overseer hook` command).
 //!
-//! (Agents Overseer launches speak ACP: [`crate::acp`].)
+//! (Agents Overseer launches speak ACP: [`overseer_acp`].)
 
 pub mod external;
 pub mod hooks;

@@ -4,10 +4,10 @@
 
 use super::permissions::{permission, question};
 use super::{err, modes, Live, Turn};
-use crate::acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use crate::git;
 use crate::process::{self, AgentSpec};
 use crate::Engine;
+use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
@@ -382,9 +382,9 @@ impl Pump {
     /// A permission request, answered on a task of its own.
     fn permission(
         &self,
-        tool_call: crate::acp::ToolCallInfo,
-        options: Vec<crate::acp::PermissionChoice>,
-        reply: tokio::sync::oneshot::Sender<crate::acp::PermissionReply>,
+        tool_call: overseer_acp::ToolCallInfo,
+        options: Vec<overseer_acp::PermissionChoice>,
+        reply: tokio::sync::oneshot::Sender<overseer_acp::PermissionReply>,
     ) {
         let engine = self.engine.clone();
         let turn = self.turn.clone();
@@ -392,7 +392,7 @@ impl Pump {
         let worktree = self.worktree.clone();
         let Some(conn) = self.conn.upgrade() else {
             // The run let go of its agent: nobody to allow anything for.
-            let _ = reply.send(crate::acp::PermissionReply::Cancelled);
+            let _ = reply.send(overseer_acp::PermissionReply::Cancelled);
             return;
         };
         engine.clone().spawn_cancellable(async move {

@@ -44,9 +44,9 @@ pub(crate) use agent::{stop_agent, stop_all};
 use overseer_core::Activity;
 use steps::{execute, Executed, Steps};
 
-use crate::acp::{AcpSessions, AgentSession, StartSession, StopReason};
 use crate::process::{self, AgentProcess};
 use crate::Engine;
+use overseer_acp::{AcpSessions, AgentSession, StartSession, StopReason};
 use overseer_core::progress::Progress;
 use overseer_core::rules::RuleSet;
 use overseer_core::{
@@ -446,7 +446,7 @@ pub(super) struct Turn {
     /// Tool calls of the current step by id, and whether each succeeded.
     tool_calls: HashMap<String, bool>,
     /// The agent's latest ACP plan (progress list) of the current turn.
-    entries: Vec<crate::acp::PlanEntry>,
+    entries: Vec<overseer_acp::PlanEntry>,
     /// Where the run is: planning (in the agent's mode or not) or executing.
     phase: Phase,
     /// The plan gate's outcome when it was the agent's own exit-plan request.

@@ -9,8 +9,8 @@
 //! event, cancels the turn, and a blocking gate tells the user what happened.
 
 use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
-use crate::acp::AgentSession;
 use crate::Engine;
+use overseer_acp::AgentSession;
 use overseer_core::activity::{Activity, SecurityEntry};
 use overseer_core::agent::{acts_unasked, describe_mode, starting_mode as starting};
 use overseer_core::{

@@ -2,9 +2,9 @@
 //! then a gate for the user) and an elicitation (a question gate).
 
 use super::{planning, resume, wait_gate, Phase, Turn};
-use crate::acp::{AgentSession, PermissionReply, QuestionReply};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
+use overseer_acp::{AgentSession, PermissionReply, QuestionReply};
 use overseer_core::rules::{self, Permission};
 use overseer_core::Activity;
 use overseer_core::{
@@ -27,8 +27,8 @@ pub(super) async fn permission(
     engine: &Arc<Engine>,
     work: &RunWork,
     worktree: &str,
-    tool_call: &crate::acp::ToolCallInfo,
-    options: &[crate::acp::PermissionChoice],
+    tool_call: &overseer_acp::ToolCallInfo,
+    options: &[overseer_acp::PermissionChoice],
     turn: &Mutex<Turn>,
     conn: &dyn AgentSession,
 ) -> (PermissionReply, bool) {
@@ -82,7 +82,7 @@ pub(super) async fn permission(
 /// option id given twice (on an allow and a reject option, or on a once
 /// and an always one) would make our answer mean whichever the agent
 /// picks. None when every id is distinct.
-pub(super) fn ambiguous_options(options: &[crate::acp::PermissionChoice]) -> Option<String> {
+pub(super) fn ambiguous_options(options: &[overseer_acp::PermissionChoice]) -> Option<String> {
     options.iter().enumerate().find_map(|(i, o)| {
         let twin = options[..i].iter().find(|p| p.option_id == o.option_id)?;
         Some(format!(
@@ -96,7 +96,7 @@ pub(super) fn ambiguous_options(options: &[crate::acp::PermissionChoice]) -> Opt
 
 /// The agent's answer options, picked by kind (ACP's allow_once,
 /// allow_always, reject_once, reject_always).
-struct Offered<'a>(&'a [crate::acp::PermissionChoice]);
+struct Offered<'a>(&'a [overseer_acp::PermissionChoice]);
 
 impl Offered<'_> {
     fn by_kind(&self, kinds: &[&str]) -> PermissionReply {
@@ -151,8 +151,8 @@ pub(super) async fn tool_permission(
     engine: &Arc<Engine>,
     work: &RunWork,
     worktree: &str,
-    tool_call: &crate::acp::ToolCallInfo,
-    options: &[crate::acp::PermissionChoice],
+    tool_call: &overseer_acp::ToolCallInfo,
+    options: &[overseer_acp::PermissionChoice],
     turn: &Mutex<Turn>,
     planning: bool,
 ) -> PermissionReply {
@@ -434,7 +434,7 @@ pub(super) fn schema_defaults(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acp::PermissionChoice;
+    use overseer_acp::PermissionChoice;
 
     fn option(id: &str, kind: &str) -> PermissionChoice {
         PermissionChoice {

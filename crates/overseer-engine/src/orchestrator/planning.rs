@@ -20,8 +20,8 @@ use super::{
     err, modes, prompt_turn, resume, still_active, stop, take_feedback, wait_progress_gate, Phase,
     Supervision, Turn,
 };
-use crate::acp::{AgentSession, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use crate::Engine;
+use overseer_acp::{AgentSession, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
 use overseer_core::plan::{parse_plan, planning_prompt, PlanProposal, PlanSource, PlanStep};
 use overseer_core::progress::Progress;
@@ -312,7 +312,11 @@ fn reject(engine: &Engine, run: overseer_core::RunId, d: GateDecision) -> Result
 
 /// The plan a planning turn ended with: the block, else the progress list,
 /// else the prose (which the user then reads in the plan gate).
-fn plan_from_turn(goal: &str, transcript: &str, entries: &[crate::acp::PlanEntry]) -> PlanProposal {
+fn plan_from_turn(
+    goal: &str,
+    transcript: &str,
+    entries: &[overseer_acp::PlanEntry],
+) -> PlanProposal {
     if let Some(plan) = parse_plan(transcript) {
         return plan;
     }
@@ -335,7 +339,7 @@ fn plan_from_turn(goal: &str, transcript: &str, entries: &[crate::acp::PlanEntry
     PlanProposal::from_markdown(goal, text, PlanSource::Prose)
 }
 
-fn steps_of(entries: &[crate::acp::PlanEntry]) -> Vec<PlanStep> {
+fn steps_of(entries: &[overseer_acp::PlanEntry]) -> Vec<PlanStep> {
     entries
         .iter()
         .map(|e| PlanStep {
@@ -478,7 +482,7 @@ pub(super) async fn plan_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acp::PlanEntry;
+    use overseer_acp::PlanEntry;
     use serde_json::json;
 
     #[test]

@@ -8,10 +8,10 @@ use super::{
     first_line, modes, prompt_turn, still_active, stop, tail, take_feedback, take_owed_reason,
     wait_progress_gate, Supervision, Turn, MAX_RETRIES,
 };
-use crate::acp::{AgentSession, StopReason};
 use crate::git;
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
 use crate::Engine;
+use overseer_acp::{AgentSession, StopReason};
 use overseer_core::activity::Activity;
 use overseer_core::confidence::{self, StepAction, StepEvidence};
 use overseer_core::plan::{step_prompt, PlanProposal, PlanSource};

@@ -12,9 +12,9 @@
 
 use super::agent::terminate_tree;
 use super::{stop, Phase, Turn};
-use crate::acp::{ToolCallInfo, UnaskedJudge};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
+use overseer_acp::{ToolCallInfo, UnaskedJudge};
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::{unasked, Actor, EngineEvent, RunId};
 use overseer_store::RunWork;

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use futures::future::BoxFuture;
-use overseer_engine::acp::{
+use overseer_acp::{
     AgentPipes, AgentSession, AgentSignal, DriverError, ModeInfo, PermissionChoice,
     PermissionReply, PlanEntry, QuestionReply, SessionStart, StartSession, StartedSession,
     StopReason, ToolCallInfo,

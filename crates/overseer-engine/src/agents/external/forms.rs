@@ -138,7 +138,7 @@ pub(crate) fn hook_tool_request(tool: &str, input: &Value, cwd: &str) -> ToolReq
     let resolved = match std::fs::canonicalize(cwd) {
         Ok(root) => paths
             .iter()
-            .map(|p| crate::acp::resolve_for_rules(&root, p))
+            .map(|p| overseer_acp::resolve_for_rules(&root, p))
             .collect(),
         Err(_) => Vec::new(),
     };

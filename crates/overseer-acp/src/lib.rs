@@ -37,7 +37,7 @@ mod serve;
 mod session;
 mod transport;
 
-pub(crate) use confine::resolve_for_rules;
+pub use confine::resolve_for_rules;
 pub use session::{
     AcpSessions, AgentPipes, AgentSession, SessionStart, StartSession, StartedSession,
 };

@@ -3,11 +3,11 @@
 //! produce on purpose (a 10 MB line, an agent dying mid-turn) use an
 //! in-process fake agent over `tokio::io::duplex`.
 
-use overseer_core::plan::{parse_plan, planning_prompt};
-use overseer_engine::acp::{
+use overseer_acp::{
     AgentConnection, AgentSignal, DriverError, PermissionChoice, PermissionReply, PlanEntry,
     QuestionReply, StopReason, ToolCallInfo,
 };
+use overseer_core::plan::{parse_plan, planning_prompt};
 use overseer_test_support::{demo_agent, git, repo_with};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1034,7 +1034,7 @@ async fn a_call_the_agent_asked_for_is_never_judged() {
 }
 
 /// A judge that finds every call it is shown wanting.
-fn judge_all() -> overseer_engine::acp::UnaskedJudge {
+fn judge_all() -> overseer_acp::UnaskedJudge {
     std::sync::Arc::new(|call: &ToolCallInfo| Some(format!("{} unasked", call.id)))
 }
 

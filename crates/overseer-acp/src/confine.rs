@@ -80,7 +80,7 @@ pub(crate) fn resolve_in_worktree(
 /// Where a path of a tool call leads, for the permission rules: resolved
 /// like [`resolve_in_worktree`] does, relative to `root` (canonical) when it
 /// stays inside, absolute when it leads out.
-pub(crate) fn resolve_for_rules(root: &Path, requested: &str) -> Resolved {
+pub fn resolve_for_rules(root: &Path, requested: &str) -> Resolved {
     match resolve(root, Path::new(requested)) {
         Ok(resolved) => match resolved.strip_prefix(root) {
             Ok(rel) if rel.as_os_str().is_empty() => Resolved::Inside { path: ".".into() },
