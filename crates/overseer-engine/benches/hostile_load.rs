@@ -17,9 +17,9 @@
 //! storm + busy loops 46 ms without limits, 2.7 ms with; busy loops alone
 //! 44 ms without limits, 5.0 ms with.
 
+use overseer_contain::process::{self, AgentSpec};
+use overseer_contain::{self as contain, RunCgroup, RunLimits};
 use overseer_core::Actor;
-use overseer_engine::contain::{self, RunCgroup, RunLimits};
-use overseer_engine::process::{self, AgentSpec};
 use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -15,8 +15,8 @@
 //! are printed as ratios to it. Prints figures; asserts nothing about them
 //! (the machine is shared and noisy).
 
+use overseer_contain::process::MARKER_ENV;
 use overseer_core::{Actor, EngineEvent, GateKind, RunState};
-use overseer_engine::process::MARKER_ENV;
 use overseer_engine::{Engine, LogNotifier, Paths, SystemClock, TaskStart};
 use overseer_store::WorkspaceSettings;
 use overseer_test_support::{demo_agent, repo_with};

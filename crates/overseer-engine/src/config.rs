@@ -117,7 +117,7 @@ pub struct AgentProfile {
     /// The sandbox's network: `private` (the default: outbound network,
     /// this machine's loopback out of reach), `none`, or `host`.
     #[serde(default)]
-    pub network: crate::contain::net::NetworkMode,
+    pub network: overseer_contain::net::NetworkMode,
     /// Run this profile's agents even where the machine cannot contain them
     /// (no bubblewrap, user namespaces forbidden): the user's knowing
     /// choice, never a default. Uncontained, an agent can reach everything
@@ -127,11 +127,11 @@ pub struct AgentProfile {
     /// This profile's runs' resource limits, over `[limits]` and the
     /// machine's defaults (`contain::limits`).
     #[serde(default, skip_serializing_if = "is_default_limits")]
-    pub limits: crate::contain::LimitsConfig,
+    pub limits: overseer_contain::LimitsConfig,
 }
 
-fn is_default_limits(l: &crate::contain::LimitsConfig) -> bool {
-    *l == crate::contain::LimitsConfig::default()
+fn is_default_limits(l: &overseer_contain::LimitsConfig) -> bool {
+    *l == overseer_contain::LimitsConfig::default()
 }
 
 fn default_plan_mode() -> String {
@@ -159,9 +159,9 @@ impl AgentProfile {
             plan_mode: default_plan_mode(),
             read_paths: Vec::new(),
             write_paths: Vec::new(),
-            network: crate::contain::net::NetworkMode::Private,
+            network: overseer_contain::net::NetworkMode::Private,
             allow_uncontained: false,
-            limits: crate::contain::LimitsConfig::default(),
+            limits: overseer_contain::LimitsConfig::default(),
         }
     }
 
@@ -191,7 +191,7 @@ impl AgentProfile {
                 }
             }
         }
-        if let Err(why) = crate::contain::RunLimits::for_machine().with(&self.limits) {
+        if let Err(why) = overseer_contain::RunLimits::for_machine().with(&self.limits) {
             errors.push(FieldError::new("limits", why));
         }
         if errors.is_empty() {
@@ -342,7 +342,7 @@ pub struct Config {
     /// Every run's resource limits, over the machine's defaults
     /// (`contain::limits`); a profile's `limits` go over these.
     #[serde(default, skip_serializing_if = "is_default_limits")]
-    pub limits: crate::contain::LimitsConfig,
+    pub limits: overseer_contain::LimitsConfig,
     /// The free-space floor and the engine's reserve on the data dir's
     /// filesystem (`disk`).
     #[serde(default, skip_serializing_if = "crate::disk::DiskConfig::is_default")]
@@ -382,7 +382,7 @@ impl Config {
             });
         }
         let mut errors = Vec::new();
-        if let Err(why) = crate::contain::RunLimits::for_machine().with(&config.limits) {
+        if let Err(why) = overseer_contain::RunLimits::for_machine().with(&config.limits) {
             errors.push(FieldError::new("limits", why));
         }
         for (name, p) in &config.agents {
@@ -432,8 +432,8 @@ impl Config {
         &self,
         name: &str,
         profile: &AgentProfile,
-    ) -> Result<crate::contain::RunLimits, String> {
-        crate::contain::RunLimits::for_machine()
+    ) -> Result<overseer_contain::RunLimits, String> {
+        overseer_contain::RunLimits::for_machine()
             .with(&self.limits)
             .map_err(|e| format!("[limits] in {}: {e}", self.path.display()))?
             .with(&profile.limits)
@@ -479,26 +479,26 @@ pub struct AgentInfo {
     /// True when `overseer.toml` defines it (else it is built in).
     pub from_file: bool,
     /// What this machine can do to contain its runs.
-    pub containment: crate::contain::Containment,
+    pub containment: overseer_contain::Containment,
     /// Whether its runs would be contained: false when the machine cannot
     /// and the profile allows running uncontained (else it is a need).
     pub contained: bool,
     /// Its sandbox's network.
-    pub network: crate::contain::net::NetworkMode,
+    pub network: overseer_contain::net::NetworkMode,
 }
 
 impl Config {
     /// Every profile as [`AgentInfo`]; `host` reads Overseer's environment
     /// (for `pass_env` keys and `PATH`). Containment is this machine's.
     pub fn agent_infos(&self, host: impl Fn(&str) -> Option<String>) -> Vec<AgentInfo> {
-        self.agent_infos_in(host, crate::contain::probe())
+        self.agent_infos_in(host, overseer_contain::probe())
     }
 
     /// [`Config::agent_infos`] on a machine that contains as `containment` says.
     pub fn agent_infos_in(
         &self,
         host: impl Fn(&str) -> Option<String>,
-        containment: &crate::contain::Containment,
+        containment: &overseer_contain::Containment,
     ) -> Vec<AgentInfo> {
         self.profiles()
             .into_iter()
@@ -522,10 +522,10 @@ impl Config {
                     ));
                 }
                 let contained =
-                    match crate::contain::require_sandbox(containment, &name, p.allow_uncontained) {
+                    match overseer_contain::require_sandbox(containment, &name, p.allow_uncontained) {
                         Ok(contained) => contained,
                         Err(_) => {
-                            if let crate::contain::SandboxStatus::Missing { why, fix } =
+                            if let overseer_contain::SandboxStatus::Missing { why, fix } =
                                 &containment.sandbox
                             {
                                 needs.push(format!(
@@ -739,23 +739,23 @@ mod tests {
         assert!(codex.needs[0].contains("npm install -g @zed-industries/codex-acp"));
         assert!(codex.needs[1].contains("OPENAI_API_KEY"));
         assert!(!codex.from_file);
-        assert!(claude.contained && claude.network == crate::contain::net::NetworkMode::Private);
+        assert!(claude.contained && claude.network == overseer_contain::net::NetworkMode::Private);
     }
 
-    fn contained() -> crate::contain::Containment {
-        crate::contain::Containment {
-            sandbox: crate::contain::SandboxStatus::Available {
+    fn contained() -> overseer_contain::Containment {
+        overseer_contain::Containment {
+            sandbox: overseer_contain::SandboxStatus::Available {
                 bwrap: "/usr/bin/bwrap".into(),
             },
-            cgroups: crate::contain::CgroupStatus::Available {
+            cgroups: overseer_contain::CgroupStatus::Available {
                 root: "/sys/fs/cgroup".into(),
             },
-            scopes: crate::contain::ScopeStatus::Available { abi: 7 },
-            limits: crate::contain::LimitsStatus::Available {
+            scopes: overseer_contain::ScopeStatus::Available { abi: 7 },
+            limits: overseer_contain::LimitsStatus::Available {
                 controllers: vec!["pids".into(), "memory".into(), "cpu".into()],
                 how: "cgroup v2".into(),
             },
-            private_network: crate::contain::NetStatus::Available {
+            private_network: overseer_contain::NetStatus::Available {
                 helper: "/usr/bin/slirp4netns".into(),
             },
         }
@@ -796,16 +796,16 @@ mod tests {
         let x = c.profile("x").expect("x");
         assert_eq!(x.read_paths, [PathBuf::from("/opt/data")]);
         assert_eq!(x.write_paths, [PathBuf::from("/srv/cache")]);
-        assert!(x.network == crate::contain::net::NetworkMode::None && x.allow_uncontained);
+        assert!(x.network == overseer_contain::net::NetworkMode::None && x.allow_uncontained);
         let claude = c.profile("claude").expect("claude");
         assert!(
-            claude.network == crate::contain::net::NetworkMode::Private
+            claude.network == overseer_contain::net::NetworkMode::Private
                 && !claude.allow_uncontained
                 && claude.read_paths.is_empty()
         );
 
-        let cannot = crate::contain::Containment {
-            sandbox: crate::contain::SandboxStatus::Missing {
+        let cannot = overseer_contain::Containment {
+            sandbox: overseer_contain::SandboxStatus::Missing {
                 why: "bubblewrap (bwrap) is not installed".into(),
                 fix: "apt-get install bubblewrap".into(),
             },
@@ -813,7 +813,7 @@ mod tests {
         };
         let infos = c.agent_infos_in(|k| (k == "PATH").then(|| "/bin".to_owned()), &cannot);
         let x = infos.iter().find(|i| i.name == "x").expect("x");
-        assert!(!x.contained && x.network == crate::contain::net::NetworkMode::None);
+        assert!(!x.contained && x.network == overseer_contain::net::NetworkMode::None);
         assert!(
             x.needs.is_empty(),
             "x runs uncontained by choice: {:?}",

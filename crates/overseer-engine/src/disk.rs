@@ -26,8 +26,8 @@
 //!
 //! [`Writer::on_disk_full`]: overseer_store::Writer::on_disk_full
 
-use crate::contain::limits::ByteSize;
 use crate::Engine;
+use overseer_contain::limits::ByteSize;
 use overseer_core::{Activity, RunId};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -112,44 +112,6 @@ pub struct Engine {
     pub(crate) disk: Arc<crate::disk::Disk>,
 }
 
-/// The descriptor limit this process started with (soft, hard), before
-/// [`raise_fd_limit`] raised it: what a child should get back before exec
-/// (programs that use `select()` expect 1,024).
-static STARTED_NOFILE: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
-
-/// Raises this process's soft limit of open descriptors to its hard limit,
-/// once: a desktop's usual soft limit (1,024) is what a run with a few
-/// hundred waiting asks, plus the window's and agents' connections, ran out
-/// of. Returns the limit now in force (soft), or None when it cannot be read.
-pub fn raise_fd_limit() -> Option<u64> {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let started = *STARTED_NOFILE.get_or_init(|| {
-        let l = getrlimit(Resource::Nofile);
-        let (cur, max) = (l.current?, l.maximum);
-        let raised = Rlimit {
-            current: max.or(Some(cur)),
-            maximum: max,
-        };
-        if max != Some(cur) {
-            if let Err(e) = setrlimit(Resource::Nofile, raised) {
-                tracing::warn!("cannot raise the open-files limit from {cur} to {max:?}: {e}");
-            }
-        }
-        Some((cur, max.unwrap_or(u64::MAX)))
-    });
-    started?;
-    getrlimit(Resource::Nofile).current
-}
-
-/// The soft descriptor limit this process started with, if it was raised.
-pub fn started_fd_limit() -> Option<u64> {
-    STARTED_NOFILE
-        .get()
-        .copied()
-        .flatten()
-        .map(|(soft, _)| soft)
-}
-
 impl Engine {
     /// Opens the store under `paths` (creating the key on first start).
     pub fn open(
@@ -157,7 +119,7 @@ impl Engine {
         clock: Arc<dyn Clock>,
         notifier: Arc<dyn Notifier>,
     ) -> Result<Engine, EngineError> {
-        raise_fd_limit();
+        overseer_contain::process::raise_fd_limit();
         let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
         let store = match Store::open(&paths.db(), keyring) {
@@ -226,7 +188,7 @@ impl Engine {
     /// (its error, or the commit's, otherwise: then nothing of it is kept).
     /// Does not take the read lock: reads go on meanwhile. Called from a
     /// task, the wait does not hold up the runtime's other tasks
-    /// ([`crate::blocking::off_worker`]), so many agents' writes can share a
+    /// ([`overseer_contain::blocking::off_worker`]), so many agents' writes can share a
     /// commit.
     pub(crate) fn write<T>(
         &self,

@@ -455,8 +455,9 @@ async fn after_pause(engine: &Arc<Engine>, run: RunId, gate: GateId) {
         Ok(DeviationChoice::Stop | DeviationChoice::Replan) | Err(_) => {
             let actor = d.actor.clone();
             let engine = engine.clone();
-            let stopped =
-                crate::blocking::off_worker(move || engine.abort_run(run, &actor).map(|_| ()));
+            let stopped = overseer_contain::blocking::off_worker(move || {
+                engine.abort_run(run, &actor).map(|_| ())
+            });
             if let Err(e) = stopped {
                 tracing::warn!(run = %run, "a paused run could not be stopped: {}", e.message);
             }

@@ -101,7 +101,7 @@ const NO_HOME: &str = "/nonexistent/overseer-git-home";
 /// [`hardened_command`] for why a full path.
 pub(crate) fn program() -> std::path::PathBuf {
     let path = std::env::var("PATH").ok();
-    crate::process::resolve_program(Path::new("git"), path.as_deref())
+    overseer_contain::process::resolve_program(Path::new("git"), path.as_deref())
         .unwrap_or_else(|| std::path::PathBuf::from("git"))
 }
 
@@ -194,7 +194,7 @@ fn background_output(mut cmd: Command) -> Result<Output, GitError> {
         .spawn()
         .map_err(GitError::Missing)?;
     yield_cpu(&child);
-    crate::blocking::off_worker(|| child.wait_with_output()).map_err(GitError::Missing)
+    overseer_contain::blocking::off_worker(|| child.wait_with_output()).map_err(GitError::Missing)
 }
 
 /// The state of a repository's own configuration files, as far as it
@@ -433,7 +433,7 @@ impl Git {
             .spawn()
             .map_err(GitError::Missing)?;
         yield_cpu(&child);
-        crate::blocking::off_worker(|| {
+        overseer_contain::blocking::off_worker(|| {
             if let Some(mut stdin) = child.stdin.take() {
                 // A git that exits early closes its stdin: its status says why.
                 let _ = stdin.write_all(input.as_bytes());

@@ -16,11 +16,10 @@ mod activity;
 pub mod agents;
 pub mod api;
 mod autorun;
-mod blocking;
 pub mod client;
 mod clock;
 pub mod config;
-pub mod contain;
+mod containment;
 pub mod demo;
 pub mod disk;
 mod engine;
@@ -38,8 +37,6 @@ pub mod ops;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod orchestrator;
 pub mod paths;
-pub mod process;
-mod procscan;
 pub mod server;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod settings;
@@ -49,13 +46,14 @@ mod supervise;
 mod work;
 
 pub use clock::{Clock, SystemClock};
-pub use engine::{raise_fd_limit, started_fd_limit, Engine, EngineError};
+pub use engine::{Engine, EngineError};
 pub use fleet::{FleetCounts, RunsHead};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
 };
 pub use orchestrator::MAX_RETRIES;
+pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
 pub use paths::Paths;
 pub use settings::{RuleTexts, SettingsChange};
 pub use supervise::{GateStory, PolicyStatus, RunStory, Scope, TaskInfo};

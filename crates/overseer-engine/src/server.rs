@@ -143,12 +143,12 @@ impl Fence {
         let by_cgroup = self
             .cgroup_root
             .as_deref()
-            .and_then(|root| crate::contain::cgroup::run_of(pid, root));
+            .and_then(|root| overseer_contain::cgroup::run_of(pid, root));
         let by_marker = || {
-            crate::process::marker_of(pid)
+            overseer_contain::process::marker_of(pid)
                 .and_then(|m| m.strip_prefix(&self.marker_prefix).map(str::to_owned))
                 .map(|rest| {
-                    crate::contain::parse_run_name(&rest).unwrap_or(overseer_core::RunId(0))
+                    overseer_contain::parse_run_name(&rest).unwrap_or(overseer_core::RunId(0))
                 })
         };
         let run = by_cgroup.or_else(by_marker);

@@ -20,10 +20,10 @@
 mod common;
 
 use common::*;
+use overseer_contain::net::NetworkMode;
+use overseer_contain::process::{self, AgentSpec};
+use overseer_contain::{self as contain, bwrap, RunCgroup, SandboxInputs};
 use overseer_core::{Actor, GateKind};
-use overseer_engine::contain::net::NetworkMode;
-use overseer_engine::contain::{self, bwrap, RunCgroup, SandboxInputs};
-use overseer_engine::process::{self, AgentSpec};
 use overseer_engine::{server, SystemClock};
 use overseer_engine::{Engine, LogNotifier, NotificationKind, Paths};
 use std::collections::HashMap;

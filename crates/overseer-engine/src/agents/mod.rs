@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub(crate) fn overseer_cli() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("OVERSEER_CLI").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        return crate::contain::is_executable(&p).then_some(p);
+        return overseer_contain::is_executable(&p).then_some(p);
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
@@ -26,7 +26,7 @@ pub(crate) fn overseer_cli() -> Option<PathBuf> {
         .into_iter()
         .flatten()
         .map(|d| d.join("overseer"))
-        .find(|p| crate::contain::is_executable(p));
+        .find(|p| overseer_contain::is_executable(p));
     found
 }
 

@@ -5,9 +5,9 @@
 use super::permissions::{permission, question};
 use super::{err, modes, Live, Turn};
 use crate::git;
-use crate::process::{self, AgentSpec};
 use crate::Engine;
 use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
+use overseer_contain::process::{self, AgentSpec};
 use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
@@ -165,7 +165,7 @@ fn contain(
 ) -> Result<
     (
         Option<crate::server::RunSocket>,
-        crate::contain::Contained,
+        crate::containment::Contained,
         Vec<agent_client_protocol::v1::schema::McpServer>,
     ),
     ApiError,
@@ -178,7 +178,7 @@ fn contain(
         }
     };
     let overseer_bin = crate::agents::overseer_cli();
-    let voice = crate::contain::AgentVoice {
+    let voice = crate::containment::AgentVoice {
         socket: asks.as_ref().map(|s| s.path.clone()),
         overseer_bin: overseer_bin.clone(),
     };
@@ -188,7 +188,7 @@ fn contain(
     let mcp_servers = match (&asks, &overseer_bin) {
         (Some(sock), Some(bin)) => {
             let socket = if contained.sandbox.is_some() {
-                PathBuf::from(crate::contain::bwrap::AGENT_SOCKET)
+                PathBuf::from(overseer_contain::bwrap::AGENT_SOCKET)
             } else {
                 sock.path.clone()
             };

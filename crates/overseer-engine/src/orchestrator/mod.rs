@@ -44,9 +44,9 @@ pub(crate) use agent::{stop_agent, stop_all};
 use overseer_core::Activity;
 use steps::{execute, Executed, Steps};
 
-use crate::process::{self, AgentProcess};
 use crate::Engine;
 use overseer_acp::{AcpSessions, AgentSession, StartSession, StopReason};
+use overseer_contain::process::{self, AgentProcess};
 use overseer_core::progress::Progress;
 use overseer_core::rules::RuleSet;
 use overseer_core::{
@@ -291,7 +291,7 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     // Every process a killed engine's runs left: their cgroups first (exact,
     // marker or not), then by marker (machines without cgroups).
     if let Some(root) = engine.run_cgroup_root() {
-        let killed = crate::contain::cgroup::sweep(&root);
+        let killed = overseer_contain::cgroup::sweep(&root);
         if !killed.is_empty() {
             tracing::warn!(
                 ?killed,
@@ -659,10 +659,10 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     // Both in this task (not on the blocking pool): stopping the engine
     // cancels a driver at its next await, so a merge it started, and what
     // is recorded of it, finish before the engine's final checkpoint.
-    crate::blocking::off_worker(|| engine.record_review_tip(run))?;
+    overseer_contain::blocking::off_worker(|| engine.record_review_tip(run))?;
     // Files of the diff that other tools run on their own: the review names
     // them, and no one but a human merges them.
-    let auto_run = crate::blocking::off_worker(|| engine.auto_run_of_run(run));
+    let auto_run = overseer_contain::blocking::off_worker(|| engine.auto_run_of_run(run));
     let held = crate::autorun::needs_a_human(&auto_run);
     let auto = unasked::may_auto_advance(engine, work)
         && engine
@@ -684,7 +684,8 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     }
     if auto && held.is_none() {
         use crate::merge::MergeOutcome;
-        let merged = crate::blocking::off_worker(|| engine.merge_run(run, &Actor::Engine));
+        let merged =
+            overseer_contain::blocking::off_worker(|| engine.merge_run(run, &Actor::Engine));
         match merged {
             Ok(MergeOutcome::NoRepository) => {}
             Ok(outcome) => {

@@ -2,8 +2,8 @@
 //! changed outside the plan.
 
 use super::tail;
-use crate::process::{self, AgentSpec};
 use crate::Engine;
+use overseer_contain::process::{self, AgentSpec};
 use overseer_core::activity::{Activity, SensorRun};
 use overseer_core::plan::PlanProposal;
 use overseer_core::RunId;

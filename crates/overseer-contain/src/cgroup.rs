@@ -25,16 +25,16 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// The cgroup v2 mount: where it is, and which cgroup is at its top.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct V2Mount {
-    pub(crate) mount: PathBuf,
+pub struct V2Mount {
+    pub mount: PathBuf,
     /// The cgroup path at the mount point (`/` unless mounted from inside
     /// a cgroup namespace or a bind of a subtree).
-    pub(crate) root: String,
+    pub root: String,
 }
 
 impl V2Mount {
     /// The directory of a cgroup path as `/proc/PID/cgroup` shows it.
-    pub(crate) fn dir_of(&self, cgroup: &str) -> Option<PathBuf> {
+    pub fn dir_of(&self, cgroup: &str) -> Option<PathBuf> {
         let cgroup = cgroup.trim_end_matches(" (deleted)");
         let rest = if self.root == "/" {
             cgroup
@@ -79,7 +79,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// The first cgroup2 mount in a mountinfo text.
-pub(crate) fn parse_mountinfo(text: &str) -> Option<V2Mount> {
+pub fn parse_mountinfo(text: &str) -> Option<V2Mount> {
     text.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split_whitespace().next()? != "cgroup2" {
@@ -94,7 +94,7 @@ pub(crate) fn parse_mountinfo(text: &str) -> Option<V2Mount> {
 }
 
 /// This process's view of the cgroup v2 mount.
-pub(crate) fn v2() -> Option<&'static V2Mount> {
+pub fn v2() -> Option<&'static V2Mount> {
     static V2: OnceLock<Option<V2Mount>> = OnceLock::new();
     V2.get_or_init(|| {
         std::fs::read_to_string("/proc/self/mountinfo")
@@ -105,7 +105,7 @@ pub(crate) fn v2() -> Option<&'static V2Mount> {
 }
 
 /// The v2 cgroup of a process (`0::/path` in `/proc/PID/cgroup`).
-pub(crate) fn cgroup_of(pid: &str) -> Option<String> {
+pub fn cgroup_of(pid: &str) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("0::"))
@@ -146,7 +146,7 @@ fn usable(base: &Path, own: &Path) -> Result<(), String> {
 }
 
 /// Whether this machine gives each run a cgroup, and where.
-pub(crate) fn probe() -> CgroupStatus {
+pub fn probe() -> CgroupStatus {
     let Some(v2) = v2() else {
         return CgroupStatus::Missing {
             why: "no cgroup v2 mount in /proc/self/mountinfo".to_owned(),
@@ -184,7 +184,7 @@ pub(crate) fn probe() -> CgroupStatus {
 
 /// The run a process belongs to when its cgroup is one of the `run-*`
 /// cgroups under `root`.
-pub(crate) fn run_of(pid: u32, root: &Path) -> Option<RunId> {
+pub fn run_of(pid: u32, root: &Path) -> Option<RunId> {
     let dir = v2()?.dir_of(&cgroup_of(&pid.to_string())?)?;
     let rest = dir.strip_prefix(root).ok()?;
     let first = rest.components().next()?;
@@ -501,7 +501,7 @@ const STALE: Duration = Duration::from_secs(600);
 /// what engines that vanished left (a data dir deleted after a crash, a
 /// test's temp dir). Nothing with a live process in it is touched, and an
 /// engine whose run cgroup is removed under it only finds it gone.
-pub(crate) fn remove_stale(base: &Path) {
+pub fn remove_stale(base: &Path) {
     let Ok(roots) = std::fs::read_dir(base) else {
         return;
     };

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The controllers a run's limits need.
-pub(crate) const CONTROLLERS: [&str; 3] = ["pids", "memory", "cpu"];
+pub const CONTROLLERS: [&str; 3] = ["pids", "memory", "cpu"];
 
 /// The CPU weight of the directory that holds every run (cgroup v2 scale;
 /// the engine's own cgroup has the default, 100).
@@ -201,7 +201,7 @@ impl RunLimits {
 
 /// Where one controller lives for runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Place {
+pub enum Place {
     /// In each run's cgroup v2 directory (enabled down to it).
     V2,
     /// In a v1 hierarchy: run directories go below this one (this
@@ -211,13 +211,13 @@ pub(crate) enum Place {
 
 /// Where each controller a run's limits need lives on this machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Controllers {
-    pub(crate) places: Vec<(&'static str, Place)>,
+pub struct Controllers {
+    pub places: Vec<(&'static str, Place)>,
 }
 
 impl Controllers {
     /// The v1 bases runs go below (one per hierarchy, each once).
-    pub(crate) fn v1_bases(&self) -> Vec<PathBuf> {
+    pub fn v1_bases(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for (_, p) in &self.places {
             if let Place::V1(b) = p {
@@ -280,7 +280,7 @@ fn v1_usable(base: &Path) -> bool {
 
 /// Enables `controllers` for the children of the v2 directory `dir`; the
 /// ones now enabled there.
-pub(crate) fn enable_v2(dir: &Path, controllers: &[&str]) -> Vec<String> {
+pub fn enable_v2(dir: &Path, controllers: &[&str]) -> Vec<String> {
     let file = dir.join("cgroup.subtree_control");
     for c in controllers {
         // One at a time: one the kernel refuses must not keep the others off.
@@ -360,7 +360,7 @@ fn find_places(cgroups: &CgroupStatus) -> Result<Controllers, String> {
 
 /// Where the limits go (None when some controller is missing: then the
 /// ones found are still applied).
-pub(crate) fn controllers() -> &'static Controllers {
+pub fn controllers() -> &'static Controllers {
     // The machine's probe first (it finds them, once), outside this lock.
     let cgroups = &super::probe().cgroups;
     &found(cgroups).0
@@ -396,7 +396,7 @@ fn places_and_why(cgroups: &CgroupStatus) -> (Controllers, Option<String>) {
 }
 
 /// What the probe says of limits on this machine.
-pub(crate) fn probe(cgroups: &CgroupStatus) -> LimitsStatus {
+pub fn probe(cgroups: &CgroupStatus) -> LimitsStatus {
     let (found, why) = found(cgroups);
     let v2 = found.places.iter().filter(|(_, p)| *p == Place::V2).count();
     let how = match (v2, found.places.len() - v2) {
@@ -438,7 +438,7 @@ fn put(dir: &Path, file: &str, value: &str) -> std::io::Result<()> {
 
 /// Sets `limits` on the run directory `dir` of `controller`, written as
 /// that hierarchy (v2 or v1) spells them.
-pub(crate) fn apply(
+pub fn apply(
     controller: &str,
     place: &Place,
     dir: &Path,
@@ -477,7 +477,7 @@ pub(crate) fn apply(
 }
 
 /// The CPU weight of the directory holding every run, below the engine's.
-pub(crate) fn apply_runs_dir(controller: &str, place: &Place, dir: &Path) {
+pub fn apply_runs_dir(controller: &str, place: &Place, dir: &Path) {
     let r = match (controller, place) {
         ("cpu", Place::V2) => put(dir, "cpu.weight", &RUNS_CPU_WEIGHT.to_string()),
         ("cpu", Place::V1(_)) => put(dir, "cpu.shares", &v1_shares(RUNS_CPU_WEIGHT).to_string()),
@@ -518,7 +518,7 @@ fn count(dir: &Path, file: &str, key: &str) -> u64 {
 }
 
 /// What `controller`'s run directory `dir` says of limits hit.
-pub(crate) fn hits(controller: &str, place: &Place, dir: &Path) -> LimitHits {
+pub fn hits(controller: &str, place: &Place, dir: &Path) -> LimitHits {
     let v1 = matches!(place, Place::V1(_));
     match (controller, v1) {
         ("pids", _) => LimitHits {

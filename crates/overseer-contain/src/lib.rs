@@ -19,18 +19,20 @@
 //! launched without the sandbox ([`require_sandbox`]); the other layers,
 //! where missing, are said with what they leave open ([`Containment::gaps`]).
 
+pub mod blocking;
 pub mod bwrap;
 pub mod cgroup;
 pub mod limits;
 pub mod net;
-pub(crate) mod scope;
+pub mod process;
+pub mod procscan;
+pub mod scope;
 
-use crate::Engine;
 use overseer_core::RunId;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub use bwrap::{Mount, SandboxInputs, SandboxPlan};
@@ -195,7 +197,7 @@ pub fn probe() -> &'static Containment {
 }
 
 /// The flags every sandbox starts with; the probe runs exactly these.
-pub(crate) const NAMESPACE_FLAGS: &[&str] = &[
+pub const NAMESPACE_FLAGS: &[&str] = &[
     "--unshare-user",
     "--unshare-pid",
     "--unshare-ipc",
@@ -215,7 +217,7 @@ fn find_bwrap() -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-pub(crate) fn is_executable(p: &Path) -> bool {
+pub fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -358,7 +360,7 @@ pub fn require_sandbox(
 }
 
 /// The per-database name of this engine's cgroup directory: `overseer-<db id>`.
-fn cgroup_dir_name(marker_prefix: &str) -> String {
+pub fn cgroup_dir_name(marker_prefix: &str) -> String {
     let safe: String = marker_prefix
         .trim_end_matches('-')
         .chars()
@@ -371,350 +373,8 @@ fn cgroup_dir_name(marker_prefix: &str) -> String {
     }
 }
 
-impl Engine {
-    /// This engine's cgroup directory (the parent of every `run-*` cgroup),
-    /// when cgroups work here. One per database: engines on other data dirs
-    /// never touch it.
-    pub fn run_cgroup_root(&self) -> Option<PathBuf> {
-        let base = probe().cgroup_base()?;
-        Some(base.join(cgroup_dir_name(&crate::orchestrator::marker_prefix(self))))
-    }
-
-    /// Where a profile's agents keep their own HOME (Claude's sessions,
-    /// caches): `<data dir>/agent-homes/<profile>`, never the user's.
-    pub fn agent_home(&self, profile: &str) -> PathBuf {
-        self.paths()
-            .data_dir
-            .join("agent-homes")
-            .join(safe_name(profile))
-    }
-
-    /// Everything a sandbox for `worktree` must hide or know, with this
-    /// engine's dirs and the user's repository `repo`.
-    pub(crate) fn sandbox_inputs(&self, repo: Option<&Path>, worktree: &Path) -> SandboxInputs {
-        let host_home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
-        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                let p = PathBuf::from(format!("/run/user/{}", rustix::process::getuid().as_raw()));
-                p.is_dir().then_some(p)
-            });
-        SandboxInputs {
-            bwrap: probe().bwrap().map(Path::to_owned).unwrap_or_default(),
-            data_dir: self.paths().data_dir.clone(),
-            config_dir: self.paths().config_dir.clone(),
-            runtime_dir,
-            host_home,
-            host_path: std::env::var("PATH").ok(),
-            repo: repo.map(Path::to_owned),
-            worktree: worktree.to_owned(),
-            ..SandboxInputs::default()
-        }
-    }
-}
-
-/// How a run's agent reaches us: its own socket (asks only) and the
-/// `overseer` binary it starts as its MCP server; bound into its sandbox.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct AgentVoice {
-    pub(crate) socket: Option<PathBuf>,
-    pub(crate) overseer_bin: Option<PathBuf>,
-}
-
-/// How one of a run's processes is contained.
-#[derive(Debug, Default)]
-pub(crate) struct Contained {
-    pub(crate) sandbox: Option<SandboxPlan>,
-    pub(crate) cgroup: Option<RunCgroup>,
-}
-
-/// A directory only this user may enter (an agent's or sensors' home).
-fn private_dir(p: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(p)
-        .and_then(|()| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)))
-        .map_err(|e| format!("cannot create {}: {e}", p.display()))
-}
-
-impl Engine {
-    /// The sandbox and cgroup for `work`'s agent, started as `program` with
-    /// `env` (its profile's environment). Err: the note the run fails with
-    /// (the machine cannot contain and the profile does not allow running
-    /// uncontained, or the profile asks for a bind that would expose what
-    /// must stay hidden).
-    pub(crate) fn contain_agent(
-        &self,
-        work: &overseer_store::RunWork,
-        profile: &crate::config::AgentProfile,
-        env: &[(String, String)],
-        worktree: &Path,
-        voice: &AgentVoice,
-    ) -> Result<Contained, String> {
-        let run = work.run_id;
-        let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
-        let limits = self.config.run_limits(&work.agent, profile)?;
-        let mut out = Contained {
-            cgroup: self.run_cgroup(&format!("run-{run}"), run, &limits),
-            ..Contained::default()
-        };
-        if !contained {
-            let _ = self.record_activity(
-                run,
-                overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
-                    text: format!(
-                        "the agent runs UNCONTAINED (allow_uncontained = true in [agents.{}]): {}",
-                        work.agent,
-                        probe().summary()
-                    ),
-                    ..overseer_core::activity::SecurityEntry::default()
-                }),
-            );
-            return Ok(out);
-        }
-        let mut inputs = self.sandbox_inputs(Some(Path::new(&work.workspace.path)), worktree);
-        if !env.iter().any(|(k, _)| k == "HOME") {
-            let home = self.agent_home(&work.agent);
-            private_dir(&home)?;
-            inputs.private_home = Some(home);
-        }
-        let path = env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| inputs.host_path.clone());
-        inputs.program =
-            crate::process::resolve_program(Path::new(&profile.command), path.as_deref());
-        inputs.env = env.to_vec();
-        inputs.read_paths = profile.read_paths.clone();
-        inputs.write_paths = profile.write_paths.clone();
-        inputs.network = self.run_network(run, &work.agent, profile.network, true);
-        inputs.resolv_conf = self.resolv_conf(inputs.network);
-        inputs.agent_socket = voice.socket.clone();
-        inputs.overseer_bin = voice.overseer_bin.clone();
-        out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
-            format!(
-                "the agent's sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",
-                work.agent
-            )
-        })?);
-        Ok(out)
-    }
-
-    /// The sandbox and cgroup for one sensor command of `run`: like its
-    /// agent's (the run's profile decides network and extra paths), but
-    /// with a cleared environment and a fresh home of its own
-    /// (`<data dir>/agent-homes/_sensors/run-<id>`, emptied first; the caller
-    /// removes it after the command), never the agent's (which holds its
-    /// credentials and session store).
-    pub(crate) fn contain_sensor(&self, run: RunId, worktree: &Path) -> Result<Contained, String> {
-        let work = self
-            .store()
-            .run_work(run)
-            .map_err(|e| format!("cannot read the run: {e}"))?;
-        let profile = self
-            .config
-            .profile(&work.agent)
-            .map_err(|e| e.to_string())?;
-        let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
-        let limits = self.config.run_limits(&work.agent, &profile)?;
-        let mut out = Contained {
-            cgroup: self.run_cgroup(&format!("run-{run}-sensors"), run, &limits),
-            ..Contained::default()
-        };
-        if !contained {
-            return Ok(out);
-        }
-        let mut inputs = self.sandbox_inputs(Some(Path::new(&work.workspace.path)), worktree);
-        let home = self.sensor_home(run);
-        let _ = std::fs::remove_dir_all(&home);
-        private_dir(&home)?;
-        inputs.private_home = Some(home);
-        inputs.read_paths = profile.read_paths.clone();
-        inputs.write_paths = profile.write_paths.clone();
-        inputs.network = self.run_network(run, &work.agent, profile.network, false);
-        inputs.resolv_conf = self.resolv_conf(inputs.network);
-        out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
-            format!(
-                "the sensors' sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",
-                work.agent
-            )
-        })?);
-        Ok(out)
-    }
-
-    /// The network a run of `profile` gets: what the profile asks for, but
-    /// the host's when a private network cannot be made here (said on the
-    /// run's timeline once, by its agent's launch: `tell`).
-    fn run_network(
-        &self,
-        run: RunId,
-        profile: &str,
-        wanted: net::NetworkMode,
-        tell: bool,
-    ) -> net::NetworkMode {
-        match (wanted, &probe().private_network) {
-            (net::NetworkMode::Private, NetStatus::Missing { why, leaves_open }) => {
-                if tell {
-                    self.note_security(
-                        run,
-                        format!(
-                            "the run shares this machine's network: no private network here \
-                             ({why}); {leaves_open}. Install slirp4netns, or set network = \
-                             \"none\" or \"host\" in [agents.{profile}] to choose"
-                        ),
-                    );
-                }
-                net::NetworkMode::Host
-            }
-            (mode, _) => mode,
-        }
-    }
-
-    /// The resolver a private network's sandbox uses (slirp4netns's DNS),
-    /// written once in the data dir.
-    fn resolv_conf(&self, mode: net::NetworkMode) -> Option<PathBuf> {
-        if mode != net::NetworkMode::Private {
-            return None;
-        }
-        let p = self.paths().data_dir.join("net-resolv.conf");
-        let text = "# Overseer: a run's private network (slirp4netns)\nnameserver 10.0.2.3\n";
-        if std::fs::read_to_string(&p).ok().as_deref() != Some(text) {
-            if let Err(e) = std::fs::write(&p, text) {
-                tracing::warn!(
-                    "cannot write {}: {e}; runs keep the host's resolver",
-                    p.display()
-                );
-                return None;
-            }
-        }
-        Some(p)
-    }
-
-    /// A `security` entry on `run`'s timeline (a failure to record it is
-    /// logged, not dropped).
-    fn note_security(&self, run: RunId, text: String) {
-        if let Err(e) = self.record_activity(
-            run,
-            overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
-                text,
-                ..overseer_core::activity::SecurityEntry::default()
-            }),
-        ) {
-            tracing::warn!(run = %run, "cannot record a security note: {e}");
-        }
-    }
-
-    /// The sensors' home of `run`.
-    pub(crate) fn sensor_home(&self, run: RunId) -> PathBuf {
-        self.agent_home("_sensors").join(format!("run-{run}"))
-    }
-
-    /// A fresh cgroup `name` for `run` with `limits`; None (with a warning
-    /// on the run) when cgroups are missing here or it cannot be made.
-    fn run_cgroup(&self, name: &str, run: RunId, limits: &RunLimits) -> Option<RunCgroup> {
-        let root = self.run_cgroup_root()?;
-        match RunCgroup::create(&root, name, Some(limits)) {
-            Ok(cg) => Some(cg),
-            Err(e) => {
-                tracing::warn!(run = %run, "no cgroup for the run: {e}");
-                None
-            }
-        }
-    }
-}
-
-/// How often a run's cgroup is read for limits it hit.
-const LIMIT_WATCH: Duration = Duration::from_secs(2);
-
-/// `n` bytes as people read them ("512 MiB", "8.0 GiB").
-fn human_bytes(n: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
-    let gib = n as f64 / f64::from(1u32 << 30);
-    if gib >= 1.0 {
-        format!("{gib:.1} GiB")
-    } else {
-        format!("{} MiB", n >> 20)
-    }
-}
-
-impl Engine {
-    /// Follows `run`'s cgroup while it exists: each time the run hits one
-    /// of its limits again, a security entry on its timeline (how often,
-    /// which limit, how to raise it), a signed security event, and the
-    /// first time for each limit, one notification.
-    pub(crate) async fn watch_limits(
-        self: Arc<Engine>,
-        run: RunId,
-        profile: String,
-        cg: RunCgroup,
-    ) {
-        let Some(limits) = cg.limits().copied() else {
-            return;
-        };
-        let mut seen = limits::LimitHits::default();
-        let raise = format!("raise it in [limits] or [agents.{profile}.limits] of overseer.toml if the work needs more");
-        while cg.path().exists() {
-            tokio::time::sleep(LIMIT_WATCH).await;
-            let now = cg.limit_hits();
-            let mut said: Vec<(&str, String)> = Vec::new();
-            if now.pids > seen.pids {
-                said.push(("pids", format!(
-                    "the run hit its process limit ({} processes and threads): {} fork(s) refused so far; {raise}",
-                    limits.pids_max, now.pids
-                )));
-            }
-            if now.oom_kills > seen.oom_kills {
-                said.push(("memory", format!(
-                    "the run hit its memory limit ({}): {} of its processes killed by the OOM killer so far; {raise}",
-                    human_bytes(limits.memory_max), now.oom_kills
-                )));
-            }
-            if now.memory_high > seen.memory_high && seen.memory_high == 0 {
-                said.push(("memory_high", format!(
-                    "the run went above {} of memory and is slowed down to stay under its limit of {}; {raise}",
-                    human_bytes(limits.memory_high), human_bytes(limits.memory_max)
-                )));
-            }
-            for (limit, text) in said {
-                self.audit(
-                    &overseer_core::Actor::Engine,
-                    serde_json::json!({"type": "security_event", "event": "limit_hit", "run_id": run, "limit": limit, "text": text}),
-                );
-                self.note_security(run, text.clone());
-                let first = match limit {
-                    "pids" => seen.pids == 0,
-                    "memory" => seen.oom_kills == 0,
-                    _ => true,
-                };
-                if first {
-                    self.notify_user(
-                        crate::NotificationKind::SecurityEvent,
-                        run,
-                        format!("Run {run} hit a resource limit"),
-                        text,
-                    );
-                }
-            }
-            seen = now;
-        }
-    }
-}
-
-fn safe_name(s: &str) -> String {
-    let safe = crate::paths::file_safe(s);
-    if safe.is_empty() {
-        "_".to_owned()
-    } else {
-        safe
-    }
-}
-
 /// `run-12` or `run-12-sensors` → 12.
-pub(crate) fn parse_run_name(name: &str) -> Option<RunId> {
+pub fn parse_run_name(name: &str) -> Option<RunId> {
     let rest = name.strip_prefix("run-")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
@@ -773,7 +433,6 @@ mod tests {
         assert_eq!(parse_run_name("runs"), None);
         assert_eq!(cgroup_dir_name("overseer-ab12-"), "overseer-ab12");
         assert_eq!(cgroup_dir_name("../"), "overseer-unknown");
-        assert_eq!(safe_name("my agent/x"), "my_agent_x");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Stopping an agent stops its whole tree: real processes, including ones that
 //! ignore SIGTERM, call setsid, or double-fork.
 
-use overseer_engine::process::{self, AgentSpec, ProcessError, MARKER_ENV};
+use overseer_contain::process::{self, AgentSpec, ProcessError, MARKER_ENV};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;

@@ -24,7 +24,7 @@ use landlock::{
 use std::sync::OnceLock;
 
 /// What stays open on a system without the scopes, in words.
-pub(crate) const LEAVES_OPEN: &str = "a run can connect to abstract Unix sockets outside it \
+pub const LEAVES_OPEN: &str = "a run can connect to abstract Unix sockets outside it \
      (the X server of your desktop, a session D-Bus started by dbus-launch) and signal your \
      processes; a run on its own network (network = \"none\") is still cut off from them";
 
@@ -40,7 +40,7 @@ fn ruleset(level: CompatLevel) -> Result<RulesetCreated, String> {
 /// Whether this kernel enforces both scopes: enforced for real on a
 /// throwaway thread (a Landlock domain binds the thread that asks for it
 /// and its future children, nothing else of this process).
-pub(crate) fn probe() -> ScopeStatus {
+pub fn probe() -> ScopeStatus {
     let tried = std::thread::spawn(|| {
         ruleset(CompatLevel::BestEffort)
             .and_then(|r| r.restrict_self().map_err(|e| e.to_string()))
@@ -91,7 +91,7 @@ pub(crate) fn probe() -> ScopeStatus {
 }
 
 /// Whether the scopes are enforced on this machine (probed once).
-pub(crate) fn available() -> bool {
+pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| matches!(super::probe().scopes, ScopeStatus::Available { .. }))
 }
@@ -100,7 +100,7 @@ pub(crate) fn available() -> bool {
 /// it execs, when this machine has them; the spawn fails when a scope the
 /// probe found cannot be enforced.
 #[allow(unsafe_code)]
-pub(crate) fn enforce_before_exec(cmd: &mut tokio::process::Command) -> Result<(), String> {
+pub fn enforce_before_exec(cmd: &mut tokio::process::Command) -> Result<(), String> {
     if !available() {
         return Ok(());
     }

@@ -12,7 +12,7 @@
 /// on a multi-thread runtime's worker the worker hands its other tasks on
 /// first (`block_in_place`); anywhere else (a plain thread, a blocking
 /// task, a current-thread runtime, which cannot hand them on) it just runs.
-pub(crate) fn off_worker<T>(f: impl FnOnce() -> T) -> T {
+pub fn off_worker<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(f)

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// One process of ours.
 #[derive(Debug, Clone)]
-pub(crate) struct Proc {
+pub struct Proc {
     pub pid: u32,
     pub ppid: u32,
     pub pgrp: u32,
@@ -87,7 +87,7 @@ impl Drop for Ending<'_> {
 /// Every live or zombie process of this user but this one, from a scan of
 /// /proc that began after this call did. It blocks: called from a task, the
 /// runtime's worker hands its other tasks on first.
-pub(crate) fn processes() -> Arc<Vec<Proc>> {
+pub fn processes() -> Arc<Vec<Proc>> {
     crate::blocking::off_worker(shared_scan)
 }
 

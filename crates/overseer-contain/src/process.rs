@@ -15,7 +15,7 @@
 //! ours that carries its marker. At start the engine kills whatever carries
 //! its database's marker prefix: agents left by a killed engine.
 
-use crate::contain::{RunCgroup, SandboxPlan};
+use crate::{RunCgroup, SandboxPlan};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -81,7 +81,7 @@ pub struct AgentProcess {
     cgroup: Option<RunCgroup>,
     sandboxed: bool,
     /// Its sandbox's private network (dropped with it: slirp4netns stops).
-    _network: Option<crate::contain::net::PrivateNetwork>,
+    _network: Option<crate::net::PrivateNetwork>,
 }
 
 /// What stopping a tree did.
@@ -99,11 +99,11 @@ pub struct TerminateReport {
 /// name in the first `path` entry that has it runnable.
 pub fn resolve_program(program: &Path, path: Option<&str>) -> Option<PathBuf> {
     if program.components().count() > 1 || program.is_absolute() {
-        return crate::contain::is_executable(program).then(|| program.to_owned());
+        return crate::is_executable(program).then(|| program.to_owned());
     }
     std::env::split_paths(path?)
         .map(|dir| dir.join(program))
-        .find(|p| p.is_absolute() && crate::contain::is_executable(p))
+        .find(|p| p.is_absolute() && crate::is_executable(p))
 }
 
 /// The PATH the agent will see: its profile's, else Overseer's.
@@ -125,13 +125,11 @@ pub fn spawn(
     }
     let program = spec.program.to_string_lossy().into_owned();
     // A private network: bwrap waits for it before the agent runs.
-    let network = match (&spec.sandbox, crate::contain::net::helper()) {
-        (Some(plan), Some(helper)) if plan.network == crate::contain::net::NetworkMode::Private => {
-            Some((
-                crate::contain::net::Pending::new().map_err(ProcessError::NetworkPipes)?,
-                helper,
-            ))
-        }
+    let network = match (&spec.sandbox, crate::net::helper()) {
+        (Some(plan), Some(helper)) if plan.network == crate::net::NetworkMode::Private => Some((
+            crate::net::Pending::new().map_err(ProcessError::NetworkPipes)?,
+            helper,
+        )),
         _ => None,
     };
     let mut cmd = match &spec.sandbox {
@@ -175,7 +173,7 @@ pub fn spawn(
     yield_to_engine(&mut cmd);
     first_for_the_oom_killer(&mut cmd);
     usual_fd_limit(&mut cmd);
-    crate::contain::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
+    crate::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
     // Kept open until the child has exec'd (the closure only holds their numbers).
     let procs = match &spec.cgroup {
         Some(cg) => {
@@ -236,7 +234,7 @@ pub fn spawn(
 /// The child keeps `fds` (made close-on-exec by the engine) across its
 /// exec: what a helper is told to use by number.
 #[allow(unsafe_code)]
-pub(crate) fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
+pub fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
     // SAFETY: the closure runs in the forked child before exec and makes
     // async-signal-safe system calls (fcntl) on descriptors the parent keeps
     // open until spawn returns; it allocates nothing (it reads the vector
@@ -255,7 +253,7 @@ pub(crate) fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
 
 /// The agent gets SIGKILL when the engine dies, even by kill -9.
 #[allow(unsafe_code)]
-pub(crate) fn die_with_parent(cmd: &mut Command) {
+pub fn die_with_parent(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and only makes
     // one async-signal-safe system call (prctl); it allocates nothing.
     unsafe {
@@ -321,7 +319,7 @@ fn join_cgroup(cmd: &mut Command, procs: &[std::fs::File]) {
 /// programs that use `select()` expect at most 1,024.
 #[allow(unsafe_code)]
 fn usual_fd_limit(cmd: &mut Command) {
-    let Some(soft) = crate::started_fd_limit() else {
+    let Some(soft) = started_fd_limit() else {
         return;
     };
     let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
@@ -489,7 +487,7 @@ impl AgentProcess {
         if let Err(e) = cg.remove() {
             tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display());
         } else if let Some(root) = cg.path().parent() {
-            crate::contain::cgroup::remove_if_empty(root);
+            crate::cgroup::remove_if_empty(root);
         }
     }
 }
@@ -512,7 +510,7 @@ impl Drop for AgentProcess {
         match cg.remove() {
             Ok(()) => {
                 if let Some(root) = cg.path().parent() {
-                    crate::contain::cgroup::remove_if_empty(root);
+                    crate::cgroup::remove_if_empty(root);
                 }
             }
             Err(e) => tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display()),
@@ -605,7 +603,7 @@ fn to_pid(p: u32) -> Option<rustix::process::Pid> {
 }
 
 /// The marker in a process's environment, if it has one.
-pub(crate) fn marker_of(pid: u32) -> Option<String> {
+pub fn marker_of(pid: u32) -> Option<String> {
     let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let prefix = format!("{MARKER_ENV}=");
     env.split(|b| *b == 0)
@@ -653,4 +651,42 @@ pub fn kill_marked(prefix: &str) -> Vec<u32> {
         }
     }
     pids
+}
+
+/// The descriptor limit this process started with (soft, hard), before
+/// [`raise_fd_limit`] raised it: what a child should get back before exec
+/// (programs that use `select()` expect 1,024).
+static STARTED_NOFILE: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// Raises this process's soft limit of open descriptors to its hard limit,
+/// once: a desktop's usual soft limit (1,024) is what a run with a few
+/// hundred waiting asks, plus the window's and agents' connections, ran out
+/// of. Returns the limit now in force (soft), or None when it cannot be read.
+pub fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let started = *STARTED_NOFILE.get_or_init(|| {
+        let l = getrlimit(Resource::Nofile);
+        let (cur, max) = (l.current?, l.maximum);
+        let raised = Rlimit {
+            current: max.or(Some(cur)),
+            maximum: max,
+        };
+        if max != Some(cur) {
+            if let Err(e) = setrlimit(Resource::Nofile, raised) {
+                tracing::warn!("cannot raise the open-files limit from {cur} to {max:?}: {e}");
+            }
+        }
+        Some((cur, max.unwrap_or(u64::MAX)))
+    });
+    started?;
+    getrlimit(Resource::Nofile).current
+}
+
+/// The soft descriptor limit this process started with, if it was raised.
+pub fn started_fd_limit() -> Option<u64> {
+    STARTED_NOFILE
+        .get()
+        .copied()
+        .flatten()
+        .map(|(soft, _)| soft)
 }

@@ -97,7 +97,7 @@ fn find_slirp() -> Option<PathBuf> {
 }
 
 /// What a private network needs on this machine.
-pub(crate) fn probe() -> NetStatus {
+pub fn probe() -> NetStatus {
     match find_slirp() {
         Some(p) if super::is_executable(&p) => NetStatus::Available {
             helper: p.to_string_lossy().into_owned(),
@@ -119,7 +119,7 @@ const LEAVES_OPEN: &str = "runs whose profile wants a private network share this
      network instead: its loopback services (databases, web endpoints on 127.0.0.1) are in reach";
 
 /// slirp4netns, when private networks work here.
-pub(crate) fn helper() -> Option<&'static Path> {
+pub fn helper() -> Option<&'static Path> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
         .get_or_init(|| match super::probe().private_network {
@@ -131,10 +131,10 @@ pub(crate) fn helper() -> Option<&'static Path> {
 
 /// The pipes a sandbox with a private network is started with: bwrap
 /// writes to `info_w` and waits on `block_r` (both passed to it).
-pub(crate) struct Pending {
+pub struct Pending {
     info_r: OwnedFd,
-    pub(crate) info_w: OwnedFd,
-    pub(crate) block_r: OwnedFd,
+    pub info_w: OwnedFd,
+    pub block_r: OwnedFd,
     block_w: OwnedFd,
 }
 
@@ -151,7 +151,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 impl Pending {
-    pub(crate) fn new() -> std::io::Result<Pending> {
+    pub fn new() -> std::io::Result<Pending> {
         let (info_r, info_w) = pipe()?;
         let (block_r, block_w) = pipe()?;
         Ok(Pending {
@@ -163,7 +163,7 @@ impl Pending {
     }
 
     /// bwrap's extra arguments (before the plan's).
-    pub(crate) fn bwrap_args(&self) -> Vec<String> {
+    pub fn bwrap_args(&self) -> Vec<String> {
         vec![
             "--info-fd".to_owned(),
             self.info_w.as_raw_fd().to_string(),
@@ -173,13 +173,13 @@ impl Pending {
     }
 
     /// The descriptors bwrap keeps across exec.
-    pub(crate) fn child_fds(&self) -> [i32; 2] {
+    pub fn child_fds(&self) -> [i32; 2] {
         [self.info_w.as_raw_fd(), self.block_r.as_raw_fd()]
     }
 
     /// Once bwrap is started: its network, then the agent let go. Err: why
     /// (the caller stops the sandbox).
-    pub(crate) fn connect(self, helper: &Path) -> Result<PrivateNetwork, String> {
+    pub fn connect(self, helper: &Path) -> Result<PrivateNetwork, String> {
         let Pending {
             info_r,
             info_w,
