@@ -3,7 +3,7 @@
 //! object store: nearly free, and it let a run read the user's staged files,
 //! stash and other branches) against the engine's way (a repository of its
 //! own holding a copy of exactly the objects the base commit reaches:
-//! [`overseer_engine::git::create_run_repo`]).
+//! [`overseer_git::create_run_repo`]).
 //!
 //! The repository is generated here with `git fast-import` (20,000 files,
 //! 2,000 commits of 10 changed files each, packed; `OVERSEER_BENCH_FILES`
@@ -183,8 +183,7 @@ fn main() {
         for (n, times) in [(1, &mut first), (2, &mut second)] {
             let dir = runs.join(format!("new-{round}-{n}"));
             let t = Instant::now();
-            overseer_engine::git::create_run_repo(&repo, &dir, "run", &base)
-                .expect("run repository");
+            overseer_git::create_run_repo(&repo, &dir, "run", &base).expect("run repository");
             times.push(t.elapsed());
             new_size = du(&dir.join(".git/objects"));
         }

@@ -449,7 +449,7 @@ pub mod vocabulary {
 /// unified diff text (untrusted: shown as text only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDiff {
-    pub files: Vec<crate::git::FileChange>,
+    pub files: Vec<overseer_git::FileChange>,
     pub diff: String,
     /// The diff's files that other tools run or load on their own, with
     /// what would run them (never merged without a human).

@@ -3,11 +3,11 @@
 //! a merge that adds, changes or deletes any of them is never made by
 //! auto-advance or by a supervisor alone; the review names each one.
 
-use crate::git;
 use crate::work::{diff_range, DiffRange};
 use crate::Engine;
 use overseer_core::autorun::{self, AutoRunFile, ChangedFile, PathChange};
 use overseer_core::{ApiError, RunId};
+use overseer_git as git;
 use std::path::Path;
 
 /// A `package.json` larger than this is not read: it counts as one whose

@@ -26,7 +26,6 @@ mod engine;
 pub mod evaluate;
 pub mod fleet;
 pub mod flood;
-pub mod git;
 // The modules that decide gates match their choices exhaustively: a new
 // choice must force a decision, never fall into a wildcard arm.
 #[deny(clippy::wildcard_enum_match_arm)]

@@ -11,7 +11,6 @@
 //! Overseer, which is recorded as a signed security event, put in the run's
 //! timeline and notified.
 
-use crate::git;
 use crate::notify::NotificationKind;
 use crate::Engine;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
@@ -20,6 +19,7 @@ use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, MergeReviewChoice, RunEvent,
     RunId, RunState, RunView,
 };
+use overseer_git as git;
 use overseer_store::{MergeRecord, RunWork};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -71,23 +71,6 @@ struct Sides {
 enum Stop {
     Never,
     AfterGit,
-}
-
-impl From<git::GitError> for ApiError {
-    fn from(e: git::GitError) -> Self {
-        let code = match e {
-            git::GitError::NotARepo(_) | git::GitError::NotRunRepo { .. } => {
-                ErrorCode::InvalidInput
-            }
-            git::GitError::Conflict { .. }
-            | git::GitError::DirtyCheckout { .. }
-            | git::GitError::BaseMoved { .. } => ErrorCode::Conflict,
-            git::GitError::Missing(_) | git::GitError::Failed { .. } | git::GitError::Io { .. } => {
-                ErrorCode::Internal
-            }
-        };
-        ApiError::new(code, e.to_string())
-    }
 }
 
 /// The hidden ref a run's reviewed commit is fetched into (never a branch).

@@ -2,13 +2,13 @@
 //! gate, merging on approval, cleaning and resuming runs. Each action commits
 //! first and publishes after, like the review actions in `engine.rs`.
 
-use crate::git;
 use crate::Engine;
 use overseer_core::{
     parse_choice, Activity, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice,
     DeviationGate, EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption,
     GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
+use overseer_git as git;
 use overseer_store::{RunWork, Workspace, WorkspaceSettings};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ pub fn run_branch(run: RunId) -> String {
 
 impl Engine {
     /// Where a run's repository lives: under the data dir, never in the
-    /// user's checkout (a clone of its own; see [`crate::git`]).
+    /// user's checkout (a clone of its own; see [`overseer_git`]).
     pub fn worktree_path(&self, workspace: &str, run: RunId) -> PathBuf {
         let safe = crate::paths::file_safe(workspace);
         self.paths()

@@ -246,7 +246,7 @@ fn layout() -> Layout {
     let secrets = user_secrets(&repo);
     // The run's repository, made as the engine makes it.
     let worktree = data.join("worktrees/demo/run-1");
-    overseer_engine::git::create_run_repo(&repo, &worktree, "overseer/run-1", "main")
+    overseer_git::create_run_repo(&repo, &worktree, "overseer/run-1", "main")
         .expect("the run's repository");
     let agent_home = data.join("agent-homes/demo");
     std::fs::create_dir_all(&agent_home).expect("agent home");

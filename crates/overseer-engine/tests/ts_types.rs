@@ -133,7 +133,7 @@ fn generated() -> String {
         overseer_engine::PolicyStatus,
         overseer_engine::TaskStart,
         overseer_engine::Started,
-        overseer_engine::git::FileChange,
+        overseer_git::FileChange,
         overseer_engine::NotificationKind,
         overseer_engine::NotificationSettings,
         overseer_engine::RuleTexts,

@@ -4,18 +4,18 @@
 
 use super::permissions::{permission, question};
 use super::{err, modes, Live, Turn};
-use crate::git;
 use crate::Engine;
 use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use overseer_contain::process::{self, AgentSpec};
 use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_git as git;
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The run's own repository (see [`crate::git`]): created on the first
+/// The run's own repository (see [`overseer_git`]): created on the first
 /// attempt, at the base branch's commit then, which is recorded; a resumed
 /// run keeps the one it had.
 pub(super) async fn prepare_worktree(engine: &Engine, work: &RunWork) -> Result<PathBuf, ApiError> {

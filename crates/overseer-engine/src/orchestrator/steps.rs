@@ -8,7 +8,6 @@ use super::{
     first_line, modes, prompt_turn, still_active, stop, tail, take_feedback, take_owed_reason,
     wait_progress_gate, Supervision, Turn, MAX_RETRIES,
 };
-use crate::git;
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
 use crate::Engine;
 use overseer_acp::{AgentSession, StopReason};
@@ -25,6 +24,7 @@ use overseer_core::{
     GateDecision, GateOption, GateView, RunEvent, RunId, StepRecord, StepReviewChoice, StepSensor,
     SupervisorPauseChoice, SupervisorPauseGate,
 };
+use overseer_git as git;
 use overseer_store::RunWork;
 use overseer_store::{DecisionInput, GateSpec};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! driver written into the run's repository or the user's is never executed
 //! by any git command the engine runs (each would leave a marker file).
 
-use overseer_engine::git::{self, GitError};
+use overseer_git::{self as git, GitError};
 use overseer_test_support::git as sh;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -65,6 +65,25 @@ pub enum GitError {
     },
 }
 
+/// What a failed git step means to a client: a bad input, a conflict with
+/// the user's work, or the engine's own fault.
+impl From<GitError> for overseer_core::ApiError {
+    fn from(e: GitError) -> Self {
+        let code = match e {
+            GitError::NotARepo(_) | GitError::NotRunRepo { .. } => {
+                overseer_core::ErrorCode::InvalidInput
+            }
+            GitError::Conflict { .. }
+            | GitError::DirtyCheckout { .. }
+            | GitError::BaseMoved { .. } => overseer_core::ErrorCode::Conflict,
+            GitError::Missing(_) | GitError::Failed { .. } | GitError::Io { .. } => {
+                overseer_core::ErrorCode::Internal
+            }
+        };
+        overseer_core::ApiError::new(code, e.to_string())
+    }
+}
+
 /// Configuration given on every command line: it wins over any file.
 const HARDENING: &[&str] = &[
     // Hooks: a directory that cannot exist, so no hook is ever found.
@@ -99,7 +118,7 @@ const NO_HOME: &str = "/nonexistent/overseer-git-home";
 /// git's full path on the engine's PATH (looked up each time; the bare
 /// name if it is not found, so that spawning says git is missing). See
 /// [`hardened_command`] for why a full path.
-pub(crate) fn program() -> std::path::PathBuf {
+pub fn program() -> std::path::PathBuf {
     let path = std::env::var("PATH").ok();
     overseer_contain::process::resolve_program(Path::new("git"), path.as_deref())
         .unwrap_or_else(|| std::path::PathBuf::from("git"))
@@ -159,7 +178,7 @@ thread_local! {
 /// own priority, not [`GIT_NICENESS`]: work the user is waiting on, a diff on
 /// screen or the merge they approved, must not crawl behind a build they
 /// run beside the app.
-pub(crate) fn foreground<T>(f: impl FnOnce() -> T) -> T {
+pub fn foreground<T>(f: impl FnOnce() -> T) -> T {
     struct Restore(bool);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -300,7 +319,7 @@ fn remember_drivers(stamp: ConfigStamp, neutral: &[(String, String)]) {
 
 /// One repository as the engine's git sees it, with the drivers its
 /// configuration defines neutralised for every command run through it.
-pub(crate) struct Git {
+pub struct Git {
     /// What names the repository: `-C DIR`, or `--git-dir --work-tree`.
     at: Vec<OsString>,
     dir: PathBuf,
@@ -311,7 +330,7 @@ pub(crate) struct Git {
 
 impl Git {
     /// The repository that contains `dir` (the user's checkout).
-    pub(crate) fn open(dir: &Path) -> Result<Git, GitError> {
+    pub fn open(dir: &Path) -> Result<Git, GitError> {
         let mut at = vec![OsString::from("-C"), dir.as_os_str().to_owned()];
         // An explicit work tree: a `core.worktree` in its configuration
         // cannot point the engine's `git add` at files elsewhere.
