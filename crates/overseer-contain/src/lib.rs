@@ -22,6 +22,7 @@
 pub mod blocking;
 pub mod bwrap;
 pub mod cgroup;
+mod child;
 pub mod limits;
 pub mod net;
 pub mod process;

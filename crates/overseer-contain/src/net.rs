@@ -214,12 +214,12 @@ impl Pending {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-        crate::process::keep_fds(&mut cmd, vec![ready_w.as_raw_fd(), exit_r.as_raw_fd()]);
+        crate::child::keep_fds(&mut cmd, vec![ready_w.as_raw_fd(), exit_r.as_raw_fd()]);
         // Not under the run's Landlock scopes: it is the engine's helper,
         // not the run's code, and a process in another Landlock domain may
         // not open the sandbox's namespaces. It confines itself
         // (--enable-sandbox, --enable-seccomp).
-        crate::process::die_with_parent(&mut cmd);
+        crate::child::die_with_parent(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;

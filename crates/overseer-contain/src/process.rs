@@ -22,7 +22,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
-pub const MARKER_ENV: &str = "OVERSEER_AGENT_MARKER";
+pub use crate::child::{die_with_parent, keep_fds};
+pub use crate::procscan::{marker_of, MARKER_ENV};
 /// Variables an agent keeps from the engine's environment; everything else
 /// comes from its profile.
 const BASE_ENV: &[&str] = &[
@@ -229,39 +230,6 @@ pub fn spawn(
         stdout,
         stderr,
     ))
-}
-
-/// The child keeps `fds` (made close-on-exec by the engine) across its
-/// exec: what a helper is told to use by number.
-#[allow(unsafe_code)]
-pub fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
-    // SAFETY: the closure runs in the forked child before exec and makes
-    // async-signal-safe system calls (fcntl) on descriptors the parent keeps
-    // open until spawn returns; it allocates nothing (it reads the vector
-    // made in the parent).
-    unsafe {
-        cmd.pre_exec(move || {
-            for fd in &fds {
-                let fd = std::os::fd::BorrowedFd::borrow_raw(*fd);
-                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())
-                    .map_err(std::io::Error::from)?;
-            }
-            Ok(())
-        });
-    }
-}
-
-/// The agent gets SIGKILL when the engine dies, even by kill -9.
-#[allow(unsafe_code)]
-pub fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // one async-signal-safe system call (prctl); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(std::io::Error::from)
-        });
-    }
 }
 
 /// How much lower than the engine's CPU priority an agent and everything
@@ -600,16 +568,6 @@ fn to_pid(p: u32) -> Option<rustix::process::Pid> {
         return None;
     }
     rustix::process::Pid::from_raw(raw)
-}
-
-/// The marker in a process's environment, if it has one.
-pub fn marker_of(pid: u32) -> Option<String> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{MARKER_ENV}=");
-    env.split(|b| *b == 0)
-        .filter_map(|kv| std::str::from_utf8(kv).ok())
-        .find_map(|kv| kv.strip_prefix(&prefix))
-        .map(str::to_owned)
 }
 
 /// Live processes of the tree rooted at `root` or carrying `marker`.

@@ -18,6 +18,10 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+/// The variable every process a run starts carries: the run's marker,
+/// which finds its processes even when they left its process group.
+pub const MARKER_ENV: &str = "OVERSEER_AGENT_MARKER";
+
 /// One process of ours.
 #[derive(Debug, Clone)]
 pub struct Proc {
@@ -152,7 +156,7 @@ fn scan(known: &Markers) -> (Vec<Proc>, Markers) {
             let identity = (pid, started);
             let marker = match known.get(&identity) {
                 Some(m) => m.clone(),
-                None => crate::process::marker_of(pid).map(Arc::from),
+                None => marker_of(pid).map(Arc::from),
             };
             markers.insert(identity, marker.clone());
             Some(Proc {
@@ -169,8 +173,8 @@ fn scan(known: &Markers) -> (Vec<Proc>, Markers) {
 
 #[cfg(test)]
 mod tests {
+    use super::MARKER_ENV;
     use super::*;
-    use crate::process::MARKER_ENV;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     fn marked_sleep(marker: &str) -> std::process::Child {
@@ -230,4 +234,14 @@ mod tests {
             t.join().expect("join");
         }
     }
+}
+
+/// The marker in a process's environment, if it has one.
+pub fn marker_of(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{MARKER_ENV}=");
+    env.split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix(&prefix))
+        .map(str::to_owned)
 }

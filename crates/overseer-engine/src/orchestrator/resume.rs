@@ -11,11 +11,7 @@
 //! reaches the agent as an instruction; a tool call that was waiting is
 //! withdrawn, never answered blindly: the agent, carried on, asks again.
 
-use super::steps::{
-    after_deviation, after_pause, after_step, after_step_review, deviation_of, Flow, StepNext,
-    Steps,
-};
-use super::{wait_progress_gate, Turn};
+use super::Turn;
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
 use overseer_core::Activity;
@@ -159,42 +155,6 @@ fn describe(progress: &Progress) -> String {
             format!("step {} of {}", step + 1, plan.steps.len())
         }
         Progress::Finishing => "its finished work, going to review".to_owned(),
-    }
-}
-
-/// A gate of the step loop a restarted engine found waiting, decided:
-/// what the loop does next, as if the engine had never stopped.
-pub(super) async fn step_gate(
-    engine: &Arc<Engine>,
-    work: &RunWork,
-    turn: &Mutex<Turn>,
-    gate: &GateView,
-    at: &mut Steps,
-    follow_up: &mut Option<String>,
-) -> Result<Flow, ApiError> {
-    let run = work.run_id;
-    let d = wait_progress_gate(engine, turn, gate.id).await?;
-    match gate.kind() {
-        GateKind::StepReview => after_step(engine, run, after_step_review(d), at, follow_up),
-        GateKind::SupervisorPause => {
-            let timeout = crate::supervise::policy_of(work).pause_timeout_seconds;
-            // Proceed: the human let the step through.
-            let next = after_pause(engine, run, timeout, d)?.unwrap_or(StepNext::Proceed);
-            after_step(engine, run, next, at, follow_up)
-        }
-        GateKind::Deviation
-        | GateKind::Plan
-        | GateKind::ToolCall
-        | GateKind::MergeReview
-        | GateKind::Question => {
-            let failure = gate
-                .body
-                .deviation_error()
-                .filter(|e| !e.is_empty())
-                .unwrap_or("the step failed")
-                .to_owned();
-            after_deviation(engine, run, deviation_of(d), &failure, at)
-        }
     }
 }
 

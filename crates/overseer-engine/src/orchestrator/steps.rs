@@ -21,8 +21,8 @@ use overseer_core::supervision::{
 };
 use overseer_core::{
     Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
-    GateDecision, GateOption, GateView, RunEvent, RunId, StepRecord, StepReviewChoice, StepSensor,
-    SupervisorPauseChoice, SupervisorPauseGate,
+    GateDecision, GateKind, GateOption, GateView, RunEvent, RunId, StepRecord, StepReviewChoice,
+    StepSensor, SupervisorPauseChoice, SupervisorPauseGate,
 };
 use overseer_git as git;
 use overseer_store::RunWork;
@@ -143,9 +143,7 @@ pub(super) async fn execute(
             return Ok(Executed::Ended);
         }
         let flow = match adopt.take() {
-            Some(gate) => {
-                resume::step_gate(engine, work, turn, &gate, &mut at, &mut follow_up).await?
-            }
+            Some(gate) => step_gate(engine, work, turn, &gate, &mut at, &mut follow_up).await?,
             None => {
                 step_turn(
                     engine,
@@ -773,6 +771,42 @@ pub(super) fn after_pause(
         PauseOutcome::Abort => {
             engine.abort_run(run, &d.actor)?;
             Ok(Some(StepNext::Ended))
+        }
+    }
+}
+
+/// A gate of the step loop a restarted engine found waiting, decided:
+/// what the loop does next, as if the engine had never stopped.
+pub(super) async fn step_gate(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    gate: &GateView,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+) -> Result<Flow, ApiError> {
+    let run = work.run_id;
+    let d = wait_progress_gate(engine, turn, gate.id).await?;
+    match gate.kind() {
+        GateKind::StepReview => after_step(engine, run, after_step_review(d), at, follow_up),
+        GateKind::SupervisorPause => {
+            let timeout = crate::supervise::policy_of(work).pause_timeout_seconds;
+            // Proceed: the human let the step through.
+            let next = after_pause(engine, run, timeout, d)?.unwrap_or(StepNext::Proceed);
+            after_step(engine, run, next, at, follow_up)
+        }
+        GateKind::Deviation
+        | GateKind::Plan
+        | GateKind::ToolCall
+        | GateKind::MergeReview
+        | GateKind::Question => {
+            let failure = gate
+                .body
+                .deviation_error()
+                .filter(|e| !e.is_empty())
+                .unwrap_or("the step failed")
+                .to_owned();
+            after_deviation(engine, run, deviation_of(d), &failure, at)
         }
     }
 }
