@@ -171,6 +171,16 @@ fn scan(known: &Markers) -> (Vec<Proc>, Markers) {
     (procs, markers)
 }
 
+/// The marker in a process's environment, if it has one.
+pub fn marker_of(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{MARKER_ENV}=");
+    env.split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix(&prefix))
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::MARKER_ENV;
@@ -234,14 +244,4 @@ mod tests {
             t.join().expect("join");
         }
     }
-}
-
-/// The marker in a process's environment, if it has one.
-pub fn marker_of(pid: u32) -> Option<String> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let prefix = format!("{MARKER_ENV}=");
-    env.split(|b| *b == 0)
-        .filter_map(|kv| std::str::from_utf8(kv).ok())
-        .find_map(|kv| kv.strip_prefix(&prefix))
-        .map(str::to_owned)
 }
