@@ -23,7 +23,6 @@ mod containment;
 pub mod demo;
 pub mod disk;
 mod engine;
-pub mod evaluate;
 pub mod fleet;
 pub mod flood;
 // The modules that decide gates match their choices exhaustively: a new

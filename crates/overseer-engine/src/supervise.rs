@@ -10,10 +10,6 @@
 //! an `escalate` decision plus a `supervisor_failed` notification: never an
 //! approval on error.
 
-use crate::evaluate::{
-    evaluate_with_timeout, CommandEvaluator, EvaluationRequest, Evaluator, EvaluatorError,
-    OpenAiEvaluator,
-};
 use crate::notify::{Notification, NotificationKind};
 use crate::Engine;
 use futures::future::BoxFuture;
@@ -26,6 +22,10 @@ use overseer_core::supervision::{
 use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateBody, GateId, GateKind, GateOption, GateView,
     MergeReviewChoice, RunId, StepReviewChoice, SupervisorPauseChoice,
+};
+use overseer_evaluate::{
+    evaluate_with_timeout, CommandEvaluator, EvaluationRequest, Evaluator, EvaluatorError,
+    OpenAiEvaluator,
 };
 use overseer_store::{DecisionInput, GateSpec, RunWork};
 use std::sync::Arc;

@@ -2,12 +2,12 @@
 //! protocol into core's session asks ([`overseer_core::SessionAsk`]):
 //! - [`external`]: the engine side: a session's fleet row, its asks as gates.
 //! - [`messages`]: agent-to-agent messages through the hub.
-//! - `hooks`: Claude Code's and Codex's hook formats (the `overseer hook` command).
+//! - Claude Code's and Codex's hook formats (the `overseer hook` command) are
+//!   `overseer_hooks`, which the CLI uses; the engine sees their asks here.
 //!
 //! (Agents Overseer launches speak ACP: [`overseer_acp`].)
 
 pub mod external;
-pub mod hooks;
 pub mod messages;
 
 use std::path::{Path, PathBuf};

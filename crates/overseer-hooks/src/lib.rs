@@ -137,13 +137,13 @@ pub fn fallback(vendor: Vendor, event: Option<&Event>, why: &str) -> String {
 
 /// The fields both vendors share, read leniently: a missing optional field
 /// is no error, a missing session or cwd is.
-pub(crate) struct Common {
+pub struct Common {
     pub event: Event,
     pub session_id: String,
     pub cwd: std::path::PathBuf,
 }
 
-pub(crate) fn common(vendor: Vendor, v: &Value) -> Result<Common, InputError> {
+pub fn common(vendor: Vendor, v: &Value) -> Result<Common, InputError> {
     let Some(obj) = v.as_object() else {
         return Err(InputError {
             event: None,
@@ -187,7 +187,7 @@ pub(crate) fn common(vendor: Vendor, v: &Value) -> Result<Common, InputError> {
     })
 }
 
-pub(crate) fn parse_json(vendor: Vendor, stdin: &str) -> Result<Value, InputError> {
+pub fn parse_json(vendor: Vendor, stdin: &str) -> Result<Value, InputError> {
     serde_json::from_str(stdin).map_err(|e| InputError {
         event: None,
         message: format!(
@@ -198,14 +198,14 @@ pub(crate) fn parse_json(vendor: Vendor, stdin: &str) -> Result<Value, InputErro
     })
 }
 
-pub(crate) fn str_field<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
+pub fn str_field<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
     v.get(field).and_then(Value::as_str)
 }
 
 /// A stable id for an ask that carries no id of its own: FNV-1a over the
 /// parts, twice with different offsets (128 bits). Not cryptographic: it
 /// only has to tell one of this session's asks from another.
-pub(crate) fn fingerprint(parts: &[&str]) -> String {
+pub fn fingerprint(parts: &[&str]) -> String {
     fn fnv(seed: u64, parts: &[&str]) -> u64 {
         let mut h = seed;
         for part in parts {
@@ -229,7 +229,7 @@ pub(crate) fn fingerprint(parts: &[&str]) -> String {
 pub const MAX_INPUT_BYTES: usize = 256 * 1024;
 const CUT_STRING_AT: usize = 8 * 1024;
 
-pub(crate) fn bounded_input(input: Value) -> Value {
+pub fn bounded_input(input: Value) -> Value {
     let size = serde_json::to_string(&input).map(|s| s.len()).unwrap_or(0);
     if size <= MAX_INPUT_BYTES {
         return input;
@@ -258,7 +258,7 @@ pub(crate) fn bounded_input(input: Value) -> Value {
 }
 
 /// The last thing the agent said, as a notice's message: bounded, never empty.
-pub(crate) fn notice_text(text: Option<&str>, otherwise: &str) -> String {
+pub fn notice_text(text: Option<&str>, otherwise: &str) -> String {
     const MAX: usize = 4000;
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) if t.len() > MAX => {

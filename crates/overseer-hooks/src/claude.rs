@@ -34,7 +34,7 @@ pub fn read(stdin: &str, salt: &str) -> Result<HookCall, InputError> {
 }
 
 /// The ask of an event; shared with Codex, whose events read the same.
-pub(crate) fn ask_of(
+pub fn ask_of(
     vendor: Vendor,
     event: &Event,
     session_id: &str,
@@ -169,7 +169,7 @@ pub fn render(call: &HookCall, answer: &SessionAnswer) -> String {
 /// Stop with the user's steering: Claude goes on with it as its next
 /// instruction. The engine hands a steering text out once, so blocking
 /// again (`stop_hook_active`) happens only for newer steering: no loop.
-pub(crate) fn stop_output(steering: Option<&str>) -> String {
+pub fn stop_output(steering: Option<&str>) -> String {
     match steering.map(str::trim).filter(|s| !s.is_empty()) {
         Some(s) => json!({"decision": "block", "reason": s}).to_string(),
         None => NOTHING.to_owned(),

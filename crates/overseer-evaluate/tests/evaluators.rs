@@ -5,7 +5,7 @@
 use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
 use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
 use overseer_core::{GateBody, GateOption, GateStatus, GateView, RunState, RunView};
-use overseer_engine::evaluate::{
+use overseer_evaluate::{
     evaluate_with_timeout, parse_verdict, CommandEvaluator, EvaluationRequest, Evaluator,
     EvaluatorError, OpenAiEvaluator, PROMPT_VERSION,
 };
