@@ -19,7 +19,7 @@ impl Engine {
     /// never touch it.
     pub fn run_cgroup_root(&self) -> Option<PathBuf> {
         let base = probe().cgroup_base()?;
-        Some(base.join(cgroup_dir_name(&crate::orchestrator::marker_prefix(self))))
+        Some(base.join(cgroup_dir_name(&crate::engine::marker_prefix(self))))
     }
 
     /// Where a profile's agents keep their own HOME (Claude's sessions,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 /// Where the notification settings live in the database's settings.
-const NOTIFICATIONS_KEY: &str = "notifications";
+pub(crate) const NOTIFICATIONS_KEY: &str = "notifications";
 
 /// How many events a slow subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 4096;
@@ -79,7 +79,7 @@ pub struct Engine {
     paths: Paths,
     pub(crate) config: Config,
     /// Runs whose agent is alive, driven by the orchestrator.
-    pub(crate) live: crate::orchestrator::LiveRuns,
+    pub(crate) live: crate::orchestrator::live::LiveRuns,
     /// The runtime the orchestrator runs on, once started.
     pub(crate) runtime: std::sync::OnceLock<tokio::runtime::Handle>,
     /// Itself, for effects that outlive a call (stopping an aborted agent).
@@ -87,7 +87,7 @@ pub struct Engine {
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
     /// What the user muted (kept in the database, cached here).
-    notifications: Mutex<crate::notify::NotificationSettings>,
+    pub(crate) notifications: Mutex<crate::notify::NotificationSettings>,
     /// Set when the app closes: agents are being stopped on purpose, so
     /// their ends are neither failures nor deviations.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
@@ -100,7 +100,7 @@ pub struct Engine {
     /// [`Engine::spawn_cancellable`] stop at their next await.
     pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// External sessions' agents, "always" rules and waiting askers.
-    pub(crate) external: crate::agents::external::Sessions,
+    pub(crate) external: crate::agents::external::sessions::Sessions,
     /// The database's id, which names its agents' processes (read once).
     pub(crate) db_id: String,
     /// Each run's caps on what it asks of the engine and the user.
@@ -110,6 +110,11 @@ pub struct Engine {
     pub(crate) gate_watch: GateWatch,
     /// The data dir's free space: its reserve, its floor, runs paused on it.
     pub(crate) disk: Arc<crate::disk::Disk>,
+}
+
+/// The marker every agent process of this database carries in its environment.
+pub(crate) fn marker_prefix(engine: &Engine) -> String {
+    format!("overseer-{}-", engine.db_id)
 }
 
 impl Engine {
@@ -233,34 +238,6 @@ impl Engine {
         Ok(out.run)
     }
 
-    /// Abort: the decision is committed first, then the agent's whole process
-    /// tree is stopped (SIGTERM, abort_timeout, SIGKILL) and
-    /// `orchestration_aborted` is published. Called from a blocking context
-    /// (CLI, window) it returns once the tree is gone.
-    pub fn abort_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
-        let now = self.clock.now();
-        let out = ops::abort_run(&mut self.store(), id, actor, now)?;
-        self.publish(out.events);
-        let me = self.me.get().and_then(std::sync::Weak::upgrade);
-        if let (Some(handle), Some(me), Some(_)) = (self.runtime.get(), me, self.live.get(id)) {
-            let stop = crate::orchestrator::stop_agent(me, id);
-            if tokio::runtime::Handle::try_current().is_ok() {
-                // Finishes even if the engine is stopping (which waits for it).
-                self.tasks.spawn_on(stop, handle);
-            } else {
-                handle.block_on(stop);
-            }
-        }
-        Ok(out.run)
-    }
-
-    /// Starts driving runs: recovery after a crash, then every queued run.
-    /// Call once, inside a tokio runtime.
-    pub fn start_orchestrator(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let _ = self.me.set(Arc::downgrade(self));
-        crate::orchestrator::start(self.clone())
-    }
-
     /// Moves a run along its lifecycle on the engine's own authority.
     pub fn advance_run(
         &self,
@@ -314,39 +291,14 @@ impl Engine {
             .clone()
     }
 
-    /// Mutes (or unmutes) notification kinds; blocking asks cannot be muted.
-    pub fn set_notifications(
-        &self,
-        settings: crate::notify::NotificationSettings,
-        actor: &Actor,
-    ) -> Result<crate::notify::NotificationSettings, ApiError> {
-        crate::settings::check_notifications(&settings).map_err(ApiError::invalid_fields)?;
-        let text = serde_json::to_string(&settings)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-        let now = self.clock.now();
-        self.write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
-        *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
-        Ok(settings)
-    }
-
-    /// True once [`Engine::stop_agents`] began: the app is closing.
     /// Every agent profile, installed or not, with what it still needs.
     pub fn agents(&self) -> Vec<crate::config::AgentInfo> {
         self.config.agent_infos(|k| std::env::var(k).ok())
     }
 
+    /// True once [`Engine::stop_agents`] began: the app is closing.
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Before a clean exit: stops every live agent's whole process tree
-    /// (their runs are marked interrupted by the next start), then the
-    /// orchestrator's tasks, and waits for them (up to 10 s): once
-    /// it returns nothing of the engine's own still runs or writes, so the
-    /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
-    /// how many agents were stopped.
-    pub async fn stop_agents(&self) -> usize {
-        crate::orchestrator::stop_all(self).await
     }
 
     /// Refuses a request from outside (the socket, the window) once the

@@ -127,7 +127,7 @@ impl Fence {
     fn of(engine: &Engine) -> Fence {
         Fence {
             cgroup_root: engine.run_cgroup_root(),
-            marker_prefix: crate::orchestrator::marker_prefix(engine),
+            marker_prefix: crate::engine::marker_prefix(engine),
         }
     }
 

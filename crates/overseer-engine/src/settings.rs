@@ -7,10 +7,12 @@
 //! Errors name their field as the window's forms know it (see
 //! [`overseer_core::FieldError`]).
 
+use crate::engine::NOTIFICATIONS_KEY;
 use crate::{Engine, NotificationSettings, Scope};
 use overseer_core::error::under;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
+use overseer_core::{Actor, ErrorCode};
 use overseer_core::{ApiError, FieldError};
 use serde::{Deserialize, Serialize};
 
@@ -119,5 +121,22 @@ impl Engine {
             SettingsChange::Notifications { settings } => check_notifications(settings).err(),
         };
         Ok(found.unwrap_or_default())
+    }
+}
+
+impl Engine {
+    /// Mutes (or unmutes) notification kinds; blocking asks cannot be muted.
+    pub fn set_notifications(
+        &self,
+        settings: crate::notify::NotificationSettings,
+        actor: &Actor,
+    ) -> Result<crate::notify::NotificationSettings, ApiError> {
+        check_notifications(&settings).map_err(ApiError::invalid_fields)?;
+        let text = serde_json::to_string(&settings)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        let now = self.clock.now();
+        self.write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
+        *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
+        Ok(settings)
     }
 }

@@ -138,7 +138,7 @@ pub(super) async fn launch_agent(
         Some(Arc::new(Live {
             conn: conn.clone(),
             process: tokio::sync::Mutex::new(process),
-            _asks: asks,
+            _asks: asks.map(|s| Box::new(s) as Box<dyn Send + Sync>),
         })),
     );
     engine.spawn_cancellable(pump(

@@ -30,6 +30,7 @@
 //! Agent output is recorded in the run's timeline as untrusted text.
 
 mod agent;
+pub(crate) mod live;
 mod modes;
 mod permissions;
 mod planning;
@@ -44,116 +45,63 @@ pub(crate) use agent::{stop_agent, stop_all};
 use overseer_core::Activity;
 use steps::{execute, Executed, Steps};
 
+use crate::engine::marker_prefix;
+use crate::ops;
 use crate::Engine;
-use overseer_acp::{AcpSessions, AgentSession, StartSession, StopReason};
-use overseer_contain::process::{self, AgentProcess};
+pub(crate) use live::Live;
+use overseer_acp::{AgentSession, StartSession, StopReason};
+use overseer_contain::process;
 use overseer_core::progress::Progress;
 use overseer_core::rules::RuleSet;
 use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateDecision, GateId, GateKind, GateView, RunEvent,
-    RunId, RunState,
+    RunId, RunState, RunView,
 };
 use overseer_store::RunWork;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::error::RecvError;
 /// After this many retries of the same step, Retry is no longer offered.
 pub const MAX_RETRIES: u32 = 10;
-/// A run whose agent is alive.
-pub(crate) struct Live {
-    pub(crate) conn: Arc<dyn AgentSession>,
-    pub(crate) process: tokio::sync::Mutex<AgentProcess>,
-    /// The run's own socket for its MCP server; closed with the agent.
-    pub(crate) _asks: Option<crate::server::RunSocket>,
-}
-
-/// The runs the orchestrator is driving, by id.
-#[derive(Default)]
-pub(crate) struct LiveRuns {
-    pub(crate) agents: Mutex<HashMap<RunId, Arc<Live>>>,
-    driving: Mutex<HashSet<RunId>>,
-    /// Questions whose asker stopped with the engine, by gate, with their
-    /// run and what they asked: the first of an answer or the carried-on
-    /// agent asking the same again takes one.
-    orphans: Mutex<HashMap<GateId, (RunId, String)>>,
-    /// How agent sessions start; None: over ACP ([`AcpSessions`]).
-    sessions: Mutex<Option<Arc<dyn StartSession>>>,
-}
-
-impl LiveRuns {
-    pub(crate) fn get(&self, run: RunId) -> Option<Arc<Live>> {
-        self.agents
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&run)
-            .cloned()
+impl Engine {
+    /// Abort: the decision is committed first, then the agent's whole process
+    /// tree is stopped (SIGTERM, abort_timeout, SIGKILL) and
+    /// `orchestration_aborted` is published. Called from a blocking context
+    /// (CLI, window) it returns once the tree is gone.
+    pub fn abort_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::abort_run(&mut self.store(), id, actor, now)?;
+        self.publish(out.events);
+        let me = self.me.get().and_then(std::sync::Weak::upgrade);
+        if let (Some(handle), Some(me), Some(_)) = (self.runtime.get(), me, self.live.get(id)) {
+            let stop = stop_agent(me, id);
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Finishes even if the engine is stopping (which waits for it).
+                self.tasks.spawn_on(stop, handle);
+            } else {
+                handle.block_on(stop);
+            }
+        }
+        Ok(out.run)
     }
 
-    fn set(&self, run: RunId, live: Option<Arc<Live>>) {
-        let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
-        match live {
-            Some(l) => agents.insert(run, l),
-            None => agents.remove(&run),
-        };
+    /// Starts driving runs: recovery after a crash, then every queued run.
+    /// Call once, inside a tokio runtime.
+    pub fn start_orchestrator(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let _ = self.me.set(Arc::downgrade(self));
+        start(self.clone())
     }
 
-    /// True when this call took the run (no other task drives it).
-    fn take(&self, run: RunId) -> bool {
-        self.driving
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(run)
+    /// Before a clean exit: stops every live agent's whole process tree
+    /// (their runs are marked interrupted by the next start), then the
+    /// orchestrator's tasks, and waits for them (up to 10 s): once
+    /// it returns nothing of the engine's own still runs or writes, so the
+    /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
+    /// how many agents were stopped.
+    pub async fn stop_agents(&self) -> usize {
+        stop_all(self).await
     }
-
-    fn keep_orphan(&self, gate: GateId, run: RunId, asked: &str) {
-        self.orphans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(gate, (run, asked.to_owned()));
-    }
-
-    /// True when this call took the orphan (nobody else will).
-    fn take_orphan(&self, gate: GateId) -> bool {
-        self.orphans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&gate)
-            .is_some()
-    }
-
-    /// The orphaned question of `run` that asked exactly `asked`, taken.
-    fn adopt_orphan(&self, run: RunId, asked: &str) -> Option<GateId> {
-        let mut orphans = self.orphans.lock().unwrap_or_else(|p| p.into_inner());
-        let gate = orphans
-            .iter()
-            .filter(|(_, (r, a))| *r == run && a == asked)
-            .map(|(g, _)| *g)
-            .min()?;
-        orphans.remove(&gate);
-        Some(gate)
-    }
-
-    /// How the next agent session starts.
-    fn sessions(&self) -> Arc<dyn StartSession> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_else(|| Arc::new(AcpSessions))
-    }
-
-    fn release(&self, run: RunId) {
-        self.driving
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&run);
-    }
-}
-
-/// The marker every agent process of this database carries in its environment.
-pub(crate) fn marker_prefix(engine: &Engine) -> String {
-    format!("overseer-{}-", engine.db_id)
 }
 
 impl Engine {

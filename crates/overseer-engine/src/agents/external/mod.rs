@@ -25,13 +25,14 @@
 mod ancestry;
 mod asks;
 mod forms;
+pub(crate) mod sessions;
 
 use crate::api::Request;
 use crate::orchestrator::wait_gate;
 use crate::supervise::{evaluate_step, permission_for, policy_of, supervisor_pause_options};
 use crate::Engine;
 use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
-use overseer_core::rules::{self, Permission, RuleSet, ToolRequest};
+use overseer_core::rules::{self, Permission, ToolRequest};
 use overseer_core::session::{
     AskQuestion, NoticeKind, PlanStepInput, PlanVerdict, QuestionAnswer, QuestionsAction,
     StepVerdict, ToolDecision, ToolStage,
@@ -46,7 +47,6 @@ use overseer_core::{
 };
 use overseer_store::{GateSpec, NewSession, RunWork};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -61,17 +61,6 @@ pub const RESTART_GRACE: Duration = Duration::from_secs(60);
 pub const EXTERNAL_WORKSPACE: &str = "external";
 /// Longest session id accepted.
 const MAX_SESSION_ID: usize = 256;
-
-/// What the engine keeps in memory about external sessions.
-#[derive(Default)]
-pub(crate) struct Sessions {
-    /// The agent process of each session, by pid: (its start time, the run).
-    agents: Mutex<HashMap<u32, (u64, RunId)>>,
-    /// Rules the user's "always" answers added, per session.
-    rules: Mutex<HashMap<RunId, RuleSet>>,
-    /// How many askers wait on each gate right now.
-    waiting: Mutex<HashMap<GateId, usize>>,
-}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

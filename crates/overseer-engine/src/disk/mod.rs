@@ -26,7 +26,8 @@
 //!
 //! [`Writer::on_disk_full`]: overseer_store::Writer::on_disk_full
 
-use crate::Engine;
+mod watch;
+
 use overseer_contain::limits::ByteSize;
 use overseer_core::{Activity, RunId};
 use serde::{Deserialize, Serialize};
@@ -229,95 +230,6 @@ fn allocate(f: &std::fs::File, len: u64) -> std::io::Result<()> {
             f.sync_all()
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-impl Engine {
-    /// Follows the data dir's free space (see the module's doc): below the
-    /// floor runs pause, with a timeline entry each and one notification;
-    /// above it again they resume.
-    pub(crate) async fn watch_disk(self: Arc<Engine>) {
-        loop {
-            if let Some((pause, free)) = self.disk.check() {
-                if pause {
-                    self.pause_for_disk(free);
-                } else {
-                    self.resume_after_disk(free);
-                }
-            }
-            tokio::time::sleep(DISK_WATCH).await;
-        }
-    }
-
-    /// Runs this engine drives that are taking work.
-    fn active_runs(&self) -> Vec<RunId> {
-        self.runs()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(crate::orchestrator::takes_work)
-            .map(|r| r.id)
-            .collect()
-    }
-
-    fn pause_for_disk(&self, free: u64) {
-        let dir = self.paths().data_dir.display().to_string();
-        let text = format!(
-            "paused: the disk holding {dir} has {} free, below the floor of {} ([disk] floor in \
-             overseer.toml); the run takes no new work (no prompt, no tool call answered) until \
-             there is room again, then carries on by itself. Free some space (a run's repository \
-             or worktree under {dir}/worktrees may be what filled it).",
-            mib(free),
-            mib(self.disk.floor)
-        );
-        tracing::warn!("{text}");
-        let runs = self.active_runs();
-        for run in &runs {
-            let entry = || Activity::Notice {
-                text: text.clone(),
-                title: Some("Paused: the disk is nearly full".to_owned()),
-            };
-            // A first attempt that found the disk full freed the reserve:
-            // the second has room.
-            if let Err(e) = self
-                .record_activity(*run, entry())
-                .or_else(|_| self.record_activity(*run, entry()))
-            {
-                tracing::warn!(run = %run, "cannot note the pause on the timeline: {e}");
-            }
-        }
-        if let Some(first) = runs.first() {
-            let body = if runs.len() == 1 {
-                format!("Run {first} is paused. {text}")
-            } else {
-                format!("{} runs are paused. {text}", runs.len())
-            };
-            self.notify_user(
-                crate::NotificationKind::DiskFull,
-                *first,
-                "Runs paused: the disk is nearly full".to_owned(),
-                body,
-            );
-        }
-        *self.disk.paused.lock().unwrap_or_else(|p| p.into_inner()) = runs;
-    }
-
-    fn resume_after_disk(&self, free: u64) {
-        let runs = std::mem::take(&mut *self.disk.paused.lock().unwrap_or_else(|p| p.into_inner()));
-        let text = format!(
-            "resumed: the disk has {} free again (floor {})",
-            mib(free),
-            mib(self.disk.floor)
-        );
-        tracing::info!("{text}");
-        for run in runs {
-            let entry = Activity::Notice {
-                text: text.clone(),
-                title: Some("Resumed: the disk has room again".to_owned()),
-            };
-            if let Err(e) = self.record_activity(run, entry) {
-                tracing::warn!(run = %run, "cannot note the resume on the timeline: {e}");
-            }
-        }
     }
 }
 
