@@ -106,7 +106,7 @@ pub struct Engine {
     /// Each run's caps on what it asks of the engine and the user.
     pub(crate) floods: crate::flood::Floods,
     /// Wakes the waiters on a run's gates when something about the run
-    /// changed ([`crate::orchestrator::wait_gate`]).
+    /// changed ([`crate::waiting::wait_gate`]).
     pub(crate) gate_watch: GateWatch,
     /// The data dir's free space: its reserve, its floor, runs paused on it.
     pub(crate) disk: Arc<crate::disk::Disk>,

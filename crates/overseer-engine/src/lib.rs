@@ -40,6 +40,7 @@ pub mod server;
 pub mod settings;
 mod signed;
 mod supervise;
+mod waiting;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod work;
 
@@ -53,6 +54,7 @@ pub use notify::{
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
 pub use paths::Paths;
+pub use settings::Scope;
 pub use settings::{RuleTexts, SettingsChange};
-pub use supervise::{GateStory, PolicyStatus, RunStory, Scope, TaskInfo};
+pub use supervise::{GateStory, PolicyStatus, RunStory, TaskInfo};
 pub use work::{run_branch, Started, TaskStart};

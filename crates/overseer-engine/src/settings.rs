@@ -8,7 +8,7 @@
 //! [`overseer_core::FieldError`]).
 
 use crate::engine::NOTIFICATIONS_KEY;
-use crate::{Engine, NotificationSettings, Scope};
+use crate::{Engine, NotificationSettings};
 use overseer_core::error::under;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
@@ -26,6 +26,15 @@ pub struct RuleTexts {
     pub ask: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+}
+
+/// Where a supervisor policy or permission rules apply.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
+pub struct Scope {
+    pub workspace: String,
+    /// A task of the workspace: its settings override the workspace's.
+    #[serde(default)]
+    pub task: Option<overseer_core::TaskId>,
 }
 
 /// One settings write, as a dry run checks it: the arguments of the write

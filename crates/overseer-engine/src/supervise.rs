@@ -11,6 +11,7 @@
 //! approval on error.
 
 use crate::notify::{Notification, NotificationKind};
+use crate::settings::Scope;
 use crate::Engine;
 use futures::future::BoxFuture;
 use overseer_core::activity::{Activity, RuleDecision};
@@ -1116,15 +1117,6 @@ pub struct RunStory {
     pub decision_problems: Vec<overseer_store::DecisionMismatch>,
     /// Every record verifies and every decision row is backed.
     pub verified: bool,
-}
-
-/// Where a supervisor policy or permission rules apply.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
-pub struct Scope {
-    pub workspace: String,
-    /// A task of the workspace: its settings override the workspace's.
-    #[serde(default)]
-    pub task: Option<overseer_core::TaskId>,
 }
 
 /// The policy at a scope, and the one that applies there.

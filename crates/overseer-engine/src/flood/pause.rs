@@ -174,7 +174,7 @@ impl Engine {
 /// Carries out the user's decision on a pause gate: Resume lifts the pause,
 /// Stop aborts the run.
 async fn after_pause(engine: &Arc<Engine>, run: RunId, gate: GateId) {
-    let Ok(d) = crate::orchestrator::wait_gate(engine, gate).await else {
+    let Ok(d) = crate::waiting::wait_gate(engine, gate).await else {
         return;
     };
     match d.choice::<DeviationChoice>() {

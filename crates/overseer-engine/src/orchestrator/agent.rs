@@ -2,8 +2,10 @@
 //! Overseer's own MCP tools bound to the run), everything it sends while it
 //! works (`pump`), its log, and stopping its whole tree.
 
+use super::live::terminate_tree;
 use super::permissions::{permission, question};
-use super::{err, modes, Live, Turn};
+use super::turn::{err, Turn};
+use super::{modes, Live};
 use crate::Engine;
 use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use overseer_contain::process::{self, AgentSpec};
@@ -460,28 +462,6 @@ pub(crate) async fn stop_all(engine: &Engine) -> usize {
         );
     }
     stopped
-}
-
-/// Stops an agent's whole process tree (SIGTERM, `grace`, SIGKILL) and
-/// returns the pids killed; survivors and failures are logged loudly.
-pub(super) async fn terminate_tree(
-    run: RunId,
-    live: &Live,
-    grace: Duration,
-    when: &str,
-) -> Vec<u32> {
-    match live.process.lock().await.terminate(grace).await {
-        Ok(r) => {
-            if !r.survivors.is_empty() {
-                tracing::error!(run = %run, survivors = ?r.survivors, "processes survived the stop {when}");
-            }
-            r.killed
-        }
-        Err(e) => {
-            tracing::error!(run = %run, "stopping the agent {when}: {e}");
-            Vec::new()
-        }
-    }
 }
 
 /// Abort's effect, after the abort is committed: cancel the turn, stop the

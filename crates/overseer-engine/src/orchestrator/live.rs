@@ -6,6 +6,7 @@ use overseer_contain::process::AgentProcess;
 use overseer_core::{GateId, RunId};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A run whose agent is alive.
 pub(crate) struct Live {
@@ -96,5 +97,27 @@ impl LiveRuns {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&run);
+    }
+}
+
+/// Stops an agent's whole process tree (SIGTERM, `grace`, SIGKILL) and
+/// returns the pids killed; survivors and failures are logged loudly.
+pub(super) async fn terminate_tree(
+    run: RunId,
+    live: &Live,
+    grace: Duration,
+    when: &str,
+) -> Vec<u32> {
+    match live.process.lock().await.terminate(grace).await {
+        Ok(r) => {
+            if !r.survivors.is_empty() {
+                tracing::error!(run = %run, survivors = ?r.survivors, "processes survived the stop {when}");
+            }
+            r.killed
+        }
+        Err(e) => {
+            tracing::error!(run = %run, "stopping the agent {when}: {e}");
+            Vec::new()
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! refuses its writes and asks at once, this module records a security
 //! event, cancels the turn, and a blocking gate tells the user what happened.
 
-use super::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
+use super::turn::{stop, wait_progress_gate, Supervision, Turn, MAX_RETRIES};
 use crate::Engine;
 use overseer_acp::AgentSession;
 use overseer_core::activity::{Activity, SecurityEntry};
@@ -235,7 +235,7 @@ pub(super) async fn after_breach(
         None => return Ok(None),
     };
     let run = work.run_id;
-    if !super::still_active(engine, run) {
+    if !super::turn::still_active(engine, run) {
         // Stopped meanwhile (the agent also acted unasked): nothing to ask.
         return Ok(Some(Next::Stopped));
     }

@@ -1,8 +1,10 @@
 //! What the agent asks while it works: a tool call's permission (the rules,
 //! then a gate for the user) and an elicitation (a question gate).
 
-use super::{planning, resume, wait_gate, Phase, Turn};
+use super::turn::{Phase, Turn};
+use super::{planning, resume};
 use crate::supervise::{permission_for, tool_request};
+use crate::waiting::wait_gate;
 use crate::Engine;
 use overseer_acp::{AgentSession, PermissionReply, QuestionReply};
 use overseer_core::rules::{self, Permission};
@@ -41,7 +43,7 @@ pub(super) async fn permission(
     // waits for its answer (`disk`); a run ended meanwhile gets none.
     if !engine.disk.has_room() {
         engine.disk.wait_for_room().await;
-        if !super::still_active(engine, run) {
+        if !super::turn::still_active(engine, run) {
             return (PermissionReply::Cancelled, false);
         }
     }

@@ -16,10 +16,11 @@
 //! user decides on what the agent said. A missing plan is never a deviation.
 
 use super::steps::{deviation, deviation_of, Deviation};
-use super::{
-    err, modes, prompt_turn, resume, still_active, stop, take_feedback, wait_progress_gate, Phase,
+use super::turn::{
+    err, prompt_turn, still_active, stop, take_feedback, wait_progress_gate, Decided, Phase,
     Supervision, Turn,
 };
+use super::{modes, resume};
 use crate::Engine;
 use overseer_acp::{AgentSession, PermissionChoice, PermissionReply, StopReason, ToolCallInfo};
 use overseer_core::agent::{exit_plan_approve_option, exit_plan_reject_option, Planning};
@@ -46,15 +47,6 @@ pub(super) enum Planned {
     Approved(PlanProposal, String),
     /// The run ended (plan rejected, stopped, aborted).
     Ended,
-}
-
-/// The plan gate's outcome, when the gate was the agent's exit-plan request.
-pub(super) enum Decided {
-    Approved(PlanProposal, Option<String>),
-    Changes(String),
-    Rejected(GateDecision),
-    /// The run ended while the gate was open.
-    Gone,
 }
 
 /// Plans until a plan is approved or the run ends. `guidance` carries the
@@ -140,7 +132,7 @@ async fn planning_turn(
     turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
         in_mode: mode.is_some(),
     };
-    if super::flood_hold(engine, run, turn).await? == Some(false) {
+    if super::turn::flood_hold(engine, run, turn).await? == Some(false) {
         conn.set_read_only(false);
         return Ok(Some(Planned::Ended));
     }
@@ -161,7 +153,7 @@ async fn planning_turn(
     }
     // Paused for flooding during the turn: the user resumes (planning goes
     // on, or again when no plan was decided) or stops the run.
-    match super::flood_hold(engine, run, turn).await? {
+    match super::turn::flood_hold(engine, run, turn).await? {
         Some(false) => return Ok(Some(Planned::Ended)),
         Some(true) if decided.is_none() => return Ok(None),
         Some(true) | None => {}
@@ -193,7 +185,7 @@ async fn planning_turn(
         Ok((StopReason::Refusal, transcript)) => {
             format!(
                 "the agent refused to plan: {}",
-                super::tail(&transcript, 2000)
+                super::turn::tail(&transcript, 2000)
             )
         }
         Ok((StopReason::Cancelled, _)) => "the agent cancelled its planning turn".to_owned(),

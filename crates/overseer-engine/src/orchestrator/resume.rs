@@ -11,7 +11,7 @@
 //! reaches the agent as an instruction; a tool call that was waiting is
 //! withdrawn, never answered blindly: the agent, carried on, asks again.
 
-use super::Turn;
+use super::turn::Turn;
 use crate::Engine;
 use overseer_core::progress::{on_resume, resume_note, Checkpoint, OnResume, Progress};
 use overseer_core::Activity;
@@ -193,10 +193,10 @@ fn answer_as_steering(engine: &Arc<Engine>, gate: &GateView) {
 
 /// The run could not be carried on (its agent did not start again, its
 /// profile is gone): it is interrupted, and says how to resume it (retried
-/// until written: [`super::end_run`]).
+/// until written: [`super::turn::end_run`]).
 pub(super) async fn could_not_carry_on(engine: &Engine, run: RunId, why: &str) {
     let note = format!(
         "the engine restarted and could not carry this run on ({why}); resume it with `overseer runs resume {run}`"
     );
-    super::end_run(engine, run, RunEvent::Interrupt, why, &note).await;
+    super::turn::end_run(engine, run, RunEvent::Interrupt, why, &note).await;
 }

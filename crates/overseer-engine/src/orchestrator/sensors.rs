@@ -1,7 +1,7 @@
 //! After a step: the workspace's sensor commands, contained, and the files
 //! changed outside the plan.
 
-use super::tail;
+use super::turn::tail;
 use crate::Engine;
 use overseer_contain::process::{self, AgentSpec};
 use overseer_core::activity::{Activity, SensorRun};

@@ -2,10 +2,11 @@
 //! when it ends (sensors, the supervisor, confidence), a failure a deviation
 //! gate (or an unattended retry, when the run's policy allows one).
 
+use super::modes;
 use super::resume;
 use super::sensors::{check_drift, run_sensors, SensorResult};
-use super::{
-    first_line, modes, prompt_turn, still_active, stop, tail, take_feedback, take_owed_reason,
+use super::turn::{
+    first_line, prompt_turn, still_active, stop, tail, take_feedback, take_owed_reason,
     wait_progress_gate, Supervision, Turn, MAX_RETRIES,
 };
 use crate::supervise::{evaluate_step, policy_of, step_review_options, supervisor_pause_options};
@@ -229,7 +230,7 @@ pub(super) async fn step_turn(
             step_prompt(plan, index, &feedback)
         }
     };
-    if super::flood_hold(engine, run, turn).await? == Some(false) {
+    if super::turn::flood_hold(engine, run, turn).await? == Some(false) {
         return Ok(Flow::Return(Executed::Ended));
     }
     let result = prompt_turn(engine, conn, turn, &text).await;
@@ -246,7 +247,7 @@ pub(super) async fn step_turn(
     }
     // Paused for flooding during the turn (which was cancelled): the same
     // step again once the user resumes, or the end.
-    if let Some(resumed) = super::flood_hold(engine, run, turn).await? {
+    if let Some(resumed) = super::turn::flood_hold(engine, run, turn).await? {
         return Ok(if resumed {
             Flow::Next
         } else {

@@ -10,8 +10,8 @@
 //! mark ([`MARK`]), so it is never merged by auto-advance and its review
 //! says what happened.
 
-use super::agent::terminate_tree;
-use super::{stop, Phase, Turn};
+use super::live::terminate_tree;
+use super::turn::{stop, Phase, Turn};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_acp::{ToolCallInfo, UnaskedJudge};

@@ -28,8 +28,8 @@ mod forms;
 pub(crate) mod sessions;
 
 use crate::api::Request;
-use crate::orchestrator::wait_gate;
 use crate::supervise::{evaluate_step, permission_for, policy_of, supervisor_pause_options};
+use crate::waiting::wait_gate;
 use crate::Engine;
 use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
 use overseer_core::rules::{self, Permission, ToolRequest};
