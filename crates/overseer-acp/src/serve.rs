@@ -8,9 +8,9 @@
 //! on a decision.
 
 use super::confine::{self, resolve_in_worktree, Access, BeneathError, RootDir};
-use super::{
+use crate::signal::{
     AgentSignal, DriverError, ModeInfo, PermissionChoice, PermissionReply, PlanEntry,
-    QuestionReply, ToolCallInfo, MAX_READ_BYTES,
+    QuestionReply, ToolCallInfo, UnaskedJudge, MAX_READ_BYTES,
 };
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -129,7 +129,7 @@ pub(super) struct Shared {
     /// option: it may carry out more of them without asking again.
     pub(super) always_kinds: Mutex<std::collections::HashSet<String>>,
     /// Judges tool calls carried out without asking (set by the run).
-    pub(super) judge: Mutex<Option<super::UnaskedJudge>>,
+    pub(super) judge: Mutex<Option<UnaskedJudge>>,
     /// Set for good once the judge found one: writes are refused and asks
     /// cancelled; the run is being stopped.
     pub(super) halted: AtomicBool,

@@ -8,7 +8,8 @@
 //! The process itself (its worktree, its containment, its log) stays the
 //! orchestrator's: a starter only gets its pipes.
 
-use super::{AgentConnection, AgentSignal, DriverError, ModeInfo, StopReason, ToolCallInfo};
+use crate::signal::{AgentSignal, DriverError, ModeInfo, StopReason, ToolCallInfo, UnaskedJudge};
+use crate::AgentConnection;
 use agent_client_protocol::v1::schema::McpServer;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -62,7 +63,7 @@ pub trait AgentSession: Send + Sync + std::fmt::Debug {
     /// Judges every tool call the agent reports carried out without asking
     /// (see [`AgentConnection::watch_unasked`]). Sessions that report no
     /// tool calls need not.
-    fn watch_unasked(&self, _judge: super::UnaskedJudge) {}
+    fn watch_unasked(&self, _judge: UnaskedJudge) {}
 
     /// One turn with this text; resolves when the turn ends, with why.
     fn prompt<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<StopReason, DriverError>>;
@@ -168,7 +169,7 @@ impl AgentSession for AgentConnection {
         AgentConnection::tool_call(self, id)
     }
 
-    fn watch_unasked(&self, judge: super::UnaskedJudge) {
+    fn watch_unasked(&self, judge: UnaskedJudge) {
         AgentConnection::watch_unasked(self, judge);
     }
 

@@ -15,7 +15,7 @@
 //! update is also reported (the crate then answers the agent with the
 //! JSON-RPC error, or drops a notification).
 
-use super::AgentSignal;
+use crate::signal::AgentSignal;
 use agent_client_protocol::v1::schema as acp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! step when execution has started.
 
 use crate::script::{Action, Answers, Effect, PermissionSettings, Scenario, Script};
-use crate::{log, Demo, Phase};
+use crate::state::{log, Demo, Phase};
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ErrorCode};
