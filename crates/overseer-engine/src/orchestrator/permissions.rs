@@ -289,6 +289,11 @@ async fn ask_user(
     let Ok(d) = wait_gate(engine, gate).await else {
         return PermissionReply::Cancelled;
     };
+    if d.actor == Actor::Engine && engine.floods.paused_gate(run).is_some() {
+        // Withdrawn because the run was paused for flooding Overseer: nobody
+        // refused it, and the agent, carried on, asks again.
+        return PermissionReply::Cancelled;
+    }
     match d.choice::<ToolCallChoice>() {
         Ok(ToolCallChoice::Yes) => {
             if !offered.can_allow_once() {
