@@ -31,6 +31,15 @@ pub trait Operation {
     fn perform(self, engine: &Engine, actor: &Actor) -> Result<Self::Response, ApiError>;
 }
 
+/// What a stream is: the transport answers it itself, holding the
+/// connection (the table's `streams`).
+pub trait StreamOperation {
+    /// What it answers once (for an ask, when it is decided).
+    type Answer: Serialize;
+    /// What it pushes after its answer (`()`: nothing).
+    type Item: Serialize;
+}
+
 /// Generates, from the contract's table ([`overseer_api::operations!`]):
 /// one struct per operation in [`op`], the [`Api`] trait the engine
 /// implements (one method per call; streams are the transport's), each
@@ -109,6 +118,13 @@ macro_rules! wire_adapter {
                 fn $wcall(&self, actor: &Actor $($(, $wfield: $wfty)*)?) -> Result<$wresp, ApiError>;
             )*
         }
+
+        $(
+            impl StreamOperation for op::$TOp {
+                type Answer = $tresp;
+                type Item = wire_adapter!(@item $($titem)?);
+            }
+        )*
 
         $( wire_adapter!(@perform $kind $call $Op { $($($field),*)? } -> $resp); )*
         $( wire_adapter!(@perform $skind $scall $SOp { $($($sfield),*)? } -> $sresp); )*
@@ -225,6 +241,8 @@ macro_rules! wire_adapter {
     };
     (@decides read) => { false };
     (@decides write) => { true };
+    (@item) => { () };
+    (@item $item:ty) => { $item };
 }
 
 overseer_api::operations!(wire_adapter);
@@ -527,8 +545,9 @@ pub enum ServerLine {
         id: Option<u64>,
         error: ApiError,
     },
+    /// What `subscribe` pushes, as the table declares it.
     Event {
-        event: EngineEvent,
+        event: <op::Subscribe as StreamOperation>::Item,
     },
 }
 

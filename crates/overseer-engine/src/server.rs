@@ -18,7 +18,9 @@
 //! (EMFILE/ENFILE: retrying at once would spin) and serves at most
 //! [`MAX_CONNECTIONS`] at a time; extra ones get an error line.
 
-use crate::api::{op, Call, Invocation, Request, Route, ServerLine, Stream, MAX_LINE};
+use crate::api::{
+    op, Call, Invocation, Request, Route, ServerLine, Stream, StreamOperation, MAX_LINE,
+};
 use crate::{Engine, EngineError};
 use overseer_core::{Actor, ApiError, ErrorCode, RunId};
 use std::collections::HashMap;
@@ -507,7 +509,7 @@ where
 /// drops the wait (None), and the engine withdraws its gate unless the
 /// asker comes back with the same key.
 async fn answer_while_connected<R>(
-    asked: impl std::future::Future<Output = Result<overseer_core::SessionAnswer, ApiError>>,
+    asked: impl std::future::Future<Output = Result<<op::Session as StreamOperation>::Answer, ApiError>>,
     reader: &mut BufReader<R>,
 ) -> Option<Result<serde_json::Value, ApiError>>
 where
@@ -544,11 +546,8 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             Route::Call(invocation) => invocation,
             Route::Stream(Stream::Subscribe(op::Subscribe {})) => {
                 let mut rx = engine.subscribe();
-                let ok = ServerLine::Result {
-                    id: Some(id),
-                    result: serde_json::Value::Null,
-                };
-                write_line(&mut write, &ok).await?;
+                let answer: <op::Subscribe as StreamOperation>::Answer = ();
+                write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
                 loop {
                     match rx.recv().await {
                         Ok(event) => write_line(&mut write, &ServerLine::Event { event }).await?,
