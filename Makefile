@@ -36,9 +36,10 @@ bench: setup ui
 setup:
 	scripts/setup.sh
 
-## Regenerate ui/src/lib/generated/types.ts from the Rust types (ts-rs).
+## Regenerate what is generated from the contract (crates/overseer-api) and checked in:
+## ui/src/lib/generated/{types,client}.ts (ts-rs) and src-tauri/capabilities/main.json.
 types:
-	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test ts_types
+	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test contract
 
 ui:
 	cd ui && npm run build

@@ -1,11 +1,10 @@
-//! The window's commands, derived from the engine's operation table
-//! ([`overseer_engine::operations!`]): one `#[tauri::command]` per operation
+//! The window's commands, derived from the contract's operation table
+//! ([`overseer_api::operations!`]): one `#[tauri::command]` per operation
 //! the window has, with the arguments the window passes, calling the same
 //! [`Operation::perform`] as the socket. Every command acts as `user:app`:
 //! the actor comes from the connection, never from the window's arguments.
 //! Errors reach the web view as `{code, message}`.
 
-use overseer_core::{Actor, ApiError};
 use overseer_engine::api::vocabulary::*;
 use overseer_engine::api::Operation;
 use overseer_engine::Engine;
@@ -24,32 +23,37 @@ where
         .await
 }
 
-/// Generates the commands of the table's `both` and `window_only` entries,
-/// [`COMMANDS`] and [`handler`]; `socket_only` entries are not the window's.
+/// Generates the commands of the table's `both` and `window_only` entries
+/// and [`handler`]; `socket_only` entries and `streams` are not the
+/// window's (the window's events are pushed by the app, see `lib.rs`).
 macro_rules! window_adapter {
     (
         both { $(
-            $(#[$doc:meta])*
-            $kind:ident $window:ident => $Op:ident
+            $(#[doc = $doc:literal])*
+            $kind:ident $call:ident => $Op:ident
                 $( { $( $(#[$fattr:meta])* $field:ident : $fty:ty as $arg:ident ),* $(,)? } )?
-                -> $resp:ty
-                = |$e:ident, $a:ident| $body:expr;
+                -> $resp:ty;
         )* }
         socket_only { $($socket_only:tt)* }
         window_only { $(
-            $(#[$wdoc:meta])*
-            $wkind:ident $wwindow:ident => $WOp:ident
+            $(#[doc = $wdoc:literal])*
+            $wkind:ident $wcall:ident => $WOp:ident
                 $( { $( $(#[$wfattr:meta])* $wfield:ident : $wfty:ty as $warg:ident ),* $(,)? } )?
-                -> $wresp:ty, because $wwhy:literal
-                = |$we:ident, $wa:ident| $wbody:expr;
+                -> $wresp:ty, because $wwhy:literal;
         )* }
+        streams { $($streams:tt)* }
+        events { $(
+            $(#[doc = $edoc:literal])*
+            $event:ident $channel:literal => $payload:ty;
+        )* }
+        also_declared { $($also:tt)* }
     ) => {
         $(
-            $(#[$doc])*
+            $(#[doc = $doc])*
             // `field: arg` even where the window's name is the field's.
             #[allow(clippy::redundant_field_names)]
             #[tauri::command]
-            async fn $window(
+            async fn $call(
                 engine: State<'_, Arc<Engine>>,
                 $($( $arg: $fty ),*)?
             ) -> Result<$resp, ApiError> {
@@ -57,10 +61,10 @@ macro_rules! window_adapter {
             }
         )*
         $(
-            $(#[$wdoc])*
+            $(#[doc = $wdoc])*
             #[allow(clippy::redundant_field_names)]
             #[tauri::command]
-            async fn $wwindow(
+            async fn $wcall(
                 engine: State<'_, Arc<Engine>>,
                 $($( $warg: $wfty ),*)?
             ) -> Result<$wresp, ApiError> {
@@ -68,19 +72,24 @@ macro_rules! window_adapter {
             }
         )*
 
-        /// Every command the window may invoke, as registered by [`handler`],
-        /// with its arguments (snake_case here; the window passes camelCase).
-        #[cfg_attr(not(test), allow(dead_code))]
-        pub const COMMANDS: &[(&str, &[&str])] = &[
-            $( (stringify!($window), &[$($(stringify!($arg)),*)?]), )*
-            $( (stringify!($wwindow), &[$($(stringify!($warg)),*)?]), )*
-        ];
+        /// The events the app pushes to the window: one typed emitter per
+        /// event of the table, named by the window's listener.
+        pub mod events {
+            use super::*;
+            use tauri::Emitter;
+            $(
+                $(#[doc = $edoc])*
+                pub fn $event(handle: &tauri::AppHandle, payload: &$payload) -> tauri::Result<()> {
+                    handle.emit($channel, payload)
+                }
+            )*
+        }
 
         /// The invoke handler registering every command.
         pub fn handler() -> impl Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool + Send + Sync + 'static {
-            tauri::generate_handler![$($window,)* $($wwindow,)*]
+            tauri::generate_handler![$($call,)* $($wcall,)*]
         }
     };
 }
 
-overseer_engine::operations!(window_adapter);
+overseer_api::operations!(window_adapter);

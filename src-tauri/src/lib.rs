@@ -10,13 +10,7 @@ mod webview;
 use overseer_engine::{server, Engine, Paths, SystemClock};
 use std::sync::Arc;
 use std::time::Duration;
-use tauri::{Emitter, Manager};
-
-/// The event name the web view listens on.
-pub const EVENT_NAME: &str = "overseer://event";
-
-/// The event that asks the window to open a run (a notification was clicked).
-pub const OPEN_EVENT: &str = "overseer://open";
+use tauri::Manager;
 
 /// Builds the app around an already opened engine; with a listener, the local
 /// API is served beside the window.
@@ -46,7 +40,10 @@ pub fn builder(
                         let _ = w.show();
                         let _ = w.set_focus();
                     }
-                    if let Err(e) = handle.emit(OPEN_EVENT, serde_json::json!({ "run_id": run })) {
+                    if let Err(e) = commands::events::on_open_request(
+                        &handle,
+                        &overseer_engine::api::OpenRun { run_id: run },
+                    ) {
                         tracing::warn!("cannot ask the window to open run {run}: {e}");
                     }
                 }));
@@ -63,7 +60,7 @@ pub fn builder(
                 loop {
                     match rx.recv().await {
                         Ok(event) => {
-                            if let Err(e) = handle.emit(EVENT_NAME, &event) {
+                            if let Err(e) = commands::events::subscribe(&handle, &event) {
                                 tracing::warn!("cannot push an event to the window: {e}");
                             }
                         }
@@ -174,88 +171,10 @@ mod tests {
             .is_some_and(|s| s.contains("ipc:")));
     }
 
-    /// Every window entry of the engine's operation table is a registered
-    /// command, declared in the build manifest (so it is a permission) and
-    /// granted; and nothing else is.
-    #[test]
-    fn the_window_has_exactly_the_window_operations_of_the_table() {
-        use overseer_engine::api::OPERATIONS;
-        let mut table: Vec<&str> = OPERATIONS.iter().filter_map(|o| o.window).collect();
-        let mut registered: Vec<&str> = super::commands::COMMANDS.iter().map(|c| c.0).collect();
-        table.sort();
-        registered.sort();
-        assert_eq!(
-            registered, table,
-            "registered commands = the table's window entries"
-        );
-        let build = include_str!("../build.rs");
-        let manifest = &build[build.find(".commands(&[").expect("manifest")..];
-        let manifest = &manifest[..manifest.find("]);").expect("end of manifest")];
-        let mut declared: Vec<&str> = manifest.split('"').skip(1).step_by(2).collect();
-        declared.sort();
-        assert_eq!(declared, table, "build.rs declares every window operation");
-        let cap = json(include_str!("../capabilities/main.json"));
-        let mut granted: Vec<String> = cap["permissions"]
-            .as_array()
-            .expect("permissions")
-            .iter()
-            .filter_map(|p| p.as_str()?.strip_prefix("allow-"))
-            .map(|p| p.replace('-', "_"))
-            .collect();
-        granted.sort();
-        assert_eq!(
-            granted, table,
-            "the main window is granted every window operation"
-        );
-    }
-
-    /// What the window's backend invokes (`ui/src/lib/backend/tauri.ts`) is
-    /// exactly the registered commands, each with the arguments it takes.
-    #[test]
-    fn the_window_invokes_the_registered_commands_with_their_arguments() {
-        let camel = |snake: &str| {
-            let mut out = String::new();
-            let mut upper = false;
-            for c in snake.chars() {
-                if c == '_' {
-                    upper = true;
-                } else if upper {
-                    out.extend(c.to_uppercase());
-                    upper = false;
-                } else {
-                    out.push(c);
-                }
-            }
-            out
-        };
-        let backend = include_str!("../../ui/src/lib/backend/tauri.ts");
-        let mut invoked: Vec<(String, Vec<String>)> = backend
-            .split("call<")
-            .skip(2) // the text before the first call, and `call`'s own definition
-            .filter_map(|chunk| {
-                let rest = &chunk[chunk.find(">(\"")? + 3..];
-                let (name, rest) = rest.split_once('"')?;
-                let args = match rest.strip_prefix(", {") {
-                    Some(rest) => rest
-                        .split('}')
-                        .next()?
-                        .split(',')
-                        .map(|a| a.trim().to_owned())
-                        .collect(),
-                    None => Vec::new(),
-                };
-                Some((name.to_owned(), args))
-            })
-            .collect();
-        let mut registered: Vec<(String, Vec<String>)> = super::commands::COMMANDS
-            .iter()
-            .map(|(name, args)| (name.to_string(), args.iter().map(|a| camel(a)).collect()))
-            .collect();
-        invoked.sort();
-        registered.sort();
-        assert!(invoked.len() > 20, "read the backend's calls: {invoked:?}");
-        assert_eq!(invoked, registered);
-    }
+    // The commands, the build manifest's list, the capability and the
+    // window's client are all generated from the contract's one table
+    // (crates/overseer-api); the checked-in capability and client are
+    // compared with a fresh generation by crates/overseer-engine/tests/contract.rs.
 
     #[test]
     fn engine_commands_are_granted_to_the_main_window_only() {
@@ -267,9 +186,9 @@ mod tests {
             .iter()
             .filter_map(|p| p.as_str())
             .collect();
-        for cmd in super::commands::COMMANDS
+        for cmd in overseer_api::WINDOW_COMMANDS
             .iter()
-            .map(|c| c.0.replace('_', "-"))
+            .map(|c| c.replace('_', "-"))
         {
             assert!(
                 perms.contains(&format!("allow-{cmd}").as_str()),

@@ -6,217 +6,18 @@
 //! There is no actor field: the server decides who the caller is from the
 //! connection itself.
 //!
-//! What can be called is [`operations!`], the one table of operations that
-//! this module (the socket's [`Request`], [`op`], [`Operation`]) and the
-//! app's Tauri commands are generated from.
+//! What can be called is the contract's one table
+//! ([`overseer_api::operations!`]); this module expands it into the socket's
+//! [`Request`], [`op`], the [`Api`] trait and each call's [`Operation`], and
+//! implements [`Api`] for the [`Engine`].
 
 use crate::Engine;
-use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode};
+use overseer_core::ErrorCode;
 use serde::{Deserialize, Serialize};
 use vocabulary::*;
 
 /// Longest request line the server reads; longer lines are refused.
 pub const MAX_LINE: usize = 1 << 20;
-
-/// The one list of operations, read by both adapters: the socket API
-/// ([`Request`], [`dispatch`](crate::server::dispatch), in this module) and
-/// the app's Tauri commands (`src-tauri/src/commands.rs`). Each entry says
-/// whether it decides or changes anything (`write`) or only reads
-/// (`read`), its Tauri command name, its typed parameters (with the name
-/// the window passes each under), its typed response and the [`Engine`]
-/// call it makes. An operation on one surface only says why.
-///
-/// `operations!(adapter)` expands to `adapter! { both {..} socket_only {..}
-/// window_only {..} }`. An entry reads
-/// `read|write command => Name { field: Type as window_arg, .. } -> Response
-/// = |engine, actor| call;` (`, because "why"` after the response when
-/// one-sided; socket-only entries have no command or window names). Without
-/// braces it takes no parameters (a socket request without `params`). The
-/// `|engine, actor|` names what the call may use; it is not a closure. The
-/// actor is never a parameter: each adapter passes the one its connection
-/// implies.
-#[macro_export]
-macro_rules! operations {
-    ($adapter:ident) => {
-        $adapter! {
-            both {
-                read list_runs => ListRuns -> Vec<RunView>
-                    = |engine, _actor| engine.runs();
-                write approve_run => ApproveRun { run: RunId as run_id } -> RunView
-                    = |engine, actor| engine.approve_run(run, actor);
-                write reject_run => RejectRun { run: RunId as run_id, reason: String as reason } -> RunView
-                    = |engine, actor| engine.reject_run(run, &reason, actor);
-                write abort_run => AbortRun { run: RunId as run_id } -> RunView
-                    = |engine, actor| engine.abort_run(run, actor);
-                read list_gates => ListGates { pending_only: bool as pending_only } -> Vec<GateView>
-                    = |engine, _actor| engine.gates(pending_only);
-                read show_gate => ShowGate { gate: GateId as gate_id } -> GateView
-                    = |engine, _actor| engine.gate(gate);
-                write decide_gate => DecideGate {
-                    gate: GateId as gate_id,
-                    option: String as option,
-                    context: Option<String> as context,
-                } -> GateView
-                    = |engine, actor| engine.decide_gate(gate, &option, context.as_deref(), actor);
-                /// Stop a gate's timer: it waits for a human.
-                write hold_gate => HoldGate { gate: GateId as gate_id } -> GateView
-                    = |engine, actor| engine.hold_gate(gate, actor);
-                /// The chronological story of a gate, each record's signature checked.
-                read gate_story => GateStory { gate: GateId as gate_id } -> GateStory
-                    = |engine, _actor| engine.gate_story(gate);
-                /// Everything that decided anything on a run (step verdicts,
-                /// rules' allows and denials, supervisor votes, timers,
-                /// humans), each record checked.
-                read run_story => RunStory { run: RunId as run_id } -> RunStory
-                    = |engine, _actor| engine.run_story(run);
-                read run_activity => RunActivity { run: RunId as run_id, after: i64 as after } -> Vec<ActivityView>
-                    = |engine, _actor| engine.activity(run, after);
-                /// The run's diff: files with their counts, the unified diff
-                /// text, and the files other tools run on their own.
-                read run_diff => RunDiff { run: RunId as run_id } -> RunDiff
-                    = |engine, _actor| {
-                        let (files, diff) = engine.run_diff(run)?;
-                        let auto_run = engine.run_auto_run(run)?;
-                        Ok(RunDiff { files, diff, auto_run })
-                    };
-                /// An instruction for a running agent's next turn; answers the run.
-                write steer_run => SteerRun { run: RunId as run_id, text: String as text } -> RunView
-                    = |engine, actor| {
-                        engine.steer_run(run, &text, actor)?;
-                        engine.run(run)
-                    };
-                /// Messages after `after`, oldest first: all, or one run's
-                /// (sent by it, to it, delivered broadcasts).
-                read list_messages => ListMessages {
-                    #[serde(default)]
-                    run: Option<RunId> as run,
-                    #[serde(default)]
-                    after: Option<i64> as after,
-                } -> Vec<MessageView>
-                    = |engine, _actor| engine.messages(run, after);
-                /// A message from the user to a run, or a broadcast; a reply
-                /// carries the correlation id of what it answers.
-                write send_message => SendMessage {
-                    to: MessageTo as to,
-                    body: String as body,
-                    #[serde(default)]
-                    correlation_id: Option<String> as correlation_id,
-                } -> MessageView
-                    = |engine, actor| engine.send_message(to, &body, correlation_id, actor);
-                /// A task and its settings (rules, approval, supervisor, retries, stage).
-                read show_task => ShowTask { task: TaskId as task_id } -> TaskInfo
-                    = |engine, _actor| engine.task(task);
-                read list_workspaces => ListWorkspaces -> Vec<Workspace>
-                    = |engine, _actor| engine.workspaces();
-                /// Replace a workspace's sensors and auto-advance override.
-                write set_workspace_checks => SetWorkspaceChecks {
-                    workspace: String as workspace,
-                    sensors: Vec<String> as sensors,
-                    auto_advance: Option<bool> as auto_advance,
-                } -> Workspace
-                    = |engine, actor| engine.set_workspace_checks(&workspace, sensors, auto_advance, actor);
-                read supervisor_status => SupervisorStatus { scope: Scope as scope } -> PolicyStatus
-                    = |engine, _actor| engine.supervisor_status(&scope);
-                /// Set (or with None remove) the supervisor policy at a scope.
-                write set_supervisor => SetSupervisor {
-                    scope: Scope as scope,
-                    policy: Option<SupervisorPolicy> as policy,
-                } -> PolicyStatus
-                    = |engine, actor| engine.set_supervisor(&scope, policy, actor);
-                /// Rules as typed, parsed here: a rule that is not one is a
-                /// typed `invalid_input` naming it.
-                write set_permissions => SetPermissions { scope: Scope as scope, rules: RuleTexts as rules } -> RuleSet
-                    = |engine, actor| {
-                        let rules = $crate::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
-                        engine.set_permissions(&scope, rules, actor)
-                    };
-                /// A settings write checked, not made: the field errors it
-                /// would be refused with (empty: it would be saved). The
-                /// window calls it as the user types. Writes nothing.
-                read check_settings => CheckSettings { change: SettingsChange as change } -> Vec<FieldError>
-                    = |engine, _actor| engine.check_settings(&change);
-                read notification_settings => Notifications -> NotificationSettings
-                    = |engine, _actor| Ok(engine.notifications());
-                write set_notification_settings => SetNotifications { settings: NotificationSettings as settings } -> NotificationSettings
-                    = |engine, actor| engine.set_notifications(settings, actor);
-                /// Every agent profile: installed or not, its mode, what it still needs.
-                read agents => Agents -> Vec<AgentInfo>
-                    = |engine, _actor| Ok(engine.agents());
-            }
-            socket_only {
-                read Ping -> String,
-                    because "a client's check that an engine answers; the window embeds its engine"
-                    = |_engine, _actor| Ok("pong".to_owned());
-                read ShowRun { run: RunId } -> RunView,
-                    because "the window keeps every run from list_runs and the pushed events"
-                    = |engine, _actor| engine.run(run);
-                read Subscribe -> (),
-                    because "the app pushes events to the window itself; on the socket it turns the connection into an event stream (the server answers it, never dispatch)"
-                    = |_engine, _actor| Err(ApiError::new(
-                        ErrorCode::InvalidInput,
-                        "subscribe is only available on a socket connection",
-                    ));
-                write SeedDemo {
-                    /// Only runs that wait for review or are released: no fictional
-                    /// agents in active states for a live orchestrator to find.
-                    #[serde(default)]
-                    settled: bool,
-                    /// Instead of the demo fleet: this many runs, for benchmarks.
-                    #[serde(default)]
-                    runs: Option<u32>,
-                } -> Vec<RunId>,
-                    because "demo and benchmark data, seeded from a terminal (`overseer demo seed`)"
-                    = |engine, actor| match runs {
-                        Some(count) => engine.seed_bulk(actor, count),
-                        None => engine.seed_demo(actor, settled),
-                    };
-                write AddWorkspace {
-                    path: PathBuf,
-                    name: Option<String>,
-                    #[serde(default)]
-                    settings: WorkspaceSettings,
-                } -> Workspace,
-                    because "the window has no form to add a workspace yet (`overseer workspace add`)"
-                    = |engine, actor| engine.add_workspace(&path, name.as_deref(), settings, actor);
-                /// On the wire the task's fields are the params themselves.
-                write StartTask {
-                    #[serde(flatten)]
-                    task: TaskStart,
-                } -> Started,
-                    because "the window has no form to start a task yet (`overseer task start`)"
-                    = |engine, actor| engine.start_task(&task, actor);
-                write CleanRun { run: RunId } -> RunView,
-                    because "removing a released run's worktree and branch is a terminal chore (`overseer runs clean`)"
-                    = |engine, _actor| engine.clean_run(run);
-                write ResumeRun { run: RunId } -> Started,
-                    because "the window does not resume runs; an interrupted run is resumed from a terminal (`overseer runs resume`)"
-                    = |engine, actor| engine.resume_run(run, actor);
-                /// A vote as the supervisor (for scripted setups): it obeys the
-                /// user-always-wins rule like the real supervisor.
-                write SupervisorVote { gate: GateId, approve: bool, rationale: String } -> GateView,
-                    because "for scripts that stand in for the supervisor; a human in the window decides as themselves"
-                    = |engine, actor| supervisor_vote(engine, gate, approve, rationale, actor);
-                /// An agent outside Overseer (a hook, `overseer mcp`) asks or reports;
-                /// answered with a [`overseer_core::SessionAnswer`] once decided (a
-                /// blocking ask keeps the call open until a human or the supervisor
-                /// answers). It can never decide anything.
-                read Session { session: SessionRef, ask: SessionAsk } -> SessionAnswer,
-                    because "an agent's ask, held open while it waits and dropped when its asker leaves: only a socket connection (`overseer hook`, `overseer mcp`) can do that (the server answers it, never dispatch)"
-                    = |_engine, _actor| Err(ApiError::new(
-                        ErrorCode::InvalidInput,
-                        "an agent's ask is only answered on a socket connection (`overseer hook`, `overseer mcp`)",
-                    ));
-            }
-            window_only {
-                /// The first `limit` rows of the dashboard's default order, with
-                /// the fleet's size and counts.
-                read list_runs_head => ListRunsHead { limit: usize as limit } -> RunsHead,
-                    because "what the window paints before the whole list arrives; a terminal lists every run"
-                    = |engine, _actor| engine.runs_head(limit);
-            }
-        }
-    };
-}
 
 /// What an operation is, whichever surface carries it.
 pub trait Operation {
@@ -230,71 +31,48 @@ pub trait Operation {
     fn perform(self, engine: &Engine, actor: &Actor) -> Result<Self::Response, ApiError>;
 }
 
-/// Which surfaces carry an operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surfaces {
-    Both,
-    /// On the socket only, because of the reason given.
-    SocketOnly(&'static str),
-    /// In the window only, because of the reason given.
-    WindowOnly(&'static str),
+/// What a stream is: the transport answers it itself, holding the
+/// connection (the table's `streams`).
+pub trait StreamOperation {
+    /// What it answers once (for an ask, when it is decided).
+    type Answer: Serialize;
+    /// What it pushes after its answer (`()`: nothing).
+    type Item: Serialize;
 }
 
-/// One row of the table, for the tests that keep the surfaces in step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OperationInfo {
-    /// The Rust name (the socket's method is its snake_case form).
-    pub name: &'static str,
-    /// The Tauri command, when the window has one.
-    pub window: Option<&'static str>,
-    pub surfaces: Surfaces,
-    pub decides: bool,
-}
-
-impl OperationInfo {
-    /// The socket's method (serde's snake_case of the variant), when the
-    /// socket carries it.
-    pub fn socket_method(&self) -> Option<String> {
-        if matches!(self.surfaces, Surfaces::WindowOnly(_)) {
-            return None;
-        }
-        let mut method = String::new();
-        for (i, c) in self.name.chars().enumerate() {
-            if c.is_uppercase() && i > 0 {
-                method.push('_');
-            }
-            method.extend(c.to_lowercase());
-        }
-        Some(method)
-    }
-}
-
-/// Generates, from the table: one struct per operation in [`op`] with its
-/// [`Operation`] impl, the socket's [`Request`] (both + socket_only) and its
-/// dispatch, and [`OPERATIONS`].
-macro_rules! socket_adapter {
+/// Generates, from the contract's table ([`overseer_api::operations!`]):
+/// one struct per operation in [`op`], the [`Api`] trait the engine
+/// implements (one method per call; streams are the transport's), each
+/// call's [`Operation`] impl, the socket's [`Request`] with its
+/// [`Request::route`] to a [`Invocation`] or a [`Stream`].
+macro_rules! wire_adapter {
     (
         both { $(
-            $(#[$doc:meta])*
-            $kind:ident $window:ident => $Op:ident
+            $(#[doc = $doc:literal])*
+            $kind:ident $call:ident => $Op:ident
                 $( { $( $(#[$fattr:meta])* $field:ident : $fty:ty as $arg:ident ),* $(,)? } )?
-                -> $resp:ty
-                = |$e:ident, $a:ident| $body:expr;
+                -> $resp:ty;
         )* }
         socket_only { $(
-            $(#[$sdoc:meta])*
-            $skind:ident $SOp:ident
+            $(#[doc = $sdoc:literal])*
+            $skind:ident $scall:ident => $SOp:ident
                 $( { $( $(#[$sfattr:meta])* $sfield:ident : $sfty:ty ),* $(,)? } )?
-                -> $sresp:ty, because $swhy:literal
-                = |$se:ident, $sa:ident| $sbody:expr;
+                -> $sresp:ty, because $swhy:literal;
         )* }
         window_only { $(
-            $(#[$wdoc:meta])*
-            $wkind:ident $wwindow:ident => $WOp:ident
+            $(#[doc = $wdoc:literal])*
+            $wkind:ident $wcall:ident => $WOp:ident
                 $( { $( $(#[$wfattr:meta])* $wfield:ident : $wfty:ty as $warg:ident ),* $(,)? } )?
-                -> $wresp:ty, because $wwhy:literal
-                = |$we:ident, $wa:ident| $wbody:expr;
+                -> $wresp:ty, because $wwhy:literal;
         )* }
+        streams { $(
+            $(#[doc = $tdoc:literal])*
+            $tkind:ident $tcall:ident => $TOp:ident
+                $( { $( $(#[$tfattr:meta])* $tfield:ident : $tfty:ty ),* $(,)? } )?
+                -> $tresp:ty $(, then $titem:ty)?, because $twhy:literal;
+        )* }
+        events { $($events:tt)* }
+        also_declared { $($also:tt)* }
     ) => {
         /// One struct per operation: its typed parameters.
         pub mod op {
@@ -302,25 +80,55 @@ macro_rules! socket_adapter {
             use super::vocabulary::*;
             use serde::{Deserialize, Serialize};
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
                 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
                 pub struct $Op { $($( $(#[$fattr])* pub $field: $fty, )*)? }
             )*
             $(
-                $(#[$sdoc])*
+                $(#[doc = $sdoc])*
                 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
                 pub struct $SOp { $($( $(#[$sfattr])* pub $sfield: $sfty, )*)? }
             )*
             $(
-                $(#[$wdoc])*
+                $(#[doc = $wdoc])*
                 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
                 pub struct $WOp { $($( $(#[$wfattr])* pub $wfield: $wfty, )*)? }
             )*
+            $(
+                $(#[doc = $tdoc])*
+                #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+                pub struct $TOp { $($( $(#[$tfattr])* pub $tfield: $tfty, )*)? }
+            )*
         }
 
-        $( socket_adapter!(@perform $kind $Op { $($($field),*)? } -> $resp = |$e, $a| $body); )*
-        $( socket_adapter!(@perform $skind $SOp { $($($sfield),*)? } -> $sresp = |$se, $sa| $sbody); )*
-        $( socket_adapter!(@perform $wkind $WOp { $($($wfield),*)? } -> $wresp = |$we, $wa| $wbody); )*
+        /// What the engine implements: one method per call of the table
+        /// (streams are answered by their transport), as `actor`, which the
+        /// caller's connection implies.
+        pub trait Api {
+            $(
+                $(#[doc = $doc])*
+                fn $call(&self, actor: &Actor $($(, $field: $fty)*)?) -> Result<$resp, ApiError>;
+            )*
+            $(
+                $(#[doc = $sdoc])*
+                fn $scall(&self, actor: &Actor $($(, $sfield: $sfty)*)?) -> Result<$sresp, ApiError>;
+            )*
+            $(
+                $(#[doc = $wdoc])*
+                fn $wcall(&self, actor: &Actor $($(, $wfield: $wfty)*)?) -> Result<$wresp, ApiError>;
+            )*
+        }
+
+        $(
+            impl StreamOperation for op::$TOp {
+                type Answer = $tresp;
+                type Item = wire_adapter!(@item $($titem)?);
+            }
+        )*
+
+        $( wire_adapter!(@perform $kind $call $Op { $($($field),*)? } -> $resp); )*
+        $( wire_adapter!(@perform $skind $scall $SOp { $($($sfield),*)? } -> $sresp); )*
+        $( wire_adapter!(@perform $wkind $wcall $WOp { $($($wfield),*)? } -> $wresp); )*
 
         /// A call on the socket: `method` names the operation, `params`
         /// holds its parameters (absent when it takes none).
@@ -328,13 +136,41 @@ macro_rules! socket_adapter {
         #[serde(tag = "method", content = "params", rename_all = "snake_case")]
         pub enum Request {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
                 $Op $( { $( $(#[$fattr])* $field: $fty ),* } )?,
             )*
             $(
-                $(#[$sdoc])*
+                $(#[doc = $sdoc])*
                 $SOp $( { $( $(#[$sfattr])* $sfield: $sfty ),* } )?,
             )*
+            $(
+                $(#[doc = $tdoc])*
+                $TOp $( { $( $(#[$tfattr])* $tfield: $tfty ),* } )?,
+            )*
+        }
+
+        /// A socket request that is a call: performed by the [`Api`].
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Invocation {
+            $( $Op(op::$Op), )*
+            $( $SOp(op::$SOp), )*
+        }
+
+        /// A socket request its transport answers itself, holding the
+        /// connection (the table's `streams`).
+        // Like [`Request`], one lives for one request: its size is no cost.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Stream {
+            $( $(#[doc = $tdoc])* $TOp(op::$TOp), )*
+        }
+
+        /// Where a socket request goes.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Route {
+            Call(Invocation),
+            Stream(Stream),
         }
 
         $(
@@ -353,6 +189,14 @@ macro_rules! socket_adapter {
                 }
             }
         )*
+        $(
+            impl From<op::$TOp> for Request {
+                fn from(o: op::$TOp) -> Request {
+                    let op::$TOp { $($($tfield),*)? } = o;
+                    Request::$TOp $( { $($tfield),* } )?
+                }
+            }
+        )*
 
         impl Request {
             /// Whether it decides or changes anything (see [`Operation::DECIDES`]).
@@ -360,73 +204,236 @@ macro_rules! socket_adapter {
                 match self {
                     $( Request::$Op { .. } => <op::$Op as Operation>::DECIDES, )*
                     $( Request::$SOp { .. } => <op::$SOp as Operation>::DECIDES, )*
+                    $( Request::$TOp { .. } => wire_adapter!(@decides $tkind), )*
                 }
             }
 
-            /// Runs the operation as `actor`; its typed answer as JSON.
-            pub fn perform(self, engine: &Engine, actor: &Actor) -> Result<serde_json::Value, ApiError> {
+            /// A call for the [`Api`], or a stream for the transport.
+            pub fn route(self) -> Route {
                 match self {
-                    $(
-                        Request::$Op $( { $($field),* } )? => {
-                            to_json(op::$Op { $($($field),*)? }.perform(engine, actor)?)
-                        }
-                    )*
-                    $(
-                        Request::$SOp $( { $($sfield),* } )? => {
-                            to_json(op::$SOp { $($($sfield),*)? }.perform(engine, actor)?)
-                        }
-                    )*
+                    $( Request::$Op $( { $($field),* } )? => Route::Call(Invocation::$Op(op::$Op { $($($field),*)? })), )*
+                    $( Request::$SOp $( { $($sfield),* } )? => Route::Call(Invocation::$SOp(op::$SOp { $($($sfield),*)? })), )*
+                    $( Request::$TOp $( { $($tfield),* } )? => Route::Stream(Stream::$TOp(op::$TOp { $($($tfield),*)? })), )*
                 }
             }
         }
 
-        /// Every operation, in table order.
-        pub const OPERATIONS: &[OperationInfo] = &[
-            $( OperationInfo {
-                name: stringify!($Op),
-                window: Some(stringify!($window)),
-                surfaces: Surfaces::Both,
-                decides: <op::$Op as Operation>::DECIDES,
-            }, )*
-            $( OperationInfo {
-                name: stringify!($SOp),
-                window: None,
-                surfaces: Surfaces::SocketOnly($swhy),
-                decides: <op::$SOp as Operation>::DECIDES,
-            }, )*
-            $( OperationInfo {
-                name: stringify!($WOp),
-                window: Some(stringify!($wwindow)),
-                surfaces: Surfaces::WindowOnly($wwhy),
-                decides: <op::$WOp as Operation>::DECIDES,
-            }, )*
-        ];
+        impl Invocation {
+            /// Runs the operation as `actor`; its typed answer as JSON.
+            pub fn perform(self, engine: &Engine, actor: &Actor) -> Result<serde_json::Value, ApiError> {
+                match self {
+                    $( Invocation::$Op(o) => to_json(o.perform(engine, actor)?), )*
+                    $( Invocation::$SOp(o) => to_json(o.perform(engine, actor)?), )*
+                }
+            }
+        }
     };
 
-    (@perform $kind:ident $Op:ident { $($field:ident),* } -> $resp:ty = |$e:ident, $a:ident| $body:expr) => {
+    (@perform $kind:ident $call:ident $Op:ident { $($field:ident),* } -> $resp:ty) => {
         impl Operation for op::$Op {
             type Response = $resp;
-            const DECIDES: bool = socket_adapter!(@decides $kind);
+            const DECIDES: bool = wire_adapter!(@decides $kind);
             fn perform(self, engine: &Engine, actor: &Actor) -> Result<$resp, ApiError> {
-                // An operation answered by the server itself ignores its fields here.
-                #[allow(unused_variables)]
                 let op::$Op { $($field),* } = self;
-                let $e: &Engine = engine;
-                let $a: &Actor = actor;
-                $body
+                <Engine as Api>::$call(engine, actor $(, $field)*)
             }
         }
     };
     (@decides read) => { false };
     (@decides write) => { true };
+    (@item) => { () };
+    (@item $item:ty) => { $item };
 }
 
-operations!(socket_adapter);
+overseer_api::operations!(wire_adapter);
+
+/// The table's operations and events, without their types.
+pub use overseer_api::{EventInfo, OperationInfo, Surfaces, EVENTS, OPERATIONS};
+
+/// The engine's side of the contract: each call's implementation.
+impl Api for Engine {
+    fn list_runs(&self, _actor: &Actor) -> Result<Vec<RunView>, ApiError> {
+        self.runs()
+    }
+    fn approve_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
+        Engine::approve_run(self, run, actor)
+    }
+    fn reject_run(&self, actor: &Actor, run: RunId, reason: String) -> Result<RunView, ApiError> {
+        Engine::reject_run(self, run, &reason, actor)
+    }
+    fn abort_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
+        Engine::abort_run(self, run, actor)
+    }
+    fn list_gates(&self, _actor: &Actor, pending_only: bool) -> Result<Vec<GateView>, ApiError> {
+        self.gates(pending_only)
+    }
+    fn show_gate(&self, _actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
+        self.gate(gate)
+    }
+    fn decide_gate(
+        &self,
+        actor: &Actor,
+        gate: GateId,
+        option: String,
+        context: Option<String>,
+    ) -> Result<GateView, ApiError> {
+        Engine::decide_gate(self, gate, &option, context.as_deref(), actor)
+    }
+    fn hold_gate(&self, actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
+        Engine::hold_gate(self, gate, actor)
+    }
+    fn gate_story(&self, _actor: &Actor, gate: GateId) -> Result<GateStory, ApiError> {
+        Engine::gate_story(self, gate)
+    }
+    fn run_story(&self, _actor: &Actor, run: RunId) -> Result<RunStory, ApiError> {
+        Engine::run_story(self, run)
+    }
+    fn run_activity(
+        &self,
+        _actor: &Actor,
+        run: RunId,
+        after: i64,
+    ) -> Result<Vec<ActivityView>, ApiError> {
+        self.activity(run, after)
+    }
+    fn run_diff(&self, _actor: &Actor, run: RunId) -> Result<RunDiff, ApiError> {
+        let (files, diff) = Engine::run_diff(self, run)?;
+        let auto_run = self.run_auto_run(run)?;
+        Ok(RunDiff {
+            files,
+            diff,
+            auto_run,
+        })
+    }
+    fn steer_run(&self, actor: &Actor, run: RunId, text: String) -> Result<RunView, ApiError> {
+        Engine::steer_run(self, run, &text, actor)?;
+        self.run(run)
+    }
+    fn list_messages(
+        &self,
+        _actor: &Actor,
+        run: Option<RunId>,
+        after: Option<i64>,
+    ) -> Result<Vec<MessageView>, ApiError> {
+        self.messages(run, after)
+    }
+    fn send_message(
+        &self,
+        actor: &Actor,
+        to: MessageTo,
+        body: String,
+        correlation_id: Option<String>,
+    ) -> Result<MessageView, ApiError> {
+        Engine::send_message(self, to, &body, correlation_id, actor)
+    }
+    fn show_task(&self, _actor: &Actor, task: TaskId) -> Result<TaskInfo, ApiError> {
+        self.task(task)
+    }
+    fn list_workspaces(&self, _actor: &Actor) -> Result<Vec<Workspace>, ApiError> {
+        self.workspaces()
+    }
+    fn set_workspace_checks(
+        &self,
+        actor: &Actor,
+        workspace: String,
+        sensors: Vec<String>,
+        auto_advance: Option<bool>,
+    ) -> Result<Workspace, ApiError> {
+        Engine::set_workspace_checks(self, &workspace, sensors, auto_advance, actor)
+    }
+    fn supervisor_status(&self, _actor: &Actor, scope: Scope) -> Result<PolicyStatus, ApiError> {
+        Engine::supervisor_status(self, &scope)
+    }
+    fn set_supervisor(
+        &self,
+        actor: &Actor,
+        scope: Scope,
+        policy: Option<SupervisorPolicy>,
+    ) -> Result<PolicyStatus, ApiError> {
+        Engine::set_supervisor(self, &scope, policy, actor)
+    }
+    fn set_permissions(
+        &self,
+        actor: &Actor,
+        scope: Scope,
+        rules: RuleTexts,
+    ) -> Result<RuleSet, ApiError> {
+        let rules = crate::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
+        Engine::set_permissions(self, &scope, rules, actor)
+    }
+    fn check_settings(
+        &self,
+        _actor: &Actor,
+        change: SettingsChange,
+    ) -> Result<Vec<FieldError>, ApiError> {
+        Engine::check_settings(self, &change)
+    }
+    fn notification_settings(&self, _actor: &Actor) -> Result<NotificationSettings, ApiError> {
+        Ok(self.notifications())
+    }
+    fn set_notification_settings(
+        &self,
+        actor: &Actor,
+        settings: NotificationSettings,
+    ) -> Result<NotificationSettings, ApiError> {
+        self.set_notifications(settings, actor)
+    }
+    fn agents(&self, _actor: &Actor) -> Result<Vec<AgentInfo>, ApiError> {
+        Ok(Engine::agents(self))
+    }
+    fn ping(&self, _actor: &Actor) -> Result<String, ApiError> {
+        Ok("pong".to_owned())
+    }
+    fn show_run(&self, _actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
+        self.run(run)
+    }
+    fn seed_demo(
+        &self,
+        actor: &Actor,
+        settled: bool,
+        runs: Option<u32>,
+    ) -> Result<Vec<RunId>, ApiError> {
+        match runs {
+            Some(count) => self.seed_bulk(actor, count),
+            None => Engine::seed_demo(self, actor, settled),
+        }
+    }
+    fn add_workspace(
+        &self,
+        actor: &Actor,
+        path: PathBuf,
+        name: Option<String>,
+        settings: WorkspaceSettings,
+    ) -> Result<Workspace, ApiError> {
+        Engine::add_workspace(self, &path, name.as_deref(), settings, actor)
+    }
+    fn start_task(&self, actor: &Actor, task: TaskStart) -> Result<Started, ApiError> {
+        Engine::start_task(self, &task, actor)
+    }
+    fn clean_run(&self, _actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
+        Engine::clean_run(self, run)
+    }
+    fn resume_run(&self, actor: &Actor, run: RunId) -> Result<Started, ApiError> {
+        Engine::resume_run(self, run, actor)
+    }
+    fn supervisor_vote(
+        &self,
+        actor: &Actor,
+        gate: GateId,
+        approve: bool,
+        rationale: String,
+    ) -> Result<GateView, ApiError> {
+        supervisor_vote(self, gate, approve, rationale, actor)
+    }
+    fn list_runs_head(&self, _actor: &Actor, limit: usize) -> Result<RunsHead, ApiError> {
+        self.runs_head(limit)
+    }
+}
 
 /// The types the table names, for an adapter to import where it expands
 /// the table.
 pub mod vocabulary {
-    pub use super::RunDiff;
+    pub use super::{OpenRun, RunDiff};
     pub use crate::config::AgentInfo;
     pub use crate::{
         GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
@@ -437,6 +444,7 @@ pub mod vocabulary {
     pub use overseer_core::rules::RuleSet;
     pub use overseer_core::supervision::SupervisorPolicy;
     pub use overseer_core::FieldError;
+    pub use overseer_core::{Activity, Actor, ApiError, EngineEvent, GateBody, GateChoice};
     pub use overseer_core::{
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,
@@ -445,9 +453,15 @@ pub mod vocabulary {
     pub use std::path::PathBuf;
 }
 
+/// Asks the window to open a run (the user clicked a notification about it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct OpenRun {
+    pub run_id: RunId,
+}
+
 /// A run's diff against its base: the files with their counts and the
 /// unified diff text (untrusted: shown as text only).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunDiff {
     pub files: Vec<overseer_git::FileChange>,
     pub diff: String,
@@ -531,8 +545,9 @@ pub enum ServerLine {
         id: Option<u64>,
         error: ApiError,
     },
+    /// What `subscribe` pushes, as the table declares it.
     Event {
-        event: EngineEvent,
+        event: <op::Subscribe as StreamOperation>::Item,
     },
 }
 

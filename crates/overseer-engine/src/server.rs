@@ -18,7 +18,9 @@
 //! (EMFILE/ENFILE: retrying at once would spin) and serves at most
 //! [`MAX_CONNECTIONS`] at a time; extra ones get an error line.
 
-use crate::api::{Call, Request, ServerLine, MAX_LINE};
+use crate::api::{
+    op, Call, Invocation, Request, Route, ServerLine, Stream, StreamOperation, MAX_LINE,
+};
 use crate::{Engine, EngineError};
 use overseer_core::{Actor, ApiError, ErrorCode, RunId};
 use std::collections::HashMap;
@@ -507,7 +509,7 @@ where
 /// drops the wait (None), and the engine withdraws its gate unless the
 /// asker comes back with the same key.
 async fn answer_while_connected<R>(
-    asked: impl std::future::Future<Output = Result<overseer_core::SessionAnswer, ApiError>>,
+    asked: impl std::future::Future<Output = Result<<op::Session as StreamOperation>::Answer, ApiError>>,
     reader: &mut BufReader<R>,
 ) -> Option<Result<serde_json::Value, ApiError>>
 where
@@ -538,38 +540,44 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             Next::Skipped => continue,
             Next::Closed => return Ok(()),
         };
-        if call.request == Request::Subscribe {
-            let mut rx = engine.subscribe();
-            let ok = ServerLine::Result {
-                id: Some(call.id),
-                result: serde_json::Value::Null,
-            };
-            write_line(&mut write, &ok).await?;
-            loop {
-                match rx.recv().await {
-                    Ok(event) => write_line(&mut write, &ServerLine::Event { event }).await?,
-                    Err(RecvError::Lagged(n)) => {
-                        tracing::warn!("a subscriber fell {n} events behind");
+        let id = call.id;
+        let decides = crate::agents::external::is_decision(&call.request);
+        let invocation = match call.request.route() {
+            Route::Call(invocation) => invocation,
+            Route::Stream(Stream::Subscribe(op::Subscribe {})) => {
+                let mut rx = engine.subscribe();
+                let answer: <op::Subscribe as StreamOperation>::Answer = ();
+                write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
+                loop {
+                    match rx.recv().await {
+                        Ok(event) => write_line(&mut write, &ServerLine::Event { event }).await?,
+                        Err(RecvError::Lagged(n)) => {
+                            tracing::warn!("a subscriber fell {n} events behind");
+                        }
+                        Err(RecvError::Closed) => return Ok(()),
                     }
-                    Err(RecvError::Closed) => return Ok(()),
                 }
             }
-        }
-        let id = call.id;
+            Route::Stream(Stream::Session(op::Session { session, ask })) => {
+                if let Err(error) = engine.refuse_if_closing() {
+                    write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
+                    continue;
+                }
+                let Some(reply) =
+                    answer_while_connected(engine.session_ask(session, ask, peer), &mut reader)
+                        .await
+                else {
+                    return Ok(());
+                };
+                write_line(&mut write, &ServerLine::reply(id, reply)).await?;
+                continue;
+            }
+        };
         if let Err(error) = engine.refuse_if_closing() {
             write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
             continue;
         }
-        if let Request::Session { session, ask } = call.request {
-            let Some(reply) =
-                answer_while_connected(engine.session_ask(session, ask, peer), &mut reader).await
-            else {
-                return Ok(());
-            };
-            write_line(&mut write, &ServerLine::reply(id, reply)).await?;
-            continue;
-        }
-        if crate::agents::external::is_decision(&call.request) {
+        if decides {
             if let Some(session) = peer.and_then(|p| engine.external_ancestor(p)) {
                 let error = ApiError::new(
                     ErrorCode::Forbidden,
@@ -584,7 +592,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             }
         }
         let reply = engine
-            .carry_out(move |e| dispatch(e, call.request, &Actor::cli()))
+            .carry_out(move |e| dispatch(e, invocation, &Actor::cli()))
             .await;
         write_line(&mut write, &ServerLine::reply(id, reply)).await?;
     }
@@ -594,13 +602,13 @@ fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(v).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
 }
 
-/// Runs one request as `actor`: the operation table's call for it.
+/// Runs one call as `actor`: the engine's [`Api`](crate::api::Api) method for it.
 pub fn dispatch(
     engine: &Engine,
-    request: Request,
+    invocation: Invocation,
     actor: &Actor,
 ) -> Result<serde_json::Value, ApiError> {
-    request.perform(engine, actor)
+    invocation.perform(engine, actor)
 }
 
 #[cfg(test)]

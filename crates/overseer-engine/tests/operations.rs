@@ -1,9 +1,9 @@
-//! The operation table is the one list both surfaces derive from: every
-//! entry the socket carries is a method a real served engine knows, the
-//! window-only ones are not, and an operation on one surface only is one
-//! of the reviewed few, each with its reason. (The window's half is checked
-//! in `src-tauri`: every window entry is a registered, declared and granted
-//! command.)
+//! The contract's operation table (crates/overseer-api) is the one list
+//! both surfaces derive from: every entry the socket carries is a method a
+//! real served engine knows, the window-only ones are not, and an operation
+//! on one surface only is one of the reviewed few, each with its reason.
+//! (The window's commands, build manifest and capability are generated
+//! from the same table; `tests/contract.rs` checks the checked-in files.)
 
 mod common;
 
@@ -112,21 +112,30 @@ fn an_operation_on_one_surface_only_is_a_reviewed_one_and_says_why() {
     };
     // Adding an operation to one surface only means adding it here too,
     // after deciding the other surface really does without it.
-    assert_eq!(
-        one_sided(false),
-        [
-            "Ping",
-            "ShowRun",
-            "Subscribe",
-            "SeedDemo",
-            "AddWorkspace",
-            "StartTask",
-            "CleanRun",
-            "ResumeRun",
-            "SupervisorVote",
-            "Session",
-        ]
-    );
+    let mut socket_only = one_sided(false);
+    socket_only.sort_unstable();
+    let mut reviewed = [
+        "Ping",
+        "ShowRun",
+        "Subscribe",
+        "SeedDemo",
+        "AddWorkspace",
+        "StartTask",
+        "CleanRun",
+        "ResumeRun",
+        "SupervisorVote",
+        "Session",
+    ];
+    reviewed.sort_unstable();
+    assert_eq!(socket_only, reviewed);
+    // The streams are the transport's, declared as such: the two that hold
+    // their connection.
+    let streams: Vec<&str> = OPERATIONS
+        .iter()
+        .filter(|o| o.streams)
+        .map(|o| o.name)
+        .collect();
+    assert_eq!(streams, ["Subscribe", "Session"]);
     assert_eq!(one_sided(true), ["ListRunsHead"]);
     for o in OPERATIONS {
         assert_eq!(

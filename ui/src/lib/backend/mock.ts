@@ -25,6 +25,7 @@ import type {
   MessageTo,
   MessageView,
   NotificationSettings,
+  OpenRun,
   PolicyStatus,
   ReleaseReason,
   RuleSet,
@@ -159,7 +160,7 @@ export class MockBackend implements Backend {
   taskSettings = new Map<number, TaskSettings>();
   messages: MessageView[] = [];
   private listeners = new Set<(e: EngineEvent) => void>();
-  private openers = new Set<(runId: number) => void>();
+  private openers = new Set<(open: OpenRun) => void>();
   /** Calls made, for tests: `"approveRun 3"`, `"decideGate 7 yes"`. */
   calls: string[] = [];
   /** When set, the next call fails with this error. */
@@ -454,7 +455,7 @@ export class MockBackend implements Backend {
     };
   }
 
-  async onOpenRequest(onOpen: (runId: number) => void) {
+  async onOpenRequest(onOpen: (open: OpenRun) => void) {
     this.openers.add(onOpen);
     return () => {
       this.openers.delete(onOpen);
@@ -469,7 +470,7 @@ export class MockBackend implements Backend {
 
   /** As if the user clicked a notification about `runId`. */
   clickNotification(runId: number) {
-    for (const o of this.openers) o(runId);
+    for (const o of this.openers) o({ run_id: runId });
   }
 
   /** Opens a gate as an agent would, and pushes its events. */

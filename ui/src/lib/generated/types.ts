@@ -1,105 +1,102 @@
-// Generated from the Rust types by ts-rs: do not edit by hand.
-// Regenerate with `make types`; crates/overseer-engine/tests/ts_types.rs fails when they drift.
+// Generated from the Rust contract (crates/overseer-api) and types (ts-rs): do not edit by hand.
+// Regenerate with `make types`; crates/overseer-engine/tests/contract.rs fails when they drift.
 
-export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+/**
+ * Its rationale.
+ */
+text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
+/**
+ * The actor, as its string (`user:app`, `user:cli`).
+ */
+by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
+/**
+ * The modes it offers.
+ */
+modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
+/**
+ * The failure's tail.
+ */
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
+/**
+ * The approver, as its actor string.
+ */
+by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry };
 
-export type RunId = number;
-
-export type TaskId = number;
-
-export type GateId = number;
-
-export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
-
-export type ApiError = { code: ErrorCode, message: string, fields?: Array<FieldError>, };
-
-export type FieldError = { field: string, message: string, };
+export type ActivityView = { id: number, run_id: RunId, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+/**
+ * Its rationale.
+ */
+text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
+/**
+ * The actor, as its string (`user:app`, `user:cli`).
+ */
+by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
+/**
+ * The modes it offers.
+ */
+modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
+/**
+ * The failure's tail.
+ */
+error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
+/**
+ * The approver, as its actor string.
+ */
+by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
 
 export type Actor = { "kind": "user", "name": string } | { "kind": "supervisor", "name": string } | { "kind": "engine" } | { "kind": "agent", "name": string };
 
-export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected" | "ended";
-
-export type RunState = { "state": "queued" } | { "state": "claimed" } | { "state": "running" } | { "state": "retry_queued" } | { "state": "pending_review" } | { "state": "released", reason: ReleaseReason, };
-
-export type GateKind = "plan" | "tool_call" | "step_review" | "supervisor_pause" | "deviation" | "merge_review" | "question";
-
-export type PlanChoice = "approve" | "request_changes" | "reject";
-
-export type ToolCallChoice = "yes" | "always" | "no";
-
-export type StepReviewChoice = "proceed" | "stop";
-
-export type SupervisorPauseChoice = "proceed" | "modify" | "abort";
-
-export type DeviationChoice = "retry" | "replan" | "stop";
-
-export type MergeReviewChoice = "approve" | "reject" | "abort";
-
-export type QuestionChoice = "answer" | "default" | "decline";
-
-export type GateChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
-
-export type AskKind = "blocking" | "question" | "info";
-
-export type GateStatus = "pending" | "decided";
-
-export type GateOption = { 
+export type AgentInfo = { name: string, command: string, 
 /**
- * Stable identifier, e.g. `approve`.
+ * Where the command was found, if it was.
  */
-id: string, 
+found?: string, 
 /**
- * What the user sees, e.g. `Approve and merge`.
+ * The supervised mode (None: the agent offers no modes).
  */
-label: string, 
+mode?: string, 
 /**
- * True when choosing this option requires a non-empty context (a reason).
+ * What that mode lets the agent do, in words.
  */
-requires_context: boolean, };
+mode_effect: string, plan: PlanStrategy, 
+/**
+ * What the profile still needs before it can run (empty: ready).
+ */
+needs: Array<string>, 
+/**
+ * True when `overseer.toml` defines it (else it is built in).
+ */
+from_file: boolean, 
+/**
+ * What this machine can do to contain its runs.
+ */
+containment: Containment, 
+/**
+ * Whether its runs would be contained: false when the machine cannot
+ * and the profile allows running uncontained (else it is a need).
+ */
+contained: boolean, 
+/**
+ * Its sandbox's network.
+ */
+network: NetworkMode, };
 
-export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
+export type AgentMode = { id: string, name: string, description: string | null, };
 
-export type PendingGate = { id: GateId, kind: GateKind, 
+export type AgentOption = { 
 /**
- * An `info` item alone does not make the run need you.
+ * The agent's id for it (they differ between agents).
  */
-ask_kind: AskKind, };
-
-export type GateBody = { "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate };
-
-export type ToolCallGate = { 
+option_id: string, 
 /**
- * The call as the agent described it: untrusted, shown as given.
+ * Its label, as the agent wrote it.
  */
-tool_call: AgentToolCall, 
+name: string, 
 /**
- * The call as the permission rules saw it.
+ * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
  */
-request: ToolRequest, 
-/**
- * Why no rule decided it: why a human is asked.
- */
-reason: string, 
-/**
- * The rule that sent it to a human, when one did (e.g. `confinement`).
- */
-rule: string | null, 
-/**
- * The always-gated category it falls in: a human sees it every time.
- */
-always_gated: AlwaysGated | null, 
-/**
- * That category in words.
- */
-always_gated_why: string | null, 
-/**
- * The answers the agent offered (ACP permission options).
- */
-agent_options: Array<AgentOption>, 
-/**
- * Declared by external sessions (`blocking`); absent otherwise.
- */
-ask_kind?: AskKind, };
+kind: string, };
 
 export type AgentToolCall = { 
 /**
@@ -131,114 +128,86 @@ text?: string,
  */
 name?: string, };
 
-export type AgentOption = { 
-/**
- * The agent's id for it (they differ between agents).
- */
-option_id: string, 
-/**
- * Its label, as the agent wrote it.
- */
-name: string, 
-/**
- * `allow_once`, `allow_always`, `reject_once` or `reject_always`.
- */
-kind: string, };
-
-export type ToolRequest = { 
-/**
- * Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
- * `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
- */
-tool: string, 
-/**
- * ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
- * `think`, `fetch`, `switch_mode`, `other`.
- */
-kind: string, 
-/**
- * The shell command of a `Bash` / `execute` call.
- */
-command: string | null, 
-/**
- * Paths the call touches, as the agent gave them (relative to the
- * worktree or absolute).
- */
-paths: Array<string>, 
-/**
- * Where each of `paths` leads on disk, in the same order, as the engine
- * resolved it (symlinks followed, `..` applied). Empty when nobody
- * resolved them: the rules then see the paths as given.
- */
-resolved?: Array<Resolved>, };
-
-export type Resolved = { "leads": "inside", path: string, } | { "leads": "outside", path: string, } | { "leads": "unresolved", why: string, };
-
 export type AlwaysGated = "delete_files" | "drop_tables" | "production_config" | "install_packages" | "destructive_shell" | "secret_files";
 
-export type StepRecord = { 
-/**
- * The step's number in the plan (1-based).
- */
-step: number, 
-/**
- * The plan the step belongs to.
- */
-plan: PlanProposal | null, 
-/**
- * Files changed outside the plan's declared files.
- */
-drift: Array<string>, 
-/**
- * The step made destructive tool calls.
- */
-destructive: boolean, checks_passed: number, checks_total: number, 
-/**
- * Each sensor (check command) run after the step.
- */
-sensors: Array<StepSensor>, 
-/**
- * Turns retried for this step.
- */
-retries: number, tool_calls_ok: number, tool_calls_total: number, 
-/**
- * The end of the agent's transcript for the step (untrusted).
- */
-summary: string, 
-/**
- * The step's confidence score (0 to 1), once scored.
- */
-confidence?: number, 
-/**
- * How the score came about, in words.
- */
-explain?: string, };
+export type ApiError = { code: ErrorCode, message: string, fields?: Array<FieldError>, };
 
-export type StepSensor = { command: string, passed: boolean, 
-/**
- * None when the command did not exit (timed out, killed).
- */
-exit_code: number | null, };
+export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode": "confidence_threshold", threshold: number, };
 
-export type SupervisorPauseGate = { 
+export type AskKind = "blocking" | "question" | "info";
+
+export type AskOption = { label: string, description: string | null, };
+
+export type AskQuestion = { 
 /**
- * The supervisor's reason.
+ * A short tab label (at most 30 characters).
  */
-rationale: string, 
+header: string, question: string, options: Array<AskOption>, 
 /**
- * The step it paused after (a run's step; none for a session's).
+ * Several options may be chosen.
  */
-step?: StepRecord, 
+multiple: boolean, 
 /**
- * After this long unanswered, the run is aborted.
+ * A free-text answer is allowed (default true).
  */
-timeout_seconds?: number, 
+custom: boolean, };
+
+export type AuditProblem = { "problem": "seq_gap", found: number, } | { "problem": "chain_broken" } | { "problem": "payload_edited" } | { "problem": "fields_edited" } | { "problem": "bad_signature" } | { "problem": "truncated", checkpoint_count: number, found: number, } | { "problem": "checkpoint_mismatch", checkpoint_count: number, } | { "problem": "bad_checkpoint_signature", checkpoint_count: number, };
+
+export type AuditRecord = { seq: number, prev_hash: string, 
 /**
- * Declared by external sessions (`blocking`); absent otherwise.
+ * Canonical JSON: serde_json's `Value` keeps object keys sorted.
  */
-ask_kind?: AskKind, };
+payload: string, payload_hash: string, actor: string, at: number, record_hash: string, signature: string, };
+
+export type AutoRunFile = { path: string, change: PathChange, 
+/**
+ * What runs or loads it, and what it can make run.
+ */
+runs: string, };
+
+export type Autonomy = "advisory" | "cosign" | "autonomous";
+
+export type CgroupStatus = { "state": "available", root: string, } | { "state": "missing", why: string, };
+
+export type CheckedRecord = { record: AuditRecord, 
+/**
+ * `None` when the record is intact and its signature verifies, linked to
+ * the record before it; otherwise what is wrong, loudly.
+ */
+problem: AuditProblem | null, };
+
+export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, private_network: NetStatus, };
+
+export type DecisionMismatch = { table: DecisionTable, 
+/**
+ * The row's id (for `gates`, the gate id).
+ */
+row_id: number, gate_id: number | null, run_id: number | null, 
+/**
+ * The record the row names, or the one that should back it.
+ */
+audit_seq: number | null, 
+/**
+ * What the row claims, in words (`'approve' by user:cli at 1700000000000`).
+ */
+claim: string, } & ({ "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, });
+
+export type DecisionRecord = { id: number, run_id: RunId, gate_id: GateId | null, actor: Actor, verdict: Verdict, 
+/**
+ * The gate option this decision chose, when it chose one.
+ */
+option: string | null, rationale: string | null, correction: string | null, rule_ref: string | null, model_id: string | null, prompt_version: string | null, confidence: number | null, 
+/**
+ * What triggered the decision, e.g. `gate_opened:12` or `step_finished:3`.
+ */
+source_event: string | null, audit_seq: number, at: number, };
+
+export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 
 export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
+
+export type DeviationChoice = "retry" | "replan" | "stop";
 
 export type DeviationGate = { cause: DeviationCause, 
 /**
@@ -258,15 +227,211 @@ attempts?: number,
  */
 max_attempts?: number, };
 
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, };
+
+export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
+
+export type EvaluatorConfig = { "type": "rules" } | { "type": "command", command: string, args: Array<string>, } | { "type": "openai", base_url: string, model: string, 
+/**
+ * Name of the environment variable holding the API key, if any. The key
+ * itself is never stored.
+ */
+api_key_env: string | null, };
+
+export type ExternalSession = { session_id: string, cwd: string, };
+
+export type FieldError = { field: string, message: string, };
+
+export type FileChange = { path: string, additions: number, deletions: number, };
+
+export type FleetCounts = { queued: number, claimed: number, running: number, retry_queued: number, pending_review: number, released: number, needs_you: number, };
+
+export type GateBody = { "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate };
+
+export type GateChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
+
+export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
+
+export type GateId = number;
+
+export type GateKind = "plan" | "tool_call" | "step_review" | "supervisor_pause" | "deviation" | "merge_review" | "question";
+
+export type GateOption = { 
+/**
+ * Stable identifier, e.g. `approve`.
+ */
+id: string, 
+/**
+ * What the user sees, e.g. `Approve and merge`.
+ */
+label: string, 
+/**
+ * True when choosing this option requires a non-empty context (a reason).
+ */
+requires_context: boolean, };
+
+export type GateStatus = "pending" | "decided";
+
+export type GateStory = { gate: GateView, 
+/**
+ * Every decision on the gate (votes, timers), in order, with rationale.
+ */
+decisions: Array<DecisionRecord>, 
+/**
+ * Every audit record about the gate, each checked on its own.
+ */
+records: Array<CheckedRecord>, 
+/**
+ * Decision rows about the gate (its decision, its history, its votes)
+ * that no verifying signed record backs: written outside Overseer.
+ */
+decision_problems: Array<DecisionMismatch>, 
+/**
+ * True when every record's signature, hashes and chain link verify and
+ * every decision row is backed by its signed record.
+ */
+verified: boolean, 
+/**
+ * A human approved this co-signed gate and it waits for the
+ * supervisor's approval: the window says "waiting for the co-sign".
+ */
+awaiting_cosign?: boolean, };
+
+export type GateView = { id: GateId, run_id: RunId, 
+/**
+ * The payload as stored, when it does not fit its kind's type (written
+ * by an older version): `payload` is then empty and this is shown.
+ */
+unreadable_payload?: JsonValue, status: GateStatus, title: string, options: Array<GateOption>, opened_at: number, decision: GateDecision | null, 
+/**
+ * When a timer decides the gate if nobody has (step_review auto-proceed,
+ * an expiring question's default, an unanswered supervisor pause).
+ */
+auto_at: number | null, 
+/**
+ * The option the timer picks.
+ */
+auto_option: string | null, 
+/**
+ * The supervisor's authority on this gate (None: no supervisor).
+ */
+authority: Autonomy | null, 
+/**
+ * The engine acted on the decision: nobody can override it any more.
+ */
+effected: boolean, 
+/**
+ * Blocking, question or info ([`crate::gate::ask_kind`]).
+ */
+ask_kind: AskKind, 
+/**
+ * The option approving it in a batch picks ([`batch_choice`]), or
+ * None: it must be decided on its own.
+ */
+batch_option?: string | null, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+
+export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type MergeOutcome = { "outcome": "merged", commit: string, } | { "outcome": "already_merged", commit: string | null, } | { "outcome": "merged_outside" } | { "outcome": "nothing_to_merge" } | { "outcome": "no_repository" };
+
+export type MergeReviewChoice = "approve" | "reject" | "abort";
+
 export type MergeReviewGate = { auto_run?: Array<AutoRunFile>, };
 
-export type AutoRunFile = { path: string, change: PathChange, 
+export type MessageEntry = { 
 /**
- * What runs or loads it, and what it can make run.
+ * The body.
  */
-runs: string, };
+text: string, to: MessageTo, 
+/**
+ * The sender, as an actor string.
+ */
+from: string, status: MessageStatus, blocked_reason: string | null, correlation_id: string | null, message_id: number, };
+
+export type MessageStatus = "delivered" | "blocked";
+
+export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: RunId, };
+
+export type MessageView = { id: number, 
+/**
+ * The run that sent it (None: the user or the supervisor).
+ */
+from_run: RunId | null, 
+/**
+ * Who sent it, as an actor string (`agent:claude`, `user:app`, `supervisor`).
+ */
+from: string, to: MessageTo, 
+/**
+ * Untrusted text when an agent wrote it.
+ */
+body: string, correlation_id: string | null, status: MessageStatus, 
+/**
+ * Why the policy held it back.
+ */
+blocked_reason: string | null, at: number, };
+
+export type NetStatus = { "state": "available", helper: string, } | { "state": "missing", why: string, leaves_open: string, };
+
+export type NetworkMode = "private" | "none" | "host";
+
+export type NoticeKind = "notification" | "stop";
+
+export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full";
+
+export type NotificationSettings = { muted: Array<NotificationKind>, };
+
+export type OpenRun = { run_id: RunId, };
 
 export type PathChange = "added" | "changed" | "deleted";
+
+export type PendingGate = { id: GateId, kind: GateKind, 
+/**
+ * An `info` item alone does not make the run need you.
+ */
+ask_kind: AskKind, };
+
+export type PlanChoice = "approve" | "request_changes" | "reject";
+
+export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
+/**
+ * The agent's own words for the plan (markdown, untrusted: rendered
+ * inertly), when it came from a plan mode or from prose.
+ */
+markdown?: string, 
+/**
+ * How the plan reached Overseer.
+ */
+source: PlanSource, };
+
+export type PlanSource = "block" | "agent_mode" | "progress_list" | "prose" | "skipped" | "requested";
+
+export type PlanStep = { title: string, agent?: string, };
+
+export type PlanStrategy = "auto" | "mode" | "prompt" | "skip";
+
+export type PolicyStatus = { scope: Scope, 
+/**
+ * Set at this scope (None: inherited).
+ */
+own: SupervisorPolicy | null, 
+/**
+ * What applies at this scope.
+ */
+effective: SupervisorPolicy, };
+
+export type ProgressEntry = { content: string, 
+/**
+ * `high`, `medium` or `low`.
+ */
+priority: string, 
+/**
+ * `pending`, `in_progress` or `completed` (the agent may say anything).
+ */
+status: string, };
+
+export type QuestionChoice = "answer" | "default" | "decline";
 
 export type QuestionGate = { 
 /**
@@ -291,34 +456,38 @@ ask_kind?: AskKind,
  */
 notice?: NoticeKind, };
 
-export type AskQuestion = { 
+export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected" | "ended";
+
+export type Resolved = { "leads": "inside", path: string, } | { "leads": "outside", path: string, } | { "leads": "unresolved", why: string, };
+
+export type RetryPolicy = { 
 /**
- * A short tab label (at most 30 characters).
+ * Retries of one step, 1 to 10.
  */
-header: string, question: string, options: Array<AskOption>, 
+max_attempts: number, 
 /**
- * Several options may be chosen.
+ * The wait before the first retry; it doubles for each next one (at
+ * most an hour).
  */
-multiple: boolean, 
+backoff_seconds: number, };
+
+export type RuleDecision = { 
 /**
- * A free-text answer is allowed (default true).
+ * The call's title (matches its `tool_call` entry's).
  */
-custom: boolean, };
-
-export type AskOption = { label: string, description: string | null, };
-
-export type NoticeKind = "notification" | "stop";
-
-export type SensorSummary = { passed: number, failed: number, 
+title: string, 
 /**
- * Each command's latest result, in the order they first ran (the
- * user's own commands: shown on hover).
+ * ACP tool kind.
  */
-results: Array<SensorResult>, };
+kind: string, 
+/**
+ * The rule or reason, and its layer.
+ */
+text: string, };
 
-export type SensorResult = { command: string, passed: boolean, };
+export type RuleSet = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
 
-export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
+export type RuleTexts = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
 
 export type RunActions = { 
 /**
@@ -346,40 +515,37 @@ diff: boolean,
  */
 steer: boolean, };
 
-export type RetryPolicy = { 
+export type RunDiff = { files: Array<FileChange>, diff: string, 
 /**
- * Retries of one step, 1 to 10.
+ * The diff's files that other tools run or load on their own, with
+ * what would run them (never merged without a human).
  */
-max_attempts: number, 
-/**
- * The wait before the first retry; it doubles for each next one (at
- * most an hour).
- */
-backoff_seconds: number, };
+auto_run: Array<AutoRunFile>, };
 
-export type ExternalSession = { session_id: string, cwd: string, };
+export type RunId = number;
 
-export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: RunId, };
+export type RunOrigin = "launched" | "claude_code" | "codex" | "mcp";
 
-export type MessageStatus = "delivered" | "blocked";
+export type RunState = { "state": "queued" } | { "state": "claimed" } | { "state": "running" } | { "state": "retry_queued" } | { "state": "pending_review" } | { "state": "released", reason: ReleaseReason, };
 
-export type MessageView = { id: number, 
+export type RunStory = { run: RunView, 
 /**
- * The run that sent it (None: the user or the supervisor).
+ * Every decision recorded on the run or one of its gates, oldest first.
  */
-from_run: RunId | null, 
+decisions: Array<DecisionRecord>, 
 /**
- * Who sent it, as an actor string (`agent:claude`, `user:app`, `supervisor`).
+ * Every audit record about the run or one of its gates, in log order,
+ * each checked on its own.
  */
-from: string, to: MessageTo, 
+records: Array<CheckedRecord>, 
 /**
- * Untrusted text when an agent wrote it.
+ * Decision rows about the run that no verifying signed record backs.
  */
-body: string, correlation_id: string | null, status: MessageStatus, 
+decision_problems: Array<DecisionMismatch>, 
 /**
- * Why the policy held it back.
+ * Every record verifies and every decision row is backed.
  */
-blocked_reason: string | null, at: number, };
+verified: boolean, };
 
 export type RunView = { id: RunId, task_id: TaskId, task_title: string, workspace: string, agent: string, state: RunState, 
 /**
@@ -424,120 +590,17 @@ session?: ExternalSession | null,
  */
 actions: RunActions, };
 
-export type GateView = { id: GateId, run_id: RunId, 
-/**
- * The payload as stored, when it does not fit its kind's type (written
- * by an older version): `payload` is then empty and this is shown.
- */
-unreadable_payload?: JsonValue, status: GateStatus, title: string, options: Array<GateOption>, opened_at: number, decision: GateDecision | null, 
-/**
- * When a timer decides the gate if nobody has (step_review auto-proceed,
- * an expiring question's default, an unanswered supervisor pause).
- */
-auto_at: number | null, 
-/**
- * The option the timer picks.
- */
-auto_option: string | null, 
-/**
- * The supervisor's authority on this gate (None: no supervisor).
- */
-authority: Autonomy | null, 
-/**
- * The engine acted on the decision: nobody can override it any more.
- */
-effected: boolean, 
-/**
- * Blocking, question or info ([`crate::gate::ask_kind`]).
- */
-ask_kind: AskKind, 
-/**
- * The option approving it in a batch picks ([`batch_choice`]), or
- * None: it must be decided on its own.
- */
-batch_option?: string | null, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+export type RunsHead = { rows: Array<RunView>, total: number, counts: FleetCounts, };
 
-export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
-/**
- * Its rationale.
- */
-text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
-/**
- * The actor, as its string (`user:app`, `user:cli`).
- */
-by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
-/**
- * The modes it offers.
- */
-modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
-/**
- * The failure's tail.
- */
-error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
-/**
- * The approver, as its actor string.
- */
-by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry };
+export type SandboxStatus = { "state": "available", bwrap: string, } | { "state": "missing", why: string, fix: string, };
 
-export type ProgressEntry = { content: string, 
+export type Scope = { workspace: string, 
 /**
- * `high`, `medium` or `low`.
+ * A task of the workspace: its settings override the workspace's.
  */
-priority: string, 
-/**
- * `pending`, `in_progress` or `completed` (the agent may say anything).
- */
-status: string, };
+task: TaskId | null, };
 
-export type ToolCallEntry = { id: string, title: string | null, 
-/**
- * ACP tool kind: `read`, `edit`, `execute`, ...
- */
-kind: string | null, 
-/**
- * `pending`, `in_progress`, `completed` or `failed`.
- */
-status: string | null, 
-/**
- * The call's input, verbatim (any JSON the agent sent).
- */
-raw_input: JsonValue | null, 
-/**
- * Files the call touches, as the agent named them.
- */
-locations: Array<string>, 
-/**
- * The text content the agent attached.
- */
-text?: string, 
-/**
- * The agent's own tool name, when it says it.
- */
-name?: string, };
-
-export type RuleDecision = { 
-/**
- * The call's title (matches its `tool_call` entry's).
- */
-title: string, 
-/**
- * ACP tool kind.
- */
-kind: string, 
-/**
- * The rule or reason, and its layer.
- */
-text: string, };
-
-export type SensorRun = { command: string, 
-/**
- * None when it did not exit (killed, not started).
- */
-exit_code: number | null, passed: boolean, 
-/**
- * Its output (the tail).
- */
-output: string, };
+export type ScopeStatus = { "state": "available", abi: number, } | { "state": "missing", why: string, leaves_open: string, };
 
 export type SecurityEntry = { text: string, 
 /**
@@ -572,56 +635,94 @@ pid?: number, };
 
 export type SecurityEvent = "decision_without_record" | "unrecorded_merge" | "flood" | "unasked_action" | "agent_config_grants";
 
-export type AgentMode = { id: string, name: string, description: string | null, };
+export type SensorResult = { command: string, passed: boolean, };
 
-export type MessageEntry = { 
+export type SensorRun = { command: string, 
 /**
- * The body.
+ * None when it did not exit (killed, not started).
  */
-text: string, to: MessageTo, 
+exit_code: number | null, passed: boolean, 
 /**
- * The sender, as an actor string.
+ * Its output (the tail).
  */
-from: string, status: MessageStatus, blocked_reason: string | null, correlation_id: string | null, message_id: number, };
+output: string, };
 
-export type MergeOutcome = { "outcome": "merged", commit: string, } | { "outcome": "already_merged", commit: string | null, } | { "outcome": "merged_outside" } | { "outcome": "nothing_to_merge" } | { "outcome": "no_repository" };
-
-export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
-
-export type ActivityView = { id: number, run_id: RunId, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
+export type SensorSummary = { passed: number, failed: number, 
 /**
- * Its rationale.
+ * Each command's latest result, in the order they first ran (the
+ * user's own commands: shown on hover).
  */
-text: string, correction: string | null, } } | { "kind": "user_instruction", "payload": { text: string, 
-/**
- * The actor, as its string (`user:app`, `user:cli`).
- */
-by: string, } } | { "kind": "error", "payload": { text: string, } } | { "kind": "protocol_error", "payload": { text: string, } } | { "kind": "file_read", "payload": { path: string, } } | { "kind": "file_written", "payload": { path: string, bytes: number, } } | { "kind": "file_refused", "payload": { path: string, text: string, } } | { "kind": "drift", "payload": { text: string, files: Array<string>, } } | { "kind": "log", "payload": { text: string, lines: number, } } | { "kind": "mode", "payload": { mode: string, text: string, } } | { "kind": "security", "payload": SecurityEntry } | { "kind": "session", "payload": { text: string, 
-/**
- * The modes it offers.
- */
-modes: Array<AgentMode>, } } | { "kind": "plan_skipped", "payload": { text: string, } } | { "kind": "plan_answer", "payload": { text: string, } } | { "kind": "session_started", "payload": { text: string, } } | { "kind": "notice", "payload": { text: string, title: string | null, } } | { "kind": "turn_ended", "payload": { text: string, title: string | null, } } | { "kind": "steering_delivered", "payload": { text: string, } } | { "kind": "step_reported", "payload": { step: string, status: string, summary: string, files_touched: Array<string>, } } | { "kind": "gate_withdrawn", "payload": { text: string, } } | { "kind": "message_sent", "payload": MessageEntry } | { "kind": "message_received", "payload": MessageEntry } | { "kind": "retry_queued", "payload": { text: string, attempt: number, wait_ms: number, 
-/**
- * The failure's tail.
- */
-error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { "kind": "question_again", "payload": { text: string, } } | { "kind": "merge", "payload": { text: string, outcome?: MergeOutcome, } } | { "kind": "cosign", "payload": { gate_id: GateId, 
-/**
- * The approver, as its actor string.
- */
-by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
+results: Array<SensorResult>, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, };
+export type SessionMode = "normal" | "read_only";
 
-export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
+export type SettingsChange = { "kind": "workspace_checks", workspace: string, sensors: Array<string>, auto_advance: boolean | null, } | { "kind": "supervisor", scope: Scope, policy: SupervisorPolicy | null, } | { "kind": "permissions", scope: Scope, rules: RuleTexts, } | { "kind": "notifications", settings: NotificationSettings, };
 
-export type Autonomy = "advisory" | "cosign" | "autonomous";
-
-export type EvaluatorConfig = { "type": "rules" } | { "type": "command", command: string, args: Array<string>, } | { "type": "openai", base_url: string, model: string, 
+export type StepRecord = { 
 /**
- * Name of the environment variable holding the API key, if any. The key
- * itself is never stored.
+ * The step's number in the plan (1-based).
  */
-api_key_env: string | null, };
+step: number, 
+/**
+ * The plan the step belongs to.
+ */
+plan: PlanProposal | null, 
+/**
+ * Files changed outside the plan's declared files.
+ */
+drift: Array<string>, 
+/**
+ * The step made destructive tool calls.
+ */
+destructive: boolean, checks_passed: number, checks_total: number, 
+/**
+ * Each sensor (check command) run after the step.
+ */
+sensors: Array<StepSensor>, 
+/**
+ * Turns retried for this step.
+ */
+retries: number, tool_calls_ok: number, tool_calls_total: number, 
+/**
+ * The end of the agent's transcript for the step (untrusted).
+ */
+summary: string, 
+/**
+ * The step's confidence score (0 to 1), once scored.
+ */
+confidence?: number, 
+/**
+ * How the score came about, in words.
+ */
+explain?: string, };
+
+export type StepReviewChoice = "proceed" | "stop";
+
+export type StepSensor = { command: string, passed: boolean, 
+/**
+ * None when the command did not exit (timed out, killed).
+ */
+exit_code: number | null, };
+
+export type SupervisorPauseChoice = "proceed" | "modify" | "abort";
+
+export type SupervisorPauseGate = { 
+/**
+ * The supervisor's reason.
+ */
+rationale: string, 
+/**
+ * The step it paused after (a run's step; none for a session's).
+ */
+step?: StepRecord, 
+/**
+ * After this long unanswered, the run is aborted.
+ */
+timeout_seconds?: number, 
+/**
+ * Declared by external sessions (`blocking`); absent otherwise.
+ */
+ask_kind?: AskKind, };
 
 export type SupervisorPolicy = { 
 /**
@@ -650,109 +751,9 @@ always_supervise: boolean,
  */
 pause_timeout_seconds: number, };
 
-export type DecisionRecord = { id: number, run_id: RunId, gate_id: GateId | null, actor: Actor, verdict: Verdict, 
-/**
- * The gate option this decision chose, when it chose one.
- */
-option: string | null, rationale: string | null, correction: string | null, rule_ref: string | null, model_id: string | null, prompt_version: string | null, confidence: number | null, 
-/**
- * What triggered the decision, e.g. `gate_opened:12` or `step_finished:3`.
- */
-source_event: string | null, audit_seq: number, at: number, };
+export type TaskId = number;
 
-export type RuleSet = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
-
-export type SessionMode = "normal" | "read_only";
-
-export type ApprovalMode = { "mode": "auto" } | { "mode": "manual" } | { "mode": "confidence_threshold", threshold: number, };
-
-export type PlanStrategy = "auto" | "mode" | "prompt" | "skip";
-
-export type SandboxStatus = { "state": "available", bwrap: string, } | { "state": "missing", why: string, fix: string, };
-
-export type CgroupStatus = { "state": "available", root: string, } | { "state": "missing", why: string, };
-
-export type ScopeStatus = { "state": "available", abi: number, } | { "state": "missing", why: string, leaves_open: string, };
-
-export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
-
-export type NetStatus = { "state": "available", helper: string, } | { "state": "missing", why: string, leaves_open: string, };
-
-export type NetworkMode = "private" | "none" | "host";
-
-export type Containment = { sandbox: SandboxStatus, cgroups: CgroupStatus, scopes: ScopeStatus, limits: LimitsStatus, private_network: NetStatus, };
-
-export type AgentInfo = { name: string, command: string, 
-/**
- * Where the command was found, if it was.
- */
-found?: string, 
-/**
- * The supervised mode (None: the agent offers no modes).
- */
-mode?: string, 
-/**
- * What that mode lets the agent do, in words.
- */
-mode_effect: string, plan: PlanStrategy, 
-/**
- * What the profile still needs before it can run (empty: ready).
- */
-needs: Array<string>, 
-/**
- * True when `overseer.toml` defines it (else it is built in).
- */
-from_file: boolean, 
-/**
- * What this machine can do to contain its runs.
- */
-containment: Containment, 
-/**
- * Whether its runs would be contained: false when the machine cannot
- * and the profile allows running uncontained (else it is a need).
- */
-contained: boolean, 
-/**
- * Its sandbox's network.
- */
-network: NetworkMode, };
-
-export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
-/**
- * The agent's own words for the plan (markdown, untrusted: rendered
- * inertly), when it came from a plan mode or from prose.
- */
-markdown?: string, 
-/**
- * How the plan reached Overseer.
- */
-source: PlanSource, };
-
-export type PlanStep = { title: string, agent?: string, };
-
-export type PlanSource = "block" | "agent_mode" | "progress_list" | "prose" | "skipped" | "requested";
-
-export type WorkspaceSettings = { 
-/**
- * Check commands run in the worktree after the agent ends its work.
- */
-sensors: Array<string>, 
-/**
- * Merge without review when every sensor passes. `None`: the global default.
- */
-auto_advance: boolean | null, 
-/**
- * Permission rules for every task of the workspace.
- */
-permissions?: RuleSet, 
-/**
- * The delegated supervisor for the workspace (off when absent).
- */
-supervisor?: SupervisorPolicy | null, 
-/**
- * Unattended retries of a failed step (off when absent).
- */
-retry?: RetryPolicy, };
+export type TaskInfo = { task_id: TaskId, workspace: string, title: string, stage: string, settings: TaskSettings, };
 
 export type TaskSettings = { 
 /**
@@ -795,130 +796,119 @@ question_timeout_seconds?: number,
  */
 retry?: RetryPolicy, };
 
+export type ToolCallChoice = "yes" | "always" | "no";
+
+export type ToolCallEntry = { id: string, title: string | null, 
+/**
+ * ACP tool kind: `read`, `edit`, `execute`, ...
+ */
+kind: string | null, 
+/**
+ * `pending`, `in_progress`, `completed` or `failed`.
+ */
+status: string | null, 
+/**
+ * The call's input, verbatim (any JSON the agent sent).
+ */
+raw_input: JsonValue | null, 
+/**
+ * Files the call touches, as the agent named them.
+ */
+locations: Array<string>, 
+/**
+ * The text content the agent attached.
+ */
+text?: string, 
+/**
+ * The agent's own tool name, when it says it.
+ */
+name?: string, };
+
+export type ToolCallGate = { 
+/**
+ * The call as the agent described it: untrusted, shown as given.
+ */
+tool_call: AgentToolCall, 
+/**
+ * The call as the permission rules saw it.
+ */
+request: ToolRequest, 
+/**
+ * Why no rule decided it: why a human is asked.
+ */
+reason: string, 
+/**
+ * The rule that sent it to a human, when one did (e.g. `confinement`).
+ */
+rule: string | null, 
+/**
+ * The always-gated category it falls in: a human sees it every time.
+ */
+always_gated: AlwaysGated | null, 
+/**
+ * That category in words.
+ */
+always_gated_why: string | null, 
+/**
+ * The answers the agent offered (ACP permission options).
+ */
+agent_options: Array<AgentOption>, 
+/**
+ * Declared by external sessions (`blocking`); absent otherwise.
+ */
+ask_kind?: AskKind, };
+
+export type ToolRequest = { 
+/**
+ * Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
+ * `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
+ */
+tool: string, 
+/**
+ * ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
+ * `think`, `fetch`, `switch_mode`, `other`.
+ */
+kind: string, 
+/**
+ * The shell command of a `Bash` / `execute` call.
+ */
+command: string | null, 
+/**
+ * Paths the call touches, as the agent gave them (relative to the
+ * worktree or absolute).
+ */
+paths: Array<string>, 
+/**
+ * Where each of `paths` leads on disk, in the same order, as the engine
+ * resolved it (symlinks followed, `..` applied). Empty when nobody
+ * resolved them: the rules then see the paths as given.
+ */
+resolved?: Array<Resolved>, };
+
+export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
+
+export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
+
 export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
 
-export type AuditRecord = { seq: number, prev_hash: string, 
+export type WorkspaceSettings = { 
 /**
- * Canonical JSON: serde_json's `Value` keeps object keys sorted.
+ * Check commands run in the worktree after the agent ends its work.
  */
-payload: string, payload_hash: string, actor: string, at: number, record_hash: string, signature: string, };
-
-export type AuditProblem = { "problem": "seq_gap", found: number, } | { "problem": "chain_broken" } | { "problem": "payload_edited" } | { "problem": "fields_edited" } | { "problem": "bad_signature" } | { "problem": "truncated", checkpoint_count: number, found: number, } | { "problem": "checkpoint_mismatch", checkpoint_count: number, } | { "problem": "bad_checkpoint_signature", checkpoint_count: number, };
-
-export type CheckedRecord = { record: AuditRecord, 
+sensors: Array<string>, 
 /**
- * `None` when the record is intact and its signature verifies, linked to
- * the record before it; otherwise what is wrong, loudly.
+ * Merge without review when every sensor passes. `None`: the global default.
  */
-problem: AuditProblem | null, };
-
-export type DecisionTable = "gates" | "gate_decisions" | "decisions";
-
-export type DecisionProblem = { "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, };
-
-export type DecisionMismatch = { table: DecisionTable, 
+auto_advance: boolean | null, 
 /**
- * The row's id (for `gates`, the gate id).
+ * Permission rules for every task of the workspace.
  */
-row_id: number, gate_id: number | null, run_id: number | null, 
+permissions?: RuleSet, 
 /**
- * The record the row names, or the one that should back it.
+ * The delegated supervisor for the workspace (off when absent).
  */
-audit_seq: number | null, 
+supervisor?: SupervisorPolicy | null, 
 /**
- * What the row claims, in words (`'approve' by user:cli at 1700000000000`).
+ * Unattended retries of a failed step (off when absent).
  */
-claim: string, } & ({ "problem": "no_record" } | { "problem": "record_not_verified", why: AuditProblem, } | { "problem": "wrong_record", detail: string, } | { "problem": "differs", field: string, row: string, record: string, } | { "problem": "record_reused", other_row_id: number, } | { "problem": "decision_erased", option: string, by: string, });
-
-export type FleetCounts = { queued: number, claimed: number, running: number, retry_queued: number, pending_review: number, released: number, needs_you: number, };
-
-export type RunsHead = { rows: Array<RunView>, total: number, counts: FleetCounts, };
-
-export type GateStory = { gate: GateView, 
-/**
- * Every decision on the gate (votes, timers), in order, with rationale.
- */
-decisions: Array<DecisionRecord>, 
-/**
- * Every audit record about the gate, each checked on its own.
- */
-records: Array<CheckedRecord>, 
-/**
- * Decision rows about the gate (its decision, its history, its votes)
- * that no verifying signed record backs: written outside Overseer.
- */
-decision_problems: Array<DecisionMismatch>, 
-/**
- * True when every record's signature, hashes and chain link verify and
- * every decision row is backed by its signed record.
- */
-verified: boolean, 
-/**
- * A human approved this co-signed gate and it waits for the
- * supervisor's approval: the window says "waiting for the co-sign".
- */
-awaiting_cosign?: boolean, };
-
-export type RunStory = { run: RunView, 
-/**
- * Every decision recorded on the run or one of its gates, oldest first.
- */
-decisions: Array<DecisionRecord>, 
-/**
- * Every audit record about the run or one of its gates, in log order,
- * each checked on its own.
- */
-records: Array<CheckedRecord>, 
-/**
- * Decision rows about the run that no verifying signed record backs.
- */
-decision_problems: Array<DecisionMismatch>, 
-/**
- * Every record verifies and every decision row is backed.
- */
-verified: boolean, };
-
-export type TaskInfo = { task_id: TaskId, workspace: string, title: string, stage: string, settings: TaskSettings, };
-
-export type Scope = { workspace: string, 
-/**
- * A task of the workspace: its settings override the workspace's.
- */
-task: TaskId | null, };
-
-export type PolicyStatus = { scope: Scope, 
-/**
- * Set at this scope (None: inherited).
- */
-own: SupervisorPolicy | null, 
-/**
- * What applies at this scope.
- */
-effective: SupervisorPolicy, };
-
-export type TaskStart = { workspace: string, agent: string, prompt: string, title: string | null, 
-/**
- * For the demo agent: which scripted scenario to play.
- */
-scenario: string | null, 
-/**
- * Permission rules, approval mode, read-only session, supervisor override.
- */
-settings: TaskSettings, 
-/**
- * The task's stage (`[stages.NAME]` in overseer.toml says whether it
- * merges without review); None: `default`.
- */
-stage: string | null, };
-
-export type Started = { task_id: TaskId, run_id: RunId, };
-
-export type FileChange = { path: string, additions: number, deletions: number, };
-
-export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full";
-
-export type NotificationSettings = { muted: Array<NotificationKind>, };
-
-export type RuleTexts = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
-
-export type SettingsChange = { "kind": "workspace_checks", workspace: string, sensors: Array<string>, auto_advance: boolean | null, } | { "kind": "supervisor", scope: Scope, policy: SupervisorPolicy | null, } | { "kind": "permissions", scope: Scope, rules: RuleTexts, } | { "kind": "notifications", settings: NotificationSettings, };
+retry?: RetryPolicy, };

@@ -1,0 +1,158 @@
+// Generated from the Rust contract (crates/overseer-api) and types (ts-rs): do not edit by hand.
+// Regenerate with `make types`; crates/overseer-engine/tests/contract.rs fails when they drift.
+import type {
+  ActivityView,
+  AgentInfo,
+  EngineEvent,
+  FieldError,
+  GateId,
+  GateStory,
+  GateView,
+  MessageTo,
+  MessageView,
+  NotificationSettings,
+  OpenRun,
+  PolicyStatus,
+  RuleSet,
+  RuleTexts,
+  RunDiff,
+  RunId,
+  RunStory,
+  RunView,
+  RunsHead,
+  Scope,
+  SettingsChange,
+  SupervisorPolicy,
+  TaskId,
+  TaskInfo,
+  Workspace,
+} from "./types";
+
+/** Everything the window may call: one function per window operation of the
+ * contract. Every call rejects with an `ApiError` ({code, message}). */
+export interface Operations {
+  listRuns(): Promise<Array<RunView>>;
+  approveRun(runId: RunId): Promise<RunView>;
+  rejectRun(runId: RunId, reason: string): Promise<RunView>;
+  abortRun(runId: RunId): Promise<RunView>;
+  listGates(pendingOnly: boolean): Promise<Array<GateView>>;
+  showGate(gateId: GateId): Promise<GateView>;
+  /**
+   * Decides a gate. `context` is the optional free text (reason,
+   * feedback, guidance, or for a question the JSON object of answers).
+   */
+  decideGate(gateId: GateId, option: string, context: string | null): Promise<GateView>;
+  /** Stop a gate's timer (auto-proceed, expiry): it waits for a human. */
+  holdGate(gateId: GateId): Promise<GateView>;
+  /** The chronological story of a gate, each record's signature checked. */
+  gateStory(gateId: GateId): Promise<GateStory>;
+  /**
+   * Everything that decided anything on a run (step verdicts,
+   * rules' allows and denials, supervisor votes, timers,
+   * humans), each record checked.
+   */
+  runStory(runId: RunId): Promise<RunStory>;
+  /** A run's activity entries with id > `after` (0: all). */
+  runActivity(runId: RunId, after: number): Promise<Array<ActivityView>>;
+  /**
+   * The run's diff: files with their counts, the unified diff
+   * text, and the files other tools run on their own.
+   */
+  runDiff(runId: RunId): Promise<RunDiff>;
+  /** An instruction for a running agent's next turn; answers the run. */
+  steerRun(runId: RunId, text: string): Promise<RunView>;
+  /**
+   * Messages after `after` (null: all), oldest first: all, or one
+   * run's (sent by it, to it, delivered broadcasts).
+   */
+  listMessages(run: RunId | null, after: number | null): Promise<Array<MessageView>>;
+  /**
+   * A message from the user to a run, or a broadcast; a reply
+   * carries the correlation id of what it answers.
+   */
+  sendMessage(to: MessageTo, body: string, correlationId: string | null): Promise<MessageView>;
+  /** A task and its settings (rules, approval, supervisor, retries, stage). */
+  showTask(taskId: TaskId): Promise<TaskInfo>;
+  listWorkspaces(): Promise<Array<Workspace>>;
+  /** Replace a workspace's sensors and auto-advance override. */
+  setWorkspaceChecks(workspace: string, sensors: Array<string>, autoAdvance: boolean | null): Promise<Workspace>;
+  supervisorStatus(scope: Scope): Promise<PolicyStatus>;
+  /** Set (or with null remove) the supervisor policy at a scope. */
+  setSupervisor(scope: Scope, policy: SupervisorPolicy | null): Promise<PolicyStatus>;
+  /**
+   * Rules as typed, parsed by the engine: a rule that is not one
+   * is a typed `invalid_input` naming it.
+   */
+  setPermissions(scope: Scope, rules: RuleTexts): Promise<RuleSet>;
+  /**
+   * A settings write checked, not made: the field errors it
+   * would be refused with (empty: it would be saved). The
+   * window calls it as the user types. Writes nothing.
+   */
+  checkSettings(change: SettingsChange): Promise<Array<FieldError>>;
+  notificationSettings(): Promise<NotificationSettings>;
+  setNotificationSettings(settings: NotificationSettings): Promise<NotificationSettings>;
+  /** Every agent profile: installed or not, its mode, what it still needs. */
+  agents(): Promise<Array<AgentInfo>>;
+  /**
+   * The first `limit` rows of the dashboard's default order
+   * (needs-you first), with the fleet's size and counts: the
+   * first screen of a big fleet, before the whole list.
+   */
+  listRunsHead(limit: number): Promise<RunsHead>;
+}
+
+/** The events the engine pushes to the window. Each listener resolves to
+ * its unsubscribe. */
+export interface Events {
+  /** Every change the engine commits, in commit order. */
+  subscribe(on: (payload: EngineEvent) => void): Promise<() => void>;
+  /** The user clicked an OS notification about a run: open it. */
+  onOpenRequest(on: (payload: OpenRun) => void): Promise<() => void>;
+}
+
+/** Calls a command by name with its camelCase arguments. */
+export type Invoke = <T>(command: string, args?: Record<string, unknown>) => Promise<T>;
+
+/** Listens on a channel; resolves to the unsubscribe. */
+export type Listen = <T>(channel: string, on: (payload: T) => void) => Promise<() => void>;
+
+/** The operations, each a call of its command. */
+export function operations(invoke: Invoke): Operations {
+  return {
+    listRuns: () => invoke<Array<RunView>>("list_runs"),
+    approveRun: (runId) => invoke<RunView>("approve_run", { runId }),
+    rejectRun: (runId, reason) => invoke<RunView>("reject_run", { runId, reason }),
+    abortRun: (runId) => invoke<RunView>("abort_run", { runId }),
+    listGates: (pendingOnly) => invoke<Array<GateView>>("list_gates", { pendingOnly }),
+    showGate: (gateId) => invoke<GateView>("show_gate", { gateId }),
+    decideGate: (gateId, option, context) => invoke<GateView>("decide_gate", { gateId, option, context }),
+    holdGate: (gateId) => invoke<GateView>("hold_gate", { gateId }),
+    gateStory: (gateId) => invoke<GateStory>("gate_story", { gateId }),
+    runStory: (runId) => invoke<RunStory>("run_story", { runId }),
+    runActivity: (runId, after) => invoke<Array<ActivityView>>("run_activity", { runId, after }),
+    runDiff: (runId) => invoke<RunDiff>("run_diff", { runId }),
+    steerRun: (runId, text) => invoke<RunView>("steer_run", { runId, text }),
+    listMessages: (run, after) => invoke<Array<MessageView>>("list_messages", { run, after }),
+    sendMessage: (to, body, correlationId) => invoke<MessageView>("send_message", { to, body, correlationId }),
+    showTask: (taskId) => invoke<TaskInfo>("show_task", { taskId }),
+    listWorkspaces: () => invoke<Array<Workspace>>("list_workspaces"),
+    setWorkspaceChecks: (workspace, sensors, autoAdvance) => invoke<Workspace>("set_workspace_checks", { workspace, sensors, autoAdvance }),
+    supervisorStatus: (scope) => invoke<PolicyStatus>("supervisor_status", { scope }),
+    setSupervisor: (scope, policy) => invoke<PolicyStatus>("set_supervisor", { scope, policy }),
+    setPermissions: (scope, rules) => invoke<RuleSet>("set_permissions", { scope, rules }),
+    checkSettings: (change) => invoke<Array<FieldError>>("check_settings", { change }),
+    notificationSettings: () => invoke<NotificationSettings>("notification_settings"),
+    setNotificationSettings: (settings) => invoke<NotificationSettings>("set_notification_settings", { settings }),
+    agents: () => invoke<Array<AgentInfo>>("agents"),
+    listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
+  };
+}
+
+/** The events, each a listener on its channel. */
+export function events(listen: Listen): Events {
+  return {
+    subscribe: (on) => listen<EngineEvent>("overseer://event", on),
+    onOpenRequest: (on) => listen<OpenRun>("overseer://open", on),
+  };
+}
