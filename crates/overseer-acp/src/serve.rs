@@ -328,15 +328,25 @@ impl Shared {
 
     /// A tool call's new state, then, once the run's judge finds it carried
     /// out unasked, the halt (the first time only). A call that reaches
-    /// `completed` unasked is confirmed at once. One announced `in_progress`
+    /// `completed` unasked is confirmed at once, and so is a suspect that
+    /// reports `failed` (it started unasked). One announced `in_progress`
     /// unasked is a suspect: codex-acp announces a patch `in_progress` and
     /// asks right after, so the ask may still come. It is confirmed when the
     /// agent sends a write through the client before asking, when it
     /// completes, or when [`SUSPECT_WAIT`] passes with no ask for it.
     async fn tool_call_signal(self: &Arc<Self>, info: ToolCallInfo) {
         let status = info.status.as_deref().unwrap_or_default();
-        if info.asked || status == "failed" {
+        let mut unasked = None;
+        if info.asked {
             self.suspects_mut().remove(&info.id);
+        } else if status == "failed" {
+            // Started unasked, then reported failed: it ran, in part or in
+            // whole (Qwen Code reports a command its shell killed as failed,
+            // after it ran): confirmed, never forgotten.
+            let suspect = self.suspects_mut().remove(&info.id);
+            if let Some(why) = suspect.filter(|_| !self.halted.load(Ordering::SeqCst)) {
+                unasked = self.halt(&info, why);
+            }
         }
         let carried_out_unasked = !info.asked
             && info
@@ -344,7 +354,6 @@ impl Shared {
                 .as_deref()
                 .is_some_and(overseer_core::unasked::changes_something)
             && overseer_core::unasked::carried_out(status);
-        let mut unasked = None;
         if carried_out_unasked && !self.halted.load(Ordering::SeqCst) {
             let known = self.suspects_mut().remove(&info.id);
             let why = known.or_else(|| {

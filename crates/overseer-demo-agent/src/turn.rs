@@ -602,17 +602,24 @@ impl Turn {
     }
 
     /// `lingering`: a command announced as running, never asked for, and
-    /// then nothing until cancelled; `fleeting` (`end`): the turn ends
-    /// right after the announcement.
+    /// then nothing until cancelled; `fleeting` (`end`): the command is
+    /// reported `failed` right after the announcement (as Qwen Code reports
+    /// a command its shell killed, whatever it did first) and the turn ends.
     async fn linger(&mut self, end: bool) -> Step<acp::StopReason> {
         let id = acp::ToolCallId::new("linger-rm");
         self.update(acp::SessionUpdate::ToolCall(
-            acp::ToolCall::new(id, "Run rm -rf build/")
+            acp::ToolCall::new(id.clone(), "Run rm -rf build/")
                 .kind(acp::ToolKind::Execute)
                 .status(acp::ToolCallStatus::InProgress)
                 .raw_input(serde_json::json!({ "command": "rm -rf build/" })),
         ))?;
         if end {
+            self.update(acp::SessionUpdate::ToolCallUpdate(
+                acp::ToolCallUpdate::new(
+                    id,
+                    acp::ToolCallUpdateFields::new().status(acp::ToolCallStatus::Failed),
+                ),
+            ))?;
             return Ok(acp::StopReason::EndTurn);
         }
         match self.cancel.changed().await {

@@ -35,6 +35,9 @@
 //! network = "private"         # own network, outbound only; "none"; "host" (loopback too)
 //! allow_uncontained = false   # run even where bubblewrap cannot contain it
 //! limits = { memory_max = "16G" }  # this profile's runs, over [limits]
+//!
+//! [workspaces.web]            # a registered workspace, by its name
+//! limits = { pids_max = 4096 }  # its runs, over [limits]; a profile's go over these
 //! ```
 //!
 //! A missing file means the defaults; a broken one is an error that names the
@@ -270,6 +273,16 @@ pub struct StageConfig {
     pub auto_advance: Option<bool>,
 }
 
+/// `[workspaces.NAME]`: what applies to one registered workspace's runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    /// Its runs' resource limits, over `[limits]`; a profile's `limits` go
+    /// over these (field by field: what a later layer sets wins).
+    #[serde(default, skip_serializing_if = "is_default_limits")]
+    pub limits: overseer_contain::LimitsConfig,
+}
+
 /// `[supervision]`: the defaults a new supervisor policy starts from (the
 /// verdicts document's configuration). The supervisor stays off until a
 /// policy enables it for a workspace or task.
@@ -337,6 +350,9 @@ pub struct Config {
     pub stages: BTreeMap<String, StageConfig>,
     #[serde(default)]
     pub agents: BTreeMap<String, AgentProfile>,
+    /// Settings of registered workspaces, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workspaces: BTreeMap<String, WorkspaceConfig>,
     #[serde(default)]
     pub supervision: SupervisionConfig,
     /// Every run's resource limits, over the machine's defaults
@@ -385,6 +401,11 @@ impl Config {
         if let Err(why) = overseer_contain::RunLimits::for_machine().with(&config.limits) {
             errors.push(FieldError::new("limits", why));
         }
+        for (name, w) in &config.workspaces {
+            if let Err(why) = overseer_contain::RunLimits::for_machine().with(&w.limits) {
+                errors.push(FieldError::new(format!("workspaces.{name}.limits"), why));
+            }
+        }
         for (name, p) in &config.agents {
             if let Err(e) = p.validate() {
                 errors.extend(overseer_core::error::under(&format!("agents.{name}"), e));
@@ -425,17 +446,27 @@ impl Config {
             })
     }
 
-    /// The limits of a run of `profile` (named `name`): the machine's
-    /// defaults, then `[limits]`, then the profile's. Err: the note the run
-    /// fails with.
+    /// The limits of a run in `workspace` of `profile` (named `name`): the
+    /// machine's defaults, then `[limits]`, then the workspace's, then the
+    /// profile's. Err: the note the run fails with.
     pub fn run_limits(
         &self,
+        workspace: &str,
         name: &str,
         profile: &AgentProfile,
     ) -> Result<overseer_contain::RunLimits, String> {
-        overseer_contain::RunLimits::for_machine()
+        let mut limits = overseer_contain::RunLimits::for_machine()
             .with(&self.limits)
-            .map_err(|e| format!("[limits] in {}: {e}", self.path.display()))?
+            .map_err(|e| format!("[limits] in {}: {e}", self.path.display()))?;
+        if let Some(w) = self.workspaces.get(workspace) {
+            limits = limits.with(&w.limits).map_err(|e| {
+                format!(
+                    "[workspaces.{workspace}.limits] in {}: {e}",
+                    self.path.display()
+                )
+            })?;
+        }
+        limits
             .with(&profile.limits)
             .map_err(|e| format!("[agents.{name}.limits] in {}: {e}", self.path.display()))
     }
@@ -768,7 +799,7 @@ mod tests {
         )
         .expect("valid");
         let x = c.profile("x").expect("x");
-        let l = c.run_limits("x", &x).expect("limits");
+        let l = c.run_limits("w", "x", &x).expect("limits");
         assert_eq!(l.pids_max, 300, "from [limits]");
         assert_eq!(
             (l.memory_max, l.memory_high, l.cpu_weight),
@@ -776,7 +807,9 @@ mod tests {
         );
         let claude = c.profile("claude").expect("claude");
         assert_eq!(
-            c.run_limits("claude", &claude).expect("limits").memory_max,
+            c.run_limits("w", "claude", &claude)
+                .expect("limits")
+                .memory_max,
             4 << 30
         );
         let err = parse("[agents.x]\ncommand = \"/bin/true\"\nlimits = { pids_max = 2 }\n")
@@ -785,6 +818,38 @@ mod tests {
         assert!(err.to_string().contains("at least 8"), "{err}");
         let err = parse("[limits]\nmemory_max = \"lots\"\n").expect_err("not a size");
         assert!(err.to_string().contains("512M"), "{err}");
+    }
+
+    #[test]
+    fn a_workspace_has_limits_of_its_own_between_the_global_ones_and_a_profiles() {
+        let c = parse(
+            "[limits]\npids_max = 300\nmemory_max = \"4G\"\n[workspaces.web]\nlimits = { pids_max = 4096, memory_max = \"6G\" }\n[agents.x]\ncommand = \"/bin/true\"\nlimits = { memory_max = \"1G\" }\n",
+        )
+        .expect("valid");
+        let x = c.profile("x").expect("x");
+        let claude = c.profile("claude").expect("claude");
+        let web = c.run_limits("web", "claude", &claude).expect("limits");
+        assert_eq!(
+            (web.pids_max, web.memory_max),
+            (4096, 6 << 30),
+            "the workspace's"
+        );
+        let web_x = c.run_limits("web", "x", &x).expect("limits");
+        assert_eq!(
+            (web_x.pids_max, web_x.memory_max),
+            (4096, 1 << 30),
+            "the profile's memory over the workspace's, the workspace's pids"
+        );
+        let other = c.run_limits("other", "claude", &claude).expect("limits");
+        assert_eq!(
+            (other.pids_max, other.memory_max),
+            (300, 4 << 30),
+            "[limits] only"
+        );
+        let err = parse("[workspaces.web]\nlimits = { pids_max = 2 }\n").expect_err("too low");
+        assert!(err.to_string().contains("workspaces.web.limits"), "{err}");
+        let err = parse("[workspaces.web]\nsensors = []\n").expect_err("unknown");
+        assert!(err.to_string().contains("sensors"), "{err}");
     }
 
     #[test]

@@ -97,7 +97,9 @@ impl Engine {
     ) -> Result<Contained, String> {
         let run = work.run_id;
         let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
-        let limits = self.config.run_limits(&work.agent, profile)?;
+        let limits = self
+            .config
+            .run_limits(&work.workspace.name, &work.agent, profile)?;
         let mut out = Contained {
             cgroup: self.run_cgroup(&format!("run-{run}"), run, &limits),
             ..Contained::default()
@@ -164,7 +166,9 @@ impl Engine {
             .profile(&work.agent)
             .map_err(|e| e.to_string())?;
         let contained = require_sandbox(probe(), &work.agent, profile.allow_uncontained)?;
-        let limits = self.config.run_limits(&work.agent, &profile)?;
+        let limits = self
+            .config
+            .run_limits(&work.workspace.name, &work.agent, &profile)?;
         let mut out = Contained {
             cgroup: self.run_cgroup(&format!("run-{run}-sensors"), run, &limits),
             ..Contained::default()

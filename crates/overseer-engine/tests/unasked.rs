@@ -361,8 +361,9 @@ async fn a_run_resumed_after_an_unasked_action_is_never_merged_by_auto_advance()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_announced_running_unasked_as_the_turn_ends_stops_the_run_before_any_merge() {
     // `fleeting`: `rm -rf build/` announced in progress, never asked for,
-    // and the turn ends at once. The turn's end confirms it: the step is not
-    // weighed and auto-advance never gets to merge.
+    // then reported failed (as Qwen Code reports a command its shell killed
+    // after it ran), and the turn ends at once. It started unasked: the run
+    // stops, the step is not weighed and auto-advance never gets to merge.
     let captured = Arc::new(Captured::default());
     let w = world_with(
         WorkspaceSettings {

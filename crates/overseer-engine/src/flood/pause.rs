@@ -137,7 +137,13 @@ impl Engine {
         }
         if let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) {
             if let Some(live) = self.live.get(run).filter(|_| !plan_waiting) {
+                let engine = me.clone();
                 me.spawn_task(async move {
+                    // Resumed before this task ran (a loaded machine): the
+                    // turn now running is the resumed one; leave it be.
+                    if engine.floods.paused_gate(run).is_none() {
+                        return;
+                    }
                     if let Err(e) = live.conn.cancel().await {
                         tracing::debug!(run = %run, "cancelling a paused run's turn: {e}");
                     }
