@@ -18,6 +18,9 @@ pub(crate) enum Scenario {
     Flaky,
     /// Declare one file in the plan, also edit another.
     Drift,
+    /// Like `drift`, in two steps: each declared edit comes with an edit
+    /// of a file the plan does not declare.
+    DriftTwice,
     /// Ignore SIGTERM, leave a grandchild behind, never end the turn unless cancelled.
     Stubborn,
     /// Write garbage to stdout, then carry on like `happy`.
@@ -56,6 +59,7 @@ impl Scenario {
             "destructive" => Scenario::Destructive,
             "flaky" => Scenario::Flaky,
             "drift" => Scenario::Drift,
+            "drift_twice" => Scenario::DriftTwice,
             "stubborn" => Scenario::Stubborn,
             "garbage" => Scenario::Garbage,
             "escape" => Scenario::Escape,
@@ -71,7 +75,7 @@ impl Scenario {
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask";
+        "happy, questions, destructive, flaky, drift, drift_twice, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask";
 }
 
 impl fmt::Display for Scenario {
@@ -82,6 +86,7 @@ impl fmt::Display for Scenario {
             Scenario::Destructive => "destructive",
             Scenario::Flaky => "flaky",
             Scenario::Drift => "drift",
+            Scenario::DriftTwice => "drift_twice",
             Scenario::Stubborn => "stubborn",
             Scenario::Garbage => "garbage",
             Scenario::Escape => "escape",
@@ -312,6 +317,7 @@ impl Script {
                     },
                 ],
             },
+            Scenario::DriftTwice => Script::drift_twice(),
             Scenario::Drift => Script {
                 plan: PlanProposal {
                     goal: "Add a greeting to the project".into(),
@@ -336,6 +342,40 @@ impl Script {
                     ),
                 ],
             },
+        }
+    }
+
+    fn drift_twice() -> Script {
+        Script {
+            plan: PlanProposal {
+                goal: "Add a greeting and its notes".into(),
+                steps: vec![step("Write the greeting"), step("Write the notes")],
+                files: vec!["src/greeting.txt".into(), "NOTES.md".into()],
+                risks: vec![],
+                markdown: None,
+                source: PlanSource::Block,
+            },
+            actions: vec![
+                write(
+                    0,
+                    "Edit src/greeting.txt",
+                    "src/greeting.txt",
+                    GREETING.into(),
+                ),
+                write(
+                    0,
+                    "Edit config/greeting.toml",
+                    "config/greeting.toml",
+                    "[greeting]\nenabled = true\n".into(),
+                ),
+                write(1, "Edit NOTES.md", "NOTES.md", NOTES.into()),
+                write(
+                    1,
+                    "Edit config/notes.toml",
+                    "config/notes.toml",
+                    "[notes]\nenabled = true\n".into(),
+                ),
+            ],
         }
     }
 

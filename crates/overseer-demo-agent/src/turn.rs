@@ -226,7 +226,8 @@ impl Turn {
             | Scenario::Lingering
             | Scenario::Fleeting
             | Scenario::LateAsk
-            | Scenario::Drift => {}
+            | Scenario::Drift
+            | Scenario::DriftTwice => {}
         }
         self.run_remaining().await
     }

@@ -11,7 +11,7 @@ use common::{pending_gate, start, start_with, state, until, world_with, World};
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
-use overseer_core::{Actor, ErrorCode, GateKind, RunState};
+use overseer_core::{Actor, ErrorCode, GateId, GateKind, RunState};
 use overseer_engine::{LogNotifier, NotificationKind};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use std::sync::Arc;
@@ -305,6 +305,56 @@ async fn drift_is_reoriented_until_the_limit_then_paused_for_the_human() {
     );
     w.engine
         .decide_gate(pause.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    state(&w, run, RunState::PendingReview).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reorients_are_counted_per_step() {
+    // One reorient allowed per step: the first step drifts, is reoriented
+    // once, still drifts and is paused; the human lets it through. The
+    // second step drifts too: it gets its own reorient before its pause
+    // (the count of the first step does not carry over).
+    let mut p = policy(Autonomy::Advisory, EvaluatorConfig::Rules);
+    p.max_reorient_attempts = 1;
+    let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "drift_twice");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let pause_of = |e: &overseer_engine::Engine, not: Option<GateId>| {
+        e.gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind() == GateKind::SupervisorPause && Some(g.id) != not)
+    };
+    let first = yes_until(&w, run.into(), "the first step's pause", |e| {
+        pause_of(e, None)
+    })
+    .await;
+    w.engine
+        .decide_gate(first.id, "proceed", None, &Actor::cli())
+        .expect("proceed");
+    let second = yes_until(&w, run.into(), "the second step's pause", |e| {
+        pause_of(e, Some(first.id))
+    })
+    .await;
+    let activity = w.engine.activity(run, 0).expect("activity");
+    let verdicts: Vec<&str> = activity
+        .iter()
+        .filter_map(|a| match &a.entry {
+            overseer_core::Activity::Verdict { verdict, .. } => Some(verdict.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["reorient", "pause", "reorient", "pause"],
+        "each step has its own reorient"
+    );
+    w.engine
+        .decide_gate(second.id, "proceed", None, &Actor::cli())
         .expect("proceed");
     state(&w, run, RunState::PendingReview).await;
 }

@@ -80,8 +80,10 @@ pub(super) fn after_step(
 ) -> Result<Flow, ApiError> {
     Ok(match next {
         StepNext::Proceed => {
+            // Retries and the supervisor's reorients are counted per step.
             at.index += 1;
             at.retries = 0;
+            at.reorients = 0;
             Flow::Next
         }
         StepNext::Again(g) => {
