@@ -16,8 +16,8 @@
 //!
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
-//!   `flaky`, `drift`, `stubborn`, `garbage`, `permissions`, `hijack`, `switch` or
-//!   `unasked`
+//!   `flaky`, `drift`, `drift_twice`, `stubborn`, `garbage`, `permissions`,
+//!   `hijack`, `switch`, `unasked`, `lingering`, `fleeting` or `late_ask`
 //!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).
