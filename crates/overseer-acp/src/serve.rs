@@ -16,6 +16,7 @@ use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client};
 use overseer_core::agent::{check_mode, ModeCheck};
+use overseer_core::{ToolCallStatus, ToolKind};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,7 +128,7 @@ pub(super) struct Shared {
     pub(super) replaying: AtomicBool,
     /// Tool kinds for which the agent was answered with an `allow_always`
     /// option: it may carry out more of them without asking again.
-    pub(super) always_kinds: Mutex<std::collections::HashSet<String>>,
+    pub(super) always_kinds: Mutex<std::collections::HashSet<ToolKind>>,
     /// Judges tool calls carried out without asking (set by the run).
     pub(super) judge: Mutex<Option<UnaskedJudge>>,
     /// Set for good once the judge found one: writes are refused and asks
@@ -335,11 +336,11 @@ impl Shared {
     /// agent sends a write through the client before asking, when it
     /// completes, or when [`SUSPECT_WAIT`] passes with no ask for it.
     async fn tool_call_signal(self: &Arc<Self>, info: ToolCallInfo) {
-        let status = info.status.as_deref().unwrap_or_default();
+        let status = info.status;
         let mut unasked = None;
         if info.asked {
             self.suspects_mut().remove(&info.id);
-        } else if status == "failed" {
+        } else if status == Some(ToolCallStatus::Failed) {
             // Started unasked, then reported failed: it ran, in part or in
             // whole (Qwen Code reports a command its shell killed as failed,
             // after it ran): confirmed, never forgotten.
@@ -349,11 +350,8 @@ impl Shared {
             }
         }
         let carried_out_unasked = !info.asked
-            && info
-                .kind
-                .as_deref()
-                .is_some_and(overseer_core::unasked::changes_something)
-            && overseer_core::unasked::carried_out(status);
+            && info.kind.is_some_and(ToolKind::changes_something)
+            && status.is_some_and(ToolCallStatus::carried_out);
         if carried_out_unasked && !self.halted.load(Ordering::SeqCst) {
             let known = self.suspects_mut().remove(&info.id);
             let why = known.or_else(|| {
@@ -365,7 +363,9 @@ impl Shared {
                 judge.and_then(|j| j(&info))
             });
             match why {
-                Some(why) if status == "completed" => unasked = self.halt(&info, why),
+                Some(why) if status == Some(ToolCallStatus::Completed) => {
+                    unasked = self.halt(&info, why)
+                }
                 Some(why) => {
                     self.suspects_mut().insert(info.id.clone(), why);
                     let shared = self.clone();
@@ -441,11 +441,11 @@ impl Shared {
             ..ToolCallInfo::default()
         });
         entry.title = Some(call.title);
-        let kind = wire_name(&call.kind);
-        if kind != "other" || entry.kind.is_none() {
+        let kind = tool_kind(&call.kind);
+        if kind != ToolKind::Other || entry.kind.is_none() {
             entry.kind = Some(kind);
         }
-        entry.status = Some(wire_name(&call.status));
+        entry.status = tool_status(&call.status);
         if let Some(raw_input) = call.raw_input.filter(|r| !is_empty_input(r)) {
             entry.raw_input = Some(raw_input);
         }
@@ -479,10 +479,10 @@ impl Shared {
             entry.title = Some(title.clone());
         }
         if let Some(kind) = &fields.kind {
-            entry.kind = Some(wire_name(kind));
+            entry.kind = Some(tool_kind(kind));
         }
         if let Some(status) = &fields.status {
-            entry.status = Some(wire_name(status));
+            entry.status = tool_status(status);
         }
         // claude-agent-acp announces ExitPlanMode's plan in a tool_call_update,
         // then asks permission with an empty `rawInput`: keep what is known.
@@ -547,7 +547,7 @@ impl Shared {
         }
         self.merge_update(&request.tool_call);
         let tool_call = self.mark_asked(&request.tool_call.tool_call_id.0);
-        let kind = tool_call.kind.clone();
+        let kind = tool_call.kind;
         let options: Vec<PermissionChoice> = request
             .options
             .iter()
@@ -613,7 +613,7 @@ impl Shared {
                         .always_kinds
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .insert(kind.clone());
+                        .insert(*kind);
                 }
             }
             if let Err(e) = responder.respond(acp::RequestPermissionResponse::new(outcome)) {
@@ -945,6 +945,17 @@ fn text_of(content: acp::ContentBlock) -> Option<String> {
 
 /// The wire name of a protocol enum (`in_progress`, `allow_once`, ...).
 /// Going through serde keeps this right for variants added later.
+/// ACP's tool kind as ours (by its wire name: a kind a newer protocol adds
+/// is `Other`).
+fn tool_kind(kind: &acp::ToolKind) -> ToolKind {
+    ToolKind::parse(&wire_name(kind))
+}
+
+/// ACP's tool call status as ours; None for one this version cannot name.
+fn tool_status(status: &acp::ToolCallStatus) -> Option<ToolCallStatus> {
+    ToolCallStatus::parse(&wire_name(status))
+}
+
 fn wire_name<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(name)) => name,

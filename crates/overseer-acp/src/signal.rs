@@ -104,11 +104,8 @@ pub struct PlanEntry {
 pub struct ToolCallInfo {
     pub id: String,
     pub title: Option<String>,
-    /// `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`,
-    /// `fetch`, `switch_mode` or `other`.
-    pub kind: Option<String>,
-    /// `pending`, `in_progress`, `completed` or `failed`.
-    pub status: Option<String>,
+    pub kind: Option<overseer_core::ToolKind>,
+    pub status: Option<overseer_core::ToolCallStatus>,
     pub raw_input: Option<serde_json::Value>,
     /// Files the call touches, as the agent named them.
     pub locations: Vec<PathBuf>,

@@ -315,7 +315,7 @@ async fn happy_run_plans_then_writes_through_the_client_and_commits() {
     assert_eq!(asked.len(), 2, "one permission per edit");
     for (call, options) in &asked {
         assert_eq!(
-            call.kind.as_deref(),
+            call.kind.map(|k| k.as_str()),
             Some("edit"),
             "kind joined from the tool_call update"
         );
@@ -374,9 +374,9 @@ async fn tool_call_updates_are_merged_by_id_into_one_state_each() {
         // then in progress, then done; a later empty input erases nothing.
         assert_eq!(states[0].raw_input, None);
         let last = states.last().expect("a state");
-        assert_eq!(last.status.as_deref(), Some("completed"));
+        assert_eq!(last.status.map(|s| s.as_str()), Some("completed"));
         assert_eq!(
-            last.kind.as_deref(),
+            last.kind.map(|k| k.as_str()),
             Some("edit"),
             "a status update keeps the kind"
         );
@@ -582,12 +582,12 @@ async fn destructive_asks_before_rm_rf_and_before_editing_env() {
     assert_eq!(result.expect("execute"), StopReason::EndTurn);
     let asked = permissions(&seen);
     assert_eq!(asked.len(), 2);
-    assert_eq!(asked[0].0.kind.as_deref(), Some("execute"));
+    assert_eq!(asked[0].0.kind.map(|k| k.as_str()), Some("execute"));
     assert_eq!(
         asked[0].0.raw_input,
         Some(serde_json::json!({ "command": "rm -rf build/" }))
     );
-    assert_eq!(asked[1].0.kind.as_deref(), Some("edit"));
+    assert_eq!(asked[1].0.kind.map(|k| k.as_str()), Some("edit"));
     assert!(asked[1].0.locations.iter().any(|l| l.ends_with(".env")));
     assert!(!agent.repo.join("build").exists());
     assert_eq!(
@@ -960,7 +960,7 @@ async fn in_plan_mode_the_plan_comes_as_an_exit_plan_request_with_markdown() {
         "rejecting keeps it planning, like Claude"
     );
     let (call, options) = permissions(&seen).pop().expect("the exit-plan request");
-    assert_eq!(call.kind.as_deref(), Some("switch_mode"));
+    assert_eq!(call.kind.map(|k| k.as_str()), Some("switch_mode"));
     let plan = call
         .raw_input
         .as_ref()
@@ -983,7 +983,7 @@ async fn a_change_carried_out_unasked_halts_the_driver_before_its_write() {
     agent
         .conn
         .watch_unasked(std::sync::Arc::new(|call: &ToolCallInfo| {
-            (call.kind.as_deref() == Some("edit")).then(|| format!("{} unasked", call.id))
+            (call.kind.map(|k| k.as_str()) == Some("edit")).then(|| format!("{} unasked", call.id))
         }));
     agent.plan().await;
     let (_, seen) = agent.turn(&step_text(1)).await;
@@ -994,7 +994,7 @@ async fn a_change_carried_out_unasked_halts_the_driver_before_its_write() {
             _ => None,
         })
         .expect("reported");
-    assert_eq!(call.status.as_deref(), Some("in_progress"));
+    assert_eq!(call.status.map(|s| s.as_str()), Some("in_progress"));
     assert!(!call.asked);
     assert_eq!(why, format!("{} unasked", call.id));
     assert_eq!(
@@ -1104,7 +1104,7 @@ async fn a_call_announced_in_progress_and_never_asked_for_is_an_event_once_the_w
     );
     assert!(
         seen.iter()
-            .any(|s| matches!(s, Seen::ToolCall(c) if c.status.as_deref() == Some("in_progress"))),
+            .any(|s| matches!(s, Seen::ToolCall(c) if c.status.map(|s| s.as_str()) == Some("in_progress"))),
         "{seen:?}"
     );
 }

@@ -154,10 +154,11 @@ pub struct ProgressEntry {
 pub struct ToolCallEntry {
     pub id: String,
     pub title: Option<String>,
-    /// ACP tool kind: `read`, `edit`, `execute`, ...
-    pub kind: Option<String>,
-    /// `pending`, `in_progress`, `completed` or `failed`.
-    pub status: Option<String>,
+    /// ACP tool kind (`read`, `edit`, `execute`, ... on the wire).
+    pub kind: Option<crate::ToolKind>,
+    /// How far it went; None when the agent said nothing this version knows.
+    #[serde(default, deserialize_with = "crate::tool::lenient_status")]
+    pub status: Option<crate::ToolCallStatus>,
     /// The call's input, verbatim (any JSON the agent sent).
     pub raw_input: Option<Value>,
     /// Files the call touches, as the agent named them.
@@ -179,7 +180,7 @@ pub struct RuleDecision {
     /// The call's title (matches its `tool_call` entry's).
     pub title: String,
     /// ACP tool kind.
-    pub kind: String,
+    pub kind: crate::ToolKind,
     /// The rule or reason, and its layer.
     pub text: String,
 }

@@ -275,12 +275,12 @@ pub fn check_supervised_mode(mode: &str, allow_unsupervised: bool) -> Result<(),
 /// titled "Requesting plan approval ..."). Only meaningful while planning in
 /// a mode.
 pub fn is_exit_plan_request(
-    kind: Option<&str>,
+    kind: Option<crate::ToolKind>,
     title: Option<&str>,
     raw_input: Option<&serde_json::Value>,
 ) -> bool {
     let has = |key: &str| raw_input.is_some_and(|r| r.get(key).is_some());
-    kind == Some("switch_mode")
+    kind == Some(crate::ToolKind::SwitchMode)
         || has("plan")
         || has("plan_filename")
         || has("planFilePath")
@@ -515,17 +515,29 @@ mod tests {
     fn exit_plan_requests_are_recognised_by_kind_input_or_title() {
         let plan = serde_json::json!({"plan": "# Plan"});
         let file = serde_json::json!({"plan_filename": "plan.md"});
-        assert!(is_exit_plan_request(Some("switch_mode"), None, None));
-        assert!(is_exit_plan_request(Some("other"), None, Some(&plan)));
-        assert!(is_exit_plan_request(Some("other"), None, Some(&file)));
         assert!(is_exit_plan_request(
-            Some("other"),
+            Some(crate::ToolKind::SwitchMode),
+            None,
+            None
+        ));
+        assert!(is_exit_plan_request(
+            Some(crate::ToolKind::Other),
+            None,
+            Some(&plan)
+        ));
+        assert!(is_exit_plan_request(
+            Some(crate::ToolKind::Other),
+            None,
+            Some(&file)
+        ));
+        assert!(is_exit_plan_request(
+            Some(crate::ToolKind::Other),
             Some("Requesting plan approval for: plan.md"),
             None
         ));
         let edit = serde_json::json!({"file_path": "README.md"});
         assert!(!is_exit_plan_request(
-            Some("edit"),
+            Some(crate::ToolKind::Edit),
             Some("Edit README.md"),
             Some(&edit)
         ));

@@ -104,7 +104,7 @@ impl GateBody {
                 tool_call: AgentToolCall::default(),
                 request: ToolRequest {
                     tool: String::new(),
-                    kind: String::new(),
+                    kind: crate::ToolKind::Other,
                     command: None,
                     paths: Vec::new(),
                     resolved: Vec::new(),
@@ -224,13 +224,17 @@ pub struct AgentToolCall {
     pub id: Option<String>,
     #[serde(default)]
     pub title: Option<String>,
-    /// ACP tool kind: `read`, `edit`, `delete`, `execute`...
+    /// ACP tool kind (`read`, `edit`, `delete`, `execute`... on the wire).
     #[serde(default)]
-    pub kind: Option<String>,
-    /// `pending`, `in_progress`, `completed` or `failed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::ToolKind>,
+    /// How far it went; None when the agent said nothing this version knows.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::tool::lenient_status"
+    )]
     #[ts(optional)]
-    pub status: Option<String>,
+    pub status: Option<crate::ToolCallStatus>,
     /// The tool's input as the agent sent it (an edit's new content...).
     #[serde(default)]
     pub raw_input: Option<serde_json::Value>,

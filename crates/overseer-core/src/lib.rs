@@ -42,6 +42,7 @@ pub mod rules;
 pub mod run;
 pub mod session;
 pub mod supervision;
+pub mod tool;
 pub mod unasked;
 pub mod view;
 
@@ -61,6 +62,7 @@ pub use run::{
     apply, InvalidTransition, ReleaseReason, RetryPolicy, RunEvent, RunState, Transition,
 };
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
+pub use tool::{ToolCallStatus, ToolKind};
 pub use view::{
     ActivityView, EngineEvent, GateView, PendingGate, RunActions, RunView, SensorResult,
     SensorSummary,

@@ -80,9 +80,8 @@ pub struct ToolRequest {
     /// Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
     /// `Move`, `Grep`, `Glob`, `WebFetch`, `mcp__server__tool`, ...
     pub tool: String,
-    /// ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
-    /// `think`, `fetch`, `switch_mode`, `other`.
-    pub kind: String,
+    /// ACP tool kind (`read`, `edit`, `execute`, ... on the wire).
+    pub kind: crate::ToolKind,
     /// The shell command of a `Bash` / `execute` call.
     pub command: Option<String>,
     /// Paths the call touches, as the agent gave them (relative to the
@@ -1058,15 +1057,15 @@ pub enum Permission {
     Deny { rule: String, reason: String },
 }
 
-/// True for read-only kinds: read, search, think, fetch.
 /// `mcp__overseer__*`: the tools of `overseer mcp`.
 pub fn is_overseer_tool(tool: &str) -> bool {
     tool.strip_prefix("mcp__overseer__")
         .is_some_and(|t| !t.is_empty() && !t.contains("__"))
 }
 
-pub fn is_read_only_kind(kind: &str) -> bool {
-    matches!(kind, "read" | "search" | "think" | "fetch")
+/// True for read-only kinds: read, search, think, fetch.
+pub fn is_read_only_kind(kind: crate::ToolKind) -> bool {
+    kind.is_read_only()
 }
 
 fn is_edit_tool(tool: &str) -> bool {
@@ -1080,7 +1079,7 @@ fn is_write(req: &ToolRequest) -> bool {
 }
 
 fn is_shell(req: &ToolRequest) -> bool {
-    req.kind == "execute" || req.tool == "Bash"
+    req.kind == crate::ToolKind::Execute || req.tool == "Bash"
 }
 
 /// The `rule` of a decision made by confinement: a denial of a path outside
@@ -1163,7 +1162,7 @@ pub fn decide(
     if let Some(decided) = per_part_verdict(req, layers, worktree) {
         return decided;
     }
-    if is_read_only_kind(&req.kind) {
+    if is_read_only_kind(req.kind) {
         return Permission::Allow {
             rule: format!("default: read-only kind {}", req.kind),
         };
@@ -1316,7 +1315,7 @@ fn bare_tool(req: &ToolRequest) -> Rule {
 /// in a command (`echo '*.pem' >> .gitignore`), `prod` as a file-name word in
 /// source code (`src/prod.rs`).
 pub fn always_gated(req: &ToolRequest, worktree: &str) -> Option<(AlwaysGated, String)> {
-    if req.kind == "delete" || req.tool == "Delete" {
+    if req.kind == crate::ToolKind::Delete || req.tool == "Delete" {
         return Some((
             AlwaysGated::DeleteFiles,
             format!("deletes {}", req.paths.join(", ")),

@@ -15,18 +15,7 @@
 //! something. Pure: the engine passes in the rules' verdict.
 
 use crate::rules::{self, Permission, ToolRequest};
-
-/// The tool kinds that change something: edit, delete, move, execute.
-pub fn changes_something(kind: &str) -> bool {
-    matches!(kind, "edit" | "delete" | "move" | "execute")
-}
-
-/// True once a tool call is being carried out or was: `in_progress`,
-/// `completed`. (`pending` is only announced; `failed` did not happen, or
-/// not all of it, and is judged by the sandbox, not here.)
-pub fn carried_out(status: &str) -> bool {
-    matches!(status, "in_progress" | "completed")
-}
+use crate::ToolKind;
 
 /// Judges a tool call the agent carried out without asking, given what the
 /// rules would have said had it asked (`permission`, from
@@ -38,7 +27,7 @@ pub fn judge(
     permission: &Permission,
     worktree: &str,
 ) -> Option<String> {
-    if !changes_something(&req.kind) {
+    if !req.kind.changes_something() {
         return None;
     }
     let would = match permission {
@@ -48,7 +37,7 @@ pub fn judge(
             format!("Overseer's rules would have denied it ({reason})")
         }
     };
-    let is_shell = req.kind == "execute" || req.tool == "Bash";
+    let is_shell = req.kind == ToolKind::Execute || req.tool == "Bash";
     if is_shell && req.command.as_deref().is_some_and(rules::known_safe) {
         return None;
     }
@@ -59,11 +48,17 @@ pub fn judge(
             paths.push(shown);
         }
     }
-    let verb = match req.kind.as_str() {
-        "edit" => "edited",
-        "delete" => "deleted",
-        "move" => "moved",
-        _ => "ran",
+    let verb = match req.kind {
+        ToolKind::Edit => "edited",
+        ToolKind::Delete => "deleted",
+        ToolKind::Move => "moved",
+        ToolKind::Execute
+        | ToolKind::Read
+        | ToolKind::Search
+        | ToolKind::Think
+        | ToolKind::Fetch
+        | ToolKind::SwitchMode
+        | ToolKind::Other => "ran",
     };
     let what = match (&req.command, paths.as_slice()) {
         (Some(c), _) if is_shell => format!("ran `{c}`"),
@@ -93,7 +88,7 @@ mod tests {
         };
         ToolRequest {
             tool: tool.to_owned(),
-            kind: kind.to_owned(),
+            kind: ToolKind::parse(kind),
             command: command.map(str::to_owned),
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
             resolved: Vec::new(),
@@ -159,12 +154,5 @@ mod tests {
         for kind in ["read", "search", "think", "fetch", "other", "switch_mode"] {
             assert_eq!(judged(&req(kind, None, &["x"]), &none), None, "{kind}");
         }
-    }
-
-    #[test]
-    fn only_calls_under_way_or_done_count() {
-        assert!(carried_out("in_progress") && carried_out("completed"));
-        assert!(!carried_out("pending") && !carried_out("failed"));
-        assert!(changes_something("execute") && !changes_something("read"));
     }
 }

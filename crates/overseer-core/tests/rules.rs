@@ -537,7 +537,7 @@ fn within_a_layer_ask_beats_allow() {
 fn defaults_allow_reads_and_ask_for_edits_shell_and_other_tools() {
     let none = RuleSet::default();
     for kind in ["read", "search", "think", "fetch"] {
-        assert!(is_read_only_kind(kind));
+        assert!(is_read_only_kind(kind.into()));
         match normal(&tool("X", kind), &[&none]) {
             Permission::Allow { rule } => {
                 assert_eq!(rule, format!("default: read-only kind {kind}"))
@@ -554,7 +554,7 @@ fn defaults_allow_reads_and_ask_for_edits_shell_and_other_tools() {
         "other",
         "new",
     ] {
-        assert!(!is_read_only_kind(kind), "{kind}");
+        assert!(!is_read_only_kind(kind.into()), "{kind}");
     }
     match normal(&edit("src/x.rs"), &[&none]) {
         Permission::Ask {

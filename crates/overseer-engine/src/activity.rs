@@ -21,8 +21,8 @@ pub(crate) fn tool_call(info: &ToolCallInfo) -> ToolCallEntry {
     ToolCallEntry {
         id: info.id.clone(),
         title: info.title.clone(),
-        kind: info.kind.clone(),
-        status: info.status.clone(),
+        kind: info.kind,
+        status: info.status,
         raw_input: info.raw_input.clone(),
         locations: info
             .locations

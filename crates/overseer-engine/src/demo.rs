@@ -385,7 +385,7 @@ fn demo_install_call() -> GateBody {
         tool_call: AgentToolCall::default(),
         request: ToolRequest {
             tool: "Bash".to_owned(),
-            kind: "execute".to_owned(),
+            kind: overseer_core::ToolKind::Execute,
             command: Some("npm install pg-migrate".to_owned()),
             paths: Vec::new(),
             resolved: Vec::new(),

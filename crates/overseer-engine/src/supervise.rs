@@ -42,7 +42,7 @@ pub(crate) fn policy_of(work: &RunWork) -> SupervisorPolicy {
 
 /// Maps an ACP tool call to what the permission rules see.
 pub(crate) fn tool_request(info: &overseer_acp::ToolCallInfo, worktree: &str) -> ToolRequest {
-    let kind = info.kind.clone().unwrap_or_else(|| "other".to_owned());
+    let kind = info.kind.unwrap_or(overseer_core::ToolKind::Other);
     let raw = info.raw_input.as_ref();
     let field = |names: &[&str]| {
         names.iter().find_map(|n| {
@@ -53,7 +53,11 @@ pub(crate) fn tool_request(info: &overseer_acp::ToolCallInfo, worktree: &str) ->
     };
     let command = field(&["command", "cmd"])
         .or_else(|| argv_command(raw))
-        .or_else(|| (kind == "execute").then(|| info.title.clone()).flatten());
+        .or_else(|| {
+            (kind == overseer_core::ToolKind::Execute)
+                .then(|| info.title.clone())
+                .flatten()
+        });
     let mut paths: Vec<String> = info
         .locations
         .iter()
@@ -442,7 +446,7 @@ impl Engine {
             },
             Activity::ToolAllowed(RuleDecision {
                 title: title.to_owned(),
-                kind: req.kind.clone(),
+                kind: req.kind,
                 text: format!("{rule} ({layer})"),
             }),
         )
@@ -489,7 +493,7 @@ impl Engine {
             },
             Activity::ToolDenied(RuleDecision {
                 title: title.to_owned(),
-                kind: req.kind.clone(),
+                kind: req.kind,
                 text: format!("{reason} ({layer})"),
             }),
         ) {

@@ -169,8 +169,8 @@ fn call(id: &str, kind: &str, title: &str, raw_input: serde_json::Value) -> Tool
     ToolCallInfo {
         id: id.to_owned(),
         title: Some(title.to_owned()),
-        kind: Some(kind.to_owned()),
-        status: Some("pending".to_owned()),
+        kind: Some(kind.into()),
+        status: Some(overseer_core::ToolCallStatus::Pending),
         raw_input: Some(raw_input),
         ..Default::default()
     }

@@ -138,8 +138,8 @@ fn read_call() -> ToolCallInfo {
     ToolCallInfo {
         id: "read-1".to_owned(),
         title: Some("Read src/greeting.txt".to_owned()),
-        kind: Some("read".to_owned()),
-        status: Some("pending".to_owned()),
+        kind: Some(overseer_core::ToolKind::Read),
+        status: Some(overseer_core::ToolCallStatus::Pending),
         raw_input: Some(serde_json::json!({"path": "src/greeting.txt"})),
         ..Default::default()
     }

@@ -319,9 +319,13 @@ impl Pump {
                 let _ = done.send(());
             }
             AgentSignal::ToolCall(info) => {
-                if let Some(status) = info.status.as_deref() {
-                    if status == "completed" || status == "failed" {
-                        let ok = status == "completed";
+                if let Some(status) = info.status {
+                    if matches!(
+                        status,
+                        overseer_core::ToolCallStatus::Completed
+                            | overseer_core::ToolCallStatus::Failed
+                    ) {
+                        let ok = status == overseer_core::ToolCallStatus::Completed;
                         self.turn().tool_calls.insert(info.id.clone(), ok);
                     }
                 }

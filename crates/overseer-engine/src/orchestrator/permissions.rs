@@ -63,7 +63,7 @@ pub(super) async fn permission(
     let phase = turn.lock().unwrap_or_else(|p| p.into_inner()).phase;
     if phase == (Phase::Planning { in_mode: true })
         && overseer_core::agent::is_exit_plan_request(
-            tool_call.kind.as_deref(),
+            tool_call.kind,
             tool_call.title.as_deref(),
             tool_call.raw_input.as_ref(),
         )
@@ -226,8 +226,8 @@ pub(super) async fn tool_permission(
                 tool_call: AgentToolCall {
                     id: Some(tool_call.id.clone()),
                     title: tool_call.title.clone(),
-                    kind: tool_call.kind.clone(),
-                    status: tool_call.status.clone(),
+                    kind: tool_call.kind,
+                    status: tool_call.status,
                     raw_input: tool_call.raw_input.clone(),
                     locations: tool_call
                         .locations

@@ -35,9 +35,7 @@ pub(super) fn judge(work: Arc<RunWork>, worktree: String, turn: Arc<Mutex<Turn>>
         if info.asked {
             return None;
         }
-        let kind = info.kind.as_deref()?;
-        let status = info.status.as_deref()?;
-        if !unasked::changes_something(kind) || !unasked::carried_out(status) {
+        if !info.kind?.changes_something() || !info.status?.carried_out() {
             return None;
         }
         let req = tool_request(info, &worktree);
@@ -52,7 +50,7 @@ pub(super) fn judge(work: Arc<RunWork>, worktree: String, turn: Arc<Mutex<Turn>>
         let title = info
             .title
             .clone()
-            .unwrap_or_else(|| format!("{kind} tool call"));
+            .unwrap_or_else(|| format!("{} tool call", req.kind));
         unasked::judge(&req, &title, &permission, &worktree)
     })
 }

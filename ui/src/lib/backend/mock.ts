@@ -113,7 +113,7 @@ export function emptyBody(kind: GateKind): GateBody {
     case "plan":
       return { kind, payload: { goal: "", steps: [], files: [], risks: [], source: "requested" } };
     case "tool_call":
-      return { kind, payload: toolCallGate({ tool: "", kind: "" }) };
+      return { kind, payload: toolCallGate({ tool: "", kind: "other" }) };
     case "step_review":
       return { kind, payload: stepRecord() };
     case "supervisor_pause":

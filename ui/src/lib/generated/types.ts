@@ -104,13 +104,13 @@ export type AgentToolCall = {
  */
 id: string | null, title: string | null, 
 /**
- * ACP tool kind: `read`, `edit`, `delete`, `execute`...
+ * ACP tool kind (`read`, `edit`, `delete`, `execute`... on the wire).
  */
-kind: string | null, 
+kind: ToolKind | null, 
 /**
- * `pending`, `in_progress`, `completed` or `failed`.
+ * How far it went; None when the agent said nothing this version knows.
  */
-status?: string, 
+status?: ToolCallStatus, 
 /**
  * The tool's input as the agent sent it (an edit's new content...).
  */
@@ -479,7 +479,7 @@ title: string,
 /**
  * ACP tool kind.
  */
-kind: string, 
+kind: ToolKind, 
 /**
  * The rule or reason, and its layer.
  */
@@ -800,13 +800,13 @@ export type ToolCallChoice = "yes" | "always" | "no";
 
 export type ToolCallEntry = { id: string, title: string | null, 
 /**
- * ACP tool kind: `read`, `edit`, `execute`, ...
+ * ACP tool kind (`read`, `edit`, `execute`, ... on the wire).
  */
-kind: string | null, 
+kind: ToolKind | null, 
 /**
- * `pending`, `in_progress`, `completed` or `failed`.
+ * How far it went; None when the agent said nothing this version knows.
  */
-status: string | null, 
+status: ToolCallStatus | null, 
 /**
  * The call's input, verbatim (any JSON the agent sent).
  */
@@ -858,6 +858,10 @@ agent_options: Array<AgentOption>,
  */
 ask_kind?: AskKind, };
 
+export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed";
+
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
+
 export type ToolRequest = { 
 /**
  * Claude-Code-style tool name: `Bash`, `Read`, `Edit`, `Write`, `Delete`,
@@ -865,10 +869,9 @@ export type ToolRequest = {
  */
 tool: string, 
 /**
- * ACP tool kind: `read`, `edit`, `delete`, `move`, `search`, `execute`,
- * `think`, `fetch`, `switch_mode`, `other`.
+ * ACP tool kind (`read`, `edit`, `execute`, ... on the wire).
  */
-kind: string, 
+kind: ToolKind, 
 /**
  * The shell command of a `Bash` / `execute` call.
  */

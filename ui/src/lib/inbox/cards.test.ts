@@ -77,7 +77,7 @@ describe("gate cards", () => {
 
   it("show a payload an older version wrote as stored, with no details made up from it", async () => {
     const old = { tool: "Bash", command: "<b>npm install pg-migrate</b>" };
-    const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "" }), unreadable_payload: old });
+    const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "other" }), unreadable_payload: old });
     expect(body).toContain('data-testid="unreadable-payload"');
     expect(body).toContain("&lt;b>npm install pg-migrate&lt;/b>");
     expect(body).not.toContain('data-testid="tool-call"');

@@ -60,7 +60,7 @@ describe("gate payloads", () => {
   });
 
   it("shows a payload an older version wrote, as stored, when it did not fit its type", () => {
-    const old: GateView = { ...base, kind: "tool_call", payload: toolCallGate({ tool: "", kind: "" }), unreadable_payload: { tool: "Bash", command: "npm install pg-migrate" } };
+    const old: GateView = { ...base, kind: "tool_call", payload: toolCallGate({ tool: "", kind: "other" }), unreadable_payload: { tool: "Bash", command: "npm install pg-migrate" } };
     expect(unreadableText(old)).toContain('"command": "npm install pg-migrate"');
     expect(unreadableText({ ...base, kind: "merge_review", payload: {} })).toBeNull();
   });

@@ -77,7 +77,7 @@ impl Engine {
                     tool_call: AgentToolCall {
                         id: key.clone(),
                         title: Some(title.clone()),
-                        kind: Some(req.kind.clone()),
+                        kind: Some(req.kind),
                         raw_input: Some(input),
                         name: Some(tool.to_owned()),
                         ..AgentToolCall::default()

@@ -2,6 +2,7 @@
 //! as the form the inbox renders and back, a hook's tool call as a request.
 
 use super::*;
+use overseer_core::ToolKind;
 
 /// The questions as the form the inbox renders (the shape Claude's
 /// elicitation uses): `question_N` with its options, `question_N_custom`.
@@ -94,16 +95,15 @@ pub(crate) fn hook_tool_request(tool: &str, input: &Value, cwd: &str) -> ToolReq
     };
     let kind = match tool {
         "Bash" | "BashOutput" | "KillShell" | "KillBash" | "shell" | "exec_command"
-        | "local_shell" => "execute",
-        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "apply_patch" => "edit",
-        "Read" | "NotebookRead" | "LS" => "read",
-        "Glob" | "Grep" => "search",
-        "WebFetch" | "WebSearch" => "fetch",
+        | "local_shell" => ToolKind::Execute,
+        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" | "apply_patch" => ToolKind::Edit,
+        "Read" | "NotebookRead" | "LS" => ToolKind::Read,
+        "Glob" | "Grep" => ToolKind::Search,
+        "WebFetch" | "WebSearch" => ToolKind::Fetch,
         "TodoWrite" | "Task" | "Agent" | "ExitPlanMode" | "EnterPlanMode" | "ListAgents"
-        | "ToolSearch" => "think",
-        _ => "other",
-    }
-    .to_owned();
+        | "ToolSearch" => ToolKind::Think,
+        _ => ToolKind::Other,
+    };
     let command = field(&["command", "cmd"]).or_else(|| {
         input.get("command").and_then(Value::as_array).map(|argv| {
             argv.iter()
