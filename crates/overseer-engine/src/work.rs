@@ -572,6 +572,26 @@ impl Engine {
         self.publish_activity(run, id, now, entry)
     }
 
+    /// [`Engine::record_activity`] where the caller goes on either way: a
+    /// failed timeline write is logged with the entry it lost (its kind and
+    /// text), never dropped silently: the timeline is the run's "Why?".
+    pub(crate) fn record_activity_or_warn(&self, run: RunId, entry: Activity) {
+        let now = self.clock.now();
+        match self.write(|tx| tx.record_run_event(run, &entry, now)) {
+            Ok(id) => {
+                if let Err(e) = self.publish_activity(run, id, now, entry) {
+                    tracing::warn!(run = %run, "a timeline entry was recorded but not pushed: {}", e.message);
+                }
+            }
+            Err(e) => tracing::warn!(
+                run = %run,
+                kind = entry.kind(),
+                lost = %first_line(&entry.text(), 200),
+                "a timeline entry was not recorded: {e}"
+            ),
+        }
+    }
+
     /// Tells everyone of a timeline entry just committed (id `id`, at `now`).
     pub(crate) fn publish_activity(
         &self,

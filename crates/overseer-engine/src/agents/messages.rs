@@ -168,10 +168,10 @@ impl Engine {
             message_id: message.id,
         };
         if let Some(run) = message.from_run {
-            let _ = self.record_activity(run, Activity::MessageSent(entry.clone()));
+            self.record_activity_or_warn(run, Activity::MessageSent(entry.clone()));
         }
         if let (MessageTo::Run { run }, MessageStatus::Delivered) = (message.to, message.status) {
-            let _ = self.record_activity(run, Activity::MessageReceived(entry));
+            self.record_activity_or_warn(run, Activity::MessageReceived(entry));
         }
         self.publish(vec![EngineEvent::MessagePosted {
             message: message.clone(),

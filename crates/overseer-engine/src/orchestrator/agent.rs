@@ -215,7 +215,7 @@ pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &dyn Agent
     {
         tracing::warn!(run = %work.run_id, "cannot keep the agent's session id: {e}");
     }
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Session {
             text: if conn.resumed() {
@@ -296,10 +296,10 @@ impl Pump {
                 message.push_str(&text);
             }
             AgentSignal::Thought { text } => {
-                let _ = engine.record_activity(run, Activity::Thought { text });
+                engine.record_activity_or_warn(run, Activity::Thought { text });
             }
             AgentSignal::Plan { entries } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::Plan {
                         entries: crate::activity::progress(&entries),
@@ -323,8 +323,10 @@ impl Pump {
                         self.turn().tool_calls.insert(info.id.clone(), ok);
                     }
                 }
-                let _ = engine
-                    .record_activity(run, Activity::ToolCall(crate::activity::tool_call(&info)));
+                engine.record_activity_or_warn(
+                    run,
+                    Activity::ToolCall(crate::activity::tool_call(&info)),
+                );
             }
             AgentSignal::Permission {
                 tool_call,
@@ -347,7 +349,7 @@ impl Pump {
                 });
             }
             AgentSignal::FileRead { path } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileRead {
                         path: path.to_string_lossy().into_owned(),
@@ -355,7 +357,7 @@ impl Pump {
                 );
             }
             AgentSignal::FileWritten { path, bytes } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileWritten {
                         path: path.to_string_lossy().into_owned(),
@@ -364,7 +366,7 @@ impl Pump {
                 );
             }
             AgentSignal::FileRefused { path, reason } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileRefused {
                         path: path.clone(),
@@ -374,7 +376,7 @@ impl Pump {
                 engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
             }
             AgentSignal::ProtocolError { detail } => {
-                let _ = engine.record_activity(run, Activity::ProtocolError { text: detail });
+                engine.record_activity_or_warn(run, Activity::ProtocolError { text: detail });
             }
         }
     }
@@ -412,7 +414,7 @@ impl Pump {
 
 pub(super) fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
     if !message.is_empty() {
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Message {
                 text: std::mem::take(message),
@@ -531,7 +533,7 @@ pub(super) async fn keep_log(
             return;
         }
         let lines = std::mem::take(batch);
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Log {
                 text: lines.join("\n"),

@@ -157,7 +157,7 @@ pub(super) fn may_auto_advance(engine: &Engine, work: &RunWork) -> bool {
         return true;
     };
     let what = what.as_str().unwrap_or("an agent acted without asking");
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Security(SecurityEntry {
             text: format!(

@@ -114,7 +114,7 @@ impl Engine {
             Ok(ToolCallChoice::Yes) => allow,
             Ok(ToolCallChoice::Always) => {
                 let added = rules::always_rule(req, cwd);
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     work.run_id,
                     Activity::RuleAdded {
                         text: format!("allow {added} for the rest of this session"),
@@ -218,7 +218,7 @@ impl Engine {
             source: PlanSource::Requested,
         };
         if self.gate_of_key(work.run_id, key.as_deref())?.is_none() {
-            let _ = self.record_activity(work.run_id, Activity::PlanProposed(plan.clone()));
+            self.record_activity_or_warn(work.run_id, Activity::PlanProposed(plan.clone()));
         }
         let spec = GateSpec::new(
             work.run_id,
@@ -353,7 +353,7 @@ impl Engine {
             let steering = self.take_steering(run);
             if !steering.is_empty() {
                 let text = steering.join("\n\n");
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     run,
                     Activity::SteeringDelivered {
                         text: text.to_owned(),

@@ -320,7 +320,7 @@ impl Engine {
             (run, view)
         };
         self.publish(vec![EngineEvent::RunChanged { run: view }]);
-        let _ = self.record_activity(
+        self.record_activity_or_warn(
             run,
             Activity::SessionStarted {
                 text: format!(
@@ -375,7 +375,7 @@ impl Engine {
                 if let Err(e) = self.effect_signed(gate) {
                     tracing::warn!(gate = %gate, "a withdrawn gate not marked acted on: {}", e.message);
                 }
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     view.run_id,
                     Activity::GateWithdrawn {
                         text: format!("{}: withdrawn ({why})", view.title),
