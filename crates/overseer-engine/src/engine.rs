@@ -33,35 +33,71 @@ pub enum EngineError {
     },
 }
 
-/// A change counter per run that the waiters on its gates watch: a
-/// decision (or a change of the run) wakes the waiters of that run only,
-/// not every waiter of every run. With a broadcast to all, each new gate's
-/// events woke every asker waiting anywhere, and each re-read its gate:
-/// the cost of one more ask grew with the asks already waiting.
+/// A change counter per gate that its waiters watch, moved by the store's
+/// writer right after each commit that changed the gate's row (a decision,
+/// an override, a timer, the engine acting on it), whoever wrote it: a
+/// waiter wakes when its gate changed, not when anything else did. Woken by
+/// every change of the gate's run instead, each waiter re-read its gate for
+/// every timeline entry of its run; with a broadcast to all, for every
+/// event of every run.
 #[derive(Default)]
-pub(crate) struct GateWatch(
-    Mutex<std::collections::HashMap<RunId, tokio::sync::watch::Sender<u64>>>,
-);
+pub(crate) struct GateWatch {
+    gates: Mutex<std::collections::HashMap<GateId, Watched>>,
+    /// How many times waiters were woken and re-read their gate, in all
+    /// (for tests and benches).
+    wakes: std::sync::atomic::AtomicU64,
+}
+
+/// A gate someone waits on.
+struct Watched {
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Times its waiters were woken (for tests and benches).
+    woken: u64,
+}
 
 impl GateWatch {
-    /// A receiver that sees every change of `run` from now on.
-    pub(crate) fn watch(&self, run: RunId) -> tokio::sync::watch::Receiver<u64> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(run)
-            .or_insert_with(|| tokio::sync::watch::channel(0).0)
+    /// A receiver that sees every change of `gate` from now on.
+    pub(crate) fn watch(&self, gate: GateId) -> tokio::sync::watch::Receiver<u64> {
+        self.lock()
+            .entry(gate)
+            .or_insert_with(|| Watched {
+                changed: tokio::sync::watch::channel(0).0,
+                woken: 0,
+            })
+            .changed
             .subscribe()
     }
 
-    fn changed(&self, run: RunId) {
-        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = runs.get(&run) {
-            if tx.receiver_count() == 0 {
-                runs.remove(&run);
-            } else {
-                tx.send_modify(|n| *n = n.wrapping_add(1));
+    fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<GateId, Watched>> {
+        self.gates.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the waiters on `changed` (called after the commit).
+    fn changed(&self, changed: &[GateId]) {
+        let mut gates = self.lock();
+        for gate in changed {
+            if let Some(w) = gates.get(gate) {
+                if w.changed.receiver_count() == 0 {
+                    gates.remove(gate);
+                } else {
+                    w.changed.send_modify(|n| *n = n.wrapping_add(1));
+                }
             }
+        }
+    }
+
+    /// Has every waiter read its gate again, changed or not.
+    pub(crate) fn look_again(&self) {
+        let all: Vec<GateId> = self.lock().keys().copied().collect();
+        self.changed(&all);
+    }
+
+    /// A waiter on `gate` was woken: it reads its gate again.
+    pub(crate) fn woken(&self, gate: GateId) {
+        self.wakes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = self.lock().get_mut(&gate) {
+            w.woken += 1;
         }
     }
 }
@@ -105,9 +141,9 @@ pub struct Engine {
     pub(crate) db_id: String,
     /// Each run's caps on what it asks of the engine and the user.
     pub(crate) floods: crate::flood::Floods,
-    /// Wakes the waiters on a run's gates when something about the run
-    /// changed ([`crate::orchestrator::wait_gate`]).
-    pub(crate) gate_watch: GateWatch,
+    /// Wakes the waiters on a gate when that gate changed
+    /// ([`crate::orchestrator::wait_gate`]).
+    pub(crate) gate_watch: Arc<GateWatch>,
     /// The data dir's free space: its reserve, its floor, runs paused on it.
     pub(crate) disk: Arc<crate::disk::Disk>,
 }
@@ -176,6 +212,11 @@ impl Engine {
         store
             .writer()
             .on_disk_full(Box::new(move || on_full.on_full()));
+        let gate_watch = Arc::new(GateWatch::default());
+        let watch = gate_watch.clone();
+        store
+            .writer()
+            .on_gates_changed(Box::new(move |gates| watch.changed(gates)));
         let checkpointed = store.audit_len()?;
         let db_id = store.db_id()?;
         let notifications = store
@@ -201,7 +242,7 @@ impl Engine {
             external: Default::default(),
             db_id,
             floods: Default::default(),
-            gate_watch: Default::default(),
+            gate_watch,
             disk,
         })
     }
@@ -224,6 +265,9 @@ impl Engine {
     /// Runs `f` in a write transaction, shared with the writes other
     /// threads make at the same time, and returns once it is committed
     /// (its error, or the commit's, otherwise: then nothing of it is kept).
+    /// Once committed, the events its changes caused are published (the
+    /// store records them as it writes: [`overseer_store::Changes`]); a
+    /// write that was rolled back publishes nothing.
     /// Does not take the read lock: reads go on meanwhile. Called from a
     /// task, the wait does not hold up the runtime's other tasks
     /// ([`crate::blocking::off_worker`]), so many agents' writes can share a
@@ -232,7 +276,21 @@ impl Engine {
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.writer.write(f)
+        let (out, changes) = self.writer.write_changes(f)?;
+        self.publish(changes.into_events());
+        Ok(out)
+    }
+
+    /// How many times waiters on gates were woken since the engine opened
+    /// (each wake is one more read of the gate, and of its signed record
+    /// once decided), in all and, while someone waits on it, on `gate`:
+    /// for tests and benches.
+    pub fn gate_wakes(&self, gate: GateId) -> (u64, Option<u64>) {
+        let all = self
+            .gate_watch
+            .wakes
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (all, self.gate_watch.lock().get(&gate).map(|w| w.woken))
     }
 
     pub fn runs(&self) -> Result<Vec<RunView>, ApiError> {
@@ -448,6 +506,12 @@ impl Engine {
         self.checkpoint_if_moved().map(|_| ())
     }
 
+    /// An aborted run's agent is gone, its whole process tree with it
+    /// (`killed`): not a write, so no transaction tells it.
+    pub(crate) fn publish_aborted(&self, run_id: RunId, killed: Vec<u32>) {
+        self.publish(vec![EngineEvent::OrchestrationAborted { run_id, killed }]);
+    }
+
     /// After commit: push to subscribers, then notify the user about what
     /// still needs them once the whole batch is applied (a run that entered
     /// review and left it in the same batch does not call for anyone).
@@ -455,11 +519,6 @@ impl Engine {
         for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
-            // Anything about a run wakes the waiters on its gates (they
-            // re-check theirs), and only them.
-            if let Some(run) = run_of(event) {
-                self.gate_watch.changed(run);
-            }
             let latest = events.iter().skip(i).rev().find_map(|e| match e {
                 EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),
                 EngineEvent::RunChanged { .. }

@@ -1,12 +1,18 @@
-//! What a write tells others, and when: a timeline entry that could not be
-//! written is logged with what was lost, never dropped in silence.
+//! What a write tells others, and when: a waiter on a gate wakes when that
+//! gate changed, not when anything else did; a timeline entry that could not
+//! be written is logged with what was lost, never dropped in silence.
 
 mod common;
 
 use overseer_core::message::MessageTo;
-use overseer_core::Actor;
+use overseer_core::session::ToolStage;
+use overseer_core::{Actor, GateView, RunId, RunOrigin, SessionAnswer, SessionAsk, SessionRef};
+use overseer_engine::api::Request;
+use overseer_engine::client::Client;
 use std::io::Write;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Everything the engine logged while a closure ran (on this thread).
 #[derive(Clone, Default)]
@@ -80,5 +86,131 @@ async fn a_timeline_entry_that_cannot_be_written_is_logged_with_what_was_lost() 
             && text.contains("please rebase onto main")
             && text.contains("the timeline is full"),
         "the lost entry is logged with its kind, its text and why: {text}"
+    );
+}
+
+fn session(id: &str, cwd: &Path) -> SessionRef {
+    SessionRef {
+        origin: RunOrigin::ClaudeCode,
+        session_id: id.into(),
+        cwd: cwd.to_owned(),
+        agent: None,
+    }
+}
+
+/// A session asks to run `command`, on a connection of its own, in the
+/// background; it waits on its gate for the answer.
+fn ask_bash(
+    socket: &Path,
+    s: SessionRef,
+    key: &str,
+    command: &str,
+) -> tokio::task::JoinHandle<Result<SessionAnswer, overseer_core::ApiError>> {
+    let socket = socket.to_owned();
+    let ask = SessionAsk::ToolCall {
+        key: Some(key.into()),
+        tool: "Bash".into(),
+        input: serde_json::json!({ "command": command }),
+        stage: ToolStage::PreToolUse,
+    };
+    tokio::spawn(async move {
+        let mut c = Client::connect(&socket).await?.expect("engine running");
+        let v = c.call(Request::Session { session: s, ask }).await?;
+        Ok(serde_json::from_value(v).expect("a session answer"))
+    })
+}
+
+async fn pending_gate_of(
+    engine: &overseer_engine::Engine,
+    not: &[overseer_core::GateId],
+) -> GateView {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let gate = engine
+            .gates(true)
+            .expect("gates")
+            .into_iter()
+            .find(|g| !not.contains(&g.id));
+        if let Some(g) = gate {
+            return g;
+        }
+        assert!(Instant::now() < end, "no new pending gate");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How many changes of other gates, of other runs and of the waiter's own
+/// run's timeline go by while one asker waits.
+const CHURN: usize = 20;
+
+#[tokio::test]
+async fn a_waiter_on_a_gate_wakes_when_that_gate_changes_and_for_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (engine, paths, _server) = common::served(dir.path());
+    let repo = dir.path().join("proj");
+    std::fs::create_dir_all(&repo).expect("repo dir");
+    overseer_test_support::git(&repo, &["init", "-q"]);
+    engine
+        .add_workspace(&repo, Some("proj"), Default::default(), &Actor::cli())
+        .expect("workspace");
+    let socket = paths.socket();
+
+    // A asks and waits on its gate.
+    let waiting = ask_bash(&socket, session("a", &repo), "a-1", "cargo publish");
+    let gate_a = pending_gate_of(&engine, &[]).await;
+    let run_a: RunId = gate_a.run_id;
+    let woken = || engine.gate_wakes(gate_a.id);
+    let (all_before, a_before) = woken();
+    assert_eq!(a_before, Some(0), "A waits, not woken yet");
+
+    // Meanwhile: A's own timeline grows, and another session's run opens
+    // and decides gates of its own, one after the other.
+    let mut seen = vec![gate_a.id];
+    for i in 0..CHURN {
+        engine
+            .send_message(
+                MessageTo::Run { run: run_a },
+                &format!("note {i}"),
+                None,
+                &Actor::cli(),
+            )
+            .expect("a message to A");
+        let other = ask_bash(&socket, session("b", &repo), &format!("b-{i}"), "ls");
+        let g = pending_gate_of(&engine, &seen).await;
+        seen.push(g.id);
+        engine
+            .decide_gate(g.id, "yes", None, &Actor::cli())
+            .expect("decide B's ask");
+        other.await.expect("task").expect("B's answer");
+    }
+    let (all_after, a_after) = woken();
+    eprintln!(
+        "while {CHURN} messages to A's run and {CHURN} asks of another run were opened and \
+         decided: A's waiter woke {a_after:?} times, all waiters {} times",
+        all_after - all_before
+    );
+    assert_eq!(
+        a_after,
+        Some(0),
+        "A's waiter slept through every change that was not its gate's"
+    );
+    assert!(!waiting.is_finished(), "A still waits for its answer");
+
+    // Its own gate decided: it wakes, and answers.
+    engine
+        .decide_gate(gate_a.id, "no", Some("not from here"), &Actor::cli())
+        .expect("decide A's ask");
+    let answer = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("A is answered")
+        .expect("task")
+        .expect("answer");
+    assert!(
+        matches!(answer, SessionAnswer::Tool { .. }),
+        "a tool answer: {answer:?}"
+    );
+    assert!(
+        engine.gate_wakes(gate_a.id).0 > all_after,
+        "woken by its own gate"
     );
 }

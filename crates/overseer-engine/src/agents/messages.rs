@@ -7,7 +7,7 @@
 use crate::{Engine, NotificationKind};
 use overseer_core::activity::{Activity, MessageEntry};
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
-use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_core::{Actor, ApiError, ErrorCode, RunId};
 use overseer_store::NewMessage;
 
 /// Longest message body accepted.
@@ -173,9 +173,6 @@ impl Engine {
         if let (MessageTo::Run { run }, MessageStatus::Delivered) = (message.to, message.status) {
             self.record_activity_or_warn(run, Activity::MessageReceived(entry));
         }
-        self.publish(vec![EngineEvent::MessagePosted {
-            message: message.clone(),
-        }]);
         Ok(message)
     }
 }

@@ -8,7 +8,7 @@ use crate::acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use crate::git;
 use crate::process::{self, AgentSpec};
 use crate::Engine;
-use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_core::{Activity, Actor, ApiError, ErrorCode, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -495,10 +495,7 @@ pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
     let _ = live.conn.cancel().await;
     let killed = terminate_tree(run, &live, engine.config.abort_timeout(), "on abort").await;
     engine.live.set(run, None);
-    engine.publish(vec![EngineEvent::OrchestrationAborted {
-        run_id: run,
-        killed,
-    }]);
+    engine.publish_aborted(run, killed);
 }
 
 /// Lines of an agent's log gathered into one timeline entry.

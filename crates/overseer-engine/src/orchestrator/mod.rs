@@ -383,11 +383,11 @@ fn err(message: impl Into<String>) -> ApiError {
 }
 
 /// Waits for a gate's decision. The gate is already in the database. Woken
-/// by changes of the gate's run only (its decisions, its row), so a waiter
-/// costs nothing while other runs' gates open and close.
+/// only when that gate's row changed (the store's writer says which gates
+/// each commit changed), so a waiter costs nothing while other gates, its
+/// own run's timeline and other runs change.
 pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
-    let run = engine.gate(gate)?.run_id;
-    let mut rx = engine.gate_watch.watch(run);
+    let mut rx = engine.gate_watch.watch(gate);
     loop {
         // Seen: a change from here on wakes the wait below.
         rx.borrow_and_update();
@@ -402,6 +402,7 @@ pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecis
         if rx.changed().await.is_err() {
             return Err(err("the engine is stopping"));
         }
+        engine.gate_watch.woken(gate);
     }
 }
 

@@ -16,7 +16,7 @@ use crate::acp::{ToolCallInfo, UnaskedJudge};
 use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
-use overseer_core::{unasked, Actor, EngineEvent, RunId};
+use overseer_core::{unasked, Actor, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -143,10 +143,7 @@ async fn kill_now(engine: Arc<Engine>, run: RunId) {
     let killed = terminate_tree(run, &live, Duration::ZERO, "on a security event").await;
     let _ = live.conn.cancel().await;
     engine.live.set(run, None);
-    engine.publish(vec![EngineEvent::OrchestrationAborted {
-        run_id: run,
-        killed,
-    }]);
+    engine.publish_aborted(run, killed);
 }
 
 /// Whether auto-advance may merge this run: never one whose agent (or the
