@@ -56,16 +56,22 @@ struct Watched {
 }
 
 impl GateWatch {
-    /// A receiver that sees every change of `gate` from now on.
-    pub(crate) fn watch(&self, gate: GateId) -> tokio::sync::watch::Receiver<u64> {
-        self.lock()
+    /// A wait that sees every change of `gate` from now on.
+    pub(crate) fn watch(&self, gate: GateId) -> GateWait<'_> {
+        let changes = self
+            .lock()
             .entry(gate)
             .or_insert_with(|| Watched {
                 changed: tokio::sync::watch::channel(0).0,
                 woken: 0,
             })
             .changed
-            .subscribe()
+            .subscribe();
+        GateWait {
+            watch: self,
+            gate,
+            changes: Some(changes),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<GateId, Watched>> {
@@ -91,13 +97,52 @@ impl GateWatch {
         let all: Vec<GateId> = self.lock().keys().copied().collect();
         self.changed(&all);
     }
+}
 
-    /// A waiter on `gate` was woken: it reads its gate again.
-    pub(crate) fn woken(&self, gate: GateId) {
-        self.wakes
+/// One waiter's watch on a gate ([`GateWatch::watch`]); the gate is
+/// forgotten when its last waiter is gone (also when the wait is dropped).
+pub(crate) struct GateWait<'w> {
+    watch: &'w GateWatch,
+    gate: GateId,
+    changes: Option<tokio::sync::watch::Receiver<u64>>,
+}
+
+impl GateWait<'_> {
+    /// Marks what was seen: a change from here on ends [`GateWait::changed`].
+    pub(crate) fn seen(&mut self) {
+        if let Some(rx) = self.changes.as_mut() {
+            rx.borrow_and_update();
+        }
+    }
+
+    /// Waits until the gate changed since last seen; false once the engine
+    /// is gone.
+    pub(crate) async fn changed(&mut self) -> bool {
+        let Some(rx) = self.changes.as_mut() else {
+            return false;
+        };
+        if rx.changed().await.is_err() {
+            return false;
+        }
+        self.watch
+            .wakes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(w) = self.lock().get_mut(&gate) {
+        if let Some(w) = self.watch.lock().get_mut(&self.gate) {
             w.woken += 1;
+        }
+        true
+    }
+}
+
+impl Drop for GateWait<'_> {
+    fn drop(&mut self) {
+        drop(self.changes.take());
+        let mut gates = self.watch.lock();
+        if gates
+            .get(&self.gate)
+            .is_some_and(|w| w.changed.receiver_count() == 0)
+        {
+            gates.remove(&self.gate);
         }
     }
 }

@@ -387,10 +387,10 @@ fn err(message: impl Into<String>) -> ApiError {
 /// each commit changed), so a waiter costs nothing while other gates, its
 /// own run's timeline and other runs change.
 pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
-    let mut rx = engine.gate_watch.watch(gate);
+    let mut wait = engine.gate_watch.watch(gate);
     loop {
         // Seen: a change from here on wakes the wait below.
-        rx.borrow_and_update();
+        wait.seen();
         if engine.gate(gate)?.decision.is_some() {
             // Acting on it now: from here on nobody can override it, and a
             // human's override made before this point is what we act on. A
@@ -399,10 +399,9 @@ pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecis
                 return Ok(d);
             }
         }
-        if rx.changed().await.is_err() {
+        if !wait.changed().await {
             return Err(err("the engine is stopping"));
         }
-        engine.gate_watch.woken(gate);
     }
 }
 
