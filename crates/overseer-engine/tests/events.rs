@@ -213,3 +213,57 @@ async fn a_waiter_on_a_gate_wakes_when_that_gate_changes_and_for_nothing_else() 
     assert!(all_end > all_after, "woken by its own gate");
     assert_eq!(a_end, None, "a gate nobody waits on is forgotten");
 }
+
+/// Asks one session keeps waiting at once (under a run's cap of 20).
+const ASKS: usize = 15;
+
+#[tokio::test]
+async fn deciding_one_of_a_runs_waiting_asks_wakes_only_its_asker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (engine, paths, _server) = common::served(dir.path());
+    let repo = dir.path().join("proj");
+    std::fs::create_dir_all(&repo).expect("repo dir");
+    overseer_test_support::git(&repo, &["init", "-q"]);
+    engine
+        .add_workspace(&repo, Some("proj"), Default::default(), &Actor::cli())
+        .expect("workspace");
+    let socket = paths.socket();
+
+    // One session (one run) with many asks waiting, each on its own gate.
+    let mut gates = Vec::new();
+    let mut askers = Vec::new();
+    for i in 0..ASKS {
+        askers.push(ask_bash(
+            &socket,
+            session("busy", &repo),
+            &format!("k-{i}"),
+            &format!("make step-{i}"),
+        ));
+        gates.push(pending_gate_of(&engine, &gates).await.id);
+    }
+    let (all_before, _) = engine.gate_wakes(gates[0]);
+
+    // Decided one by one: each wakes its own asker, and no other.
+    for (i, (gate, asker)) in gates.iter().zip(askers).enumerate() {
+        engine
+            .decide_gate(*gate, "yes", None, &Actor::cli())
+            .expect("decide");
+        tokio::time::timeout(Duration::from_secs(20), asker)
+            .await
+            .expect("answered")
+            .expect("task")
+            .expect("answer");
+        for later in &gates[i + 1..] {
+            assert_eq!(
+                engine.gate_wakes(*later).1,
+                Some(0),
+                "the asker on gate {later} was woken by another gate's decision"
+            );
+        }
+    }
+    let (all_after, _) = engine.gate_wakes(gates[0]);
+    eprintln!(
+        "{ASKS} asks of one run decided one by one: waiters woke {} times in all",
+        all_after - all_before
+    );
+}
