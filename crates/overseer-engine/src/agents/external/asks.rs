@@ -455,9 +455,16 @@ pub(super) fn first_line(s: &str) -> String {
 
 /// A reply to a session's notice is steering for its next stop or step, as
 /// the person who replied. Kept across a restart: the engine's start calls
-/// this again for every notice still pending.
+/// this again for every notice still pending. Watched once per notice: a
+/// notice that reached the engine while it started (its socket answers
+/// before its start looks at what sessions left) is not watched twice,
+/// which queued its reply twice.
 pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
+    if !lock(&engine.external.replies).insert(gate) {
+        return;
+    }
     engine.when_answered(gate, move |engine, reply, by| {
+        lock(&engine.external.replies).remove(&gate);
         if let Err(e) = engine.queue_steering(run, &reply, &by) {
             tracing::error!(run = %run, "a reply could not be kept as steering: {}", e.message);
         }

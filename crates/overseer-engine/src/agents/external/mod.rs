@@ -71,6 +71,8 @@ pub(crate) struct Sessions {
     rules: Mutex<HashMap<RunId, RuleSet>>,
     /// How many askers wait on each gate right now.
     waiting: Mutex<HashMap<GateId, usize>>,
+    /// Notices whose reply is watched for, to become steering: once each.
+    replies: Mutex<std::collections::HashSet<GateId>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
