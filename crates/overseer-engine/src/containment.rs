@@ -105,7 +105,7 @@ impl Engine {
             ..Contained::default()
         };
         if !contained {
-            let _ = self.record_activity(
+            self.record_activity_or_warn(
                 run,
                 overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
                     text: format!(

@@ -172,11 +172,13 @@ pub fn seed(
         }
         let at = now - minutes_ago * MINUTE;
         let started = at - 4 * MINUTE;
-        let run = store.write(|tx| {
+        let (run, created) = store.write_changes(|tx| {
             let ws_id = tx.ensure_workspace(ws, &format!("~/src/{ws}"), user, started)?;
             let task = tx.create_task(ws_id, title, title, user, started)?;
             tx.create_run(task, agent, user, started)
         })?;
+        let changed = |c: overseer_store::Changes| ev.borrow_mut().extend(c.into_events());
+        changed(created);
         let record = |out: ops::Outcome| ev.borrow_mut().extend(out.events);
         let step = |store: &mut Store, e: RunEvent, t: Millis| {
             ops::advance_run(store, run, e, &engine, t).map(record)
@@ -201,7 +203,7 @@ pub fn seed(
             Target::Running => start(store)?,
             Target::Waiting => {
                 start(store)?;
-                let gate = store.write(|tx| {
+                let ((), opened) = store.write_changes(|tx| {
                     tx.open_gate(
                         run,
                         "Run `npm install pg-migrate` in the worktree",
@@ -214,12 +216,9 @@ pub fn seed(
                         &Actor::Agent(agent.to_string()),
                         at,
                     )
+                    .map(|_| ())
                 })?;
-                ev.borrow_mut().push(EngineEvent::GateOpened {
-                    gate_id: gate,
-                    run_id: run,
-                    kind: GateKind::ToolCall,
-                });
+                changed(opened);
             }
             Target::RetryQueued => {
                 start(store)?;
@@ -241,13 +240,13 @@ pub fn seed(
             }
             Target::HumanRejected => {
                 review(store)?;
-                ops::reject_run(
+                record(ops::reject_run(
                     store,
                     run,
                     "Too clever: keep the current auth design",
                     user,
                     at,
-                )?;
+                )?);
             }
             Target::Aborted => {
                 start(store)?;
@@ -255,9 +254,10 @@ pub fn seed(
             }
             Target::PlanRejected => {
                 start(store)?;
-                store.write(|tx| {
+                let (_, rejected) = store.write_changes(|tx| {
                     tx.transition(run, RunEvent::RejectPlan, Some("Out of scope"), user, at)
                 })?;
+                changed(rejected);
             }
             Target::Failed => {
                 start(store)?;
@@ -269,7 +269,7 @@ pub fn seed(
             }
             Target::SupervisorRejected => {
                 review(store)?;
-                store.write(|tx| {
+                let (_, rejected) = store.write_changes(|tx| {
                     tx.transition(
                         run,
                         RunEvent::SupervisorReject,
@@ -278,12 +278,10 @@ pub fn seed(
                         at,
                     )
                 })?;
+                changed(rejected);
             }
         }
         ids.push(run);
-        let final_row = store.run(run)?;
-        ev.borrow_mut()
-            .push(EngineEvent::RunChanged { run: final_row });
     }
     Ok((ids, events))
 }

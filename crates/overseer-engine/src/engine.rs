@@ -33,35 +33,116 @@ pub enum EngineError {
     },
 }
 
-/// A change counter per run that the waiters on its gates watch: a
-/// decision (or a change of the run) wakes the waiters of that run only,
-/// not every waiter of every run. With a broadcast to all, each new gate's
-/// events woke every asker waiting anywhere, and each re-read its gate:
-/// the cost of one more ask grew with the asks already waiting.
+/// A change counter per gate that its waiters watch, moved by the store's
+/// writer right after each commit that changed the gate's row (a decision,
+/// an override, a timer, the engine acting on it), whoever wrote it: a
+/// waiter wakes when its gate changed, not when anything else did. Woken by
+/// every change of the gate's run instead, each waiter re-read its gate for
+/// every timeline entry of its run; with a broadcast to all, for every
+/// event of every run.
 #[derive(Default)]
-pub(crate) struct GateWatch(
-    Mutex<std::collections::HashMap<RunId, tokio::sync::watch::Sender<u64>>>,
-);
+pub(crate) struct GateWatch {
+    gates: Mutex<std::collections::HashMap<GateId, Watched>>,
+    /// How many times waiters were woken and re-read their gate, in all
+    /// (for tests and benches).
+    wakes: std::sync::atomic::AtomicU64,
+}
+
+/// A gate someone waits on.
+struct Watched {
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Times its waiters were woken (for tests and benches).
+    woken: u64,
+}
 
 impl GateWatch {
-    /// A receiver that sees every change of `run` from now on.
-    pub(crate) fn watch(&self, run: RunId) -> tokio::sync::watch::Receiver<u64> {
-        self.0
+    /// A wait that sees every change of `gate` from now on.
+    pub(crate) fn watch(&self, gate: GateId) -> GateWait<'_> {
+        let changes = self
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(run)
-            .or_insert_with(|| tokio::sync::watch::channel(0).0)
-            .subscribe()
+            .entry(gate)
+            .or_insert_with(|| Watched {
+                changed: tokio::sync::watch::channel(0).0,
+                woken: 0,
+            })
+            .changed
+            .subscribe();
+        GateWait {
+            watch: self,
+            gate,
+            changes: Some(changes),
+        }
     }
 
-    fn changed(&self, run: RunId) {
-        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = runs.get(&run) {
-            if tx.receiver_count() == 0 {
-                runs.remove(&run);
-            } else {
-                tx.send_modify(|n| *n = n.wrapping_add(1));
+    fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<GateId, Watched>> {
+        self.gates.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the waiters on `changed` (called after the commit).
+    fn changed(&self, changed: &[GateId]) {
+        let mut gates = self.lock();
+        for gate in changed {
+            if let Some(w) = gates.get(gate) {
+                if w.changed.receiver_count() == 0 {
+                    gates.remove(gate);
+                } else {
+                    w.changed.send_modify(|n| *n = n.wrapping_add(1));
+                }
             }
+        }
+    }
+
+    /// Has every waiter read its gate again, changed or not.
+    pub(crate) fn look_again(&self) {
+        let all: Vec<GateId> = self.lock().keys().copied().collect();
+        self.changed(&all);
+    }
+}
+
+/// One waiter's watch on a gate ([`GateWatch::watch`]); the gate is
+/// forgotten when its last waiter is gone (also when the wait is dropped).
+pub(crate) struct GateWait<'w> {
+    watch: &'w GateWatch,
+    gate: GateId,
+    changes: Option<tokio::sync::watch::Receiver<u64>>,
+}
+
+impl GateWait<'_> {
+    /// Marks what was seen: a change from here on ends [`GateWait::changed`].
+    pub(crate) fn seen(&mut self) {
+        if let Some(rx) = self.changes.as_mut() {
+            rx.borrow_and_update();
+        }
+    }
+
+    /// Waits until the gate changed since last seen; false once the engine
+    /// is gone.
+    pub(crate) async fn changed(&mut self) -> bool {
+        let Some(rx) = self.changes.as_mut() else {
+            return false;
+        };
+        if rx.changed().await.is_err() {
+            return false;
+        }
+        self.watch
+            .wakes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = self.watch.lock().get_mut(&self.gate) {
+            w.woken += 1;
+        }
+        true
+    }
+}
+
+impl Drop for GateWait<'_> {
+    fn drop(&mut self) {
+        drop(self.changes.take());
+        let mut gates = self.watch.lock();
+        if gates
+            .get(&self.gate)
+            .is_some_and(|w| w.changed.receiver_count() == 0)
+        {
+            gates.remove(&self.gate);
         }
     }
 }
@@ -105,9 +186,9 @@ pub struct Engine {
     pub(crate) db_id: String,
     /// Each run's caps on what it asks of the engine and the user.
     pub(crate) floods: crate::flood::Floods,
-    /// Wakes the waiters on a run's gates when something about the run
-    /// changed ([`crate::waiting::wait_gate`]).
-    pub(crate) gate_watch: GateWatch,
+    /// Wakes the waiters on a gate when that gate changed
+    /// ([`crate::waiting::wait_gate`]).
+    pub(crate) gate_watch: Arc<GateWatch>,
     /// The data dir's free space: its reserve, its floor, runs paused on it.
     pub(crate) disk: Arc<crate::disk::Disk>,
 }
@@ -143,6 +224,11 @@ impl Engine {
         store
             .writer()
             .on_disk_full(Box::new(move || on_full.on_full()));
+        let gate_watch = Arc::new(GateWatch::default());
+        let watch = gate_watch.clone();
+        store
+            .writer()
+            .on_gates_changed(Box::new(move |gates| watch.changed(gates)));
         let checkpointed = store.audit_len()?;
         let db_id = store.db_id()?;
         let notifications = store
@@ -168,7 +254,7 @@ impl Engine {
             external: Default::default(),
             db_id,
             floods: Default::default(),
-            gate_watch: Default::default(),
+            gate_watch,
             disk,
         })
     }
@@ -191,6 +277,9 @@ impl Engine {
     /// Runs `f` in a write transaction, shared with the writes other
     /// threads make at the same time, and returns once it is committed
     /// (its error, or the commit's, otherwise: then nothing of it is kept).
+    /// Once committed, the events its changes caused are published (the
+    /// store records them as it writes: [`overseer_store::Changes`]); a
+    /// write that was rolled back publishes nothing.
     /// Does not take the read lock: reads go on meanwhile. Called from a
     /// task, the wait does not hold up the runtime's other tasks
     /// ([`overseer_contain::blocking::off_worker`]), so many agents' writes can share a
@@ -199,7 +288,21 @@ impl Engine {
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.writer.write(f)
+        let (out, changes) = self.writer.write_changes(f)?;
+        self.publish(changes.into_events());
+        Ok(out)
+    }
+
+    /// How many times waiters on gates were woken since the engine opened
+    /// (each wake is one more read of the gate, and of its signed record
+    /// once decided), in all and, while someone waits on it, on `gate`:
+    /// for tests and benches.
+    pub fn gate_wakes(&self, gate: GateId) -> (u64, Option<u64>) {
+        let all = self
+            .gate_watch
+            .wakes
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (all, self.gate_watch.lock().get(&gate).map(|w| w.woken))
     }
 
     pub fn runs(&self) -> Result<Vec<RunView>, ApiError> {
@@ -362,6 +465,12 @@ impl Engine {
         self.checkpoint_if_moved().map(|_| ())
     }
 
+    /// An aborted run's agent is gone, its whole process tree with it
+    /// (`killed`): not a write, so no transaction tells it.
+    pub(crate) fn publish_aborted(&self, run_id: RunId, killed: Vec<u32>) {
+        self.publish(vec![EngineEvent::OrchestrationAborted { run_id, killed }]);
+    }
+
     /// After commit: push to subscribers, then notify the user about what
     /// still needs them once the whole batch is applied (a run that entered
     /// review and left it in the same batch does not call for anyone).
@@ -369,11 +478,6 @@ impl Engine {
         for (i, event) in events.iter().enumerate() {
             // No subscribers is fine: nobody is watching.
             let _ = self.events.send(event.clone());
-            // Anything about a run wakes the waiters on its gates (they
-            // re-check theirs), and only them.
-            if let Some(run) = run_of(event) {
-                self.gate_watch.changed(run);
-            }
             let latest = events.iter().skip(i).rev().find_map(|e| match e {
                 EngineEvent::RunChanged { run } if Some(run.id) == run_of(event) => Some(run),
                 EngineEvent::RunChanged { .. }

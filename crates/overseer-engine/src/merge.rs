@@ -16,8 +16,8 @@ use crate::Engine;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::supervision::{resolve, Autonomy, DecisionRecord, Resolution, Vote};
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateKind, GateView, MergeReviewChoice, RunEvent,
-    RunId, RunState, RunView,
+    Actor, ApiError, ErrorCode, GateKind, GateView, MergeReviewChoice, RunEvent, RunId, RunState,
+    RunView,
 };
 use overseer_git as git;
 use overseer_store::{MergeRecord, RunWork};
@@ -396,15 +396,8 @@ impl Engine {
                     ),
                 },
             )?;
-            let run = self.run(gate.run_id)?;
-            self.publish(vec![EngineEvent::RunChanged { run: run.clone() }]);
-            return Ok(run);
+            return self.run(gate.run_id);
         }
-        self.publish(vec![EngineEvent::GateDecided {
-            gate_id: gate.id,
-            run_id: gate.run_id,
-            kind: gate.kind(),
-        }]);
         self.effect_approval(&voted, actor)
     }
 

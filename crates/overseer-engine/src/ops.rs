@@ -2,18 +2,28 @@
 //!
 //! Both the running engine and the CLI (when no engine runs) call these, so a
 //! click in the window and a command in a terminal take the same path. Each
-//! returns the events to publish; publishing happens after the commit.
+//! returns the events its transaction caused (recorded by the store as it
+//! wrote), to publish: they come back only once it is committed.
 
 use overseer_core::{
-    Actor, EngineEvent, GateKind, MergeReviewChoice, Millis, RunEvent, RunId, RunState, RunView,
+    Actor, EngineEvent, GateKind, MergeReviewChoice, Millis, RunEvent, RunId, RunView,
 };
-use overseer_store::{Store, StoreError, WriteTx};
+use overseer_store::{Store, StoreError};
 
 /// The run after an operation and what to tell subscribers.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub run: RunView,
     pub events: Vec<EngineEvent>,
+}
+
+impl Outcome {
+    fn of(run: RunView, changes: overseer_store::Changes) -> Self {
+        Outcome {
+            run,
+            events: changes.into_events(),
+        }
+    }
 }
 
 /// Approve a pending review: decide its merge-review gate and release the run
@@ -68,18 +78,14 @@ pub fn abort_run(
     actor: &Actor,
     now: Millis,
 ) -> Result<Outcome, StoreError> {
-    let mut events = Vec::new();
-    let run = store.write(|tx| {
+    let (run, changes) = store.write_changes(|tx| {
         if let Some(gate) = tx.pending_gate(run_id, GateKind::MergeReview)? {
             tx.decide_gate(gate, MergeReviewChoice::Abort.as_str(), None, actor, now)?;
         }
-        let closing = pending_gates(tx, run_id)?;
         tx.transition(run_id, RunEvent::Abort, None, actor, now)?;
-        events.extend(closing);
         tx.run(run_id)
     })?;
-    events.push(EngineEvent::RunChanged { run: run.clone() });
-    Ok(Outcome { run, events })
+    Ok(Outcome::of(run, changes))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -92,9 +98,8 @@ fn review_decision(
     actor: &Actor,
     now: Millis,
 ) -> Result<Outcome, StoreError> {
-    let mut events = Vec::new();
     let path = store.path().to_owned();
-    let run = store.write(|tx| {
+    let (run, changes) = store.write_changes(|tx| {
         let Some(gate) = tx.pending_gate(run_id, GateKind::MergeReview)? else {
             // No review pending: let the state machine say why.
             let state = tx.run(run_id)?.state;
@@ -107,30 +112,10 @@ fn review_decision(
             };
         };
         tx.decide_gate(gate, option, context, actor, now)?;
-        events.push(EngineEvent::GateDecided {
-            gate_id: gate,
-            run_id,
-            kind: GateKind::MergeReview,
-        });
         tx.transition(run_id, event, context, actor, now)?;
         tx.run(run_id)
     })?;
-    events.push(EngineEvent::RunChanged { run: run.clone() });
-    Ok(Outcome { run, events })
-}
-
-/// Gate-decided events for gates that a release will close.
-fn pending_gates(tx: &WriteTx<'_>, run_id: RunId) -> Result<Vec<EngineEvent>, StoreError> {
-    let run = tx.run(run_id)?;
-    Ok(run
-        .pending_gate
-        .map(|g| EngineEvent::GateDecided {
-            gate_id: g.id,
-            run_id,
-            kind: g.kind,
-        })
-        .into_iter()
-        .collect())
+    Ok(Outcome::of(run, changes))
 }
 
 /// Applies a lifecycle event from the engine itself (claiming, starting,
@@ -142,20 +127,9 @@ pub fn advance_run(
     actor: &Actor,
     now: Millis,
 ) -> Result<Outcome, StoreError> {
-    let run = store.write(|tx| {
+    let (run, changes) = store.write_changes(|tx| {
         tx.transition(run_id, event, None, actor, now)?;
         tx.run(run_id)
     })?;
-    let mut events = Vec::new();
-    if run.state == RunState::PendingReview {
-        if let Some(g) = &run.pending_gate {
-            events.push(EngineEvent::GateOpened {
-                gate_id: g.id,
-                run_id,
-                kind: g.kind,
-            });
-        }
-    }
-    events.push(EngineEvent::RunChanged { run: run.clone() });
-    Ok(Outcome { run, events })
+    Ok(Outcome::of(run, changes))
 }

@@ -439,7 +439,7 @@ fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
         "a process of this run (pid {pid}) connected to Overseer's socket; the connection was refused{}",
         if attempts > 1 { format!(" ({attempts} attempts in the last minute)") } else { String::new() }
     );
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
             text: text.clone(),

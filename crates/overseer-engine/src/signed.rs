@@ -7,7 +7,7 @@
 
 use crate::Engine;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
-use overseer_core::{ApiError, EngineEvent, GateDecision, GateId, GateView};
+use overseer_core::{ApiError, GateDecision, GateId, GateView};
 use overseer_store::DecisionMismatch;
 
 impl Engine {
@@ -62,18 +62,7 @@ impl Engine {
                 e.message
             );
         }
-        let mut events = Vec::new();
-        if gate.decision.is_none() {
-            // Pending again: the inbox shows it and the user is notified.
-            events.push(EngineEvent::GateOpened {
-                gate_id: gate.id,
-                run_id: gate.run_id,
-                kind: gate.kind(),
-            });
-        }
-        if let Ok(run) = self.run(gate.run_id) {
-            events.push(EngineEvent::RunChanged { run });
-        }
-        self.publish(events);
+        // The gate put back (pending again: the inbox shows it and the user
+        // is told) was published with the write that put it back.
     }
 }

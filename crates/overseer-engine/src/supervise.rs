@@ -227,15 +227,6 @@ impl Engine {
         } else {
             write()?
         };
-        let view = self.store().run(spec.run_id)?;
-        self.publish(vec![
-            EngineEvent::GateOpened {
-                gate_id: gate,
-                run_id: spec.run_id,
-                kind: spec.kind(),
-            },
-            EngineEvent::RunChanged { run: view },
-        ]);
         Ok(gate)
     }
 
@@ -262,23 +253,9 @@ impl Engine {
         input: &DecisionInput,
     ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
-        let (outcome, run) = {
-            let outcome = self.write(|tx| tx.vote(gate_id, actor, input, now))?;
-            let run = self.store().run(outcome.gate.run_id)?;
-            (outcome, run)
-        };
-        if outcome.decided {
-            self.publish(vec![
-                EngineEvent::GateDecided {
-                    gate_id,
-                    run_id: outcome.gate.run_id,
-                    kind: outcome.gate.kind(),
-                },
-                EngineEvent::RunChanged { run },
-            ]);
-            if outcome.gate.kind() == GateKind::MergeReview {
-                self.review_effect(&outcome.gate)?;
-            }
+        let outcome = self.write(|tx| tx.vote(gate_id, actor, input, now))?;
+        if outcome.decided && outcome.gate.kind() == GateKind::MergeReview {
+            self.review_effect(&outcome.gate)?;
         }
         self.gate(gate_id)
     }
@@ -461,11 +438,11 @@ impl Engine {
         entry: Activity,
     ) -> Result<(), ApiError> {
         let now = self.clock.now();
-        let id = self.write(|tx| {
+        self.write(|tx| {
             tx.record_decision_note(run, None, &Actor::Engine, input, now)?;
             tx.record_run_event(run, &entry, now)
         })?;
-        self.publish_activity(run, id, now, entry)
+        Ok(())
     }
 
     /// A permission rule denied a tool call: its decision record and
@@ -1008,22 +985,8 @@ pub(crate) fn start_timers(engine: Arc<Engine>) {
 
 fn fire(engine: &Engine, gate: GateId) {
     let now = engine.clock.now();
-    let fired = engine.write(|tx| tx.fire_timer(gate, now));
-    match fired {
-        Ok(Some(g)) => {
-            let run = engine.run(g.run_id);
-            let mut events = vec![EngineEvent::GateDecided {
-                gate_id: g.id,
-                run_id: g.run_id,
-                kind: g.kind(),
-            }];
-            if let Ok(run) = run {
-                events.push(EngineEvent::RunChanged { run });
-            }
-            engine.publish(events);
-        }
-        Ok(None) => {}
-        Err(e) => tracing::error!(gate = %gate, "gate timer: {e}"),
+    if let Err(e) = engine.write(|tx| tx.fire_timer(gate, now)) {
+        tracing::error!(gate = %gate, "gate timer: {e}");
     }
 }
 
@@ -1177,10 +1140,7 @@ impl Engine {
             ));
         }
         let now = self.clock.now();
-        let view = self.write(|tx| tx.hold_gate(gate, actor, now))?;
-        let run = self.run(view.run_id)?;
-        self.publish(vec![EngineEvent::RunChanged { run }]);
-        Ok(view)
+        Ok(self.write(|tx| tx.hold_gate(gate, actor, now))?)
     }
 
     pub(crate) fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
@@ -1298,25 +1258,19 @@ impl Engine {
     ) -> Result<(), ApiError> {
         let task = self.task_of(scope)?;
         let now = self.clock.now();
-        let event = {
-            let mut store = self.store();
-            match task {
-                Some(t) => {
-                    let mut settings = store.task_settings(t)?;
-                    on_task(&mut settings);
-                    store.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
-                    EngineEvent::TaskChanged { task_id: t }
-                }
-                None => {
-                    let ws = store.workspace(&scope.workspace)?;
-                    let mut settings = ws.settings.clone();
-                    on_workspace(&mut settings);
-                    store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
-                    EngineEvent::WorkspaceChanged { name: ws.name }
-                }
+        match task {
+            Some(t) => {
+                let mut settings = self.store().task_settings(t)?;
+                on_task(&mut settings);
+                self.write(|tx| tx.set_task_settings(t, &settings, actor, now))?;
             }
-        };
-        self.publish(vec![event]);
+            None => {
+                let ws = self.store().workspace(&scope.workspace)?;
+                let mut settings = ws.settings.clone();
+                on_workspace(&mut settings);
+                self.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+            }
+        }
         Ok(())
     }
 

@@ -5,14 +5,14 @@ use crate::Engine;
 use overseer_core::{ApiError, ErrorCode, GateDecision, GateId};
 
 /// Waits for a gate's decision. The gate is already in the database. Woken
-/// by changes of the gate's run only (its decisions, its row), so a waiter
-/// costs nothing while other runs' gates open and close.
+/// only when that gate's row changed (the store's writer says which gates
+/// each commit changed), so a waiter costs nothing while other gates, its
+/// own run's timeline and other runs change.
 pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
-    let run = engine.gate(gate)?.run_id;
-    let mut rx = engine.gate_watch.watch(run);
+    let mut wait = engine.gate_watch.watch(gate);
     loop {
         // Seen: a change from here on wakes the wait below.
-        rx.borrow_and_update();
+        wait.seen();
         if engine.gate(gate)?.decision.is_some() {
             // Acting on it now: from here on nobody can override it, and a
             // human's override made before this point is what we act on. A
@@ -21,7 +21,7 @@ pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecis
                 return Ok(d);
             }
         }
-        if rx.changed().await.is_err() {
+        if !wait.changed().await {
             return Err(ApiError::new(ErrorCode::Internal, "the engine is stopping"));
         }
     }

@@ -5,8 +5,8 @@
 use crate::Engine;
 use overseer_core::{
     parse_choice, Activity, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice,
-    DeviationGate, EngineEvent, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption,
-    GateView, MergeReviewChoice, RunId, RunState, RunView, TaskId,
+    DeviationGate, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption, GateView,
+    MergeReviewChoice, RunId, RunState, RunView, TaskId,
 };
 use overseer_git as git;
 use overseer_store::{RunWork, Workspace, WorkspaceSettings};
@@ -83,14 +83,8 @@ impl Engine {
         };
         let now = self.clock.now();
         let root_text = root.to_string_lossy().into_owned();
-        let mut store = self.store();
-        store.write(|tx| tx.add_workspace(&name, &root_text, &settings, actor, now))?;
-        let ws = store.workspace(&name)?;
-        drop(store);
-        self.publish(vec![EngineEvent::WorkspaceChanged {
-            name: ws.name.clone(),
-        }]);
-        Ok(ws)
+        self.write(|tx| tx.add_workspace(&name, &root_text, &settings, actor, now))?;
+        Ok(self.store().workspace(&name)?)
     }
 
     pub fn workspaces(&self) -> Result<Vec<Workspace>, ApiError> {
@@ -115,18 +109,12 @@ impl Engine {
         }
         let sensors = crate::settings::check_sensors(&sensors).map_err(ApiError::invalid_fields)?;
         let now = self.clock.now();
-        let mut store = self.store();
-        let ws = store.workspace(workspace)?;
+        let ws = self.store().workspace(workspace)?;
         let mut settings = ws.settings.clone();
         settings.sensors = sensors;
         settings.auto_advance = auto_advance;
-        store.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
-        let ws = store.workspace(workspace)?;
-        drop(store);
-        self.publish(vec![EngineEvent::WorkspaceChanged {
-            name: ws.name.clone(),
-        }]);
-        Ok(ws)
+        self.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+        Ok(self.store().workspace(workspace)?)
     }
 
     /// Creates a task and its first run (queued); the orchestrator takes it from there.
@@ -172,29 +160,23 @@ impl Engine {
             Some(s) => json!({"scenario": s}),
             None => json!({}),
         };
-        let (started, run) = {
-            let mut store = self.store();
-            let ws = store.workspace(&req.workspace)?;
-            store
-                .write(|tx| {
-                    let task = tx.create_task(ws.id, &title, &req.prompt, actor, now)?;
-                    if let Some(stage) = req.stage.as_deref().filter(|s| *s != "default") {
-                        tx.set_task_stage(task, stage, actor, now)?;
-                    }
-                    if req.settings != overseer_store::TaskSettings::default() {
-                        tx.set_task_settings(task, &req.settings, actor, now)?;
-                    }
-                    let run = tx.create_run(task, &req.agent, actor, now)?;
-                    tx.set_run_options(run, &options, None)?;
-                    Ok(Started {
-                        task_id: task,
-                        run_id: run,
-                    })
-                })
-                .and_then(|s| Ok((s.clone(), store.run(s.run_id)?)))?
-        };
-        self.publish(vec![EngineEvent::RunChanged { run }]);
-        Ok(started)
+        let ws = self.store().workspace(&req.workspace)?;
+        self.write(|tx| {
+            let task = tx.create_task(ws.id, &title, &req.prompt, actor, now)?;
+            if let Some(stage) = req.stage.as_deref().filter(|s| *s != "default") {
+                tx.set_task_stage(task, stage, actor, now)?;
+            }
+            if req.settings != overseer_store::TaskSettings::default() {
+                tx.set_task_settings(task, &req.settings, actor, now)?;
+            }
+            let run = tx.create_run(task, &req.agent, actor, now)?;
+            tx.set_run_options(run, &options, None)?;
+            Ok(Started {
+                task_id: task,
+                run_id: run,
+            })
+        })
+        .map_err(ApiError::from)
     }
 
     /// Decides any gate as `actor`. Review gates go through approve / reject /
@@ -227,20 +209,7 @@ impl Engine {
             return self.decide_merge_deviation(&gate, option, context, actor);
         }
         let now = self.clock.now();
-        let (decided, run) = {
-            let decided = self.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?;
-            let run = self.store().run(decided.run_id)?;
-            (decided, run)
-        };
-        self.publish(vec![
-            EngineEvent::GateDecided {
-                gate_id,
-                run_id: decided.run_id,
-                kind: decided.kind(),
-            },
-            EngineEvent::RunChanged { run },
-        ]);
-        Ok(decided)
+        Ok(self.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?)
     }
 
     /// Approve = merge (the one [`Engine::merge_run`]), then record. If the
@@ -263,7 +232,7 @@ impl Engine {
         if already {
             return Ok(());
         }
-        let gate = self.write(|tx| {
+        self.write(|tx| {
             tx.open_gate(
                 run_id,
                 "The approved work could not be merged",
@@ -283,15 +252,6 @@ impl Engine {
                 now,
             )
         })?;
-        let run = self.run(run_id)?;
-        self.publish(vec![
-            EngineEvent::GateOpened {
-                gate_id: gate,
-                run_id,
-                kind: GateKind::Deviation,
-            },
-            EngineEvent::RunChanged { run },
-        ]);
         Ok(())
     }
 
@@ -304,11 +264,6 @@ impl Engine {
     ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
         self.write(|tx| tx.decide_gate(gate.id, option, context, actor, now))?;
-        self.publish(vec![EngineEvent::GateDecided {
-            gate_id: gate.id,
-            run_id: gate.run_id,
-            kind: gate.kind(),
-        }]);
         match parse_choice::<DeviationChoice>(option) {
             Ok(DeviationChoice::Retry) => {
                 self.approve_run(gate.run_id, actor)?;
@@ -406,34 +361,27 @@ impl Engine {
             ));
         }
         let now = self.clock.now();
-        let (started, view) = {
-            let mut store = self.store();
-            let started = store.write(|tx| {
-                let run_id = tx.create_run(work.task_id, &work.agent, actor, now)?;
-                tx.set_run_options(run_id, &work.options, Some(id))?;
-                if let (Some(wt), Some(branch), Some(base)) =
-                    (&work.worktree, &work.branch, &work.base_ref)
-                {
-                    tx.set_run_work(
-                        run_id,
-                        wt,
-                        branch,
-                        base,
-                        work.base_commit.as_deref(),
-                        actor,
-                        now,
-                    )?;
-                }
-                Ok(Started {
-                    task_id: work.task_id,
+        Ok(self.write(|tx| {
+            let run_id = tx.create_run(work.task_id, &work.agent, actor, now)?;
+            tx.set_run_options(run_id, &work.options, Some(id))?;
+            if let (Some(wt), Some(branch), Some(base)) =
+                (&work.worktree, &work.branch, &work.base_ref)
+            {
+                tx.set_run_work(
                     run_id,
-                })
-            })?;
-            let view = store.run(started.run_id)?;
-            (started, view)
-        };
-        self.publish(vec![EngineEvent::RunChanged { run: view }]);
-        Ok(started)
+                    wt,
+                    branch,
+                    base,
+                    work.base_commit.as_deref(),
+                    actor,
+                    now,
+                )?;
+            }
+            Ok(Started {
+                task_id: work.task_id,
+                run_id,
+            })
+        })?)
     }
 
     /// The run's timeline after `after_id`.
@@ -475,41 +423,10 @@ impl Engine {
         review: &overseer_core::MergeReviewGate,
     ) -> Result<RunView, ApiError> {
         let now = self.clock.now();
-        let out = {
-            let mut store = self.store();
-            let closing: Vec<EngineEvent> = store
-                .gates(true)?
-                .into_iter()
-                .filter(|g| g.run_id == run)
-                .map(|g| EngineEvent::GateDecided {
-                    gate_id: g.id,
-                    run_id: run,
-                    kind: g.kind(),
-                })
-                .collect();
-            let t =
-                store.write(|tx| tx.transition_reviewing(run, event, note, actor, now, review))?;
-            let view = store.run(run)?;
-            let mut events = Vec::new();
-            if t.to.is_released() {
-                events.extend(closing);
-            }
-            if let Some(g) = view
-                .pending_gate
-                .as_ref()
-                .filter(|_| t.to == RunState::PendingReview)
-            {
-                events.push(EngineEvent::GateOpened {
-                    gate_id: g.id,
-                    run_id: run,
-                    kind: g.kind,
-                });
-            }
-            events.push(EngineEvent::RunChanged { run: view.clone() });
-            (view, events)
-        };
-        self.publish(out.1);
-        Ok(out.0)
+        Ok(self.write(|tx| {
+            tx.transition_reviewing(run, event, note, actor, now, review)?;
+            tx.run(run)
+        })?)
     }
 
     /// Writes a pending gate, then publishes it: it exists before anyone waits.
@@ -522,20 +439,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<GateId, ApiError> {
         let now = self.clock.now();
-        let kind = body.kind();
-        let (gate, view) = {
-            let gate = self.write(|tx| tx.open_gate(run, title, options, &body, actor, now))?;
-            (gate, self.store().run(run)?)
-        };
-        self.publish(vec![
-            EngineEvent::GateOpened {
-                gate_id: gate,
-                run_id: run,
-                kind,
-            },
-            EngineEvent::RunChanged { run: view },
-        ]);
-        Ok(gate)
+        Ok(self.write(|tx| tx.open_gate(run, title, options, &body, actor, now))?)
     }
 
     /// Appends an audit record for something the engine did on its own
@@ -547,58 +451,38 @@ impl Engine {
         }
     }
 
-    /// Notifies again about every gate still waiting for the user (after a restart).
+    /// Notifies again about every gate still waiting for the user (after a
+    /// restart), and has every waiter on a gate look at it again (a
+    /// decision written into the database outside Overseer is found then,
+    /// and refused: no commit of ours told of it).
     pub fn renotify_pending(&self) -> Result<usize, ApiError> {
-        let gates = self.store().gates(true)?;
-        let mut events = Vec::new();
-        for g in &gates {
-            events.push(EngineEvent::GateOpened {
-                gate_id: g.id,
-                run_id: g.run_id,
-                kind: g.kind(),
-            });
-            events.push(EngineEvent::RunChanged {
-                run: self.run(g.run_id)?,
-            });
-        }
+        let (gates, events) = self.store().pending_gates_again()?;
         self.publish(events);
+        self.gate_watch.look_again();
         Ok(gates.len())
     }
 
-    /// Stores a timeline entry and pushes it.
+    /// Stores a timeline entry and pushes it (with the run's row when the
+    /// entry changes it: a new plan, a sensor's result).
     pub(crate) fn record_activity(&self, run: RunId, entry: Activity) -> Result<(), ApiError> {
         let now = self.clock.now();
-        let id = self.write(|tx| tx.record_run_event(run, &entry, now))?;
-        self.publish_activity(run, id, now, entry)
+        self.write(|tx| tx.record_run_event(run, &entry, now))?;
+        Ok(())
     }
 
-    /// Tells everyone of a timeline entry just committed (id `id`, at `now`).
-    pub(crate) fn publish_activity(
-        &self,
-        run: RunId,
-        id: i64,
-        now: i64,
-        entry: Activity,
-    ) -> Result<(), ApiError> {
-        // A new plan or sensor result changes the row's current step or
-        // sensors column: push the row too, so the dashboard follows.
-        let row_changes = entry.changes_run_row();
-        let mut events = vec![EngineEvent::RunActivity {
-            activity: ActivityView {
-                id,
-                run_id: run,
-                at: now,
-                entry,
-            },
-        }];
-        if row_changes {
-            let view = self.store().run(run)?;
-            if !matches!(view.state, overseer_core::RunState::Released { .. }) {
-                events.push(EngineEvent::RunChanged { run: view });
-            }
+    /// [`Engine::record_activity`] where the caller goes on either way: a
+    /// failed timeline write is logged with the entry it lost (its kind and
+    /// text), never dropped silently: the timeline is the run's "Why?".
+    pub(crate) fn record_activity_or_warn(&self, run: RunId, entry: Activity) {
+        let now = self.clock.now();
+        if let Err(e) = self.write(|tx| tx.record_run_event(run, &entry, now)) {
+            tracing::warn!(
+                run = %run,
+                kind = entry.kind(),
+                lost = %first_line(&entry.text(), 200),
+                "a timeline entry was not recorded: {e}"
+            );
         }
-        self.publish(events);
-        Ok(())
     }
 
     /// The files changed by a run and its unified diff, read from the run's

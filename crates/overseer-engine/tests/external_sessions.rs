@@ -771,3 +771,46 @@ async fn a_reply_to_a_notice_left_pending_across_a_restart_still_steers_the_sess
         }
     );
 }
+
+#[tokio::test]
+async fn a_notice_that_reaches_the_engine_while_it_starts_steers_the_session_once() {
+    // The socket answers before the orchestrator's start looks at what
+    // external sessions left: a notice can reach the engine in between.
+    let w = world().await;
+    let s = session("s-starting", &w.repo);
+    let stop = || SessionAsk::Notice {
+        kind: NoticeKind::Stop,
+        title: None,
+        message: "Done: what next?".into(),
+    };
+    let SessionAnswer::Noted { run, .. } = ask(&w, s.clone(), stop())
+        .await
+        .expect("task")
+        .expect("answer")
+    else {
+        panic!("noted")
+    };
+    let info = pending(&w, GateKind::Question).await;
+    w.engine.start_orchestrator();
+    w.engine
+        .decide_gate(info.id, "answer", Some("bump the version"), &Actor::cli())
+        .expect("reply");
+    until("the reply kept as steering", || {
+        w.engine
+            .activity(run, 0)
+            .is_ok_and(|a| a.iter().any(|e| e.kind() == "user_instruction"))
+            .then_some(())
+    })
+    .await;
+    // A second watcher of the notice would queue the reply again about now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let next = ask(&w, s, stop()).await.expect("task").expect("answer");
+    assert_eq!(
+        next,
+        SessionAnswer::Noted {
+            run,
+            steering: Some("bump the version".into())
+        },
+        "the reply, once"
+    );
+}

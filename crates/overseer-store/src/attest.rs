@@ -867,6 +867,15 @@ impl crate::WriteTx<'_> {
             }),
             now,
         )?;
+        // Pending again: the inbox shows it and the user is told again.
+        let view = self.gate(gate)?;
+        match view.decision {
+            None => self.gate_opened(gate, view.run_id, view.kind()),
+            Some(_) => {
+                self.gate_changed(gate);
+                self.run_changed(view.run_id, false);
+            }
+        }
         Ok(Some(mismatch))
     }
 

@@ -17,6 +17,7 @@
 
 mod attest;
 pub mod audit;
+pub mod changes;
 mod error;
 pub mod keys;
 mod messages;
@@ -33,6 +34,7 @@ pub use attest::{DecisionMismatch, DecisionProblem, DecisionTable};
 pub use audit::{
     AuditFailure, AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
 };
+pub use changes::Changes;
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use messages::NewMessage;
@@ -192,6 +194,15 @@ impl Store {
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.writer.write(f)
+    }
+
+    /// [`Store::write`], also returning what the write changed: the events
+    /// to push now that it is committed ([`changes`]).
+    pub fn write_changes<T>(
+        &mut self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<(T, Changes), StoreError> {
+        self.writer.write_changes(f)
     }
 
     /// The writer, to share with threads that write without this store's

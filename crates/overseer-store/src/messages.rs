@@ -102,9 +102,14 @@ impl WriteTx<'_> {
             )
             .map_err(|e| self.sql(e))?;
         let id = self.conn().last_insert_rowid();
-        self.conn()
+        let message: MessageView = self
+            .conn()
             .query_row(&format!("{SELECT} WHERE id = ?1"), [id], row)
-            .map_err(|e| self.sql(e))
+            .map_err(|e| self.sql(e))?;
+        self.happened(overseer_core::EngineEvent::MessagePosted {
+            message: message.clone(),
+        });
+        Ok(message)
     }
 }
 

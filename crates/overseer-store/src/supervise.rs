@@ -325,6 +325,7 @@ impl WriteTx<'_> {
                 }),
                 now,
             )?;
+            self.gate_changed(gate_id);
         }
         Ok(())
     }
@@ -500,6 +501,9 @@ impl WriteTx<'_> {
                 }
             }
         };
+        // A vote shows on the run's row (waiting for the co-sign), decided
+        // or not.
+        self.run_changed(gate.run_id, false);
         Ok(VoteOutcome {
             gate: read::gate(self.conn(), self.path(), gate_id)?,
             decision_id,
@@ -552,6 +556,7 @@ impl WriteTx<'_> {
                 params![gate.id, option, context, by.to_string(), now, seq],
             )
             .map_err(|e| self.sql(e))?;
+        self.gate_decided(gate.id, gate.run_id, gate.kind());
         Ok(())
     }
 
@@ -574,13 +579,17 @@ impl WriteTx<'_> {
         now: Millis,
     ) -> Result<(GateView, Option<crate::DecisionMismatch>), StoreError> {
         let forged = self.reconcile_gate(gate_id, now)?;
-        self.conn()
+        let effected = self
+            .conn()
             .execute(
                 "UPDATE gates SET effected_at = ?1
                  WHERE id = ?2 AND status = 'decided' AND effected_at IS NULL",
                 params![now, gate_id],
             )
             .map_err(|e| self.sql(e))?;
+        if effected == 1 {
+            self.gate_changed(gate_id);
+        }
         Ok((read::gate(self.conn(), self.path(), gate_id)?, forged))
     }
 
@@ -658,6 +667,8 @@ impl WriteTx<'_> {
             &json!({"type": "gate_timer_stopped", "gate_id": gate_id, "run_id": gate.run_id}),
             now,
         )?;
+        self.gate_changed(gate_id);
+        self.run_changed(gate.run_id, false);
         read::gate(self.conn(), self.path(), gate_id)
     }
 }

@@ -408,6 +408,13 @@ impl WriteTx<'_> {
             &json!({"type": "workspace_settings", "workspace_id": id, "settings": settings}),
             now,
         )?;
+        let name: String = self
+            .conn()
+            .query_row("SELECT name FROM workspaces WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.sql(e))?;
+        self.workspace_changed(name);
         Ok(())
     }
 
@@ -462,6 +469,7 @@ impl WriteTx<'_> {
             &json!({"type": "task_settings", "task_id": task_id, "settings": settings}),
             now,
         )?;
+        self.task_changed(task_id);
         Ok(())
     }
 
@@ -662,6 +670,20 @@ impl WriteTx<'_> {
             )
             .and_then(|mut s| s.execute(params![run_id, now, kind, payload.to_string()]))
             .map_err(|e| self.sql(e))?;
-        Ok(self.conn().last_insert_rowid())
+        let id = self.conn().last_insert_rowid();
+        self.happened(overseer_core::EngineEvent::RunActivity {
+            activity: overseer_core::ActivityView {
+                id,
+                run_id,
+                at: now,
+                entry: entry.clone(),
+            },
+        });
+        // A new plan or sensor result changes the row's current step or
+        // sensors column: the row is pushed too, so the dashboard follows.
+        if entry.changes_run_row() {
+            self.run_changed(run_id, false);
+        }
+        Ok(id)
     }
 }

@@ -22,6 +22,8 @@ pub struct WriteTx<'a> {
     path: PathBuf,
     head_seq: i64,
     head_hash: String,
+    /// What this writer changed, as the events it causes ([`crate::changes`]).
+    outbox: crate::changes::Outbox,
 }
 
 impl<'a> WriteTx<'a> {
@@ -40,12 +42,17 @@ impl<'a> WriteTx<'a> {
             path: path.to_owned(),
             head_seq,
             head_hash,
+            outbox: Default::default(),
         }
     }
 
     /// Where the audit log ends after this writer's records.
     pub(crate) fn into_head(self) -> (i64, String) {
         (self.head_seq, self.head_hash)
+    }
+
+    pub(crate) fn outbox(&mut self) -> &mut crate::changes::Outbox {
+        &mut self.outbox
     }
 
     /// The open transaction, for the other write modules of this crate.
@@ -142,6 +149,7 @@ impl<'a> WriteTx<'a> {
             &json!({"type": "workspace_added", "workspace_id": id, "name": name, "path": path}),
             now,
         )?;
+        self.workspace_changed(name.to_owned());
         Ok(id)
     }
 
@@ -168,6 +176,7 @@ impl<'a> WriteTx<'a> {
             &json!({"type": "task_created", "task_id": id, "workspace_id": workspace_id, "title": title}),
             now,
         )?;
+        self.task_created(overseer_core::TaskId(id));
         Ok(overseer_core::TaskId(id))
     }
 
@@ -196,6 +205,7 @@ impl<'a> WriteTx<'a> {
             &json!({"type": "task_stage", "task_id": task, "stage": stage}),
             now,
         )?;
+        self.task_changed(task);
         Ok(())
     }
 
@@ -220,6 +230,7 @@ impl<'a> WriteTx<'a> {
             &json!({"type": "run_created", "run_id": id, "task_id": task_id, "agent": agent, "state": state}),
             now,
         )?;
+        self.run_changed(overseer_core::RunId(id), true);
         Ok(overseer_core::RunId(id))
     }
 
@@ -277,6 +288,7 @@ impl<'a> WriteTx<'a> {
         if changed != 1 {
             return Err(StoreError::Conflict { run_id });
         }
+        self.run_changed(run_id, true);
         let seq = self.append_audit(
             actor,
             &json!({
@@ -367,6 +379,7 @@ impl<'a> WriteTx<'a> {
             }),
             now,
         )?;
+        self.gate_opened(overseer_core::GateId(id), run_id, kind);
         Ok(overseer_core::GateId(id))
     }
 
@@ -457,6 +470,7 @@ impl<'a> WriteTx<'a> {
                 params![gate.id, option, context, actor.to_string(), now, seq],
             )
             .map_err(|e| self.sql(e))?;
+        self.gate_decided(gate.id, gate.run_id, gate.kind());
         Ok(())
     }
 

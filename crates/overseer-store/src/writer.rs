@@ -19,11 +19,17 @@
 //!   and chained to the one before (the chain's head is carried through the
 //!   batch), exactly as if each write had had its own transaction;
 //! - a closure that panics is rolled back to its savepoint, and its batch is
-//!   still committed for the others.
+//!   still committed for the others;
+//! - what a write changed ([`crate::Changes`]: the events it causes) reaches
+//!   its caller only with `Ok`, that is once committed: nothing is told of
+//!   a write that was rolled back. The gates a batch changed are told to the
+//!   watcher set with [`Writer::on_gates_changed`] right after its commit,
+//!   whichever way the write was made.
 
 use crate::audit;
 use crate::write::WriteTx;
-use crate::{Keyring, StoreError};
+use crate::{Changes, Keyring, StoreError};
+use overseer_core::GateId;
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,7 +55,12 @@ pub struct Writer {
     /// Called when a write failed because the disk is full (the engine
     /// frees its reserve there, so the caller's retry finds room).
     on_full: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Told, after each commit, which gates' rows the batch changed.
+    on_gates: std::sync::OnceLock<GatesWatcher>,
 }
+
+/// What [`Writer::on_gates_changed`] calls.
+type GatesWatcher = Box<dyn Fn(&[GateId]) + Send + Sync>;
 
 /// Committed batches between two requests to the checkpointer.
 const CHECKPOINT_EVERY: u64 = 64;
@@ -78,6 +89,8 @@ struct Batch {
     followers: usize,
     /// Writes kept in the batch (released savepoints), the leader's too.
     kept: u64,
+    /// The gates whose rows the kept writes changed.
+    gates: Vec<GateId>,
 }
 
 /// Why a batch's commit failed, kept so every follower gets its own error.
@@ -133,7 +146,16 @@ impl Writer {
             checkpointer,
             checkpoints,
             on_full: std::sync::OnceLock::new(),
+            on_gates: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what is told, right after each commit, the gates whose rows it
+    /// changed (once; later calls are ignored): a waiter on a gate wakes
+    /// when that gate changed, whoever wrote it. Called on the committing
+    /// thread with no lock of the store held: it must not block.
+    pub fn on_gates_changed(&self, f: GatesWatcher) {
+        let _ = self.on_gates.set(f);
     }
 
     /// Sets what is done each time a write fails because the disk holding
@@ -195,17 +217,37 @@ impl Writer {
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let out = self.write_once(f);
+        self.write_once(f, false).map(|(v, _)| v)
+    }
+
+    /// [`Writer::write`], also returning what `f` changed: the events to
+    /// push, now that they are committed.
+    pub fn write_changes<T>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+    ) -> Result<(T, Changes), StoreError> {
+        self.write_once(f, true)
+    }
+
+    /// `events`: whether the caller wants the events (each changed run's
+    /// row is read for them); the changed gates are always collected.
+    fn write_once<T>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
+        events: bool,
+    ) -> Result<(T, Changes), StoreError> {
+        let out = self.write_batched(f, events);
         if let (Err(StoreError::DiskFull { .. }), Some(full)) = (&out, self.on_full.get()) {
             full();
         }
         out
     }
 
-    fn write_once<T>(
+    fn write_batched<T>(
         &self,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        events: bool,
+    ) -> Result<(T, Changes), StoreError> {
         // Declared before the lock's guard, so that on a panic the guard is
         // dropped (the lock let go) before the leader ends its batch.
         let finish: Option<Finish<'_>>;
@@ -235,6 +277,7 @@ impl Writer {
                     head_hash: head.1,
                     followers: 0,
                     kept: 0,
+                    gates: Vec::new(),
                 });
                 (id, true)
             }
@@ -246,7 +289,7 @@ impl Writer {
             writer: self,
             batch,
         });
-        let out = self.run_member(&mut st, f);
+        let out = self.run_member(&mut st, f, events);
         if !leader {
             let Ok(out) = out else {
                 // Rolled back to its savepoint: nothing of ours to wait for.
@@ -295,7 +338,8 @@ impl Writer {
         &self,
         st: &mut State,
         f: impl FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+        events: bool,
+    ) -> Result<(T, Changes), StoreError> {
         let State { conn, open, .. } = st;
         let Some(batch) = open.as_mut() else {
             return Err(StoreError::InvalidInput(
@@ -312,14 +356,21 @@ impl Writer {
             batch.head_seq,
             batch.head_hash.clone(),
         );
-        let out = f(&mut tx);
+        // What it changed is read inside its savepoint: a failure to read
+        // it rolls the write back like any other failure.
+        let out = f(&mut tx).and_then(|v| Ok((v, tx.changes(events)?)));
         let head = tx.into_head();
         match out {
-            Ok(v) => {
+            Ok((v, changes)) => {
                 member.release().map_err(|e| self.sql(e))?;
                 (batch.head_seq, batch.head_hash) = head;
                 batch.kept += 1;
-                Ok(v)
+                for g in changes.gates() {
+                    if !batch.gates.contains(g) {
+                        batch.gates.push(*g);
+                    }
+                }
+                Ok((v, changes))
             }
             // Dropping `member` rolls the savepoint back.
             Err(e) => Err(e),
@@ -407,6 +458,11 @@ impl Writer {
             st.outcomes.insert(batch, (open.followers, failure));
         }
         drop(st);
+        if let (Ok(()), Some(watcher), false) =
+            (&committed, self.on_gates.get(), open.gates.is_empty())
+        {
+            watcher(&open.gates);
+        }
         self.committed.notify_all();
         committed.map_err(|e| self.sql(e))
     }

@@ -7,7 +7,7 @@
 use crate::{Engine, NotificationKind};
 use overseer_core::activity::{Activity, MessageEntry};
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
-use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_core::{Actor, ApiError, ErrorCode, RunId};
 use overseer_store::NewMessage;
 
 /// Longest message body accepted.
@@ -168,14 +168,11 @@ impl Engine {
             message_id: message.id,
         };
         if let Some(run) = message.from_run {
-            let _ = self.record_activity(run, Activity::MessageSent(entry.clone()));
+            self.record_activity_or_warn(run, Activity::MessageSent(entry.clone()));
         }
         if let (MessageTo::Run { run }, MessageStatus::Delivered) = (message.to, message.status) {
-            let _ = self.record_activity(run, Activity::MessageReceived(entry));
+            self.record_activity_or_warn(run, Activity::MessageReceived(entry));
         }
-        self.publish(vec![EngineEvent::MessagePosted {
-            message: message.clone(),
-        }]);
         Ok(message)
     }
 }

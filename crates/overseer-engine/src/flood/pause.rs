@@ -81,7 +81,7 @@ impl Engine {
             &Actor::Engine,
             serde_json::json!({"type": "security_event", "event": "flood", "run_id": run, "cap": cap.as_str(), "what": what}),
         );
-        let _ = self.record_activity(
+        self.record_activity_or_warn(
             run,
             Activity::Security(SecurityEntry {
                 text: text.clone(),
@@ -165,7 +165,7 @@ impl Engine {
         let Some(refused) = self.floods.resume(run, Some(gate)) else {
             return;
         };
-        let _ = self.record_activity(
+        self.record_activity_or_warn(
             run,
             Activity::Security(SecurityEntry {
                 text: format!(

@@ -9,7 +9,7 @@ use super::{modes, Live};
 use crate::Engine;
 use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use overseer_contain::process::{self, AgentSpec};
-use overseer_core::{Activity, Actor, ApiError, EngineEvent, ErrorCode, RunId};
+use overseer_core::{Activity, Actor, ApiError, ErrorCode, RunId};
 use overseer_git as git;
 use overseer_store::RunWork;
 use serde_json::json;
@@ -217,7 +217,7 @@ pub(super) fn remember_session(engine: &Engine, work: &RunWork, conn: &dyn Agent
     {
         tracing::warn!(run = %work.run_id, "cannot keep the agent's session id: {e}");
     }
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Session {
             text: if conn.resumed() {
@@ -298,10 +298,10 @@ impl Pump {
                 message.push_str(&text);
             }
             AgentSignal::Thought { text } => {
-                let _ = engine.record_activity(run, Activity::Thought { text });
+                engine.record_activity_or_warn(run, Activity::Thought { text });
             }
             AgentSignal::Plan { entries } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::Plan {
                         entries: crate::activity::progress(&entries),
@@ -329,8 +329,10 @@ impl Pump {
                         self.turn().tool_calls.insert(info.id.clone(), ok);
                     }
                 }
-                let _ = engine
-                    .record_activity(run, Activity::ToolCall(crate::activity::tool_call(&info)));
+                engine.record_activity_or_warn(
+                    run,
+                    Activity::ToolCall(crate::activity::tool_call(&info)),
+                );
             }
             AgentSignal::Permission {
                 tool_call,
@@ -353,7 +355,7 @@ impl Pump {
                 });
             }
             AgentSignal::FileRead { path } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileRead {
                         path: path.to_string_lossy().into_owned(),
@@ -361,7 +363,7 @@ impl Pump {
                 );
             }
             AgentSignal::FileWritten { path, bytes } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileWritten {
                         path: path.to_string_lossy().into_owned(),
@@ -370,7 +372,7 @@ impl Pump {
                 );
             }
             AgentSignal::FileRefused { path, reason } => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::FileRefused {
                         path: path.clone(),
@@ -380,7 +382,7 @@ impl Pump {
                 engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
             }
             AgentSignal::ProtocolError { detail } => {
-                let _ = engine.record_activity(run, Activity::ProtocolError { text: detail });
+                engine.record_activity_or_warn(run, Activity::ProtocolError { text: detail });
             }
         }
     }
@@ -418,7 +420,7 @@ impl Pump {
 
 pub(super) fn flush_message(engine: &Engine, run: RunId, message: &mut String) {
     if !message.is_empty() {
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Message {
                 text: std::mem::take(message),
@@ -477,10 +479,7 @@ pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
     let _ = live.conn.cancel().await;
     let killed = terminate_tree(run, &live, engine.config.abort_timeout(), "on abort").await;
     engine.live.set(run, None);
-    engine.publish(vec![EngineEvent::OrchestrationAborted {
-        run_id: run,
-        killed,
-    }]);
+    engine.publish_aborted(run, killed);
 }
 
 /// Lines of an agent's log gathered into one timeline entry.
@@ -515,7 +514,7 @@ pub(super) async fn keep_log(
             return;
         }
         let lines = std::mem::take(batch);
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Log {
                 text: lines.join("\n"),

@@ -438,7 +438,7 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
         } else {
             format!("the merge review waits for a human: {why}")
         };
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Merge {
                 text,
@@ -475,7 +475,7 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
             }
             // Nothing changed: the review waits for the user, and says why.
             Err(e) => {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     run,
                     Activity::Merge {
                         text: format!("auto-advance did not merge: {}", e.message),

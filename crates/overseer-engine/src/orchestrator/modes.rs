@@ -50,7 +50,7 @@ pub(super) async fn supervise(
         ));
     }
     conn.allow_modes(vec![mode.clone()]);
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Mode {
             mode: mode.to_owned(),
@@ -77,7 +77,7 @@ pub(super) fn starting_mode(
     match starting(current.as_deref(), &conn.mode_ids(), allow_unsupervised) {
         Ok(Some(mode)) => {
             if current.as_deref() != Some(mode.as_str()) {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     work.run_id,
                     Activity::Mode {
                         mode: mode.clone(),
@@ -90,7 +90,7 @@ pub(super) fn starting_mode(
                     },
                 );
             } else if allow_unsupervised && acts_unasked(&mode) {
-                let _ = engine.record_activity(
+                engine.record_activity_or_warn(
                     work.run_id,
                     Activity::Security(SecurityEntry {
                         text: format!(
@@ -160,7 +160,7 @@ fn offered(conn: &dyn AgentSession) -> String {
 }
 
 fn refused(work: &RunWork, engine: &Engine, message: String) -> ApiError {
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Error {
             text: message.to_owned(),
@@ -180,7 +180,7 @@ pub(super) async fn on_mode_changed(
     breach: Option<String>,
 ) {
     let Some(why) = breach else {
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Mode {
                 mode: mode.clone(),
@@ -189,7 +189,7 @@ pub(super) async fn on_mode_changed(
         );
         return;
     };
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         Activity::Security(SecurityEntry {
             text: format!("{why}; Overseer stopped the turn"),

@@ -53,7 +53,7 @@ pub(super) async fn permission(
         let title = tool_call.title.as_deref().unwrap_or("a tool call");
         let text = format!("{title}: refused: {why}");
         tracing::warn!(run = %run, "{text}");
-        let _ = engine.record_activity(run, Activity::ProtocolError { text: text.clone() });
+        engine.record_activity_or_warn(run, Activity::ProtocolError { text: text.clone() });
         turn.lock()
             .unwrap_or_else(|p| p.into_inner())
             .rejections
@@ -141,7 +141,7 @@ fn no_allow_once(
          which would let it skip asking next time), so it was not allowed; answer Always if that is meant"
     );
     tracing::warn!(run = %run, "{text}");
-    let _ = engine.record_activity(run, Activity::ProtocolError { text: text.clone() });
+    engine.record_activity_or_warn(run, Activity::ProtocolError { text: text.clone() });
     turn.lock()
         .unwrap_or_else(|p| p.into_inner())
         .rejections
@@ -303,7 +303,7 @@ async fn ask_user(
         }
         Ok(ToolCallChoice::Always) => {
             let added = rules::always_rule(asked.req, asked.worktree);
-            let _ = engine.record_activity(
+            engine.record_activity_or_warn(
                 run,
                 Activity::RuleAdded {
                     text: format!("allow {added} for the rest of this run"),
@@ -345,7 +345,7 @@ pub(super) async fn question(
     let defaults = schema_defaults(schema);
     if let Some(gate) = engine.live.adopt_orphan(work.run_id, message) {
         // Asked again after a restart: the same question, still pending.
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             work.run_id,
             Activity::QuestionAgain {
                 text: format!("asked again after the restart: gate {gate}, still pending"),

@@ -70,7 +70,7 @@ pub(super) async fn plan(
     let mode = match how {
         Planning::Skip => {
             let plan = PlanProposal::skipped(&work.task_title);
-            let _ = engine.record_activity(
+            engine.record_activity_or_warn(
                 run,
                 Activity::PlanSkipped {
                     text: "no plan gate: this run's profile or task says plan = \"skip\""
@@ -415,7 +415,7 @@ pub(super) async fn exit_plan(
         }
     };
     turn.lock().unwrap_or_else(|p| p.into_inner()).plan_decision = Some(decided);
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::PlanAnswer {
             text: format!("answered the agent's exit-plan request: {reply:?}"),
@@ -455,7 +455,7 @@ pub(super) async fn plan_gate(
     plan: &PlanProposal,
 ) -> Result<GateDecision, ApiError> {
     let run = work.run_id;
-    let _ = engine.record_activity(run, Activity::PlanProposed(plan.clone()));
+    engine.record_activity_or_warn(run, Activity::PlanProposed(plan.clone()));
     let spec = GateSpec::new(
         run,
         GateBody::Plan(plan.clone()),

@@ -124,7 +124,7 @@ pub(super) fn prepare(
         .as_ref()
         .map(|g| format!(", waiting again on gate {} ({})", g.id, g.kind().as_str()))
         .unwrap_or_default();
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         Activity::CarriedOn {
             text: format!(

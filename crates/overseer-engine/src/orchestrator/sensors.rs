@@ -32,7 +32,7 @@ pub(super) fn check_drift(engine: &Engine, work: &RunWork, plan: &PlanProposal) 
         .filter(|p| !plan.files.iter().any(|d| d == p))
         .collect();
     if !outside.is_empty() {
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             work.run_id,
             Activity::Drift {
                 text: format!("changed files outside the plan: {}", outside.join(", ")),
@@ -114,7 +114,7 @@ pub(super) async fn run_sensors(
                 output,
             },
         };
-        let _ = engine.record_activity(
+        engine.record_activity_or_warn(
             run,
             Activity::Sensor(SensorRun {
                 command: result.command.clone(),

@@ -222,7 +222,7 @@ pub(super) async fn step_turn(
             format!("{}\n{feedback}", work.prompt).trim().to_owned()
         }
         None => {
-            let _ = engine.record_activity(
+            engine.record_activity_or_warn(
                 run,
                 Activity::StepStarted {
                     step: u32::try_from(index + 1).unwrap_or(u32::MAX),
@@ -336,7 +336,7 @@ pub(super) async fn unattended_retry(
         );
         return Ok(Retried::AskInstead);
     }
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         Activity::RetryQueued {
             text: why.clone(),
@@ -386,7 +386,7 @@ pub(super) async fn deviation(
             "the engine is stopping",
         ));
     }
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         Activity::Deviation {
             text: error.to_owned(),
@@ -599,7 +599,7 @@ async fn supervisor_verdict(
     } else {
         after_reorient_limit(judged.verdict, *reorients, policy.max_reorient_attempts)
     };
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         run,
         Activity::Verdict {
             verdict,
@@ -665,7 +665,7 @@ async fn by_confidence(
     let explained = confidence::explain(evidence, score);
     record.confidence = Some(score);
     record.explain = Some(explained.clone());
-    let _ = engine.record_activity(run, Activity::StepFinished(Box::new(record.clone())));
+    engine.record_activity_or_warn(run, Activity::StepFinished(Box::new(record.clone())));
     let auto_ms = work
         .task_settings
         .auto_proceed_seconds

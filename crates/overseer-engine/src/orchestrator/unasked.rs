@@ -16,7 +16,7 @@ use crate::supervise::{permission_for, tool_request};
 use crate::Engine;
 use overseer_acp::{ToolCallInfo, UnaskedJudge};
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
-use overseer_core::{unasked, Actor, EngineEvent, RunId};
+use overseer_core::{unasked, Actor, RunId};
 use overseer_store::RunWork;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -141,10 +141,7 @@ async fn kill_now(engine: Arc<Engine>, run: RunId) {
     let killed = terminate_tree(run, &live, Duration::ZERO, "on a security event").await;
     let _ = live.conn.cancel().await;
     engine.live.set(run, None);
-    engine.publish(vec![EngineEvent::OrchestrationAborted {
-        run_id: run,
-        killed,
-    }]);
+    engine.publish_aborted(run, killed);
 }
 
 /// Whether auto-advance may merge this run: never one whose agent (or the
@@ -155,7 +152,7 @@ pub(super) fn may_auto_advance(engine: &Engine, work: &RunWork) -> bool {
         return true;
     };
     let what = what.as_str().unwrap_or("an agent acted without asking");
-    let _ = engine.record_activity(
+    engine.record_activity_or_warn(
         work.run_id,
         Activity::Security(SecurityEntry {
             text: format!(

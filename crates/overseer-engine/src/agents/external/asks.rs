@@ -114,7 +114,7 @@ impl Engine {
             Ok(ToolCallChoice::Yes) => allow,
             Ok(ToolCallChoice::Always) => {
                 let added = rules::always_rule(req, cwd);
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     work.run_id,
                     Activity::RuleAdded {
                         text: format!("allow {added} for the rest of this session"),
@@ -218,7 +218,7 @@ impl Engine {
             source: PlanSource::Requested,
         };
         if self.gate_of_key(work.run_id, key.as_deref())?.is_none() {
-            let _ = self.record_activity(work.run_id, Activity::PlanProposed(plan.clone()));
+            self.record_activity_or_warn(work.run_id, Activity::PlanProposed(plan.clone()));
         }
         let spec = GateSpec::new(
             work.run_id,
@@ -353,7 +353,7 @@ impl Engine {
             let steering = self.take_steering(run);
             if !steering.is_empty() {
                 let text = steering.join("\n\n");
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     run,
                     Activity::SteeringDelivered {
                         text: text.to_owned(),
@@ -455,9 +455,16 @@ pub(super) fn first_line(s: &str) -> String {
 
 /// A reply to a session's notice is steering for its next stop or step, as
 /// the person who replied. Kept across a restart: the engine's start calls
-/// this again for every notice still pending.
+/// this again for every notice still pending. Watched once per notice: a
+/// notice that reached the engine while it started (its socket answers
+/// before its start looks at what sessions left) is not watched twice,
+/// which queued its reply twice.
 pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
+    if !lock(&engine.external.replies).insert(gate) {
+        return;
+    }
     engine.when_answered(gate, move |engine, reply, by| {
+        lock(&engine.external.replies).remove(&gate);
         if let Err(e) = engine.queue_steering(run, &reply, &by) {
             tracing::error!(run = %run, "a reply could not be kept as steering: {}", e.message);
         }

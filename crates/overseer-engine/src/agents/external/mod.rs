@@ -40,10 +40,10 @@ use overseer_core::session::{
 use overseer_core::supervision::Verdict;
 use overseer_core::Activity;
 use overseer_core::{
-    Actor, AgentToolCall, ApiError, AskKind, EngineEvent, ErrorCode, GateBody, GateDecision,
-    GateId, GateOption, PlanChoice, QuestionChoice, QuestionGate, ReleaseReason, RunEvent, RunId,
-    RunOrigin, RunState, SessionAnswer, SessionAsk, SessionRef, SupervisorPauseChoice,
-    SupervisorPauseGate, ToolCallChoice, ToolCallGate,
+    Actor, AgentToolCall, ApiError, AskKind, ErrorCode, GateBody, GateDecision, GateId, GateOption,
+    PlanChoice, QuestionChoice, QuestionGate, ReleaseReason, RunEvent, RunId, RunOrigin, RunState,
+    SessionAnswer, SessionAsk, SessionRef, SupervisorPauseChoice, SupervisorPauseGate,
+    ToolCallChoice, ToolCallGate,
 };
 use overseer_store::{GateSpec, NewSession, RunWork};
 use serde_json::{json, Value};
@@ -283,33 +283,27 @@ impl Engine {
             .map(|a| a.chars().take(64).collect())
             .unwrap_or_else(|| default_agent(session.origin).to_owned());
         let actor = Actor::Agent(agent.clone());
-        let (run, view) = {
-            let mut store = self.store();
-            let workspace = workspace_for(&store, &session.cwd);
-            let run = store.write(|tx| {
-                let workspace_id = match workspace {
-                    Some(id) => id,
-                    None => tx.ensure_workspace(EXTERNAL_WORKSPACE, "", &actor, now)?,
-                };
-                let (_, run) = tx.open_session_run(
-                    &NewSession {
-                        workspace_id,
-                        origin: session.origin,
-                        session_id: &session.session_id,
-                        cwd: &cwd,
-                        agent: &agent,
-                        title: &title,
-                    },
-                    &actor,
-                    now,
-                )?;
-                Ok(run)
-            })?;
-            let view = store.run(run)?;
-            (run, view)
-        };
-        self.publish(vec![EngineEvent::RunChanged { run: view }]);
-        let _ = self.record_activity(
+        let workspace = workspace_for(&self.store(), &session.cwd);
+        let run = self.write(|tx| {
+            let workspace_id = match workspace {
+                Some(id) => id,
+                None => tx.ensure_workspace(EXTERNAL_WORKSPACE, "", &actor, now)?,
+            };
+            let (_, run) = tx.open_session_run(
+                &NewSession {
+                    workspace_id,
+                    origin: session.origin,
+                    session_id: &session.session_id,
+                    cwd: &cwd,
+                    agent: &agent,
+                    title: &title,
+                },
+                &actor,
+                now,
+            )?;
+            Ok(run)
+        })?;
+        self.record_activity_or_warn(
             run,
             Activity::SessionStarted {
                 text: format!(
@@ -364,7 +358,7 @@ impl Engine {
                 if let Err(e) = self.effect_signed(gate) {
                     tracing::warn!(gate = %gate, "a withdrawn gate not marked acted on: {}", e.message);
                 }
-                let _ = self.record_activity(
+                self.record_activity_or_warn(
                     view.run_id,
                     Activity::GateWithdrawn {
                         text: format!("{}: withdrawn ({why})", view.title),

@@ -15,4 +15,6 @@ pub(crate) struct Sessions {
     pub(super) rules: Mutex<HashMap<RunId, RuleSet>>,
     /// How many askers wait on each gate right now.
     pub(super) waiting: Mutex<HashMap<GateId, usize>>,
+    /// Notices whose reply is watched for, to become steering: once each.
+    pub(super) replies: Mutex<std::collections::HashSet<GateId>>,
 }

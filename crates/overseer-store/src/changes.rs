@@ -1,0 +1,167 @@
+//! What a write transaction changed, as the events its changes cause.
+//!
+//! The functions of [`WriteTx`] that change something a client shows record
+//! it here as they go (a gate opened or decided, a run moved, a timeline
+//! entry, a message, a workspace's or a task's settings). When the writer's
+//! closure succeeds, the record becomes its [`Changes`]: the events to push,
+//! each run's row once and as it stands at the end of the transaction, and
+//! the gates whose row changed (what a waiter on a gate watches). The caller
+//! gets them only once the transaction is committed ([`crate::Writer`]), so
+//! nothing is ever pushed for a write that was rolled back, and no caller
+//! re-derives what its write did.
+
+use crate::write::WriteTx;
+use crate::{read, StoreError};
+use overseer_core::{EngineEvent, GateId, GateKind, RunId, TaskId};
+
+/// The events a committed write causes, in the order they happened, each
+/// run's row last (a notification about a gate reads the row after it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    events: Vec<EngineEvent>,
+    gates: Vec<GateId>,
+}
+
+impl Changes {
+    /// What to push to subscribers.
+    pub fn events(&self) -> &[EngineEvent] {
+        &self.events
+    }
+
+    pub fn into_events(self) -> Vec<EngineEvent> {
+        self.events
+    }
+
+    /// Every gate whose row the write changed (opened, decided, overridden,
+    /// acted on, its timer or terms changed), once each.
+    pub fn gates(&self) -> &[GateId] {
+        &self.gates
+    }
+}
+
+/// What a transaction recorded so far (see [`WriteTx`]'s recording calls).
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    events: Vec<EngineEvent>,
+    /// Runs whose row changed, in order; true when its state moved.
+    runs: Vec<(RunId, bool)>,
+    gates: Vec<GateId>,
+    /// Tasks made in this transaction: their settings are news only with
+    /// their first run.
+    new_tasks: Vec<TaskId>,
+}
+
+impl WriteTx<'_> {
+    pub(crate) fn gate_opened(&mut self, gate_id: GateId, run_id: RunId, kind: GateKind) {
+        self.outbox().events.push(EngineEvent::GateOpened {
+            gate_id,
+            run_id,
+            kind,
+        });
+        self.gate_changed(gate_id);
+        self.run_changed(run_id, false);
+    }
+
+    pub(crate) fn gate_decided(&mut self, gate_id: GateId, run_id: RunId, kind: GateKind) {
+        self.outbox().events.push(EngineEvent::GateDecided {
+            gate_id,
+            run_id,
+            kind,
+        });
+        self.gate_changed(gate_id);
+        self.run_changed(run_id, false);
+    }
+
+    /// A gate's row changed in a way no event names (its terms, its timer,
+    /// the engine acting on it): its waiters look again.
+    pub(crate) fn gate_changed(&mut self, gate: GateId) {
+        let gates = &mut self.outbox().gates;
+        if !gates.contains(&gate) {
+            gates.push(gate);
+        }
+    }
+
+    /// A run's row changed; `moved`: its state did. A released run's row is
+    /// pushed again only when it moved (its release): the rest (a late
+    /// timeline entry) would repeat the release's notification.
+    pub(crate) fn run_changed(&mut self, run: RunId, moved: bool) {
+        let runs = &mut self.outbox().runs;
+        match runs.iter_mut().find(|(r, _)| *r == run) {
+            Some((_, m)) => *m |= moved,
+            None => runs.push((run, moved)),
+        }
+    }
+
+    pub(crate) fn task_created(&mut self, task: TaskId) {
+        self.outbox().new_tasks.push(task);
+    }
+
+    pub(crate) fn task_changed(&mut self, task_id: TaskId) {
+        if !self.outbox().new_tasks.contains(&task_id) {
+            self.once(EngineEvent::TaskChanged { task_id });
+        }
+    }
+
+    pub(crate) fn workspace_changed(&mut self, name: String) {
+        self.once(EngineEvent::WorkspaceChanged { name });
+    }
+
+    /// An event that needs no further reading (a timeline entry, a message).
+    pub(crate) fn happened(&mut self, event: EngineEvent) {
+        self.outbox().events.push(event);
+    }
+
+    fn once(&mut self, event: EngineEvent) {
+        let events = &mut self.outbox().events;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+
+    /// The transaction's [`Changes`], each changed run's row read as it
+    /// stands now (inside the transaction, before its commit). Without
+    /// `with_events` (nobody will push them: a bulk seed, a test), only the
+    /// changed gates, and no row is read.
+    pub(crate) fn changes(&mut self, with_events: bool) -> Result<Changes, StoreError> {
+        let Outbox {
+            mut events,
+            runs,
+            gates,
+            ..
+        } = std::mem::take(self.outbox());
+        if !with_events {
+            return Ok(Changes {
+                events: Vec::new(),
+                gates,
+            });
+        }
+        for (id, moved) in runs {
+            let run = read::run(self.conn(), self.path(), id)?;
+            if moved || !run.state.is_released() {
+                events.push(EngineEvent::RunChanged { run });
+            }
+        }
+        Ok(Changes { events, gates })
+    }
+}
+
+impl crate::Store {
+    /// Every pending gate told again as if just opened, each followed by
+    /// its run's row (after a restart, so that the user is notified again).
+    /// Returns the gates that wait, and the events.
+    pub fn pending_gates_again(&self) -> Result<(Vec<GateId>, Vec<EngineEvent>), StoreError> {
+        let gates = self.gates(true)?;
+        let mut events = Vec::with_capacity(gates.len() * 2);
+        for g in &gates {
+            events.push(EngineEvent::GateOpened {
+                gate_id: g.id,
+                run_id: g.run_id,
+                kind: g.kind(),
+            });
+            events.push(EngineEvent::RunChanged {
+                run: self.run(g.run_id)?,
+            });
+        }
+        Ok((gates.iter().map(|g| g.id).collect(), events))
+    }
+}
