@@ -29,6 +29,10 @@ cat redteam/out/storm
 # The engine reads the limit's counters every 2 s: let it, before the flood
 # pauses the run.
 sleep 3
-python3 redteam/flood.py /tmp/overseer-agent.sock asks 40 > redteam/out/flood 2>&1
+# The flood runs on its own (setsid): the pause it causes cancels the
+# agent's turn, and with it this script; what the flood got is written
+# once it has it.
+( setsid sh -c 'python3 redteam/flood.py /tmp/overseer-agent.sock asks 40 > redteam/out/flood.tmp 2>&1; mv redteam/out/flood.tmp redteam/out/flood' </dev/null >/dev/null 2>&1 & ) &
+while [ ! -e redteam/out/flood ]; do sleep 0.2; done
 cat redteam/out/flood
 echo "STORM-DONE"

@@ -591,12 +591,17 @@ async fn a_hostile_runs_fork_storm_is_limited_and_its_flood_pauses_it_once() {
                 .find(|a| a.contains("hit its process limit"))
         })
         .await;
-    // Told once for each, however often the run was refused since.
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let worktree = r.worktree(run);
     let out = |name: &str| {
         std::fs::read_to_string(worktree.join("redteam/out").join(name)).unwrap_or_default()
     };
+    // What the flood got (it outlives the cancelled turn: setsid).
+    r.until(run, "the flood's answers", |_| {
+        (!out("flood").is_empty()).then_some(())
+    })
+    .await;
+    // Told once for each, however often the run was refused since.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let storm = out("storm");
     let forks: usize = storm
         .split_whitespace()
