@@ -10,8 +10,9 @@
 #   it starts (UpdateActivationEnvironment) and have it start one.
 # Every attempt that got through leaves $OUT/evidence-NAME; $OUT/display-log
 # says why each failed. The test also runs it OUTSIDE any sandbox (OUT= a
-# directory of its own, TYPE=0: it finds the window but types nothing), to
-# show the same attempts work there.
+# directory of its own, ATTEMPTS=1) while a harmless command waits in the
+# window, to show the same attempts work there, the keys included (TYPE=0:
+# find the window, type nothing).
 cd "$(dirname "$0")/.." || exit 1
 . ./redteam/targets.env
 OUT=${OUT:-redteam/out}
