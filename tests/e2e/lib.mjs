@@ -10,14 +10,21 @@ import { Builder, By, until } from "selenium-webdriver";
 
 const { OVERSEER_APP, OVERSEER_CLI, E2E_OUT, WEBDRIVER_URL } = process.env;
 
-/** Opens the app on an empty data dir of its own; `await app.quit()` at the end. */
-export async function openApp() {
+/** Opens the app on an empty data dir of its own; `await app.quit()` at the end.
+ * Options: `configure(configDir, work)` runs before the app starts (to write
+ * its overseer.toml); `webdriverUrl` names another WebKitWebDriver (the app
+ * inherits that driver's environment). */
+export async function openApp({ configure, webdriverUrl } = {}) {
   const work = mkdtempSync(join(tmpdir(), "overseer-e2e-"));
   const dataDir = join(work, "data");
   const configDir = join(work, "config");
   const env = { ...process.env, OVERSEER_DATA_DIR: dataDir, OVERSEER_CONFIG_DIR: configDir };
+  if (configure) {
+    mkdirSync(configDir, { recursive: true });
+    configure(configDir, work);
+  }
   const driver = await new Builder()
-    .usingServer(WEBDRIVER_URL)
+    .usingServer(webdriverUrl ?? WEBDRIVER_URL)
     .withCapabilities({
       browserName: "wry",
       "webkitgtk:browserOptions": {

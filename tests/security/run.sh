@@ -60,9 +60,9 @@ for o in $(echo "$USER_OBJECTS" | tr , " "); do
 done
 [ -e .git/objects/info/alternates ] && evidence user-repo-alternates "$(cat .git/objects/info/alternates)"
 ls "$USER_REPO/.git/objects" 2>/dev/null | grep -q . && evidence read-user-objects "$USER_REPO/.git/objects"
-# (A checkout outside HOME is hidden by a mount at its path, which
-# /proc/self/mountinfo shows: logged, not judged; see docs/security.md.)
-grep -qF "$USER_REPO" /proc/self/mountinfo 2>/dev/null && log "user repository path in mountinfo"
+# Where the user's checkout is: a mount at its path would name it.
+grep -qF "$USER_REPO" /proc/self/mountinfo 2>/dev/null \
+  && evidence user-repo-path "$USER_REPO in /proc/self/mountinfo"
 
 # the run's own repository: hooks, fsmonitor and a filter the engine's git would run.
 printf '#!/bin/sh\ntouch %s/run-hook\n' "$MARKS" > .git/hooks/post-commit 2>/dev/null \

@@ -4,8 +4,14 @@
 //!
 //! The layout, mount by mount (bwrap applies them in order):
 //!
-//! - the whole system read-only (`--ro-bind / /`), a new `/dev`, a `/proc`
-//!   of the sandbox's own pid namespace, a private `/tmp`;
+//! - an empty, read-only root with the system's own directories bound
+//!   read-only at their place ([`SYSTEM_DIRS`]: `/usr`, `/etc`, `/opt`,
+//!   `/var`, ...; merged-`/usr` symlinks recreated), a new `/dev`, a
+//!   `/proc` of the sandbox's own pid namespace, a private `/tmp`, and
+//!   `/var/tmp` hidden. Nothing else of the host's root is there: a
+//!   checkout, a data dir or a disk mounted elsewhere needs no hide of its
+//!   own, so its path is not named in the sandbox's `/proc/self/mountinfo`
+//!   (a hide is a mount at the hidden path, and mountinfo lists it);
 //! - an empty tmpfs over each place a run must never reach: Overseer's data
 //!   dir (database, socket, other runs' worktrees), its config dir (the
 //!   audit signing key), `$XDG_RUNTIME_DIR` (D-Bus, the ssh agent), the
@@ -43,6 +49,18 @@ pub const TOOLCHAIN_DIRS: &[&str] = &[
     ".pyenv",
     "go",
 ];
+
+/// The system's own directories under `/`: bound read-only at their place
+/// when they exist (a symlink among them is recreated as that symlink).
+/// Everything else of the host's root is absent from the sandbox.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "var", "run", "sys",
+    "nix", "gnu", "snap",
+];
+
+/// The system's second shared temp dir: hidden like the data dir (other
+/// users' and programs' files; checkouts are often made there).
+const VAR_TMP: &str = "/var/tmp";
 
 /// Secrets inside those toolchain dirs: covered by `/dev/null`.
 const TOOLCHAIN_SECRETS: &[&str] = &[".cargo/credentials", ".cargo/credentials.toml"];
@@ -101,6 +119,8 @@ pub enum Mount {
     /// `/dev/null`, read-only, over a protected path that is missing or a
     /// symlink (so the run cannot create it).
     Cover(PathBuf),
+    /// A symlink of the host's root (`/bin -> usr/bin`), recreated.
+    Symlink { link: PathBuf, to: PathBuf },
 }
 
 impl Mount {
@@ -108,13 +128,14 @@ impl Mount {
         match self {
             Mount::Tmpfs(t) | Mount::Cover(t) => t,
             Mount::Bind { target, .. } => target,
+            Mount::Symlink { link, .. } => link,
         }
     }
 
     fn order(&self) -> u8 {
         match self {
             Mount::Tmpfs(_) => 0,
-            Mount::Bind { .. } => 1,
+            Mount::Bind { .. } | Mount::Symlink { .. } => 1,
             Mount::Cover(_) => 2,
         }
     }
@@ -122,7 +143,11 @@ impl Mount {
     /// True when what is at the target afterwards is the host's own content
     /// at that path.
     fn is_host_view(&self) -> bool {
-        matches!(self, Mount::Bind { source, target, .. } if source == target)
+        match self {
+            Mount::Bind { source, target, .. } => source == target,
+            Mount::Symlink { .. } => true,
+            Mount::Tmpfs(_) | Mount::Cover(_) => false,
+        }
     }
 }
 
@@ -145,7 +170,9 @@ impl SandboxPlan {
         if self.network != NetworkMode::Host {
             a.push("--unshare-net".into());
         }
-        for s in ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"] {
+        // The root is bwrap's own empty tmpfs (read-only at the end): the
+        // system directories are among the mounts.
+        for s in ["--dev", "/dev", "--proc", "/proc"] {
             a.push(s.into());
         }
         for m in &self.mounts {
@@ -168,8 +195,17 @@ impl SandboxPlan {
                     a.push("/dev/null".into());
                     a.push(t.into());
                 }
+                Mount::Symlink { link, to } => {
+                    a.push("--symlink".into());
+                    a.push(to.into());
+                    a.push(link.into());
+                }
             }
         }
+        // The root itself: what is not bound is not there, and nothing can
+        // be created in its place.
+        a.push("--remount-ro".into());
+        a.push("/".into());
         // Hidden places are read-only too (a write there would vanish with
         // the sandbox; better that it fails). Last: bwrap made the mount
         // points of the binds inside them already.
@@ -188,7 +224,8 @@ impl SandboxPlan {
     }
 
     /// The mount that decides what is at `path` (absolute, canonical):
-    /// the last applied one at or above it; None: the read-only host view.
+    /// the last applied one at or above it; None: nothing (the sandbox's
+    /// empty root).
     fn deciding(&self, path: &Path) -> Option<&Mount> {
         self.mounts
             .iter()
@@ -204,14 +241,15 @@ impl SandboxPlan {
     pub fn writable(&self, path: &Path) -> bool {
         self.deciding(path).is_some_and(|m| match m {
             Mount::Bind { writable, .. } => *writable,
-            Mount::Tmpfs(_) | Mount::Cover(_) => false,
+            Mount::Tmpfs(_) | Mount::Cover(_) | Mount::Symlink { .. } => false,
         })
     }
 
-    /// Whether the host's `path` is out of sight inside (under a tmpfs, or
-    /// under something else bound at its place).
+    /// Whether the host's `path` is out of sight inside (not under a
+    /// system directory or a bind, under a tmpfs, or under something else
+    /// bound at its place).
     pub fn hides(&self, path: &Path) -> bool {
-        self.deciding(path).is_some_and(|m| !m.is_host_view())
+        self.deciding(path).is_none_or(|m| !m.is_host_view())
     }
 }
 
@@ -252,7 +290,12 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     let repo = inputs.repo.as_deref().and_then(canon);
     // The places a run never reaches.
     let tmp = PathBuf::from("/tmp");
-    let mut hidden: Vec<PathBuf> = vec![tmp.clone(), data_dir.clone(), config_dir.clone()];
+    let mut hidden: Vec<PathBuf> = vec![
+        tmp.clone(),
+        PathBuf::from(VAR_TMP),
+        data_dir.clone(),
+        config_dir.clone(),
+    ];
     hidden.extend(runtime_dir.clone());
     hidden.extend(host_home.clone());
     hidden.extend(repo.clone());
@@ -265,7 +308,7 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     .flatten()
     .collect();
 
-    let mut mounts: Vec<Mount> = Vec::new();
+    let mut mounts: Vec<Mount> = system_root();
     let mut env: Vec<(String, String)> = Vec::new();
     // Allowed inside the data dir: the working copy, the agent's home.
     let mut allowed_inside: Vec<PathBuf> = vec![worktree.clone()];
@@ -389,6 +432,23 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
             }
         }
     }
+    // PATH entries elsewhere that the system directories do not hold
+    // (`/work/tools/bin`): read-only, unless inside the user's checkout.
+    let path = env_of(&inputs.env, "PATH")
+        .map(str::to_owned)
+        .or_else(|| inputs.host_path.clone())
+        .unwrap_or_default();
+    for entry in std::env::split_paths(&path) {
+        let Some(e) = canon(&entry) else { continue };
+        let in_system = SYSTEM_DIRS
+            .iter()
+            .any(|d| e.starts_with(Path::new("/").join(d)));
+        let in_home = host_home.as_deref().is_some_and(|h| e.starts_with(h));
+        let in_repo = repo.as_deref().is_some_and(|r| e.starts_with(r));
+        if !in_system && !in_home && !in_repo {
+            automatic.push(e);
+        }
+    }
     if let Some(program) = inputs.program.as_deref().and_then(canon) {
         automatic.extend(install_dir(&program));
     }
@@ -464,10 +524,35 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     })
 }
 
+/// The system's own directories, each bound read-only at its place (a
+/// symlink recreated as one), from the host's root as it is now.
+fn system_root() -> Vec<Mount> {
+    let mut out = Vec::new();
+    for name in SYSTEM_DIRS {
+        let path = Path::new("/").join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            if let Ok(to) = std::fs::read_link(&path) {
+                out.push(Mount::Symlink { link: path, to });
+            }
+        } else if meta.is_dir() {
+            out.push(Mount::Bind {
+                source: path.clone(),
+                target: path,
+                writable: false,
+            });
+        }
+    }
+    out
+}
+
 /// Parents first; at one depth, hide, then bind, then cover; a hide that an
-/// earlier mount already took away from the host's view is dropped (it
-/// would only create an empty mount point); duplicates are dropped, a
-/// writable bind winning over a read-only one of the same path.
+/// earlier mount already took away from the host's view, or that nothing
+/// shows (the sandbox's root is empty), is dropped: it would only create
+/// an empty mount point that names the hidden path. Duplicates are
+/// dropped, a writable bind winning over a read-only one of the same path.
 fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
     mounts.sort_by_key(|m| (depth(m.target()), m.order()));
     let mut out: Vec<Mount> = Vec::new();
@@ -504,7 +589,12 @@ fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
             // stays: /tmp takes writes, a hidden place must not.
             let private_tmp =
                 |o: &Mount| matches!(o, Mount::Tmpfs(p) if p.as_path() == Path::new("/tmp"));
-            if above.is_some_and(|o| !o.is_host_view() && !private_tmp(o)) {
+            let shown = match above {
+                Some(o) => o.is_host_view() || private_tmp(o),
+                // The private /tmp stands on the empty root.
+                None => t.as_path() == Path::new("/tmp"),
+            };
+            if !shown {
                 continue;
             }
         }
@@ -545,6 +635,8 @@ fn what_is(
         "your checkout of the repository"
     } else if p == Path::new("/tmp") {
         "the shared /tmp: other programs' files and sockets"
+    } else if p == Path::new(VAR_TMP) {
+        "the shared /var/tmp: other programs' files"
     } else {
         "$XDG_RUNTIME_DIR: D-Bus, the ssh agent"
     }

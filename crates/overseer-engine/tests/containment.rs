@@ -220,15 +220,20 @@ fn non_loopback_ip() -> Option<std::net::IpAddr> {
 }
 
 fn layout() -> Layout {
+    layout_with_repo(None)
+}
+
+/// The layout, with the user's repository at `repo` (else under their
+/// HOME, where checkouts live).
+fn layout_with_repo(repo: Option<PathBuf>) -> Layout {
     let dir = scratch();
     let root = dir.path().canonicalize().expect("canon");
-    // The user's repository under their HOME, where checkouts live.
     let (data, config, home, runtime, repo) = (
         root.join("data"),
         root.join("config"),
         root.join("home"),
         root.join("runtime"),
-        root.join("home/code/repo"),
+        repo.unwrap_or_else(|| root.join("home/code/repo")),
     );
     for d in [&data, &config, &home, &runtime, &repo] {
         std::fs::create_dir_all(d).expect("mkdir");
@@ -472,6 +477,55 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
     assert_eq!(seen.get("tcp").copied(), Some(false), "{seen:?}");
     assert_eq!(seen.get("tcp_out").copied(), Some(false), "{seen:?}");
     assert_eq!(seen.get("write_worktree").copied(), Some(true));
+}
+
+/// A checkout outside HOME: nothing of it is in the sandbox, and no mount
+/// names its path (a hide at its place would: `/proc/self/mountinfo` lists
+/// every mount point). Tried in `/var/tmp` (where checkouts are often made)
+/// and, where the target dir is not under `/tmp`, beside the test's data dir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_outside_home_is_not_named_inside_the_sandbox() {
+    let var_tmp = tempfile::Builder::new()
+        .prefix("overseer-checkout-")
+        .tempdir_in("/var/tmp")
+        .expect("a checkout in /var/tmp");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .canonicalize()
+        .expect("target dir");
+    let beside = tempfile::Builder::new()
+        .prefix("checkout-")
+        .tempdir_in(&target)
+        .expect("a checkout beside the data dir");
+    let mut places = vec![var_tmp.path().canonicalize().expect("canon")];
+    if target.starts_with("/tmp") {
+        eprintln!(
+            "NOTE: the target dir is under /tmp, whose hides stay (read-only): only /var/tmp \
+             is tried"
+        );
+    } else {
+        places.push(beside.path().canonicalize().expect("canon"));
+    }
+    for place in places {
+        let repo = place.join("src/user-checkout");
+        let l = layout_with_repo(Some(repo.clone()));
+        assert!(!repo.starts_with(&l.home));
+        let seen = l.probe(NetworkMode::Private, 9).await;
+        for (probe, want) in [
+            ("repo_in_mountinfo", false),
+            ("read_repo", false),
+            ("write_repo", false),
+            ("base_history", true),
+            ("write_worktree", true),
+        ] {
+            assert_eq!(
+                seen.get(probe).copied(),
+                Some(want),
+                "{probe} with the checkout at {}: all: {seen:?}",
+                repo.display()
+            );
+        }
+        assert!(!repo.join("pwned").exists());
+    }
 }
 
 /// A script that leaves a marker-stripped, double-forked `setsid` sleep

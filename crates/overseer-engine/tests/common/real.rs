@@ -10,7 +10,7 @@
 use crate::common::{repo_with, World};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, GateView, RunState};
-use overseer_engine::{Engine, LogNotifier, Paths, SystemClock, TaskStart};
+use overseer_engine::{Engine, LogNotifier, Notifier, Paths, SystemClock, TaskStart};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use serde_json::Value;
 use std::io::BufRead;
@@ -191,6 +191,10 @@ pub struct Setup<'a> {
     pub env: &'a [(&'a str, &'a str)],
     pub files: Vec<(String, String)>,
     pub workspace: WorkspaceSettings,
+    /// More lines of the agent's profile in `overseer.toml` (`limits = ...`).
+    pub profile: &'a str,
+    /// Who hears the engine's notifications (else the log).
+    pub notifier: Option<Arc<dyn Notifier>>,
 }
 
 pub async fn real_world(
@@ -312,9 +316,10 @@ pub async fn real_world_with(
         format!(
             // network = "host": the scripted model server listens on this
             // machine's loopback, as a model served locally would.
-            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n",
+            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n{}\n",
             agent.name(),
             toml_str(bin.to_string_lossy()),
+            setup.profile,
         ),
     )
     .expect("overseer.toml");
@@ -323,7 +328,12 @@ pub async fn real_world_with(
         config_dir: config,
     };
     let engine = Arc::new(
-        Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
+        Engine::open(
+            paths.clone(),
+            Arc::new(SystemClock),
+            setup.notifier.unwrap_or_else(|| Arc::new(LogNotifier)),
+        )
+        .expect("engine"),
     );
     engine
         .add_workspace(&repo, Some("proj"), setup.workspace, &Actor::cli())
