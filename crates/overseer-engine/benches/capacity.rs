@@ -179,8 +179,31 @@ fn percentile(v: &[Duration], p: f64) -> f64 {
     v[rank.clamp(1, v.len()) - 1].as_secs_f64() * 1000.0
 }
 
-/// When each gate's events were seen: by key (gate id, decided?).
-type Seen = Arc<Mutex<HashMap<(i64, bool), Instant>>>;
+/// What a subscriber saw: when each gate's events came, by key (gate id,
+/// decided?), and how many events of each type.
+#[derive(Default)]
+struct Watched {
+    at: HashMap<(i64, bool), Instant>,
+    kinds: std::collections::BTreeMap<&'static str, usize>,
+}
+
+type Seen = Arc<Mutex<Watched>>;
+
+fn saw(seen: &Seen, event: &EngineEvent) {
+    let now = Instant::now();
+    let kind = match event {
+        EngineEvent::RunChanged { .. } => "run_changed",
+        EngineEvent::GateOpened { .. } => "gate_opened",
+        EngineEvent::GateDecided { .. } => "gate_decided",
+        EngineEvent::RunActivity { .. } => "run_activity",
+        _ => "other",
+    };
+    let mut w = seen.lock().unwrap_or_else(|p| p.into_inner());
+    *w.kinds.entry(kind).or_default() += 1;
+    if let Some(key) = gate_key(event) {
+        w.at.insert(key, now);
+    }
+}
 
 fn gate_key(event: &EngineEvent) -> Option<(i64, bool)> {
     match event {
@@ -194,21 +217,22 @@ fn gate_key(event: &EngineEvent) -> Option<(i64, bool)> {
 /// engine's channel on a thread of its own (not behind the runtime's tasks).
 fn watch_published(engine: &Engine, seen: Seen) {
     let mut rx = engine.subscribe();
-    std::thread::spawn(move || loop {
+    let watch = move || loop {
         match rx.blocking_recv() {
-            Ok(event) => {
-                if let Some(key) = gate_key(&event) {
-                    seen.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(key, Instant::now());
-                }
-            }
+            Ok(event) => saw(&seen, &event),
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                 eprintln!("capacity bench: the in-process subscriber lagged by {n} events");
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
         }
-    });
+    };
+    // Named, to tell the bench's threads from the engine's in a profile.
+    if let Err(e) = std::thread::Builder::new()
+        .name("bench-published".into())
+        .spawn(watch)
+    {
+        panic!("cannot start the in-process subscriber: {e}");
+    }
 }
 
 /// A client of the local API on its socket, subscribed, on a thread and
@@ -216,7 +240,7 @@ fn watch_published(engine: &Engine, seen: Seen) {
 fn watch_socket(socket: &Path, seen: Seen) -> tokio::sync::oneshot::Receiver<Result<(), String>> {
     let socket = socket.to_owned();
     let (ready, subscribed) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
+    let client = move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -242,14 +266,16 @@ fn watch_socket(socket: &Path, seen: Seen) -> tokio::sync::oneshot::Receiver<Res
             }
             let _ = ready.send(Ok(()));
             while let Ok(event) = client.next_event().await {
-                if let Some(key) = gate_key(&event) {
-                    seen.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(key, Instant::now());
-                }
+                saw(&seen, &event);
             }
         });
-    });
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("bench-client".into())
+        .spawn(client)
+    {
+        panic!("cannot start the socket client: {e}");
+    }
     subscribed
 }
 
@@ -348,6 +374,22 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
     let to_wait = started.elapsed();
+    let counts = |seen: &Seen| {
+        let w = seen.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            w.kinds.values().sum::<usize>(),
+            w.kinds
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    };
+    let (p, r) = (counts(&published), counts(&received));
+    println!(
+        "  events while they started: {} published ({}); {} reached the socket client by then",
+        p.0, p.1, r.0
+    );
     if waiting < runs {
         eprintln!("capacity bench: only {waiting} of {runs} runs reached their gate");
     }
@@ -356,6 +398,14 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
     let (rss1, cpu1) = (rss_kib(&me), cpu_time());
     let agents = marked_processes(&marker_prefix(&engine));
     let agents_rss: u64 = agents.iter().map(|p| rss_kib(&p.to_string())).sum();
+    // Which processes those are (the sandbox's and the agent's own).
+    let mut by_name: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
+    for pid in &agents {
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let e = by_name.entry(name.trim().to_owned()).or_default();
+        e.0 += 1;
+        e.1 += rss_kib(&pid.to_string());
+    }
     let n = waiting.max(1) as f64;
     let rss_per_run = (rss1.saturating_sub(rss0)) as f64 / n;
     let start_cpu_per_run = (cpu1 - cpu0).as_secs_f64() * 1000.0 / n;
@@ -375,6 +425,12 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
         agents_rss as f64 / 1024.0,
         agents_rss as f64 / n
     );
+    for (name, (count, kib)) in &by_name {
+        println!(
+            "    {name}: {count} processes, {:.0} KiB RSS each",
+            *kib as f64 / (*count).max(1) as f64
+        );
+    }
     json.add("runs", runs as f64);
     json.add("runs_waiting", waiting as f64);
     json.add("engine_rss_mib", rss1 as f64 / 1024.0);
@@ -469,8 +525,8 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
     // Each decision's event, from publication to the socket client.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let latencies = |decided: bool, of: &[i64]| -> (Vec<Duration>, usize) {
-        let p = published.lock().unwrap_or_else(|p| p.into_inner());
-        let r = received.lock().unwrap_or_else(|p| p.into_inner());
+        let p = &published.lock().unwrap_or_else(|p| p.into_inner()).at;
+        let r = &received.lock().unwrap_or_else(|p| p.into_inner()).at;
         let mut missing = 0;
         let v = of
             .iter()
