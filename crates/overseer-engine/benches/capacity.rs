@@ -157,6 +157,68 @@ fn marked_processes(prefix: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Live (not zombie) processes below this one (every run's sandbox, agent
+/// and network helper, and any git the engine runs at that moment), by pid.
+fn descendants() -> Vec<i32> {
+    let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: HashMap<i32, i32> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?;
+            let ppid: i32 = fields.next()?.parse().ok()?;
+            (state != "Z").then_some((pid, ppid))
+        })
+        .collect();
+    parents
+        .keys()
+        .copied()
+        .filter(|&pid| {
+            let mut at = pid;
+            for _ in 0..64 {
+                match parents.get(&at) {
+                    Some(&parent) if parent == me => return true,
+                    Some(&parent) if parent > 1 => at = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
+}
+
+/// `run-*` cgroups left in this engine's cgroup directory, and in the
+/// directories of the same name beside it (a hybrid hierarchy's v1
+/// controllers: `<base>/<controller>/<name>`).
+fn run_cgroups(root: &Path) -> usize {
+    let count = |dir: &Path| {
+        std::fs::read_dir(dir).map_or(0, |d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
+                .count()
+        })
+    };
+    let (Some(name), Some(base)) = (root.file_name(), root.parent().and_then(Path::parent)) else {
+        return count(root);
+    };
+    let mut dirs = vec![root.to_owned()];
+    if let Ok(controllers) = std::fs::read_dir(base) {
+        for c in controllers.filter_map(|e| e.ok()) {
+            let dir = c.path().join(name);
+            if dir.is_dir() && !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs.iter().map(|d| count(d)).sum()
+}
+
 /// What every run's agent marker of `engine` starts with.
 fn marker_prefix(engine: &Engine) -> String {
     let one = engine.agent_marker(RunId(0));
@@ -361,7 +423,14 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
             .iter()
             .filter(|g| g.kind() == GateKind::ToolCall)
             .count();
-        if waiting >= runs || Instant::now() >= deadline {
+        // A run that failed to start never waits: stop counting on it.
+        let ended = engine
+            .runs()
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.state.is_released())
+            .count();
+        if waiting + ended >= runs || Instant::now() >= deadline {
             break waiting;
         }
         if last_print.elapsed() > Duration::from_secs(30) {
@@ -391,12 +460,14 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
         p.0, p.1, r.0
     );
     if waiting < runs {
-        eprintln!("capacity bench: only {waiting} of {runs} runs reached their gate");
+        eprintln!(
+            "capacity bench: only {waiting} of {runs} runs reached their gate (the others ended)"
+        );
     }
     // Let the last gates' bookkeeping settle before measuring.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (rss1, cpu1) = (rss_kib(&me), cpu_time());
-    let agents = marked_processes(&marker_prefix(&engine));
+    let agents = descendants();
     let agents_rss: u64 = agents.iter().map(|p| rss_kib(&p.to_string())).sum();
     // Which processes those are (the sandbox's and the agent's own).
     let mut by_name: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
@@ -419,7 +490,7 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
         rss1 as f64 / 1024.0
     );
     println!(
-        "  agents' processes: {} ({:.1} per run), RSS {:.1} MiB ({:.0} KiB per run)",
+        "  the engine's child processes (sandboxes, agents, network helpers): {} ({:.1} per run), RSS {:.1} MiB ({:.0} KiB per run)",
         agents.len(),
         agents.len() as f64 / n,
         agents_rss as f64 / 1024.0,
@@ -613,10 +684,15 @@ async fn clean_up(engine: &Arc<Engine>) {
     engine.stop_agents().await;
     let prefix = marker_prefix(engine);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !marked_processes(&prefix).is_empty() && Instant::now() < deadline {
+    while !(marked_processes(&prefix).is_empty() && descendants().is_empty())
+        && Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let survivors = marked_processes(&prefix);
+    let mut survivors = marked_processes(&prefix);
+    survivors.extend(descendants());
+    survivors.sort_unstable();
+    survivors.dedup();
     for pid in &survivors {
         if let Some(pid) = rustix::process::Pid::from_raw(*pid) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
@@ -624,11 +700,7 @@ async fn clean_up(engine: &Arc<Engine>) {
     }
     let cgroups = engine.run_cgroup_root().map_or(0, |root| {
         overseer_contain::cgroup::remove_if_empty(&root);
-        std::fs::read_dir(&root).map_or(0, |d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
-                .count()
-        })
+        run_cgroups(&root)
     });
     println!(
         "  left behind: {} agent processes (killed), {cgroups} run cgroups",
