@@ -257,9 +257,9 @@ impl Engine {
         let now = self.clock.now();
         let already = self
             .store()
-            .gates(true)?
+            .pending_gates_of_run(run_id)?
             .into_iter()
-            .any(|g| g.run_id == run_id && g.kind() == GateKind::Deviation);
+            .any(|g| g.kind() == GateKind::Deviation);
         if already {
             return Ok(());
         }
@@ -477,10 +477,12 @@ impl Engine {
         let now = self.clock.now();
         let out = {
             let mut store = self.store();
+            // This run's pending gates only (an indexed read): a scan of
+            // every pending gate, under the store's lock, made each finishing
+            // run cost the whole fleet's gates (`benches/capacity.rs`).
             let closing: Vec<EngineEvent> = store
-                .gates(true)?
+                .pending_gates_of_run(run)?
                 .into_iter()
-                .filter(|g| g.run_id == run)
                 .map(|g| EngineEvent::GateDecided {
                     gate_id: g.id,
                     run_id: run,
