@@ -20,7 +20,10 @@ test: setup lint rust-test ui-test e2e fuzz-smoke
 ## --shared vs its own copy of the base's history), and in the real window: dashboard cold start, reload and filter with
 ## 10,000 runs vs 100, a blocking question's time to its row and to the Notify call, and
 ## the idle PSS of the whole process tree beside WebKit's own floor; the engine's `runs()` while a
-## run forks 3,000 children and spins 32 busy loops, without and with the run limits), then merge every figure into
+## run forks 3,000 children and spins 32 busy loops, without and with the run limits), one engine
+## carrying 1,000 runs each waiting on a gate (a contained process per run, scripted session: the
+## engine's RSS and CPU per run, decision commit p99, event to a socket client, the fleet's reload
+## with 1,000 live runs; OVERSEER_BENCH_RUNS=N for fewer), then merge every figure into
 ## target/bench/summary.json (scripts/bench-summary.mjs).
 bench: setup ui
 	$(CARGO) build --release -p overseer-app -p overseer-cli -p overseer-demo-agent
@@ -30,6 +33,7 @@ bench: setup ui
 	$(CARGO) bench -p overseer-engine --bench hostile_load
 	$(CARGO) bench -p overseer-engine --bench pending
 	$(CARGO) bench -p overseer-engine --bench run_repo
+	$(CARGO) bench -p overseer-engine --bench capacity
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
 	node scripts/bench-summary.mjs
 

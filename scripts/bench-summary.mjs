@@ -11,7 +11,10 @@
 // round trips of a fleet at work, without the moment every run commits and
 // exits at once). The idle PSS is the app as a user starts it; WebKit's
 // own floor (MiniBrowser on a one-line page, measured in the same run) is
-// kept beside it.
+// kept beside it. The capacity figures (capacity.json) are one engine's with
+// `capacity_runs` runs at once (1,000 in `make bench`), each waiting on a
+// gate, then decided: per-run RSS and CPU, decision commit, event to a
+// socket client, and the fleet's reload.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +34,22 @@ export const KEYS = [
   "idle_pss_mb_webkit_floor",
   "audit_append_ratio_vs_bare",
   "gate_decision_commit_p99_ms",
+  "capacity_runs",
+  "capacity_runs_waiting",
+  "capacity_engine_rss_kib_per_run",
+  "capacity_agent_rss_kib_per_run",
+  "capacity_engine_start_cpu_ms_per_run",
+  "capacity_engine_idle_cpu_pct",
+  "capacity_engine_finish_cpu_ms_per_run",
+  "capacity_decision_commit_p99_ms",
+  "capacity_decision_commit_p99_ms_crowded",
+  "capacity_event_to_socket_p50_ms",
+  "capacity_event_to_socket_p99_ms",
+  "capacity_event_to_socket_starting_p99_ms",
+  "capacity_reload_runs_p50_ms",
+  "capacity_reload_runs_p99_ms",
+  "capacity_reload_head_p50_ms",
+  "capacity_reload_head_p99_ms",
 ];
 
 /** The summary from every bench's figures: each key from the file that

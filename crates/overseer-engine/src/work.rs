@@ -226,9 +226,9 @@ impl Engine {
         let now = self.clock.now();
         let already = self
             .store()
-            .gates(true)?
+            .pending_gates_of_run(run_id)?
             .into_iter()
-            .any(|g| g.run_id == run_id && g.kind() == GateKind::Deviation);
+            .any(|g| g.kind() == GateKind::Deviation);
         if already {
             return Ok(());
         }
