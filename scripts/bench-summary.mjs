@@ -11,7 +11,8 @@
 // round trips of a fleet at work, without the moment every run commits and
 // exits at once). The idle PSS is the app as a user starts it; WebKit's
 // own floor (MiniBrowser on a one-line page, measured in the same run) is
-// kept beside it.
+// kept beside it. `audit verify` of a million records (batched signatures
+// on every core) is kept beside the one-by-one baseline of the same run.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +32,9 @@ export const KEYS = [
   "idle_pss_mb_webkit_floor",
   "audit_append_ratio_vs_bare",
   "gate_decision_commit_p99_ms",
+  "audit_verify_records_per_s",
+  "audit_verify_one_by_one_records_per_s",
+  "audit_verify_s",
 ];
 
 /** The summary from every bench's figures: each key from the file that

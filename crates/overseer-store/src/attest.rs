@@ -264,7 +264,12 @@ pub(crate) struct DecisionBook<'c> {
     verified_below: i64,
     /// Which row first claimed each record.
     claimed: HashMap<i64, (DecisionTable, i64)>,
+    /// Records read and checked ahead ([`Self::prefetch`]).
+    checked: Checked,
 }
+
+/// Records read and checked ahead, by seq (`None`: there is no such record).
+type Checked = HashMap<i64, Option<(AuditRecord, Option<AuditProblem>)>>;
 
 /// A record's payload, parsed once.
 struct Signed<'r> {
@@ -287,7 +292,62 @@ impl<'c> DecisionBook<'c> {
             keyring,
             verified_below: 0,
             claimed: HashMap::new(),
+            checked: HashMap::new(),
         }
+    }
+
+    /// Reads and checks the records at `seqs` all at once, their signatures
+    /// in batches across every core, for the row checks that follow (the
+    /// same verdicts as checking each when it is needed, faster).
+    pub(crate) fn prefetch(&mut self, seqs: impl IntoIterator<Item = i64>) -> rusqlite::Result<()> {
+        let mut wanted: Vec<i64> = seqs
+            .into_iter()
+            .filter(|s| *s >= self.verified_below && !self.checked.contains_key(s))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut records = Vec::with_capacity(wanted.len());
+        for seq in wanted {
+            match audit::record_at(self.conn, seq)? {
+                Some(r) => records.push(r),
+                None => {
+                    self.checked.insert(seq, None);
+                }
+            }
+        }
+        let mut before: HashMap<i64, Option<AuditRecord>> = HashMap::new();
+        for r in &records {
+            let seq = r.seq - 1;
+            if seq >= 1 && !before.contains_key(&seq) {
+                before.insert(seq, audit::record_at(self.conn, seq)?);
+            }
+        }
+        let pairs: Vec<(&AuditRecord, Option<&AuditRecord>)> = records
+            .iter()
+            .map(|r| (r, before.get(&(r.seq - 1)).and_then(Option::as_ref)))
+            .collect();
+        let problems = audit::check_records(self.keyring, &pairs);
+        for (record, problem) in records.into_iter().zip(problems) {
+            self.checked.insert(record.seq, Some((record, problem)));
+        }
+        Ok(())
+    }
+
+    /// A book that starts with the records another one read and checked.
+    fn with_checked(mut self, checked: Checked) -> Self {
+        self.checked = checked;
+        self
+    }
+
+    /// The records this book read and checked, for the next one.
+    fn into_checked(self) -> Checked {
+        self.checked
+    }
+
+    /// Claims start afresh: rows checked from here on may claim records
+    /// rows checked before claimed (each gate's rows among themselves).
+    fn forget_claims(&mut self) {
+        self.claimed.clear();
     }
 
     /// Records `1..verified_below` verified by a pass over the whole chain.
@@ -298,6 +358,9 @@ impl<'c> DecisionBook<'c> {
 
     /// The record at `seq` and what checking it found.
     fn record(&self, seq: i64) -> rusqlite::Result<Option<(AuditRecord, Option<AuditProblem>)>> {
+        if let Some(checked) = self.checked.get(&seq) {
+            return Ok(checked.clone());
+        }
         let Some(record) = audit::record_at(self.conn, seq)? else {
             return Ok(None);
         };
@@ -669,18 +732,16 @@ impl DecisionBook<'_> {
 
 /// One gate checked for its acting: its row against its latest record.
 /// Pending rows are not looked up (nothing acts on them).
-pub(crate) fn check_gate_for_acting(
-    conn: &Connection,
-    keyring: &Keyring,
+fn check_gate_for_acting(
+    book: &mut DecisionBook<'_>,
     gate: i64,
 ) -> rusqlite::Result<Option<(GateRow, DecisionMismatch, Option<SignedDecision>)>> {
-    let Some(row) = read_gate_row(conn, gate)? else {
+    let Some(row) = read_gate_row(book.conn, gate)? else {
         return Ok(None);
     };
     if !row.is_decided() {
         return Ok(None);
     }
-    let mut book = DecisionBook::new(conn, keyring);
     let latest = book.latest_gate_record(gate)?;
     let Some(mismatch) = book.check_gate(&row, latest)? else {
         return Ok(None);
@@ -696,28 +757,69 @@ pub(crate) fn check_one_gate(
     keyring: &Keyring,
     gate: i64,
 ) -> rusqlite::Result<Vec<DecisionMismatch>> {
-    let mut out = Vec::new();
     let mut book = DecisionBook::new(conn, keyring);
-    if let Some(row) = read_gate_row(conn, gate)? {
-        let latest = book.latest_gate_record(gate)?;
-        out.extend(book.check_gate(&row, latest)?);
+    let rows = GateRows::read(conn, &mut book, gate)?;
+    book.prefetch(rows.seqs())?;
+    rows.check(&mut book)
+}
+
+/// A gate's decision rows: its own, its history, its votes, with the
+/// latest signed record about it.
+struct GateRows {
+    row: Option<GateRow>,
+    latest: Option<i64>,
+    history: Vec<HistoryRow>,
+    decisions: Vec<DecisionRow>,
+}
+
+impl GateRows {
+    fn read(conn: &Connection, book: &mut DecisionBook<'_>, gate: i64) -> rusqlite::Result<Self> {
+        let row = read_gate_row(conn, gate)?;
+        let latest = match row {
+            Some(_) => book.latest_gate_record(gate)?,
+            None => None,
+        };
+        let history = conn
+            .prepare_cached(&format!("{HISTORY_SELECT} WHERE gate_id = ?1 ORDER BY id"))?
+            .query_map([gate], history_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(GateRows {
+            row,
+            latest,
+            history,
+            decisions: decisions_of_gate(conn, gate)?,
+        })
     }
-    let history = conn
-        .prepare_cached(&format!("{HISTORY_SELECT} WHERE gate_id = ?1 ORDER BY id"))?
-        .query_map([gate], history_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for h in &history {
-        out.extend(book.check_history(h)?);
+
+    /// Every record the rows name.
+    fn seqs(&self) -> impl Iterator<Item = i64> + '_ {
+        self.latest
+            .into_iter()
+            .chain(self.history.iter().map(|h| h.audit_seq))
+            .chain(self.decisions.iter().map(|d| d.audit_seq))
     }
-    let decisions = decisions_of_gate(conn, gate)?;
-    for d in &decisions {
-        out.extend(book.check_decision(d)?);
+
+    /// Every mismatch among them (the gate's rows claim records among
+    /// themselves).
+    fn check(&self, book: &mut DecisionBook<'_>) -> rusqlite::Result<Vec<DecisionMismatch>> {
+        book.forget_claims();
+        let mut out = Vec::new();
+        if let Some(row) = &self.row {
+            out.extend(book.check_gate(row, self.latest)?);
+        }
+        for h in &self.history {
+            out.extend(book.check_history(h)?);
+        }
+        for d in &self.decisions {
+            out.extend(book.check_decision(d)?);
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// Every mismatch about one run: each of its gates (as [`check_one_gate`])
 /// and its decisions that belong to no gate (rules, step verdicts, retries).
+/// Every record they name is checked at once, signatures in batches.
 pub(crate) fn check_one_run(
     conn: &Connection,
     keyring: &Keyring,
@@ -727,17 +829,29 @@ pub(crate) fn check_one_run(
         .prepare_cached("SELECT id FROM gates WHERE run_id = ?1 ORDER BY id")?
         .query_map([run], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut out = Vec::new();
-    for g in gates {
-        out.extend(check_one_gate(conn, keyring, g)?);
-    }
     let mut book = DecisionBook::new(conn, keyring);
+    let mut per_gate = Vec::with_capacity(gates.len());
+    for g in gates {
+        per_gate.push(GateRows::read(conn, &mut book, g)?);
+    }
     let loose = conn
         .prepare_cached(&format!(
             "{DECISION_ROW_SELECT} WHERE run_id = ?1 AND gate_id IS NULL ORDER BY id"
         ))?
         .query_map([run], decision_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    book.prefetch(
+        per_gate
+            .iter()
+            .flat_map(GateRows::seqs)
+            .chain(loose.iter().map(|d| d.audit_seq))
+            .collect::<Vec<_>>(),
+    )?;
+    let mut out = Vec::new();
+    for rows in &per_gate {
+        out.extend(rows.check(&mut book)?);
+    }
+    book.forget_claims();
     for d in &loose {
         out.extend(book.check_decision(d)?);
     }
@@ -816,8 +930,24 @@ impl crate::WriteTx<'_> {
         gate: overseer_core::GateId,
         now: overseer_core::Millis,
     ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
-        let found = check_gate_for_acting(self.conn(), self.keyring(), gate.into())
-            .map_err(|e| self.sql(e))?;
+        self.reconcile_gate_checked(gate, now, &mut Checked::new())
+    }
+
+    /// [`Self::reconcile_gate`], with the records `checked` ahead.
+    fn reconcile_gate_checked(
+        &mut self,
+        gate: overseer_core::GateId,
+        now: overseer_core::Millis,
+        checked: &mut Checked,
+    ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
+        let found = {
+            let mut book = DecisionBook::new(self.conn(), self.keyring())
+                .with_checked(std::mem::take(checked));
+            let found = check_gate_for_acting(&mut book, gate.into());
+            *checked = book.into_checked();
+            found
+        }
+        .map_err(|e| self.sql(e))?;
         let Some((row, mismatch, signed)) = found else {
             return Ok(None);
         };
@@ -912,9 +1042,23 @@ impl crate::WriteTx<'_> {
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| self.sql(e))?;
+        // Their latest signed records are checked all at once (signatures
+        // in batches, across cores), then each gate against its own.
+        let mut checked = {
+            let mut book = DecisionBook::new(self.conn(), self.keyring());
+            let latest = ids
+                .iter()
+                .map(|&id| book.latest_gate_record(id))
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .and_then(|latest| book.prefetch(latest.into_iter().flatten()));
+            latest.map(|()| book.into_checked())
+        }
+        .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for id in ids {
-            if let Some(m) = self.reconcile_gate(overseer_core::GateId(id), now)? {
+            if let Some(m) =
+                self.reconcile_gate_checked(overseer_core::GateId(id), now, &mut checked)?
+            {
                 out.push((self.gate(overseer_core::GateId(id))?, m));
             }
         }

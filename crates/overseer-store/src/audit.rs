@@ -170,7 +170,7 @@ pub(crate) fn record_at(conn: &Connection, seq: i64) -> rusqlite::Result<Option<
     .optional()
 }
 
-fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
+pub(crate) fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
     Ok(AuditRecord {
         seq: r.get(0)?,
         prev_hash: r.get(1)?,
@@ -336,45 +336,13 @@ pub(crate) fn verify(
 }
 
 /// Verifies every record, then every checkpoint (database and `file_cp`).
+/// The records in one pass across every core ([`crate::chain::pass`]).
 fn verify_chain(
     conn: &Connection,
     keyring: &Keyring,
     file_cp: Option<&Checkpoint>,
 ) -> rusqlite::Result<Result<VerifyReport, VerifyFailure>> {
     let fail = |seq, problem| Ok(Err(VerifyFailure { seq, problem }));
-    // Hashes by position, to check checkpoints afterwards without a second pass.
-    let mut hashes: Vec<String> = Vec::new();
-    let mut prev_hash = GENESIS_HASH.to_owned();
-    let mut expected_seq = 1;
-    {
-        let mut stmt = conn.prepare(
-            "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-             FROM audit_log ORDER BY seq",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let r = row_to_record(row)?;
-            if r.seq != expected_seq {
-                return fail(expected_seq, AuditProblem::SeqGap { found: r.seq });
-            }
-            if r.prev_hash != prev_hash {
-                return fail(r.seq, AuditProblem::ChainBroken);
-            }
-            if sha256_hex(r.payload.as_bytes()) != r.payload_hash {
-                return fail(r.seq, AuditProblem::PayloadEdited);
-            }
-            if record_hash(r.seq, &r.prev_hash, &r.payload_hash, &r.actor, r.at) != r.record_hash {
-                return fail(r.seq, AuditProblem::FieldsEdited);
-            }
-            if !keyring.verify(r.record_hash.as_bytes(), &r.signature) {
-                return fail(r.seq, AuditProblem::BadSignature);
-            }
-            prev_hash = r.record_hash.clone();
-            hashes.push(r.record_hash);
-            expected_seq += 1;
-        }
-    }
-    let records = hashes.len() as i64;
     let mut checkpoints: Vec<Checkpoint> = {
         let mut stmt = conn
             .prepare("SELECT count, head_hash, at, signature FROM audit_checkpoints ORDER BY id")?;
@@ -389,6 +357,14 @@ fn verify_chain(
         rows.collect::<rusqlite::Result<_>>()?
     };
     checkpoints.extend(file_cp.cloned());
+    // The hashes the checkpoints vouch for, kept from the pass (not all of
+    // them: a million records' hashes are 100 MB).
+    let wanted = checkpoints.iter().map(|cp| cp.count).collect();
+    let pass = crate::chain::pass(conn, &keyring.verifying_key(), &wanted)?;
+    if let Some((seq, problem)) = pass.failure {
+        return fail(seq, problem);
+    }
+    let records = pass.records;
     for cp in &checkpoints {
         let at_seq = cp.count.max(1);
         if !keyring.verify(
@@ -413,10 +389,7 @@ fn verify_chain(
         }
         let head = match cp.count {
             0 => Some(GENESIS_HASH),
-            n => usize::try_from(n - 1)
-                .ok()
-                .and_then(|i| hashes.get(i))
-                .map(String::as_str),
+            n => pass.hashes_at.get(&n).map(String::as_str),
         };
         if head != Some(cp.head_hash.as_str()) {
             return fail(
@@ -429,7 +402,7 @@ fn verify_chain(
     }
     Ok(Ok(VerifyReport {
         records,
-        head_hash: prev_hash,
+        head_hash: pass.head_hash,
         checkpoints: checkpoints.len() as i64,
     }))
 }
@@ -450,37 +423,53 @@ pub(crate) fn check_record(
     record: &AuditRecord,
     prev: Option<&AuditRecord>,
 ) -> Option<AuditProblem> {
+    link_problem(record, prev).or_else(|| {
+        crate::chain::hash_problem(record).or_else(|| {
+            (!crate::chain::signature_verifies(&keyring.verifying_key(), record))
+                .then_some(AuditProblem::BadSignature)
+        })
+    })
+}
+
+/// What is wrong with a record's link to the record before it (`prev`, or
+/// genesis for seq 1), if anything.
+fn link_problem(record: &AuditRecord, prev: Option<&AuditRecord>) -> Option<AuditProblem> {
     let expected_prev = match (record.seq, prev) {
         (1, _) => Some(GENESIS_HASH),
         (_, Some(p)) if p.seq == record.seq - 1 => Some(p.record_hash.as_str()),
         _ => None,
     };
     match expected_prev {
-        None => {
-            return Some(AuditProblem::SeqGap {
-                found: prev.map_or(0, |p| p.seq),
-            })
-        }
-        Some(h) if h != record.prev_hash => return Some(AuditProblem::ChainBroken),
-        Some(_) => {}
+        None => Some(AuditProblem::SeqGap {
+            found: prev.map_or(0, |p| p.seq),
+        }),
+        Some(h) if h != record.prev_hash => Some(AuditProblem::ChainBroken),
+        Some(_) => None,
     }
-    if sha256_hex(record.payload.as_bytes()) != record.payload_hash {
-        return Some(AuditProblem::PayloadEdited);
-    }
-    if record_hash(
-        record.seq,
-        &record.prev_hash,
-        &record.payload_hash,
-        &record.actor,
-        record.at,
-    ) != record.record_hash
-    {
-        return Some(AuditProblem::FieldsEdited);
-    }
-    if !keyring.verify(record.record_hash.as_bytes(), &record.signature) {
-        return Some(AuditProblem::BadSignature);
-    }
-    None
+}
+
+/// Many records checked as [`check_record`] checks each with the record
+/// before it, with the same result, but their signatures verified in
+/// batches across every core ([`crate::chain`]).
+pub(crate) fn check_records(
+    keyring: &Keyring,
+    pairs: &[(&AuditRecord, Option<&AuditRecord>)],
+) -> Vec<Option<AuditProblem>> {
+    let links: Vec<Option<AuditProblem>> = pairs
+        .iter()
+        .map(|(record, prev)| link_problem(record, *prev))
+        .collect();
+    let linked: Vec<&AuditRecord> = pairs
+        .iter()
+        .zip(&links)
+        .filter(|(_, link)| link.is_none())
+        .map(|((record, _), _)| *record)
+        .collect();
+    let mut rest = crate::chain::check_unlinked(&keyring.verifying_key(), &linked).into_iter();
+    links
+        .into_iter()
+        .map(|link| link.or_else(|| rest.next().flatten()))
+        .collect()
 }
 
 /// Records whose payload names `key = id` (e.g. every record about gate 12),
@@ -502,25 +491,39 @@ pub(crate) fn story(
 }
 
 /// Each record checked on its own: signature, hashes, and its link to the
-/// record before it in the log.
+/// record before it in the log (the signatures in batches, across cores).
 fn checked(
     conn: &Connection,
     keyring: &Keyring,
     records: Vec<AuditRecord>,
 ) -> rusqlite::Result<Vec<CheckedRecord>> {
-    let mut prev_stmt = conn.prepare_cached(
-        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-         FROM audit_log WHERE seq = ?1",
-    )?;
-    let mut out = Vec::with_capacity(records.len());
-    for record in records {
-        let prev = prev_stmt
-            .query_row([record.seq - 1], row_to_record)
-            .optional()?;
-        let problem = check_record(keyring, &record, prev.as_ref());
-        out.push(CheckedRecord { record, problem });
+    // The record before each one: the one before it in the list when they
+    // are neighbours in the log, else read.
+    let mut read_prev = Vec::with_capacity(records.len());
+    for (i, record) in records.iter().enumerate() {
+        let listed = i.checked_sub(1).map(|j| &records[j]);
+        read_prev.push(match listed {
+            Some(p) if p.seq == record.seq - 1 => None,
+            _ => record_at(conn, record.seq - 1)?,
+        });
     }
-    Ok(out)
+    let pairs: Vec<(&AuditRecord, Option<&AuditRecord>)> = records
+        .iter()
+        .enumerate()
+        .map(|(i, record)| {
+            let listed = i
+                .checked_sub(1)
+                .map(|j| &records[j])
+                .filter(|p| p.seq == record.seq - 1);
+            (record, listed.or(read_prev[i].as_ref()))
+        })
+        .collect();
+    let problems = check_records(keyring, &pairs);
+    Ok(records
+        .into_iter()
+        .zip(problems)
+        .map(|(record, problem)| CheckedRecord { record, problem })
+        .collect())
 }
 
 /// Every audit record about one run or any of its gates, in log order, each

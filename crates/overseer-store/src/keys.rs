@@ -64,6 +64,11 @@ impl Keyring {
         hex::encode(self.key.sign(msg).to_bytes())
     }
 
+    /// The public half, to verify many records on several threads.
+    pub(crate) fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
+    }
+
     pub(crate) fn verify(&self, msg: &[u8], signature_hex: &str) -> bool {
         verify_with(&self.key.verifying_key(), msg, signature_hex)
     }

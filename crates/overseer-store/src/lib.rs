@@ -17,6 +17,7 @@
 
 mod attest;
 pub mod audit;
+mod chain;
 mod error;
 pub mod keys;
 mod messages;
