@@ -8,10 +8,10 @@
 //! records the verification bench seeds.
 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
-use overseer_core::{Actor, RunEvent};
+use overseer_core::audit::AuditPayload;
+use overseer_core::{Actor, RunEvent, RunId};
 use overseer_store::{Keyring, Store, DB_FILE};
 use rusqlite::params;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
@@ -22,8 +22,14 @@ fn store_in(dir: &std::path::Path) -> Store {
     Store::open(&dir.join("data").join(DB_FILE), keyring).expect("store")
 }
 
-fn payload(i: i64) -> serde_json::Value {
-    json!({"type": "run_transition", "run_id": i % 97, "from": "running", "to": "pending_review", "event": "finish", "note": null})
+fn payload(i: i64) -> AuditPayload {
+    AuditPayload::RunTransition {
+        run_id: RunId(i % 97),
+        from: "running".into(),
+        to: "pending_review".into(),
+        event: "finish".into(),
+        note: None,
+    }
 }
 
 /// Records/s through `Store::write` + `append_audit`, `batch` records per commit.
@@ -75,7 +81,7 @@ fn bare_loop(batch: i64) -> f64 {
                 .expect("prepare");
             for k in 0..batch {
                 let seq = i + k + 1;
-                let body = payload(i + k).to_string();
+                let body = payload(i + k).to_value().to_string();
                 let ph = hex::encode(Sha256::digest(body.as_bytes()));
                 let at = 1_000 + i + k;
                 let rh = hex::encode(Sha256::digest(

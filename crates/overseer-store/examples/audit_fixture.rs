@@ -212,7 +212,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         json!({"type": "security_event", "event": "limit_hit", "run_id": run, "limit": "pids", "text": "the run hit its limit of 512 processes"}),
     ];
     for (i, payload) in engine_records.iter().enumerate() {
-        store.write(|tx| tx.append_audit(&e, payload, 1_070 + i as i64))?;
+        store.write(|tx| tx.append_untyped_audit(&e, payload, 1_070 + i as i64))?;
     }
     // A decision written straight into the database, put back when the
     // store finds it (security_event decision_without_record).

@@ -14,7 +14,9 @@
 //! "Why?" story, and in `audit verify`, which checks every row.
 
 use crate::audit::{self, AuditProblem, AuditRecord};
+use crate::chain;
 use crate::Keyring;
+use overseer_core::audit::{AuditPayload, DecisionPayload, SecurityPayload};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -271,14 +273,37 @@ pub(crate) struct DecisionBook<'c> {
 /// Records read and checked ahead, by seq (`None`: there is no such record).
 type Checked = HashMap<i64, Option<(AuditRecord, Option<AuditProblem>)>>;
 
-/// A record's payload, parsed once.
+/// A record's payload, parsed once (`None`: of no kind Overseer writes).
 struct Signed<'r> {
     record: &'r AuditRecord,
-    payload: Value,
+    payload: Option<AuditPayload>,
 }
 
-fn text(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str)
+/// A record's payload, typed; `None` when it is of no kind Overseer writes.
+fn payload_of(record: &AuditRecord) -> Option<AuditPayload> {
+    AuditPayload::parse(&record.payload).ok()
+}
+
+/// A record's kind, as a mismatch names it.
+fn kind_of(p: Option<&AuditPayload>) -> &'static str {
+    p.map_or("?", AuditPayload::kind)
+}
+
+/// The gate a record names, as a mismatch shows it: `-` when it names
+/// none, `null` for a decision on no gate.
+fn gate_shown(p: Option<&AuditPayload>) -> String {
+    match p {
+        Some(AuditPayload::Decision(d)) => d.gate_id.map_or("null".to_owned(), |g| g.to_string()),
+        other => other
+            .and_then(AuditPayload::gate_id)
+            .map_or("-".to_owned(), |g| g.to_string()),
+    }
+}
+
+/// The run a record names as `run_id`, as a mismatch shows it.
+fn run_shown(p: Option<&AuditPayload>) -> String {
+    p.and_then(AuditPayload::run_id)
+        .map_or("-".to_owned(), |r| r.to_string())
 }
 
 fn shown(v: Option<&str>) -> String {
@@ -326,7 +351,7 @@ impl<'c> DecisionBook<'c> {
             .iter()
             .map(|r| (r, before.get(&(r.seq - 1)).and_then(Option::as_ref)))
             .collect();
-        let problems = audit::check_records(self.keyring, &pairs);
+        let problems = chain::check_records(self.keyring, &pairs);
         for (record, problem) in records.into_iter().zip(problems) {
             self.checked.insert(record.seq, Some((record, problem)));
         }
@@ -372,7 +397,7 @@ impl<'c> DecisionBook<'c> {
             } else {
                 None
             };
-            audit::check_record(self.keyring, &record, prev.as_ref())
+            chain::check_record(self.keyring, &record, prev.as_ref())
         };
         Ok(Some((record, problem)))
     }
@@ -397,7 +422,7 @@ impl<'c> DecisionBook<'c> {
         seq: i64,
         table: DecisionTable,
         row_id: i64,
-    ) -> rusqlite::Result<Result<(AuditRecord, Value), DecisionProblem>> {
+    ) -> rusqlite::Result<Result<(AuditRecord, Option<AuditPayload>), DecisionProblem>> {
         if let Some(other) = self.claim(seq, table, row_id) {
             return Ok(Err(DecisionProblem::RecordReused {
                 other_row_id: other,
@@ -409,7 +434,7 @@ impl<'c> DecisionBook<'c> {
         if let Some(why) = problem {
             return Ok(Err(DecisionProblem::RecordNotVerified { why }));
         }
-        let payload = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let payload = payload_of(&record);
         Ok(Ok((record, payload)))
     }
 
@@ -460,16 +485,19 @@ impl<'c> DecisionBook<'c> {
                 DecisionProblem::RecordNotVerified { why },
             )));
         }
-        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
         let signed = Signed {
             record: &record,
-            payload,
+            payload: payload_of(&record),
         };
         if !row.is_decided() {
+            let option = match &signed.payload {
+                Some(AuditPayload::GateDecided { option, .. }) => option.as_str(),
+                _ => "?",
+            };
             return Ok(Some(mismatch(
                 Some(seq),
                 DecisionProblem::DecisionErased {
-                    option: text(signed.payload.get("option")).unwrap_or("?").to_owned(),
+                    option: option.to_owned(),
                     by: record.actor.clone(),
                 },
             )));
@@ -492,30 +520,26 @@ impl<'c> DecisionBook<'c> {
                 Ok(found) => found,
                 Err(problem) => return Ok(Some(mismatch(problem))),
             };
-        let kind = text(payload.get("type")).unwrap_or("?");
-        if kind != "gate_decided"
-            || payload.get("gate_id").and_then(Value::as_i64) != Some(row.gate_id)
-        {
-            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
-                detail: format!(
-                    "a {kind} record about gate {}",
-                    payload
-                        .get("gate_id")
-                        .map_or("-".to_owned(), Value::to_string)
-                ),
-            })));
-        }
+        let (option, context) = match &payload {
+            Some(AuditPayload::GateDecided {
+                gate_id,
+                option,
+                context,
+                ..
+            }) if i64::from(*gate_id) == row.gate_id => (option, context),
+            other => {
+                return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                    detail: format!(
+                        "a {} record about gate {}",
+                        kind_of(other.as_ref()),
+                        gate_shown(other.as_ref())
+                    ),
+                })));
+            }
+        };
         let fields = [
-            (
-                "option",
-                Some(row.option.as_str()),
-                text(payload.get("option")),
-            ),
-            (
-                "context",
-                row.context.as_deref(),
-                text(payload.get("context")),
-            ),
+            ("option", Some(row.option.as_str()), Some(option.as_str())),
+            ("context", row.context.as_deref(), context.as_deref()),
             (
                 "actor",
                 Some(row.actor.as_str()),
@@ -568,22 +592,27 @@ impl<'c> DecisionBook<'c> {
             Ok(found) => found,
             Err(problem) => return Ok(Some(mismatch(problem))),
         };
-        let kind = text(p.get("type")).unwrap_or("?");
-        let same_run = p.get("run_id").and_then(Value::as_i64) == Some(row.run_id);
-        let same_gate = p.get("gate_id").and_then(Value::as_i64) == row.gate_id;
-        if kind != "decision" || !same_run || !same_gate {
-            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
-                detail: format!(
-                    "a {kind} record about run {} and gate {}",
-                    p.get("run_id").map_or("-".to_owned(), Value::to_string),
-                    p.get("gate_id").map_or("-".to_owned(), Value::to_string)
-                ),
-            })));
-        }
+        let d: &DecisionPayload = match &p {
+            Some(AuditPayload::Decision(d))
+                if i64::from(d.run_id) == row.run_id && d.gate_id.map(i64::from) == row.gate_id =>
+            {
+                d
+            }
+            other => {
+                return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                    detail: format!(
+                        "a {} record about run {} and gate {}",
+                        kind_of(other.as_ref()),
+                        run_shown(other.as_ref()),
+                        gate_shown(other.as_ref())
+                    ),
+                })));
+            }
+        };
         // The rationale column holds the rationale, else the human's context;
         // records written before the context was signed do not carry it.
-        let rationale_signed = match (p.get("context"), text(p.get("rationale"))) {
-            (Some(c), r) => Some(r.or(c.as_str())),
+        let rationale_signed = match (&d.context, d.rationale.as_deref()) {
+            (Some(c), r) => Some(r.or(c.as_deref())),
             (None, Some(r)) => Some(Some(r)),
             (None, None) => None,
         };
@@ -596,25 +625,25 @@ impl<'c> DecisionBook<'c> {
             (
                 "verdict",
                 Some(row.verdict.as_str()),
-                text(p.get("verdict")),
+                Some(d.verdict.as_str()),
             ),
-            ("option", row.option.as_deref(), text(p.get("option"))),
+            ("option", row.option.as_deref(), d.option.as_deref()),
             (
                 "correction",
                 row.correction.as_deref(),
-                text(p.get("correction")),
+                d.correction.as_deref(),
             ),
-            ("rule_ref", row.rule_ref.as_deref(), text(p.get("rule_ref"))),
-            ("model_id", row.model_id.as_deref(), text(p.get("model_id"))),
+            ("rule_ref", row.rule_ref.as_deref(), d.rule_ref.as_deref()),
+            ("model_id", row.model_id.as_deref(), d.model_id.as_deref()),
             (
                 "prompt_version",
                 row.prompt_version.as_deref(),
-                text(p.get("prompt_version")),
+                d.prompt_version.as_deref(),
             ),
             (
                 "source_event",
                 row.source_event.as_deref(),
-                text(p.get("source_event")),
+                d.source_event.as_deref(),
             ),
         ];
         if let Some(signed) = rationale_signed {
@@ -629,7 +658,7 @@ impl<'c> DecisionBook<'c> {
                 })));
             }
         }
-        let confidence = p.get("confidence").and_then(Value::as_f64);
+        let confidence = d.confidence;
         if !same_float(row.confidence, confidence) {
             let show = |c: Option<f64>| c.map_or_else(|| "(none)".to_owned(), |c| c.to_string());
             return Ok(Some(mismatch(DecisionProblem::Differs {
@@ -662,19 +691,27 @@ fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
 
 /// How a decided gate's row differs from its latest signed record, if it does.
 fn gate_differs(row: &GateRow, s: &Signed<'_>) -> Option<DecisionProblem> {
-    let p = &s.payload;
-    let about = p.get("gate_id").and_then(Value::as_i64) == Some(row.id)
-        && p.get("run_id").and_then(Value::as_i64) == Some(row.run_id)
-        && text(p.get("type")) == Some("gate_decided");
-    if !about {
-        return Some(DecisionProblem::WrongRecord {
-            detail: format!("a {} record", text(p.get("type")).unwrap_or("?")),
-        });
-    }
+    let (kind, option, context) = match &s.payload {
+        Some(AuditPayload::GateDecided {
+            gate_id,
+            run_id,
+            kind,
+            option,
+            context,
+            ..
+        }) if i64::from(*gate_id) == row.id && i64::from(*run_id) == row.run_id => {
+            (kind, option, context)
+        }
+        other => {
+            return Some(DecisionProblem::WrongRecord {
+                detail: format!("a {} record", kind_of(other.as_ref())),
+            });
+        }
+    };
     let fields = [
-        ("kind", Some(row.kind.as_str()), text(p.get("kind"))),
-        ("option", row.option.as_deref(), text(p.get("option"))),
-        ("context", row.context.as_deref(), text(p.get("context"))),
+        ("kind", Some(row.kind.as_str()), Some(kind.as_str())),
+        ("option", row.option.as_deref(), Some(option.as_str())),
+        ("context", row.context.as_deref(), context.as_deref()),
         (
             "decided_by",
             row.by.as_deref(),
@@ -720,13 +757,17 @@ impl DecisionBook<'_> {
         let Some((record, None)) = self.record(seq)? else {
             return Ok(None);
         };
-        let p: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
-        Ok(text(p.get("option")).map(|option| SignedDecision {
-            option: option.to_owned(),
-            context: text(p.get("context")).map(str::to_owned),
-            by: record.actor.clone(),
-            at: record.at,
-        }))
+        Ok(match payload_of(&record) {
+            Some(AuditPayload::GateDecided {
+                option, context, ..
+            }) => Some(SignedDecision {
+                option,
+                context,
+                by: record.actor.clone(),
+                at: record.at,
+            }),
+            _ => None,
+        })
     }
 }
 
@@ -978,22 +1019,20 @@ impl crate::WriteTx<'_> {
         };
         self.append_audit(
             &overseer_core::Actor::Engine,
-            &serde_json::json!({
-                "type": "security_event",
-                "event": "decision_without_record",
-                "gate_id": row.id,
-                "run_id": row.run_id,
-                "found": {
+            &AuditPayload::SecurityEvent(SecurityPayload::DecisionWithoutRecord {
+                gate_id: overseer_core::GateId(row.id),
+                run_id: overseer_core::RunId(row.run_id),
+                found: serde_json::json!({
                     "status": row.status,
                     "option": row.option,
                     "context": row.context,
                     "by": row.by,
                     "at": row.at,
-                },
-                "audit_seq": mismatch.audit_seq,
-                "problem": mismatch.problem,
-                "restored": restored,
-                "text": mismatch.to_string(),
+                }),
+                audit_seq: mismatch.audit_seq,
+                problem: serde_json::to_value(&mismatch.problem).unwrap_or(Value::Null),
+                restored,
+                text: mismatch.to_string(),
             }),
             now,
         )?;

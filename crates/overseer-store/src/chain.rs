@@ -24,6 +24,7 @@
 use crate::audit::{
     record_hash, row_to_record, sha256_hex, AuditProblem, AuditRecord, GENESIS_HASH,
 };
+use crate::Keyring;
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
@@ -154,6 +155,62 @@ pub(crate) fn first_unlinked_problem(
         .into_iter()
         .zip(chunk)
         .find_map(|(p, r)| p.map(|p| (r.seq, p)))
+}
+
+/// Checks one record: its payload hash, its record hash, its signature, and
+/// its link to the record before it (`prev`, or genesis for seq 1).
+pub(crate) fn check_record(
+    keyring: &Keyring,
+    record: &AuditRecord,
+    prev: Option<&AuditRecord>,
+) -> Option<AuditProblem> {
+    link_problem(record, prev).or_else(|| {
+        hash_problem(record).or_else(|| {
+            (!signature_verifies(&keyring.verifying_key(), record))
+                .then_some(AuditProblem::BadSignature)
+        })
+    })
+}
+
+/// What is wrong with a record's link to the record before it (`prev`, or
+/// genesis for seq 1), if anything.
+fn link_problem(record: &AuditRecord, prev: Option<&AuditRecord>) -> Option<AuditProblem> {
+    let expected_prev = match (record.seq, prev) {
+        (1, _) => Some(GENESIS_HASH),
+        (_, Some(p)) if p.seq == record.seq - 1 => Some(p.record_hash.as_str()),
+        _ => None,
+    };
+    match expected_prev {
+        None => Some(AuditProblem::SeqGap {
+            found: prev.map_or(0, |p| p.seq),
+        }),
+        Some(h) if h != record.prev_hash => Some(AuditProblem::ChainBroken),
+        Some(_) => None,
+    }
+}
+
+/// Many records checked as [`check_record`] checks each with the record
+/// before it, with the same result, but their signatures verified in
+/// batches across every core.
+pub(crate) fn check_records(
+    keyring: &Keyring,
+    pairs: &[(&AuditRecord, Option<&AuditRecord>)],
+) -> Vec<Option<AuditProblem>> {
+    let links: Vec<Option<AuditProblem>> = pairs
+        .iter()
+        .map(|(record, prev)| link_problem(record, *prev))
+        .collect();
+    let linked: Vec<&AuditRecord> = pairs
+        .iter()
+        .zip(&links)
+        .filter(|(_, link)| link.is_none())
+        .map(|((record, _), _)| *record)
+        .collect();
+    let mut rest = check_unlinked(&keyring.verifying_key(), &linked).into_iter();
+    links
+        .into_iter()
+        .map(|link| link.or_else(|| rest.next().flatten()))
+        .collect()
 }
 
 /// What one pass over the whole log found.

@@ -4,13 +4,23 @@
 //! 0600 (the dir itself 0700). It is never written to the database or to a
 //! worktree: whoever can edit the database alone cannot forge records.
 
-use crate::audit::Checkpoint;
 use crate::StoreError;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// A signed statement that the audit log had `count` records ending in
+/// `head_hash` (kept in the database and, its latest, beside the key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub count: i64,
+    pub head_hash: String,
+    pub at: i64,
+    pub signature: String,
+}
 
 const KEY_FILE: &str = "audit-signing.key";
 const CHECKPOINT_DIR: &str = "checkpoints";

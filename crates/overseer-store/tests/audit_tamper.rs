@@ -13,7 +13,9 @@ fn log_with(n: i64, checkpoint_at: Option<i64>) -> Fixture {
     let mut f = Fixture::new();
     for i in 1..=n {
         f.store
-            .write(|tx| tx.append_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000 + i))
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000 + i)
+            })
             .expect("append");
         if checkpoint_at == Some(i) {
             f.store.checkpoint(5_000 + i).expect("checkpoint");
@@ -44,7 +46,11 @@ fn long_log(n: i64) -> Fixture {
     f.store
         .write(|tx| {
             for i in 1..=n {
-                tx.append_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000 + i)?;
+                tx.append_untyped_audit(
+                    &Actor::cli(),
+                    &json!({"type": "test", "i": i}),
+                    1_000 + i,
+                )?;
             }
             Ok(())
         })
@@ -225,7 +231,9 @@ fn a_tail_rewritten_under_a_checkpoint_is_caught() {
     sql(&f, "DELETE FROM audit_log WHERE seq > 4");
     for i in 0..2 {
         f.store
-            .write(|tx| tx.append_audit(&Actor::cli(), &json!({"type": "forged", "i": i}), 9_000))
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::cli(), &json!({"type": "forged", "i": i}), 9_000)
+            })
             .expect("append");
     }
     let err = verdict(&f).expect_err("tampered");
@@ -268,7 +276,11 @@ fn verifying_while_an_engine_appends_and_checkpoints_finds_nothing_wrong() {
                 i += 1;
                 f.store
                     .write(|tx| {
-                        tx.append_audit(&Actor::cli(), &json!({"type": "test", "w": i}), 10_000 + i)
+                        tx.append_untyped_audit(
+                            &Actor::cli(),
+                            &json!({"type": "test", "w": i}),
+                            10_000 + i,
+                        )
                     })
                     .expect("append");
                 f.store.checkpoint(20_000 + i).expect("checkpoint");

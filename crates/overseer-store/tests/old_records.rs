@@ -5,6 +5,7 @@
 //! payloads were typed), with its signing key and checkpoint. A copy of it
 //! is opened with today's code.
 
+use overseer_core::audit::AuditPayload;
 use overseer_core::{GateId, RunId};
 use overseer_store::{Keyring, Store, DB_FILE};
 use std::os::unix::fs::PermissionsExt;
@@ -41,6 +42,32 @@ fn old_store(dir: &tempfile::TempDir) -> Store {
 }
 
 #[test]
+fn every_old_record_reads_as_its_typed_payload_and_writes_back_the_same() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = old_store(&dir);
+    let records = store.audit_records(1, i64::MAX).expect("records");
+    assert_eq!(records.len(), 51);
+    let mut kinds = std::collections::BTreeSet::new();
+    for r in &records {
+        let typed = AuditPayload::parse(&r.payload)
+            .unwrap_or_else(|e| panic!("record {} does not read ({e}): {}", r.seq, r.payload));
+        // Written again, it is the same JSON: the same keys (none added, none
+        // left out) and the same values.
+        let stored: serde_json::Value = serde_json::from_str(&r.payload).expect("json");
+        assert_eq!(typed.to_value(), stored, "record {}", r.seq);
+        kinds.insert(match &typed {
+            AuditPayload::SecurityEvent(_) => format!(
+                "security_event/{}",
+                stored["event"].as_str().unwrap_or_default()
+            ),
+            other => other.kind().to_owned(),
+        });
+    }
+    // Every kind the typed payload knows is in the fixture.
+    assert_eq!(kinds.len(), 22 + 7, "{kinds:?}");
+}
+
+#[test]
 fn an_earlier_overseers_log_verifies_and_tells_each_story() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = old_store(&dir);
@@ -56,6 +83,13 @@ fn an_earlier_overseers_log_verifies_and_tells_each_story() {
             story.iter().all(|r| r.problem.is_none()),
             "run {run}: {story:?}"
         );
+        for r in &story {
+            assert!(
+                AuditPayload::parse(&r.record.payload).is_ok(),
+                "{:?}",
+                r.record
+            );
+        }
         assert_eq!(store.run_decision_problems(run).expect("checks"), vec![]);
     }
     for gate in 1..=6 {

@@ -371,7 +371,14 @@ impl Pump {
                         text: reason.clone(),
                     },
                 );
-                engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
+                engine.audit(
+                    &Actor::Engine,
+                    overseer_core::audit::AuditPayload::FileAccessRefused {
+                        run_id: run,
+                        path: path.clone(),
+                        reason: reason.clone(),
+                    },
+                );
             }
             AgentSignal::ProtocolError { detail } => {
                 let _ = engine.record_activity(run, Activity::ProtocolError { text: detail });
