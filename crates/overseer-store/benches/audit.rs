@@ -173,17 +173,37 @@ fn seeded(dir: &std::path::Path, n: i64) -> Store {
     store
 }
 
+/// CPU seconds this process has used, all threads (user + system, from
+/// /proc/self/stat in ticks of 1/100 s): on a machine shared with other work,
+/// CPU over cores says what the wall time would be with the cores to itself.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return f64::NAN;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
 /// Records/s of `Store::verify_audit` (the chain, its checkpoints and the
 /// decision rows: what `overseer audit verify` runs), and how long it took.
-fn verify_through_store(store: &Store) -> (f64, Duration) {
-    let start = Instant::now();
+fn verify_through_store(store: &Store) -> (f64, Duration, f64) {
+    let (start, cpu) = (Instant::now(), cpu_seconds());
     let verdict = store.verify_audit().expect("read");
     let took = start.elapsed();
+    let cpu = cpu_seconds() - cpu;
     match verdict {
-        Ok(report) => (report.records as f64 / took.as_secs_f64(), took),
+        Ok(report) => (report.records as f64 / took.as_secs_f64(), took, cpu),
         Err(e) => {
             eprintln!("audit bench: the seeded log does not verify: {e}");
-            (f64::NAN, took)
+            (f64::NAN, took, cpu)
         }
     }
 }
@@ -191,12 +211,12 @@ fn verify_through_store(store: &Store) -> (f64, Duration) {
 /// Records/s of the one-by-one baseline on the same file: each record read
 /// in seq order, its link, payload hash and record hash checked, and its
 /// signature verified alone, on one core (verification before batching).
-fn verify_one_by_one(db: &std::path::Path, public_key_hex: &str) -> (f64, Duration) {
+fn verify_one_by_one(db: &std::path::Path, public_key_hex: &str) -> (f64, Duration, f64) {
     let mut key = [0u8; 32];
     hex::decode_to_slice(public_key_hex, &mut key).expect("public key");
     let key = VerifyingKey::from_bytes(&key).expect("public key");
     let conn = rusqlite::Connection::open(db).expect("open");
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_seconds());
     let mut stmt = conn
         .prepare(
             "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
@@ -231,10 +251,11 @@ fn verify_one_by_one(db: &std::path::Path, public_key_hex: &str) -> (f64, Durati
         n += 1;
     }
     let took = start.elapsed();
+    let cpu = cpu_seconds() - cpu;
     if bad > 0 {
         eprintln!("audit bench: {bad} records failed the one-by-one check");
     }
-    (n as f64 / took.as_secs_f64(), took)
+    (n as f64 / took.as_secs_f64(), took, cpu)
 }
 
 fn main() {
@@ -250,19 +271,22 @@ fn main() {
     println!("  seeded in {:.1} s", seed_start.elapsed().as_secs_f64());
     // Once each to warm the page cache, then measured.
     let _ = verify_one_by_one(store.path(), &store_public_key(dir.path()));
-    let (base_rate, base_took) = verify_one_by_one(store.path(), &store_public_key(dir.path()));
-    let (rate, took) = verify_through_store(&store);
+    let (base_rate, base_took, base_cpu) =
+        verify_one_by_one(store.path(), &store_public_key(dir.path()));
+    let (rate, took, cpu) = verify_through_store(&store);
     println!(
-        "  {:>28}  {:>12.0} records/s  {:>7.2} s",
+        "  {:>28}  {:>12.0} records/s  {:>7.2} s  {:>7.2} CPU s",
         "batched, every core",
         rate,
-        took.as_secs_f64()
+        took.as_secs_f64(),
+        cpu
     );
     println!(
-        "  {:>28}  {:>12.0} records/s  {:>7.2} s",
+        "  {:>28}  {:>12.0} records/s  {:>7.2} s  {:>7.2} CPU s",
         "one by one, one core",
         base_rate,
-        base_took.as_secs_f64()
+        base_took.as_secs_f64(),
+        base_cpu
     );
     println!("  {:>28}  {:>12.2}", "batched/one-by-one", rate / base_rate);
     drop(store);
@@ -298,14 +322,16 @@ fn main() {
     // ratio is one record per append (batch 1).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let json = format!(
-        "{{{}, \"gate_decision_commit_p99_ms\": {:.3}, \"gate_decision_commit_p50_ms\": {:.3}, \"audit_verify_records\": {verify_records}, \"audit_verify_records_per_s\": {}, \"audit_verify_one_by_one_records_per_s\": {}, \"audit_verify_s\": {:.3}, \"audit_verify_one_by_one_s\": {:.3}}}\n",
+        "{{{}, \"gate_decision_commit_p99_ms\": {:.3}, \"gate_decision_commit_p50_ms\": {:.3}, \"audit_verify_records\": {verify_records}, \"audit_verify_records_per_s\": {}, \"audit_verify_one_by_one_records_per_s\": {}, \"audit_verify_s\": {:.3}, \"audit_verify_one_by_one_s\": {:.3}, \"audit_verify_cpu_s\": {}, \"audit_verify_one_by_one_cpu_s\": {}}}\n",
         ratios.join(", "),
         p99.as_secs_f64() * 1e3,
         p50.as_secs_f64() * 1e3,
         figure(rate),
         figure(base_rate),
         took.as_secs_f64(),
-        base_took.as_secs_f64()
+        base_took.as_secs_f64(),
+        figure2(cpu),
+        figure2(base_cpu)
     );
     if let Err(e) =
         std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("audit.json"), json))
@@ -325,6 +351,15 @@ fn store_public_key(dir: &std::path::Path) -> String {
 fn figure(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.0}")
+    } else {
+        "null".to_owned()
+    }
+}
+
+/// A figure with two decimals for the JSON: null when it could not be measured.
+fn figure2(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
     } else {
         "null".to_owned()
     }
