@@ -1,11 +1,11 @@
-//! Checking many audit records at once, on every core.
+//! Checking audit records: one ([`check_record`]), or many at once on every
+//! core ([`check_records`], [`pass`] over the whole log).
 //!
-//! A record is checked as [`crate::audit::check_record`] checks it: its link
-//! to the record before it, its payload hash, its record hash, then its
-//! signature, and the first of those that fails names it. Here the link is
-//! checked by the caller (it needs the record before), the hashes per
-//! record, and the signatures of a batch of records together
-//! (`ed25519_dalek::verify_batch`, about 2.5x the rate of one at a time).
+//! A record is checked for its link to the record before it, its payload
+//! hash, its record hash, then its signature, and the first of those that
+//! fails names it. Many at once: the links and hashes per record, and the
+//! signatures of a batch of records together (`ed25519_dalek::verify_batch`,
+//! about 3.5x the rate of one at a time in batches of 4,096).
 //! A batch that fails is checked again one signature at a time, so that the
 //! failure names the record whose signature is bad, exactly as checking one
 //! by one would.

@@ -457,6 +457,15 @@ pub(super) fn first_line(s: &str) -> String {
 /// the person who replied. Kept across a restart: the engine's start calls
 /// this again for every notice still pending.
 pub(crate) fn reply_becomes_steering(engine: &Arc<Engine>, gate: GateId, run: RunId) {
+    let first = engine
+        .external
+        .steering
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(gate);
+    if !first {
+        return;
+    }
     engine.when_answered(gate, move |engine, reply, by| {
         if let Err(e) = engine.queue_steering(run, &reply, &by) {
             tracing::error!(run = %run, "a reply could not be kept as steering: {}", e.message);

@@ -71,6 +71,12 @@ pub(crate) struct Sessions {
     rules: Mutex<HashMap<RunId, RuleSet>>,
     /// How many askers wait on each gate right now.
     waiting: Mutex<HashMap<GateId, usize>>,
+    /// Notices whose reply is already waited for to become steering: a
+    /// notice that arrives while the engine starts is seen both when it is
+    /// asked and by the start's pass over pending notices, and its reply
+    /// must be steering once. (A gate decided is never pending again, so
+    /// nothing is taken out.)
+    pub(super) steering: Mutex<std::collections::HashSet<GateId>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
