@@ -13,7 +13,7 @@ run: setup app
 test: setup lint rust-test ui-test e2e fuzz-smoke
 
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
-## decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
+## `audit verify` of a million records vs one signature at a time on one core, decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
 ## tool-call permission round trips with 1/10/50 demo agents (all starting
 ## at once, and a started fleet each asking about every 100 ms), engine CPU
 ## while agents wait, starting a run's repository from a 20,000-file repository (clone

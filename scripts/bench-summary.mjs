@@ -14,7 +14,10 @@
 // kept beside it. The capacity figures (capacity.json) are one engine's with
 // `capacity_runs` runs at once (1,000 in `make bench`), each waiting on a
 // gate, then decided: per-run RSS and CPU, decision commit, event to a
-// socket client, and the fleet's reload.
+// socket client, and the fleet's reload. `audit verify` of a million records
+// (batched signatures on every core) is kept beside the one-by-one baseline
+// of the same run, each with the CPU seconds it used (on a shared machine,
+// CPU over cores is the wall time it would take with the cores to itself).
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,6 +53,11 @@ export const KEYS = [
   "capacity_reload_runs_p99_ms",
   "capacity_reload_head_p50_ms",
   "capacity_reload_head_p99_ms",
+  "audit_verify_records_per_s",
+  "audit_verify_one_by_one_records_per_s",
+  "audit_verify_s",
+  "audit_verify_cpu_s",
+  "audit_verify_one_by_one_cpu_s",
 ];
 
 /** The summary from every bench's figures: each key from the file that

@@ -1,6 +1,7 @@
 //! Human-readable output. Agent-controlled text is printed with control
 //! characters escaped so it cannot drive the terminal.
 
+use overseer_core::audit::AuditPayload;
 use overseer_core::{GateView, RunState, RunView};
 use std::fmt::Write;
 
@@ -266,38 +267,37 @@ fn story_records(
 ) -> String {
     let mut out = String::from("\nstory (audit log, oldest first):\n");
     for r in records {
-        let payload: serde_json::Value =
-            serde_json::from_str(&r.record.payload).unwrap_or(serde_json::Value::Null);
-        let what = payload["type"].as_str().unwrap_or("record");
+        let payload = AuditPayload::parse(&r.record.payload).ok();
+        let what = payload.as_ref().map_or("record", AuditPayload::kind);
         let mut line = format!(
             "  #{:<6} {:<22} {:<26}",
             r.record.seq,
             what,
             inert(&r.record.actor)
         );
-        match what {
-            "decision" => {
+        match &payload {
+            Some(AuditPayload::Decision(d)) => {
                 let _ = write!(
                     line,
                     " verdict={} option={} rule={} model={} prompt={} confidence={}  {}",
-                    payload["verdict"].as_str().unwrap_or("-"),
-                    payload["option"].as_str().unwrap_or("-"),
-                    inert(payload["rule_ref"].as_str().unwrap_or("-")),
-                    inert(payload["model_id"].as_str().unwrap_or("-")),
-                    inert(payload["prompt_version"].as_str().unwrap_or("-")),
-                    payload["confidence"]
-                        .as_f64()
-                        .map_or("-".to_owned(), |c| format!("{c:.2}")),
-                    inert(payload["rationale"].as_str().unwrap_or(""))
+                    d.verdict,
+                    d.option.as_deref().unwrap_or("-"),
+                    inert(d.rule_ref.as_deref().unwrap_or("-")),
+                    inert(d.model_id.as_deref().unwrap_or("-")),
+                    inert(d.prompt_version.as_deref().unwrap_or("-")),
+                    d.confidence.map_or("-".to_owned(), |c| format!("{c:.2}")),
+                    inert(d.rationale.as_deref().unwrap_or(""))
                 );
             }
-            "gate_decided" => {
+            Some(AuditPayload::GateDecided {
+                option, context, ..
+            }) => {
                 let _ = write!(
                     line,
                     " chose {}{}",
-                    payload["option"].as_str().unwrap_or("?"),
-                    payload["context"]
-                        .as_str()
+                    option,
+                    context
+                        .as_deref()
                         .map(|c| format!(": {}", inert(c)))
                         .unwrap_or_default()
                 );

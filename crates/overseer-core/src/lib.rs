@@ -13,6 +13,7 @@
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
 //! - [`gate_payload`]: what each kind of gate is about (its typed payload).
 //! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
+//! - [`audit`]: what each signed audit record says (its typed payload).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
 //! - [`unasked`]: tool calls an agent carried out without asking, judged against the rules.
@@ -29,6 +30,7 @@
 pub mod activity;
 pub mod actor;
 pub mod agent;
+pub mod audit;
 pub mod autorun;
 pub mod confidence;
 pub mod error;

@@ -123,7 +123,7 @@ fn script(runs: usize) -> Arc<Script> {
                     id: format!("edit-{i}"),
                     title: Some("Edit src/greeting.txt".into()),
                     kind: Some("edit".into()),
-                    status: Some("pending".into()),
+                    status: Some(overseer_core::ToolCallStatus::Pending),
                     raw_input: Some(serde_json::json!({"path": "src/greeting.txt"})),
                     ..Default::default()
                 }),

@@ -330,7 +330,13 @@ impl Engine {
             for (limit, text) in said {
                 self.audit(
                     &overseer_core::Actor::Engine,
-                    serde_json::json!({"type": "security_event", "event": "limit_hit", "run_id": run, "limit": limit, "text": text}),
+                    overseer_core::audit::AuditPayload::SecurityEvent(
+                        overseer_core::audit::SecurityPayload::LimitHit {
+                            run_id: run,
+                            limit: limit.to_owned(),
+                            text: text.clone(),
+                        },
+                    ),
                 );
                 self.note_security(run, text.clone());
                 let first = match limit {

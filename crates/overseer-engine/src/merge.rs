@@ -243,8 +243,15 @@ impl Engine {
         tracing::error!(run = %run, "{text}");
         self.audit(
             &Actor::Engine,
-            json!({"type": "security_event", "event": "unrecorded_merge", "run_id": run,
-                   "base": base, "base_commit": at, "tip": tip, "found": found}),
+            overseer_core::audit::AuditPayload::SecurityEvent(
+                overseer_core::audit::SecurityPayload::UnrecordedMerge {
+                    run_id: run,
+                    base: base.to_owned(),
+                    base_commit: at.to_owned(),
+                    tip: tip.to_owned(),
+                    found: json!(found),
+                },
+            ),
         );
         if let Err(e) = self.record_activity(
             run,

@@ -430,7 +430,13 @@ fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
     tracing::warn!(run = %run, pid, "refused a connection from inside run {run}");
     engine.audit(
         &Actor::Engine,
-        serde_json::json!({"type": "security_event", "event": "socket_from_run", "run_id": run, "pid": pid, "attempts": attempts}),
+        overseer_core::audit::AuditPayload::SecurityEvent(
+            overseer_core::audit::SecurityPayload::SocketFromRun {
+                run_id: run,
+                pid: i64::from(pid),
+                attempts,
+            },
+        ),
     );
     if run == 0 {
         return;

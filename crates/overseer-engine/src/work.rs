@@ -444,7 +444,7 @@ impl Engine {
 
     /// Appends an audit record for something the engine did on its own
     /// authority (a read allowed by default, a refused file access).
-    pub(crate) fn audit(&self, actor: &Actor, payload: serde_json::Value) {
+    pub(crate) fn audit(&self, actor: &Actor, payload: overseer_core::audit::AuditPayload) {
         let now = self.clock.now();
         if let Err(e) = self.write(|tx| tx.append_audit(actor, &payload, now)) {
             tracing::error!("cannot append to the audit log: {e}");

@@ -1,13 +1,17 @@
 //! `make bench`: audit appends through the real store path beside the same
-//! crypto and inserts in a bare loop, measured in the same run, and the latency
-//! of a single gate decision commit. Prints figures; asserts nothing (the
-//! machine is shared and noisy: compare the ratio, not the absolute numbers).
+//! crypto and inserts in a bare loop, measured in the same run, the latency
+//! of a single gate decision commit, and `audit verify` of a million records
+//! (seeded through the store) beside checking them one by one on one core,
+//! as verification did before it batched signatures across cores. Prints
+//! figures; asserts nothing (the machine is shared and noisy: compare the
+//! ratio, not the absolute numbers). `AUDIT_VERIFY_RECORDS` sets how many
+//! records the verification bench seeds.
 
-use ed25519_dalek::{Signer, SigningKey};
-use overseer_core::{Actor, RunEvent};
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use overseer_core::audit::AuditPayload;
+use overseer_core::{Actor, RunEvent, RunId};
 use overseer_store::{Keyring, Store, DB_FILE};
 use rusqlite::params;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
@@ -18,8 +22,14 @@ fn store_in(dir: &std::path::Path) -> Store {
     Store::open(&dir.join("data").join(DB_FILE), keyring).expect("store")
 }
 
-fn payload(i: i64) -> serde_json::Value {
-    json!({"type": "run_transition", "run_id": i % 97, "from": "running", "to": "pending_review", "event": "finish", "note": null})
+fn payload(i: i64) -> AuditPayload {
+    AuditPayload::RunTransition {
+        run_id: RunId(i % 97),
+        from: "running".into(),
+        to: "pending_review".into(),
+        event: "finish".into(),
+        note: None,
+    }
 }
 
 /// Records/s through `Store::write` + `append_audit`, `batch` records per commit.
@@ -71,7 +81,7 @@ fn bare_loop(batch: i64) -> f64 {
                 .expect("prepare");
             for k in 0..batch {
                 let seq = i + k + 1;
-                let body = payload(i + k).to_string();
+                let body = payload(i + k).to_value().to_string();
                 let ph = hex::encode(Sha256::digest(body.as_bytes()));
                 let at = 1_000 + i + k;
                 let rh = hex::encode(Sha256::digest(
@@ -141,7 +151,147 @@ fn decision_latency(n: usize) -> (Duration, Duration, Duration) {
     )
 }
 
+/// A log of `n` records written through the store (10,000 per commit),
+/// with a checkpoint at its end.
+fn seeded(dir: &std::path::Path, n: i64) -> Store {
+    let mut store = store_in(dir);
+    let actor = Actor::Engine;
+    let mut i = 0;
+    while i < n {
+        let batch = (n - i).min(10_000);
+        store
+            .write(|tx| {
+                for k in 0..batch {
+                    tx.append_audit(&actor, &payload(i + k), 1_000 + i + k)?;
+                }
+                Ok(())
+            })
+            .expect("append");
+        i += batch;
+    }
+    store.checkpoint(1_000 + n).expect("checkpoint");
+    store
+}
+
+/// CPU seconds this process has used, all threads (user + system, from
+/// /proc/self/stat in ticks of 1/100 s): on a machine shared with other work,
+/// CPU over cores says what the wall time would be with the cores to itself.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return f64::NAN;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
+/// Records/s of `Store::verify_audit` (the chain, its checkpoints and the
+/// decision rows: what `overseer audit verify` runs), and how long it took.
+fn verify_through_store(store: &Store) -> (f64, Duration, f64) {
+    let (start, cpu) = (Instant::now(), cpu_seconds());
+    let verdict = store.verify_audit().expect("read");
+    let took = start.elapsed();
+    let cpu = cpu_seconds() - cpu;
+    match verdict {
+        Ok(report) => (report.records as f64 / took.as_secs_f64(), took, cpu),
+        Err(e) => {
+            eprintln!("audit bench: the seeded log does not verify: {e}");
+            (f64::NAN, took, cpu)
+        }
+    }
+}
+
+/// Records/s of the one-by-one baseline on the same file: each record read
+/// in seq order, its link, payload hash and record hash checked, and its
+/// signature verified alone, on one core (verification before batching).
+fn verify_one_by_one(db: &std::path::Path, public_key_hex: &str) -> (f64, Duration, f64) {
+    let mut key = [0u8; 32];
+    hex::decode_to_slice(public_key_hex, &mut key).expect("public key");
+    let key = VerifyingKey::from_bytes(&key).expect("public key");
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let (start, cpu) = (Instant::now(), cpu_seconds());
+    let mut stmt = conn
+        .prepare(
+            "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
+             FROM audit_log ORDER BY seq",
+        )
+        .expect("prepare");
+    let mut rows = stmt.query([]).expect("query");
+    let mut prev = "0".repeat(64);
+    let (mut n, mut bad) = (0i64, 0i64);
+    while let Some(r) = rows.next().expect("row") {
+        let seq: i64 = r.get(0).expect("seq");
+        let prev_hash: String = r.get(1).expect("prev");
+        let body: String = r.get(2).expect("payload");
+        let payload_hash: String = r.get(3).expect("payload hash");
+        let actor: String = r.get(4).expect("actor");
+        let at: i64 = r.get(5).expect("at");
+        let record_hash: String = r.get(6).expect("record hash");
+        let signature: String = r.get(7).expect("signature");
+        let ok = seq == n + 1
+            && prev_hash == prev
+            && hex::encode(Sha256::digest(body.as_bytes())) == payload_hash
+            && hex::encode(Sha256::digest(
+                format!("overseer-audit-v1\n{seq}\n{prev_hash}\n{payload_hash}\n{actor}\n{at}")
+                    .as_bytes(),
+            )) == record_hash
+            && hex::decode(&signature)
+                .ok()
+                .and_then(|b| Signature::from_slice(&b).ok())
+                .is_some_and(|sig| key.verify(record_hash.as_bytes(), &sig).is_ok());
+        bad += i64::from(!ok);
+        prev = record_hash;
+        n += 1;
+    }
+    let took = start.elapsed();
+    let cpu = cpu_seconds() - cpu;
+    if bad > 0 {
+        eprintln!("audit bench: {bad} records failed the one-by-one check");
+    }
+    (n as f64 / took.as_secs_f64(), took, cpu)
+}
+
 fn main() {
+    let verify_records: i64 = std::env::var("AUDIT_VERIFY_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("audit verify, {verify_records} records seeded through the store ({cores} cores)");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed_start = Instant::now();
+    let store = seeded(dir.path(), verify_records);
+    println!("  seeded in {:.1} s", seed_start.elapsed().as_secs_f64());
+    // Once each to warm the page cache, then measured.
+    let _ = verify_one_by_one(store.path(), &store_public_key(dir.path()));
+    let (base_rate, base_took, base_cpu) =
+        verify_one_by_one(store.path(), &store_public_key(dir.path()));
+    let (rate, took, cpu) = verify_through_store(&store);
+    println!(
+        "  {:>28}  {:>12.0} records/s  {:>7.2} s  {:>7.2} CPU s",
+        "batched, every core",
+        rate,
+        took.as_secs_f64(),
+        cpu
+    );
+    println!(
+        "  {:>28}  {:>12.0} records/s  {:>7.2} s  {:>7.2} CPU s",
+        "one by one, one core",
+        base_rate,
+        base_took.as_secs_f64(),
+        base_cpu
+    );
+    println!("  {:>28}  {:>12.2}", "batched/one-by-one", rate / base_rate);
+    drop(store);
+    drop(dir);
+    println!();
     println!("audit appends, {RECORDS} records each (records/s, higher is better)");
     println!(
         "{:>6}  {:>14}  {:>14}  {:>12}",
@@ -172,14 +322,45 @@ fn main() {
     // ratio is one record per append (batch 1).
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     let json = format!(
-        "{{{}, \"gate_decision_commit_p99_ms\": {:.3}, \"gate_decision_commit_p50_ms\": {:.3}}}\n",
+        "{{{}, \"gate_decision_commit_p99_ms\": {:.3}, \"gate_decision_commit_p50_ms\": {:.3}, \"audit_verify_records\": {verify_records}, \"audit_verify_records_per_s\": {}, \"audit_verify_one_by_one_records_per_s\": {}, \"audit_verify_s\": {:.3}, \"audit_verify_one_by_one_s\": {:.3}, \"audit_verify_cpu_s\": {}, \"audit_verify_one_by_one_cpu_s\": {}}}\n",
         ratios.join(", "),
         p99.as_secs_f64() * 1e3,
-        p50.as_secs_f64() * 1e3
+        p50.as_secs_f64() * 1e3,
+        figure(rate),
+        figure(base_rate),
+        took.as_secs_f64(),
+        base_took.as_secs_f64(),
+        figure2(cpu),
+        figure2(base_cpu)
     );
     if let Err(e) =
         std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join("audit.json"), json))
     {
         eprintln!("audit bench: cannot write audit.json: {e}");
+    }
+}
+
+/// The public key of the keyring the store in `dir` signs with.
+fn store_public_key(dir: &std::path::Path) -> String {
+    Keyring::load_or_create(&dir.join("config"))
+        .expect("keyring")
+        .public_key_hex()
+}
+
+/// A figure for the JSON: null when it could not be measured.
+fn figure(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.0}")
+    } else {
+        "null".to_owned()
+    }
+}
+
+/// A figure with two decimals for the JSON: null when it could not be measured.
+fn figure2(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        "null".to_owned()
     }
 }

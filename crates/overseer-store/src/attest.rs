@@ -14,7 +14,9 @@
 //! "Why?" story, and in `audit verify`, which checks every row.
 
 use crate::audit::{self, AuditProblem, AuditRecord};
+use crate::chain;
 use crate::Keyring;
+use overseer_core::audit::{AuditPayload, DecisionPayload, SecurityPayload};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -264,16 +266,44 @@ pub(crate) struct DecisionBook<'c> {
     verified_below: i64,
     /// Which row first claimed each record.
     claimed: HashMap<i64, (DecisionTable, i64)>,
+    /// Records read and checked ahead ([`Self::prefetch`]).
+    checked: Checked,
 }
 
-/// A record's payload, parsed once.
+/// Records read and checked ahead, by seq (`None`: there is no such record).
+type Checked = HashMap<i64, Option<(AuditRecord, Option<AuditProblem>)>>;
+
+/// A record's payload, parsed once (`None`: of no kind Overseer writes).
 struct Signed<'r> {
     record: &'r AuditRecord,
-    payload: Value,
+    payload: Option<AuditPayload>,
 }
 
-fn text(v: Option<&Value>) -> Option<&str> {
-    v.and_then(Value::as_str)
+/// A record's payload, typed; `None` when it is of no kind Overseer writes.
+fn payload_of(record: &AuditRecord) -> Option<AuditPayload> {
+    AuditPayload::parse(&record.payload).ok()
+}
+
+/// A record's kind, as a mismatch names it.
+fn kind_of(p: Option<&AuditPayload>) -> &'static str {
+    p.map_or("?", AuditPayload::kind)
+}
+
+/// The gate a record names, as a mismatch shows it: `-` when it names
+/// none, `null` for a decision on no gate.
+fn gate_shown(p: Option<&AuditPayload>) -> String {
+    match p {
+        Some(AuditPayload::Decision(d)) => d.gate_id.map_or("null".to_owned(), |g| g.to_string()),
+        other => other
+            .and_then(AuditPayload::gate_id)
+            .map_or("-".to_owned(), |g| g.to_string()),
+    }
+}
+
+/// The run a record names as `run_id`, as a mismatch shows it.
+fn run_shown(p: Option<&AuditPayload>) -> String {
+    p.and_then(AuditPayload::run_id)
+        .map_or("-".to_owned(), |r| r.to_string())
 }
 
 fn shown(v: Option<&str>) -> String {
@@ -287,7 +317,62 @@ impl<'c> DecisionBook<'c> {
             keyring,
             verified_below: 0,
             claimed: HashMap::new(),
+            checked: HashMap::new(),
         }
+    }
+
+    /// Reads and checks the records at `seqs` all at once, their signatures
+    /// in batches across every core, for the row checks that follow (the
+    /// same verdicts as checking each when it is needed, faster).
+    pub(crate) fn prefetch(&mut self, seqs: impl IntoIterator<Item = i64>) -> rusqlite::Result<()> {
+        let mut wanted: Vec<i64> = seqs
+            .into_iter()
+            .filter(|s| *s >= self.verified_below && !self.checked.contains_key(s))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut records = Vec::with_capacity(wanted.len());
+        for seq in wanted {
+            match audit::record_at(self.conn, seq)? {
+                Some(r) => records.push(r),
+                None => {
+                    self.checked.insert(seq, None);
+                }
+            }
+        }
+        let mut before: HashMap<i64, Option<AuditRecord>> = HashMap::new();
+        for r in &records {
+            let seq = r.seq - 1;
+            if seq >= 1 && !before.contains_key(&seq) {
+                before.insert(seq, audit::record_at(self.conn, seq)?);
+            }
+        }
+        let pairs: Vec<(&AuditRecord, Option<&AuditRecord>)> = records
+            .iter()
+            .map(|r| (r, before.get(&(r.seq - 1)).and_then(Option::as_ref)))
+            .collect();
+        let problems = chain::check_records(self.keyring, &pairs);
+        for (record, problem) in records.into_iter().zip(problems) {
+            self.checked.insert(record.seq, Some((record, problem)));
+        }
+        Ok(())
+    }
+
+    /// A book that starts with the records another one read and checked.
+    fn with_checked(mut self, checked: Checked) -> Self {
+        self.checked = checked;
+        self
+    }
+
+    /// The records this book read and checked, for the next one.
+    fn into_checked(self) -> Checked {
+        self.checked
+    }
+
+    /// Claims start afresh: rows checked from here on may claim records
+    /// rows checked before claimed (each gate's rows among themselves).
+    fn forget_claims(&mut self) {
+        self.claimed.clear();
     }
 
     /// Records `1..verified_below` verified by a pass over the whole chain.
@@ -298,6 +383,9 @@ impl<'c> DecisionBook<'c> {
 
     /// The record at `seq` and what checking it found.
     fn record(&self, seq: i64) -> rusqlite::Result<Option<(AuditRecord, Option<AuditProblem>)>> {
+        if let Some(checked) = self.checked.get(&seq) {
+            return Ok(checked.clone());
+        }
         let Some(record) = audit::record_at(self.conn, seq)? else {
             return Ok(None);
         };
@@ -309,7 +397,7 @@ impl<'c> DecisionBook<'c> {
             } else {
                 None
             };
-            audit::check_record(self.keyring, &record, prev.as_ref())
+            chain::check_record(self.keyring, &record, prev.as_ref())
         };
         Ok(Some((record, problem)))
     }
@@ -334,7 +422,7 @@ impl<'c> DecisionBook<'c> {
         seq: i64,
         table: DecisionTable,
         row_id: i64,
-    ) -> rusqlite::Result<Result<(AuditRecord, Value), DecisionProblem>> {
+    ) -> rusqlite::Result<Result<(AuditRecord, Option<AuditPayload>), DecisionProblem>> {
         if let Some(other) = self.claim(seq, table, row_id) {
             return Ok(Err(DecisionProblem::RecordReused {
                 other_row_id: other,
@@ -346,7 +434,7 @@ impl<'c> DecisionBook<'c> {
         if let Some(why) = problem {
             return Ok(Err(DecisionProblem::RecordNotVerified { why }));
         }
-        let payload = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let payload = payload_of(&record);
         Ok(Ok((record, payload)))
     }
 
@@ -397,16 +485,19 @@ impl<'c> DecisionBook<'c> {
                 DecisionProblem::RecordNotVerified { why },
             )));
         }
-        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
         let signed = Signed {
             record: &record,
-            payload,
+            payload: payload_of(&record),
         };
         if !row.is_decided() {
+            let option = match &signed.payload {
+                Some(AuditPayload::GateDecided { option, .. }) => option.as_str(),
+                _ => "?",
+            };
             return Ok(Some(mismatch(
                 Some(seq),
                 DecisionProblem::DecisionErased {
-                    option: text(signed.payload.get("option")).unwrap_or("?").to_owned(),
+                    option: option.to_owned(),
                     by: record.actor.clone(),
                 },
             )));
@@ -429,30 +520,26 @@ impl<'c> DecisionBook<'c> {
                 Ok(found) => found,
                 Err(problem) => return Ok(Some(mismatch(problem))),
             };
-        let kind = text(payload.get("type")).unwrap_or("?");
-        if kind != "gate_decided"
-            || payload.get("gate_id").and_then(Value::as_i64) != Some(row.gate_id)
-        {
-            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
-                detail: format!(
-                    "a {kind} record about gate {}",
-                    payload
-                        .get("gate_id")
-                        .map_or("-".to_owned(), Value::to_string)
-                ),
-            })));
-        }
+        let (option, context) = match &payload {
+            Some(AuditPayload::GateDecided {
+                gate_id,
+                option,
+                context,
+                ..
+            }) if i64::from(*gate_id) == row.gate_id => (option, context),
+            other => {
+                return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                    detail: format!(
+                        "a {} record about gate {}",
+                        kind_of(other.as_ref()),
+                        gate_shown(other.as_ref())
+                    ),
+                })));
+            }
+        };
         let fields = [
-            (
-                "option",
-                Some(row.option.as_str()),
-                text(payload.get("option")),
-            ),
-            (
-                "context",
-                row.context.as_deref(),
-                text(payload.get("context")),
-            ),
+            ("option", Some(row.option.as_str()), Some(option.as_str())),
+            ("context", row.context.as_deref(), context.as_deref()),
             (
                 "actor",
                 Some(row.actor.as_str()),
@@ -505,22 +592,27 @@ impl<'c> DecisionBook<'c> {
             Ok(found) => found,
             Err(problem) => return Ok(Some(mismatch(problem))),
         };
-        let kind = text(p.get("type")).unwrap_or("?");
-        let same_run = p.get("run_id").and_then(Value::as_i64) == Some(row.run_id);
-        let same_gate = p.get("gate_id").and_then(Value::as_i64) == row.gate_id;
-        if kind != "decision" || !same_run || !same_gate {
-            return Ok(Some(mismatch(DecisionProblem::WrongRecord {
-                detail: format!(
-                    "a {kind} record about run {} and gate {}",
-                    p.get("run_id").map_or("-".to_owned(), Value::to_string),
-                    p.get("gate_id").map_or("-".to_owned(), Value::to_string)
-                ),
-            })));
-        }
+        let d: &DecisionPayload = match &p {
+            Some(AuditPayload::Decision(d))
+                if i64::from(d.run_id) == row.run_id && d.gate_id.map(i64::from) == row.gate_id =>
+            {
+                d
+            }
+            other => {
+                return Ok(Some(mismatch(DecisionProblem::WrongRecord {
+                    detail: format!(
+                        "a {} record about run {} and gate {}",
+                        kind_of(other.as_ref()),
+                        run_shown(other.as_ref()),
+                        gate_shown(other.as_ref())
+                    ),
+                })));
+            }
+        };
         // The rationale column holds the rationale, else the human's context;
         // records written before the context was signed do not carry it.
-        let rationale_signed = match (p.get("context"), text(p.get("rationale"))) {
-            (Some(c), r) => Some(r.or(c.as_str())),
+        let rationale_signed = match (&d.context, d.rationale.as_deref()) {
+            (Some(c), r) => Some(r.or(c.as_deref())),
             (None, Some(r)) => Some(Some(r)),
             (None, None) => None,
         };
@@ -533,25 +625,25 @@ impl<'c> DecisionBook<'c> {
             (
                 "verdict",
                 Some(row.verdict.as_str()),
-                text(p.get("verdict")),
+                Some(d.verdict.as_str()),
             ),
-            ("option", row.option.as_deref(), text(p.get("option"))),
+            ("option", row.option.as_deref(), d.option.as_deref()),
             (
                 "correction",
                 row.correction.as_deref(),
-                text(p.get("correction")),
+                d.correction.as_deref(),
             ),
-            ("rule_ref", row.rule_ref.as_deref(), text(p.get("rule_ref"))),
-            ("model_id", row.model_id.as_deref(), text(p.get("model_id"))),
+            ("rule_ref", row.rule_ref.as_deref(), d.rule_ref.as_deref()),
+            ("model_id", row.model_id.as_deref(), d.model_id.as_deref()),
             (
                 "prompt_version",
                 row.prompt_version.as_deref(),
-                text(p.get("prompt_version")),
+                d.prompt_version.as_deref(),
             ),
             (
                 "source_event",
                 row.source_event.as_deref(),
-                text(p.get("source_event")),
+                d.source_event.as_deref(),
             ),
         ];
         if let Some(signed) = rationale_signed {
@@ -566,7 +658,7 @@ impl<'c> DecisionBook<'c> {
                 })));
             }
         }
-        let confidence = p.get("confidence").and_then(Value::as_f64);
+        let confidence = d.confidence;
         if !same_float(row.confidence, confidence) {
             let show = |c: Option<f64>| c.map_or_else(|| "(none)".to_owned(), |c| c.to_string());
             return Ok(Some(mismatch(DecisionProblem::Differs {
@@ -599,19 +691,27 @@ fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
 
 /// How a decided gate's row differs from its latest signed record, if it does.
 fn gate_differs(row: &GateRow, s: &Signed<'_>) -> Option<DecisionProblem> {
-    let p = &s.payload;
-    let about = p.get("gate_id").and_then(Value::as_i64) == Some(row.id)
-        && p.get("run_id").and_then(Value::as_i64) == Some(row.run_id)
-        && text(p.get("type")) == Some("gate_decided");
-    if !about {
-        return Some(DecisionProblem::WrongRecord {
-            detail: format!("a {} record", text(p.get("type")).unwrap_or("?")),
-        });
-    }
+    let (kind, option, context) = match &s.payload {
+        Some(AuditPayload::GateDecided {
+            gate_id,
+            run_id,
+            kind,
+            option,
+            context,
+            ..
+        }) if i64::from(*gate_id) == row.id && i64::from(*run_id) == row.run_id => {
+            (kind, option, context)
+        }
+        other => {
+            return Some(DecisionProblem::WrongRecord {
+                detail: format!("a {} record", kind_of(other.as_ref())),
+            });
+        }
+    };
     let fields = [
-        ("kind", Some(row.kind.as_str()), text(p.get("kind"))),
-        ("option", row.option.as_deref(), text(p.get("option"))),
-        ("context", row.context.as_deref(), text(p.get("context"))),
+        ("kind", Some(row.kind.as_str()), Some(kind.as_str())),
+        ("option", row.option.as_deref(), Some(option.as_str())),
+        ("context", row.context.as_deref(), context.as_deref()),
         (
             "decided_by",
             row.by.as_deref(),
@@ -657,30 +757,32 @@ impl DecisionBook<'_> {
         let Some((record, None)) = self.record(seq)? else {
             return Ok(None);
         };
-        let p: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
-        Ok(text(p.get("option")).map(|option| SignedDecision {
-            option: option.to_owned(),
-            context: text(p.get("context")).map(str::to_owned),
-            by: record.actor.clone(),
-            at: record.at,
-        }))
+        Ok(match payload_of(&record) {
+            Some(AuditPayload::GateDecided {
+                option, context, ..
+            }) => Some(SignedDecision {
+                option,
+                context,
+                by: record.actor.clone(),
+                at: record.at,
+            }),
+            _ => None,
+        })
     }
 }
 
 /// One gate checked for its acting: its row against its latest record.
 /// Pending rows are not looked up (nothing acts on them).
-pub(crate) fn check_gate_for_acting(
-    conn: &Connection,
-    keyring: &Keyring,
+fn check_gate_for_acting(
+    book: &mut DecisionBook<'_>,
     gate: i64,
 ) -> rusqlite::Result<Option<(GateRow, DecisionMismatch, Option<SignedDecision>)>> {
-    let Some(row) = read_gate_row(conn, gate)? else {
+    let Some(row) = read_gate_row(book.conn, gate)? else {
         return Ok(None);
     };
     if !row.is_decided() {
         return Ok(None);
     }
-    let mut book = DecisionBook::new(conn, keyring);
     let latest = book.latest_gate_record(gate)?;
     let Some(mismatch) = book.check_gate(&row, latest)? else {
         return Ok(None);
@@ -696,28 +798,69 @@ pub(crate) fn check_one_gate(
     keyring: &Keyring,
     gate: i64,
 ) -> rusqlite::Result<Vec<DecisionMismatch>> {
-    let mut out = Vec::new();
     let mut book = DecisionBook::new(conn, keyring);
-    if let Some(row) = read_gate_row(conn, gate)? {
-        let latest = book.latest_gate_record(gate)?;
-        out.extend(book.check_gate(&row, latest)?);
+    let rows = GateRows::read(conn, &mut book, gate)?;
+    book.prefetch(rows.seqs())?;
+    rows.check(&mut book)
+}
+
+/// A gate's decision rows: its own, its history, its votes, with the
+/// latest signed record about it.
+struct GateRows {
+    row: Option<GateRow>,
+    latest: Option<i64>,
+    history: Vec<HistoryRow>,
+    decisions: Vec<DecisionRow>,
+}
+
+impl GateRows {
+    fn read(conn: &Connection, book: &mut DecisionBook<'_>, gate: i64) -> rusqlite::Result<Self> {
+        let row = read_gate_row(conn, gate)?;
+        let latest = match row {
+            Some(_) => book.latest_gate_record(gate)?,
+            None => None,
+        };
+        let history = conn
+            .prepare_cached(&format!("{HISTORY_SELECT} WHERE gate_id = ?1 ORDER BY id"))?
+            .query_map([gate], history_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(GateRows {
+            row,
+            latest,
+            history,
+            decisions: decisions_of_gate(conn, gate)?,
+        })
     }
-    let history = conn
-        .prepare_cached(&format!("{HISTORY_SELECT} WHERE gate_id = ?1 ORDER BY id"))?
-        .query_map([gate], history_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for h in &history {
-        out.extend(book.check_history(h)?);
+
+    /// Every record the rows name.
+    fn seqs(&self) -> impl Iterator<Item = i64> + '_ {
+        self.latest
+            .into_iter()
+            .chain(self.history.iter().map(|h| h.audit_seq))
+            .chain(self.decisions.iter().map(|d| d.audit_seq))
     }
-    let decisions = decisions_of_gate(conn, gate)?;
-    for d in &decisions {
-        out.extend(book.check_decision(d)?);
+
+    /// Every mismatch among them (the gate's rows claim records among
+    /// themselves).
+    fn check(&self, book: &mut DecisionBook<'_>) -> rusqlite::Result<Vec<DecisionMismatch>> {
+        book.forget_claims();
+        let mut out = Vec::new();
+        if let Some(row) = &self.row {
+            out.extend(book.check_gate(row, self.latest)?);
+        }
+        for h in &self.history {
+            out.extend(book.check_history(h)?);
+        }
+        for d in &self.decisions {
+            out.extend(book.check_decision(d)?);
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// Every mismatch about one run: each of its gates (as [`check_one_gate`])
 /// and its decisions that belong to no gate (rules, step verdicts, retries).
+/// Every record they name is checked at once, signatures in batches.
 pub(crate) fn check_one_run(
     conn: &Connection,
     keyring: &Keyring,
@@ -727,17 +870,29 @@ pub(crate) fn check_one_run(
         .prepare_cached("SELECT id FROM gates WHERE run_id = ?1 ORDER BY id")?
         .query_map([run], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut out = Vec::new();
-    for g in gates {
-        out.extend(check_one_gate(conn, keyring, g)?);
-    }
     let mut book = DecisionBook::new(conn, keyring);
+    let mut per_gate = Vec::with_capacity(gates.len());
+    for g in gates {
+        per_gate.push(GateRows::read(conn, &mut book, g)?);
+    }
     let loose = conn
         .prepare_cached(&format!(
             "{DECISION_ROW_SELECT} WHERE run_id = ?1 AND gate_id IS NULL ORDER BY id"
         ))?
         .query_map([run], decision_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    book.prefetch(
+        per_gate
+            .iter()
+            .flat_map(GateRows::seqs)
+            .chain(loose.iter().map(|d| d.audit_seq))
+            .collect::<Vec<_>>(),
+    )?;
+    let mut out = Vec::new();
+    for rows in &per_gate {
+        out.extend(rows.check(&mut book)?);
+    }
+    book.forget_claims();
     for d in &loose {
         out.extend(book.check_decision(d)?);
     }
@@ -816,8 +971,24 @@ impl crate::WriteTx<'_> {
         gate: overseer_core::GateId,
         now: overseer_core::Millis,
     ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
-        let found = check_gate_for_acting(self.conn(), self.keyring(), gate.into())
-            .map_err(|e| self.sql(e))?;
+        self.reconcile_gate_checked(gate, now, &mut Checked::new())
+    }
+
+    /// [`Self::reconcile_gate`], with the records `checked` ahead.
+    fn reconcile_gate_checked(
+        &mut self,
+        gate: overseer_core::GateId,
+        now: overseer_core::Millis,
+        checked: &mut Checked,
+    ) -> Result<Option<DecisionMismatch>, crate::StoreError> {
+        let found = {
+            let mut book = DecisionBook::new(self.conn(), self.keyring())
+                .with_checked(std::mem::take(checked));
+            let found = check_gate_for_acting(&mut book, gate.into());
+            *checked = book.into_checked();
+            found
+        }
+        .map_err(|e| self.sql(e))?;
         let Some((row, mismatch, signed)) = found else {
             return Ok(None);
         };
@@ -848,22 +1019,20 @@ impl crate::WriteTx<'_> {
         };
         self.append_audit(
             &overseer_core::Actor::Engine,
-            &serde_json::json!({
-                "type": "security_event",
-                "event": "decision_without_record",
-                "gate_id": row.id,
-                "run_id": row.run_id,
-                "found": {
+            &AuditPayload::SecurityEvent(SecurityPayload::DecisionWithoutRecord {
+                gate_id: overseer_core::GateId(row.id),
+                run_id: overseer_core::RunId(row.run_id),
+                found: serde_json::json!({
                     "status": row.status,
                     "option": row.option,
                     "context": row.context,
                     "by": row.by,
                     "at": row.at,
-                },
-                "audit_seq": mismatch.audit_seq,
-                "problem": mismatch.problem,
-                "restored": restored,
-                "text": mismatch.to_string(),
+                }),
+                audit_seq: mismatch.audit_seq,
+                problem: serde_json::to_value(&mismatch.problem).unwrap_or(Value::Null),
+                restored,
+                text: mismatch.to_string(),
             }),
             now,
         )?;
@@ -921,9 +1090,23 @@ impl crate::WriteTx<'_> {
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| self.sql(e))?;
+        // Their latest signed records are checked all at once (signatures
+        // in batches, across cores), then each gate against its own.
+        let mut checked = {
+            let mut book = DecisionBook::new(self.conn(), self.keyring());
+            let latest = ids
+                .iter()
+                .map(|&id| book.latest_gate_record(id))
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .and_then(|latest| book.prefetch(latest.into_iter().flatten()));
+            latest.map(|()| book.into_checked())
+        }
+        .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
         for id in ids {
-            if let Some(m) = self.reconcile_gate(overseer_core::GateId(id), now)? {
+            if let Some(m) =
+                self.reconcile_gate_checked(overseer_core::GateId(id), now, &mut checked)?
+            {
                 out.push((self.gate(overseer_core::GateId(id))?, m));
             }
         }

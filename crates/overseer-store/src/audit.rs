@@ -8,8 +8,12 @@
 //! Truncation of the tail leaves a valid shorter chain, so signed checkpoints
 //! (count + head hash), kept in the database and in the config dir, vouch for
 //! how long the log was.
+//!
+//! This module holds the records themselves (sealing, storing, reading);
+//! [`crate::chain`] checks them, [`crate::attest`] checks decision rows
+//! against them, and [`crate::verify`] puts both together for `audit
+//! verify` and the "Why?" stories. Each uses only the ones before it.
 
-use crate::attest::DecisionMismatch;
 use crate::Keyring;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -33,14 +37,7 @@ pub struct AuditRecord {
     pub signature: String,
 }
 
-/// A signed statement that the log had `count` records ending in `head_hash`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    pub count: i64,
-    pub head_hash: String,
-    pub at: i64,
-    pub signature: String,
-}
+pub use crate::keys::Checkpoint;
 
 /// Canonical bytes of a payload: keys sorted at every level, no whitespace,
 /// so the same value always gives the same bytes. Sorted here, not left to
@@ -170,7 +167,7 @@ pub(crate) fn record_at(conn: &Connection, seq: i64) -> rusqlite::Result<Option<
     .optional()
 }
 
-fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
+pub(crate) fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
     Ok(AuditRecord {
         seq: r.get(0)?,
         prev_hash: r.get(1)?,
@@ -264,176 +261,6 @@ impl fmt::Display for VerifyFailure {
     }
 }
 
-/// Why a log failed verification: its first bad record or checkpoint, and
-/// every decision row no verifying signed record backs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AuditFailure {
-    /// The first bad record or checkpoint, if the chain itself is broken.
-    pub record: Option<VerifyFailure>,
-    /// Decision rows (gates, their history, votes and notes) whose signed
-    /// record is missing, does not verify, or says something else.
-    pub decisions: Vec<DecisionMismatch>,
-}
-
-impl fmt::Display for AuditFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        if let Some(r) = &self.record {
-            write!(f, "{r}")?;
-            first = false;
-        }
-        if !self.decisions.is_empty() {
-            if !first {
-                writeln!(f)?;
-            }
-            write!(
-                f,
-                "{} decision row(s) are not backed by their signed record:",
-                self.decisions.len()
-            )?;
-            for d in &self.decisions {
-                write!(f, "\n  - {d}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Verifies the chain and every checkpoint, then cross-checks every
-/// decision row against its signed record. The outer `Result` is a database
-/// failure; the inner one is the verdict.
-pub(crate) fn verify(
-    conn: &Connection,
-    keyring: &Keyring,
-    file_cp: Option<&Checkpoint>,
-) -> rusqlite::Result<Result<VerifyReport, AuditFailure>> {
-    let chain = verify_chain(conn, keyring, file_cp)?;
-    let verified_below = match &chain {
-        Ok(report) => report.records + 1,
-        Err(f) => match f.problem {
-            AuditProblem::Truncated { .. }
-            | AuditProblem::CheckpointMismatch { .. }
-            | AuditProblem::BadCheckpointSignature { .. } => head(conn)?.0 + 1,
-            AuditProblem::SeqGap { .. }
-            | AuditProblem::ChainBroken
-            | AuditProblem::PayloadEdited
-            | AuditProblem::FieldsEdited
-            | AuditProblem::BadSignature => f.seq,
-        },
-    };
-    let decisions = crate::attest::check_all(conn, keyring, verified_below)?;
-    Ok(match chain {
-        Ok(report) if decisions.is_empty() => Ok(report),
-        Ok(_) => Err(AuditFailure {
-            record: None,
-            decisions,
-        }),
-        Err(record) => Err(AuditFailure {
-            record: Some(record),
-            decisions,
-        }),
-    })
-}
-
-/// Verifies every record, then every checkpoint (database and `file_cp`).
-fn verify_chain(
-    conn: &Connection,
-    keyring: &Keyring,
-    file_cp: Option<&Checkpoint>,
-) -> rusqlite::Result<Result<VerifyReport, VerifyFailure>> {
-    let fail = |seq, problem| Ok(Err(VerifyFailure { seq, problem }));
-    // Hashes by position, to check checkpoints afterwards without a second pass.
-    let mut hashes: Vec<String> = Vec::new();
-    let mut prev_hash = GENESIS_HASH.to_owned();
-    let mut expected_seq = 1;
-    {
-        let mut stmt = conn.prepare(
-            "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-             FROM audit_log ORDER BY seq",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let r = row_to_record(row)?;
-            if r.seq != expected_seq {
-                return fail(expected_seq, AuditProblem::SeqGap { found: r.seq });
-            }
-            if r.prev_hash != prev_hash {
-                return fail(r.seq, AuditProblem::ChainBroken);
-            }
-            if sha256_hex(r.payload.as_bytes()) != r.payload_hash {
-                return fail(r.seq, AuditProblem::PayloadEdited);
-            }
-            if record_hash(r.seq, &r.prev_hash, &r.payload_hash, &r.actor, r.at) != r.record_hash {
-                return fail(r.seq, AuditProblem::FieldsEdited);
-            }
-            if !keyring.verify(r.record_hash.as_bytes(), &r.signature) {
-                return fail(r.seq, AuditProblem::BadSignature);
-            }
-            prev_hash = r.record_hash.clone();
-            hashes.push(r.record_hash);
-            expected_seq += 1;
-        }
-    }
-    let records = hashes.len() as i64;
-    let mut checkpoints: Vec<Checkpoint> = {
-        let mut stmt = conn
-            .prepare("SELECT count, head_hash, at, signature FROM audit_checkpoints ORDER BY id")?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Checkpoint {
-                count: r.get(0)?,
-                head_hash: r.get(1)?,
-                at: r.get(2)?,
-                signature: r.get(3)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    checkpoints.extend(file_cp.cloned());
-    for cp in &checkpoints {
-        let at_seq = cp.count.max(1);
-        if !keyring.verify(
-            &checkpoint_message(cp.count, &cp.head_hash, cp.at),
-            &cp.signature,
-        ) {
-            return fail(
-                at_seq,
-                AuditProblem::BadCheckpointSignature {
-                    checkpoint_count: cp.count,
-                },
-            );
-        }
-        if cp.count > records {
-            return fail(
-                records + 1,
-                AuditProblem::Truncated {
-                    checkpoint_count: cp.count,
-                    found: records,
-                },
-            );
-        }
-        let head = match cp.count {
-            0 => Some(GENESIS_HASH),
-            n => usize::try_from(n - 1)
-                .ok()
-                .and_then(|i| hashes.get(i))
-                .map(String::as_str),
-        };
-        if head != Some(cp.head_hash.as_str()) {
-            return fail(
-                at_seq,
-                AuditProblem::CheckpointMismatch {
-                    checkpoint_count: cp.count,
-                },
-            );
-        }
-    }
-    Ok(Ok(VerifyReport {
-        records,
-        head_hash: prev_hash,
-        checkpoints: checkpoints.len() as i64,
-    }))
-}
-
 /// One record of a story, with what checking it on its own found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct CheckedRecord {
@@ -441,119 +268,6 @@ pub struct CheckedRecord {
     /// `None` when the record is intact and its signature verifies, linked to
     /// the record before it; otherwise what is wrong, loudly.
     pub problem: Option<AuditProblem>,
-}
-
-/// Checks one record: its payload hash, its record hash, its signature, and
-/// its link to the record before it (`prev`, or genesis for seq 1).
-pub(crate) fn check_record(
-    keyring: &Keyring,
-    record: &AuditRecord,
-    prev: Option<&AuditRecord>,
-) -> Option<AuditProblem> {
-    let expected_prev = match (record.seq, prev) {
-        (1, _) => Some(GENESIS_HASH),
-        (_, Some(p)) if p.seq == record.seq - 1 => Some(p.record_hash.as_str()),
-        _ => None,
-    };
-    match expected_prev {
-        None => {
-            return Some(AuditProblem::SeqGap {
-                found: prev.map_or(0, |p| p.seq),
-            })
-        }
-        Some(h) if h != record.prev_hash => return Some(AuditProblem::ChainBroken),
-        Some(_) => {}
-    }
-    if sha256_hex(record.payload.as_bytes()) != record.payload_hash {
-        return Some(AuditProblem::PayloadEdited);
-    }
-    if record_hash(
-        record.seq,
-        &record.prev_hash,
-        &record.payload_hash,
-        &record.actor,
-        record.at,
-    ) != record.record_hash
-    {
-        return Some(AuditProblem::FieldsEdited);
-    }
-    if !keyring.verify(record.record_hash.as_bytes(), &record.signature) {
-        return Some(AuditProblem::BadSignature);
-    }
-    None
-}
-
-/// Records whose payload names `key = id` (e.g. every record about gate 12),
-/// in seq order, each checked with its predecessor.
-pub(crate) fn story(
-    conn: &Connection,
-    keyring: &Keyring,
-    key: &str,
-    id: i64,
-) -> rusqlite::Result<Vec<CheckedRecord>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-         FROM audit_log WHERE json_extract(payload, '$.{key}') = ?1 ORDER BY seq"
-    ))?;
-    let records = stmt
-        .query_map([id], row_to_record)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    checked(conn, keyring, records)
-}
-
-/// Each record checked on its own: signature, hashes, and its link to the
-/// record before it in the log.
-fn checked(
-    conn: &Connection,
-    keyring: &Keyring,
-    records: Vec<AuditRecord>,
-) -> rusqlite::Result<Vec<CheckedRecord>> {
-    let mut prev_stmt = conn.prepare_cached(
-        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-         FROM audit_log WHERE seq = ?1",
-    )?;
-    let mut out = Vec::with_capacity(records.len());
-    for record in records {
-        let prev = prev_stmt
-            .query_row([record.seq - 1], row_to_record)
-            .optional()?;
-        let problem = check_record(keyring, &record, prev.as_ref());
-        out.push(CheckedRecord { record, problem });
-    }
-    Ok(out)
-}
-
-/// Every audit record about one run or any of its gates, in log order, each
-/// checked on its own: one scan of the log, however many gates the run has.
-pub(crate) fn run_story(
-    conn: &Connection,
-    keyring: &Keyring,
-    run: i64,
-) -> rusqlite::Result<Vec<CheckedRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, prev_hash, payload, payload_hash, actor, at, record_hash, signature
-         FROM audit_log
-         WHERE json_extract(payload, '$.run_id') = ?1
-            OR json_extract(payload, '$.gate_id') IN (SELECT id FROM gates WHERE run_id = ?1)
-         ORDER BY seq",
-    )?;
-    let records = stmt
-        .query_map([run], row_to_record)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    checked(conn, keyring, records)
-}
-
-impl crate::Store {
-    /// Every audit record about one run or any of its gates (the run's
-    /// "Why?"), in log order, each checked on its own: signature, hashes,
-    /// and its link in the chain. One scan of the log.
-    pub fn audit_story_of_run(
-        &self,
-        run: overseer_core::RunId,
-    ) -> Result<Vec<CheckedRecord>, crate::StoreError> {
-        run_story(&self.conn, &self.keyring, run.into())
-            .map_err(|e| crate::StoreError::from_sqlite(e, &self.path))
-    }
 }
 
 #[cfg(test)]

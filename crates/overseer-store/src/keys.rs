@@ -4,13 +4,23 @@
 //! 0600 (the dir itself 0700). It is never written to the database or to a
 //! worktree: whoever can edit the database alone cannot forge records.
 
-use crate::audit::Checkpoint;
 use crate::StoreError;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// A signed statement that the audit log had `count` records ending in
+/// `head_hash` (kept in the database and, its latest, beside the key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub count: i64,
+    pub head_hash: String,
+    pub at: i64,
+    pub signature: String,
+}
 
 const KEY_FILE: &str = "audit-signing.key";
 const CHECKPOINT_DIR: &str = "checkpoints";
@@ -62,6 +72,11 @@ impl Keyring {
 
     pub(crate) fn sign(&self, msg: &[u8]) -> String {
         hex::encode(self.key.sign(msg).to_bytes())
+    }
+
+    /// The public half, to verify many records on several threads.
+    pub(crate) fn verifying_key(&self) -> VerifyingKey {
+        self.key.verifying_key()
     }
 
     pub(crate) fn verify(&self, msg: &[u8], signature_hex: &str) -> bool {

@@ -17,6 +17,7 @@
 
 mod attest;
 pub mod audit;
+mod chain;
 pub mod changes;
 mod error;
 pub mod keys;
@@ -26,13 +27,14 @@ mod read;
 mod schema;
 mod session;
 mod supervise;
+mod verify;
 mod work;
 mod write;
 pub mod writer;
 
 pub use attest::{DecisionMismatch, DecisionProblem, DecisionTable};
 pub use audit::{
-    AuditFailure, AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
+    AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
 };
 pub use changes::Changes;
 pub use error::StoreError;
@@ -41,6 +43,7 @@ pub use messages::NewMessage;
 pub use schema::SCHEMA_VERSION;
 pub use session::NewSession;
 pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
+pub use verify::AuditFailure;
 pub use work::{MergeRecord, RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;
 pub use writer::Writer;
@@ -228,7 +231,7 @@ impl Store {
                 "no audit story by '{key}'"
             )));
         }
-        audit::story(&self.conn, &self.keyring, key, id)
+        verify::story(&self.conn, &self.keyring, key, id)
             .map_err(|e| StoreError::from_sqlite(e, &self.path))
     }
 
@@ -245,7 +248,7 @@ impl Store {
         let file_cp = self.keyring.load_checkpoint(&self.db_id()?)?;
         let sql = |e| StoreError::from_sqlite(e, &self.path);
         let snapshot = self.conn.unchecked_transaction().map_err(sql)?;
-        let report = audit::verify(&snapshot, &self.keyring, file_cp.as_ref()).map_err(sql)?;
+        let report = verify::verify(&snapshot, &self.keyring, file_cp.as_ref()).map_err(sql)?;
         snapshot.commit().map_err(sql)?;
         Ok(report)
     }

@@ -2,10 +2,10 @@
 //! in the same transaction, read back per run or all together.
 
 use crate::{Store, StoreError, WriteTx};
+use overseer_core::audit::AuditPayload;
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
 use overseer_core::{Actor, Millis, RunId};
 use rusqlite::{params, Row};
-use serde_json::json;
 
 /// A message as sent, before it is stored.
 #[derive(Debug, Clone)]
@@ -75,11 +75,15 @@ impl WriteTx<'_> {
         };
         let seq = self.append_audit(
             actor,
-            &json!({
-                "type": "message", "from_run": m.from_run, "to": to, "to_run": to_run,
-                "body": m.body, "correlation_id": m.correlation_id, "status": status,
-                "blocked_reason": m.blocked,
-            }),
+            &AuditPayload::Message {
+                from_run: m.from_run,
+                to: to.to_owned(),
+                to_run,
+                body: m.body.to_owned(),
+                correlation_id: m.correlation_id.map(str::to_owned),
+                status: status.to_owned(),
+                blocked_reason: m.blocked.map(str::to_owned),
+            },
             now,
         )?;
         self.conn()

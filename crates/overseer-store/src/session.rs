@@ -2,9 +2,9 @@
 //! as runs of their own origin, and the asker's key on their gates.
 
 use crate::{Store, StoreError, WriteTx};
+use overseer_core::audit::AuditPayload;
 use overseer_core::{Actor, GateId, Millis, RunEvent, RunId, RunOrigin, RunState, TaskId};
 use rusqlite::{params, OptionalExtension};
-use serde_json::json;
 
 /// What a new external session's run is made of.
 #[derive(Debug, Clone)]
@@ -37,10 +37,12 @@ impl WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         self.append_audit(
             actor,
-            &json!({
-                "type": "session_opened", "run_id": run, "origin": s.origin.as_str(),
-                "session_id": s.session_id, "cwd": s.cwd,
-            }),
+            &AuditPayload::SessionOpened {
+                run_id: run,
+                origin: s.origin.as_str().to_owned(),
+                session_id: s.session_id.to_owned(),
+                cwd: s.cwd.to_owned(),
+            },
             now,
         )?;
         self.transition(run, RunEvent::Claim, None, actor, now)?;
@@ -60,7 +62,10 @@ impl WriteTx<'_> {
     ) -> Result<(), StoreError> {
         self.append_audit(
             actor,
-            &json!({"type": "user_instruction", "run_id": run, "text": text}),
+            &AuditPayload::UserInstruction {
+                run_id: run,
+                text: text.to_owned(),
+            },
             now,
         )?;
         self.conn()

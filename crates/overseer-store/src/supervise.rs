@@ -8,6 +8,7 @@
 //! `BEGIN IMMEDIATE` and the loser sees the winner's vote.
 
 use crate::{read, Store, StoreError, WriteTx};
+use overseer_core::audit::{AuditPayload, DecisionPayload, Overrides};
 use overseer_core::supervision::{
     accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
 };
@@ -16,7 +17,6 @@ use overseer_core::{
     RunId, ToolCallChoice,
 };
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::json;
 use std::path::Path;
 
 /// Everything needed to open a gate.
@@ -284,13 +284,12 @@ impl WriteTx<'_> {
         if spec.authority.is_some() || spec.auto.is_some() {
             self.append_audit(
                 actor,
-                &json!({
-                    "type": "gate_terms",
-                    "gate_id": id,
-                    "authority": spec.authority.map(Autonomy::as_str),
-                    "auto_at": auto_at,
-                    "auto_option": auto_option,
-                }),
+                &AuditPayload::GateTerms {
+                    gate_id: id,
+                    authority: spec.authority.map(|a| a.as_str().to_owned()),
+                    auto_at: Some(auto_at),
+                    auto_option: Some(auto_option.map(str::to_owned)),
+                },
                 now,
             )?;
         }
@@ -318,11 +317,12 @@ impl WriteTx<'_> {
         if changed == 1 {
             self.append_audit(
                 &Actor::Engine,
-                &json!({
-                    "type": "gate_terms",
-                    "gate_id": gate_id,
-                    "authority": authority.map(Autonomy::as_str),
-                }),
+                &AuditPayload::GateTerms {
+                    gate_id,
+                    authority: authority.map(|a| a.as_str().to_owned()),
+                    auto_at: None,
+                    auto_option: None,
+                },
                 now,
             )?;
             self.gate_changed(gate_id);
@@ -344,20 +344,19 @@ impl WriteTx<'_> {
         let verdict = input.verdict.unwrap_or(Verdict::Advise);
         let seq = self.append_audit(
             actor,
-            &json!({
-                "type": "decision",
-                "run_id": run_id,
-                "gate_id": gate_id,
-                "verdict": verdict.as_str(),
-                "option": input.option,
-                "rationale": input.rationale,
-                "context": input.context,
-                "correction": input.correction,
-                "rule_ref": input.rule_ref,
-                "model_id": input.model_id,
-                "prompt_version": input.prompt_version,
-                "confidence": input.confidence,
-                "source_event": input.source_event,
+            &AuditPayload::Decision(DecisionPayload {
+                run_id,
+                gate_id,
+                verdict: verdict.as_str().to_owned(),
+                option: input.option.clone(),
+                rationale: input.rationale.clone(),
+                context: Some(input.context.clone()),
+                correction: input.correction.clone(),
+                rule_ref: input.rule_ref.clone(),
+                model_id: input.model_id.clone(),
+                prompt_version: input.prompt_version.clone(),
+                confidence: input.confidence,
+                source_event: input.source_event.clone(),
             }),
             now,
         )?;
@@ -538,15 +537,17 @@ impl WriteTx<'_> {
         }
         let seq = self.append_audit(
             by,
-            &json!({
-                "type": "gate_decided",
-                "gate_id": gate.id,
-                "run_id": gate.run_id,
-                "kind": gate.kind().as_str(),
-                "option": option,
-                "context": context,
-                "overrides": {"option": previous.option, "by": previous.actor.to_string()},
-            }),
+            &AuditPayload::GateDecided {
+                gate_id: gate.id,
+                run_id: gate.run_id,
+                kind: gate.kind().as_str().to_owned(),
+                option: option.to_owned(),
+                context: context.map(str::to_owned),
+                overrides: Some(Overrides {
+                    option: Some(previous.option.clone()),
+                    by: previous.actor.to_string(),
+                }),
+            },
             now,
         )?;
         self.conn()
@@ -664,7 +665,10 @@ impl WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         self.append_audit(
             actor,
-            &json!({"type": "gate_timer_stopped", "gate_id": gate_id, "run_id": gate.run_id}),
+            &AuditPayload::GateTimerStopped {
+                gate_id,
+                run_id: gate.run_id,
+            },
             now,
         )?;
         self.gate_changed(gate_id);

@@ -9,13 +9,13 @@
 //! log.
 
 use crate::{Store, StoreError, WriteTx};
+use overseer_core::audit::AuditPayload;
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::{RuleSet, SessionMode};
 use overseer_core::supervision::SupervisorPolicy;
 use overseer_core::{Actor, Millis, RunId, TaskId};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// Per-workspace settings, stored as JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -405,7 +405,11 @@ impl WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         self.append_audit(
             actor,
-            &json!({"type": "workspace_settings", "workspace_id": id, "settings": settings}),
+            &AuditPayload::WorkspaceSettings {
+                workspace_id: id,
+                settings: serde_json::to_value(settings)
+                    .map_err(|e| StoreError::InvalidInput(e.to_string()))?,
+            },
             now,
         )?;
         let name: String = self
@@ -435,7 +439,10 @@ impl WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         self.append_audit(
             actor,
-            &json!({"type": "setting", "key": key, "value": value}),
+            &AuditPayload::Setting {
+                key: key.to_owned(),
+                value: value.to_owned(),
+            },
             now,
         )?;
         Ok(())
@@ -466,7 +473,11 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             actor,
-            &json!({"type": "task_settings", "task_id": task_id, "settings": settings}),
+            &AuditPayload::TaskSettings {
+                task_id,
+                settings: serde_json::to_value(settings)
+                    .map_err(|e| StoreError::InvalidInput(e.to_string()))?,
+            },
             now,
         )?;
         self.task_changed(task_id);
@@ -501,7 +512,13 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             actor,
-            &json!({"type": "run_worktree", "run_id": run_id, "worktree": worktree, "branch": branch, "base": base_ref, "base_commit": base_commit}),
+            &AuditPayload::RunWorktree {
+                run_id,
+                worktree: worktree.to_owned(),
+                branch: branch.to_owned(),
+                base: base_ref.to_owned(),
+                base_commit: base_commit.map(str::to_owned),
+            },
             now,
         )?;
         Ok(())
@@ -530,7 +547,10 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             &Actor::Engine,
-            &json!({"type": "run_reviewed_tip", "run_id": run_id, "tip": tip}),
+            &AuditPayload::RunReviewedTip {
+                run_id,
+                tip: tip.to_owned(),
+            },
             now,
         )?;
         Ok(())
@@ -566,7 +586,12 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             actor,
-            &json!({"type": "merge_intent", "run_id": run_id, "base": base_ref, "base_before": base_before, "tip": tip}),
+            &AuditPayload::MergeIntent {
+                run_id,
+                base: base_ref.to_owned(),
+                base_before: base_before.to_owned(),
+                tip: tip.to_owned(),
+            },
             now,
         )?;
         Ok(())
@@ -593,7 +618,10 @@ impl WriteTx<'_> {
         }
         self.append_audit(
             &Actor::Engine,
-            &json!({"type": "merge_commit", "run_id": run_id, "merge_commit": commit}),
+            &AuditPayload::MergeCommit {
+                run_id,
+                merge_commit: commit.to_owned(),
+            },
             now,
         )?;
         Ok(())
@@ -624,7 +652,13 @@ impl WriteTx<'_> {
             .map_err(|e| self.missing_run(e, run_id))?;
         self.append_audit(
             actor,
-            &json!({"type": "merge_done", "run_id": run_id, "base": base_ref, "tip": tip, "merge_commit": merge_commit, "outcome": outcome}),
+            &AuditPayload::MergeDone {
+                run_id,
+                base: base_ref.to_owned(),
+                tip: tip.to_owned(),
+                merge_commit: merge_commit.map(str::to_owned),
+                outcome: outcome.to_owned(),
+            },
             now,
         )?;
         Ok(())

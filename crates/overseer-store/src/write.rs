@@ -5,12 +5,12 @@
 
 use crate::audit::{self, AuditRecord, Checkpoint};
 use crate::{read, Keyring, StoreError};
+use overseer_core::audit::AuditPayload;
 use overseer_core::{
     apply, check_decision, Actor, GateId, GateKind, GateOption, GateView, Millis, RunEvent, RunId,
     RunState, RunView, TaskId, Transition,
 };
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// An open write transaction (one writer's savepoint inside a group commit,
@@ -85,6 +85,19 @@ impl<'a> WriteTx<'a> {
     pub fn append_audit(
         &mut self,
         actor: &Actor,
+        payload: &AuditPayload,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        self.append_untyped_audit(actor, &payload.to_value(), now)
+    }
+
+    /// Appends a record whose payload is of no kind Overseer writes (for
+    /// tests of the log itself); everything else goes through
+    /// [`Self::append_audit`].
+    #[doc(hidden)]
+    pub fn append_untyped_audit(
+        &mut self,
+        actor: &Actor,
         payload: &serde_json::Value,
         now: Millis,
     ) -> Result<i64, StoreError> {
@@ -146,7 +159,11 @@ impl<'a> WriteTx<'a> {
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
-            &json!({"type": "workspace_added", "workspace_id": id, "name": name, "path": path}),
+            &AuditPayload::WorkspaceAdded {
+                workspace_id: id,
+                name: name.to_owned(),
+                path: path.to_owned(),
+            },
             now,
         )?;
         self.workspace_changed(name.to_owned());
@@ -173,7 +190,11 @@ impl<'a> WriteTx<'a> {
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
-            &json!({"type": "task_created", "task_id": id, "workspace_id": workspace_id, "title": title}),
+            &AuditPayload::TaskCreated {
+                task_id: TaskId(id),
+                workspace_id,
+                title: title.to_owned(),
+            },
             now,
         )?;
         self.task_created(overseer_core::TaskId(id));
@@ -202,7 +223,10 @@ impl<'a> WriteTx<'a> {
             .map_err(|e| self.sql(e))?;
         self.append_audit(
             actor,
-            &json!({"type": "task_stage", "task_id": task, "stage": stage}),
+            &AuditPayload::TaskStage {
+                task_id: task,
+                stage: stage.to_owned(),
+            },
             now,
         )?;
         self.task_changed(task);
@@ -227,7 +251,12 @@ impl<'a> WriteTx<'a> {
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
-            &json!({"type": "run_created", "run_id": id, "task_id": task_id, "agent": agent, "state": state}),
+            &AuditPayload::RunCreated {
+                run_id: RunId(id),
+                task_id,
+                agent: agent.to_owned(),
+                state: state.to_owned(),
+            },
             now,
         )?;
         self.run_changed(overseer_core::RunId(id), true);
@@ -291,14 +320,13 @@ impl<'a> WriteTx<'a> {
         self.run_changed(run_id, true);
         let seq = self.append_audit(
             actor,
-            &json!({
-                "type": "run_transition",
-                "run_id": run_id,
-                "from": t.from.to_db(),
-                "to": t.to.to_db(),
-                "event": t.event.name(),
-                "note": note,
-            }),
+            &AuditPayload::RunTransition {
+                run_id,
+                from: t.from.to_db().to_owned(),
+                to: t.to.to_db().to_owned(),
+                event: t.event.name().to_owned(),
+                note: note.map(str::to_owned),
+            },
             now,
         )?;
         self.tx
@@ -368,15 +396,15 @@ impl<'a> WriteTx<'a> {
         let id = self.tx.last_insert_rowid();
         self.append_audit(
             actor,
-            &json!({
-                "type": "gate_opened",
-                "gate_id": id,
-                "run_id": run_id,
-                "kind": kind.as_str(),
-                "title": title,
-                "options": options,
-                "payload": payload,
-            }),
+            &AuditPayload::GateOpened {
+                gate_id: GateId(id),
+                run_id,
+                kind: kind.as_str().to_owned(),
+                title: title.to_owned(),
+                options: serde_json::to_value(options)
+                    .map_err(|e| StoreError::InvalidInput(format!("gate options: {e}")))?,
+                payload: payload.clone(),
+            },
             now,
         )?;
         self.gate_opened(overseer_core::GateId(id), run_id, kind);
@@ -453,14 +481,14 @@ impl<'a> WriteTx<'a> {
         }
         let seq = self.append_audit(
             actor,
-            &json!({
-                "type": "gate_decided",
-                "gate_id": gate.id,
-                "run_id": gate.run_id,
-                "kind": gate.kind().as_str(),
-                "option": option,
-                "context": context,
-            }),
+            &AuditPayload::GateDecided {
+                gate_id: gate.id,
+                run_id: gate.run_id,
+                kind: gate.kind().as_str().to_owned(),
+                option: option.to_owned(),
+                context: context.map(str::to_owned),
+                overrides: None,
+            },
             now,
         )?;
         self.tx

@@ -13,7 +13,9 @@ fn log_with(n: i64, checkpoint_at: Option<i64>) -> Fixture {
     let mut f = Fixture::new();
     for i in 1..=n {
         f.store
-            .write(|tx| tx.append_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000 + i))
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000 + i)
+            })
             .expect("append");
         if checkpoint_at == Some(i) {
             f.store.checkpoint(5_000 + i).expect("checkpoint");
@@ -35,6 +37,62 @@ fn verdict(f: &Fixture) -> Result<i64, VerifyFailure> {
 
 fn sql(f: &Fixture, sql: &str) {
     f.store.raw_connection().execute_batch(sql).expect("tamper");
+}
+
+/// A log longer than the batches of signatures verified together (and
+/// spread across cores): 10,000 records written in one transaction.
+fn long_log(n: i64) -> Fixture {
+    let mut f = Fixture::new();
+    f.store
+        .write(|tx| {
+            for i in 1..=n {
+                tx.append_untyped_audit(
+                    &Actor::cli(),
+                    &json!({"type": "test", "i": i}),
+                    1_000 + i,
+                )?;
+            }
+            Ok(())
+        })
+        .expect("append");
+    f
+}
+
+#[test]
+fn in_a_long_log_the_first_bad_record_is_named_whichever_batch_holds_it() {
+    let f = long_log(10_000);
+    assert_eq!(verdict(&f), Ok(10_000));
+    // A signature copied from another record, alone in its batch: the batch
+    // fails, and the record is named.
+    sql(
+        &f,
+        "UPDATE audit_log SET signature = (SELECT signature FROM audit_log WHERE seq = 2)
+         WHERE seq = 9001",
+    );
+    let err = verdict(&f).expect_err("tampered");
+    assert_eq!((err.seq, err.problem), (9_001, AuditProblem::BadSignature));
+    // An edited payload earlier, in another batch (and on another core):
+    // it is the first bad record.
+    sql(
+        &f,
+        r#"UPDATE audit_log SET payload = '{"i":999,"type":"test"}' WHERE seq = 5000"#,
+    );
+    let err = verdict(&f).expect_err("tampered");
+    assert_eq!((err.seq, err.problem), (5_000, AuditProblem::PayloadEdited));
+    // A signature replaced by garbage before both.
+    sql(
+        &f,
+        "UPDATE audit_log SET signature = 'not a signature' WHERE seq = 4097",
+    );
+    let err = verdict(&f).expect_err("tampered");
+    assert_eq!((err.seq, err.problem), (4_097, AuditProblem::BadSignature));
+    // A record deleted before them all: named where it is missing.
+    sql(&f, "DELETE FROM audit_log WHERE seq = 300");
+    let err = verdict(&f).expect_err("tampered");
+    assert_eq!(
+        (err.seq, err.problem),
+        (300, AuditProblem::SeqGap { found: 301 })
+    );
 }
 
 #[test]
@@ -173,7 +231,9 @@ fn a_tail_rewritten_under_a_checkpoint_is_caught() {
     sql(&f, "DELETE FROM audit_log WHERE seq > 4");
     for i in 0..2 {
         f.store
-            .write(|tx| tx.append_audit(&Actor::cli(), &json!({"type": "forged", "i": i}), 9_000))
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::cli(), &json!({"type": "forged", "i": i}), 9_000)
+            })
             .expect("append");
     }
     let err = verdict(&f).expect_err("tampered");
@@ -216,7 +276,11 @@ fn verifying_while_an_engine_appends_and_checkpoints_finds_nothing_wrong() {
                 i += 1;
                 f.store
                     .write(|tx| {
-                        tx.append_audit(&Actor::cli(), &json!({"type": "test", "w": i}), 10_000 + i)
+                        tx.append_untyped_audit(
+                            &Actor::cli(),
+                            &json!({"type": "test", "w": i}),
+                            10_000 + i,
+                        )
                     })
                     .expect("append");
                 f.store.checkpoint(20_000 + i).expect("checkpoint");

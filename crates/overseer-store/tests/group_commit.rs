@@ -52,7 +52,7 @@ fn concurrent_writers_all_land_each_record_signed_and_chained() {
     let writer = f.store.writer();
     let results = hammer(&writer, |w, t, i| {
         w.write(|tx| {
-            tx.append_audit(
+            tx.append_untyped_audit(
                 &Actor::cli(),
                 &json!({"type": "test", "thread": t, "i": i}),
                 1_000,
@@ -95,7 +95,9 @@ fn writers_share_transactions_when_they_overlap() {
     let shared = (0..20).any(|_| {
         let before = writer.committed();
         hammer(&writer, |w, _, i| {
-            w.write(|tx| tx.append_audit(&Actor::Engine, &json!({"type": "test", "i": i}), 1))
+            w.write(|tx| {
+                tx.append_untyped_audit(&Actor::Engine, &json!({"type": "test", "i": i}), 1)
+            })
         });
         let after = writer.committed();
         after.1 - before.1 > after.0 - before.0
@@ -111,7 +113,7 @@ fn a_failing_write_loses_nothing_of_the_others_and_gets_its_own_error() {
     // Every third write appends a record, then fails: its record must go.
     let results = hammer(&writer, |w, t, i| {
         w.write(|tx| {
-            let seq = tx.append_audit(
+            let seq = tx.append_untyped_audit(
                 &Actor::cli(),
                 &json!({"type": "test", "thread": t, "i": i}),
                 1_000,
@@ -211,14 +213,14 @@ fn a_panicking_writer_is_rolled_back_and_the_store_goes_on() {
     let w = writer.clone();
     let panicked = std::thread::spawn(move || {
         w.write(|tx| -> Result<(), StoreError> {
-            tx.append_audit(&Actor::Engine, &json!({"type": "doomed"}), 1)?;
+            tx.append_untyped_audit(&Actor::Engine, &json!({"type": "doomed"}), 1)?;
             panic!("a bug in a write");
         })
     })
     .join();
     assert!(panicked.is_err());
     writer
-        .write(|tx| tx.append_audit(&Actor::Engine, &json!({"type": "after"}), 2))
+        .write(|tx| tx.append_untyped_audit(&Actor::Engine, &json!({"type": "after"}), 2))
         .expect("the store still writes");
     assert_eq!(record_count(&f), 1);
 }
@@ -229,7 +231,9 @@ fn a_write_is_visible_to_reads_once_it_returns() {
     let writer = f.store.writer();
     for i in 1..=20 {
         writer
-            .write(|tx| tx.append_audit(&Actor::Engine, &json!({"type": "test", "i": i}), i))
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::Engine, &json!({"type": "test", "i": i}), i)
+            })
             .expect("append");
         assert_eq!(f.store.audit_len().expect("read"), i);
     }
@@ -251,7 +255,7 @@ fn the_checkpointer_copies_the_wal_back_while_writers_go_on() {
     for i in 1..=2_000 {
         writer
             .write(|tx| {
-                tx.append_audit(
+                tx.append_untyped_audit(
                     &Actor::Engine,
                     &json!({"type": "test", "i": i, "pad": "x".repeat(2_000)}),
                     i,

@@ -79,7 +79,13 @@ impl Engine {
         );
         self.audit(
             &Actor::Engine,
-            serde_json::json!({"type": "security_event", "event": "flood", "run_id": run, "cap": cap.as_str(), "what": what}),
+            overseer_core::audit::AuditPayload::SecurityEvent(
+                overseer_core::audit::SecurityPayload::Flood {
+                    run_id: run,
+                    cap: cap.as_str().to_owned(),
+                    what: what.to_string(),
+                },
+            ),
         );
         self.record_activity_or_warn(
             run,

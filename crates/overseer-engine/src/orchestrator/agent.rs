@@ -379,7 +379,14 @@ impl Pump {
                         text: reason.clone(),
                     },
                 );
-                engine.audit(&Actor::Engine, json!({"type": "file_access_refused", "run_id": run, "path": path, "reason": reason}));
+                engine.audit(
+                    &Actor::Engine,
+                    overseer_core::audit::AuditPayload::FileAccessRefused {
+                        run_id: run,
+                        path: path.clone(),
+                        reason: reason.clone(),
+                    },
+                );
             }
             AgentSignal::ProtocolError { detail } => {
                 engine.record_activity_or_warn(run, Activity::ProtocolError { text: detail });

@@ -18,7 +18,6 @@ use overseer_core::{
     GateOption, RunId,
 };
 use overseer_store::RunWork;
-use serde_json::json;
 use std::sync::{Arc, Mutex};
 
 /// Puts the agent in its supervised mode and watches for any other. An agent
@@ -199,7 +198,13 @@ pub(super) async fn on_mode_changed(
     );
     engine.audit(
         &Actor::Engine,
-        json!({"type": "security_event", "event": "unsupervised_mode", "run_id": run, "mode": mode, "why": why}),
+        overseer_core::audit::AuditPayload::SecurityEvent(
+            overseer_core::audit::SecurityPayload::UnsupervisedMode {
+                run_id: run,
+                mode: mode.to_string(),
+                why: why.to_string(),
+            },
+        ),
     );
     turn.lock().unwrap_or_else(|p| p.into_inner()).breach = Some((mode, why));
     if let Err(e) = conn.cancel().await {

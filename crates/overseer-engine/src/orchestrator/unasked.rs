@@ -81,9 +81,17 @@ fn security_stop(engine: &Arc<Engine>, work: &RunWork, info: &ToolCallInfo, why:
     tracing::error!(run = %run, tool_call = %info.id, "security event: {why}");
     engine.audit(
         &Actor::Engine,
-        json!({"type": "security_event", "event": "unasked_action", "run_id": run,
-               "tool_call": info.id, "kind": info.kind, "status": info.status,
-               "title": info.title, "raw_input": info.raw_input, "why": why}),
+        overseer_core::audit::AuditPayload::SecurityEvent(
+            overseer_core::audit::SecurityPayload::UnaskedAction {
+                run_id: run,
+                tool_call: json!(info.id),
+                kind: json!(info.kind),
+                status: json!(info.status),
+                title: json!(info.title),
+                raw_input: json!(info.raw_input),
+                why: why.to_owned(),
+            },
+        ),
     );
     let text = format!(
         "{why}. Overseer stopped the run at once and killed its agent: nothing of it is \
