@@ -8,7 +8,8 @@ CARGO ?= cargo
 run: setup app
 	scripts/run-app.sh
 
-## Everything CI checks: format, lints, Rust tests, UI checks and tests, real-window e2e,
+## Everything CI checks: format, lints (and no import circle between the files of a crate),
+## Rust tests, UI checks and tests, real-window e2e,
 ## and a short run of every fuzz target.
 test: setup lint rust-test ui-test e2e fuzz-smoke
 
@@ -56,6 +57,7 @@ app: ui
 lint: ui
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/import-circles.py --self-test && python3 scripts/import-circles.py .
 	cd ui && npm run check
 
 rust-test: ui

@@ -154,8 +154,45 @@ def circles(graph):
     return out
 
 
+def self_test():
+    """The checker finds a circle it is shown, and none where there is none."""
+    import contextlib
+    import io
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "c", "src")
+        os.makedirs(os.path.join(src, "a"))
+        open(os.path.join(d, "c", "Cargo.toml"), "w").close()
+        files = {
+            "lib.rs": "mod a;\nmod b;\npub use a::A;\n",
+            "a/mod.rs": "mod inner;\npub struct A;\nuse crate::b::B;\n",
+            "a/inner.rs": "use super::A;\n",
+            "b.rs": "pub struct B;\n#[cfg(test)]\nmod tests { use crate::a::A; }\n",
+        }
+        for name, text in files.items():
+            with open(os.path.join(src, name), "w") as f:
+                f.write(text)
+        with contextlib.redirect_stdout(io.StringIO()):
+            clean = main_on(d)
+        with open(os.path.join(src, "b.rs"), "a") as f:
+            f.write("fn f() { crate::A; }\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            found = main_on(d)
+    assert clean == 0, "a test module's import is no arrow; a re-export is followed"
+    assert found == 1 and "b.rs -> " in out.getvalue(), out.getvalue()
+    print("self-test: a circle is found, none is invented")
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return 0
+    return main_on(sys.argv[1] if len(sys.argv) > 1 else ".")
+
+
+def main_on(root):
     found = 0
     for crate, src, files in crate_files(root):
         mods = {module_of(src, f): f for f in files}

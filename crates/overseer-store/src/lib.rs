@@ -19,6 +19,7 @@ mod attest;
 pub mod audit;
 mod chain;
 pub mod changes;
+mod decision;
 mod error;
 pub mod keys;
 mod messages;
@@ -37,12 +38,13 @@ pub use audit::{
     AuditProblem, AuditRecord, CheckedRecord, Checkpoint, VerifyFailure, VerifyReport,
 };
 pub use changes::Changes;
+pub use decision::DecisionInput;
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use messages::NewMessage;
 pub use schema::SCHEMA_VERSION;
 pub use session::NewSession;
-pub use supervise::{verdict_of_choice, DecisionInput, GateSpec, VoteOutcome};
+pub use supervise::{verdict_of_choice, GateSpec, VoteOutcome};
 pub use verify::AuditFailure;
 pub use work::{MergeRecord, RunEventRecord, RunWork, TaskSettings, Workspace, WorkspaceSettings};
 pub use write::WriteTx;

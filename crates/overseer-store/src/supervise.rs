@@ -7,6 +7,7 @@
 //! for the gate, so two deciders racing on one gate are serialised by
 //! `BEGIN IMMEDIATE` and the loser sees the winner's vote.
 
+use crate::decision::DecisionInput;
 use crate::{read, Store, StoreError, WriteTx};
 use overseer_core::audit::{AuditPayload, DecisionPayload, Overrides};
 use overseer_core::supervision::{
@@ -54,22 +55,6 @@ impl GateSpec {
             ask_key: None,
         }
     }
-}
-
-/// A decision as submitted: by a human, the supervisor, a rule or a timer.
-#[derive(Debug, Clone, Default)]
-pub struct DecisionInput {
-    pub verdict: Option<Verdict>,
-    pub option: Option<String>,
-    /// The human's context (a reason, an answer, guidance).
-    pub context: Option<String>,
-    pub rationale: Option<String>,
-    pub correction: Option<String>,
-    pub rule_ref: Option<String>,
-    pub model_id: Option<String>,
-    pub prompt_version: Option<String>,
-    pub confidence: Option<f64>,
-    pub source_event: Option<String>,
 }
 
 /// What a vote did.

@@ -427,7 +427,7 @@ impl<'a> WriteTx<'a> {
         now: Millis,
     ) -> Result<GateView, StoreError> {
         if matches!(actor, Actor::User(_) | Actor::Supervisor(_)) {
-            let input = crate::supervise::DecisionInput {
+            let input = crate::decision::DecisionInput {
                 option: Some(option.to_owned()),
                 context: context.map(str::to_owned),
                 ..Default::default()

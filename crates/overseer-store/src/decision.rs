@@ -1,0 +1,19 @@
+//! A decision as it is submitted, before the store records it.
+
+use overseer_core::supervision::Verdict;
+
+/// A decision as submitted: by a human, the supervisor, a rule or a timer.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionInput {
+    pub verdict: Option<Verdict>,
+    pub option: Option<String>,
+    /// The human's context (a reason, an answer, guidance).
+    pub context: Option<String>,
+    pub rationale: Option<String>,
+    pub correction: Option<String>,
+    pub rule_ref: Option<String>,
+    pub model_id: Option<String>,
+    pub prompt_version: Option<String>,
+    pub confidence: Option<f64>,
+    pub source_event: Option<String>,
+}
