@@ -568,3 +568,40 @@ async fn once_its_agents_are_stopped_nothing_of_the_engine_runs_on() {
         "both asks still wait for the user: {pending:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_seeded_while_the_orchestrator_runs_is_left_as_seeded() {
+    // The seed's events carry each run's creation (queued) before its later
+    // steps; a running orchestrator must launch only what is queued now,
+    // never claim (and so fail) a run that is already under way. (The
+    // fleet's one queued run is launched, as any queued run is.)
+    let w = world(Vec::new()).await;
+    let mut rx = w.engine.subscribe();
+    let ids = w.engine.seed_demo(&Actor::cli(), false).expect("seed");
+    let under_way: Vec<(overseer_core::RunId, RunState)> = ids
+        .iter()
+        .map(|id| (*id, w.engine.run(*id).expect("run").state))
+        .filter(|(_, s)| matches!(s, RunState::Running | RunState::PendingReview))
+        .collect();
+    assert!(
+        under_way
+            .iter()
+            .filter(|(_, s)| *s == RunState::Running)
+            .count()
+            >= 2,
+        "the demo fleet has runs under way: {under_way:?}"
+    );
+    // Every event of the seed has reached the orchestrator's loop by the
+    // time this subscriber has read them all; then give its launches time.
+    while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {}
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    for (id, was) in under_way {
+        let now = w.engine.run(id).expect("run").state;
+        assert_eq!(
+            now,
+            was,
+            "run {id} changed from {was:?} to {now:?}: {:?}",
+            w.engine.activity(id, 0)
+        );
+    }
+}

@@ -214,6 +214,14 @@ fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
     if engine.is_stopping() || !engine.live.take(run) {
         return;
     }
+    // An event says what a run was when it was written, not what it is now
+    // (a batch carries a run's creation before its later steps): a fresh
+    // launch is for a run queued now, else its claim would fail and fail a
+    // run that is already under way.
+    if start == Start::Fresh && !engine.run(run).is_ok_and(|r| r.state == RunState::Queued) {
+        engine.live.release(run);
+        return;
+    }
     let engine = engine.clone();
     engine.clone().spawn_cancellable(async move {
         // A queued run waits for room on the disk before it takes any.
