@@ -169,6 +169,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
         Vec::new()
     });
     crate::supervise::start_timers(engine.clone());
+    engine.spawn_cancellable(crate::waiting::sweep(engine.clone()));
     engine.spawn_cancellable(engine.clone().watch_disk());
     let mut rx = engine.subscribe();
     engine.clone().spawn_cancellable(async move {
