@@ -15,7 +15,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use overseer_engine::acp::{AgentConnection, AgentSignal, PermissionReply, QuestionReply};
+use overseer_acp::{AgentConnection, AgentSignal, PermissionReply, QuestionReply};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

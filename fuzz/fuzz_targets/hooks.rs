@@ -13,7 +13,7 @@
 use libfuzzer_sys::fuzz_target;
 use overseer_core::session::ToolDecision;
 use overseer_core::SessionAnswer;
-use overseer_engine::agents::hooks::{fallback, read, render, Vendor};
+use overseer_hooks::{fallback, read, render, Vendor};
 use serde_json::Value;
 
 /// True when `out` tells the agent to let a tool run.

@@ -126,7 +126,7 @@ fuzz_target!(|input: Input| {
 
     let req = ToolRequest {
         tool: input.tool.pick(TOOLS),
-        kind: input.kind.pick(KINDS),
+        kind: input.kind.pick(KINDS).as_str().into(),
         command: input.command,
         paths: input.paths,
         resolved: input
@@ -189,7 +189,7 @@ fuzz_target!(|input: Input| {
     // rule, `Bash(curl:*)`, must not become that rule). It re-parses when
     // the name is a valid tool name.
     let always = always_rule(&req, worktree);
-    let shell = req.kind == "execute" || req.tool == "Bash";
+    let shell = req.kind == overseer_core::ToolKind::Execute || req.tool == "Bash";
     let command = req.command.as_deref().map(str::trim).unwrap_or("");
     let one_edit = req.paths.len() == 1
         && matches!(
