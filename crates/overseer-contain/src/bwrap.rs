@@ -433,7 +433,7 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         }
     }
     // PATH entries elsewhere that the system directories do not hold
-    // (`/work/tools/bin`): read-only, unless inside the user's checkout.
+    // (`/srv/tools/bin`, say): read-only, unless inside the user's checkout.
     let path = env_of(&inputs.env, "PATH")
         .map(str::to_owned)
         .or_else(|| inputs.host_path.clone())
