@@ -1078,6 +1078,13 @@ fn is_write(req: &ToolRequest) -> bool {
         || matches!(req.tool.as_str(), "Delete" | "Move")
 }
 
+/// Tools that hand work to another agent (Claude Code's `Task` and
+/// `Agent`): the subagent's work is not this call's to judge, and whether
+/// its own tool calls come back for permission is the agent's choice.
+pub fn is_dispatch_tool(tool: &str) -> bool {
+    matches!(tool, "Task" | "Agent")
+}
+
 fn is_shell(req: &ToolRequest) -> bool {
     req.kind == crate::ToolKind::Execute || req.tool == "Bash"
 }
@@ -1141,6 +1148,18 @@ pub fn decide(
         return Permission::Ask {
             reason: format!("{}: {detail}", gated.describe()),
             always_gated: Some(gated),
+            rule: None,
+        };
+    }
+    // A subagent could carry a read-only session's work past what it may
+    // do: starting one asks, whatever its kind (`think`) or the rules say.
+    if mode == SessionMode::ReadOnly && is_dispatch_tool(&req.tool) {
+        return Permission::Ask {
+            reason: format!(
+                "read-only session: {} starts a subagent, which could act beyond this session's limits",
+                req.tool
+            ),
+            always_gated: None,
             rule: None,
         };
     }

@@ -1440,3 +1440,24 @@ fn always_is_offered_only_where_its_rule_covers_the_call_and_its_like() {
         assert!(!always_offerable(&tool(wide, "other")), "{wide}");
     }
 }
+
+#[test]
+fn a_read_only_session_asks_before_a_subagent_starts_whatever_the_rules_allow() {
+    let allow_task =
+        RuleSet::parse(&["Task".to_owned(), "Agent".to_owned()], &[], &[]).expect("rules");
+    for name in ["Task", "Agent"] {
+        let dispatch = tool(name, "think");
+        match decide(&dispatch, &[&allow_task], SessionMode::ReadOnly, WT) {
+            Permission::Ask { reason, .. } => assert!(reason.contains("subagent"), "{reason}"),
+            other => panic!("{name} in a read-only session: {other:?}"),
+        }
+        // A normal session keeps its defaults: a `think` call is allowed.
+        assert!(
+            matches!(
+                decide(&dispatch, &[], SessionMode::Normal, WT),
+                Permission::Allow { .. }
+            ),
+            "{name} in a normal session"
+        );
+    }
+}

@@ -49,6 +49,10 @@ pub(crate) enum Scenario {
     /// default `"*": "allow"`): edits README.md, then runs `rm -rf build/`,
     /// with no permission request.
     Unasked,
+    /// Hands a review to a subagent first, as Claude Code's `Task` tool
+    /// does (kind `think`, `_meta.claudeCode.toolName` "Task"), asking
+    /// before it; then writes the greeting.
+    Dispatch,
 }
 
 impl Scenario {
@@ -70,6 +74,7 @@ impl Scenario {
             "lingering" => Scenario::Lingering,
             "fleeting" => Scenario::Fleeting,
             "late_ask" => Scenario::LateAsk,
+            "dispatch" => Scenario::Dispatch,
             _ => return None,
         })
     }
@@ -97,6 +102,7 @@ impl fmt::Display for Scenario {
             Scenario::Lingering => "lingering",
             Scenario::Fleeting => "fleeting",
             Scenario::LateAsk => "late_ask",
+            Scenario::Dispatch => "dispatch",
         })
     }
 }
@@ -165,6 +171,22 @@ pub(crate) enum Effect {
     Write { content: String },
     /// `rm -rf <location>`, done here (the client offers no terminal).
     RemoveDir,
+    /// Starts a subagent (nothing of it runs here): the tool call carries
+    /// the agent's own tool name, as Claude Code's `_meta.claudeCode`.
+    Dispatch { tool_name: &'static str },
+}
+
+impl Effect {
+    /// The `_meta` a tool call with this effect carries.
+    pub(crate) fn meta(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match self {
+            Effect::Dispatch { tool_name } => {
+                let meta = serde_json::json!({ "claudeCode": { "toolName": tool_name } });
+                meta.as_object().cloned()
+            }
+            Effect::Write { .. } | Effect::RemoveDir => None,
+        }
+    }
 }
 
 /// One tool call of the execute phase.
@@ -270,6 +292,36 @@ impl Script {
                         effect: Effect::RemoveDir,
                     },
                     write(1, "Edit .env", ".env", "DEMO_MODE=1\n".into()),
+                ],
+            },
+            Scenario::Dispatch => Script {
+                plan: PlanProposal {
+                    goal: "Have a subagent review the greeting, then write it".into(),
+                    steps: vec![step("Review with a subagent, then write the greeting")],
+                    files: vec!["src/greeting.txt".into()],
+                    risks: vec!["none: one small text file".into()],
+                    markdown: None,
+                    source: PlanSource::Block,
+                },
+                actions: vec![
+                    Action {
+                        entry: 0,
+                        title: "Task".into(),
+                        kind: acp::ToolKind::Think,
+                        location: ".",
+                        raw_input: serde_json::json!({
+                            "description": "Review the greeting",
+                            "prompt": "Review src/greeting.txt and fix what is wrong",
+                            "subagent_type": "general-purpose",
+                        }),
+                        effect: Effect::Dispatch { tool_name: "Task" },
+                    },
+                    write(
+                        0,
+                        "Edit src/greeting.txt",
+                        "src/greeting.txt",
+                        GREETING.into(),
+                    ),
                 ],
             },
             Scenario::Permissions => Script {

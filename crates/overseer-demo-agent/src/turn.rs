@@ -227,7 +227,8 @@ impl Turn {
             | Scenario::Fleeting
             | Scenario::LateAsk
             | Scenario::Drift
-            | Scenario::DriftTwice => {}
+            | Scenario::DriftTwice
+            | Scenario::Dispatch => {}
         }
         self.run_remaining().await
     }
@@ -324,7 +325,13 @@ impl Turn {
                     }));
             if !always {
                 match self
-                    .ask_permission(&id, &action.title, None, &action.raw_input)
+                    .ask_permission_with(
+                        &id,
+                        &action.title,
+                        None,
+                        &action.raw_input,
+                        action.effect.meta(),
+                    )
                     .await?
                 {
                     Permission::Once => {}
@@ -353,6 +360,9 @@ impl Turn {
                     }
                 }
                 Effect::RemoveDir => remove_dir_inside(&self.cwd, action.location),
+                Effect::Dispatch { .. } => {
+                    self.say("The subagent reviewed the greeting and found nothing to change.")?;
+                }
             }
             self.tool_status(&id, acp::ToolCallStatus::Completed)?;
             self.demo.with_session(|s| s.done = index + 1);
@@ -385,6 +395,7 @@ impl Turn {
                 .kind(action.kind)
                 .status(acp::ToolCallStatus::Pending)
                 .locations(vec![acp::ToolCallLocation::new(location.to_path_buf())])
+                .meta(action.effect.meta())
         };
         self.update(acp::SessionUpdate::ToolCall(
             call().raw_input(serde_json::json!({})),
@@ -403,6 +414,19 @@ impl Turn {
         kind: Option<acp::ToolKind>,
         raw_input: &serde_json::Value,
     ) -> Step<Permission> {
+        self.ask_permission_with(id, title, kind, raw_input, None)
+            .await
+    }
+
+    /// [`Self::ask_permission`], the tool call carrying `meta`.
+    async fn ask_permission_with(
+        &self,
+        id: &acp::ToolCallId,
+        title: &str,
+        kind: Option<acp::ToolKind>,
+        raw_input: &serde_json::Value,
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Step<Permission> {
         let options = vec![
             acp::PermissionOption::new("allow", "Allow once", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new(
@@ -418,7 +442,7 @@ impl Turn {
         if let Some(kind) = kind {
             fields = fields.kind(kind);
         }
-        let tool_call = acp::ToolCallUpdate::new(id.clone(), fields);
+        let tool_call = acp::ToolCallUpdate::new(id.clone(), fields).meta(meta);
         let answer = self
             .cx
             .send_request(acp::RequestPermissionRequest::new(

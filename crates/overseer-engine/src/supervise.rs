@@ -68,8 +68,12 @@ pub(crate) fn tool_request(info: &overseer_acp::ToolCallInfo, worktree: &str) ->
             paths.push(p);
         }
     }
-    // MCP tools by their own name (`mcp__server__tool`): the rules name them so.
-    let mcp_name = info.name.as_deref().filter(|n| n.starts_with("mcp__"));
+    // MCP tools by their own name (`mcp__server__tool`): the rules name them
+    // so; a subagent dispatch (`Task`) too, which read-only sessions ask for.
+    let mcp_name = info
+        .name
+        .as_deref()
+        .filter(|n| n.starts_with("mcp__") || rules::is_dispatch_tool(n));
     let tool = match kind.as_str() {
         _ if mcp_name.is_some() => mcp_name.unwrap_or_default(),
         "execute" => "Bash",
