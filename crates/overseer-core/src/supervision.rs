@@ -227,6 +227,24 @@ pub struct DecisionRecord {
     pub source_event: Option<String>,
     pub audit_seq: i64,
     pub at: Millis,
+    /// A supervisor's vote that did not stand: the human who decided the
+    /// gate otherwise (first, or by overriding it). Worked out when the
+    /// story is read, never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub overruled_by: Option<Actor>,
+}
+
+impl DecisionRecord {
+    /// Marks this record overruled when it is a supervisor's vote on `gate`
+    /// that a human decided otherwise.
+    pub fn mark_overruled(&mut self, decision: Option<&crate::GateDecision>) {
+        let Some(d) = decision else { return };
+        let voted_otherwise = self.option.as_deref() != Some(d.option.as_str());
+        if matches!(self.actor, Actor::Supervisor(_)) && d.actor.is_user() && voted_otherwise {
+            self.overruled_by = Some(d.actor.clone());
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -258,6 +258,22 @@ impl Supervision {
     ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
         let outcome = self.write(|tx| tx.vote(gate_id, actor, input, now))?;
+        if outcome.late {
+            // Kept, signed, and shown in "Why?" as overruled; the human's
+            // decision stands.
+            let (option, by) = outcome
+                .gate
+                .decision
+                .as_ref()
+                .map(|d| (d.option.clone(), d.actor.to_string()))
+                .unwrap_or_default();
+            return Err(ApiError::new(
+                ErrorCode::AlreadyDecided,
+                format!(
+                    "gate {gate_id} was already decided \"{option}\" by {by}; this vote is recorded as overruled and changes nothing"
+                ),
+            ));
+        }
         if outcome.decided && outcome.gate.kind() == GateKind::MergeReview {
             self.review_effect(&outcome.gate)?;
         }
@@ -1128,7 +1144,10 @@ impl Supervision {
     pub fn gate_story(&self, gate: GateId) -> Result<GateStory, ApiError> {
         let store = self.store();
         let view = store.gate(gate)?;
-        let decisions = store.decisions_of_gate(gate)?;
+        let mut decisions = store.decisions_of_gate(gate)?;
+        for d in &mut decisions {
+            d.mark_overruled(view.decision.as_ref());
+        }
         let records = store.audit_story("gate_id", gate.into())?;
         let decision_problems = store.gate_decision_problems(gate)?;
         let verified = records.iter().all(|r| r.problem.is_none()) && decision_problems.is_empty();

@@ -491,3 +491,48 @@ async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
         vec![NotificationKind::RunPendingReview]
     );
 }
+
+/// The supervisor's vote arriving after the user decided is kept, signed,
+/// and shown in "Why?" as overruled: a disagreement leaves a trace. The
+/// evaluator (a real child process) answers only once the user decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let go = dir.path().join("go");
+    let slow = EvaluatorConfig::Command {
+        command: "sh".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
+                 echo '{{\"verdict\":\"reject\",\"rationale\":\"too risky\"}}'"
+            ),
+        ],
+    };
+    let mut p = policy(Autonomy::Autonomous, slow);
+    p.timeout_seconds = 120;
+    let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("the user decides first");
+    std::fs::write(&go, "").expect("let the supervisor answer");
+    let late = until(&w, "the supervisor's late vote in Why?", |e| {
+        e.gate_story(plan.id)
+            .ok()?
+            .decisions
+            .into_iter()
+            .find(|d| matches!(d.actor, Actor::Supervisor(_)))
+    })
+    .await;
+    assert_eq!(late.overruled_by, Some(Actor::cli()), "{late:?}");
+    assert_eq!(late.rationale.as_deref(), Some("too risky"));
+    let story = w.engine.gate_story(plan.id).expect("story");
+    assert!(story.verified, "the late vote is signed and chained");
+    let decided = story.gate.decision.expect("decided");
+    assert_eq!(
+        (decided.option.as_str(), decided.actor),
+        ("approve", Actor::cli())
+    );
+}

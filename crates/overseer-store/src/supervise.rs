@@ -65,6 +65,9 @@ pub struct VoteOutcome {
     /// The gate's decision changed (it was decided, or a human overrode the
     /// supervisor's decision).
     pub decided: bool,
+    /// A supervisor's vote that came after a human decided: recorded (signed,
+    /// and in "Why?" as overruled), and changing nothing.
+    pub late: bool,
 }
 
 /// The verdict a human's choice amounts to: choosing the approve option (or
@@ -106,6 +109,7 @@ fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
             source_event: r.get(12)?,
             audit_seq: r.get(13)?,
             at: r.get(14)?,
+            overruled_by: None,
         },
         r.get(3)?,
         r.get(4)?,
@@ -437,6 +441,20 @@ impl WriteTx<'_> {
                 && gate.authority == Some(Autonomy::Autonomous)
                 && matches!(d.actor, Actor::Supervisor(_))
                 && !gate.effected;
+            // The supervisor's vote after a human decided: kept as a trace
+            // of the disagreement (or the agreement), deciding nothing.
+            if matches!(actor, Actor::Supervisor(_)) && d.actor.is_user() {
+                let mut recorded = input.clone();
+                recorded.verdict = Some(verdict);
+                let decision_id =
+                    self.record_decision_note(gate.run_id, Some(gate_id), actor, &recorded, now)?;
+                return Ok(VoteOutcome {
+                    gate,
+                    decision_id,
+                    decided: false,
+                    late: true,
+                });
+            }
             if !overridable {
                 return Err(already(&gate));
             }
@@ -492,6 +510,7 @@ impl WriteTx<'_> {
             gate: read::gate(self.conn(), self.path(), gate_id)?,
             decision_id,
             decided,
+            late: false,
         })
     }
 

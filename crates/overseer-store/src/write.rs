@@ -432,7 +432,19 @@ impl<'a> WriteTx<'a> {
                 context: context.map(str::to_owned),
                 ..Default::default()
             };
-            return Ok(self.vote(gate_id, actor, &input, now)?.gate);
+            let out = self.vote(gate_id, actor, &input, now)?;
+            if out.late {
+                // A decision is not a vote: refused (and nothing kept) once
+                // a human decided; the supervisor's late vote goes through
+                // `vote`, which records it.
+                let by = out.gate.decision.as_ref();
+                return Err(StoreError::AlreadyDecided {
+                    gate_id,
+                    option: by.map_or_else(String::new, |d| d.option.clone()),
+                    by: by.map_or_else(String::new, |d| d.actor.to_string()),
+                });
+            }
+            return Ok(out.gate);
         }
         self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(self.tx, &self.path, gate_id)?;

@@ -143,7 +143,7 @@ fn an_autonomous_supervisor_decides_and_the_human_overrides_until_the_effect() {
 }
 
 #[test]
-fn a_supervisor_vote_after_the_human_decided_is_refused_and_changes_nothing() {
+fn a_supervisor_vote_after_the_human_decided_is_recorded_as_overruled_and_changes_nothing() {
     let mut f = Fixture::new();
     let run = f.pending_review_run(1_000);
     let gate = tool_gate(&mut f.store, run, Some(Autonomy::Autonomous), None);
@@ -151,7 +151,7 @@ fn a_supervisor_vote_after_the_human_decided_is_refused_and_changes_nothing() {
         .write(|tx| tx.vote(gate, &Actor::app(), &user_choice("no", None), 2_000))
         .expect("user first");
     let before = f.store.audit_len().expect("len");
-    let err = f
+    let out = f
         .store
         .write(|tx| {
             tx.vote(
@@ -161,9 +161,19 @@ fn a_supervisor_vote_after_the_human_decided_is_refused_and_changes_nothing() {
                 3_000,
             )
         })
-        .expect_err("user won");
-    assert!(matches!(err, StoreError::AlreadyDecided { .. }), "{err}");
-    assert_eq!(f.store.audit_len().expect("len"), before);
+        .expect("a late vote is kept");
+    assert!(out.late && !out.decided);
+    // Signed, and in the gate's decisions: the disagreement leaves a trace.
+    assert_eq!(f.store.audit_len().expect("len"), before + 1);
+    let votes = f.store.decisions_of_gate(gate).expect("decisions");
+    let late = votes
+        .iter()
+        .find(|d| d.actor == supervisor())
+        .expect("the supervisor's late vote is recorded");
+    assert_eq!(
+        (late.verdict, late.option.as_deref()),
+        (Verdict::Approve, Some("yes"))
+    );
     assert_eq!(
         f.store
             .gate(gate)

@@ -201,7 +201,13 @@ option: string | null, rationale: string | null, correction: string | null, rule
 /**
  * What triggered the decision, e.g. `gate_opened:12` or `step_finished:3`.
  */
-source_event: string | null, audit_seq: number, at: number, };
+source_event: string | null, audit_seq: number, at: number, 
+/**
+ * A supervisor's vote that did not stand: the human who decided the
+ * gate otherwise (first, or by overriding it). Worked out when the
+ * story is read, never stored.
+ */
+overruled_by?: Actor, };
 
 export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 

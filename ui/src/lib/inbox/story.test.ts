@@ -120,4 +120,18 @@ describe("decision headlines", () => {
     const s = buildStory({ gate, decisions: [advice], records, decision_problems: [], verified: true });
     expect(s.entries[1]?.headline).toBe("Decision by supervisor:rules: approve, option “approve”");
   });
+
+  it("say a supervisor's vote that a human decided otherwise was overruled, and by whom", () => {
+    const late: DecisionRecord = { ...advice, verdict: "reject", option: "reject", audit_seq: 4, at: 4_000, overruled_by: { kind: "user", name: "app" } };
+    const s = buildStory({
+      gate,
+      decisions: [advice, late],
+      records: [...records, rec(4, { type: "decision", gate_id: 7, verdict: "reject", option: "reject" }, "supervisor:rules")],
+      decision_problems: [],
+      verified: true,
+    });
+    expect(s.entries.find((e) => e.seq === 4)?.headline).toBe("supervisor:rules voted REJECT (“reject”): overruled, user:app decided otherwise");
+    // The vote that stood keeps its own headline.
+    expect(s.entries[1]?.headline).toBe("Decision by supervisor:rules: approve, option “approve”");
+  });
 });

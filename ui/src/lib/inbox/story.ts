@@ -331,6 +331,11 @@ function kindHeadline(kind: RecordKind, p: Obj, actor: string, decision: Decisio
       return `Timer fired: chose “${option ?? "?"}”`;
     case "retry":
       return `Retried by the retry policy`;
+    case "supervisor_vote":
+      // A vote that came after (or was overridden by) a human's decision.
+      return decision?.overruled_by
+        ? `${actor} voted ${verdict}${option ? ` (“${option}”)` : ""}: overruled, ${actorText(decision.overruled_by)} decided otherwise`
+        : null;
     default:
       return null;
   }
