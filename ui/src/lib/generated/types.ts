@@ -466,6 +466,8 @@ notice?: NoticeKind, };
 
 export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected" | "ended";
 
+export type RequestedChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
+
 export type Resolved = { "leads": "inside", path: string, } | { "leads": "outside", path: string, } | { "leads": "unresolved", why: string, };
 
 export type RetryPolicy = { 
