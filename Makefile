@@ -44,7 +44,7 @@ setup:
 ## Regenerate what is generated from the contract (crates/overseer-api) and checked in:
 ## ui/src/lib/generated/{types,client}.ts (ts-rs) and src-tauri/capabilities/main.json.
 types:
-	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test contract
+	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-server --test contract
 
 ui:
 	cd ui && npm run build

@@ -17,8 +17,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use overseer_core::Actor;
-use overseer_engine::api::{Call, Request, ServerLine};
-use overseer_engine::{server, Engine, LogNotifier, Paths, SystemClock};
+use overseer_server::api::{Call, Request, ServerLine};
+use overseer_server::server;
+use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -5,9 +5,9 @@
 //! the actor comes from the connection, never from the window's arguments.
 //! Errors reach the web view as `{code, message}`.
 
-use overseer_engine::api::vocabulary::*;
-use overseer_engine::api::Operation;
 use overseer_engine::Engine;
+use overseer_server::api::vocabulary::*;
+use overseer_server::api::Operation;
 use std::sync::Arc;
 use tauri::State;
 
@@ -57,7 +57,7 @@ macro_rules! window_adapter {
                 engine: State<'_, Arc<Engine>>,
                 $($( $arg: $fty ),*)?
             ) -> Result<$resp, ApiError> {
-                perform(&engine, overseer_engine::api::op::$Op { $($( $field: $arg ),*)? }).await
+                perform(&engine, overseer_server::api::op::$Op { $($( $field: $arg ),*)? }).await
             }
         )*
         $(
@@ -68,7 +68,7 @@ macro_rules! window_adapter {
                 engine: State<'_, Arc<Engine>>,
                 $($( $warg: $wfty ),*)?
             ) -> Result<$wresp, ApiError> {
-                perform(&engine, overseer_engine::api::op::$WOp { $($( $wfield: $warg ),*)? }).await
+                perform(&engine, overseer_server::api::op::$WOp { $($( $wfield: $warg ),*)? }).await
             }
         )*
 

@@ -7,7 +7,8 @@ mod notifier;
 mod tray;
 mod webview;
 
-use overseer_engine::{server, Engine, Paths, SystemClock};
+use overseer_engine::{Engine, Paths, SystemClock};
+use overseer_server::server;
 use std::sync::Arc;
 use std::time::Duration;
 use tauri::Manager;
@@ -29,7 +30,7 @@ pub fn builder(
                 // Only the engine that owns the socket drives agents.
                 let driver = engine.clone();
                 tauri::async_runtime::spawn(async move {
-                    driver.start_orchestrator();
+                    driver.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
                 });
             }
             if let Some(on_open) = on_open {
@@ -42,7 +43,7 @@ pub fn builder(
                     }
                     if let Err(e) = commands::events::on_open_request(
                         &handle,
-                        &overseer_engine::api::OpenRun { run_id: run },
+                        &overseer_server::api::OpenRun { run_id: run },
                     ) {
                         tracing::warn!("cannot ask the window to open run {run}: {e}");
                     }
@@ -174,7 +175,7 @@ mod tests {
     // The commands, the build manifest's list, the capability and the
     // window's client are all generated from the contract's one table
     // (crates/overseer-api); the checked-in capability and client are
-    // compared with a fresh generation by crates/overseer-engine/tests/contract.rs.
+    // compared with a fresh generation by crates/overseer-server/tests/contract.rs.
 
     #[test]
     fn engine_commands_are_granted_to_the_main_window_only() {

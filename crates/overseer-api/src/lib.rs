@@ -480,7 +480,7 @@ pub fn capability() -> String {
 
 /// The header of every generated TypeScript file.
 pub const TS_HEADER: &str = "// Generated from the Rust contract (crates/overseer-api) and types (ts-rs): do not edit by hand.\n\
-// Regenerate with `make types`; crates/overseer-engine/tests/contract.rs fails when they drift.\n";
+// Regenerate with `make types`; crates/overseer-server/tests/contract.rs fails when they drift.\n";
 
 /// The window's typed client (`ui/src/lib/generated/client.ts`): the
 /// `Operations` and `Events` interfaces and the functions that implement

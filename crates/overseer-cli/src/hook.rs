@@ -7,10 +7,10 @@
 
 use anyhow::Context;
 use overseer_core::{ErrorCode, SessionAnswer, SessionAsk, SessionRef};
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
 use overseer_engine::Paths;
 use overseer_hooks::{self as hooks, install, Event, HookCall, Vendor};
+use overseer_server::api::Request;
+use overseer_server::client::Client;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

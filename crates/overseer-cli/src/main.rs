@@ -12,9 +12,10 @@ use clap::{Parser, Subcommand};
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::{RuleSet, SessionMode};
 use overseer_core::{Actor, ApiError, GateView, RunView};
-use overseer_engine::api::{op, Operation, Request};
-use overseer_engine::client::Client;
-use overseer_engine::{server, Engine, LogNotifier, Paths, SystemClock};
+use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use overseer_server::api::{op, Operation, Request};
+use overseer_server::client::Client;
+use overseer_server::server;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -1094,7 +1095,7 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     let listener = server::bind(&paths.socket()).map_err(ApiError::from)?;
     eprintln!("overseer engine serving on {}", paths.socket().display());
     let server = tokio::spawn(server::serve(engine.clone(), listener));
-    let orchestrator = engine.start_orchestrator();
+    let orchestrator = engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     let ticker = {
         let engine = engine.clone();
         tokio::spawn(async move {

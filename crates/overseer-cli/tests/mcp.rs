@@ -3,8 +3,8 @@
 //! a real engine (`overseer serve` on a private data dir). The answers are
 //! decided through the engine's API, as the window decides them.
 
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
+use overseer_server::api::Request;
+use overseer_server::client::Client;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -341,7 +341,7 @@ fn watch_socket(socket: &Path, seen: Seen) -> tokio::sync::oneshot::Receiver<Res
             return;
         };
         rt.block_on(async move {
-            let mut client = match overseer_engine::client::Client::connect(&socket).await {
+            let mut client = match overseer_server::client::Client::connect(&socket).await {
                 Ok(Some(c)) => c,
                 Ok(None) => {
                     let _ = ready.send(Err("no engine on the socket".into()));
@@ -399,8 +399,8 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
     let published: Seen = Arc::default();
     let received: Seen = Arc::default();
     watch_published(&engine, published.clone());
-    let listener = overseer_engine::server::bind(&engine.paths().socket()).expect("bind");
-    tokio::spawn(overseer_engine::server::serve(engine.clone(), listener));
+    let listener = overseer_server::server::bind(&engine.paths().socket()).expect("bind");
+    tokio::spawn(overseer_server::server::serve(engine.clone(), listener));
     let subscribed = watch_socket(&engine.paths().socket(), received.clone());
     match tokio::time::timeout(Duration::from_secs(30), subscribed).await {
         Ok(Ok(Ok(()))) => {}

@@ -382,7 +382,7 @@ async fn bench(dir: &Path, paths: Paths, requests: usize) {
             &Actor::cli(),
         )
         .expect("register the workspace");
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     let answer_tool_calls = Arc::new(AtomicBool::new(true));
     let tool_gates = Arc::new(AtomicUsize::new(0));
     let decider = spawn_decider(

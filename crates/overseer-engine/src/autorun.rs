@@ -4,7 +4,7 @@
 //! auto-advance or by a supervisor alone; the review names each one.
 
 use crate::work::{diff_range, DiffRange};
-use crate::Engine;
+use crate::Records;
 use overseer_core::autorun::{self, AutoRunFile, ChangedFile, PathChange};
 use overseer_core::{ApiError, RunId};
 use overseer_git as git;
@@ -53,7 +53,7 @@ pub(crate) fn describe(files: &[AutoRunFile]) -> String {
         .join("; ")
 }
 
-impl Engine {
+impl Records {
     /// The files of the run's diff (from its base commit to the commit its
     /// review shows) that other tools run or load on their own. Empty for a
     /// run without a repository.

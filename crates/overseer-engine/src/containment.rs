@@ -3,7 +3,7 @@
 //! profiles, and the watch that reports a run's limit hits. What contains
 //! is `overseer_contain`; this module only decides what to ask of it.
 
-use crate::Engine;
+use crate::Runs;
 use overseer_contain::{
     bwrap, cgroup_dir_name, limits, net, probe, require_sandbox, NetStatus, RunCgroup, RunLimits,
     SandboxInputs, SandboxPlan,
@@ -13,7 +13,44 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-impl Engine {
+impl Runs {
+    /// A process of `run` connected: a signed security event, a `security`
+    /// entry on the run, and the user is told.
+    pub fn refused_socket_from_run(&self, run: RunId, pid: i32, attempts: u64) {
+        tracing::warn!(run = %run, pid, "refused a connection from inside run {run}");
+        self.audit(
+            &overseer_core::Actor::Engine,
+            overseer_core::audit::AuditPayload::SecurityEvent(
+                overseer_core::audit::SecurityPayload::SocketFromRun {
+                    run_id: run,
+                    pid: i64::from(pid),
+                    attempts,
+                },
+            ),
+        );
+        if run == 0 {
+            return;
+        }
+        let text = format!(
+            "a process of this run (pid {pid}) connected to Overseer's socket; the connection was refused{}",
+            if attempts > 1 { format!(" ({attempts} attempts in the last minute)") } else { String::new() }
+        );
+        self.record_activity_or_warn(
+            run,
+            overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
+                text: text.clone(),
+                pid: Some(i64::from(pid)),
+                ..overseer_core::activity::SecurityEntry::default()
+            }),
+        );
+        self.notify_user(
+            crate::NotificationKind::SecurityEvent,
+            run,
+            format!("Run {run} tried to reach Overseer"),
+            text,
+        );
+    }
+
     /// This engine's cgroup directory (the parent of every `run-*` cgroup),
     /// when cgroups work here. One per database: engines on other data dirs
     /// never touch it.
@@ -81,7 +118,7 @@ fn private_dir(p: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", p.display()))
 }
 
-impl Engine {
+impl Runs {
     /// The sandbox and cgroup for `work`'s agent, started as `program` with
     /// `env` (its profile's environment). Err: the note the run fails with
     /// (the machine cannot contain and the profile does not allow running
@@ -289,17 +326,12 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-impl Engine {
+impl Runs {
     /// Follows `run`'s cgroup while it exists: each time the run hits one
     /// of its limits again, a security entry on its timeline (how often,
     /// which limit, how to raise it), a signed security event, and the
     /// first time for each limit, one notification.
-    pub(crate) async fn watch_limits(
-        self: Arc<Engine>,
-        run: RunId,
-        profile: String,
-        cg: RunCgroup,
-    ) {
+    pub(crate) async fn watch_limits(self: Arc<Self>, run: RunId, profile: String, cg: RunCgroup) {
         let Some(limits) = cg.limits().copied() else {
             return;
         };

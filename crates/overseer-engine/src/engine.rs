@@ -1,8 +1,9 @@
 use crate::config::{Config, ConfigError};
 use crate::notify::notification_for;
-use crate::{demo, ops, Clock, Notifier, Paths};
+use crate::{demo, Clock, Notifier, Paths};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode, GateId, GateView, RunId, RunView};
 use overseer_store::{AuditFailure, Keyring, Store, StoreError, VerifyReport, WriteTx, Writer};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -147,8 +148,88 @@ impl Drop for GateWait<'_> {
     }
 }
 
-/// The one writer of the store. Cheap to share: wrap it in an `Arc`.
+/// The engine, as layers by job, each a service that holds the one below
+/// it and its own state, and reaches nothing above it (the compiler keeps
+/// the arrows pointing down):
+///
+/// | layer | its job | its own state | its methods |
+/// |---|---|---|---|
+/// | [`Shared`] | the store, the event bus, the clock, the tasks | store, writer, bus, config | `engine.rs`, `settings.rs` |
+/// | [`Records`] | the timeline, transitions, workspaces, diffs, signed effects | | `work.rs`, `signed.rs`, `autorun.rs` |
+/// | [`Runs`] | live agents, their containment, caps and disk pauses | live runs, floods, disk | `orchestrator/mod.rs`, `containment.rs`, `flood/`, `disk/` |
+/// | [`Merges`] | reviews and merges | | `merge.rs` |
+/// | [`Supervision`] | gates: rules, the supervisor, decisions, steering | | `supervise.rs`, `decide.rs` |
+/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop | external sessions | `orchestrator/`, `agents/` |
+///
+/// Each layer holds the one below in an `Arc` and derefs to it (a layer *is*
+/// its lower layers plus its own job), so the handle reaches every
+/// service's methods while each service's code sees only what is beneath
+/// it; a service that spawns work that outlives a call takes
+/// `self: &Arc<Self>` and gives the task its own layer, never the engine. The contract's [`crate::api::Api`]
+/// is implemented on [`crate::api::Served`], not here.
+/// Cheap to share: wrap it in an `Arc`.
 pub struct Engine {
+    below: Arc<Supervision>,
+    /// External sessions' agents, "always" rules and waiting askers.
+    pub(crate) external: crate::agents::external::sessions::Sessions,
+    /// Itself, for effects that outlive a call (stopping an aborted agent).
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Engine>>,
+    /// Serves each run's own socket: the transport the host gave
+    /// [`Engine::start_orchestrator`].
+    pub(crate) voices: std::sync::OnceLock<Arc<dyn RunVoices>>,
+}
+
+/// Where a run's agent asks and reports (ask_user, request_plan_approval,
+/// report_step, messages): the run's own socket, served by a transport
+/// (`overseer_server::RunSockets`) that the host hands to
+/// [`Engine::start_orchestrator`]. The engine binds what it returns into the
+/// run's sandbox; the transport answers the run's asks and nothing else.
+pub trait RunVoices: Send + Sync {
+    /// Binds and serves `run`'s own socket.
+    fn open(&self, engine: &Arc<Engine>, run: RunId) -> Result<RunVoice, EngineError>;
+}
+
+/// A run's socket, served while this is kept (the run's agent keeps it).
+pub struct RunVoice {
+    /// Where it listens (outside the sandbox).
+    pub path: PathBuf,
+    /// Stops serving, and removes the socket, when dropped.
+    pub serving: Box<dyn Send + Sync>,
+}
+
+/// Gates and decisions: rules, the supervisor's evaluators, steering.
+pub struct Supervision {
+    below: Arc<Merges>,
+    /// Itself, for the work its decisions start that outlives a call (an
+    /// evaluator, a paused run's wait).
+    pub(crate) me: std::sync::Weak<Supervision>,
+}
+
+/// Reviews and merges.
+pub struct Merges {
+    below: Arc<Runs>,
+}
+
+/// Live agents: their processes, containment, caps and disk pauses.
+pub struct Runs {
+    below: Arc<Records>,
+    /// Runs whose agent is alive, driven by the orchestrator.
+    pub(crate) live: crate::orchestrator::live::LiveRuns,
+    /// Each run's caps on what it asks of the engine and the user.
+    pub(crate) floods: crate::flood::Floods,
+    /// The data dir's free space: its reserve, its floor, runs paused on it.
+    pub(crate) disk: Arc<crate::disk::Disk>,
+}
+
+/// What a run did and where it stands: the timeline, transitions,
+/// workspaces, diffs, signed effects.
+pub struct Records {
+    below: Arc<Shared>,
+}
+
+/// What every layer shares: the one writer of the store, the event bus,
+/// the clock, the configuration, the tasks.
+pub struct Shared {
     /// Reads (their own connection; they never wait behind a write).
     store: Mutex<Store>,
     /// Writes, from any thread at once: concurrent writes share one
@@ -159,12 +240,8 @@ pub struct Engine {
     events: broadcast::Sender<EngineEvent>,
     paths: Paths,
     pub(crate) config: Config,
-    /// Runs whose agent is alive, driven by the orchestrator.
-    pub(crate) live: crate::orchestrator::live::LiveRuns,
     /// The runtime the orchestrator runs on, once started.
     pub(crate) runtime: std::sync::OnceLock<tokio::runtime::Handle>,
-    /// Itself, for effects that outlive a call (stopping an aborted agent).
-    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Engine>>,
     /// Audit length at the last checkpoint.
     checkpointed: Mutex<i64>,
     /// What the user muted (kept in the database, cached here).
@@ -178,23 +255,44 @@ pub struct Engine {
     /// after the runtime is gone.
     pub(crate) tasks: tokio_util::task::TaskTracker,
     /// Cancelled by [`Engine::stop_agents`]: the tasks spawned with
-    /// [`Engine::spawn_cancellable`] stop at their next await.
+    /// [`Shared::spawn_cancellable`] stop at their next await.
     pub(crate) cancel: tokio_util::sync::CancellationToken,
-    /// External sessions' agents, "always" rules and waiting askers.
-    pub(crate) external: crate::agents::external::sessions::Sessions,
     /// The database's id, which names its agents' processes (read once).
     pub(crate) db_id: String,
-    /// Each run's caps on what it asks of the engine and the user.
-    pub(crate) floods: crate::flood::Floods,
     /// Wakes the waiters on a gate when that gate changed
     /// ([`crate::waiting::wait_gate`]).
     pub(crate) gate_watch: Arc<GateWatch>,
-    /// The data dir's free space: its reserve, its floor, runs paused on it.
-    pub(crate) disk: Arc<crate::disk::Disk>,
+}
+
+macro_rules! layer_on {
+    ($($upper:ty => $lower:ty $(as $layer:ident)?),* $(,)?) => {$(
+        impl std::ops::Deref for $upper {
+            type Target = Arc<$lower>;
+            fn deref(&self) -> &Arc<$lower> {
+                &self.below
+            }
+        }
+
+        $(impl $lower {
+            /// This layer, shared: what a task it starts holds (reached
+            /// from any layer above by deref).
+            pub(crate) fn $layer(self: &Arc<Self>) -> Arc<$lower> {
+                self.clone()
+            }
+        })?
+    )*};
+}
+
+layer_on! {
+    Engine => Supervision,
+    Supervision => Merges,
+    Merges => Runs as runs_layer,
+    Runs => Records,
+    Records => Shared as shared_layer,
 }
 
 /// The marker every agent process of this database carries in its environment.
-pub(crate) fn marker_prefix(engine: &Engine) -> String {
+pub(crate) fn marker_prefix(engine: &Shared) -> String {
     format!("overseer-{}-", engine.db_id)
 }
 
@@ -235,7 +333,7 @@ impl Engine {
             .setting(NOTIFICATIONS_KEY)?
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
-        Ok(Engine {
+        let shared = Shared {
             writer: store.writer(),
             store: Mutex::new(store),
             clock,
@@ -243,24 +341,66 @@ impl Engine {
             events,
             paths,
             config,
-            live: Default::default(),
             runtime: std::sync::OnceLock::new(),
-            me: std::sync::OnceLock::new(),
             checkpointed: Mutex::new(checkpointed),
             notifications: Mutex::new(notifications),
             stopping: std::sync::atomic::AtomicBool::new(false),
             tasks: tokio_util::task::TaskTracker::new(),
             cancel: tokio_util::sync::CancellationToken::new(),
-            external: Default::default(),
             db_id,
-            floods: Default::default(),
             gate_watch,
+        };
+        let records = Arc::new(Records {
+            below: Arc::new(shared),
+        });
+        let runs = Arc::new(Runs {
+            below: records,
+            live: Default::default(),
+            floods: Default::default(),
             disk,
+        });
+        Ok(Engine {
+            below: Arc::new_cyclic(|me| Supervision {
+                below: Arc::new(Merges { below: runs }),
+                me: me.clone(),
+            }),
+            external: Default::default(),
+            me: std::sync::OnceLock::new(),
+            voices: std::sync::OnceLock::new(),
         })
     }
 
+    /// Carries out a request from outside (the socket, the window) on a
+    /// blocking thread (a store call may wait on SQLite's lock) that
+    /// [`Engine::stop_agents`] waits for; refused once the engine is closing.
+    pub async fn carry_out<T: Send + 'static>(
+        self: &Arc<Self>,
+        request: impl FnOnce(&Engine) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.refuse_if_closing()?;
+        let me = self.clone();
+        self.tasks
+            .spawn_blocking(move || request(&me))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    ErrorCode::Internal,
+                    format!("request failed: {e}"),
+                ))
+            })
+    }
+}
+
+impl Shared {
     pub fn paths(&self) -> &Paths {
         &self.paths
+    }
+
+    /// The marker every agent process of this database carries in its
+    /// environment (a transport refuses a connection from a process that
+    /// carries it).
+    pub fn run_marker_prefix(&self) -> String {
+        marker_prefix(self)
     }
 
     /// Events published after each commit, in commit order.
@@ -326,33 +466,6 @@ impl Engine {
         Ok(self.store().gate(id)?)
     }
 
-    /// Records an approval (after the merge, see `work.rs`).
-    pub(crate) fn approve_recorded(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
-        let now = self.clock.now();
-        let out = ops::approve_run(&mut self.store(), id, actor, now)?;
-        self.publish(out.events);
-        Ok(out.run)
-    }
-
-    pub fn reject_run(&self, id: RunId, reason: &str, actor: &Actor) -> Result<RunView, ApiError> {
-        let now = self.clock.now();
-        let out = ops::reject_run(&mut self.store(), id, reason, actor, now)?;
-        self.publish(out.events);
-        Ok(out.run)
-    }
-
-    /// Moves a run along its lifecycle on the engine's own authority.
-    pub fn advance_run(
-        &self,
-        id: RunId,
-        event: overseer_core::RunEvent,
-    ) -> Result<RunView, ApiError> {
-        let now = self.clock.now();
-        let out = ops::advance_run(&mut self.store(), id, event, &Actor::Engine, now)?;
-        self.publish(out.events);
-        Ok(out.run)
-    }
-
     /// A large fleet for benchmarks (no events: open the window afterwards).
     pub fn seed_bulk(&self, actor: &Actor, count: u32) -> Result<Vec<RunId>, ApiError> {
         let now = self.clock.now();
@@ -415,26 +528,6 @@ impl Engine {
             ));
         }
         Ok(())
-    }
-
-    /// Carries out a request from outside (the socket, the window) on a
-    /// blocking thread (a store call may wait on SQLite's lock) that
-    /// [`Engine::stop_agents`] waits for; refused once the engine is closing.
-    pub async fn carry_out<T: Send + 'static>(
-        self: &Arc<Self>,
-        request: impl FnOnce(&Engine) -> Result<T, ApiError> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        self.refuse_if_closing()?;
-        let me = self.clone();
-        self.tasks
-            .spawn_blocking(move || request(&me))
-            .await
-            .unwrap_or_else(|e| {
-                Err(ApiError::new(
-                    ErrorCode::Internal,
-                    format!("request failed: {e}"),
-                ))
-            })
     }
 
     /// Spawns orchestration work that has no use once the engine stops (a

@@ -6,7 +6,9 @@
 //! - [`Engine`]: open, act (approve / reject / abort), subscribe, shut down.
 //! - [`ops`]: the operations themselves, one store transaction each; also used
 //!   by the CLI when no engine is running, so both paths are the same code.
-//! - [`api`]: the local API wire format; [`server`] and [`client`] speak it.
+//! - The transports (the local socket, each run's own socket, the wire
+//!   format and its client) are the `overseer-server` crate; a run's socket
+//!   is served through the [`RunVoices`] it gives the orchestrator.
 //! - [`demo`]: the deterministic demo fleet.
 //! - [`paths`]: where the data and config dirs are.
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
@@ -14,12 +16,11 @@
 mod activity;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;
-pub mod api;
 mod autorun;
-pub mod client;
 mod clock;
-pub mod config;
+pub use overseer_config as config;
 mod containment;
+mod decide;
 pub mod demo;
 pub mod disk;
 mod engine;
@@ -34,8 +35,7 @@ mod notify;
 pub mod ops;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod orchestrator;
-pub mod paths;
-pub mod server;
+pub use overseer_config::paths;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod settings;
 mod signed;
@@ -45,7 +45,9 @@ mod waiting;
 mod work;
 
 pub use clock::{Clock, SystemClock};
-pub use engine::{Engine, EngineError};
+pub use engine::{
+    Engine, EngineError, Merges, Records, RunVoice, RunVoices, Runs, Shared, Supervision,
+};
 pub use fleet::{FleetCounts, RunsHead};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
@@ -53,6 +55,8 @@ pub use notify::{
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
+pub use overseer_git::FileChange;
+pub use overseer_store::{Workspace, WorkspaceSettings};
 pub use paths::Paths;
 pub use settings::Scope;
 pub use settings::{RuleTexts, SettingsChange};

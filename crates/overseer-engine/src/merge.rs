@@ -12,7 +12,7 @@
 //! timeline and notified.
 
 use crate::notify::NotificationKind;
-use crate::Engine;
+use crate::Merges;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::supervision::{resolve, Autonomy, DecisionRecord, Resolution, Vote};
 use overseer_core::{
@@ -78,7 +78,7 @@ pub fn hidden_ref(run: RunId) -> String {
     format!("refs/overseer/runs/{run}")
 }
 
-impl Engine {
+impl Merges {
     /// Merges a run's reviewed commit into its base branch in the user's
     /// repository, once: the only way Overseer writes to the user's
     /// repository. Does not decide the review or move the run: its callers do.
@@ -456,7 +456,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Merges {
     /// True when `actor` is a human, or a human voted to approve `gate`.
     fn approved_by_a_human(&self, gate: &GateView, actor: &Actor) -> Result<bool, ApiError> {
         if matches!(actor, Actor::User(_)) {

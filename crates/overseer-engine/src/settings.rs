@@ -8,7 +8,7 @@
 //! [`overseer_core::FieldError`]).
 
 use crate::engine::NOTIFICATIONS_KEY;
-use crate::{Engine, NotificationSettings};
+use crate::{NotificationSettings, Records};
 use overseer_core::error::under;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::SupervisorPolicy;
@@ -106,7 +106,40 @@ pub fn check_notifications(settings: &NotificationSettings) -> Result<(), Vec<Fi
     settings.validate().map_err(|e| under("notifications", e))
 }
 
-impl Engine {
+impl Records {
+    pub(crate) fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
+        let ws = self.store().workspace(&scope.workspace)?;
+        if let Some(task) = scope.task {
+            let belongs = self
+                .store()
+                .raw_connection()
+                .query_row(
+                    "SELECT workspace_id FROM tasks WHERE id = ?1",
+                    [task],
+                    |r| r.get::<_, i64>(0),
+                )
+                .ok();
+            match belongs {
+                Some(w) if w == ws.id => {}
+                Some(_) => {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!("task {task} is not in workspace '{}'", scope.workspace),
+                    ))
+                }
+                None => {
+                    return Err(ApiError::new(
+                        ErrorCode::NotFound,
+                        format!(
+                            "task {task} does not exist: `overseer runs list` shows tasks and runs"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(scope.task)
+    }
+
     /// Checks a settings write without making it: the field errors the
     /// write would be refused with (empty: it would be accepted). Reads
     /// only: nothing is written to the database or the audit log. A scope
@@ -133,7 +166,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Records {
     /// Mutes (or unmutes) notification kinds; blocking asks cannot be muted.
     pub fn set_notifications(
         &self,
@@ -147,5 +180,16 @@ impl Engine {
         self.write(|tx| tx.set_setting(NOTIFICATIONS_KEY, &text, actor, now))?;
         *self.notifications.lock().unwrap_or_else(|p| p.into_inner()) = settings.clone();
         Ok(settings)
+    }
+}
+
+impl From<&RuleSet> for RuleTexts {
+    fn from(rules: &RuleSet) -> RuleTexts {
+        let texts = |v: &[overseer_core::rules::Rule]| v.iter().map(|r| r.to_string()).collect();
+        RuleTexts {
+            allow: texts(&rules.allow),
+            ask: texts(&rules.ask),
+            deny: texts(&rules.deny),
+        }
     }
 }

@@ -5,12 +5,12 @@
 //! record says anything) and signed a `security_event`; the engine does not
 //! act on it, tells the run's timeline and the user, and waits on.
 
-use crate::Engine;
+use crate::Records;
 use overseer_core::activity::{Activity, SecurityEntry, SecurityEvent};
 use overseer_core::{ApiError, GateDecision, GateId, GateView};
 use overseer_store::DecisionMismatch;
 
-impl Engine {
+impl Records {
     /// Marks a decided gate effected, unless its decision is not the one its
     /// signed record holds: then the refusal is reported and the decision
     /// the record backs (if any) is returned instead.

@@ -10,9 +10,9 @@
 //! an `escalate` decision plus a `supervisor_failed` notification: never an
 //! approval on error.
 
-use crate::notify::{Notification, NotificationKind};
+use crate::notify::NotificationKind;
 use crate::settings::Scope;
-use crate::Engine;
+use crate::{Engine, Shared, Supervision};
 use futures::future::BoxFuture;
 use overseer_core::activity::{Activity, RuleDecision};
 use overseer_core::rules::{self, Permission, Provenance, RuleLayer, RuleSet, ToolRequest};
@@ -148,7 +148,7 @@ pub(crate) fn permission_for(
     rules::decide(req, &layers, session, worktree)
 }
 
-impl Engine {
+impl Supervision {
     /// Opens a gate with the supervisor's authority on its kind (when a policy
     /// enables one) and starts the evaluation. Publishes after the commit.
     pub(crate) fn open_gate_supervised(
@@ -260,6 +260,46 @@ impl Engine {
         self.gate(gate_id)
     }
 
+    /// A human voting as the supervisor has the supervisor's authority, never
+    /// more: the actor is derived from the caller, not claimed.
+    pub fn vote_as_supervisor(
+        &self,
+        gate: GateId,
+        approve: bool,
+        rationale: String,
+        actor: &Actor,
+    ) -> Result<GateView, ApiError> {
+        let name = match actor {
+            Actor::User(n) => n.clone(),
+            Actor::Supervisor(n) | Actor::Agent(n) => n.clone(),
+            Actor::Engine => "engine".to_owned(),
+        };
+        let view = self.gate(gate)?;
+        let verdict = if approve {
+            overseer_core::supervision::Verdict::Approve
+        } else {
+            overseer_core::supervision::Verdict::Reject
+        };
+        let option = overseer_core::supervision::verdict_option(view.kind(), verdict).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`",
+                    view.kind().as_str()
+                ),
+            )
+        })?;
+        let input = DecisionInput {
+            verdict: Some(verdict),
+            option: Some(option.to_owned()),
+            rationale: Some(rationale),
+            rule_ref: Some("manual".to_owned()),
+            source_event: Some(format!("cli:{gate}")),
+            ..Default::default()
+        };
+        self.supervisor_vote(gate, &Actor::Supervisor(name), &input)
+    }
+
     /// A merge review decided by a vote (the supervisor's, or a human's
     /// approval it co-signed): marked effected (from now on nobody can
     /// override it) and applied. Approval merges through the one merge
@@ -299,22 +339,6 @@ impl Engine {
             }
         }
         Ok(())
-    }
-
-    /// Notifies the user directly (supervisor escalations and failures).
-    pub(crate) fn notify_user(
-        &self,
-        kind: NotificationKind,
-        run: RunId,
-        title: String,
-        body: String,
-    ) {
-        self.notifier.notify(&Notification {
-            kind,
-            run_id: run,
-            title,
-            body,
-        });
     }
 
     /// Sends an instruction to a running agent's next turn, recorded as a
@@ -496,7 +520,7 @@ pub(crate) fn evaluator(policy: &SupervisorPolicy) -> Arc<dyn Evaluator> {
 }
 
 /// The supervisor's evaluation of one gate, recorded as its vote.
-async fn evaluate_gate(engine: Arc<Engine>, gate_id: GateId, policy: SupervisorPolicy) {
+async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: SupervisorPolicy) {
     let (gate, run) = match engine
         .gate(gate_id)
         .and_then(|g| Ok((engine.run(g.run_id)?, g)))
@@ -613,7 +637,7 @@ fn failure_input(e: &EvaluatorError, gate: GateId) -> DecisionInput {
 
 /// The latest step record of a run (what the agent did, sensors, drift,
 /// confidence), for evaluators.
-fn last_step(engine: &Engine, run: RunId) -> Option<serde_json::Value> {
+fn last_step(engine: &Shared, run: RunId) -> Option<serde_json::Value> {
     engine
         .store()
         .run_events(run, 0, i64::MAX)
@@ -1051,7 +1075,7 @@ pub struct PolicyStatus {
     pub effective: SupervisorPolicy,
 }
 
-impl Engine {
+impl Supervision {
     pub fn gate_story(&self, gate: GateId) -> Result<GateStory, ApiError> {
         let store = self.store();
         let view = store.gate(gate)?;
@@ -1096,39 +1120,6 @@ impl Engine {
         }
         let now = self.clock.now();
         Ok(self.write(|tx| tx.hold_gate(gate, actor, now))?)
-    }
-
-    pub(crate) fn task_of(&self, scope: &Scope) -> Result<Option<overseer_core::TaskId>, ApiError> {
-        let ws = self.store().workspace(&scope.workspace)?;
-        if let Some(task) = scope.task {
-            let belongs = self
-                .store()
-                .raw_connection()
-                .query_row(
-                    "SELECT workspace_id FROM tasks WHERE id = ?1",
-                    [task],
-                    |r| r.get::<_, i64>(0),
-                )
-                .ok();
-            match belongs {
-                Some(w) if w == ws.id => {}
-                Some(_) => {
-                    return Err(ApiError::new(
-                        ErrorCode::InvalidInput,
-                        format!("task {task} is not in workspace '{}'", scope.workspace),
-                    ))
-                }
-                None => {
-                    return Err(ApiError::new(
-                        ErrorCode::NotFound,
-                        format!(
-                            "task {task} does not exist: `overseer runs list` shows tasks and runs"
-                        ),
-                    ))
-                }
-            }
-        }
-        Ok(scope.task)
     }
 
     /// The supervisor policy at a scope and the one in effect there.

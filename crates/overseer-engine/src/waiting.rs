@@ -1,7 +1,7 @@
 //! Waiting on a gate's decision: every part of the engine that asks (a run's
 //! driver, external sessions, a flood pause) waits here.
 
-use crate::Engine;
+use crate::{Records, Shared};
 use overseer_core::{ApiError, ErrorCode, GateDecision, GateId};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 pub(crate) const FORGED_SWEEP: Duration = Duration::from_secs(5);
 
 /// Every [`FORGED_SWEEP`], has each waiter look at its gate again.
-pub(crate) async fn sweep(engine: Arc<Engine>) {
+pub(crate) async fn sweep(engine: Arc<Shared>) {
     loop {
         tokio::time::sleep(FORGED_SWEEP).await;
         engine.gate_watch.look_again();
@@ -25,7 +25,7 @@ pub(crate) async fn sweep(engine: Arc<Engine>) {
 /// only when that gate's row changed (the store's writer says which gates
 /// each commit changed), so a waiter costs nothing while other gates, its
 /// own run's timeline and other runs change.
-pub(crate) async fn wait_gate(engine: &Engine, gate: GateId) -> Result<GateDecision, ApiError> {
+pub(crate) async fn wait_gate(engine: &Records, gate: GateId) -> Result<GateDecision, ApiError> {
     let mut wait = engine.gate_watch.watch(gate);
     loop {
         // Seen: a change from here on wakes the wait below.

@@ -2,11 +2,12 @@
 //! gate, merging on approval, cleaning and resuming runs. Each action commits
 //! first and publishes after, like the review actions in `engine.rs`.
 
-use crate::Engine;
+use crate::notify::{Notification, NotificationKind};
+use crate::{ops, Records};
 use overseer_core::{
-    parse_choice, Activity, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice,
-    DeviationGate, ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption, GateView,
-    MergeReviewChoice, RunId, RunState, RunView, TaskId,
+    Activity, ActivityView, Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate,
+    ErrorCode, FieldError, GateBody, GateId, GateKind, GateOption, RunId, RunState, RunView,
+    TaskId,
 };
 use overseer_git as git;
 use overseer_store::{RunWork, Workspace, WorkspaceSettings};
@@ -45,7 +46,50 @@ pub fn run_branch(run: RunId) -> String {
     format!("overseer/run-{run}")
 }
 
-impl Engine {
+impl Records {
+    /// Notifies the user directly (supervisor escalations and failures).
+    pub(crate) fn notify_user(
+        &self,
+        kind: NotificationKind,
+        run: RunId,
+        title: String,
+        body: String,
+    ) {
+        self.notifier.notify(&Notification {
+            kind,
+            run_id: run,
+            title,
+            body,
+        });
+    }
+
+    /// Records an approval (after the merge, see `work.rs`).
+    pub(crate) fn approve_recorded(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::approve_run(&mut self.store(), id, actor, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    pub fn reject_run(&self, id: RunId, reason: &str, actor: &Actor) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::reject_run(&mut self.store(), id, reason, actor, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
+    /// Moves a run along its lifecycle on the engine's own authority.
+    pub fn advance_run(
+        &self,
+        id: RunId,
+        event: overseer_core::RunEvent,
+    ) -> Result<RunView, ApiError> {
+        let now = self.clock.now();
+        let out = ops::advance_run(&mut self.store(), id, event, &Actor::Engine, now)?;
+        self.publish(out.events);
+        Ok(out.run)
+    }
+
     /// Where a run's repository lives: under the data dir, never in the
     /// user's checkout (a clone of its own; see [`overseer_git`]).
     pub fn worktree_path(&self, workspace: &str, run: RunId) -> PathBuf {
@@ -179,49 +223,6 @@ impl Engine {
         .map_err(ApiError::from)
     }
 
-    /// Decides any gate as `actor`. Review gates go through approve / reject /
-    /// abort so that merging and killing happen exactly as from the dashboard.
-    pub fn decide_gate(
-        &self,
-        gate_id: GateId,
-        option: &str,
-        context: Option<&str>,
-        actor: &Actor,
-    ) -> Result<GateView, ApiError> {
-        let gate = self.gate(gate_id)?;
-        if gate.kind() == GateKind::MergeReview {
-            let choice = parse_choice::<MergeReviewChoice>(option)
-                .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
-            match choice {
-                MergeReviewChoice::Approve => self.approve_run(gate.run_id, actor)?,
-                MergeReviewChoice::Reject => {
-                    self.reject_run(gate.run_id, context.unwrap_or_default(), actor)?
-                }
-                MergeReviewChoice::Abort => self.abort_run(gate.run_id, actor)?,
-            };
-            return self.gate(gate_id);
-        }
-        if let GateBody::Deviation(DeviationGate {
-            cause: DeviationCause::MergeFailed,
-            ..
-        }) = gate.body
-        {
-            return self.decide_merge_deviation(&gate, option, context, actor);
-        }
-        let now = self.clock.now();
-        Ok(self.write(|tx| tx.decide_gate(gate_id, option, context, actor, now))?)
-    }
-
-    /// Approve = merge (the one [`Engine::merge_run`]), then record. If the
-    /// merge cannot happen safely nothing is recorded as merged: the user gets
-    /// the reason and a deviation gate. On a review the supervisor co-signs,
-    /// the approval is a vote that waits for the supervisor's (the run stays
-    /// in review, "waiting for the co-sign"). A second approval never merges
-    /// twice.
-    pub fn approve_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
-        self.approve_review(id, actor)
-    }
-
     pub(crate) fn open_merge_failed(&self, run_id: RunId, err: &ApiError) -> Result<(), ApiError> {
         let now = self.clock.now();
         let already = self
@@ -253,42 +254,6 @@ impl Engine {
             )
         })?;
         Ok(())
-    }
-
-    fn decide_merge_deviation(
-        &self,
-        gate: &GateView,
-        option: &str,
-        context: Option<&str>,
-        actor: &Actor,
-    ) -> Result<GateView, ApiError> {
-        let now = self.clock.now();
-        self.write(|tx| tx.decide_gate(gate.id, option, context, actor, now))?;
-        match parse_choice::<DeviationChoice>(option) {
-            Ok(DeviationChoice::Retry) => {
-                self.approve_run(gate.run_id, actor)?;
-            }
-            Ok(DeviationChoice::Replan | DeviationChoice::Stop) | Err(_) => {
-                let reason = context.unwrap_or("the work could not be merged");
-                let review_pending = self
-                    .run(gate.run_id)?
-                    .pending_gate
-                    .is_some_and(|g| g.kind == GateKind::MergeReview);
-                if review_pending {
-                    self.reject_run(gate.run_id, reason, actor)?;
-                } else {
-                    // The review was decided approve (the merge then failed):
-                    // the human's stop releases the run as rejected.
-                    self.transition(
-                        gate.run_id,
-                        overseer_core::RunEvent::Reject,
-                        Some(reason),
-                        actor,
-                    )?;
-                }
-            }
-        }
-        self.gate(gate.id)
     }
 
     /// Removes a released run's repository (its branch with it); a run from

@@ -430,7 +430,7 @@ async fn restart(w: &mut World, script: &Arc<Script>) {
         .expect("engine"),
     );
     engine.use_agent_sessions(Arc::new(Scripted(script.clone())));
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     w.engine = engine;
 }
 

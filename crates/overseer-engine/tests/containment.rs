@@ -24,8 +24,9 @@ use overseer_contain::net::NetworkMode;
 use overseer_contain::process::{self, AgentSpec};
 use overseer_contain::{self as contain, bwrap, RunCgroup, SandboxInputs};
 use overseer_core::{Actor, GateKind};
-use overseer_engine::{server, SystemClock};
+use overseer_engine::SystemClock;
 use overseer_engine::{Engine, LogNotifier, NotificationKind, Paths};
+use overseer_server::server;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -611,7 +612,7 @@ async fn recovery_after_a_crash_kills_what_is_left_in_run_cgroups() {
     let engine = Arc::new(
         Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
     );
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     assert!(wait_dead(stray).await, "the escapee was killed at start");
     assert!(wait_dead(agent_pid).await, "the agent was killed at start");
     assert!(!cg.path().exists(), "the leftover cgroup is removed");

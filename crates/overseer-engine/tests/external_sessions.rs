@@ -16,9 +16,10 @@ use overseer_core::{
     Actor, ErrorCode, GateChoice, GateKind, GateView, ReleaseReason, RunOrigin, RunState,
     SessionAnswer, SessionAsk, SessionRef, ToolCallChoice,
 };
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
-use overseer_engine::{server, Engine, LogNotifier, Paths, Scope, SystemClock};
+use overseer_engine::{Engine, LogNotifier, Paths, Scope, SystemClock};
+use overseer_server::api::Request;
+use overseer_server::client::Client;
+use overseer_server::server;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,7 +81,7 @@ async fn reopen(w: World, orchestrate: bool) -> World {
         Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("reopen"),
     );
     if orchestrate {
-        engine.start_orchestrator();
+        engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     }
     let listener = server::bind(&paths.socket()).expect("bind again");
     let _server = tokio::spawn(server::serve(engine.clone(), listener));
@@ -791,7 +792,8 @@ async fn a_notice_that_reaches_the_engine_while_it_starts_steers_the_session_onc
         panic!("noted")
     };
     let info = pending(&w, GateKind::Question).await;
-    w.engine.start_orchestrator();
+    w.engine
+        .start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     w.engine
         .decide_gate(info.id, "answer", Some("bump the version"), &Actor::cli())
         .expect("reply");

@@ -158,16 +158,16 @@ async fn past_its_pending_asks_a_run_is_paused_once_and_the_inbox_still_lists() 
         .count();
     // The user's `gates list` goes through the engine's own socket.
     let socket = w.engine.paths().socket();
-    let listener = overseer_engine::server::bind(&socket).expect("bind");
-    let server = tokio::spawn(overseer_engine::server::serve(w.engine.clone(), listener));
+    let listener = overseer_server::server::bind(&socket).expect("bind");
+    let server = tokio::spawn(overseer_server::server::serve(w.engine.clone(), listener));
     let got = flood(&w, run, "asks", cap + 10).await;
     paused_once(&w, run, &notes).await;
-    let mut user = overseer_engine::client::Client::connect(&socket)
+    let mut user = overseer_server::client::Client::connect(&socket)
         .await
         .expect("connect")
         .expect("the engine answers");
     let listed: Vec<GateView> = user
-        .perform(overseer_engine::api::op::ListGates { pending_only: true })
+        .perform(overseer_server::api::op::ListGates { pending_only: true })
         .await
         .expect("the user's gates list answers during the flood");
     assert!(

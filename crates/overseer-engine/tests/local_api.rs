@@ -4,9 +4,10 @@
 use overseer_core::{
     Actor, EngineEvent, ErrorCode, GateKind, ReleaseReason, RunEvent, RunState, RunView,
 };
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
-use overseer_engine::{server, Engine, EngineError, Notification, Notifier, Paths, SystemClock};
+use overseer_engine::{Engine, EngineError, Notification, Notifier, Paths, SystemClock};
+use overseer_server::api::Request;
+use overseer_server::client::Client;
+use overseer_server::server;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,14 +3,14 @@
 //! real served engine knows, the window-only ones are not, and an operation
 //! on one surface only is one of the reviewed few, each with its reason.
 //! (The window's commands, build manifest and capability are generated
-//! from the same table; `tests/contract.rs` checks the checked-in files.)
+//! from the same table; `crates/overseer-server/tests/contract.rs` checks the checked-in files.)
 
 mod common;
 
 use overseer_core::{Actor, RunState};
-use overseer_engine::api::{op, Request, Surfaces, OPERATIONS};
-use overseer_engine::client::Client;
 use overseer_engine::{Engine, Paths, TaskStart};
+use overseer_server::api::{op, Request, Surfaces, OPERATIONS};
+use overseer_server::client::Client;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;

@@ -304,7 +304,7 @@ async fn after_an_engine_restart_the_run_is_carried_on_continuing_claudes_sessio
         )
         .expect("engine"),
     );
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     r.w.engine = engine;
     let resumed = run;
     r.state(resumed, RunState::PendingReview).await;

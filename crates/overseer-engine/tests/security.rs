@@ -25,7 +25,8 @@ use overseer_core::rules::RuleSet;
 use overseer_core::{
     Activity, Actor, DeviationCause, GateBody, GateKind, GateView, ReleaseReason, RunState,
 };
-use overseer_engine::{server, Engine, NotificationKind};
+use overseer_engine::{Engine, NotificationKind};
+use overseer_server::server;
 use overseer_store::WorkspaceSettings;
 use real::*;
 use std::path::{Path, PathBuf};

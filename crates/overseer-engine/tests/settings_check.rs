@@ -6,11 +6,11 @@ mod common;
 
 use overseer_core::supervision::{EvaluatorConfig, SupervisorPolicy};
 use overseer_core::{Actor, ErrorCode, FieldError};
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
 use overseer_engine::{
     Engine, NotificationKind, NotificationSettings, Paths, RuleTexts, Scope, SettingsChange,
 };
+use overseer_server::api::Request;
+use overseer_server::client::Client;
 use std::sync::Arc;
 
 struct Running {

@@ -6,8 +6,8 @@
 //! connection, which is how a cancelled call withdraws its gate.
 
 use overseer_core::{ApiError, ErrorCode, SessionAnswer, SessionAsk, SessionRef};
-use overseer_engine::api::Request;
-use overseer_engine::client::Client;
+use overseer_server::api::Request;
+use overseer_server::client::Client;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

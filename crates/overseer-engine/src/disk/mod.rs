@@ -28,9 +28,8 @@
 
 mod watch;
 
-use overseer_contain::limits::ByteSize;
+pub use overseer_config::disk::DiskConfig;
 use overseer_core::{Activity, RunId};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,28 +40,6 @@ pub const RESERVE_FILE: &str = "space-reserve";
 
 /// How often the free space is read.
 const DISK_WATCH: Duration = Duration::from_secs(1);
-
-/// `[disk]` in `overseer.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DiskConfig {
-    /// Runs pause below this much free space (default 256 MiB).
-    pub floor: Option<ByteSize>,
-    /// The room kept for the engine's own records (default 32 MiB).
-    pub reserve: Option<ByteSize>,
-}
-
-impl DiskConfig {
-    pub fn is_default(&self) -> bool {
-        *self == DiskConfig::default()
-    }
-    pub fn floor(&self) -> u64 {
-        self.floor.map_or(256 << 20, |b| b.0)
-    }
-    pub fn reserve(&self) -> u64 {
-        self.reserve.map_or(32 << 20, |b| b.0)
-    }
-}
 
 /// The data dir's filesystem, as the engine watches it.
 pub(crate) struct Disk {

@@ -2,12 +2,12 @@
 //! the floor and resumes them above it, and what a full disk does to a
 //! transition that could not be written.
 use super::*;
-use crate::Engine;
-impl Engine {
+use crate::Runs;
+impl Runs {
     /// Follows the data dir's free space (see the module's doc): below the
     /// floor runs pause, with a timeline entry each and one notification;
     /// above it again they resume.
-    pub(crate) async fn watch_disk(self: Arc<Engine>) {
+    pub(crate) async fn watch_disk(self: Arc<Self>) {
         loop {
             if let Some((pause, free)) = self.disk.check() {
                 if pause {

@@ -66,7 +66,7 @@ impl Default for FloodLimits {
 
 /// Which cap a run went past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cap {
+pub enum Cap {
     PendingAsks,
     Asks,
     Messages,
@@ -133,7 +133,7 @@ impl Bucket {
 
 /// What kind of use a run makes of the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Use {
+pub enum Use {
     /// A call on its socket.
     Call,
     Message,
@@ -147,6 +147,9 @@ struct RunFlood {
     notices: Option<Bucket>,
     connections: usize,
     paused: Option<Paused>,
+    /// The pause cancelled the run's turn: its end is the pause's, not a
+    /// failure, even when the user resumed before the turn ended.
+    turn_cancelled: bool,
 }
 
 #[derive(Debug)]
@@ -247,6 +250,20 @@ impl Floods {
         f.messages = None;
         f.notices = None;
         Some(refused)
+    }
+
+    /// Notes that the pause cancelled `run`'s turn (see [`Floods::take_turn_cancelled`]).
+    pub(crate) fn note_turn_cancelled(&self, run: RunId) {
+        if let Some(f) = lock(&self.runs).get_mut(&run) {
+            f.turn_cancelled = true;
+        }
+    }
+
+    /// Whether a pause cancelled `run`'s turn since this was last asked.
+    pub(crate) fn take_turn_cancelled(&self, run: RunId) -> bool {
+        lock(&self.runs)
+            .get_mut(&run)
+            .is_some_and(|f| std::mem::take(&mut f.turn_cancelled))
     }
 
     fn set_gate(&self, run: RunId, gate: GateId) {

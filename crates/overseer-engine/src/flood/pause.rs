@@ -2,10 +2,10 @@
 //! cap (a security entry, one notification) and carrying it on when the
 //! user lets it.
 use super::*;
-use crate::Engine;
+use crate::{Runs, Supervision};
 /// A connection to a run's socket, counted while it is open.
-pub(crate) struct Connection {
-    engine: Arc<Engine>,
+pub struct Connection {
+    engine: Arc<Runs>,
     run: RunId,
 }
 
@@ -17,10 +17,10 @@ impl Drop for Connection {
     }
 }
 
-impl Engine {
+impl Supervision {
     /// One use of the engine by `run` (a call on its socket, a message, a
     /// notice): refused while it is paused, and past its rate it pauses it.
-    pub(crate) fn flood_use(&self, run: RunId, what: Use) -> Result<(), ApiError> {
+    pub fn flood_use(&self, run: RunId, what: Use) -> Result<(), ApiError> {
         match self.floods.take(run, what, Instant::now())? {
             None => Ok(()),
             Some(cap) => Err(self.flood_pause(run, cap)),
@@ -28,7 +28,7 @@ impl Engine {
     }
 
     /// A new connection to `run`'s socket, counted until it is dropped.
-    pub(crate) fn flood_connect(self: &Arc<Self>, run: RunId) -> Result<Connection, ApiError> {
+    pub fn flood_connect(self: &Arc<Self>, run: RunId) -> Result<Connection, ApiError> {
         self.floods.check_paused(run)?;
         let over = {
             let mut runs = lock(&self.floods.runs);
@@ -37,7 +37,7 @@ impl Engine {
             f.connections > self.floods.limits.connections
         };
         let conn = Connection {
-            engine: self.clone(),
+            engine: self.runs_layer(),
             run,
         };
         if over {
@@ -141,7 +141,7 @@ impl Engine {
             }
             Err(e) => tracing::warn!(run = %run, "a paused run's asks not withdrawn: {e}"),
         }
-        if let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) {
+        if let Some(me) = self.me.upgrade() {
             if let Some(live) = self.live.get(run).filter(|_| !plan_waiting) {
                 let engine = me.clone();
                 me.spawn_task(async move {
@@ -150,6 +150,7 @@ impl Engine {
                     if engine.floods.paused_gate(run).is_none() {
                         return;
                     }
+                    engine.floods.note_turn_cancelled(run);
                     if let Err(e) = live.conn.cancel().await {
                         tracing::debug!(run = %run, "cancelling a paused run's turn: {e}");
                     }
@@ -164,7 +165,7 @@ impl Engine {
     }
 }
 
-impl Engine {
+impl Supervision {
     /// The user resumed `run` on its pause gate: the pause is lifted (once,
     /// whoever acts on the decision first) and the timeline says so.
     pub(crate) fn flood_resumed(&self, run: RunId, gate: GateId, by: &Actor) {
@@ -185,7 +186,7 @@ impl Engine {
 
 /// Carries out the user's decision on a pause gate: Resume lifts the pause,
 /// Stop aborts the run.
-async fn after_pause(engine: &Arc<Engine>, run: RunId, gate: GateId) {
+async fn after_pause(engine: &Arc<Supervision>, run: RunId, gate: GateId) {
     let Ok(d) = crate::waiting::wait_gate(engine, gate).await else {
         return;
     };

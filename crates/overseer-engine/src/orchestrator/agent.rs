@@ -6,7 +6,7 @@ use super::live::terminate_tree;
 use super::permissions::{permission, question};
 use super::turn::{err, Turn};
 use super::{modes, Live};
-use crate::Engine;
+use crate::{Engine, Runs};
 use overseer_acp::{AgentPipes, AgentSession, AgentSignal, SessionStart};
 use overseer_contain::process::{self, AgentSpec};
 use overseer_core::{Activity, Actor, ApiError, ErrorCode, RunId};
@@ -100,7 +100,11 @@ pub(super) async fn launch_agent(
         process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let run = work.run_id;
     if let Some(cg) = spec.cgroup {
-        engine.spawn_cancellable(engine.clone().watch_limits(run, work.agent.clone(), cg));
+        engine.spawn_cancellable(
+            engine
+                .runs_layer()
+                .watch_limits(run, work.agent.clone(), cg),
+        );
     }
     // The agent's stderr is its log: into the timeline, in batches.
     engine.spawn_to_finish(keep_log(engine.clone(), run, stderr));
@@ -140,7 +144,7 @@ pub(super) async fn launch_agent(
         Some(Arc::new(Live {
             conn: conn.clone(),
             process: tokio::sync::Mutex::new(process),
-            _asks: asks.map(|s| Box::new(s) as Box<dyn Send + Sync>),
+            _asks: asks.map(|s| s.serving),
         })),
     );
     engine.spawn_cancellable(pump(
@@ -166,16 +170,20 @@ fn contain(
     worktree: &Path,
 ) -> Result<
     (
-        Option<crate::server::RunSocket>,
+        Option<crate::RunVoice>,
         crate::containment::Contained,
         Vec<agent_client_protocol::v1::schema::McpServer>,
     ),
     ApiError,
 > {
-    let asks = match crate::server::serve_run(engine, work.run_id) {
-        Ok(s) => Some(s),
-        Err(e) => {
+    let asks = match engine.voices.get().map(|v| v.open(engine, work.run_id)) {
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
             tracing::warn!(run = %work.run_id, "no MCP tools for this run: {e}");
+            None
+        }
+        None => {
+            tracing::warn!(run = %work.run_id, "no MCP tools for this run: the engine serves no run sockets");
             None
         }
     };
@@ -479,7 +487,7 @@ pub(crate) async fn stop_all(engine: &Engine) -> usize {
 
 /// Abort's effect, after the abort is committed: cancel the turn, stop the
 /// whole process tree, then tell everyone.
-pub(crate) async fn stop_agent(engine: Arc<Engine>, run: RunId) {
+pub(crate) async fn stop_agent(engine: Arc<Runs>, run: RunId) {
     let Some(live) = engine.live.get(run) else {
         return;
     };

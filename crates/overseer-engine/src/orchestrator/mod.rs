@@ -50,7 +50,7 @@ use steps::{execute, Executed, Steps};
 use crate::engine::marker_prefix;
 use crate::ops;
 use crate::waiting::wait_gate;
-use crate::Engine;
+use crate::{Engine, Runs};
 pub(crate) use live::Live;
 use overseer_acp::{AgentSession, StartSession};
 use overseer_contain::process;
@@ -65,18 +65,17 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::error::RecvError;
 pub use turn::MAX_RETRIES;
 use turn::{end_run, still_active, Supervision, Turn};
-impl Engine {
+impl Runs {
     /// Abort: the decision is committed first, then the agent's whole process
     /// tree is stopped (SIGTERM, abort_timeout, SIGKILL) and
     /// `orchestration_aborted` is published. Called from a blocking context
     /// (CLI, window) it returns once the tree is gone.
-    pub fn abort_run(&self, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
+    pub fn abort_run(self: &Arc<Self>, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         let out = ops::abort_run(&mut self.store(), id, actor, now)?;
         self.publish(out.events);
-        let me = self.me.get().and_then(std::sync::Weak::upgrade);
-        if let (Some(handle), Some(me), Some(_)) = (self.runtime.get(), me, self.live.get(id)) {
-            let stop = stop_agent(me, id);
+        if let (Some(handle), Some(_)) = (self.runtime.get(), self.live.get(id)) {
+            let stop = stop_agent(self.clone(), id);
             if tokio::runtime::Handle::try_current().is_ok() {
                 // Finishes even if the engine is stopping (which waits for it).
                 self.tasks.spawn_on(stop, handle);
@@ -86,46 +85,9 @@ impl Engine {
         }
         Ok(out.run)
     }
-
-    /// Starts driving runs: recovery after a crash, then every queued run.
-    /// Call once, inside a tokio runtime.
-    pub fn start_orchestrator(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let _ = self.me.set(Arc::downgrade(self));
-        start(self.clone())
-    }
-
-    /// Before a clean exit: stops every live agent's whole process tree
-    /// (their runs are marked interrupted by the next start), then the
-    /// orchestrator's tasks, and waits for them (up to 10 s): once
-    /// it returns nothing of the engine's own still runs or writes, so the
-    /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
-    /// how many agents were stopped.
-    pub async fn stop_agents(&self) -> usize {
-        stop_all(self).await
-    }
 }
 
 impl Engine {
-    /// Runs `task` on the orchestrator's runtime (or the current one);
-    /// false when there is none (nothing was started).
-    pub(crate) fn spawn_task<F>(&self, task: F) -> bool
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        match self
-            .runtime
-            .get()
-            .cloned()
-            .or_else(|| tokio::runtime::Handle::try_current().ok())
-        {
-            Some(rt) => {
-                rt.spawn(task);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// When `gate` is answered (a question's Answer with words), `then`
     /// gets the words and who answered, on a task of its own.
     pub(crate) fn when_answered(
@@ -145,6 +107,51 @@ impl Engine {
                 then(&engine, text, d.actor);
             }
         });
+    }
+
+    /// Starts driving runs: recovery after a crash, then every queued run.
+    /// Call once, inside a tokio runtime.
+    /// `voices` serves each run's own socket, where its agent asks
+    /// ([`crate::RunVoices`]; `overseer_server::RunSockets`).
+    pub fn start_orchestrator(
+        self: &Arc<Self>,
+        voices: Arc<dyn crate::RunVoices>,
+    ) -> tokio::task::JoinHandle<()> {
+        let _ = self.me.set(Arc::downgrade(self));
+        let _ = self.voices.set(voices);
+        start(self.clone())
+    }
+
+    /// Before a clean exit: stops every live agent's whole process tree
+    /// (their runs are marked interrupted by the next start), then the
+    /// orchestrator's tasks, and waits for them (up to 10 s): once
+    /// it returns nothing of the engine's own still runs or writes, so the
+    /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
+    /// how many agents were stopped.
+    pub async fn stop_agents(&self) -> usize {
+        stop_all(self).await
+    }
+}
+
+impl Runs {
+    /// Runs `task` on the orchestrator's runtime (or the current one);
+    /// false when there is none (nothing was started).
+    pub(crate) fn spawn_task<F>(&self, task: F) -> bool
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match self
+            .runtime
+            .get()
+            .cloned()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        {
+            Some(rt) => {
+                rt.spawn(task);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Starts the sessions of agents launched from now on with `sessions`
@@ -169,8 +176,8 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
         Vec::new()
     });
     crate::supervise::start_timers(engine.clone());
-    engine.spawn_cancellable(crate::waiting::sweep(engine.clone()));
-    engine.spawn_cancellable(engine.clone().watch_disk());
+    engine.spawn_cancellable(crate::waiting::sweep(engine.shared_layer()));
+    engine.spawn_cancellable(engine.runs_layer().watch_disk());
     let mut rx = engine.subscribe();
     engine.clone().spawn_cancellable(async move {
         for run in carry_on {

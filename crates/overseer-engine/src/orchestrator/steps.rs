@@ -249,12 +249,18 @@ pub(super) async fn step_turn(
     }
     // Paused for flooding during the turn (which was cancelled): the same
     // step again once the user resumes, or the end.
+    let cancelled_by_pause = engine.floods.take_turn_cancelled(run);
     if let Some(resumed) = super::turn::flood_hold(engine, run, turn).await? {
         return Ok(if resumed {
             Flow::Next
         } else {
             Flow::Return(Executed::Ended)
         });
+    }
+    // The user resumed before the cancelled turn ended: the same step again,
+    // not a failure of the turn.
+    if cancelled_by_pause && matches!(result, Ok((StopReason::Cancelled, _))) {
+        return Ok(Flow::Next);
     }
     Ok(match result {
         Ok((StopReason::EndTurn, transcript)) => {

@@ -23,8 +23,8 @@ pub fn served(dir: &std::path::Path) -> (Arc<Engine>, Paths, tokio::task::JoinHa
     let engine = Arc::new(
         Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
     );
-    let listener = overseer_engine::server::bind(&paths.socket()).expect("bind");
-    let server = tokio::spawn(overseer_engine::server::serve(engine.clone(), listener));
+    let listener = overseer_server::server::bind(&paths.socket()).expect("bind");
+    let server = tokio::spawn(overseer_server::server::serve(engine.clone(), listener));
     (engine, paths, server)
 }
 
@@ -103,7 +103,7 @@ pub async fn world_in(
     engine
         .add_workspace(&repo, Some("demo"), settings, &Actor::cli())
         .expect("workspace");
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     World {
         _dir: dir,
         repo,
@@ -186,7 +186,7 @@ pub fn reopen(w: &mut World) {
     let engine = Arc::new(
         Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
     );
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     w.engine = engine;
 }
 

@@ -338,7 +338,7 @@ pub async fn real_world_with(
     engine
         .add_workspace(&repo, Some("proj"), setup.workspace, &Actor::cli())
         .expect("workspace");
-    engine.start_orchestrator();
+    engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     Real {
         w: World {
             _dir: dir,

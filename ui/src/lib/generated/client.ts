@@ -1,5 +1,5 @@
 // Generated from the Rust contract (crates/overseer-api) and types (ts-rs): do not edit by hand.
-// Regenerate with `make types`; crates/overseer-engine/tests/contract.rs fails when they drift.
+// Regenerate with `make types`; crates/overseer-server/tests/contract.rs fails when they drift.
 import type {
   ActivityView,
   AgentInfo,

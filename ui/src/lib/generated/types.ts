@@ -1,5 +1,5 @@
 // Generated from the Rust contract (crates/overseer-api) and types (ts-rs): do not edit by hand.
-// Regenerate with `make types`; crates/overseer-engine/tests/contract.rs fails when they drift.
+// Regenerate with `make types`; crates/overseer-server/tests/contract.rs fails when they drift.
 
 export type Activity = { "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**

@@ -31,7 +31,7 @@ impl Engine {
     }
 
     /// The external session whose agent started `pid` (directly or not).
-    pub(crate) fn external_ancestor(&self, pid: u32) -> Option<RunId> {
+    pub fn external_ancestor(&self, pid: u32) -> Option<RunId> {
         let agents = lock(&self.external.agents).clone();
         if agents.is_empty() {
             return None;

@@ -27,7 +27,6 @@ mod asks;
 mod forms;
 pub(crate) mod sessions;
 
-use crate::api::Request;
 use crate::supervise::{evaluate_step, permission_for, policy_of, supervisor_pause_options};
 use crate::waiting::wait_gate;
 use crate::Engine;
@@ -162,7 +161,7 @@ impl Engine {
     /// An ask of a launched run, from the MCP server its agent started
     /// (through the run's own socket: the run is who asks, whatever the
     /// ask says). A launched agent cannot end its run.
-    pub(crate) async fn run_ask(
+    pub async fn run_ask(
         self: &Arc<Self>,
         run: RunId,
         ask: SessionAsk,
@@ -342,32 +341,6 @@ impl Engine {
         let _waiter = Waiter::new(self, gate);
         wait_gate(self, gate).await
     }
-
-    /// Decides a pending gate nobody waits for any more with its kind's
-    /// declining choice, as the engine. A gate decided meanwhile is left.
-    pub(crate) fn withdraw_gate(&self, gate: GateId, why: &str) {
-        let Ok(view) = self.gate(gate) else { return };
-        if view.decision.is_some() {
-            return;
-        }
-        let choice = view.kind().decline_choice();
-        match self.decide_gate(gate, choice.as_str(), Some(why), &Actor::Engine) {
-            Ok(_) => {
-                // Nobody acts on a withdrawn gate: acted on as far as a
-                // restart's check of unacted decisions goes.
-                if let Err(e) = self.effect_signed(gate) {
-                    tracing::warn!(gate = %gate, "a withdrawn gate not marked acted on: {}", e.message);
-                }
-                self.record_activity_or_warn(
-                    view.run_id,
-                    Activity::GateWithdrawn {
-                        text: format!("{}: withdrawn ({why})", view.title),
-                    },
-                );
-            }
-            Err(e) => tracing::debug!(gate = %gate, "not withdrawn: {}", e.message),
-        }
-    }
 }
 
 enum Found {
@@ -463,10 +436,4 @@ fn workspace_for(store: &overseer_store::Store, cwd: &Path) -> Option<i64> {
         })
         .max()
         .map(|(_, id)| id)
-}
-
-/// Whether `request` decides or changes anything (as opposed to reading or
-/// asking): what a process an external agent started may not send.
-pub(crate) fn is_decision(request: &Request) -> bool {
-    request.decides()
 }

@@ -64,7 +64,7 @@ pub fn exists(path: &Path) -> bool {
 
 /// `s` as one file-name component: ASCII letters, digits, `-` and `_` kept,
 /// everything else `_` (workspace and profile names in the data dir).
-pub(crate) fn file_safe(s: &str) -> String {
+pub fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {

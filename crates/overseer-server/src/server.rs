@@ -21,8 +21,8 @@
 use crate::api::{
     op, Call, Invocation, Request, Route, ServerLine, Stream, StreamOperation, MAX_LINE,
 };
-use crate::{Engine, EngineError};
 use overseer_core::{Actor, ApiError, ErrorCode, RunId};
+use overseer_engine::{Engine, EngineError, RunVoice, RunVoices};
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -129,7 +129,7 @@ impl Fence {
     fn of(engine: &Engine) -> Fence {
         Fence {
             cgroup_root: engine.run_cgroup_root(),
-            marker_prefix: crate::engine::marker_prefix(engine),
+            marker_prefix: engine.run_marker_prefix(),
         }
     }
 
@@ -244,7 +244,7 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
                     let engine = engine.clone();
                     let pid = pid.unwrap_or(0);
                     tokio::task::spawn_blocking(move || {
-                        refused_from_run(&engine, run, pid, attempts)
+                        engine.refused_socket_from_run(run, pid, attempts)
                     });
                 }
                 tokio::spawn(refuse(
@@ -288,12 +288,25 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
     }
 }
 
-/// A run's own socket: where the MCP server its agent starts asks. It
+/// Each run's own socket: where the MCP server its agent starts asks. It
 /// serves asks and reports of that run and nothing else (no listing, no
 /// decision), so binding it into the sandbox gives the run a voice, not a
-/// hand. Stops (and its file goes) when dropped.
-pub(crate) struct RunSocket {
-    pub(crate) path: PathBuf,
+/// hand. Given to [`Engine::start_orchestrator`].
+pub struct RunSockets;
+
+impl RunVoices for RunSockets {
+    fn open(&self, engine: &Arc<Engine>, run: RunId) -> Result<RunVoice, EngineError> {
+        let socket = serve_run(engine, run)?;
+        Ok(RunVoice {
+            path: socket.path.clone(),
+            serving: Box::new(socket),
+        })
+    }
+}
+
+/// A run's socket being served. Stops (and its file goes) when dropped.
+struct RunSocket {
+    path: PathBuf,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -305,7 +318,7 @@ impl Drop for RunSocket {
 }
 
 /// Binds and serves `run`'s own socket in the data dir.
-pub(crate) fn serve_run(engine: &Arc<Engine>, run: RunId) -> Result<RunSocket, EngineError> {
+fn serve_run(engine: &Arc<Engine>, run: RunId) -> Result<RunSocket, EngineError> {
     let path = engine
         .paths()
         .data_dir
@@ -378,7 +391,7 @@ async fn handle_run_asks(
         };
         // Every call counts against the run's rate; past it, or while the
         // run is paused, it is refused.
-        if let Err(e) = engine.flood_use(run, crate::flood::Use::Call) {
+        if let Err(e) = engine.flood_use(run, overseer_engine::flood::Use::Call) {
             write_line(&mut write, &ServerLine::reply(call.id, Err(e))).await?;
             continue;
         }
@@ -422,43 +435,6 @@ async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
         }
     })
     .await;
-}
-
-/// A process of `run` connected: a signed security event, a `security`
-/// entry on the run, and the user is told.
-fn refused_from_run(engine: &Engine, run: RunId, pid: i32, attempts: u64) {
-    tracing::warn!(run = %run, pid, "refused a connection from inside run {run}");
-    engine.audit(
-        &Actor::Engine,
-        overseer_core::audit::AuditPayload::SecurityEvent(
-            overseer_core::audit::SecurityPayload::SocketFromRun {
-                run_id: run,
-                pid: i64::from(pid),
-                attempts,
-            },
-        ),
-    );
-    if run == 0 {
-        return;
-    }
-    let text = format!(
-        "a process of this run (pid {pid}) connected to Overseer's socket; the connection was refused{}",
-        if attempts > 1 { format!(" ({attempts} attempts in the last minute)") } else { String::new() }
-    );
-    engine.record_activity_or_warn(
-        run,
-        overseer_core::Activity::Security(overseer_core::activity::SecurityEntry {
-            text: text.clone(),
-            pid: Some(i64::from(pid)),
-            ..overseer_core::activity::SecurityEntry::default()
-        }),
-    );
-    engine.notify_user(
-        crate::NotificationKind::SecurityEvent,
-        run,
-        format!("Run {run} tried to reach Overseer"),
-        text,
-    );
 }
 
 /// What the next line of a connection was.
@@ -547,7 +523,7 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
             Next::Closed => return Ok(()),
         };
         let id = call.id;
-        let decides = crate::agents::external::is_decision(&call.request);
+        let decides = call.request.decides();
         let invocation = match call.request.route() {
             Route::Call(invocation) => invocation,
             Route::Stream(Stream::Subscribe(op::Subscribe {})) => {

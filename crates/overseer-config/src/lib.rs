@@ -45,6 +45,11 @@
 //! agent), `claude`, `codex` and `gemini` are built in unless the file defines
 //! its own of that name.
 
+pub mod disk;
+pub mod paths;
+
+pub use paths::Paths;
+
 use overseer_core::agent::{check_supervised_mode, PlanStrategy};
 use overseer_core::supervision::check_env_name;
 use overseer_core::FieldError;
@@ -361,8 +366,8 @@ pub struct Config {
     pub limits: overseer_contain::LimitsConfig,
     /// The free-space floor and the engine's reserve on the data dir's
     /// filesystem (`disk`).
-    #[serde(default, skip_serializing_if = "crate::disk::DiskConfig::is_default")]
-    pub disk: crate::disk::DiskConfig,
+    #[serde(default, skip_serializing_if = "disk::DiskConfig::is_default")]
+    pub disk: disk::DiskConfig,
     #[serde(skip)]
     path: PathBuf,
 }

@@ -11,8 +11,8 @@
 //! [`Request`], [`op`], the [`Api`] trait and each call's [`Operation`], and
 //! implements [`Api`] for the [`Engine`].
 
-use crate::Engine;
 use overseer_core::ErrorCode;
+use overseer_engine::Engine;
 use serde::{Deserialize, Serialize};
 use vocabulary::*;
 
@@ -235,7 +235,7 @@ macro_rules! wire_adapter {
             const DECIDES: bool = wire_adapter!(@decides $kind);
             fn perform(self, engine: &Engine, actor: &Actor) -> Result<$resp, ApiError> {
                 let op::$Op { $($field),* } = self;
-                <Engine as Api>::$call(engine, actor $(, $field)*)
+                <Served<'_> as Api>::$call(&Served(engine), actor $(, $field)*)
             }
         }
     };
@@ -250,25 +250,30 @@ overseer_api::operations!(wire_adapter);
 /// The table's operations and events, without their types.
 pub use overseer_api::{EventInfo, OperationInfo, Surfaces, EVENTS, OPERATIONS};
 
+/// The engine as its clients reach it: the contract's calls, each a thin
+/// delegation to the service that does it. Kept apart from [`Engine`]
+/// itself, whose layers hold the work (see its table).
+pub struct Served<'e>(pub &'e Engine);
+
 /// The engine's side of the contract: each call's implementation.
-impl Api for Engine {
+impl Api for Served<'_> {
     fn list_runs(&self, _actor: &Actor) -> Result<Vec<RunView>, ApiError> {
-        self.runs()
+        self.0.runs()
     }
     fn approve_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
-        Engine::approve_run(self, run, actor)
+        self.0.approve_run(run, actor)
     }
     fn reject_run(&self, actor: &Actor, run: RunId, reason: String) -> Result<RunView, ApiError> {
-        Engine::reject_run(self, run, &reason, actor)
+        self.0.reject_run(run, &reason, actor)
     }
     fn abort_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
-        Engine::abort_run(self, run, actor)
+        self.0.abort_run(run, actor)
     }
     fn list_gates(&self, _actor: &Actor, pending_only: bool) -> Result<Vec<GateView>, ApiError> {
-        self.gates(pending_only)
+        self.0.gates(pending_only)
     }
     fn show_gate(&self, _actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
-        self.gate(gate)
+        self.0.gate(gate)
     }
     fn decide_gate(
         &self,
@@ -280,18 +285,19 @@ impl Api for Engine {
         // The choice is read as the gate's kind's: a choice of another kind
         // is refused, saying the gate's choices.
         let choice = option
-            .for_gate(self.gate(gate)?.kind())
+            .for_gate(self.0.gate(gate)?.kind())
             .map_err(|e| ApiError::new(ErrorCode::InvalidInput, format!("gate {gate}: {e}")))?;
-        Engine::decide_gate(self, gate, choice.as_str(), context.as_deref(), actor)
+        self.0
+            .decide_gate(gate, choice.as_str(), context.as_deref(), actor)
     }
     fn hold_gate(&self, actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
-        Engine::hold_gate(self, gate, actor)
+        self.0.hold_gate(gate, actor)
     }
     fn gate_story(&self, _actor: &Actor, gate: GateId) -> Result<GateStory, ApiError> {
-        Engine::gate_story(self, gate)
+        self.0.gate_story(gate)
     }
     fn run_story(&self, _actor: &Actor, run: RunId) -> Result<RunStory, ApiError> {
-        Engine::run_story(self, run)
+        self.0.run_story(run)
     }
     fn run_activity(
         &self,
@@ -299,11 +305,11 @@ impl Api for Engine {
         run: RunId,
         after: i64,
     ) -> Result<Vec<ActivityView>, ApiError> {
-        self.activity(run, after)
+        self.0.activity(run, after)
     }
     fn run_diff(&self, _actor: &Actor, run: RunId) -> Result<RunDiff, ApiError> {
-        let (files, diff) = Engine::run_diff(self, run)?;
-        let auto_run = self.run_auto_run(run)?;
+        let (files, diff) = self.0.run_diff(run)?;
+        let auto_run = self.0.run_auto_run(run)?;
         Ok(RunDiff {
             files,
             diff,
@@ -311,8 +317,8 @@ impl Api for Engine {
         })
     }
     fn steer_run(&self, actor: &Actor, run: RunId, text: String) -> Result<RunView, ApiError> {
-        Engine::steer_run(self, run, &text, actor)?;
-        self.run(run)
+        self.0.steer_run(run, &text, actor)?;
+        self.0.run(run)
     }
     fn list_messages(
         &self,
@@ -320,7 +326,7 @@ impl Api for Engine {
         run: Option<RunId>,
         after: Option<i64>,
     ) -> Result<Vec<MessageView>, ApiError> {
-        self.messages(run, after)
+        self.0.messages(run, after)
     }
     fn send_message(
         &self,
@@ -329,13 +335,13 @@ impl Api for Engine {
         body: String,
         correlation_id: Option<String>,
     ) -> Result<MessageView, ApiError> {
-        Engine::send_message(self, to, &body, correlation_id, actor)
+        self.0.send_message(to, &body, correlation_id, actor)
     }
     fn show_task(&self, _actor: &Actor, task: TaskId) -> Result<TaskInfo, ApiError> {
-        self.task(task)
+        self.0.task(task)
     }
     fn list_workspaces(&self, _actor: &Actor) -> Result<Vec<Workspace>, ApiError> {
-        self.workspaces()
+        self.0.workspaces()
     }
     fn set_workspace_checks(
         &self,
@@ -344,10 +350,11 @@ impl Api for Engine {
         sensors: Vec<String>,
         auto_advance: Option<bool>,
     ) -> Result<Workspace, ApiError> {
-        Engine::set_workspace_checks(self, &workspace, sensors, auto_advance, actor)
+        self.0
+            .set_workspace_checks(&workspace, sensors, auto_advance, actor)
     }
     fn supervisor_status(&self, _actor: &Actor, scope: Scope) -> Result<PolicyStatus, ApiError> {
-        Engine::supervisor_status(self, &scope)
+        self.0.supervisor_status(&scope)
     }
     fn set_supervisor(
         &self,
@@ -355,7 +362,7 @@ impl Api for Engine {
         scope: Scope,
         policy: Option<SupervisorPolicy>,
     ) -> Result<PolicyStatus, ApiError> {
-        Engine::set_supervisor(self, &scope, policy, actor)
+        self.0.set_supervisor(&scope, policy, actor)
     }
     fn set_permissions(
         &self,
@@ -363,34 +370,35 @@ impl Api for Engine {
         scope: Scope,
         rules: RuleTexts,
     ) -> Result<RuleSet, ApiError> {
-        let rules = crate::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
-        Engine::set_permissions(self, &scope, rules, actor)
+        let rules =
+            overseer_engine::settings::check_rules(&rules).map_err(ApiError::invalid_fields)?;
+        self.0.set_permissions(&scope, rules, actor)
     }
     fn check_settings(
         &self,
         _actor: &Actor,
         change: SettingsChange,
     ) -> Result<Vec<FieldError>, ApiError> {
-        Engine::check_settings(self, &change)
+        self.0.check_settings(&change)
     }
     fn notification_settings(&self, _actor: &Actor) -> Result<NotificationSettings, ApiError> {
-        Ok(self.notifications())
+        Ok(self.0.notifications())
     }
     fn set_notification_settings(
         &self,
         actor: &Actor,
         settings: NotificationSettings,
     ) -> Result<NotificationSettings, ApiError> {
-        self.set_notifications(settings, actor)
+        self.0.set_notifications(settings, actor)
     }
     fn agents(&self, _actor: &Actor) -> Result<Vec<AgentInfo>, ApiError> {
-        Ok(Engine::agents(self))
+        Ok(self.0.agents())
     }
     fn ping(&self, _actor: &Actor) -> Result<String, ApiError> {
         Ok("pong".to_owned())
     }
     fn show_run(&self, _actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
-        self.run(run)
+        self.0.run(run)
     }
     fn seed_demo(
         &self,
@@ -399,8 +407,8 @@ impl Api for Engine {
         runs: Option<u32>,
     ) -> Result<Vec<RunId>, ApiError> {
         match runs {
-            Some(count) => self.seed_bulk(actor, count),
-            None => Engine::seed_demo(self, actor, settled),
+            Some(count) => self.0.seed_bulk(actor, count),
+            None => self.0.seed_demo(actor, settled),
         }
     }
     fn add_workspace(
@@ -410,16 +418,17 @@ impl Api for Engine {
         name: Option<String>,
         settings: WorkspaceSettings,
     ) -> Result<Workspace, ApiError> {
-        Engine::add_workspace(self, &path, name.as_deref(), settings, actor)
+        self.0
+            .add_workspace(&path, name.as_deref(), settings, actor)
     }
     fn start_task(&self, actor: &Actor, task: TaskStart) -> Result<Started, ApiError> {
-        Engine::start_task(self, &task, actor)
+        self.0.start_task(&task, actor)
     }
     fn clean_run(&self, _actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
-        Engine::clean_run(self, run)
+        self.0.clean_run(run)
     }
     fn resume_run(&self, actor: &Actor, run: RunId) -> Result<Started, ApiError> {
-        Engine::resume_run(self, run, actor)
+        self.0.resume_run(run, actor)
     }
     fn supervisor_vote(
         &self,
@@ -428,10 +437,10 @@ impl Api for Engine {
         approve: bool,
         rationale: String,
     ) -> Result<GateView, ApiError> {
-        supervisor_vote(self, gate, approve, rationale, actor)
+        self.0.vote_as_supervisor(gate, approve, rationale, actor)
     }
     fn list_runs_head(&self, _actor: &Actor, limit: usize) -> Result<RunsHead, ApiError> {
-        self.runs_head(limit)
+        self.0.runs_head(limit)
     }
 }
 
@@ -439,12 +448,6 @@ impl Api for Engine {
 /// the table.
 pub mod vocabulary {
     pub use super::{OpenRun, RunDiff};
-    pub use crate::config::AgentInfo;
-    pub use crate::{
-        GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
-        TaskInfo, TaskStart,
-    };
-    pub use crate::{RuleTexts, SettingsChange};
     pub use overseer_core::message::{MessageTo, MessageView};
     pub use overseer_core::rules::RuleSet;
     pub use overseer_core::supervision::SupervisorPolicy;
@@ -456,7 +459,13 @@ pub mod vocabulary {
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,
     };
-    pub use overseer_store::{Workspace, WorkspaceSettings};
+    pub use overseer_engine::config::AgentInfo;
+    pub use overseer_engine::{
+        GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
+        TaskInfo, TaskStart,
+    };
+    pub use overseer_engine::{RuleTexts, SettingsChange};
+    pub use overseer_engine::{Workspace, WorkspaceSettings};
     pub use std::path::PathBuf;
 }
 
@@ -470,63 +479,12 @@ pub struct OpenRun {
 /// unified diff text (untrusted: shown as text only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunDiff {
-    pub files: Vec<overseer_git::FileChange>,
+    pub files: Vec<overseer_engine::FileChange>,
     pub diff: String,
     /// The diff's files that other tools run or load on their own, with
     /// what would run them (never merged without a human).
     #[serde(default)]
     pub auto_run: Vec<overseer_core::autorun::AutoRunFile>,
-}
-
-impl From<&RuleSet> for RuleTexts {
-    fn from(rules: &RuleSet) -> RuleTexts {
-        let texts = |v: &[overseer_core::rules::Rule]| v.iter().map(|r| r.to_string()).collect();
-        RuleTexts {
-            allow: texts(&rules.allow),
-            ask: texts(&rules.ask),
-            deny: texts(&rules.deny),
-        }
-    }
-}
-
-/// A human voting as the supervisor has the supervisor's authority, never
-/// more: the actor is derived from the caller, not claimed.
-fn supervisor_vote(
-    engine: &Engine,
-    gate: GateId,
-    approve: bool,
-    rationale: String,
-    actor: &Actor,
-) -> Result<GateView, ApiError> {
-    let name = match actor {
-        Actor::User(n) => n.clone(),
-        Actor::Supervisor(n) | Actor::Agent(n) => n.clone(),
-        Actor::Engine => "engine".to_owned(),
-    };
-    let view = engine.gate(gate)?;
-    let verdict = if approve {
-        overseer_core::supervision::Verdict::Approve
-    } else {
-        overseer_core::supervision::Verdict::Reject
-    };
-    let option = overseer_core::supervision::verdict_option(view.kind(), verdict).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "the supervisor cannot decide {} gates; decide it yourself with `overseer gates decide`",
-                view.kind().as_str()
-            ),
-        )
-    })?;
-    let input = overseer_store::DecisionInput {
-        verdict: Some(verdict),
-        option: Some(option.to_owned()),
-        rationale: Some(rationale),
-        rule_ref: Some("manual".to_owned()),
-        source_event: Some(format!("cli:{gate}")),
-        ..Default::default()
-    };
-    engine.supervisor_vote(gate, &Actor::Supervisor(name), &input)
 }
 
 fn to_json<T: Serialize>(v: T) -> Result<serde_json::Value, ApiError> {

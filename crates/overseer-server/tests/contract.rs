@@ -6,7 +6,7 @@
 //! `make types` (OVERSEER_WRITE_TYPES=1) rewrites them.
 
 use overseer_api::{capability, typescript_adapter, typescript_client, TS_HEADER};
-use overseer_engine::api::vocabulary::*;
+use overseer_server::api::vocabulary::*;
 use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
