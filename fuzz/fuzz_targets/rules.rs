@@ -12,7 +12,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use overseer_core::rules::{
     always_gated, always_rule, decide, is_overseer_tool, normalize, Permission, Resolved, Rule,
-    RuleSet, SessionMode, ToolRequest,
+    RuleLayer, RuleSet, SessionMode, ToolRequest,
 };
 
 const TOOLS: &[&str] = &[
@@ -148,7 +148,8 @@ fuzz_target!(|input: Input| {
     } else {
         SessionMode::Normal
     };
-    let decided = decide(&req, &layers, mode, worktree);
+    let named: Vec<(RuleLayer, &RuleSet)> = layers.iter().map(|l| (RuleLayer::Task, *l)).collect();
+    let decided = decide(&req, &named, mode, worktree);
 
     let denied_by_rule = layers
         .iter()

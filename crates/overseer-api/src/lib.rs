@@ -60,11 +60,15 @@ macro_rules! operations {
                 write abort_run => AbortRun { run: RunId as run_id } -> RunView;
                 read list_gates => ListGates { pending_only: bool as pending_only } -> Vec<GateView>;
                 read show_gate => ShowGate { gate: GateId as gate_id } -> GateView;
-                /// Decides a gate. `context` is the optional free text (reason,
-                /// feedback, guidance, or for a question the JSON object of answers).
+                /// Decides a gate. `option` is one of the gate's kind's choices,
+                /// typed (`{"kind": "tool_call", "choice": "yes"}`; an unknown one
+                /// is refused when the request is read, one of another kind by
+                /// the engine; older clients' bare option id is still read).
+                /// `context` is the optional free text (reason, feedback,
+                /// guidance, or for a question the JSON object of answers).
                 write decide_gate => DecideGate {
                     gate: GateId as gate_id,
-                    option: String as option,
+                    option: RequestedChoice as option,
                     context: Option<String> as context,
                 } -> GateView;
                 /// Stop a gate's timer (auto-proceed, expiry): it waits for a human.

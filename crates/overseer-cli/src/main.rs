@@ -646,11 +646,14 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
             option,
             context,
         } => {
+            // The option as typed, sent as the gate's kind's choice.
+            let asked: GateView = act(paths, op::ShowGate { gate }).await?;
+            let option = inbox::choice_of(&asked, &option)?;
             let g: GateView = act(
                 paths,
                 op::DecideGate {
                     gate,
-                    option,
+                    option: option.into(),
                     context,
                 },
             )

@@ -222,6 +222,19 @@ pub fn gate_story(story: &overseer_engine::GateStory) -> String {
     out
 }
 
+/// The rule a decision cites, with its layer when the decision names it
+/// (`Edit(src/**) (task rule)`); decisions recorded before layers were
+/// typed show their rule alone (their rationale names the layer).
+fn rule_shown(
+    rule_ref: Option<&str>,
+    provenance: Option<&overseer_core::rules::Provenance>,
+) -> Option<String> {
+    match provenance {
+        Some(p) if !p.0.is_empty() => Some(format!("{} ({})", inert(&p.rule()), p.layers())),
+        Some(_) | None => rule_ref.map(inert),
+    }
+}
+
 /// A run's whole story: everything that decided anything on it.
 pub fn run_story(story: &overseer_engine::RunStory, now: i64) -> String {
     let mut out = run_detail(&story.run, now);
@@ -239,9 +252,8 @@ pub fn run_story(story: &overseer_engine::RunStory, now: i64) -> String {
                 .as_deref()
                 .map(|o| format!("chose {} ", inert(o)))
                 .unwrap_or_default(),
-            d.rule_ref
-                .as_deref()
-                .map(|r| format!("[{}] ", inert(r)))
+            rule_shown(d.rule_ref.as_deref(), d.provenance.as_ref())
+                .map(|r| format!("[{r}] "))
                 .unwrap_or_default(),
             inert(d.rationale.as_deref().unwrap_or(""))
         );
@@ -282,7 +294,8 @@ fn story_records(
                     " verdict={} option={} rule={} model={} prompt={} confidence={}  {}",
                     d.verdict,
                     d.option.as_deref().unwrap_or("-"),
-                    inert(d.rule_ref.as_deref().unwrap_or("-")),
+                    rule_shown(d.rule_ref.as_deref(), d.provenance.as_ref())
+                        .unwrap_or_else(|| "-".to_owned()),
                     inert(d.model_id.as_deref().unwrap_or("-")),
                     inert(d.prompt_version.as_deref().unwrap_or("-")),
                     d.confidence.map_or("-".to_owned(), |c| format!("{c:.2}")),
@@ -480,6 +493,38 @@ mod tests {
             out.contains("  AUTO-RUN sub/\\u{202e}.envrc: direnv: shell code\n"),
             "{out}"
         );
+    }
+
+    /// `overseer runs why` names each rule with the layer it came from;
+    /// a decision recorded before layers were typed shows its rule alone.
+    #[test]
+    fn a_rules_decision_shows_its_rule_with_its_layer() {
+        use overseer_core::rules::{Provenance, RuleLayer, RuleProvenance};
+        let compound = Provenance(vec![
+            RuleProvenance {
+                layer: RuleLayer::Task,
+                rule: "Bash(cargo test:*)".into(),
+            },
+            RuleProvenance {
+                layer: RuleLayer::Workspace,
+                rule: "Bash(tail:*)".into(),
+            },
+        ]);
+        assert_eq!(
+            rule_shown(Some("Bash(cargo test:*) + Bash(tail:*)"), Some(&compound)).as_deref(),
+            Some("Bash(cargo test:*) + Bash(tail:*) (task rule + workspace rule)")
+        );
+        let run = Provenance::one(RuleLayer::Run, "Bash(make \u{1b}[2J)");
+        assert_eq!(
+            rule_shown(Some("x"), Some(&run)).as_deref(),
+            Some("Bash(make \\u{1b}[2J) (this run's rule, from an “always” answer)")
+        );
+        // An old record: its rule, as it was recorded.
+        assert_eq!(
+            rule_shown(Some("Edit(src/**)"), None).as_deref(),
+            Some("Edit(src/**)")
+        );
+        assert_eq!(rule_shown(None, None), None);
     }
 
     #[test]

@@ -44,6 +44,42 @@ fn without_an_engine_the_cli_acts_on_the_store_directly() {
     assert!(out.starts_with("audit log OK: "), "{out}");
 }
 
+/// `gates decide` takes the option as the user types it and sends it as
+/// the gate's kind's typed choice; one the gate does not offer is refused
+/// with the gate's options, and nothing is decided.
+#[test]
+fn gates_decide_takes_the_option_as_typed_and_refuses_one_the_gate_does_not_offer() {
+    let h = Home::new();
+    h.ok(&["demo", "seed"]);
+    let gates: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    let tool = gates
+        .iter()
+        .find(|g| g["kind"] == "tool_call")
+        .expect("the demo's tool call gate");
+    let id = tool["id"].to_string();
+    for wrong in ["maybe", "approve"] {
+        let err = h.fails(&["gates", "decide", &id, "--option", wrong]);
+        assert!(
+            err.contains(&format!(
+                "gate {id}: option '{wrong}' is not offered by this gate (offered: yes, always, no)"
+            )),
+            "{err}"
+        );
+    }
+    let pending: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    assert!(
+        pending.iter().any(|g| g["id"] == tool["id"]),
+        "still pending"
+    );
+    let decided = h.ok(&["gates", "decide", &id, "--option", "yes"]);
+    assert!(decided.contains("yes"), "{decided}");
+    let pending: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    assert!(!pending.iter().any(|g| g["id"] == tool["id"]), "decided");
+}
+
 #[test]
 fn a_bulk_fleet_for_benchmarks_is_settled_and_audited() {
     let h = Home::new();

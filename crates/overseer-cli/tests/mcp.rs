@@ -197,9 +197,15 @@ impl Home {
     }
 
     fn decide(&self, gate: &Value, option: &str, context: Option<&str>) {
+        let kind = gate["kind"]
+            .as_str()
+            .and_then(overseer_core::GateKind::parse)
+            .expect("gate kind");
         self.api(Request::DecideGate {
             gate: overseer_core::GateId(gate["id"].as_i64().expect("gate id")),
-            option: option.to_owned(),
+            option: overseer_core::GateChoice::parse(kind, option)
+                .expect("one of the kind's choices")
+                .into(),
             context: context.map(str::to_owned),
         });
     }

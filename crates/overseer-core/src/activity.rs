@@ -183,6 +183,11 @@ pub struct RuleDecision {
     pub kind: crate::ToolKind,
     /// The rule or reason, and its layer.
     pub text: String,
+    /// The rules that decided and their layers (absent in entries written
+    /// before it was kept: their `text` names the layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub provenance: Option<crate::rules::Provenance>,
 }
 
 /// One run of a check command.

@@ -199,6 +199,10 @@ pub struct DecisionPayload {
     pub context: Present<String>,
     pub correction: Option<String>,
     pub rule_ref: Option<String>,
+    /// A permission rule's decision: the rules and their layers. Absent for
+    /// other decisions and in records written before it was signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::rules::Provenance>,
     pub model_id: Option<String>,
     pub prompt_version: Option<String>,
     pub confidence: Option<f64>,

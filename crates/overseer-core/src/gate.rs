@@ -282,6 +282,98 @@ impl GateChoice {
     }
 }
 
+/// Every kind's choices in words, for an error that says what may be sent:
+/// `plan: approve, request_changes, reject; tool_call: yes, always, no; ...`.
+pub fn all_choices() -> String {
+    GateKind::ALL
+        .iter()
+        .map(|k| {
+            let ids: Vec<&str> = k.options().iter().map(|c| c.as_str()).collect();
+            format!("{}: {}", k.as_str(), ids.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The choice a decide request carries. Typed: `{"kind": "tool_call",
+/// "choice": "yes"}` (in TypeScript a [`GateChoice`]); a kind or a choice
+/// that does not exist is refused when the request is read, and a choice of
+/// another kind than the gate's by the engine. A client written before
+/// choices were typed sends the bare option id (`"yes"`): it is read when it
+/// is some kind's choice, and taken as the gate's kind's, as it always was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ts_rs::TS)]
+#[ts(as = "GateChoice")]
+pub enum RequestedChoice {
+    Typed(GateChoice),
+    /// An older client's bare option id (one of some kind's choices).
+    Id(&'static str),
+}
+
+impl From<GateChoice> for RequestedChoice {
+    fn from(c: GateChoice) -> Self {
+        RequestedChoice::Typed(c)
+    }
+}
+
+impl RequestedChoice {
+    /// The choice on a gate of `kind`: a typed choice of that kind, or an
+    /// older client's id read as that kind's.
+    pub fn for_gate(self, kind: GateKind) -> Result<GateChoice, DecisionError> {
+        match self {
+            RequestedChoice::Typed(c) if c.kind() == kind => Ok(c),
+            RequestedChoice::Typed(c) => Err(DecisionError::OtherKind {
+                sent: c.kind().as_str().to_owned(),
+                chosen: c.as_str().to_owned(),
+                kind: kind.as_str().to_owned(),
+                offered: kind
+                    .options()
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+            RequestedChoice::Id(id) => GateChoice::parse(kind, id),
+        }
+    }
+}
+
+impl Serialize for RequestedChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestedChoice::Typed(c) => c.serialize(s),
+            RequestedChoice::Id(id) => s.serialize_str(id),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestedChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(d)?;
+        if let serde_json::Value::String(id) = &value {
+            return GateKind::ALL
+                .iter()
+                .flat_map(|k| k.options())
+                .find(|c| c.as_str() == id)
+                .map(|c| RequestedChoice::Id(c.as_str()))
+                .ok_or_else(|| {
+                    D::Error::custom(format!(
+                        "'{id}' is no gate's choice; send {{\"kind\": KIND, \"choice\": CHOICE}} with one of {}",
+                        all_choices()
+                    ))
+                });
+        }
+        GateChoice::deserialize(value)
+            .map(RequestedChoice::Typed)
+            .map_err(|e| {
+                D::Error::custom(format!(
+                    "not a gate choice ({e}); send {{\"kind\": KIND, \"choice\": CHOICE}} with one of {}",
+                    all_choices()
+                ))
+            })
+    }
+}
+
 /// Reads an option id as one of `C`'s choices.
 pub fn parse_choice<C: Choice>(id: &str) -> Result<C, DecisionError> {
     C::parse(id).ok_or_else(|| DecisionError::UnknownOption {
@@ -430,6 +522,15 @@ impl GateDecision {
 pub enum DecisionError {
     #[error("option '{chosen}' is not offered by this gate (offered: {offered})")]
     UnknownOption { chosen: String, offered: String },
+    #[error(
+        "'{chosen}' is a choice of {sent} gates; this is a {kind} gate: choose one of {offered}"
+    )]
+    OtherKind {
+        sent: String,
+        chosen: String,
+        kind: String,
+        offered: String,
+    },
     #[error("option '{0}' needs a reason: say why")]
     ContextRequired(String),
 }
@@ -467,6 +568,66 @@ mod tests {
             assert_eq!(GateKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(GateKind::parse("nope"), None);
+    }
+
+    /// A decide request's choice is typed on the wire: an unknown kind or
+    /// choice is refused when it is read, saying what may be sent; one of
+    /// another kind than the gate's is refused with the gate's choices; an
+    /// older client's bare id is still read, as the gate's kind's.
+    #[test]
+    fn a_requested_choice_is_typed_and_an_unknown_one_is_refused_with_the_choices() {
+        let read = |v: serde_json::Value| serde_json::from_value::<RequestedChoice>(v);
+        let yes = read(serde_json::json!({"kind": "tool_call", "choice": "yes"})).expect("typed");
+        assert_eq!(yes, RequestedChoice::Typed(ToolCallChoice::Yes.into()));
+        assert_eq!(
+            serde_json::to_value(yes).expect("json"),
+            serde_json::json!({"kind": "tool_call", "choice": "yes"})
+        );
+        let maybe = read(serde_json::json!({"kind": "tool_call", "choice": "maybe"}))
+            .expect_err("no such choice")
+            .to_string();
+        assert!(maybe.contains("`maybe`"), "{maybe}");
+        assert!(maybe.contains("tool_call: yes, always, no"), "{maybe}");
+        let kind = read(serde_json::json!({"kind": "vote", "choice": "yes"}))
+            .expect_err("no such kind")
+            .to_string();
+        assert!(kind.contains("`vote`"), "{kind}");
+        assert!(
+            kind.contains("plan: approve, request_changes, reject"),
+            "{kind}"
+        );
+        // Older clients: the bare id of some kind's choice.
+        let old = read(serde_json::json!("approve")).expect("an older client's id");
+        assert_eq!(old, RequestedChoice::Id("approve"));
+        assert_eq!(
+            old.for_gate(GateKind::MergeReview),
+            Ok(MergeReviewChoice::Approve.into())
+        );
+        assert!(matches!(
+            old.for_gate(GateKind::ToolCall),
+            Err(DecisionError::UnknownOption { .. })
+        ));
+        let nonsense = read(serde_json::json!("sure"))
+            .expect_err("no gate's choice")
+            .to_string();
+        assert!(
+            nonsense.contains("'sure' is no gate's choice"),
+            "{nonsense}"
+        );
+        assert!(
+            nonsense.contains("question: answer, default, decline"),
+            "{nonsense}"
+        );
+        // A typed choice is the gate's kind's or nothing.
+        assert_eq!(
+            yes.for_gate(GateKind::ToolCall),
+            Ok(ToolCallChoice::Yes.into())
+        );
+        let approve = RequestedChoice::from(GateChoice::Plan(PlanChoice::Approve));
+        assert_eq!(
+            approve.for_gate(GateKind::MergeReview).map_err(|e| e.to_string()),
+            Err("'approve' is a choice of plan gates; this is a merge_review gate: choose one of approve, reject, abort".to_owned())
+        );
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub use error::{ApiError, ErrorCode, FieldError};
 pub use gate::{
     ask_kind, check_decision, merge_review_options, parse_choice, AskKind, Choice, DecisionError,
     DeviationChoice, GateChoice, GateDecision, GateKind, GateOption, GateStatus, MergeReviewChoice,
-    PlanChoice, QuestionChoice, StepReviewChoice, SupervisorPauseChoice, ToolCallChoice,
+    PlanChoice, QuestionChoice, RequestedChoice, StepReviewChoice, SupervisorPauseChoice,
+    ToolCallChoice,
 };
 pub use gate_payload::{
     AgentOption, AgentToolCall, DeviationCause, DeviationGate, GateBody, MergeReviewGate,

@@ -1041,20 +1041,114 @@ impl AlwaysGated {
     }
 }
 
+/// The layer a rule that decided a tool call belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleLayer {
+    /// Overseer's own: confinement, the read-only session, the defaults.
+    BuiltIn,
+    /// The run's own rules: its "always" answers.
+    Run,
+    /// The task's rules.
+    Task,
+    /// The workspace's rules.
+    Workspace,
+}
+
+impl RuleLayer {
+    /// The layer in words, as decision records and the timeline say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RuleLayer::BuiltIn => "built-in rule",
+            RuleLayer::Run => "this run's rule, from an “always” answer",
+            RuleLayer::Task => "task rule",
+            RuleLayer::Workspace => "workspace rule",
+        }
+    }
+}
+
+/// One rule that decided a tool call, and the layer it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RuleProvenance {
+    pub layer: RuleLayer,
+    /// The rule's text (`Edit(src/**)`), or the built-in rule's words
+    /// (`confinement`, `default: read-only kind read`, ...).
+    pub rule: String,
+}
+
+/// The rules that decided a tool call, each with its layer: one, or for a
+/// compound shell command allowed part by part, each part's rule (in order,
+/// each once). Serialized as the list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(transparent)]
+pub struct Provenance(pub Vec<RuleProvenance>);
+
+impl Provenance {
+    /// One rule of one layer.
+    pub fn one(layer: RuleLayer, rule: impl Into<String>) -> Provenance {
+        Provenance(vec![RuleProvenance {
+            layer,
+            rule: rule.into(),
+        }])
+    }
+
+    /// A built-in rule.
+    pub fn built_in(rule: impl Into<String>) -> Provenance {
+        Provenance::one(RuleLayer::BuiltIn, rule)
+    }
+
+    /// The rules' texts, as cited: `A + B` for a compound command.
+    pub fn rule(&self) -> String {
+        self.0
+            .iter()
+            .map(|r| r.rule.as_str())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// The layers in words, each once: `task rule + workspace rule`.
+    pub fn layers(&self) -> String {
+        let mut layers: Vec<RuleLayer> = Vec::new();
+        for r in &self.0 {
+            if !layers.contains(&r.layer) {
+                layers.push(r.layer);
+            }
+        }
+        layers
+            .iter()
+            .map(|l| l.describe())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// Whether confinement decided (a path outside the worktree).
+    pub fn is_confinement(&self) -> bool {
+        matches!(self.0.as_slice(), [r] if r.layer == RuleLayer::BuiltIn && r.rule == CONFINEMENT)
+    }
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rule())
+    }
+}
+
 /// The outcome, with the reason shown to the human and cited in the audit log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Permission {
-    /// `rule`: the rule's text, or `default: read-only kind <kind>`, or
-    /// `read-only session: known-safe command`.
-    Allow { rule: String },
+    /// `rule`: a layer's rule (each part's for a compound command), or the
+    /// built-in `default: read-only kind <kind>` or `read-only session:
+    /// known-safe command`.
+    Allow { rule: Provenance },
     Ask {
         reason: String,
         always_gated: Option<AlwaysGated>,
         rule: Option<String>,
     },
-    /// `rule`: the rule's text, or `confinement`, or `read-only session`.
-    Deny { rule: String, reason: String },
+    /// `rule`: a layer's deny rule, or the built-in `confinement` or
+    /// `read-only session`.
+    Deny { rule: Provenance, reason: String },
 }
 
 /// `mcp__overseer__*`: the tools of `overseer mcp`.
@@ -1095,11 +1189,11 @@ fn is_shell(req: &ToolRequest) -> bool {
 pub const CONFINEMENT: &str = "confinement";
 
 /// Decides a tool call; see the module docs for the order of checks.
-/// `layers` in precedence order: the run's "always" rules, the task's, the
-/// workspace's.
+/// `layers` in precedence order, each named: the run's "always" rules, the
+/// task's, the workspace's. The decision names the rule and its layer.
 pub fn decide(
     req: &ToolRequest,
-    layers: &[&RuleSet],
+    layers: &[(RuleLayer, &RuleSet)],
     mode: SessionMode,
     worktree: &str,
 ) -> Permission {
@@ -1110,14 +1204,14 @@ pub fn decide(
             normalize(worktree, outside)
         };
         return Permission::Deny {
-            rule: CONFINEMENT.to_owned(),
+            rule: Provenance::built_in(CONFINEMENT),
             reason: format!("{shown} is outside the run's worktree {worktree}"),
         };
     }
-    for layer in layers {
+    for (name, layer) in layers {
         if let Some(rule) = layer.deny.iter().find(|r| r.matches_any(req, worktree)) {
             return Permission::Deny {
-                rule: rule.to_string(),
+                rule: Provenance::one(*name, rule.to_string()),
                 reason: format!("denied by the rule {rule}"),
             };
         }
@@ -1126,12 +1220,14 @@ pub fn decide(
     // where it must): no question before the question.
     if is_overseer_tool(&req.tool) {
         return Permission::Allow {
-            rule: "default: Overseer's own tools (mcp__overseer__*) only ask and report".to_owned(),
+            rule: Provenance::built_in(
+                "default: Overseer's own tools (mcp__overseer__*) only ask and report",
+            ),
         };
     }
     if mode == SessionMode::ReadOnly && is_write(req) {
         return Permission::Deny {
-            rule: "read-only session".to_owned(),
+            rule: Provenance::built_in("read-only session"),
             reason: "read-only session: writes are denied".to_owned(),
         };
     }
@@ -1166,7 +1262,7 @@ pub fn decide(
     if mode == SessionMode::ReadOnly && is_shell(req) {
         return match &req.command {
             Some(c) if known_safe(c) => Permission::Allow {
-                rule: "read-only session: known-safe command".to_owned(),
+                rule: Provenance::built_in("read-only session: known-safe command"),
             },
             Some(_) | None => Permission::Ask {
                 reason: "read-only session: shell commands ask".to_owned(),
@@ -1183,7 +1279,7 @@ pub fn decide(
     }
     if is_read_only_kind(req.kind) {
         return Permission::Allow {
-            rule: format!("default: read-only kind {}", req.kind),
+            rule: Provenance::built_in(format!("default: read-only kind {}", req.kind)),
         };
     }
     let reason = if is_shell(req) {
@@ -1202,8 +1298,12 @@ pub fn decide(
 
 /// The first layer with a matching ask or allow rule decides; within a layer
 /// ask (matching any part of the call) beats allow (matching all of it).
-fn layer_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Option<Permission> {
-    for layer in layers {
+fn layer_verdict(
+    req: &ToolRequest,
+    layers: &[(RuleLayer, &RuleSet)],
+    worktree: &str,
+) -> Option<Permission> {
+    for (name, layer) in layers {
         if let Some(rule) = layer.ask.iter().find(|r| r.matches_any(req, worktree)) {
             return Some(Permission::Ask {
                 reason: format!("the rule {rule} asks"),
@@ -1213,7 +1313,7 @@ fn layer_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Opti
         }
         if let Some(rule) = layer.allow.iter().find(|r| r.matches(req, worktree)) {
             return Some(Permission::Allow {
-                rule: rule.to_string(),
+                rule: Provenance::one(*name, rule.to_string()),
             });
         }
     }
@@ -1224,13 +1324,17 @@ fn layer_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Opti
 /// its parts is allowed on its own (`cargo test 2>&1 | tail -5` with
 /// `Bash(cargo test:*)` and `Bash(tail:*)`). Commands with substitutions or
 /// that do not parse are never allowed this way.
-fn per_part_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> Option<Permission> {
+fn per_part_verdict(
+    req: &ToolRequest,
+    layers: &[(RuleLayer, &RuleSet)],
+    worktree: &str,
+) -> Option<Permission> {
     let command = req.command.as_deref().filter(|_| is_shell(req))?;
     if has_substitution(command) {
         return None;
     }
     let parts = split_compound(command).filter(|p| p.len() > 1)?;
-    let mut used: Vec<String> = Vec::new();
+    let mut used: Vec<RuleProvenance> = Vec::new();
     for part in parts {
         let sub = ToolRequest {
             command: Some(part),
@@ -1238,8 +1342,10 @@ fn per_part_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> O
         };
         match layer_verdict(&sub, layers, worktree)? {
             Permission::Allow { rule } => {
-                if !used.contains(&rule) {
-                    used.push(rule);
+                for r in rule.0 {
+                    if !used.contains(&r) {
+                        used.push(r);
+                    }
                 }
             }
             ask @ Permission::Ask { .. } => return Some(ask),
@@ -1247,7 +1353,7 @@ fn per_part_verdict(req: &ToolRequest, layers: &[&RuleSet], worktree: &str) -> O
         }
     }
     Some(Permission::Allow {
-        rule: used.join(" + "),
+        rule: Provenance(used),
     })
 }
 

@@ -220,6 +220,10 @@ pub struct DecisionRecord {
     pub rationale: Option<String>,
     pub correction: Option<String>,
     pub rule_ref: Option<String>,
+    /// For a permission rule's allow or denial: the rules that decided and
+    /// their layers. None for every other decision, and for decisions
+    /// recorded before it was kept (their rationale names the layer).
+    pub provenance: Option<crate::rules::Provenance>,
     pub model_id: Option<String>,
     pub prompt_version: Option<String>,
     pub confidence: Option<f64>,

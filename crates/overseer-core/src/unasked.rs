@@ -73,7 +73,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{decide, RuleSet, SessionMode};
+    use crate::rules::{decide, RuleLayer, RuleSet, SessionMode};
 
     const WT: &str = "/w";
 
@@ -96,7 +96,12 @@ mod tests {
     }
 
     fn judged(r: &ToolRequest, rules: &RuleSet) -> Option<String> {
-        judge(r, "t", &decide(r, &[rules], SessionMode::Normal, WT), WT)
+        judge(
+            r,
+            "t",
+            &decide(r, &[(RuleLayer::Task, rules)], SessionMode::Normal, WT),
+            WT,
+        )
     }
 
     #[test]

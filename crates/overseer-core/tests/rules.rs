@@ -2,8 +2,9 @@
 //! checks, always-gated operations, and read-only sessions.
 
 use overseer_core::rules::{
-    always_gated, always_rule, decide, is_read_only_kind, AlwaysGated, Permission, Resolved, Rule,
-    RuleError, RuleSet, SessionMode, ToolRequest, CONFINEMENT,
+    always_gated, always_rule, decide, is_read_only_kind, AlwaysGated, Permission, Provenance,
+    Resolved, Rule, RuleError, RuleLayer, RuleProvenance, RuleSet, SessionMode, ToolRequest,
+    CONFINEMENT,
 };
 
 const WT: &str = "/data/worktrees/web/run-7";
@@ -68,8 +69,14 @@ fn gated(req: &ToolRequest) -> Option<AlwaysGated> {
     always_gated(req, WT).map(|(g, _)| g)
 }
 
+/// Layers in precedence order, each named the workspace's (the name only
+/// says where a rule came from; it never changes what is decided).
+fn layered<'a>(layers: &[&'a RuleSet]) -> Vec<(RuleLayer, &'a RuleSet)> {
+    layers.iter().map(|l| (RuleLayer::Workspace, *l)).collect()
+}
+
 fn normal(req: &ToolRequest, layers: &[&RuleSet]) -> Permission {
-    decide(req, layers, SessionMode::Normal, WT)
+    decide(req, &layered(layers), SessionMode::Normal, WT)
 }
 
 fn allowed(p: &Permission) -> bool {
@@ -292,11 +299,87 @@ fn redirections_are_not_command_separators() {
     assert!(!r.matches(&bash("cargo test 2>&1 | tail -5"), WT));
 }
 
+/// A decision names the rule that made it and that rule's layer, as the
+/// rules found it: the audit record and "Why?" say "task rule" because the
+/// task's layer matched, not because a rule of that text exists somewhere.
+#[test]
+fn each_decision_names_its_rule_and_the_layer_it_came_from() {
+    let run = rules(&["Bash(make:*)"], &[], &[]);
+    let task = rules(&["Bash(cargo test:*)"], &[], &["Bash(curl:*)"]);
+    let ws = rules(&["Bash(tail:*)", "Bash(make:*)"], &[], &[]);
+    let layers = [
+        (RuleLayer::Run, &run),
+        (RuleLayer::Task, &task),
+        (RuleLayer::Workspace, &ws),
+    ];
+    let decided = |req: &ToolRequest| decide(req, &layers, SessionMode::Normal, WT);
+    let one = |layer, rule: &str| Provenance::one(layer, rule);
+    assert_eq!(
+        decided(&bash("make all")),
+        Permission::Allow {
+            rule: one(RuleLayer::Run, "Bash(make:*)")
+        }
+    );
+    assert_eq!(
+        decided(&bash("tail -5 log")),
+        Permission::Allow {
+            rule: one(RuleLayer::Workspace, "Bash(tail:*)")
+        }
+    );
+    // A compound command allowed part by part: each part's rule and layer.
+    let compound = decided(&bash("cargo test 2>&1 | tail -5"));
+    let Permission::Allow { rule } = compound else {
+        panic!("{compound:?}");
+    };
+    assert_eq!(
+        rule.0,
+        vec![
+            RuleProvenance {
+                layer: RuleLayer::Task,
+                rule: "Bash(cargo test:*)".into()
+            },
+            RuleProvenance {
+                layer: RuleLayer::Workspace,
+                rule: "Bash(tail:*)".into()
+            },
+        ]
+    );
+    assert_eq!(rule.layers(), "task rule + workspace rule");
+    match decided(&bash("curl https://x")) {
+        Permission::Deny { rule, .. } => assert_eq!(rule, one(RuleLayer::Task, "Bash(curl:*)")),
+        other => panic!("{other:?}"),
+    }
+    // Overseer's own rules are built in.
+    match decided(&edit("/etc/passwd")) {
+        Permission::Deny { rule, .. } => {
+            assert_eq!(rule, Provenance::built_in(CONFINEMENT));
+            assert!(rule.is_confinement());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        decided(&read("src/x.rs")),
+        Permission::Allow {
+            rule: Provenance::built_in("default: read-only kind read")
+        }
+    );
+    // Serialized as a list of {layer, rule}, the layer in snake_case.
+    assert_eq!(
+        serde_json::to_value(&rule).expect("json"),
+        serde_json::json!([
+            {"layer": "task", "rule": "Bash(cargo test:*)"},
+            {"layer": "workspace", "rule": "Bash(tail:*)"},
+        ])
+    );
+}
+
 #[test]
 fn a_compound_command_is_allowed_when_each_part_is_allowed_by_some_rule() {
     let ws = rules(&["Bash(cargo test:*)", "Bash(tail:*)"], &[], &[]);
     match normal(&bash("cargo test 2>&1 | tail -5"), &[&ws]) {
-        Permission::Allow { rule } => assert_eq!(rule, "Bash(cargo test:*) + Bash(tail:*)"),
+        Permission::Allow { rule } => {
+            assert_eq!(rule.to_string(), "Bash(cargo test:*) + Bash(tail:*)")
+        }
         other => panic!("{other:?}"),
     }
     // One part not covered: the default (ask).
@@ -416,7 +499,7 @@ fn globs_with_special_characters_in_the_worktree_path_still_match() {
     assert!(rule("Edit(src/**)").matches(&edit("src/x.rs"), wt));
     assert!(allowed(&decide(
         &edit("src/x.rs"),
-        &[&rules(&["Edit(src/**)"], &[], &[])],
+        &layered(&[&rules(&["Edit(src/**)"], &[], &[])]),
         SessionMode::Normal,
         wt
     )));
@@ -445,7 +528,7 @@ fn paths_outside_the_worktree_are_denied_whatever_the_rules() {
     ] {
         match normal(&edit(p), &[&all]) {
             Permission::Deny { rule, reason } => {
-                assert_eq!(rule, "confinement", "{p}");
+                assert_eq!(rule.to_string(), "confinement", "{p}");
                 assert!(reason.contains("outside"), "{reason}");
             }
             other => panic!("{p}: {other:?}"),
@@ -498,7 +581,7 @@ fn deny_beats_allow_across_layers() {
     let run = rules(&["Bash(curl https://x)"], &[], &[]);
     match normal(&bash("curl https://x"), &[&run, &task, &workspace]) {
         Permission::Deny { rule, reason } => {
-            assert_eq!(rule, "Bash(curl:*)");
+            assert_eq!(rule.to_string(), "Bash(curl:*)");
             assert!(reason.contains("Bash(curl:*)"));
         }
         other => panic!("{other:?}"),
@@ -513,7 +596,7 @@ fn the_task_layer_overrides_the_workspace_layer() {
     let workspace = rules(&[], &["Bash(cargo test:*)"], &[]);
     let task = rules(&["Bash(cargo test:*)"], &[], &[]);
     match normal(&bash("cargo test -p core"), &[&task, &workspace]) {
-        Permission::Allow { rule } => assert_eq!(rule, "Bash(cargo test:*)"),
+        Permission::Allow { rule } => assert_eq!(rule.to_string(), "Bash(cargo test:*)"),
         other => panic!("{other:?}"),
     }
     // And the other way round: a task may ask for what the workspace allows.
@@ -540,7 +623,7 @@ fn defaults_allow_reads_and_ask_for_edits_shell_and_other_tools() {
         assert!(is_read_only_kind(kind.into()));
         match normal(&tool("X", kind), &[&none]) {
             Permission::Allow { rule } => {
-                assert_eq!(rule, format!("default: read-only kind {kind}"))
+                assert_eq!(rule.to_string(), format!("default: read-only kind {kind}"))
             }
             other => panic!("{kind}: {other:?}"),
         }
@@ -1154,7 +1237,7 @@ fn a_read_only_session_denies_writes() {
             ..edits(&["a", "b"])
         },
     ] {
-        match decide(&req, &[&all], ro, WT) {
+        match decide(&req, &layered(&[&all]), ro, WT) {
             Permission::Deny { reason, .. } => {
                 assert_eq!(reason, "read-only session: writes are denied")
             }
@@ -1162,7 +1245,12 @@ fn a_read_only_session_denies_writes() {
         }
     }
     // Reads are fine.
-    assert!(allowed(&decide(&read("src/x.rs"), &[&all], ro, WT)));
+    assert!(allowed(&decide(
+        &read("src/x.rs"),
+        &layered(&[&all]),
+        ro,
+        WT
+    )));
 }
 
 #[test]
@@ -1187,9 +1275,13 @@ fn a_read_only_session_allows_known_safe_commands_and_asks_for_other_shell() {
         "du -sh .",
         "which cargo",
     ] {
-        match decide(&bash(safe), &[&none], ro, WT) {
+        match decide(&bash(safe), &layered(&[&none]), ro, WT) {
             Permission::Allow { rule } => {
-                assert_eq!(rule, "read-only session: known-safe command", "{safe}")
+                assert_eq!(
+                    rule.to_string(),
+                    "read-only session: known-safe command",
+                    "{safe}"
+                )
             }
             other => panic!("{safe}: {other:?}"),
         }
@@ -1207,14 +1299,17 @@ fn a_read_only_session_allows_known_safe_commands_and_asks_for_other_shell() {
         "ls && touch x",
         "cat \"unterminated",
     ] {
-        assert!(asks(&decide(&bash(unsafe_), &[&none], ro, WT)), "{unsafe_}");
+        assert!(
+            asks(&decide(&bash(unsafe_), &layered(&[&none]), ro, WT)),
+            "{unsafe_}"
+        );
     }
     // Even a rule that allows all shell does not lift the read-only limits.
     let all = rules(&["Bash"], &[], &[]);
-    assert!(asks(&decide(&bash("npm test"), &[&all], ro, WT)));
+    assert!(asks(&decide(&bash("npm test"), &layered(&[&all]), ro, WT)));
     // Secrets still ask.
     assert!(matches!(
-        decide(&bash("cat .env"), &[&none], ro, WT),
+        decide(&bash("cat .env"), &layered(&[&none]), ro, WT),
         Permission::Ask {
             always_gated: Some(AlwaysGated::SecretFiles),
             ..
@@ -1278,7 +1373,7 @@ fn an_allow_rule_matches_where_a_symlink_leads_not_the_text() {
             path: "/home/u/.bashrc".into(),
         },
     );
-    match decide(&out, &[&docs], SessionMode::Normal, WT) {
+    match decide(&out, &layered(&[&docs]), SessionMode::Normal, WT) {
         Permission::Ask {
             reason,
             rule,
@@ -1297,24 +1392,24 @@ fn an_allow_rule_matches_where_a_symlink_leads_not_the_text() {
     // Not even by a bare `Edit` or an absolute-path rule.
     let broad = rules(&["Edit", "Edit(//home/**)"], &[], &[]);
     assert!(matches!(
-        decide(&out, &[&broad], SessionMode::Normal, WT),
+        decide(&out, &layered(&[&broad]), SessionMode::Normal, WT),
         Permission::Ask { .. }
     ));
     // A symlink inside the worktree: the rule matches where it leads.
     let moved = resolved(edit("docs/guide.md"), inside("site/guide.md"));
     assert!(matches!(
-        decide(&moved, &[&docs], SessionMode::Normal, WT),
+        decide(&moved, &layered(&[&docs]), SessionMode::Normal, WT),
         Permission::Ask { rule: None, .. }
     ));
     let site = rules(&["Edit(site/**)"], &[], &[]);
     assert!(matches!(
-        decide(&moved, &[&site], SessionMode::Normal, WT),
+        decide(&moved, &layered(&[&site]), SessionMode::Normal, WT),
         Permission::Allow { .. }
     ));
     // Resolved where it was asked: as before.
     let plain = resolved(edit("docs/guide.md"), inside("docs/guide.md"));
     assert!(matches!(
-        decide(&plain, &[&docs], SessionMode::Normal, WT),
+        decide(&plain, &layered(&[&docs]), SessionMode::Normal, WT),
         Permission::Allow { .. }
     ));
 }
@@ -1324,13 +1419,13 @@ fn deny_rules_and_always_gated_checks_see_both_the_text_and_the_target() {
     let deny = rules(&["Edit"], &[], &["Edit(secrets/**)"]);
     let via_link = resolved(edit("s/key.txt"), inside("secrets/key.txt"));
     assert!(matches!(
-        decide(&via_link, &[&deny], SessionMode::Normal, WT),
+        decide(&via_link, &layered(&[&deny]), SessionMode::Normal, WT),
         Permission::Deny { .. }
     ));
     // The text alone still counts for a deny rule.
     let named = resolved(edit("secrets/key.txt"), inside("vault/key.txt"));
     assert!(matches!(
-        decide(&named, &[&deny], SessionMode::Normal, WT),
+        decide(&named, &layered(&[&deny]), SessionMode::Normal, WT),
         Permission::Deny { .. }
     ));
     // `notes.txt -> .env` is a secret file.
@@ -1359,7 +1454,7 @@ fn a_path_that_cannot_be_resolved_asks_and_reads_out_of_the_worktree_ask_too() {
             why: "it points nowhere".into(),
         },
     );
-    match decide(&dangling, &[&all], SessionMode::Normal, WT) {
+    match decide(&dangling, &layered(&[&all]), SessionMode::Normal, WT) {
         Permission::Ask { reason, .. } => {
             assert!(reason.contains("cannot be resolved"), "{reason}")
         }
@@ -1386,7 +1481,7 @@ fn a_path_that_cannot_be_resolved_asks_and_reads_out_of_the_worktree_ask_too() {
                     path: "/data/x".into()
                 }
             ),
-            &[&all],
+            &layered(&[&all]),
             SessionMode::Normal,
             WT
         ),
@@ -1403,7 +1498,7 @@ fn overseers_own_mcp_tools_only_ask_so_they_are_allowed_unless_a_deny_rule_says_
     ));
     let denied = rules(&[], &[], &["mcp__overseer__ask_user"]);
     assert!(matches!(
-        decide(&ask_user, &[&denied], SessionMode::Normal, WT),
+        decide(&ask_user, &layered(&[&denied]), SessionMode::Normal, WT),
         Permission::Deny { .. }
     ));
     // Another server that calls itself overseer-something is not ours.

@@ -15,7 +15,7 @@ use crate::settings::Scope;
 use crate::{Engine, Shared, Supervision};
 use futures::future::BoxFuture;
 use overseer_core::activity::{Activity, RuleDecision};
-use overseer_core::rules::{self, Permission, RuleSet, ToolRequest};
+use overseer_core::rules::{self, Permission, Provenance, RuleLayer, RuleSet, ToolRequest};
 use overseer_core::supervision::{
     resolve_policy, select_verdict, verdict_option, Autonomy, Concerns, EvaluatorConfig,
     EvaluatorOutput, StepFacts, Subject, SupervisorPolicy, Verdict,
@@ -140,9 +140,9 @@ pub(crate) fn permission_for(
     planning: bool,
 ) -> Permission {
     let layers = [
-        run_rules,
-        &work.task_settings.permissions,
-        &work.workspace.settings.permissions,
+        (RuleLayer::Run, run_rules),
+        (RuleLayer::Task, &work.task_settings.permissions),
+        (RuleLayer::Workspace, &work.workspace.settings.permissions),
     ];
     let session = if planning {
         rules::SessionMode::ReadOnly
@@ -403,46 +403,6 @@ impl Supervision {
         )
     }
 
-    /// The layer a rule that decided a tool call on `run` belongs to, in
-    /// words for its decision record: this run's own rules ("always"
-    /// answers), the task's, the workspace's, or built in. A rule the task or
-    /// workspace holds is named theirs (an "always" answer can only repeat
-    /// one of theirs word for word, with the same effect).
-    fn rule_layer(work: &RunWork, rule: &str, list: RuleList) -> String {
-        let has = |set: &RuleSet, part: &str| {
-            let rules = match list {
-                RuleList::Allow => &set.allow,
-                RuleList::Deny => &set.deny,
-            };
-            rules.iter().any(|r| r.to_string() == part)
-        };
-        let layer_of = |part: &str| {
-            if has(&work.task_settings.permissions, part) {
-                "task rule"
-            } else if has(&work.workspace.settings.permissions, part) {
-                "workspace rule"
-            } else if part == rules::CONFINEMENT
-                || part.starts_with("default:")
-                || part.starts_with("read-only session")
-            {
-                "built-in rule"
-            } else {
-                // Not the task's nor the workspace's: an "always" answer's
-                // rule, which a launched run keeps with its turn.
-                LAYER_RUN
-            }
-        };
-        // A compound command allowed part by part names each part's rule.
-        let mut layers: Vec<&str> = Vec::new();
-        for part in rule.split(" + ") {
-            let l = layer_of(part);
-            if !layers.contains(&l) {
-                layers.push(l);
-            }
-        }
-        layers.join(" + ")
-    }
-
     /// A permission rule allowed a tool call: its decision record and its
     /// timeline entry, in one write. Err (nothing allowed) when they cannot
     /// be written: no allow without its record.
@@ -451,17 +411,18 @@ impl Supervision {
         work: &RunWork,
         title: &str,
         req: &ToolRequest,
-        rule: &str,
+        rule: &Provenance,
         source: Option<String>,
     ) -> Result<(), ApiError> {
         let run = work.run_id;
-        let layer = Self::rule_layer(work, rule, RuleList::Allow);
+        let layer = rule.layers();
         self.record_rule_decision(
             run,
             &DecisionInput {
                 verdict: Some(Verdict::Approve),
                 rationale: Some(format!("allowed by rule ({layer}): {title}")),
-                rule_ref: Some(rule.to_owned()),
+                rule_ref: Some(rule.rule()),
+                provenance: Some(rule.clone()),
                 source_event: source,
                 ..DecisionInput::default()
             },
@@ -469,6 +430,7 @@ impl Supervision {
                 title: title.to_owned(),
                 kind: req.kind,
                 text: format!("{rule} ({layer})"),
+                provenance: Some(rule.clone()),
             }),
         )
     }
@@ -497,18 +459,19 @@ impl Supervision {
         work: &RunWork,
         title: &str,
         req: &ToolRequest,
-        rule: &str,
+        rule: &Provenance,
         reason: &str,
         source: Option<String>,
     ) {
         let run = work.run_id;
-        let layer = Self::rule_layer(work, rule, RuleList::Deny);
+        let layer = rule.layers();
         if let Err(e) = self.record_rule_decision(
             run,
             &DecisionInput {
                 verdict: Some(Verdict::Reject),
                 rationale: Some(format!("{reason} ({layer}): {title}")),
-                rule_ref: Some(rule.to_owned()),
+                rule_ref: Some(rule.rule()),
+                provenance: Some(rule.clone()),
                 source_event: source,
                 ..DecisionInput::default()
             },
@@ -516,6 +479,7 @@ impl Supervision {
                 title: title.to_owned(),
                 kind: req.kind,
                 text: format!("{reason} ({layer})"),
+                provenance: Some(rule.clone()),
             }),
         ) {
             tracing::error!(run = %run, "cannot record a rule's denial: {}", e.message);
@@ -672,6 +636,7 @@ fn vote_input(
         rationale: Some(out.rationale.clone()),
         correction: out.correction.clone(),
         rule_ref: out.rule_ref.clone(),
+        provenance: None,
         model_id: out.model_id.clone(),
         prompt_version: out.prompt_version.clone(),
         confidence: out.confidence,
@@ -1071,16 +1036,6 @@ pub(crate) fn supervisor_pause_options() -> Vec<GateOption> {
         GateOption::choice(SupervisorPauseChoice::Abort, "Abort the run"),
     ]
 }
-
-/// Which list of a layer a rule decided from.
-#[derive(Clone, Copy)]
-enum RuleList {
-    Allow,
-    Deny,
-}
-
-/// The layer of a run's own rules: its "always" answers.
-const LAYER_RUN: &str = "this run's rule, from an “always” answer";
 
 /// A gate's whole story, for `overseer gates why` and the "Why?" drawer.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, ts_rs::TS)]

@@ -13,8 +13,8 @@ use overseer_core::session::{
     AskOption, AskQuestion, NoticeKind, PlanVerdict, QuestionsAction, ToolDecision, ToolStage,
 };
 use overseer_core::{
-    Actor, ErrorCode, GateKind, GateView, ReleaseReason, RunOrigin, RunState, SessionAnswer,
-    SessionAsk, SessionRef,
+    Actor, ErrorCode, GateChoice, GateKind, GateView, ReleaseReason, RunOrigin, RunState,
+    SessionAnswer, SessionAsk, SessionRef, ToolCallChoice,
 };
 use overseer_engine::{Engine, LogNotifier, Paths, Scope, SystemClock};
 use overseer_server::api::Request;
@@ -339,7 +339,7 @@ async fn a_process_the_sessions_agent_started_cannot_decide() {
     let err = c
         .call(Request::DecideGate {
             gate: gate.id,
-            option: "yes".into(),
+            option: GateChoice::ToolCall(ToolCallChoice::Yes).into(),
             context: None,
         })
         .await

@@ -352,3 +352,66 @@ async fn a_decision_sent_while_the_engine_closes_is_refused_and_not_carried_out(
         RunState::PendingReview
     );
 }
+
+/// Over the socket a gate's decision is a typed choice, `{"kind", "choice"}`:
+/// one that does not exist is refused when the request is read, with a typed
+/// error that says the choices; one of another kind than the gate's is
+/// refused naming the gate's (the gate is not the one the client meant); an
+/// older client's bare option id still decides, as it always did.
+#[tokio::test]
+async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_choices() {
+    let r = start().await;
+    let gate = r
+        .engine
+        .gates(true)
+        .expect("gates")
+        .into_iter()
+        .find(|g| g.kind() == GateKind::ToolCall)
+        .expect("the demo's tool call gate");
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut call = async |id: u32, option: serde_json::Value| -> serde_json::Value {
+        let line = serde_json::json!({
+            "id": id,
+            "method": "decide_gate",
+            "params": {"gate": gate.id, "option": option, "context": null},
+        });
+        write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write");
+        let reply = lines.next_line().await.expect("read").expect("line");
+        serde_json::from_str(&reply).expect("json")
+    };
+    let unknown = call(
+        1,
+        serde_json::json!({"kind": "tool_call", "choice": "maybe"}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], "invalid_input", "{unknown}");
+    let message = unknown["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`maybe`"), "{message}");
+    assert!(message.contains("tool_call: yes, always, no"), "{message}");
+    let other = call(2, serde_json::json!({"kind": "plan", "choice": "approve"})).await;
+    assert_eq!(other["id"], 2, "{other}");
+    assert_eq!(other["error"]["code"], "invalid_input", "{other}");
+    assert_eq!(
+        other["error"]["message"],
+        format!(
+            "gate {}: 'approve' is a choice of plan gates; this is a tool_call gate: choose one of yes, always, no",
+            gate.id
+        )
+    );
+    assert_eq!(
+        r.engine.gate(gate.id).expect("gate").status,
+        overseer_core::GateStatus::Pending,
+        "nothing refused was decided"
+    );
+    // An older client's bare id: read as the gate's kind's choice.
+    let old = call(3, serde_json::json!("yes")).await;
+    assert_eq!(old["result"]["decision"]["option"], "yes", "{old}");
+    r.server.abort();
+}

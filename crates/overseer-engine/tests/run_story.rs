@@ -8,12 +8,12 @@
 mod common;
 
 use common::{pending_gate, start_with, until, world_with};
-use overseer_core::rules::RuleSet;
+use overseer_core::rules::{Provenance, RuleLayer, RuleSet};
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
 use overseer_core::{Actor, GateKind, RunState};
 use overseer_engine::LogNotifier;
 use overseer_store::{TaskSettings, WorkspaceSettings};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,6 +154,32 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
             .is_some_and(|r| r.contains("(workspace rule)")),
         "{deny:?}"
     );
+    // Which rule of which layer, typed: in the decision and in its signed
+    // record, from where the rules decided (nothing parsed back).
+    assert_eq!(
+        allow.provenance,
+        Some(Provenance::one(RuleLayer::Task, "Edit(src/greeting.txt)"))
+    );
+    assert_eq!(
+        deny.provenance,
+        Some(Provenance::one(RuleLayer::Workspace, "Edit(NOTES.md)"))
+    );
+    let signed = |seq: i64| {
+        story
+            .records
+            .iter()
+            .find(|r| r.record.seq == seq)
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.record.payload).ok())
+            .unwrap_or_else(|| panic!("record #{seq} in the story"))
+    };
+    assert_eq!(
+        signed(allow.audit_seq)["provenance"],
+        json!([{"layer": "task", "rule": "Edit(src/greeting.txt)"}])
+    );
+    assert_eq!(
+        signed(deny.audit_seq)["provenance"],
+        json!([{"layer": "workspace", "rule": "Edit(NOTES.md)"}])
+    );
     // The timeline says the same, layer and all.
     let activity = w.engine.activity(run, 0).expect("activity");
     let said = |kind: &str, what: &str| {
@@ -170,6 +196,12 @@ async fn a_runs_story_holds_every_kind_of_decision_each_a_verified_signed_record
     );
     assert!(
         said("tool_denied", "Edit(NOTES.md) (workspace rule)"),
+        "{activity:#?}"
+    );
+    assert!(
+        activity.iter().any(|a| a.kind() == "tool_allowed"
+            && a.payload()["provenance"]
+                == json!([{"layer": "task", "rule": "Edit(src/greeting.txt)"}])),
         "{activity:#?}"
     );
     // The supervisor's vote on the plan gate.

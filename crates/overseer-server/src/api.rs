@@ -279,10 +279,16 @@ impl Api for Served<'_> {
         &self,
         actor: &Actor,
         gate: GateId,
-        option: String,
+        option: RequestedChoice,
         context: Option<String>,
     ) -> Result<GateView, ApiError> {
-        self.0.decide_gate(gate, &option, context.as_deref(), actor)
+        // The choice is read as the gate's kind's: a choice of another kind
+        // is refused, saying the gate's choices.
+        let choice = option
+            .for_gate(self.0.gate(gate)?.kind())
+            .map_err(|e| ApiError::new(ErrorCode::InvalidInput, format!("gate {gate}: {e}")))?;
+        self.0
+            .decide_gate(gate, choice.as_str(), context.as_deref(), actor)
     }
     fn hold_gate(&self, actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
         self.0.hold_gate(gate, actor)
@@ -446,7 +452,9 @@ pub mod vocabulary {
     pub use overseer_core::rules::RuleSet;
     pub use overseer_core::supervision::SupervisorPolicy;
     pub use overseer_core::FieldError;
-    pub use overseer_core::{Activity, Actor, ApiError, EngineEvent, GateBody, GateChoice};
+    pub use overseer_core::{
+        Activity, Actor, ApiError, EngineEvent, GateBody, GateChoice, RequestedChoice,
+    };
     pub use overseer_core::{
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,

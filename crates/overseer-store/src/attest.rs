@@ -231,10 +231,13 @@ pub(crate) struct DecisionRow {
     pub source_event: Option<String>,
     pub at: i64,
     pub audit_seq: i64,
+    /// JSON, as the column keeps it.
+    pub provenance: Option<String>,
 }
 
 const DECISION_ROW_SELECT: &str = "SELECT id, run_id, gate_id, actor, verdict, option, rationale,
-        correction, rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq
+        correction, rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq,
+        provenance
         FROM decisions";
 
 fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRow> {
@@ -254,6 +257,7 @@ fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRow> {
         source_event: r.get(12)?,
         at: r.get(13)?,
         audit_seq: r.get(14)?,
+        provenance: r.get(15)?,
     })
 }
 
@@ -657,6 +661,26 @@ impl<'c> DecisionBook<'c> {
                     record: shown(s),
                 })));
             }
+        }
+        // The rules and layers, compared as typed values (the column's JSON
+        // as the store writes it; anything else differs).
+        let signed = crate::supervise::provenance_text(d.provenance.as_ref());
+        let same_provenance = match (&row.provenance, &d.provenance) {
+            (None, None) => true,
+            (Some(text), Some(p)) => {
+                serde_json::from_str::<overseer_core::rules::Provenance>(text)
+                    .ok()
+                    .as_ref()
+                    == Some(p)
+            }
+            _ => false,
+        };
+        if !same_provenance {
+            return Ok(Some(mismatch(DecisionProblem::Differs {
+                field: "provenance".to_owned(),
+                row: shown(row.provenance.as_deref()),
+                record: shown(signed.as_deref()),
+            })));
         }
         let confidence = d.confidence;
         if !same_float(row.confidence, confidence) {

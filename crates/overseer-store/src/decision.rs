@@ -12,6 +12,8 @@ pub struct DecisionInput {
     pub rationale: Option<String>,
     pub correction: Option<String>,
     pub rule_ref: Option<String>,
+    /// A permission rule's decision: the rules and their layers.
+    pub provenance: Option<overseer_core::rules::Provenance>,
     pub model_id: Option<String>,
     pub prompt_version: Option<String>,
     pub confidence: Option<f64>,

@@ -234,6 +234,13 @@ const MIGRATIONS: &[&str] = &[
         at         INTEGER NOT NULL
     ) STRICT;
     "#,
+    // 10: a permission rule's decision keeps which rules decided and their
+    // layers, typed (JSON: [{"layer": "task", "rule": "Edit(src/**)"}]).
+    // NULL for other decisions and for rows written before: their rationale
+    // names the layer in words.
+    r#"
+    ALTER TABLE decisions ADD COLUMN provenance TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

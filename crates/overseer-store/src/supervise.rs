@@ -10,6 +10,7 @@
 use crate::decision::DecisionInput;
 use crate::{read, Store, StoreError, WriteTx};
 use overseer_core::audit::{AuditPayload, DecisionPayload, Overrides};
+use overseer_core::rules::Provenance;
 use overseer_core::supervision::{
     accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
 };
@@ -82,13 +83,14 @@ pub fn verdict_of_choice(approve_option: Option<&str>, option: &str) -> Verdict 
 
 const DECISION_SELECT: &str = "
     SELECT id, run_id, gate_id, actor, verdict, option, rationale, correction, rule_ref,
-           model_id, prompt_version, confidence, source_event, audit_seq, at
+           model_id, prompt_version, confidence, source_event, audit_seq, at, provenance
     FROM decisions";
 
 type RawDecision = (
     DecisionRecord,
-    String, // actor
-    String, // verdict
+    String,         // actor
+    String,         // verdict
+    Option<String>, // provenance
 );
 
 fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
@@ -103,6 +105,7 @@ fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
             rationale: r.get(6)?,
             correction: r.get(7)?,
             rule_ref: r.get(8)?,
+            provenance: None,
             model_id: r.get(9)?,
             prompt_version: r.get(10)?,
             confidence: r.get(11)?,
@@ -113,17 +116,29 @@ fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
         },
         r.get(3)?,
         r.get(4)?,
+        r.get(15)?,
     ))
 }
 
+/// A decision's provenance as its column keeps it (JSON), NULL for none.
+pub(crate) fn provenance_text(p: Option<&Provenance>) -> Option<String> {
+    p.map(|p| serde_json::to_string(p).unwrap_or_default())
+}
+
 fn finish_decision(raw: RawDecision, path: &Path) -> Result<DecisionRecord, StoreError> {
-    let (mut d, actor, verdict) = raw;
+    let (mut d, actor, verdict, provenance) = raw;
     let corrupt = |detail: String| StoreError::Corrupt {
         path: path.to_owned(),
         detail: format!("decision {}: {detail}", d.id),
     };
     d.actor = Actor::parse(&actor).ok_or_else(|| corrupt(format!("actor '{actor}'")))?;
     d.verdict = Verdict::parse(&verdict).ok_or_else(|| corrupt(format!("verdict '{verdict}'")))?;
+    d.provenance = provenance
+        .map(|p| {
+            serde_json::from_str::<Provenance>(&p)
+                .map_err(|e| corrupt(format!("provenance '{p}': {e}")))
+        })
+        .transpose()?;
     Ok(d)
 }
 
@@ -342,6 +357,7 @@ impl WriteTx<'_> {
                 context: Some(input.context.clone()),
                 correction: input.correction.clone(),
                 rule_ref: input.rule_ref.clone(),
+                provenance: input.provenance.clone(),
                 model_id: input.model_id.clone(),
                 prompt_version: input.prompt_version.clone(),
                 confidence: input.confidence,
@@ -352,8 +368,9 @@ impl WriteTx<'_> {
         self.conn()
             .prepare_cached(
                 "INSERT INTO decisions(run_id, gate_id, actor, verdict, option, rationale, correction,
-                    rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq,
+                    provenance)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -370,7 +387,8 @@ impl WriteTx<'_> {
                     input.confidence,
                     input.source_event,
                     now,
-                    seq
+                    seq,
+                    provenance_text(input.provenance.as_ref())
                 ])
             })
             .map_err(|e| self.sql(e))?;

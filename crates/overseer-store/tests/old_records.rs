@@ -103,3 +103,58 @@ fn an_earlier_overseers_log_verifies_and_tells_each_story() {
         );
     }
 }
+
+/// A rule's decision recorded before provenance was typed (the layer only
+/// in its rationale's words) still reads, verifies and says what it said;
+/// one written today into the same database keeps its typed provenance.
+#[test]
+fn an_old_rules_decision_reads_without_provenance_beside_a_typed_one() {
+    use overseer_core::rules::{Provenance, RuleLayer};
+    use overseer_core::supervision::Verdict;
+    use overseer_core::Actor;
+    use overseer_store::DecisionInput;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = old_store(&dir);
+    let old = store
+        .decisions_of_run(RunId(1))
+        .expect("old decisions read")
+        .into_iter()
+        .find(|d| d.rule_ref.as_deref() == Some("workspace:allow Read"))
+        .expect("the old rule's decision");
+    assert_eq!(old.provenance, None);
+    assert_eq!(old.rationale.as_deref(), Some("reads are allowed"));
+    let old_record = store.audit_records(old.audit_seq, 1).expect("record");
+    let Ok(AuditPayload::Decision(signed)) = AuditPayload::parse(&old_record[0].payload) else {
+        panic!("{:?}", old_record[0]);
+    };
+    assert_eq!(signed.provenance, None);
+    let provenance = Provenance::one(RuleLayer::Workspace, "Read");
+    store
+        .write(|tx| {
+            tx.record_decision_note(
+                RunId(1),
+                None,
+                &Actor::Engine,
+                &DecisionInput {
+                    verdict: Some(Verdict::Approve),
+                    rule_ref: Some("Read".into()),
+                    provenance: Some(provenance.clone()),
+                    ..DecisionInput::default()
+                },
+                9_000,
+            )
+        })
+        .expect("a new decision");
+    let new = store
+        .decisions_of_run(RunId(1))
+        .expect("read")
+        .into_iter()
+        .find(|d| d.at == 9_000)
+        .expect("the new decision");
+    assert_eq!(new.provenance, Some(provenance));
+    assert!(store.verify_audit().expect("readable").is_ok());
+    assert_eq!(
+        store.run_decision_problems(RunId(1)).expect("checks"),
+        vec![]
+    );
+}

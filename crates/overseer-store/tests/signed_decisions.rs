@@ -431,3 +431,45 @@ fn confidences_that_json_reads_back_an_ulp_away_still_verify_but_an_edit_does_no
         "{failure}"
     );
 }
+
+/// A rule's allow keeps which rule of which layer decided, typed, in its row
+/// and in its signed record: it reads back as written, and a row moved to
+/// another layer (a workspace rule passed off as the user's own "always"
+/// answer) no longer verifies.
+#[test]
+fn a_rules_provenance_reads_back_typed_and_an_edited_layer_is_caught() {
+    use overseer_core::rules::{Provenance, RuleLayer};
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let provenance = Provenance::one(RuleLayer::Task, "Edit(src/**)");
+    f.store
+        .write(|tx| {
+            tx.record_decision_note(
+                run,
+                None,
+                &Actor::Engine,
+                &DecisionInput {
+                    verdict: Some(Verdict::Approve),
+                    rationale: Some("allowed by rule (task rule): Edit src/x.rs".into()),
+                    rule_ref: Some("Edit(src/**)".into()),
+                    provenance: Some(provenance.clone()),
+                    source_event: Some("tool_call:t1".into()),
+                    ..DecisionInput::default()
+                },
+                2_000,
+            )
+        })
+        .expect("note");
+    let decisions = f.store.decisions_of_run(run).expect("read");
+    assert_eq!(decisions[0].provenance.as_ref(), Some(&provenance));
+    assert!(f.store.verify_audit().expect("read").is_ok());
+    sql(
+        &f.store,
+        r#"UPDATE decisions SET provenance = '[{"layer":"run","rule":"Edit(src/**)"}]' WHERE id = 1"#,
+    );
+    let failure = f.store.verify_audit().expect("read").expect_err("caught");
+    assert!(
+        matches!(&failure.decisions[0].problem, DecisionProblem::Differs { field, .. } if field == "provenance"),
+        "{failure}"
+    );
+}

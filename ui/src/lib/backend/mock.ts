@@ -27,6 +27,7 @@ import type {
   NotificationSettings,
   OpenRun,
   PolicyStatus,
+  RequestedChoice,
   ReleaseReason,
   RuleSet,
   RunDiff,
@@ -257,10 +258,12 @@ export class MockBackend implements Backend {
     return this.answer(`showGate ${gateId}`, () => this.gate(gateId));
   }
 
-  decideGate(gateId: number, option: string, context: string | null) {
+  decideGate(gateId: number, choice: RequestedChoice, context: string | null) {
+    const option = choice.choice;
     return this.answer(`decideGate ${gateId} ${option}`, () => {
       const g = this.gate(gateId);
       if (g.status === "decided") throw fail("already_decided", `gate ${gateId} was already decided`);
+      if (choice.kind !== g.kind) throw fail("invalid_input", `gate ${gateId}: '${option}' is a choice of ${choice.kind} gates; this is a ${g.kind} gate`);
       const opt = g.options.find((o) => o.id === option);
       if (!opt) throw fail("invalid_input", `option '${option}' is not offered by this gate (offered: ${g.options.map((o) => o.id).join(", ")})`);
       if (opt.requires_context && !context?.trim()) throw fail("invalid_input", `option '${option}' needs a reason: say why`);

@@ -13,6 +13,7 @@ import type {
   NotificationSettings,
   OpenRun,
   PolicyStatus,
+  RequestedChoice,
   RuleSet,
   RuleTexts,
   RunDiff,
@@ -38,10 +39,14 @@ export interface Operations {
   listGates(pendingOnly: boolean): Promise<Array<GateView>>;
   showGate(gateId: GateId): Promise<GateView>;
   /**
-   * Decides a gate. `context` is the optional free text (reason,
-   * feedback, guidance, or for a question the JSON object of answers).
+   * Decides a gate. `option` is one of the gate's kind's choices,
+   * typed (`{"kind": "tool_call", "choice": "yes"}`; an unknown one
+   * is refused when the request is read, one of another kind by
+   * the engine; older clients' bare option id is still read).
+   * `context` is the optional free text (reason, feedback,
+   * guidance, or for a question the JSON object of answers).
    */
-  decideGate(gateId: GateId, option: string, context: string | null): Promise<GateView>;
+  decideGate(gateId: GateId, option: RequestedChoice, context: string | null): Promise<GateView>;
   /** Stop a gate's timer (auto-proceed, expiry): it waits for a human. */
   holdGate(gateId: GateId): Promise<GateView>;
   /** The chronological story of a gate, each record's signature checked. */

@@ -197,7 +197,13 @@ export type DecisionRecord = { id: number, run_id: RunId, gate_id: GateId | null
 /**
  * The gate option this decision chose, when it chose one.
  */
-option: string | null, rationale: string | null, correction: string | null, rule_ref: string | null, model_id: string | null, prompt_version: string | null, confidence: number | null, 
+option: string | null, rationale: string | null, correction: string | null, rule_ref: string | null, 
+/**
+ * For a permission rule's allow or denial: the rules that decided and
+ * their layers. None for every other decision, and for decisions
+ * recorded before it was kept (their rationale names the layer).
+ */
+provenance: Provenance | null, model_id: string | null, prompt_version: string | null, confidence: number | null, 
 /**
  * What triggered the decision, e.g. `gate_opened:12` or `step_finished:3`.
  */
@@ -437,6 +443,8 @@ priority: string,
  */
 status: string, };
 
+export type Provenance = Array<RuleProvenance>;
+
 export type QuestionChoice = "answer" | "default" | "decline";
 
 export type QuestionGate = { 
@@ -464,6 +472,8 @@ notice?: NoticeKind, };
 
 export type ReleaseReason = "merged" | "human_rejected" | "aborted_by_user" | "plan_rejected" | "failed" | "interrupted" | "supervisor_rejected" | "ended";
 
+export type RequestedChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
+
 export type Resolved = { "leads": "inside", path: string, } | { "leads": "outside", path: string, } | { "leads": "unresolved", why: string, };
 
 export type RetryPolicy = { 
@@ -489,7 +499,21 @@ kind: ToolKind,
 /**
  * The rule or reason, and its layer.
  */
-text: string, };
+text: string, 
+/**
+ * The rules that decided and their layers (absent in entries written
+ * before it was kept: their `text` names the layer).
+ */
+provenance?: Provenance, };
+
+export type RuleLayer = "built_in" | "run" | "task" | "workspace";
+
+export type RuleProvenance = { layer: RuleLayer, 
+/**
+ * The rule's text (`Edit(src/**)`), or the built-in rule's words
+ * (`confinement`, `default: read-only kind read`, ...).
+ */
+rule: string, };
 
 export type RuleSet = { allow: Array<string>, ask: Array<string>, deny: Array<string>, };
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Gates } from "./gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
 import { MockBackend, demoBackend, toolCallGate } from "../backend/mock";
-import type { EngineEvent, GateView } from "../types";
+import type { EngineEvent, GateView, RequestedChoice } from "../types";
 import { buildAnswers, initialDraft, parseSchema, questionPayload } from "./questions";
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
@@ -34,6 +34,27 @@ describe("Gates", () => {
     await flush();
     expect(gates.pending.get(40)?.title).toBe("Review step 1");
     expect(gates.runs.get(8)?.task_title).toBe("A new task");
+  });
+
+  it("sends a decision as a choice of the gate's kind, and the engine refuses one of another kind", async () => {
+    const backend = demoBackend(NOW);
+    const sent: RequestedChoice[] = [];
+    const decide = backend.decideGate.bind(backend);
+    backend.decideGate = (id, choice, context) => {
+      sent.push(choice);
+      return decide(id, choice, context);
+    };
+    const { gates } = await started(backend);
+    const plan = gates.sorted.find((g) => g.kind === "plan")!;
+    expect(await gates.decide(plan.id, "approve", null)).toBe(true);
+    expect(sent).toEqual([{ kind: "plan", choice: "approve" }]);
+    // A gate no longer in the inbox: its kind is asked for, not guessed.
+    const review = gates.sorted.find((g) => g.kind === "merge_review")!;
+    gates.pending.delete(review.id);
+    expect(await gates.decide(review.id, "approve", null)).toBe(true);
+    expect(sent[1]).toEqual({ kind: "merge_review", choice: "approve" });
+    const tool = gates.sorted.find((g) => g.kind === "tool_call")!;
+    await expect(backend.decideGate(tool.id, { kind: "merge_review", choice: "approve" }, null)).rejects.toMatchObject({ code: "invalid_input" });
   });
 
   it("changes nothing when a decision is accepted until the gate_decided event arrives", async () => {

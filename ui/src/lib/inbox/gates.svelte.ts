@@ -3,7 +3,7 @@
 // is polled, and a decision changes nothing here until its event arrives.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
-import type { ApiError, EngineEvent, GateView, RunView } from "../types";
+import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
 import { batchOption, sortGates } from "./order";
 
 export class Gates {
@@ -129,7 +129,12 @@ export class Gates {
   /** True when the decision was accepted. The gate leaves the inbox when the
    * engine says it was decided. */
   async decide(gateId: number, option: string, context: string | null): Promise<boolean> {
-    const ok = await this.act(gateId, () => this.backend.decideGate(gateId, option, context));
+    const ok = await this.act(gateId, async () => {
+      // Sent as a choice of the gate's kind: the engine refuses one of
+      // another kind (the gate is not the one meant) or one it does not know.
+      const kind = this.pending.get(gateId)?.kind ?? (await this.backend.showGate(gateId)).kind;
+      return this.backend.decideGate(gateId, choiceOf(kind, option), context);
+    });
     const g = this.pending.get(gateId);
     if (ok && g) await this.refreshCosign(g);
     return ok;
@@ -185,4 +190,10 @@ export class Gates {
       this.busy = next;
     }
   }
+}
+
+/** A gate option's id (one of its kind's choices, as the engine offers
+ * them) as the typed choice a decision carries. */
+export function choiceOf(kind: GateKind, option: string): RequestedChoice {
+  return { kind, choice: option } as RequestedChoice;
 }

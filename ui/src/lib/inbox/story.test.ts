@@ -14,7 +14,7 @@ const rec = (seq: number, payload: object, actor: string, problem: CheckedRecord
 });
 const advice: DecisionRecord = {
   id: 1, run_id: 3, gate_id: 7, actor: { kind: "supervisor", name: "rules" }, verdict: "approve", option: "approve",
-  rationale: "small plan, two text files", correction: null, rule_ref: "plan:small", model_id: "gpt-x", prompt_version: "v3",
+  rationale: "small plan, two text files", correction: null, rule_ref: "plan:small", provenance: null, model_id: "gpt-x", prompt_version: "v3",
   confidence: 0.9, source_event: "gate_opened:7", audit_seq: 2, at: 2_000,
 };
 const records = [

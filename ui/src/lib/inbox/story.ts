@@ -4,7 +4,7 @@
 // decision it was (a step verdict, a rule's allow or denial, a supervisor
 // vote, a timer, a human...), and what its check found.
 // Pure: the drawers render what this returns, as text.
-import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue, RunStory } from "../types";
+import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue, RuleLayer, RunStory } from "../types";
 
 type Obj = { [key: string]: JsonValue };
 
@@ -166,6 +166,33 @@ function facts(pairs: [string, string | null][]): [string, string][] {
   return pairs.filter((p): p is [string, string] => p[1] !== null);
 }
 
+/** Each layer of rules in words, as the engine's decision records say it. */
+export const RULE_LAYER_LABELS: Record<RuleLayer, string> = {
+  built_in: "built-in rule",
+  run: "this run's rule, from an “always” answer",
+  task: "task rule",
+  workspace: "workspace rule",
+};
+
+/**
+ * The layers a rule's decision came from, each once (`task rule + workspace
+ * rule` for a compound command allowed part by part), from its typed
+ * provenance (the decision row's, or its signed record's JSON). Null when
+ * it names none: other decisions, and those recorded before layers were
+ * typed (their rationale names the layer in words).
+ */
+export function layersText(provenance: JsonValue | undefined): string | null {
+  if (!Array.isArray(provenance)) return null;
+  const layers: string[] = [];
+  for (const p of provenance) {
+    const layer = typeof p === "object" && p !== null && !Array.isArray(p) ? p["layer"] : null;
+    const label = typeof layer === "string" && Object.hasOwn(RULE_LAYER_LABELS, layer) ? RULE_LAYER_LABELS[layer as RuleLayer] : null;
+    if (label === null) return null;
+    if (!layers.includes(label)) layers.push(label);
+  }
+  return layers.length > 0 ? layers.join(" + ") : null;
+}
+
 function decisionFacts(d: DecisionRecord): [string, string][] {
   return facts([
     ["actor", actorText(d.actor)],
@@ -174,6 +201,7 @@ function decisionFacts(d: DecisionRecord): [string, string][] {
     ["rationale", d.rationale],
     ["correction", d.correction],
     ["rule", d.rule_ref],
+    ["layer", layersText(d.provenance)],
     ["model", d.model_id],
     ["prompt version", d.prompt_version],
     ["confidence", d.confidence === null ? null : d.confidence.toFixed(2)],
@@ -217,6 +245,7 @@ function describe(type: string, p: Obj, actor: string, decision: DecisionRecord 
               ["rationale", text(p["rationale"])],
               ["correction", text(p["correction"])],
               ["rule", text(p["rule_ref"])],
+              ["layer", layersText(p["provenance"])],
               ["model", text(p["model_id"])],
               ["prompt version", text(p["prompt_version"])],
               ["confidence", typeof p["confidence"] === "number" ? p["confidence"].toFixed(2) : null],

@@ -8,7 +8,7 @@ const rec = (seq: number, payload: object, actor: string, problem: CheckedRecord
   problem,
 });
 const dec = (audit_seq: number, d: Partial<DecisionRecord>): DecisionRecord => ({
-  id: audit_seq, run_id: 4, gate_id: null, actor: { kind: "engine" }, verdict: "advise", option: null, rationale: null, correction: null, rule_ref: null,
+  id: audit_seq, run_id: 4, gate_id: null, actor: { kind: "engine" }, verdict: "advise", option: null, rationale: null, correction: null, rule_ref: null, provenance: null,
   model_id: null, prompt_version: null, confidence: null, source_event: null, audit_seq, at: audit_seq * 1000, ...d,
 });
 
@@ -71,6 +71,27 @@ describe("a run's story", () => {
     });
     expect(s.verified).toBe(true);
     expect(s.summary).toBe("Verified: all 11 records are signed, intact and chained.");
+  });
+
+  it("names the layer a rule came from, typed, and an older record's by its rationale alone", () => {
+    const allow = dec(6, {
+      verdict: "approve", rule_ref: "Bash(cargo test:*) + Bash(tail:*)", source_event: "tool_call:t1",
+      provenance: [{ layer: "task", rule: "Bash(cargo test:*)" }, { layer: "workspace", rule: "Bash(tail:*)" }],
+      rationale: "allowed by rule (task rule + workspace rule): cargo test | tail",
+    });
+    const signed = { type: "decision", run_id: 4, gate_id: null, verdict: "approve", rule_ref: allow.rule_ref, source_event: "tool_call:t1", provenance: allow.provenance };
+    const typed = buildStory({ ...story, decisions: [allow], records: [rec(6, signed, "engine")] }, "run");
+    expect(Object.fromEntries(typed.entries[0]!.facts)).toMatchObject({ rule: "Bash(cargo test:*) + Bash(tail:*)", layer: "task rule + workspace rule" });
+    // Its signed record alone (no row joined) says the same.
+    const recordOnly = buildStory({ ...story, decisions: [], records: [rec(6, signed, "engine")] }, "run");
+    expect(Object.fromEntries(recordOnly.entries[0]!.facts)).toMatchObject({ layer: "task rule + workspace rule" });
+    // Recorded before layers were typed: no layer fact, the rationale says it.
+    const old = buildStory(story, "run").entries.find((e) => e.seq === 6)!;
+    expect(old.facts.map(([k]) => k)).not.toContain("layer");
+    expect(Object.fromEntries(old.facts)).toMatchObject({ rationale: "allowed by rule (task rule): Edit src/greeting.txt" });
+    // A layer the window does not know is not guessed at.
+    const odd = buildStory({ ...story, decisions: [], records: [rec(6, { ...signed, provenance: [{ layer: "profile", rule: "x" }] }, "engine")] }, "run");
+    expect(odd.entries[0]!.facts.map(([k]) => k)).not.toContain("layer");
   });
 
   it("sums up what decided things, by kind", () => {

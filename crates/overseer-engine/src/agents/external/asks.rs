@@ -32,10 +32,10 @@ impl Engine {
         let permission = match permission_for(work, &run_rules, &req, cwd, false) {
             // The user's own checkout: a path outside it is a question for
             // the user, not a violation of a run's confinement.
-            Permission::Deny { rule, reason } if rule == rules::CONFINEMENT => Permission::Ask {
+            Permission::Deny { rule, reason } if rule.is_confinement() => Permission::Ask {
                 reason,
                 always_gated: None,
-                rule: Some(rule),
+                rule: Some(rule.rule()),
             },
             other @ (Permission::Allow { .. }
             | Permission::Deny { .. }
