@@ -544,17 +544,18 @@ function key(scope: Scope): string {
 }
 
 /** A small fleet with a gate of every kind, so a plain browser shows every
- * surface (`npm run dev`). */
+ * surface (`npm run dev`). Each row's `attention_rank` is fixture data in the
+ * engine's order (needs-you rows, longest waiting first, then the rest). */
 export function demoBackend(now: number): MockBackend {
   const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const, actions: WORKING };
   const runs: RunView[] = [
-    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, actions: IN_REVIEW, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
-    { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan", ask_kind: "blocking" } },
-    { ...base, id: 3, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 4, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question", ask_kind: "blocking" } },
-    { ...base, id: 5, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation", ask_kind: "blocking" } },
-    { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
-    { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
+    { ...base, id: 1, attention_rank: 2, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, actions: IN_REVIEW, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
+    { ...base, id: 2, attention_rank: 3, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan", ask_kind: "blocking" } },
+    { ...base, id: 3, attention_rank: 1, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call", ask_kind: "blocking" } },
+    { ...base, id: 4, attention_rank: 7, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question", ask_kind: "blocking" } },
+    { ...base, id: 5, attention_rank: 4, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation", ask_kind: "blocking" } },
+    { ...base, id: 6, attention_rank: 8, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
+    { ...base, id: 7, attention_rank: 100, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
   ];
   // `batch`: the option the engine ships as batch_option (core's batch_choice).
   const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null, batch: string | null = null): GateView => ({
@@ -609,8 +610,8 @@ export function withExternalSessions(mock: MockBackend, now: number): MockBacken
   const actions = { ...WORKING, diff: false };
   const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000, actions };
   const runs: RunView[] = [
-    { ...base, id: 8, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 9, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } },
+    { ...base, id: 8, attention_rank: 5, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call", ask_kind: "blocking" } },
+    { ...base, id: 9, attention_rank: 6, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } },
   ];
   for (const r of runs) mock.runs.set(r.id, r);
   const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });

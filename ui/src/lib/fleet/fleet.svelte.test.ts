@@ -13,6 +13,8 @@ const review = (id: number): RunView => ({
   state_since: 0,
   created_at: 0,
   needs_you: true,
+  // As the engine ranks them: a run that needs you before every other.
+  attention_rank: 0,
   release_note: null,
   origin: "launched",
   actions: IN_REVIEW,
@@ -133,6 +135,8 @@ const running = (id: number, over: Partial<RunView> = {}): RunView => ({
   needs_you: false,
   pending_gate: null,
   state_since: id,
+  // As the engine ranks running runs: the most recent change first.
+  attention_rank: 2 ** 45 - id,
   ...over,
 });
 

@@ -41,6 +41,7 @@ function run(id: number, over: Partial<RunView> = {}): RunView {
     state_since: 1_000 * id,
     created_at: 0,
     needs_you: false,
+    attention_rank: 0,
     release_note: null,
   origin: "launched",
   actions: WORKING,
@@ -72,14 +73,17 @@ describe("labels", () => {
 });
 
 describe("ordering and counts", () => {
-  it("puts runs that need the user first, longest waiting first", () => {
+  it("puts runs in the engine's attention order: by the rank each row carries, ties by id", () => {
+    // Ranks as the engine sends them (core's attention_rank: needs-you rows
+    // first, longest waiting first, then by state); the window only compares.
     const rows = [
-      run(1),
-      run(2, { needs_you: true, state: { state: "pending_review" }, state_since: 50 }),
-      run(3, { needs_you: true, state: { state: "pending_review" }, state_since: 10 }),
-      run(4, { state: { state: "released", reason: "merged" } }),
+      run(1, { attention_rank: 2 * 2 ** 44 }),
+      run(2, { needs_you: true, state: { state: "pending_review" }, state_since: 50, attention_rank: 50 }),
+      run(3, { needs_you: true, state: { state: "pending_review" }, state_since: 10, attention_rank: 10 }),
+      run(4, { state: { state: "released", reason: "merged" }, attention_rank: 7 * 2 ** 44 - 1 }),
+      run(5, { attention_rank: 2 * 2 ** 44 }),
     ];
-    expect(sortRuns(rows).map((r) => r.id)).toEqual([3, 2, 1, 4]);
+    expect(sortRuns(rows).map((r) => r.id)).toEqual([3, 2, 1, 5, 4]);
   });
 
   it("counts runs per state and those that need the user", () => {
@@ -405,6 +409,8 @@ describe("10,000 runs", () => {
         state: states[i % 4]!,
         needs_you: i % 4 === 1,
         state_since: (i * 7919) % 10_007,
+        // As the engine ranks a run that needs you: by how long it waits.
+        attention_rank: (i * 7919) % 10_007,
       }),
     );
     const f = { ...NO_FILTER, state: "pending_review" as const, workspace: "mobile" };
@@ -456,6 +462,7 @@ describe("keeping the order row by row", () => {
             state: st,
             needs_you: st.state === "pending_review" || rand(4) === 0,
             state_since: rand(50),
+            attention_rank: rand(50),
             current_step: rand(3) === 0 ? null : `step ${rand(5)}`,
             sensors: rand(3) === 0 ? null : { passed: rand(4), failed: rand(3), results: [] },
           });

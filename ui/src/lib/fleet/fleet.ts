@@ -287,8 +287,9 @@ export function workspacesOf(runs: Iterable<RunView>): readonly string[] {
 // ---------------------------------------------------------------------------
 // Ordering
 
-/** `attention`: needs-you first (longest waiting first), then by state, then
- * the most recent change; every other key sorts by that column. */
+/** `attention`: the engine's default order (needs-you first, longest waiting
+ * first, then by state, then the most recent change), by the rank each row
+ * carries; every other key sorts by that column. */
 export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors";
 export type SortDir = "asc" | "desc";
 export interface Sort {
@@ -300,10 +301,10 @@ export const DEFAULT_SORT: Sort = { key: "attention", dir: "asc" };
 
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
+/** The engine's order: each row carries its `attention_rank` (core's rule,
+ * computed once in the engine); the window only compares the numbers. */
 function attention(a: RunView, b: RunView): number {
-  if (a.needs_you !== b.needs_you) return a.needs_you ? -1 : 1;
-  if (a.needs_you) return a.state_since - b.state_since || a.id - b.id;
-  return STATE_RANK[a.state.state] - STATE_RANK[b.state.state] || b.state_since - a.state_since || a.id - b.id;
+  return a.attention_rank - b.attention_rank || a.id - b.id;
 }
 
 function stateKey(r: RunView): number {

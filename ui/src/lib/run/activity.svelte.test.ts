@@ -14,6 +14,7 @@ const run = (id: number, state: RunView["state"] = { state: "running" }): RunVie
   state_since: 0,
   created_at: 0,
   needs_you: false,
+  attention_rank: 0,
   release_note: null,
   origin: "launched",
   actions: WORKING,
