@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   NO_FILTER,
   adjustCounts,
-  applyEvent,
   checksCell,
   comparator,
   replaceSorted,
@@ -15,6 +14,7 @@ import {
   moveSelection,
   needsYouLabel,
   revealRow,
+  runChange,
   runActions,
   runStateLabel,
   sessionBadge,
@@ -97,26 +97,20 @@ describe("ordering and counts", () => {
 });
 
 describe("pushed events", () => {
-  it("replaces a known row and inserts an unknown one", () => {
-    const rows = new Map([[1, run(1)]]);
-    const changed = applyEvent(rows, { type: "run_changed", run: run(1, { state: { state: "pending_review" } }) });
-    expect(changed.get(1)?.state.state).toBe("pending_review");
-    const added = applyEvent(changed, { type: "run_changed", run: run(7) });
-    expect([...added.keys()]).toEqual([1, 7]);
-    expect(rows.get(1)?.state.state).toBe("running");
+  it("puts the row a run_changed carries (by id: a known row is replaced, an unknown one added)", () => {
+    const row = run(1, { state: { state: "pending_review" } });
+    expect(runChange({ type: "run_changed", run: row })).toEqual({ put: [row] });
   });
 
   it("ignores gate notices: the run_changed of the same commit carries the row", () => {
-    const rows = new Map([[1, run(1)]]);
-    expect(applyEvent(rows, { type: "gate_decided", gate_id: 3, run_id: 1, kind: "merge_review" })).toBe(rows);
+    expect(runChange({ type: "gate_decided", gate_id: 3, run_id: 1, kind: "merge_review" })).toBeNull();
   });
 });
 
 describe("unknown events", () => {
   it("keeps the rows when a newer engine sends an event this build does not know", () => {
-    const rows = new Map([[1, run(1)]]);
-    const unknown = { type: "from_the_future", x: 1 } as unknown as Parameters<typeof applyEvent>[1];
-    expect(applyEvent(rows, unknown)).toBe(rows);
+    const unknown = { type: "from_the_future", x: 1 } as unknown as Parameters<typeof runChange>[0];
+    expect(runChange(unknown)).toBeNull();
   });
 });
 
