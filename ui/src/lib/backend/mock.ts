@@ -3,6 +3,7 @@
 // the change arrives as a pushed event (after the call resolves, as after a
 // commit).
 import type { Backend } from "./backend";
+import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   Activity,
@@ -532,63 +533,54 @@ export class MockBackend implements Backend {
   }
 }
 
+/** What the engine answered about the demo fleet, recorded by the engine's
+ * own test (crates/overseer-engine/tests/ui_fixtures.rs; `make types`
+ * records it again): runs, gates and workspaces as the contract's read
+ * operations return them. Nothing here invents a row or re-derives a rule. */
+const RECORDED = fixtures as unknown as { now: number; runs: RunView[]; gates: GateView[]; workspaces: Workspace[] };
+
+const recordedRun = (id: number): RunView => {
+  const r = RECORDED.runs.find((r) => r.id === id);
+  if (!r) throw new Error(`the recorded demo has no run ${id}: run \`make types\``);
+  return r;
+};
+
 /** The actions the engine ships (core's `run_actions`) on a launched run
- * that works, and on one in review: fixture data of this fake engine. */
-export const WORKING: RunActions = { approve: false, reject: false, abort: true, diff: true, steer: true };
-export const IN_REVIEW: RunActions = { approve: true, reject: true, abort: true, diff: true, steer: false };
+ * that works, one in review, and one released: as recorded. */
+export const WORKING: RunActions = recordedRun(2).actions;
+export const IN_REVIEW: RunActions = recordedRun(1).actions;
 /** A released run allows nothing but its diff. */
-export const released = (a: RunActions): RunActions => ({ approve: false, reject: false, abort: false, diff: a.diff, steer: false });
+export const released = (a: RunActions): RunActions => ({ ...recordedRun(7).actions, diff: a.diff });
+
+/** The recorded rows and gates, moved in time so the demo happened just
+ * before `now` (their attention ranks keep the order: every time moves by
+ * the same amount). */
+function recorded(now: number, external: boolean): { runs: RunView[]; gates: GateView[] } {
+  const d = now - RECORDED.now;
+  const mine = (r: RunView) => (r.origin !== "launched") === external;
+  const runs = RECORDED.runs.filter(mine).map((r) => ({ ...structuredClone(r), state_since: r.state_since + d, created_at: r.created_at + d }));
+  const ids = new Set(runs.map((r) => r.id));
+  const gates = RECORDED.gates
+    .filter((g) => ids.has(g.run_id))
+    .map((g) => ({
+      ...structuredClone(g),
+      opened_at: g.opened_at + d,
+      auto_at: g.auto_at === null ? null : g.auto_at + d,
+      decision: g.decision ? { ...g.decision, at: g.decision.at + d } : null,
+    }));
+  return { runs, gates };
+}
 
 function key(scope: Scope): string {
   return `${scope.workspace}/${scope.task ?? "*"}`;
 }
 
 /** A small fleet with a gate of every kind, so a plain browser shows every
- * surface (`npm run dev`). Each row's `attention_rank` is fixture data in the
- * engine's order (needs-you rows, longest waiting first, then the rest). */
+ * surface (`npm run dev`): the launched runs of the recorded demo. */
 export function demoBackend(now: number): MockBackend {
-  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const, actions: WORKING };
-  const runs: RunView[] = [
-    { ...base, id: 1, attention_rank: 2, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, actions: IN_REVIEW, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
-    { ...base, id: 2, attention_rank: 3, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan", ask_kind: "blocking" } },
-    { ...base, id: 3, attention_rank: 1, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 4, attention_rank: 7, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question", ask_kind: "blocking" } },
-    { ...base, id: 5, attention_rank: 4, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation", ask_kind: "blocking" } },
-    { ...base, id: 6, attention_rank: 8, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
-    { ...base, id: 7, attention_rank: 100, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
-  ];
-  // `batch`: the option the engine ships as batch_option (core's batch_choice).
-  const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null, batch: string | null = null): GateView => ({
-    id, run_id, ...body, status: "pending", title, options, opened_at: now - 60_000 * id, decision: null,
-    auto_at: timer?.auto_at ?? null, auto_option: timer?.auto_option ?? null, authority: null, effected: false, ask_kind: engineAskKind(body, timer?.auto_at ?? null), batch_option: batch,
-  });
-  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
-  const gates: GateView[] = [
-    gate(1, 1, { kind: "merge_review", payload: {} }, "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")]),
-    gate(2, 2, { kind: "plan", payload: {
-      goal: "Split billing into modules", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }], files: ["src/billing/invoices.ts", "src/billing/payments.ts"], risks: ["Import cycles"],
-      source: "agent_mode", markdown: "# Split billing\n\n1. Extract **invoices** into `src/billing/invoices.ts`\n2. Extract payments\n   - keep the public API\n\nSee [the design](https://example.com/billing).\n",
-    } }, "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")]),
-    gate(3, 3, { kind: "tool_call", payload: toolCallGate({ command: "npm install pg-migrate" }, { reason: "installing packages is always gated", always_gated: "install_packages" }) },
-      "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")]),
-    gate(4, 4, { kind: "question", payload: {
-      message: "A few questions before I plan the greeting.",
-      schema: { type: "object", title: "Before I plan", required: ["framework", "add_tests"], properties: {
-        framework: { type: "string", title: "Framework", enum: ["svelte", "react", "vue"] },
-        add_tests: { type: "boolean", title: "Add tests?" },
-        notes: { type: "string", title: "Anything else I should know?" },
-      } },
-    } }, "A few questions before I plan the greeting.", [opt("answer", "Answer", true), opt("decline", "Decline")]),
-    gate(5, 5, { kind: "deviation", payload: { cause: "turn_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10 } },
-      "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")]),
-    gate(6, 6, { kind: "step_review", payload: stepRecord({ step: 2, confidence: 0.64, explain: "one retry used; sensors passed", retries: 1 }) },
-      "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], { auto_at: now + 10_000, auto_option: "proceed" }, "proceed"),
-  ];
+  const { runs, gates } = recorded(now, false);
   const mock = new MockBackend(runs, Date.now, gates);
-  mock.workspaces = [
-    { id: 1, name: "web-app", path: "~/src/web-app", settings: { sensors: ["npm test"], auto_advance: null } },
-    { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
-  ];
+  mock.workspaces = structuredClone(RECORDED.workspaces);
   mock.agentInfos = [
     { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
     { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
@@ -606,32 +598,9 @@ export function demoBackend(now: number): MockBackend {
  * tool call waits (run 8), an MCP client with an info item (run 9), and a few
  * agent messages, one held back by the policy. */
 export function withExternalSessions(mock: MockBackend, now: number): MockBackend {
-  // What the engine allows on a live external session: stop it, steer it; no diff or review.
-  const actions = { ...WORKING, diff: false };
-  const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000, actions };
-  const runs: RunView[] = [
-    { ...base, id: 8, attention_rank: 5, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 9, attention_rank: 6, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } },
-  ];
+  const { runs, gates } = recorded(now, true);
   for (const r of runs) mock.runs.set(r.id, r);
-  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
-  const gate = { status: "pending" as const, decision: null, auto_at: null, auto_option: null, authority: null, effected: false };
-  const blocking = "blocking" as const;
-  const info = "info" as const;
-  mock.gates.set(8, {
-    ...gate, id: 8, run_id: 8, kind: "tool_call", ask_kind: blocking, title: "Run `rm -rf node_modules && npm ci`", opened_at: now - 45_000,
-    options: [opt("yes", "Yes"), opt("always", "Always for this session"), opt("no", "No")],
-    payload: {
-      tool_call: { id: "toolu_01", title: "Run `rm -rf node_modules && npm ci`", kind: "execute", raw_input: { command: "rm -rf node_modules && npm ci" }, name: "Bash" },
-      request: { tool: "Bash", kind: "execute", command: "rm -rf node_modules && npm ci", paths: [] },
-      reason: "no rule allows Bash here", rule: null, always_gated: null, always_gated_why: null, agent_options: [], ask_kind: "blocking",
-    },
-  });
-  mock.gates.set(9, {
-    ...gate, id: 9, run_id: 9, kind: "question", ask_kind: info, title: "Nightly import finished with 3 warnings", opened_at: now - 20_000,
-    options: [opt("answer", "Reply", true), opt("decline", "Dismiss")],
-    payload: { message: "Nightly import finished with 3 warnings.\nShall I open an issue for the skipped rows?", ask_kind: "info", notice: "notification" },
-  });
+  for (const g of gates) mock.gates.set(g.id, g);
   mock.postMessage({ from_run: 8, from: "agent:claude-code", to: { to: "user" }, body: "The lockfile is stale; I will regenerate it unless you object.", correlation_id: "lockfile" });
   mock.postMessage({ from_run: 9, from: "agent:mcp", to: { to: "broadcast" }, body: "Import finished: 12,408 rows.", correlation_id: null });
   mock.postMessage({ from_run: 3, from: "agent:codex", to: { to: "broadcast" }, body: "Everyone: stop touching the migrations folder.", correlation_id: null, status: "blocked", blocked_reason: "broadcasts from runs need the supervisor's approval" });
