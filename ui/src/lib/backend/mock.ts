@@ -98,16 +98,6 @@ export function defaultPolicy(): SupervisorPolicy {
   };
 }
 
-/** The mock engine's copy of core's `gate::ask_kind`, so its gates carry
- * what the engine's do: the kind an opener declared in the typed payload,
- * else a gate with a timer is a question, else by gate kind. */
-export function engineAskKind(body: GateBody, autoAt: number | null): AskKind {
-  const declared = body.kind === "tool_call" || body.kind === "supervisor_pause" || body.kind === "question" ? body.payload.ask_kind : undefined;
-  if (declared !== undefined) return declared;
-  if (autoAt !== null) return "question";
-  return body.kind === "step_review" || body.kind === "merge_review" ? "question" : "blocking";
-}
-
 /** A payload of `kind` with nothing in it (core's `GateBody::empty`). */
 export function emptyBody(kind: GateKind): GateBody {
   switch (kind) {
