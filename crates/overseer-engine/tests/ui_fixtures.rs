@@ -1,7 +1,8 @@
 //! The window's demo data, recorded from the real engine: the fleet the UI's
 //! unit tests and `npm run dev` show is built here through the store's real
 //! transactions, and what the contract's operations answer about it (runs,
-//! gates, workspaces) is written to ui/src/lib/backend/fixtures.json. The
+//! gates, workspaces, each gate's and run's "Why?" story) is written to
+//! ui/src/lib/backend/fixtures.json. The
 //! mock backend serves those answers instead of inventing rows, so what it
 //! shows (needs you, ask kinds, batch options, actions, attention ranks) is
 //! what the engine computes, and it can no longer disagree with it.
@@ -334,6 +335,23 @@ fn record() -> String {
         data_dir: dir.path().join("data"),
         config_dir: dir.path().join("config"),
     };
+    // A fixed signing key, so the recorded audit records (the stories) are
+    // the same bytes every time (Ed25519 signatures are deterministic).
+    {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&paths.config_dir)
+            .expect("config dir");
+        let mut key = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(Keyring::key_path(&paths.config_dir))
+            .expect("key file");
+        std::io::Write::write_all(&mut key, "07".repeat(32).as_bytes()).expect("key");
+    }
     {
         let keys = Keyring::load_or_create(&paths.config_dir).expect("keys");
         let mut store = Store::open(&paths.db(), keys).expect("store");
@@ -341,11 +359,25 @@ fn record() -> String {
     }
     let engine = Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine");
     let app = Actor::app();
+    let runs = engine.list_runs(&app).expect("runs");
+    let gates = engine.list_gates(&app, false).expect("gates");
+    // "Why?" for every gate and run: the signed records as the engine reads
+    // and verifies them.
+    let gate_stories: Vec<_> = gates
+        .iter()
+        .map(|g| Api::gate_story(&engine, &app, g.id).expect("gate story"))
+        .collect();
+    let run_stories: Vec<_> = runs
+        .iter()
+        .map(|r| Api::run_story(&engine, &app, r.id).expect("run story"))
+        .collect();
     let fixtures = json!({
         "now": NOW,
-        "runs": engine.list_runs(&app).expect("runs"),
-        "gates": engine.list_gates(&app, false).expect("gates"),
+        "runs": runs,
+        "gates": gates,
         "workspaces": engine.list_workspaces(&app).expect("workspaces"),
+        "gate_stories": gate_stories,
+        "run_stories": run_stories,
     });
     let mut text = serde_json::to_string_pretty(&fixtures).expect("json");
     text.push('\n');

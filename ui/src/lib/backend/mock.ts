@@ -283,53 +283,22 @@ export class MockBackend implements Backend {
     });
   }
 
+  /** "Why?" as the engine recorded it for the demo (the gate as it is now). */
   gateStory(gateId: number) {
     return this.answer(`gateStory ${gateId}`, (): GateStory => {
       const gate = this.gate(gateId);
-      const rec = (seq: number, payload: object, actor: string, at: number) => ({
-        record: {
-          seq,
-          prev_hash: "0".repeat(64),
-          payload: JSON.stringify(payload),
-          payload_hash: "a".repeat(64),
-          actor,
-          at,
-          record_hash: "b".repeat(64),
-          signature: "c".repeat(128),
-        },
-        problem: null,
-      });
-      const records = [rec(gateId * 10, { type: "gate_opened", gate_id: gateId, kind: gate.kind }, "agent:demo", gate.opened_at)];
-      if (gate.decision) {
-        records.push(rec(gateId * 10 + 1, { type: "gate_decided", gate_id: gateId, option: gate.decision.option }, "user:app", gate.decision.at));
-      }
-      return { gate, decisions: [], records, decision_problems: [], verified: true };
+      const story = RECORDED.gate_stories.find((s) => s.gate.id === gateId);
+      if (!story) throw fail("not_found", `no story of gate ${gateId} was recorded (the demo's are)`);
+      return { ...story, gate };
     });
   }
 
   runStory(runId: number) {
     return this.answer(`runStory ${runId}`, (): RunStory => {
       const run = this.run(runId);
-      let seq = runId * 1000;
-      const rec = (payload: object, actor: string, at: number) => ({
-        record: {
-          seq: ++seq,
-          prev_hash: "0".repeat(64),
-          payload: JSON.stringify(payload),
-          payload_hash: "a".repeat(64),
-          actor,
-          at,
-          record_hash: "b".repeat(64),
-          signature: "c".repeat(128),
-        },
-        problem: null,
-      });
-      const records = [rec({ type: "run_created", run_id: runId, agent: run.agent }, "user:app", run.created_at)];
-      for (const g of [...this.gates.values()].filter((g) => g.run_id === runId)) {
-        records.push(rec({ type: "gate_opened", gate_id: g.id, run_id: runId, kind: g.kind, title: g.title }, "agent:demo", g.opened_at));
-        if (g.decision) records.push(rec({ type: "gate_decided", gate_id: g.id, run_id: runId, option: g.decision.option }, "user:app", g.decision.at));
-      }
-      return { run, decisions: [], records, decision_problems: [], verified: true };
+      const story = RECORDED.run_stories.find((s) => s.run.id === runId);
+      if (!story) throw fail("not_found", `no story of run ${runId} was recorded (the demo's are)`);
+      return { ...story, run };
     });
   }
 
@@ -525,9 +494,16 @@ export class MockBackend implements Backend {
 
 /** What the engine answered about the demo fleet, recorded by the engine's
  * own test (crates/overseer-engine/tests/ui_fixtures.rs; `make types`
- * records it again): runs, gates and workspaces as the contract's read
- * operations return them. Nothing here invents a row or re-derives a rule. */
-const RECORDED = fixtures as unknown as { now: number; runs: RunView[]; gates: GateView[]; workspaces: Workspace[] };
+ * records it again): runs, gates, workspaces and their "Why?" stories as the
+ * contract's read operations return them. Nothing here invents a row or re-derives a rule. */
+const RECORDED = fixtures as unknown as {
+  now: number;
+  runs: RunView[];
+  gates: GateView[];
+  workspaces: Workspace[];
+  gate_stories: GateStory[];
+  run_stories: RunStory[];
+};
 
 const recordedRun = (id: number): RunView => {
   const r = RECORDED.runs.find((r) => r.id === id);
