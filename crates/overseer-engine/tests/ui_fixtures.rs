@@ -12,7 +12,7 @@
 
 use overseer_core::{Actor, GateBody, GateChoice, GateOption, Millis, RunEvent, RunId, RunOrigin};
 use overseer_engine::api::Api;
-use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use overseer_engine::{Engine, LogNotifier, Paths, Scope, SystemClock};
 use overseer_store::{GateSpec, Keyring, NewSession, Store, WorkspaceSettings};
 use serde_json::json;
 use std::path::PathBuf;
@@ -376,6 +376,17 @@ fn record() -> String {
         "runs": runs,
         "gates": gates,
         "workspaces": engine.list_workspaces(&app).expect("workspaces"),
+        // The policy a scope without one of its own follows.
+        "default_policy": Api::supervisor_status(
+            &engine,
+            &app,
+            Scope {
+                workspace: "web-app".into(),
+                task: None,
+            },
+        )
+        .expect("supervisor status")
+        .effective,
         "gate_stories": gate_stories,
         "run_stories": run_stories,
     });

@@ -85,17 +85,9 @@ const MOCK_CONTAINMENT: Containment = {
   private_network: { state: "available", helper: "/usr/bin/slirp4netns" },
 };
 
+/** The supervisor policy of a scope that sets none: the engine's, recorded. */
 export function defaultPolicy(): SupervisorPolicy {
-  return {
-    enabled: false,
-    autonomy: "advisory",
-    gate_authority: {},
-    evaluator: { type: "rules" },
-    max_reorient_attempts: 3,
-    timeout_seconds: 30,
-    always_supervise: false,
-    pause_timeout_seconds: 900,
-  };
+  return structuredClone(RECORDED.default_policy);
 }
 
 /** A payload of `kind` with nothing in it (core's `GateBody::empty`). */
@@ -501,6 +493,7 @@ const RECORDED = fixtures as unknown as {
   runs: RunView[];
   gates: GateView[];
   workspaces: Workspace[];
+  default_policy: SupervisorPolicy;
   gate_stories: GateStory[];
   run_stories: RunStory[];
 };
