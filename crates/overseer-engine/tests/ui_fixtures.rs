@@ -12,6 +12,7 @@
 
 use overseer_core::{Actor, GateBody, GateChoice, GateOption, Millis, RunEvent, RunId, RunOrigin};
 use overseer_engine::api::Api;
+use overseer_engine::ops;
 use overseer_engine::{Engine, LogNotifier, Paths, Scope, SystemClock};
 use overseer_store::{GateSpec, Keyring, NewSession, Store, WorkspaceSettings};
 use serde_json::json;
@@ -329,14 +330,16 @@ fn build(store: &mut Store) {
 }
 
 /// What the contract's read operations answer about the demo fleet.
-fn record() -> String {
+/// The demo fleet on a fresh data dir, signed with a fixed key so the
+/// recorded audit records (the stories) are the same bytes every time
+/// (Ed25519 signatures are deterministic). The store is handed to `then`
+/// once built (to act on the fleet before it is read).
+fn demo(then: impl FnOnce(&mut Store)) -> (tempfile::TempDir, Paths) {
     let dir = tempfile::tempdir().expect("tempdir");
     let paths = Paths {
         data_dir: dir.path().join("data"),
         config_dir: dir.path().join("config"),
     };
-    // A fixed signing key, so the recorded audit records (the stories) are
-    // the same bytes every time (Ed25519 signatures are deterministic).
     {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         std::fs::DirBuilder::new()
@@ -356,7 +359,79 @@ fn record() -> String {
         let keys = Keyring::load_or_create(&paths.config_dir).expect("keys");
         let mut store = Store::open(&paths.db(), keys).expect("store");
         build(&mut store);
+        then(&mut store);
     }
+    (dir, paths)
+}
+
+/// A human's action on the demo, a second after it was recorded.
+const ACTED: Millis = NOW + 1_000;
+
+/// The row of `run` after `act` on a fresh demo fleet, as list_runs answers.
+fn after(run: RunId, act: impl FnOnce(&mut Store)) -> overseer_core::RunView {
+    let (_dir, paths) = demo(act);
+    let engine = Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine");
+    engine.run(run).expect("run")
+}
+
+/// What the mock answers a human's action on the demo with: the run's row
+/// after each action the window offers (approve, reject, abort a run; decide
+/// a gate), by `"<operation> <id>"`.
+fn afters(
+    runs: &[overseer_core::RunView],
+    gates: &[overseer_core::GateView],
+) -> serde_json::Map<String, serde_json::Value> {
+    let user = Actor::app();
+    let mut out = serde_json::Map::new();
+    let mut put = |key: String, row: overseer_core::RunView| {
+        out.insert(key, serde_json::to_value(row).expect("row"));
+    };
+    for r in runs {
+        if r.actions.approve {
+            put(
+                format!("approve_run {}", r.id),
+                after(r.id, |s| {
+                    ops::approve_run(s, r.id, &user, ACTED).expect("approve");
+                }),
+            );
+        }
+        if r.actions.reject {
+            put(
+                format!("reject_run {}", r.id),
+                after(r.id, |s| {
+                    ops::reject_run(s, r.id, "the reason", &user, ACTED).expect("reject");
+                }),
+            );
+        }
+        if r.actions.abort {
+            put(
+                format!("abort_run {}", r.id),
+                after(r.id, |s| {
+                    ops::abort_run(s, r.id, &user, ACTED).expect("abort");
+                }),
+            );
+        }
+    }
+    for g in gates
+        .iter()
+        .filter(|g| g.status == overseer_core::GateStatus::Pending)
+    {
+        let option = g.options.first().expect("an option");
+        let context = option.requires_context.then_some("the reason");
+        put(
+            format!("decide_gate {}", g.id),
+            after(g.run_id, |s| {
+                s.write(|tx| tx.decide_gate(g.id, &option.id, context, &user, ACTED))
+                    .expect("decide");
+            }),
+        );
+    }
+    out
+}
+
+/// What the contract's read operations answer about the demo fleet.
+fn record() -> String {
+    let (_dir, paths) = demo(|_| {});
     let engine = Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine");
     let app = Actor::app();
     let runs = engine.list_runs(&app).expect("runs");
@@ -387,6 +462,7 @@ fn record() -> String {
         )
         .expect("supervisor status")
         .effective,
+        "after": afters(&runs, &gates),
         "gate_stories": gate_stories,
         "run_stories": run_stories,
     });

@@ -146,6 +146,9 @@ export class MockBackend implements Backend {
   private openers = new Set<(open: OpenRun) => void>();
   /** Calls made, for tests: `"approveRun 3"`, `"decideGate 7 yes"`. */
   calls: string[] = [];
+  /** For the recorded demo: how far its times were moved (its answers to
+   * actions come from the recording too). Null for rows a test made. */
+  demoShift: number | null = null;
   /** When set, the next call fails with this error. */
   failNext: ApiError | null = null;
 
@@ -192,18 +195,18 @@ export class MockBackend implements Backend {
   }
 
   approveRun(runId: number) {
-    return this.answer(`approveRun ${runId}`, () => this.release(runId, "merged", null, false));
+    return this.answer(`approveRun ${runId}`, () => this.release(runId, "merged", null, false, `approve_run ${runId}`));
   }
 
   rejectRun(runId: number, reason: string) {
     return this.answer(`rejectRun ${runId}`, () => {
       if (!reason.trim()) throw fail("invalid_input", "rejecting a run needs a reason: say what is wrong");
-      return this.release(runId, "human_rejected", reason, false);
+      return this.release(runId, "human_rejected", reason, false, `reject_run ${runId}`);
     });
   }
 
   abortRun(runId: number) {
-    return this.answer(`abortRun ${runId}`, () => this.release(runId, "aborted_by_user", null, true));
+    return this.answer(`abortRun ${runId}`, () => this.release(runId, "aborted_by_user", null, true, `abort_run ${runId}`));
   }
 
   runActivity(runId: number, after: number) {
@@ -257,7 +260,7 @@ export class MockBackend implements Backend {
       const run = this.runs.get(g.run_id);
       const events: EngineEvent[] = [{ type: "gate_decided", gate_id: gateId, run_id: g.run_id, kind: g.kind }];
       if (run && run.pending_gate?.id === gateId) {
-        const updated: RunView = { ...run, pending_gate: null, needs_you: false };
+        const updated: RunView = this.recordedAfter(`decide_gate ${gateId}`, run) ?? { ...run, pending_gate: null, needs_you: false };
         events.push({ type: "run_changed", run: updated });
       }
       this.later(events);
@@ -456,13 +459,23 @@ export class MockBackend implements Backend {
     return { scope, own, effective: own ?? inherited ?? defaultPolicy() };
   }
 
-  private release(runId: number, reason: ReleaseReason, note: string | null, anyActive: boolean): RunView {
+  /** The row the engine answered after `op` on the recorded demo (moved to
+   * now, the caller's words kept); null on rows a test made itself. */
+  private recordedAfter(op: string, run: RunView): RunView | null {
+    const shift = this.demoShift;
+    const r = shift === null ? undefined : RECORDED.after[op];
+    if (r === undefined || shift === null) return null;
+    return { ...structuredClone(r), state_since: r.state_since + shift, created_at: r.created_at + shift, release_note: run.release_note };
+  }
+
+  private release(runId: number, reason: ReleaseReason, note: string | null, anyActive: boolean, op: string): RunView {
     const run = this.run(runId);
     const active = run.state.state !== "released";
     if (!(run.state.state === "pending_review" || (anyActive && active))) {
       throw fail("invalid_transition", `cannot change a run that is ${run.state.state}`);
     }
-    const next: RunView = {
+    const recorded = this.recordedAfter(op, run);
+    const next: RunView = recorded ? { ...recorded, release_note: note ?? run.release_note } : {
       ...run,
       state: { state: "released", reason },
       state_since: this.now(),
@@ -487,7 +500,8 @@ export class MockBackend implements Backend {
 /** What the engine answered about the demo fleet, recorded by the engine's
  * own test (crates/overseer-engine/tests/ui_fixtures.rs; `make types`
  * records it again): runs, gates, workspaces and their "Why?" stories as the
- * contract's read operations return them. Nothing here invents a row or re-derives a rule. */
+ * contract's read operations return them, and each run's row after the
+ * actions the window offers on it. Nothing here invents a row or re-derives a rule. */
 const RECORDED = fixtures as unknown as {
   now: number;
   runs: RunView[];
@@ -496,6 +510,8 @@ const RECORDED = fixtures as unknown as {
   default_policy: SupervisorPolicy;
   gate_stories: GateStory[];
   run_stories: RunStory[];
+  /** The run's row after an action on the demo, by `"<operation> <id>"`. */
+  after: Record<string, RunView>;
 };
 
 const recordedRun = (id: number): RunView => {
@@ -539,6 +555,7 @@ function key(scope: Scope): string {
 export function demoBackend(now: number): MockBackend {
   const { runs, gates } = recorded(now, false);
   const mock = new MockBackend(runs, Date.now, gates);
+  mock.demoShift = now - RECORDED.now;
   mock.workspaces = structuredClone(RECORDED.workspaces);
   mock.agentInfos = [
     { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },

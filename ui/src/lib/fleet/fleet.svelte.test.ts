@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Fleet, HEAD_ROWS } from "./fleet.svelte";
-import { MockBackend, IN_REVIEW } from "../backend/mock";
+import { MockBackend, IN_REVIEW, demoBackend } from "../backend/mock";
 import type { RunView } from "../types";
 
 const review = (id: number): RunView => ({
@@ -216,5 +216,27 @@ describe("Fleet: what the user looks at", () => {
     expect(fleet.counts.pending_review).toBe(1);
     expect(fleet.counts.running).toBe(9_999);
     expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
+  });
+});
+
+describe("Fleet on the recorded demo", () => {
+  it("after an approval shows the engine's row: the run leaves the runs that need you for its place among released ones", async () => {
+    const NOW = 1_700_000_000_000;
+    const backend = demoBackend(NOW);
+    const fleet = new Fleet(backend);
+    await fleet.start();
+    const needs = () => fleet.shown.filter((r) => r.needs_you).map((r) => r.id);
+    expect(needs()).toContain(1);
+    expect(await fleet.approve(1)).toBe(true);
+    await flush();
+    const row = fleet.rows.get(1)!;
+    expect(row.state).toEqual({ state: "released", reason: "merged" });
+    expect(row.needs_you).toBe(false);
+    expect(row.actions.approve).toBe(false);
+    expect(needs()).not.toContain(1);
+    // Every active run now comes before it, as the engine orders them.
+    const at = fleet.shown.findIndex((r) => r.id === 1);
+    expect(fleet.shown.slice(at + 1).every((r) => r.state.state === "released")).toBe(true);
+    expect(fleet.shown.slice(0, at).every((r) => r.state.state !== "released" || r.attention_rank < row.attention_rank)).toBe(true);
   });
 });
