@@ -120,6 +120,20 @@ describe("Fleet", () => {
     expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
   });
 
+  it("shows the counts the engine sent with the fleet, then keeps them in step with each change", async () => {
+    const backend = new MockBackend([review(1), running(2)], () => 42);
+    // The engine's counts (here of rows the window never receives: what it
+    // shows is what the engine sent, not a count of its own).
+    const counts = { queued: 0, claimed: 0, running: 1, retry_queued: 0, pending_review: 5, released: 3, needs_you: 5 };
+    const head = backend.listRunsHead.bind(backend);
+    backend.listRunsHead = async (limit) => ({ ...(await head(limit)), counts });
+    const fleet = new Fleet(backend);
+    await fleet.start();
+    expect(fleet.counts).toEqual(counts);
+    backend.push({ type: "run_changed", run: running(1) });
+    expect(fleet.counts).toMatchObject({ running: 2, pending_review: 4, needs_you: 4 });
+  });
+
   it("a reject without a reason is refused by the engine with invalid_input", async () => {
     const backend = new MockBackend([review(1)], () => 42);
     const fleet = new Fleet(backend);

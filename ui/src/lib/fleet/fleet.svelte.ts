@@ -66,6 +66,8 @@ export class Fleet {
   /** A refused action (the banner); a failed load shows here too. */
   #error = $state<ApiError | null>(null);
   readonly #live: LiveCollection<number, RunView>;
+  /** The counts the engine sent with the rows being loaded. */
+  #shipped: Counts | null = null;
 
   constructor(private backend: Backend) {
     this.#live = new LiveCollection(backend, {
@@ -74,7 +76,10 @@ export class Fleet {
       change: runChange,
       loaded: (rows) => {
         this.sorted = sortRuns([...rows.values()], this.#sort);
-        this.counts = countRuns(rows.values());
+        // The engine's counts when it sent the whole fleet with them;
+        // otherwise the tally of the rows it sent.
+        this.counts = this.#shipped ?? countRuns(rows.values());
+        this.#shipped = null;
         this.workspaces = workspacesOf(rows.values());
       },
       changed: (prev, next) => {
@@ -155,6 +160,7 @@ export class Fleet {
       mark("fleet-head-received");
       if (head.rows.length >= head.total) {
         mark("fleet-list-received");
+        this.#shipped = head.counts;
         return head.rows;
       }
       this.showHead(head);
