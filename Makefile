@@ -42,9 +42,11 @@ setup:
 	scripts/setup.sh
 
 ## Regenerate what is generated from the contract (crates/overseer-api) and checked in:
-## ui/src/lib/generated/{types,client}.ts (ts-rs) and src-tauri/capabilities/main.json.
+## ui/src/lib/generated/{types,client}.ts (ts-rs), src-tauri/capabilities/main.json, and the
+## mock backend's demo data recorded from the real engine (ui/src/lib/backend/fixtures.json).
 types:
 	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-server --test contract
+	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test ui_fixtures
 
 ui:
 	cd ui && npm run build

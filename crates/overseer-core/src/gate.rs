@@ -562,6 +562,47 @@ pub fn check_decision(
 mod tests {
     use super::*;
 
+    /// What the inbox sorts by (the window reads it from the gate, never
+    /// re-derives it): gates an agent waits on block, reviews and gates with
+    /// a timer are questions, and a kind the opener declared wins.
+    #[test]
+    fn a_gate_asks_by_its_declared_kind_else_its_timer_else_its_kind() {
+        for kind in [
+            GateKind::Plan,
+            GateKind::ToolCall,
+            GateKind::SupervisorPause,
+            GateKind::Deviation,
+            GateKind::Question,
+        ] {
+            assert_eq!(ask_kind(kind, None, None), AskKind::Blocking, "{kind:?}");
+        }
+        assert_eq!(
+            ask_kind(GateKind::StepReview, None, None),
+            AskKind::Question
+        );
+        assert_eq!(
+            ask_kind(GateKind::MergeReview, None, None),
+            AskKind::Question
+        );
+        assert_eq!(
+            ask_kind(GateKind::Question, None, Some(5)),
+            AskKind::Question
+        );
+        assert_eq!(
+            ask_kind(GateKind::Question, Some(AskKind::Info), None),
+            AskKind::Info
+        );
+        // Declared beats the timer.
+        assert_eq!(
+            ask_kind(GateKind::ToolCall, Some(AskKind::Blocking), Some(5)),
+            AskKind::Blocking
+        );
+        assert_eq!(
+            ask_kind(GateKind::SupervisorPause, Some(AskKind::Question), None),
+            AskKind::Question
+        );
+    }
+
     #[test]
     fn kinds_round_trip_through_their_names() {
         for k in GateKind::ALL {

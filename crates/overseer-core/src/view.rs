@@ -29,8 +29,14 @@ pub struct RunView {
     /// When the run entered its current state.
     pub state_since: Millis,
     pub created_at: Millis,
-    /// True when the run waits on a human: pending review or an open gate.
+    /// True when the run waits on a human: pending review, or an open gate
+    /// that asks something (an `info` item only tells). The store decides it
+    /// in one SQL definition for rows, counts and order alike.
     pub needs_you: bool,
+    /// The run's place in the dashboard's default order ([`attention_rank`]):
+    /// smaller first, ties by id. Every client sorts by it; none re-derives it.
+    #[serde(default)]
+    pub attention_rank: i64,
     /// The human's reason, for rejected runs.
     pub release_note: Option<String>,
     pub pending_gate: Option<PendingGate>,
@@ -248,11 +254,33 @@ pub enum EngineEvent {
     },
 }
 
-/// Whether a run in `state` with `pending_gate` needs the user: a review,
-/// or a gate that asks something (an `info` item only tells).
-pub fn needs_you(state: RunState, pending_gate: Option<&PendingGate>) -> bool {
-    state == RunState::PendingReview
-        || pending_gate.is_some_and(|g| g.ask_kind != crate::gate::AskKind::Info)
+/// Milliseconds a rank keeps for the time inside its group: 2^44 ms is
+/// about 557 years after 1970, and seven groups of it stay below 2^53, so
+/// the rank is exact as a JavaScript number.
+const RANK_SPAN: i64 = 1 << 44;
+
+/// A run's place in the fleet dashboard's default ("needs you first") order,
+/// as one number: smaller comes first, ties break by run id.
+///
+/// Runs that need the user come first, the longest waiting first; then the
+/// rest by state (review, running, retry queued, claimed, queued, released),
+/// the most recent change first within a state. The engine computes it for
+/// every row it sends, so the window, the tray and the first-screen query
+/// all sort by this one rule.
+pub fn attention_rank(state: RunState, needs_you: bool, state_since: Millis) -> i64 {
+    let since = state_since.clamp(0, RANK_SPAN - 1);
+    if needs_you {
+        return since;
+    }
+    let group = match state {
+        RunState::PendingReview => 1,
+        RunState::Running => 2,
+        RunState::RetryQueued => 3,
+        RunState::Claimed => 4,
+        RunState::Queued => 5,
+        RunState::Released { .. } => 6,
+    };
+    group * RANK_SPAN + (RANK_SPAN - 1 - since)
 }
 
 /// The step a run is on, from its latest progress list: the entry in
@@ -492,5 +520,38 @@ mod tests {
             })
         );
         assert_eq!(sensor_summary(&[]), None);
+    }
+
+    #[test]
+    fn the_attention_rank_puts_runs_that_need_you_first_longest_wait_first_then_by_state() {
+        use crate::ReleaseReason;
+        let merged = RunState::Released {
+            reason: ReleaseReason::Merged,
+        };
+        // (id, state, since, needs you)
+        let runs = [
+            (1, merged, 50, false),
+            (2, RunState::Running, 10, true),
+            (3, RunState::PendingReview, 5, true),
+            (4, RunState::Running, 20, false),
+            (5, RunState::Running, 30, false),
+            (6, RunState::Queued, 99, false),
+            (7, RunState::RetryQueued, 1, false),
+            (8, RunState::Claimed, 1, false),
+            (9, RunState::Running, 30, false),
+        ];
+        let mut order = runs.to_vec();
+        order.sort_by_key(|&(id, state, since, needs)| (attention_rank(state, needs, since), id));
+        let ids: Vec<i64> = order.iter().map(|r| r.0).collect();
+        // Needs-you by longest wait; then running (newest change first, ties
+        // by id), retry queued, claimed, queued, released.
+        assert_eq!(ids, vec![3, 2, 5, 9, 4, 7, 8, 6, 1]);
+        // Exact as a JavaScript number, whatever the clock says.
+        for since in [i64::MIN, -1, 0, 1_800_000_000_000, i64::MAX] {
+            for needs in [true, false] {
+                let r = attention_rank(merged, needs, since);
+                assert!((0..1 << 53).contains(&r), "{since} {needs}: {r}");
+            }
+        }
     }
 }

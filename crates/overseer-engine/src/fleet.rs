@@ -60,29 +60,22 @@ impl crate::Engine {
     /// rows returned are built.
     pub fn runs_head(&self, limit: usize) -> Result<RunsHead, overseer_core::ApiError> {
         let store = self.store();
-        let keys = store.run_order_keys()?;
+        let mut keys = store.run_order_keys()?;
         let mut counts = FleetCounts::default();
-        let mut order = Vec::with_capacity(keys.len());
-        for (id, state, since, needs) in keys {
-            let state = RunState::from_db(&state).unwrap_or(RunState::Released {
-                reason: overseer_core::ReleaseReason::Failed,
-            });
-            counts.add(state, needs);
-            order.push(OrderKey {
-                id,
-                state,
-                since,
-                needs,
-            });
+        for k in &keys {
+            counts.add(k.state, k.needs_you);
         }
-        let total = u32::try_from(order.len()).unwrap_or(u32::MAX);
-        if limit < order.len() {
+        let total = u32::try_from(keys.len()).unwrap_or(u32::MAX);
+        let by_rank = |a: &overseer_store::RunOrderKey, b: &overseer_store::RunOrderKey| {
+            (a.attention_rank, a.id).cmp(&(b.attention_rank, b.id))
+        };
+        if limit < keys.len() {
             if limit > 0 {
-                order.select_nth_unstable_by(limit - 1, OrderKey::cmp);
+                keys.select_nth_unstable_by(limit - 1, by_rank);
             }
-            order.truncate(limit);
+            keys.truncate(limit);
         }
-        let mut rows = order
+        let mut rows = keys
             .iter()
             .map(|k| store.run(k.id))
             .collect::<Result<Vec<_>, _>>()?;
@@ -97,65 +90,10 @@ impl crate::Engine {
     }
 }
 
-/// A run's place in the attention order, without its row.
-struct OrderKey {
-    id: overseer_core::RunId,
-    state: RunState,
-    since: i64,
-    needs: bool,
-}
-
-impl OrderKey {
-    /// [`attention`] on the ordering columns.
-    fn cmp(a: &OrderKey, b: &OrderKey) -> Ordering {
-        if a.needs != b.needs {
-            return if a.needs {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            };
-        }
-        if a.needs {
-            return a.since.cmp(&b.since).then(a.id.cmp(&b.id));
-        }
-        state_rank(a.state)
-            .cmp(&state_rank(b.state))
-            .then(b.since.cmp(&a.since))
-            .then(a.id.cmp(&b.id))
-    }
-}
-
-/// The rank of a state in the dashboard's attention order (the UI's
-/// STATE_ORDER in ui/src/lib/fleet/fleet.ts).
-fn state_rank(s: RunState) -> u8 {
-    match s {
-        RunState::PendingReview => 0,
-        RunState::Running => 1,
-        RunState::RetryQueued => 2,
-        RunState::Claimed => 3,
-        RunState::Queued => 4,
-        RunState::Released { .. } => 5,
-    }
-}
-
-/// The dashboard's default order, exactly as the UI's `attention`
-/// comparator: runs that need the user first (longest waiting first), then by
-/// state, then the most recent change; ties by id.
+/// The dashboard's default order: by each row's attention rank (core's
+/// `attention_rank`, computed by the store for every row), ties by id.
 pub fn attention(a: &RunView, b: &RunView) -> Ordering {
-    if a.needs_you != b.needs_you {
-        return if a.needs_you {
-            Ordering::Less
-        } else {
-            Ordering::Greater
-        };
-    }
-    if a.needs_you {
-        return a.state_since.cmp(&b.state_since).then(a.id.cmp(&b.id));
-    }
-    state_rank(a.state)
-        .cmp(&state_rank(b.state))
-        .then(b.state_since.cmp(&a.state_since))
-        .then(a.id.cmp(&b.id))
+    (a.attention_rank, a.id).cmp(&(b.attention_rank, b.id))
 }
 
 /// The first `limit` of `runs` in attention order, with the counts of all.
@@ -192,6 +130,7 @@ mod tests {
             state_since: since,
             created_at: 0,
             needs_you,
+            attention_rank: overseer_core::view::attention_rank(state, needs_you, since),
             release_note: None,
             pending_gate: None,
             current_step: None,

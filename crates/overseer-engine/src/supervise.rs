@@ -1319,6 +1319,7 @@ mod tests {
             state_since: 1,
             created_at: 1,
             needs_you: true,
+            attention_rank: 0,
             release_note: None,
             pending_gate: None,
             current_step: None,

@@ -25,6 +25,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         state_since: 1,
         created_at: 1,
         needs_you: true,
+        attention_rank: 0,
         release_note: None,
         pending_gate: None,
         current_step: None,

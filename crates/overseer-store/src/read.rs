@@ -2,7 +2,7 @@
 
 use crate::{Store, StoreError};
 use overseer_core::supervision::Autonomy;
-use overseer_core::view::needs_you;
+use overseer_core::view::attention_rank;
 use overseer_core::Activity;
 use overseer_core::{
     Actor, GateDecision, GateId, GateKind, GateOption, GateStatus, GateView, PendingGate, RunId,
@@ -11,11 +11,45 @@ use overseer_core::{
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
-const RUN_SELECT: &str = "
+/// Whether a pending gate `g` asks something of the user: every kind does
+/// except an `info` item, which only tells (core's `AskKind::Info`, declared
+/// in the gate's payload).
+macro_rules! gate_asks {
+    () => {
+        "json_extract(g.payload, '$.ask_kind') IS NOT 'info'"
+    };
+}
+
+/// The pending gate a run's row shows (`g`): the oldest that asks something,
+/// else the oldest info item.
+macro_rules! shown_pending_gate {
+    () => {
+        concat!(
+            "FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (",
+            gate_asks!(),
+            ") IS 0, g.id LIMIT 1"
+        )
+    };
+}
+
+/// Whether run `r` needs the user: it waits for review, or a pending gate
+/// asks something. The one definition of "needs you": rows, counts and the
+/// dashboard's order keys all select it.
+macro_rules! needs_you {
+    () => {
+        concat!(
+            "(r.state = 'pending_review' OR EXISTS (SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' AND ",
+            gate_asks!(),
+            "))"
+        )
+    };
+}
+
+const RUN_SELECT: &str = concat!("
     SELECT r.id, r.task_id, t.title, w.name, r.agent, r.state, r.state_since, r.created_at,
            r.release_note,
-           (SELECT g.id FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1),
-           (SELECT g.kind FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1),
+           (SELECT g.id ", shown_pending_gate!(), "),
+           (SELECT g.kind ", shown_pending_gate!(), "),
            (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'plan' ORDER BY e.id DESC LIMIT 1),
            (SELECT json_group_array(json(s.payload)) FROM
                (SELECT e.payload FROM run_events e WHERE e.run_id = r.id AND e.kind = 'sensor' ORDER BY e.id) s),
@@ -23,10 +57,11 @@ const RUN_SELECT: &str = "
            (SELECT g.kind FROM gates g WHERE g.run_id = r.id ORDER BY g.id DESC LIMIT 1),
            r.origin, r.session_id, r.cwd,
            (SELECT json_object('ask_kind', json_extract(g.payload, '$.ask_kind'), 'auto_at', g.auto_at)
-              FROM gates g WHERE g.run_id = r.id AND g.status = 'pending' ORDER BY (json_extract(g.payload, '$.ask_kind') IS 'info'), g.id LIMIT 1)
+              ", shown_pending_gate!(), "),
+           ", needs_you!(), "
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
-    JOIN workspaces w ON w.id = t.workspace_id";
+    JOIN workspaces w ON w.id = t.workspace_id");
 
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
@@ -61,7 +96,8 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             state: RunState::Queued,
             state_since: r.get(6)?,
             created_at: r.get(7)?,
-            needs_you: false,
+            needs_you: r.get(19)?,
+            attention_rank: 0,
             release_note: r.get(8)?,
             pending_gate: None,
             current_step: None,
@@ -135,7 +171,7 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
         g.ask_kind = overseer_core::ask_kind(g.kind, declared, auto_at);
     }
     view.last_gate = gate(raw.last_gate)?;
-    view.needs_you = needs_you(view.state, view.pending_gate.as_ref());
+    view.attention_rank = attention_rank(view.state, view.needs_you, view.state_since);
     view.actions = overseer_core::view::run_actions(view.state, view.origin);
     // Agent-reported progress: text that does not parse shows as no progress,
     // it never makes the run unreadable.
@@ -189,37 +225,63 @@ pub(crate) fn runs(conn: &Connection, path: &Path) -> Result<Vec<RunView>, Store
     raws.into_iter().map(|r| finish_run(r, path)).collect()
 }
 
-/// Every run's ordering columns for the fleet dashboard, in one scan: id,
-/// state as stored (`released:merged`, ...), when it entered that state, and
-/// whether it needs the user (as [`needs_you`] decides: pending review, or a
-/// pending gate that is not an info item). Cheap beside building every row.
+/// One run's place in the fleet dashboard, without its row: what the
+/// first screen and the header counts need of every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOrderKey {
+    pub id: RunId,
+    pub state: RunState,
+    pub needs_you: bool,
+    /// Core's [`attention_rank`], as the row itself carries it.
+    pub attention_rank: i64,
+}
+
+/// Every run's ordering columns for the fleet dashboard, in one scan (cheap
+/// beside building every row): its state, whether it needs the user (the
+/// same `needs_you!` the rows select) and its attention rank.
 pub(crate) fn run_order_keys(
     conn: &Connection,
     path: &Path,
-) -> Result<Vec<(RunId, String, i64, bool)>, StoreError> {
-    conn.prepare_cached(
-        "SELECT r.id, r.state, r.state_since,
-                (r.state = 'pending_review' OR EXISTS (
-                   SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending'
-                     AND json_extract(g.payload, '$.ask_kind') IS NOT 'info'))
-         FROM runs r",
-    )
-    .and_then(|mut s| {
-        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+) -> Result<Vec<RunOrderKey>, StoreError> {
+    let raws = conn
+        .prepare_cached(concat!(
+            "SELECT r.id, r.state, r.state_since, ",
+            needs_you!(),
+            " FROM runs r"
+        ))
+        .and_then(|mut s| {
+            s.query_map([], |r| {
+                Ok((
+                    r.get::<_, RunId>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, bool>(3)?,
+                ))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()
-    })
-    .map_err(|e| StoreError::from_sqlite(e, path))
+        })
+        .map_err(|e| StoreError::from_sqlite(e, path))?;
+    raws.into_iter()
+        .map(|(id, state, since, needs_you)| {
+            let state = RunState::from_db(&state).ok_or_else(|| StoreError::Corrupt {
+                path: path.to_owned(),
+                detail: format!("run {id} has unknown state '{state}'"),
+            })?;
+            Ok(RunOrderKey {
+                id,
+                state,
+                needs_you,
+                attention_rank: attention_rank(state, needs_you, since),
+            })
+        })
+        .collect()
 }
 
-/// How many runs need the user, as [`needs_you`] decides for each row:
-/// pending review, or an open gate. One query, for counts shown often.
+/// How many runs need the user (the same `needs_you!` the rows select).
+/// One query, for counts shown often.
 pub(crate) fn needs_you_count(conn: &Connection, path: &Path) -> Result<usize, StoreError> {
     let n: i64 = conn
-        .prepare_cached(
-            "SELECT COUNT(*) FROM runs r WHERE r.state = 'pending_review'
-               OR EXISTS (SELECT 1 FROM gates g WHERE g.run_id = r.id AND g.status = 'pending'
-                            AND json_extract(g.payload, '$.ask_kind') IS NOT 'info')",
-        )
+        .prepare_cached(concat!("SELECT COUNT(*) FROM runs r WHERE ", needs_you!()))
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(|e| StoreError::from_sqlite(e, path))?;
     Ok(usize::try_from(n).unwrap_or(0))
@@ -377,9 +439,9 @@ impl Store {
         runs(&self.conn, &self.path)
     }
 
-    /// Every run's ordering columns (id, stored state, state since, needs
-    /// you), without building any row.
-    pub fn run_order_keys(&self) -> Result<Vec<(RunId, String, i64, bool)>, StoreError> {
+    /// Every run's place in the dashboard (state, needs you, attention
+    /// rank), without building any row.
+    pub fn run_order_keys(&self) -> Result<Vec<RunOrderKey>, StoreError> {
         run_order_keys(&self.conn, &self.path)
     }
 

@@ -3,6 +3,7 @@
 // the change arrives as a pushed event (after the call resolves, as after a
 // commit).
 import type { Backend } from "./backend";
+import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   Activity,
@@ -85,27 +86,9 @@ const MOCK_CONTAINMENT: Containment = {
   private_network: { state: "available", helper: "/usr/bin/slirp4netns" },
 };
 
+/** The supervisor policy of a scope that sets none: the engine's, recorded. */
 export function defaultPolicy(): SupervisorPolicy {
-  return {
-    enabled: false,
-    autonomy: "advisory",
-    gate_authority: {},
-    evaluator: { type: "rules" },
-    max_reorient_attempts: 3,
-    timeout_seconds: 30,
-    always_supervise: false,
-    pause_timeout_seconds: 900,
-  };
-}
-
-/** The mock engine's copy of core's `gate::ask_kind`, so its gates carry
- * what the engine's do: the kind an opener declared in the typed payload,
- * else a gate with a timer is a question, else by gate kind. */
-export function engineAskKind(body: GateBody, autoAt: number | null): AskKind {
-  const declared = body.kind === "tool_call" || body.kind === "supervisor_pause" || body.kind === "question" ? body.payload.ask_kind : undefined;
-  if (declared !== undefined) return declared;
-  if (autoAt !== null) return "question";
-  return body.kind === "step_review" || body.kind === "merge_review" ? "question" : "blocking";
+  return structuredClone(RECORDED.default_policy);
 }
 
 /** A payload of `kind` with nothing in it (core's `GateBody::empty`). */
@@ -164,6 +147,9 @@ export class MockBackend implements Backend {
   private openers = new Set<(open: OpenRun) => void>();
   /** Calls made, for tests: `"approveRun 3"`, `"decideGate 7 yes"`. */
   calls: string[] = [];
+  /** For the recorded demo: how far its times were moved (its answers to
+   * actions come from the recording too). Null for rows a test made. */
+  demoShift: number | null = null;
   /** When set, the next call fails with this error. */
   failNext: ApiError | null = null;
 
@@ -210,18 +196,18 @@ export class MockBackend implements Backend {
   }
 
   approveRun(runId: number) {
-    return this.answer(`approveRun ${runId}`, () => this.release(runId, "merged", null, false));
+    return this.answer(`approveRun ${runId}`, () => this.release(runId, "merged", null, false, `approve_run ${runId}`));
   }
 
   rejectRun(runId: number, reason: string) {
     return this.answer(`rejectRun ${runId}`, () => {
       if (!reason.trim()) throw fail("invalid_input", "rejecting a run needs a reason: say what is wrong");
-      return this.release(runId, "human_rejected", reason, false);
+      return this.release(runId, "human_rejected", reason, false, `reject_run ${runId}`);
     });
   }
 
   abortRun(runId: number) {
-    return this.answer(`abortRun ${runId}`, () => this.release(runId, "aborted_by_user", null, true));
+    return this.answer(`abortRun ${runId}`, () => this.release(runId, "aborted_by_user", null, true, `abort_run ${runId}`));
   }
 
   runActivity(runId: number, after: number) {
@@ -277,7 +263,7 @@ export class MockBackend implements Backend {
       const run = this.runs.get(g.run_id);
       const events: EngineEvent[] = [{ type: "gate_decided", gate_id: gateId, run_id: g.run_id, kind: g.kind }];
       if (run && run.pending_gate?.id === gateId) {
-        const updated: RunView = { ...run, pending_gate: null, needs_you: false };
+        const updated: RunView = this.recordedAfter(`decide_gate ${gateId}`, run) ?? { ...run, pending_gate: null, needs_you: false };
         events.push({ type: "run_changed", run: updated });
       }
       this.later(events);
@@ -295,53 +281,22 @@ export class MockBackend implements Backend {
     });
   }
 
+  /** "Why?" as the engine recorded it for the demo (the gate as it is now). */
   gateStory(gateId: number) {
     return this.answer(`gateStory ${gateId}`, (): GateStory => {
       const gate = this.gate(gateId);
-      const rec = (seq: number, payload: object, actor: string, at: number) => ({
-        record: {
-          seq,
-          prev_hash: "0".repeat(64),
-          payload: JSON.stringify(payload),
-          payload_hash: "a".repeat(64),
-          actor,
-          at,
-          record_hash: "b".repeat(64),
-          signature: "c".repeat(128),
-        },
-        problem: null,
-      });
-      const records = [rec(gateId * 10, { type: "gate_opened", gate_id: gateId, kind: gate.kind }, "agent:demo", gate.opened_at)];
-      if (gate.decision) {
-        records.push(rec(gateId * 10 + 1, { type: "gate_decided", gate_id: gateId, option: gate.decision.option }, "user:app", gate.decision.at));
-      }
-      return { gate, decisions: [], records, decision_problems: [], verified: true };
+      const story = RECORDED.gate_stories.find((s) => s.gate.id === gateId);
+      if (!story) throw fail("not_found", `no story of gate ${gateId} was recorded (the demo's are)`);
+      return { ...story, gate };
     });
   }
 
   runStory(runId: number) {
     return this.answer(`runStory ${runId}`, (): RunStory => {
       const run = this.run(runId);
-      let seq = runId * 1000;
-      const rec = (payload: object, actor: string, at: number) => ({
-        record: {
-          seq: ++seq,
-          prev_hash: "0".repeat(64),
-          payload: JSON.stringify(payload),
-          payload_hash: "a".repeat(64),
-          actor,
-          at,
-          record_hash: "b".repeat(64),
-          signature: "c".repeat(128),
-        },
-        problem: null,
-      });
-      const records = [rec({ type: "run_created", run_id: runId, agent: run.agent }, "user:app", run.created_at)];
-      for (const g of [...this.gates.values()].filter((g) => g.run_id === runId)) {
-        records.push(rec({ type: "gate_opened", gate_id: g.id, run_id: runId, kind: g.kind, title: g.title }, "agent:demo", g.opened_at));
-        if (g.decision) records.push(rec({ type: "gate_decided", gate_id: g.id, run_id: runId, option: g.decision.option }, "user:app", g.decision.at));
-      }
-      return { run, decisions: [], records, decision_problems: [], verified: true };
+      const story = RECORDED.run_stories.find((s) => s.run.id === runId);
+      if (!story) throw fail("not_found", `no story of run ${runId} was recorded (the demo's are)`);
+      return { ...story, run };
     });
   }
 
@@ -507,13 +462,23 @@ export class MockBackend implements Backend {
     return { scope, own, effective: own ?? inherited ?? defaultPolicy() };
   }
 
-  private release(runId: number, reason: ReleaseReason, note: string | null, anyActive: boolean): RunView {
+  /** The row the engine answered after `op` on the recorded demo (moved to
+   * now, the caller's words kept); null on rows a test made itself. */
+  private recordedAfter(op: string, run: RunView): RunView | null {
+    const shift = this.demoShift;
+    const r = shift === null ? undefined : RECORDED.after[op];
+    if (r === undefined || shift === null) return null;
+    return { ...structuredClone(r), state_since: r.state_since + shift, created_at: r.created_at + shift, release_note: run.release_note };
+  }
+
+  private release(runId: number, reason: ReleaseReason, note: string | null, anyActive: boolean, op: string): RunView {
     const run = this.run(runId);
     const active = run.state.state !== "released";
     if (!(run.state.state === "pending_review" || (anyActive && active))) {
       throw fail("invalid_transition", `cannot change a run that is ${run.state.state}`);
     }
-    const next: RunView = {
+    const recorded = this.recordedAfter(op, run);
+    const next: RunView = recorded ? { ...recorded, release_note: note ?? run.release_note } : {
       ...run,
       state: { state: "released", reason },
       state_since: this.now(),
@@ -535,62 +500,66 @@ export class MockBackend implements Backend {
   }
 }
 
+/** What the engine answered about the demo fleet, recorded by the engine's
+ * own test (crates/overseer-engine/tests/ui_fixtures.rs; `make types`
+ * records it again): runs, gates, workspaces and their "Why?" stories as the
+ * contract's read operations return them, and each run's row after the
+ * actions the window offers on it. Nothing here invents a row or re-derives a rule. */
+const RECORDED = fixtures as unknown as {
+  now: number;
+  runs: RunView[];
+  gates: GateView[];
+  workspaces: Workspace[];
+  default_policy: SupervisorPolicy;
+  gate_stories: GateStory[];
+  run_stories: RunStory[];
+  /** The run's row after an action on the demo, by `"<operation> <id>"`. */
+  after: Record<string, RunView>;
+};
+
+const recordedRun = (id: number): RunView => {
+  const r = RECORDED.runs.find((r) => r.id === id);
+  if (!r) throw new Error(`the recorded demo has no run ${id}: run \`make types\``);
+  return r;
+};
+
 /** The actions the engine ships (core's `run_actions`) on a launched run
- * that works, and on one in review: fixture data of this fake engine. */
-export const WORKING: RunActions = { approve: false, reject: false, abort: true, diff: true, steer: true };
-export const IN_REVIEW: RunActions = { approve: true, reject: true, abort: true, diff: true, steer: false };
+ * that works, one in review, and one released: as recorded. */
+export const WORKING: RunActions = recordedRun(2).actions;
+export const IN_REVIEW: RunActions = recordedRun(1).actions;
 /** A released run allows nothing but its diff. */
-export const released = (a: RunActions): RunActions => ({ approve: false, reject: false, abort: false, diff: a.diff, steer: false });
+export const released = (a: RunActions): RunActions => ({ ...recordedRun(7).actions, diff: a.diff });
+
+/** The recorded rows and gates, moved in time so the demo happened just
+ * before `now` (their attention ranks keep the order: every time moves by
+ * the same amount). */
+function recorded(now: number, external: boolean): { runs: RunView[]; gates: GateView[] } {
+  const d = now - RECORDED.now;
+  const mine = (r: RunView) => (r.origin !== "launched") === external;
+  const runs = RECORDED.runs.filter(mine).map((r) => ({ ...structuredClone(r), state_since: r.state_since + d, created_at: r.created_at + d }));
+  const ids = new Set(runs.map((r) => r.id));
+  const gates = RECORDED.gates
+    .filter((g) => ids.has(g.run_id))
+    .map((g) => ({
+      ...structuredClone(g),
+      opened_at: g.opened_at + d,
+      auto_at: g.auto_at === null ? null : g.auto_at + d,
+      decision: g.decision ? { ...g.decision, at: g.decision.at + d } : null,
+    }));
+  return { runs, gates };
+}
 
 function key(scope: Scope): string {
   return `${scope.workspace}/${scope.task ?? "*"}`;
 }
 
 /** A small fleet with a gate of every kind, so a plain browser shows every
- * surface (`npm run dev`). */
+ * surface (`npm run dev`): the launched runs of the recorded demo. */
 export function demoBackend(now: number): MockBackend {
-  const base = { task_id: 0, created_at: now - 3_600_000, release_note: null, pending_gate: null, origin: "launched" as const, actions: WORKING };
-  const runs: RunView[] = [
-    { ...base, id: 1, task_title: "Add rate limiting to the public API", workspace: "web-app", agent: "claude-code", state: { state: "pending_review" }, actions: IN_REVIEW, state_since: now - 720_000, needs_you: true, pending_gate: { id: 1, kind: "merge_review", ask_kind: "question" } },
-    { ...base, id: 2, task_title: "Refactor the billing module", workspace: "web-app", agent: "gemini", state: { state: "running" }, state_since: now - 480_000, needs_you: true, pending_gate: { id: 2, kind: "plan", ask_kind: "blocking" } },
-    { ...base, id: 3, task_title: "Write the migration for user settings", workspace: "api-server", agent: "codex", state: { state: "running" }, state_since: now - 1_260_000, needs_you: true, pending_gate: { id: 3, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 4, task_title: "Pick a framework for the greeting", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 60_000, needs_you: true, pending_gate: { id: 4, kind: "question", ask_kind: "blocking" } },
-    { ...base, id: 5, task_title: "Fix the flaky login test", workspace: "api-server", agent: "demo", state: { state: "running" }, state_since: now - 200_000, needs_you: true, pending_gate: { id: 5, kind: "deviation", ask_kind: "blocking" } },
-    { ...base, id: 6, task_title: "Document the CLI", workspace: "web-app", agent: "demo", state: { state: "running" }, state_since: now - 30_000, needs_you: true, pending_gate: { id: 6, kind: "step_review", ask_kind: "question" } },
-    { ...base, id: 7, task_title: "Bump version to 0.4.2", workspace: "web-app", agent: "demo", state: { state: "released", reason: "merged" }, actions: released(WORKING), state_since: now - 10_800_000, needs_you: false },
-  ];
-  // `batch`: the option the engine ships as batch_option (core's batch_choice).
-  const gate = (id: number, run_id: number, body: GateBody, title: string, options: GateView["options"], timer: { auto_at: number; auto_option: string } | null = null, batch: string | null = null): GateView => ({
-    id, run_id, ...body, status: "pending", title, options, opened_at: now - 60_000 * id, decision: null,
-    auto_at: timer?.auto_at ?? null, auto_option: timer?.auto_option ?? null, authority: null, effected: false, ask_kind: engineAskKind(body, timer?.auto_at ?? null), batch_option: batch,
-  });
-  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
-  const gates: GateView[] = [
-    gate(1, 1, { kind: "merge_review", payload: {} }, "Review run 1", [opt("approve", "Approve and merge"), opt("reject", "Reject", true), opt("abort", "Abort")]),
-    gate(2, 2, { kind: "plan", payload: {
-      goal: "Split billing into modules", steps: [{ title: "Extract invoices", agent: "coder" }, { title: "Extract payments" }], files: ["src/billing/invoices.ts", "src/billing/payments.ts"], risks: ["Import cycles"],
-      source: "agent_mode", markdown: "# Split billing\n\n1. Extract **invoices** into `src/billing/invoices.ts`\n2. Extract payments\n   - keep the public API\n\nSee [the design](https://example.com/billing).\n",
-    } }, "Approve the plan: split billing into modules", [opt("approve", "Approve"), opt("request_changes", "Request changes", true), opt("reject", "Reject")]),
-    gate(3, 3, { kind: "tool_call", payload: toolCallGate({ command: "npm install pg-migrate" }, { reason: "installing packages is always gated", always_gated: "install_packages" }) },
-      "Run `npm install pg-migrate`", [opt("yes", "Yes"), opt("always", "Always for this run"), opt("no", "No")]),
-    gate(4, 4, { kind: "question", payload: {
-      message: "A few questions before I plan the greeting.",
-      schema: { type: "object", title: "Before I plan", required: ["framework", "add_tests"], properties: {
-        framework: { type: "string", title: "Framework", enum: ["svelte", "react", "vue"] },
-        add_tests: { type: "boolean", title: "Add tests?" },
-        notes: { type: "string", title: "Anything else I should know?" },
-      } },
-    } }, "A few questions before I plan the greeting.", [opt("answer", "Answer", true), opt("decline", "Decline")]),
-    gate(5, 5, { kind: "deviation", payload: { cause: "turn_failed", error: "npm test exited with status 1", attempts: 2, max_attempts: 10 } },
-      "The agent hit a problem: test failed", [opt("retry", "Retry"), opt("replan", "Replan"), opt("stop", "Stop")]),
-    gate(6, 6, { kind: "step_review", payload: stepRecord({ step: 2, confidence: 0.64, explain: "one retry used; sensors passed", retries: 1 }) },
-      "Review step 2: confidence 0.64", [opt("proceed", "Proceed"), opt("stop", "Stop")], { auto_at: now + 10_000, auto_option: "proceed" }, "proceed"),
-  ];
+  const { runs, gates } = recorded(now, false);
   const mock = new MockBackend(runs, Date.now, gates);
-  mock.workspaces = [
-    { id: 1, name: "web-app", path: "~/src/web-app", settings: { sensors: ["npm test"], auto_advance: null } },
-    { id: 2, name: "api-server", path: "~/src/api-server", settings: { sensors: [], auto_advance: false } },
-  ];
+  mock.demoShift = now - RECORDED.now;
+  mock.workspaces = structuredClone(RECORDED.workspaces);
   mock.agentInfos = [
     { name: "claude", command: "claude-agent-acp", found: "/usr/local/bin/claude-agent-acp", mode: "default", mode_effect: "asks before every edit and command", plan: "auto", needs: [], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
     { name: "codex", command: "codex-acp", mode: "read-only", mode_effect: "reads; asks before edits and commands", plan: "prompt", needs: ["`codex-acp` on PATH (not found): npm install -g @zed-industries/codex-acp"], from_file: false, containment: MOCK_CONTAINMENT, contained: true, network: "private" },
@@ -608,32 +577,9 @@ export function demoBackend(now: number): MockBackend {
  * tool call waits (run 8), an MCP client with an info item (run 9), and a few
  * agent messages, one held back by the policy. */
 export function withExternalSessions(mock: MockBackend, now: number): MockBackend {
-  // What the engine allows on a live external session: stop it, steer it; no diff or review.
-  const actions = { ...WORKING, diff: false };
-  const base = { task_id: 0, created_at: now - 1_800_000, release_note: null, needs_you: true, state: { state: "running" as const }, state_since: now - 90_000, actions };
-  const runs: RunView[] = [
-    { ...base, id: 8, task_title: "Claude Code in ~/src/web-app", workspace: "web-app", agent: "claude-code", origin: "claude_code", session: { session_id: "5c1e0b7a-2f4d-4e55-9a61-0f3c2d8b1e11", cwd: "/home/ada/src/web-app" }, pending_gate: { id: 8, kind: "tool_call", ask_kind: "blocking" } },
-    { ...base, id: 9, task_title: "MCP client in /srv/scripts/nightly", workspace: "external", agent: "mcp", origin: "mcp", session: { session_id: "nightly-42", cwd: "/srv/scripts/nightly" }, pending_gate: { id: 9, kind: "question", ask_kind: "blocking" } },
-  ];
+  const { runs, gates } = recorded(now, true);
   for (const r of runs) mock.runs.set(r.id, r);
-  const opt = (id: string, label: string, requires_context = false) => ({ id, label, requires_context });
-  const gate = { status: "pending" as const, decision: null, auto_at: null, auto_option: null, authority: null, effected: false };
-  const blocking = "blocking" as const;
-  const info = "info" as const;
-  mock.gates.set(8, {
-    ...gate, id: 8, run_id: 8, kind: "tool_call", ask_kind: blocking, title: "Run `rm -rf node_modules && npm ci`", opened_at: now - 45_000,
-    options: [opt("yes", "Yes"), opt("always", "Always for this session"), opt("no", "No")],
-    payload: {
-      tool_call: { id: "toolu_01", title: "Run `rm -rf node_modules && npm ci`", kind: "execute", raw_input: { command: "rm -rf node_modules && npm ci" }, name: "Bash" },
-      request: { tool: "Bash", kind: "execute", command: "rm -rf node_modules && npm ci", paths: [] },
-      reason: "no rule allows Bash here", rule: null, always_gated: null, always_gated_why: null, agent_options: [], ask_kind: "blocking",
-    },
-  });
-  mock.gates.set(9, {
-    ...gate, id: 9, run_id: 9, kind: "question", ask_kind: info, title: "Nightly import finished with 3 warnings", opened_at: now - 20_000,
-    options: [opt("answer", "Reply", true), opt("decline", "Dismiss")],
-    payload: { message: "Nightly import finished with 3 warnings.\nShall I open an issue for the skipped rows?", ask_kind: "info", notice: "notification" },
-  });
+  for (const g of gates) mock.gates.set(g.id, g);
   mock.postMessage({ from_run: 8, from: "agent:claude-code", to: { to: "user" }, body: "The lockfile is stale; I will regenerate it unless you object.", correlation_id: "lockfile" });
   mock.postMessage({ from_run: 9, from: "agent:mcp", to: { to: "broadcast" }, body: "Import finished: 12,408 rows.", correlation_id: null });
   mock.postMessage({ from_run: 3, from: "agent:codex", to: { to: "broadcast" }, body: "Everyone: stop touching the migrations folder.", correlation_id: null, status: "blocked", blocked_reason: "broadcasts from runs need the supervisor's approval" });

@@ -35,6 +35,7 @@ const run: RunView = {
   state_since: 0,
   created_at: 0,
   needs_you: false,
+  attention_rank: 0,
   release_note: null,
   origin: "launched",
   actions: WORKING,

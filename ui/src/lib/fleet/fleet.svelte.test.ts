@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Fleet, HEAD_ROWS } from "./fleet.svelte";
-import { MockBackend, IN_REVIEW } from "../backend/mock";
+import { MockBackend, IN_REVIEW, demoBackend } from "../backend/mock";
 import type { RunView } from "../types";
 
 const review = (id: number): RunView => ({
@@ -13,6 +13,8 @@ const review = (id: number): RunView => ({
   state_since: 0,
   created_at: 0,
   needs_you: true,
+  // As the engine ranks them: a run that needs you before every other.
+  attention_rank: 0,
   release_note: null,
   origin: "launched",
   actions: IN_REVIEW,
@@ -118,6 +120,20 @@ describe("Fleet", () => {
     expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
   });
 
+  it("shows the counts the engine sent with the fleet, then keeps them in step with each change", async () => {
+    const backend = new MockBackend([review(1), running(2)], () => 42);
+    // The engine's counts (here of rows the window never receives: what it
+    // shows is what the engine sent, not a count of its own).
+    const counts = { queued: 0, claimed: 0, running: 1, retry_queued: 0, pending_review: 5, released: 3, needs_you: 5 };
+    const head = backend.listRunsHead.bind(backend);
+    backend.listRunsHead = async (limit) => ({ ...(await head(limit)), counts });
+    const fleet = new Fleet(backend);
+    await fleet.start();
+    expect(fleet.counts).toEqual(counts);
+    backend.push({ type: "run_changed", run: running(1) });
+    expect(fleet.counts).toMatchObject({ running: 2, pending_review: 4, needs_you: 4 });
+  });
+
   it("a reject without a reason is refused by the engine with invalid_input", async () => {
     const backend = new MockBackend([review(1)], () => 42);
     const fleet = new Fleet(backend);
@@ -133,6 +149,8 @@ const running = (id: number, over: Partial<RunView> = {}): RunView => ({
   needs_you: false,
   pending_gate: null,
   state_since: id,
+  // As the engine ranks running runs: the most recent change first.
+  attention_rank: 2 ** 45 - id,
   ...over,
 });
 
@@ -212,5 +230,27 @@ describe("Fleet: what the user looks at", () => {
     expect(fleet.counts.pending_review).toBe(1);
     expect(fleet.counts.running).toBe(9_999);
     expect(backend.calls.filter((c) => c.startsWith("listRuns"))).toEqual([`listRunsHead ${HEAD_ROWS}`, "listRuns"]);
+  });
+});
+
+describe("Fleet on the recorded demo", () => {
+  it("after an approval shows the engine's row: the run leaves the runs that need you for its place among released ones", async () => {
+    const NOW = 1_700_000_000_000;
+    const backend = demoBackend(NOW);
+    const fleet = new Fleet(backend);
+    await fleet.start();
+    const needs = () => fleet.shown.filter((r) => r.needs_you).map((r) => r.id);
+    expect(needs()).toContain(1);
+    expect(await fleet.approve(1)).toBe(true);
+    await flush();
+    const row = fleet.rows.get(1)!;
+    expect(row.state).toEqual({ state: "released", reason: "merged" });
+    expect(row.needs_you).toBe(false);
+    expect(row.actions.approve).toBe(false);
+    expect(needs()).not.toContain(1);
+    // Every active run now comes before it, as the engine orders them.
+    const at = fleet.shown.findIndex((r) => r.id === 1);
+    expect(fleet.shown.slice(at + 1).every((r) => r.state.state === "released")).toBe(true);
+    expect(fleet.shown.slice(0, at).every((r) => r.state.state !== "released" || r.attention_rank < row.attention_rank)).toBe(true);
   });
 });

@@ -5,19 +5,20 @@
 // so leaving the dashboard for a run and coming back loses nothing.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
-import type { ApiError, EngineEvent, RunView, RunsHead } from "../types";
+import type { ApiError, RunView, RunsHead } from "../types";
+import { LiveCollection } from "../live.svelte";
 import type { Counts, Filter, Sort, SortKey } from "./fleet";
 import {
   DEFAULT_SORT,
   NO_FILTER,
   adjustCounts,
-  applyEvent,
   comparator,
   countRuns,
   filterRuns,
   isFiltered,
   moveSelection,
   replaceSorted,
+  runChange,
   sortRuns,
   toggleSort,
   withWorkspace,
@@ -41,10 +42,6 @@ function nextFrame(): Promise<void> {
 }
 
 export class Fleet {
-  /** Every run by id; replaced (never mutated) on each change. */
-  rows = $state.raw(new Map<number, RunView>());
-  ready = $state(false);
-  error = $state<ApiError | null>(null);
   /** Run ids with a call in flight. */
   busy = $state(new Set<number>());
 
@@ -66,10 +63,48 @@ export class Fleet {
   shown: readonly RunView[] = $derived(this.filtered ? filterRuns(this.sorted, this.filter) : this.sorted);
 
   #sort = $state.raw<Sort>(DEFAULT_SORT);
-  private unsubscribe: (() => void) | null = null;
-  private pending: EngineEvent[] | null = [];
+  /** A refused action (the banner); a failed load shows here too. */
+  #error = $state<ApiError | null>(null);
+  readonly #live: LiveCollection<number, RunView>;
+  /** The counts the engine sent with the rows being loaded. */
+  #shipped: Counts | null = null;
 
-  constructor(private backend: Backend) {}
+  constructor(private backend: Backend) {
+    this.#live = new LiveCollection(backend, {
+      key: (r) => r.id,
+      load: () => this.#list(),
+      change: runChange,
+      loaded: (rows) => {
+        this.sorted = sortRuns([...rows.values()], this.#sort);
+        // The engine's counts when it sent the whole fleet with them;
+        // otherwise the tally of the rows it sent.
+        this.counts = this.#shipped ?? countRuns(rows.values());
+        this.#shipped = null;
+        this.workspaces = workspacesOf(rows.values());
+      },
+      changed: (prev, next) => {
+        if (!next) return;
+        this.sorted = replaceSorted(this.sorted, prev, next, comparator(this.#sort));
+        this.counts = adjustCounts(this.counts, prev, next);
+        this.workspaces = withWorkspace(this.workspaces, next.workspace);
+      },
+    });
+  }
+
+  /** Every run by id; replaced (never mutated) on each change. */
+  get rows(): ReadonlyMap<number, RunView> {
+    return this.#live.items;
+  }
+  get ready(): boolean {
+    return this.#live.ready;
+  }
+  get error(): ApiError | null {
+    return this.#error ?? this.#live.error;
+  }
+  set error(e: ApiError | null) {
+    this.#error = e;
+    if (e === null) this.#live.error = null;
+  }
 
   get sort(): Sort {
     return this.#sort;
@@ -102,8 +137,10 @@ export class Fleet {
    * until the whole list is here, then apply on top of it. */
   async start(): Promise<void> {
     try {
-      await this.fill();
+      await this.#live.start();
+      mark("fleet-loaded");
     } finally {
+      this.#headTotal = null;
       this.#firstScreen();
     }
   }
@@ -114,73 +151,40 @@ export class Fleet {
    * first. */
   readonly firstScreen: Promise<void> = new Promise((resolve) => (this.#firstScreen = resolve));
 
-  private async fill(): Promise<void> {
-    this.unsubscribe = await this.backend.subscribe((e) => this.onEvent(e));
+  /** The whole list, after showing the first screen when the fleet is
+   * bigger than it. */
+  async #list(): Promise<RunView[]> {
     try {
       mark("fleet-list-start");
-      let runs: RunView[];
-      const head = this.backend.listRunsHead ? await this.backend.listRunsHead(HEAD_ROWS) : null;
+      const head = await this.backend.listRunsHead(HEAD_ROWS);
       mark("fleet-head-received");
-      if (head && head.rows.length >= head.total) {
-        runs = head.rows;
-      } else {
-        if (head) {
-          this.showHead(head);
-          // Let the first screen paint before the whole list's parse.
-          await nextFrame();
-          this.#firstScreen();
-        }
-        runs = await this.backend.listRuns();
+      if (head.rows.length >= head.total) {
+        mark("fleet-list-received");
+        this.#shipped = head.counts;
+        return head.rows;
       }
+      this.showHead(head);
+      // Let the first screen paint before the whole list's parse.
+      await nextFrame();
+      this.#firstScreen();
+      const runs = await this.backend.listRuns();
       mark("fleet-list-received");
-      let rows = new Map(runs.map((r) => [r.id, r] as const));
-      for (const e of this.pending ?? []) rows = applyEvent(rows, e);
-      this.#headTotal = null;
-      this.load(rows);
-      mark("fleet-loaded");
-    } catch (e) {
-      this.error = toApiError(e);
+      return runs;
     } finally {
       this.#headTotal = null;
-      this.pending = null;
-      this.ready = true;
     }
   }
 
   private showHead(head: RunsHead): void {
     this.#headTotal = head.total;
-    this.rows = new Map(head.rows.map((r) => [r.id, r] as const));
-    this.sorted = this.#sort.key === DEFAULT_SORT.key ? head.rows : sortRuns(head.rows, this.#sort);
+    this.#live.replace(new Map(head.rows.map((r) => [r.id, r] as const)));
+    // The engine's counts of the whole fleet, not of the rows here.
     this.counts = head.counts;
-    this.workspaces = workspacesOf(head.rows);
-    this.ready = true;
-  }
-
-  private load(rows: Map<number, RunView>): void {
-    this.rows = rows;
-    this.sorted = sortRuns([...rows.values()], this.#sort);
-    this.counts = countRuns(rows.values());
-    this.workspaces = workspacesOf(rows.values());
+    this.#live.ready = true;
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-  }
-
-  private onEvent(e: EngineEvent): void {
-    if (this.pending) {
-      this.pending.push(e);
-      return;
-    }
-    const rows = applyEvent(this.rows, e);
-    if (rows === this.rows || e.type !== "run_changed") return;
-    const prev = this.rows.get(e.run.id);
-    const next = rows.get(e.run.id)!;
-    this.rows = rows;
-    this.sorted = replaceSorted(this.sorted, prev, next, comparator(this.#sort));
-    this.counts = adjustCounts(this.counts, prev, next);
-    this.workspaces = withWorkspace(this.workspaces, next.workspace);
+    this.#live.stop();
   }
 
   approve(id: number) {

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   NO_FILTER,
   adjustCounts,
-  applyEvent,
   checksCell,
   comparator,
   replaceSorted,
@@ -15,6 +14,7 @@ import {
   moveSelection,
   needsYouLabel,
   revealRow,
+  runChange,
   runActions,
   runStateLabel,
   sessionBadge,
@@ -41,6 +41,7 @@ function run(id: number, over: Partial<RunView> = {}): RunView {
     state_since: 1_000 * id,
     created_at: 0,
     needs_you: false,
+    attention_rank: 0,
     release_note: null,
   origin: "launched",
   actions: WORKING,
@@ -72,14 +73,17 @@ describe("labels", () => {
 });
 
 describe("ordering and counts", () => {
-  it("puts runs that need the user first, longest waiting first", () => {
+  it("puts runs in the engine's attention order: by the rank each row carries, ties by id", () => {
+    // Ranks as the engine sends them (core's attention_rank: needs-you rows
+    // first, longest waiting first, then by state); the window only compares.
     const rows = [
-      run(1),
-      run(2, { needs_you: true, state: { state: "pending_review" }, state_since: 50 }),
-      run(3, { needs_you: true, state: { state: "pending_review" }, state_since: 10 }),
-      run(4, { state: { state: "released", reason: "merged" } }),
+      run(1, { attention_rank: 2 * 2 ** 44 }),
+      run(2, { needs_you: true, state: { state: "pending_review" }, state_since: 50, attention_rank: 50 }),
+      run(3, { needs_you: true, state: { state: "pending_review" }, state_since: 10, attention_rank: 10 }),
+      run(4, { state: { state: "released", reason: "merged" }, attention_rank: 7 * 2 ** 44 - 1 }),
+      run(5, { attention_rank: 2 * 2 ** 44 }),
     ];
-    expect(sortRuns(rows).map((r) => r.id)).toEqual([3, 2, 1, 4]);
+    expect(sortRuns(rows).map((r) => r.id)).toEqual([3, 2, 1, 5, 4]);
   });
 
   it("counts runs per state and those that need the user", () => {
@@ -93,26 +97,20 @@ describe("ordering and counts", () => {
 });
 
 describe("pushed events", () => {
-  it("replaces a known row and inserts an unknown one", () => {
-    const rows = new Map([[1, run(1)]]);
-    const changed = applyEvent(rows, { type: "run_changed", run: run(1, { state: { state: "pending_review" } }) });
-    expect(changed.get(1)?.state.state).toBe("pending_review");
-    const added = applyEvent(changed, { type: "run_changed", run: run(7) });
-    expect([...added.keys()]).toEqual([1, 7]);
-    expect(rows.get(1)?.state.state).toBe("running");
+  it("puts the row a run_changed carries (by id: a known row is replaced, an unknown one added)", () => {
+    const row = run(1, { state: { state: "pending_review" } });
+    expect(runChange({ type: "run_changed", run: row })).toEqual({ put: [row] });
   });
 
   it("ignores gate notices: the run_changed of the same commit carries the row", () => {
-    const rows = new Map([[1, run(1)]]);
-    expect(applyEvent(rows, { type: "gate_decided", gate_id: 3, run_id: 1, kind: "merge_review" })).toBe(rows);
+    expect(runChange({ type: "gate_decided", gate_id: 3, run_id: 1, kind: "merge_review" })).toBeNull();
   });
 });
 
 describe("unknown events", () => {
   it("keeps the rows when a newer engine sends an event this build does not know", () => {
-    const rows = new Map([[1, run(1)]]);
-    const unknown = { type: "from_the_future", x: 1 } as unknown as Parameters<typeof applyEvent>[1];
-    expect(applyEvent(rows, unknown)).toBe(rows);
+    const unknown = { type: "from_the_future", x: 1 } as unknown as Parameters<typeof runChange>[0];
+    expect(runChange(unknown)).toBeNull();
   });
 });
 
@@ -405,6 +403,8 @@ describe("10,000 runs", () => {
         state: states[i % 4]!,
         needs_you: i % 4 === 1,
         state_since: (i * 7919) % 10_007,
+        // As the engine ranks a run that needs you: by how long it waits.
+        attention_rank: (i * 7919) % 10_007,
       }),
     );
     const f = { ...NO_FILTER, state: "pending_review" as const, workspace: "mobile" };
@@ -456,6 +456,7 @@ describe("keeping the order row by row", () => {
             state: st,
             needs_you: st.state === "pending_review" || rand(4) === 0,
             state_since: rand(50),
+            attention_rank: rand(50),
             current_step: rand(3) === 0 ? null : `step ${rand(5)}`,
             sensors: rand(3) === 0 ? null : { passed: rand(4), failed: rand(3), results: [] },
           });

@@ -2,6 +2,7 @@
 // ordering, counts, the virtual window of a long list, keyboard selection, and
 // folding pushed events into the row list. No DOM, no Svelte: everything here
 // is fast on 10,000 rows and tested on its own.
+import type { Change } from "../live.svelte";
 import type { AskKind, EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, SensorSummary, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
@@ -287,8 +288,9 @@ export function workspacesOf(runs: Iterable<RunView>): readonly string[] {
 // ---------------------------------------------------------------------------
 // Ordering
 
-/** `attention`: needs-you first (longest waiting first), then by state, then
- * the most recent change; every other key sorts by that column. */
+/** `attention`: the engine's default order (needs-you first, longest waiting
+ * first, then by state, then the most recent change), by the rank each row
+ * carries; every other key sorts by that column. */
 export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors";
 export type SortDir = "asc" | "desc";
 export interface Sort {
@@ -300,10 +302,10 @@ export const DEFAULT_SORT: Sort = { key: "attention", dir: "asc" };
 
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
+/** The engine's order: each row carries its `attention_rank` (core's rule,
+ * computed once in the engine); the window only compares the numbers. */
 function attention(a: RunView, b: RunView): number {
-  if (a.needs_you !== b.needs_you) return a.needs_you ? -1 : 1;
-  if (a.needs_you) return a.state_since - b.state_since || a.id - b.id;
-  return STATE_RANK[a.state.state] - STATE_RANK[b.state.state] || b.state_since - a.state_since || a.id - b.id;
+  return a.attention_rank - b.attention_rank || a.id - b.id;
 }
 
 function stateKey(r: RunView): number {
@@ -571,24 +573,21 @@ export function keyCommand(e: {
 // ---------------------------------------------------------------------------
 // Pushed events
 
-/** Folds one pushed event into the rows (by id). Returns the same map when
- * nothing changed, so callers can skip a re-render. */
-export function applyEvent(rows: Map<number, RunView>, e: EngineEvent): Map<number, RunView> {
+/** What one pushed event does to the rows (by id): a `run_changed` carries
+ * the row itself; nothing else changes a row. */
+export function runChange(e: EngineEvent): Change<number, RunView> | null {
   switch (e.type) {
-    case "run_changed": {
-      const next = new Map(rows);
-      next.set(e.run.id, e.run);
-      return next;
-    }
+    case "run_changed":
+      return { put: [e.run] };
     case "gate_opened":
     case "gate_decided":
     case "run_activity":
     case "orchestration_aborted":
     case "message_posted":
       // The row itself arrives as the run_changed of the same commit.
-      return rows;
+      return null;
     default:
       // An event this build does not know (a newer engine): keep the rows.
-      return rows;
+      return null;
   }
 }

@@ -16,6 +16,7 @@ function run(over: Partial<RunView> = {}): RunView {
     state_since: 0,
     created_at: 0,
     needs_you: true,
+    attention_rank: 0,
     release_note: null,
     origin: "launched",
     actions: WORKING,

@@ -583,9 +583,16 @@ export type RunView = { id: RunId, task_id: TaskId, task_title: string, workspac
  */
 state_since: number, created_at: number, 
 /**
- * True when the run waits on a human: pending review or an open gate.
+ * True when the run waits on a human: pending review, or an open gate
+ * that asks something (an `info` item only tells). The store decides it
+ * in one SQL definition for rows, counts and order alike.
  */
 needs_you: boolean, 
+/**
+ * The run's place in the dashboard's default order ([`attention_rank`]):
+ * smaller first, ties by id. Every client sorts by it; none re-derives it.
+ */
+attention_rank: number, 
 /**
  * The human's reason, for rejected runs.
  */

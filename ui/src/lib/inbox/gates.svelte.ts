@@ -4,12 +4,10 @@
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
+import { LiveCollection, type Change } from "../live.svelte";
 import { batchOption, sortGates } from "./order";
 
 export class Gates {
-  pending = $state(new Map<number, GateView>());
-  ready = $state(false);
-  error = $state<ApiError | null>(null);
   /** The last refused call per gate, for the card's inline message. */
   errors = $state(new Map<number, ApiError>());
   /** Gate ids with a call in flight. */
@@ -17,21 +15,50 @@ export class Gates {
   /** Co-signed gates a human approved that wait for the supervisor's
    * approval (the engine says so in each gate's story). */
   awaitingCosign = $state(new Set<number>());
-
-  sorted = $derived(sortGates([...this.pending.values()]));
+  /** A refused call (the banner); a failed load shows here too. */
+  #error = $state<ApiError | null>(null);
 
   /** How many times each co-signed gate's story was asked for (not UI
    * state: which answer is the latest). */
   private cosignAsked = new Map<number, number>();
-  private unsubscribe: (() => void) | null = null;
-  private early: EngineEvent[] | null = [];
+  /** Gates the engine said were decided (an answer about one that comes
+   * later never brings it back). */
+  private decided = new Set<number>();
+  readonly #live: LiveCollection<number, GateView>;
 
   /** `fleet` is the live run list the window already keeps (the inbox shows
    * each gate's task, workspace and agent from it). */
   constructor(
     private backend: Backend,
     private fleet: { readonly rows: ReadonlyMap<number, RunView> } = { rows: new Map() },
-  ) {}
+  ) {
+    this.#live = new LiveCollection(backend, {
+      key: (g) => g.id,
+      load: async () => {
+        const gates = await backend.listGates(true);
+        await Promise.all(gates.map((g) => this.refreshCosign(g, true)));
+        return gates;
+      },
+      change: (e) => this.change(e),
+    });
+  }
+
+  /** Every pending gate by id. */
+  get pending(): ReadonlyMap<number, GateView> {
+    return this.#live.items;
+  }
+  get ready(): boolean {
+    return this.#live.ready;
+  }
+  get error(): ApiError | null {
+    return this.#error ?? this.#live.error;
+  }
+  set error(e: ApiError | null) {
+    this.#error = e;
+    if (e === null) this.#live.error = null;
+  }
+
+  sorted = $derived(sortGates([...this.pending.values()]));
 
   /** Every run the window knows, by id. */
   get runs(): ReadonlyMap<number, RunView> {
@@ -39,26 +66,12 @@ export class Gates {
   }
 
   /** Subscribes first, then lists, so no gate opened in between is lost. */
-  async start(): Promise<void> {
-    this.unsubscribe = await this.backend.subscribe((e) => void this.onEvent(e));
-    try {
-      const gates = await this.backend.listGates(true);
-      this.pending = new Map(gates.map((g) => [g.id, g] as const));
-      await Promise.all(gates.map((g) => this.refreshCosign(g)));
-      const early = this.early ?? [];
-      this.early = null;
-      for (const e of early) await this.onEvent(e);
-    } catch (e) {
-      this.error = toApiError(e);
-    } finally {
-      this.early = null;
-      this.ready = true;
-    }
+  start(): Promise<void> {
+    return this.#live.start();
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
+    this.#live.stop();
   }
 
   /** The pending gate of a run, if any. */
@@ -67,52 +80,53 @@ export class Gates {
     return undefined;
   }
 
-  private async onEvent(e: EngineEvent): Promise<void> {
-    if (this.early) {
-      this.early.push(e);
-      return;
-    }
+  /** What an event does to the pending gates. */
+  private change(e: EngineEvent): Change<number, GateView> | null | Promise<Change<number, GateView> | null> {
     if (e.type === "gate_decided") {
-      if (this.pending.has(e.gate_id)) {
-        const next = new Map(this.pending);
-        next.delete(e.gate_id);
-        this.pending = next;
-      }
-      if (this.errors.has(e.gate_id)) {
-        const next = new Map(this.errors);
-        next.delete(e.gate_id);
-        this.errors = next;
-      }
-      this.setAwaiting(e.gate_id, false);
-    } else if (e.type === "gate_opened") {
-      try {
-        const g = await this.backend.showGate(e.gate_id);
+      // A gate decided before it was listed leaves nothing to remove, but
+      // its card's error and co-sign mark go all the same.
+      this.decided.add(e.gate_id);
+      this.forget(e.gate_id);
+      return { remove: [e.gate_id] };
+    }
+    if (e.type === "gate_opened") {
+      return this.backend.showGate(e.gate_id).then(async (g) => {
         // A decision may have arrived while the gate was being fetched.
-        if (g.status !== "pending") return;
-        this.pending = new Map(this.pending).set(g.id, g);
-        await this.refreshCosign(g);
-      } catch (err) {
-        this.error = toApiError(err);
-      }
-    } else if (e.type === "run_changed") {
+        if (g.status !== "pending") return null;
+        await this.refreshCosign(g, true);
+        return this.decided.has(g.id) ? null : { put: [g] };
+      });
+    }
+    if (e.type === "run_changed") {
       // A human's approval of a co-signed gate changes no gate, only its
       // run (from the window, the CLI or the socket alike).
       const g = this.forRun(e.run.id);
-      if (g) await this.refreshCosign(g);
+      if (g) void this.refreshCosign(g);
     }
+    return null;
+  }
+
+  /** A gate left: its card's error and co-sign mark go with it. */
+  private forget(gateId: number): void {
+    if (this.errors.has(gateId)) {
+      const next = new Map(this.errors);
+      next.delete(gateId);
+      this.errors = next;
+    }
+    this.setAwaiting(gateId, false);
   }
 
   /** Asks the engine whether a co-signed gate waits for the supervisor.
    * Only the answer to the latest question counts: answers can arrive out
    * of order, and one asked before the human's vote says "not yet". */
-  private async refreshCosign(g: GateView): Promise<void> {
+  private async refreshCosign(g: GateView, goingIn = false): Promise<void> {
     if (g.authority !== "cosign") return;
     const asked = (this.cosignAsked.get(g.id) ?? 0) + 1;
     this.cosignAsked.set(g.id, asked);
     try {
       const story = await this.backend.gateStory(g.id);
       if (this.cosignAsked.get(g.id) !== asked) return;
-      this.setAwaiting(g.id, story.awaiting_cosign === true && this.pending.has(g.id));
+      this.setAwaiting(g.id, story.awaiting_cosign === true && (goingIn || this.pending.has(g.id)) && !this.decided.has(g.id));
     } catch {
       // The card just does not say it; the gate itself is unaffected.
     }
@@ -159,7 +173,7 @@ export class Gates {
     return this.act(gateId, async () => {
       const g = await this.backend.holdGate(gateId);
       // hold_gate pushes no event of its own: its answer is the new gate.
-      if (this.pending.has(g.id)) this.pending = new Map(this.pending).set(g.id, g);
+      if (this.pending.has(g.id)) this.#live.put(g);
       return g;
     });
   }

@@ -2,12 +2,16 @@ import { describe, expect, it } from "vitest";
 import type { GateBody, GateKind, GateView } from "../types";
 import { askKind, batchOption, optionLabel, sortGates } from "./order";
 import { age, countdown, duration } from "./format";
-import { emptyBody, engineAskKind, toolCallGate } from "../backend/mock";
+import { demoBackend, emptyBody, withExternalSessions } from "../backend/mock";
+
+const NOW = 1_700_000_000_000;
 
 const opt = (id: string, requires_context = false) => ({ id, label: id[0]!.toUpperCase() + id.slice(1), requires_context });
 type Common = Partial<Omit<GateView, "kind" | "payload">>;
+// Gates as the engine sends them; `ask_kind` is the engine's (core's
+// gate::ask_kind, tested there): blocking unless a test says otherwise.
 const gate = (id: number, kind: GateKind, extra: Common = {}, body: GateBody = emptyBody(kind)): GateView => ({
-  ask_kind: engineAskKind(body, extra.auto_at ?? null),
+  ask_kind: "blocking",
   id,
   run_id: id,
   ...body,
@@ -29,24 +33,22 @@ describe("askKind", () => {
     expect(askKind(gate(1, "question", { ask_kind: "info" }))).toBe("info");
   });
 
-  // The mock engine mirrors core's rule (crates/overseer-core/src/gate.rs).
-  it("treats every gate an agent waits on as blocking", () => {
-    for (const kind of ["plan", "tool_call", "supervisor_pause", "deviation", "question"] as const) {
-      expect(askKind(gate(1, kind))).toBe("blocking");
-    }
-  });
-
-  it("treats gates that resolve on their own, and reviews, as questions", () => {
-    expect(askKind(gate(1, "step_review"))).toBe("question");
-    expect(askKind(gate(1, "merge_review"))).toBe("question");
-    expect(askKind(gate(1, "question", { auto_at: 5, auto_option: "decline" }))).toBe("question");
-  });
-
-  it("takes the kind an opener declared", () => {
-    expect(askKind(gate(1, "question", {}, { kind: "question", payload: { message: "done", ask_kind: "info", notice: "stop" } }))).toBe("info");
-    // Declared beats the timer.
-    expect(askKind(gate(1, "tool_call", { auto_at: 5 }, { kind: "tool_call", payload: toolCallGate({}, { ask_kind: "blocking" }) }))).toBe("blocking");
-    expect(askKind(gate(1, "supervisor_pause", {}, { kind: "supervisor_pause", payload: { rationale: "r", ask_kind: "question" } }))).toBe("question");
+  // The engine's answers about the recorded demo (fixtures.json): every gate
+  // an agent waits on blocks, reviews and timers are questions, and a kind
+  // the opener declared wins.
+  it("is, on the engine's own gates, blocking for waits, question for reviews, info when declared", async () => {
+    const backend = withExternalSessions(demoBackend(NOW), NOW);
+    const asks = Object.fromEntries((await backend.listGates(true)).map((g) => [g.id, `${g.kind}:${askKind(g)}`]));
+    expect(asks).toEqual({
+      1: "merge_review:question",
+      2: "plan:blocking",
+      3: "tool_call:blocking",
+      4: "question:blocking",
+      5: "deviation:blocking",
+      6: "step_review:question",
+      8: "tool_call:blocking",
+      9: "question:info",
+    });
   });
 });
 
@@ -54,10 +56,10 @@ describe("sortGates", () => {
   it("puts blocking first, then questions, then info, newest first within each", () => {
     const gates = [
       gate(1, "plan"),
-      gate(2, "step_review"),
+      gate(2, "step_review", { ask_kind: "question" }),
       gate(3, "tool_call"),
-      gate(4, "merge_review"),
-      gate(5, "question", {}, { kind: "question", payload: { message: "done", ask_kind: "info" } }),
+      gate(4, "merge_review", { ask_kind: "question" }),
+      gate(5, "question", { ask_kind: "info" }, { kind: "question", payload: { message: "done", ask_kind: "info" } }),
       gate(6, "question"),
     ];
     expect(sortGates(gates).map((g) => g.id)).toEqual([6, 3, 1, 4, 2, 5]);

@@ -3,69 +3,74 @@
 // changes nothing here: the sent message arrives as an event like any other.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
-import type { ApiError, EngineEvent, MessageTo, MessageView } from "../types";
-import { concernsRun, mergeMessages, postedMessage } from "./messages";
+import type { ApiError, MessageTo, MessageView } from "../types";
+import { LiveCollection } from "../live.svelte";
+import { concernsRun, postedMessage } from "./messages";
 
 /** At most this many pages on load (the engine's pages hold 500). */
 const MAX_PAGES = 200;
 
 export class Messages {
-  list = $state.raw<MessageView[]>([]);
-  ready = $state(false);
-  /** A failed load. */
-  error = $state<ApiError | null>(null);
   /** The last refused send, for the compose box. */
   sendError = $state<ApiError | null>(null);
   sending = $state(false);
 
-  private unsubscribe: (() => void) | null = null;
-  private early: MessageView[] | null = [];
-  private stopped = false;
+  readonly #live: LiveCollection<number, MessageView>;
 
   /** `run`: only the messages a run sent or received (null: every one). */
   constructor(
     private backend: Backend,
     readonly run: number | null = null,
-  ) {}
+  ) {
+    this.#live = new LiveCollection(backend, {
+      key: (m) => m.id,
+      load: () => this.#loadAll(),
+      change: (e) => {
+        const m = postedMessage(e);
+        return m !== null && (run === null || concernsRun(m, run)) ? { put: [m] } : null;
+      },
+      order: (a, b) => a.id - b.id,
+    });
+  }
+
+  /** Every message, oldest first. */
+  get list(): readonly MessageView[] {
+    return this.#live.list;
+  }
+  get ready(): boolean {
+    return this.#live.ready;
+  }
+  /** A failed load. */
+  get error(): ApiError | null {
+    return this.#live.error;
+  }
 
   /** Subscribes first, then loads, so nothing posted in between is lost. */
-  async start(): Promise<void> {
-    const unsubscribe = await this.backend.subscribe((e) => this.onEvent(e));
-    if (this.stopped) {
-      unsubscribe();
-      return;
-    }
-    this.unsubscribe = unsubscribe;
-    await this.load();
+  start(): Promise<void> {
+    return this.#live.start();
   }
 
   async load(): Promise<void> {
-    try {
-      // The engine answers a page at a time (oldest first): read on until
-      // a page comes back empty.
-      const all: MessageView[] = [];
-      let after: number | null = null;
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const got: MessageView[] = await this.backend.listMessages(this.run, after);
-        if (this.stopped) return;
-        if (got.length === 0) break;
-        all.push(...got);
-        after = got[got.length - 1]!.id;
-      }
-      this.list = mergeMessages(all, this.early ?? [], this.list);
-      this.error = null;
-    } catch (e) {
-      this.error = toApiError(e);
-    } finally {
-      this.early = null;
-      this.ready = true;
+    await this.#live.load();
+  }
+
+  /** The engine answers a page at a time (oldest first): read on until a
+   * page comes back empty. */
+  async #loadAll(): Promise<MessageView[]> {
+    const all: MessageView[] = [];
+    let after: number | null = null;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const got: MessageView[] = await this.backend.listMessages(this.run, after);
+      if (this.#live.stopped) break;
+      if (got.length === 0) break;
+      all.push(...got);
+      after = got[got.length - 1]!.id;
     }
+    return all;
   }
 
   stop(): void {
-    this.stopped = true;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
+    this.#live.stop();
   }
 
   /** True when the engine accepted the message. */
@@ -81,17 +86,5 @@ export class Messages {
     } finally {
       this.sending = false;
     }
-  }
-
-  private onEvent(e: EngineEvent): void {
-    const m = postedMessage(e);
-    if (m === null) return;
-    if (this.run !== null && !concernsRun(m, this.run)) return;
-    if (this.early) {
-      this.early.push(m);
-      return;
-    }
-    const last = this.list[this.list.length - 1];
-    this.list = !last || m.id > last.id ? [...this.list, m] : mergeMessages(this.list, [m]);
   }
 }

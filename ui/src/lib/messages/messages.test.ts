@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MessageView } from "../types";
-import { composeTo, concernsRun, countMessages, mergeMessages, postedMessage, replyTo, senderLabel, targetLabel } from "./messages";
+import { composeTo, concernsRun, countMessages, postedMessage, replyTo, senderLabel, targetLabel } from "./messages";
 
 const msg = (id: number, over: Partial<MessageView> = {}): MessageView => ({
   id,
@@ -41,12 +41,6 @@ describe("messages", () => {
     expect(replyTo(msg(7))).toEqual({ to: { to: "run", run: 3 }, correlationId: "msg-7" });
     // The user's own messages and the supervisor's are not answered from here.
     expect(replyTo(msg(7, { from_run: null, from: "user:app" }))).toBeNull();
-  });
-
-  it("merge by id, oldest first, without duplicates", () => {
-    const merged = mergeMessages([msg(3), msg(1)], [msg(2), msg(3, { body: "newer copy" })]);
-    expect(merged.map((m) => m.id)).toEqual([1, 2, 3]);
-    expect(merged[2]!.body).toBe("newer copy");
   });
 
   it("count the held-back ones", () => {

@@ -38,13 +38,6 @@ export function concernsRun(m: MessageView, run: number): boolean {
   return m.from_run === run || (m.to.to === "run" && m.to.run === run) || (m.to.to === "broadcast" && m.status === "delivered");
 }
 
-/** The union of message lists by id, oldest first. */
-export function mergeMessages(...lists: readonly MessageView[][]): MessageView[] {
-  const byId = new Map<number, MessageView>();
-  for (const l of lists) for (const m of l) byId.set(m.id, m);
-  return [...byId.values()].sort((a, b) => a.id - b.id);
-}
-
 /** Where a reply to `m` goes and the correlation id it carries, or null
  * when it cannot be answered from here (a message the user wrote, or one
  * no run sent). The reply goes back to the run that wrote it, in the same

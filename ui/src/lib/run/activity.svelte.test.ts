@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MockBackend, WORKING } from "../backend/mock";
 import type { ActivityView, RunView } from "../types";
-import { merge, RunActivity } from "./activity.svelte";
+import { RunActivity } from "./activity.svelte";
 import { RunDiffView } from "./diff.svelte";
 
 const run = (id: number, state: RunView["state"] = { state: "running" }): RunView => ({
@@ -14,6 +14,7 @@ const run = (id: number, state: RunView["state"] = { state: "running" }): RunVie
   state_since: 0,
   created_at: 0,
   needs_you: false,
+  attention_rank: 0,
   release_note: null,
   origin: "launched",
   actions: WORKING,
@@ -76,8 +77,14 @@ describe("RunActivity", () => {
     expect(act.error?.code).toBe("not_found");
   });
 
-  it("merges lists by id, in order", () => {
-    expect(merge([entry(3), entry(1)], [entry(2), entry(3)]).map((e) => e.id)).toEqual([1, 2, 3]);
+  it("merges lists by id, in order", async () => {
+    const backend = new MockBackend([run(1)], () => 5);
+    backend.activity.set(1, [entry(3), entry(1)]);
+    const act = new RunActivity(backend, 1);
+    await act.start();
+    backend.push({ type: "run_activity", activity: entry(2) });
+    backend.push({ type: "run_activity", activity: entry(3) });
+    expect(act.entries.map((e) => e.id)).toEqual([1, 2, 3]);
   });
 });
 

@@ -33,10 +33,12 @@ describe("a task's settings on the run page", () => {
 
   it("load once and again on this task's task_changed event only", async () => {
     const b = demoBackend(0);
-    const view = new TaskView(b, 0);
+    // Run 1's task, as the engine numbered it.
+    const task = b.runs.get(1)!.task_id;
+    const view = new TaskView(b, task);
     await view.start();
     expect(view.info?.settings.permissions).toBeUndefined();
-    await b.setPermissions({ workspace: "web-app", task: 0 }, { allow: ["Read"], ask: [], deny: [] });
+    await b.setPermissions({ workspace: "web-app", task }, { allow: ["Read"], ask: [], deny: [] });
     await flush();
     expect(view.info?.settings.permissions?.allow).toEqual(["Read"]);
     const before = b.calls.filter((c) => c.startsWith("showTask")).length;

@@ -3,49 +3,36 @@
 // again on each task_changed event for this task (a change from Settings or
 // the CLI); never polled.
 import type { Backend } from "../backend";
-import { toApiError } from "../backend/errors";
+import { LiveValue } from "../live.svelte";
 import { describePolicy } from "../settings/describe";
-import type { ApiError, ApprovalMode, EngineEvent, TaskInfo } from "../types";
+import type { ApiError, ApprovalMode, TaskInfo } from "../types";
 
 export class TaskView {
-  info = $state.raw<TaskInfo | null>(null);
-  error = $state<ApiError | null>(null);
-  private stopEvents: (() => void) | undefined;
-  private stopped = false;
-  private fetches = 0;
+  readonly #live: LiveValue<TaskInfo>;
 
   constructor(
-    private backend: Backend,
+    backend: Backend,
     readonly taskId: number,
-  ) {}
+  ) {
+    this.#live = new LiveValue(backend, {
+      fetch: () => backend.showTask(taskId),
+      touches: (e) => e.type === "task_changed" && e.task_id === taskId,
+    });
+  }
 
-  async start(): Promise<void> {
-    const stop = await this.backend.subscribe((e) => this.apply(e));
-    if (this.stopped) stop();
-    else this.stopEvents = stop;
-    await this.refetch();
+  get info(): TaskInfo | null {
+    return this.#live.value;
+  }
+  get error(): ApiError | null {
+    return this.#live.error;
+  }
+
+  start(): Promise<void> {
+    return this.#live.start();
   }
 
   stop(): void {
-    this.stopped = true;
-    this.stopEvents?.();
-    this.stopEvents = undefined;
-  }
-
-  apply(e: EngineEvent): void {
-    if (e.type === "task_changed" && e.task_id === this.taskId) void this.refetch();
-  }
-
-  private async refetch(): Promise<void> {
-    const mine = ++this.fetches;
-    try {
-      const info = await this.backend.showTask(this.taskId);
-      if (mine !== this.fetches) return;
-      this.info = info;
-      this.error = null;
-    } catch (e) {
-      if (mine === this.fetches) this.error = toApiError(e);
-    }
+    this.#live.stop();
   }
 }
 
