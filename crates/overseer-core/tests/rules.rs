@@ -1542,7 +1542,12 @@ fn a_read_only_session_asks_before_a_subagent_starts_whatever_the_rules_allow() 
         RuleSet::parse(&["Task".to_owned(), "Agent".to_owned()], &[], &[]).expect("rules");
     for name in ["Task", "Agent"] {
         let dispatch = tool(name, "think");
-        match decide(&dispatch, &[&allow_task], SessionMode::ReadOnly, WT) {
+        match decide(
+            &dispatch,
+            &layered(&[&allow_task]),
+            SessionMode::ReadOnly,
+            WT,
+        ) {
             Permission::Ask { reason, .. } => assert!(reason.contains("subagent"), "{reason}"),
             other => panic!("{name} in a read-only session: {other:?}"),
         }

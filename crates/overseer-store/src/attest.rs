@@ -664,7 +664,7 @@ impl<'c> DecisionBook<'c> {
         }
         // The rules and layers, compared as typed values (the column's JSON
         // as the store writes it; anything else differs).
-        let signed = crate::supervise::provenance_text(d.provenance.as_ref());
+        let signed = crate::decision::provenance_text(d.provenance.as_ref());
         let same_provenance = match (&row.provenance, &d.provenance) {
             (None, None) => true,
             (Some(text), Some(p)) => {

@@ -19,3 +19,8 @@ pub struct DecisionInput {
     pub confidence: Option<f64>,
     pub source_event: Option<String>,
 }
+
+/// A decision's provenance as its column keeps it (JSON), NULL for none.
+pub(crate) fn provenance_text(p: Option<&overseer_core::rules::Provenance>) -> Option<String> {
+    p.map(|p| serde_json::to_string(p).unwrap_or_default())
+}

@@ -120,11 +120,6 @@ fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
     ))
 }
 
-/// A decision's provenance as its column keeps it (JSON), NULL for none.
-pub(crate) fn provenance_text(p: Option<&Provenance>) -> Option<String> {
-    p.map(|p| serde_json::to_string(p).unwrap_or_default())
-}
-
 fn finish_decision(raw: RawDecision, path: &Path) -> Result<DecisionRecord, StoreError> {
     let (mut d, actor, verdict, provenance) = raw;
     let corrupt = |detail: String| StoreError::Corrupt {
@@ -388,7 +383,7 @@ impl WriteTx<'_> {
                     input.source_event,
                     now,
                     seq,
-                    provenance_text(input.provenance.as_ref())
+                    crate::decision::provenance_text(input.provenance.as_ref())
                 ])
             })
             .map_err(|e| self.sql(e))?;
