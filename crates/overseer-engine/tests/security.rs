@@ -413,17 +413,10 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         witness("read-user-objects") && witness("user-repo-alternates"),
         "git cat-file in the run's repository; the user's objects dir, alternates",
     ));
-    // A checkout under /tmp keeps a read-only hide at its path (a run must
-    // not write where it appears), which names it: see docs/security.md.
-    let repo_under_tmp = r.w.repo.starts_with("/tmp");
     outcomes.push(check(
         "find the user's checkout's path",
-        witness("user-repo-path") || repo_under_tmp,
-        if repo_under_tmp {
-            "/proc/self/mountinfo (the checkout is under /tmp: its hide names it)"
-        } else {
-            "/proc/self/mountinfo"
-        },
+        witness("user-repo-path"),
+        "/proc/self/mountinfo",
     ));
     let home_written = planted.exists();
     outcomes.push(check(
