@@ -264,8 +264,14 @@ impl Api for Engine {
     fn abort_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
         Engine::abort_run(self, run, actor)
     }
-    fn list_gates(&self, _actor: &Actor, pending_only: bool) -> Result<Vec<GateView>, ApiError> {
-        self.gates(pending_only)
+    fn list_gates(
+        &self,
+        _actor: &Actor,
+        pending_only: bool,
+        limit: Option<u32>,
+        after: Option<GateId>,
+    ) -> Result<GatePage, ApiError> {
+        self.gates_page(pending_only, after, limit)
     }
     fn show_gate(&self, _actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
         self.gate(gate)
@@ -436,8 +442,8 @@ pub mod vocabulary {
     pub use super::{OpenRun, RunDiff};
     pub use crate::config::AgentInfo;
     pub use crate::{
-        GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
-        TaskInfo, TaskStart,
+        GatePage, GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope,
+        Started, TaskInfo, TaskStart,
     };
     pub use crate::{RuleTexts, SettingsChange};
     pub use overseer_core::message::{MessageTo, MessageView};

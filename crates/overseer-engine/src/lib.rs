@@ -25,6 +25,7 @@ pub mod disk;
 mod engine;
 pub mod fleet;
 pub mod flood;
+pub mod gate_page;
 // The modules that decide gates match their choices exhaustively: a new
 // choice must force a decision, never fall into a wildcard arm.
 #[deny(clippy::wildcard_enum_match_arm)]
@@ -47,6 +48,7 @@ mod work;
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
 pub use fleet::{FleetCounts, RunsHead};
+pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,

@@ -1,13 +1,22 @@
-// Every pending gate of every run, kept in step by pushed events: a
+// The pending gates of every run, kept in step by pushed events: a
 // gate_opened event fetches that one gate, gate_decided removes it. Nothing
 // is polled, and a decision changes nothing here until its event arrives.
+// The engine lists them a page at a time (oldest first): a run that floods
+// the engine with asks cannot slow the inbox's load down; those not listed
+// yet are counted in `more` and come with the next page.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateView, RunView } from "../types";
 import { batchOption, sortGates } from "./order";
 
+/** Gates listed per page (the engine's default). */
+export const GATE_PAGE = 200;
+
 export class Gates {
   pending = $state(new Map<number, GateView>());
+  /** Pending gates the engine holds that are not listed here yet (0: all
+   * are). They come with {@link loadMore}. */
+  more = $state(0);
   ready = $state(false);
   error = $state<ApiError | null>(null);
   /** The last refused call per gate, for the card's inline message. */
@@ -25,6 +34,11 @@ export class Gates {
   private cosignAsked = new Map<number, number>();
   private unsubscribe: (() => void) | null = null;
   private early: EngineEvent[] | null = [];
+  /** Where the next page starts (null: nothing left to list). */
+  private nextAfter: number | null = null;
+  /** Gates this store heard open since it listed: never among `more`. */
+  private heard = new Set<number>();
+  private loading: Promise<void> | null = null;
 
   /** `fleet` is the live run list the window already keeps (the inbox shows
    * each gate's task, workspace and agent from it). */
@@ -42,12 +56,18 @@ export class Gates {
   async start(): Promise<void> {
     this.unsubscribe = await this.backend.subscribe((e) => void this.onEvent(e));
     try {
-      const gates = await this.backend.listGates(true);
-      this.pending = new Map(gates.map((g) => [g.id, g] as const));
-      await Promise.all(gates.map((g) => this.refreshCosign(g)));
+      const page = await this.backend.listGates(true, GATE_PAGE, null);
+      this.pending = new Map(page.gates.map((g) => [g.id, g] as const));
+      this.more = page.remaining;
+      this.nextAfter = page.next_after;
+      await Promise.all(page.gates.map((g) => this.refreshCosign(g)));
       const early = this.early ?? [];
       this.early = null;
-      for (const e of early) await this.onEvent(e);
+      for (const e of early) {
+        // Opened before the list was read: beyond the page, it was counted.
+        if (e.type === "gate_opened" && this.unlisted(e.gate_id)) this.more = Math.max(0, this.more - 1);
+        await this.onEvent(e);
+      }
     } catch (e) {
       this.error = toApiError(e);
     } finally {
@@ -59,6 +79,37 @@ export class Gates {
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = null;
+  }
+
+  /** Whether a gate not held here may be one of those counted in `more`. */
+  private unlisted(gateId: number): boolean {
+    return this.more > 0 && this.nextAfter !== null && gateId > this.nextAfter && !this.pending.has(gateId);
+  }
+
+  /** Lists the next page of pending gates (those counted in `more`). */
+  loadMore(): Promise<void> {
+    this.loading ??= this.nextPage().finally(() => (this.loading = null));
+    return this.loading;
+  }
+
+  private async nextPage(): Promise<void> {
+    if (this.nextAfter === null) return;
+    try {
+      const page = await this.backend.listGates(true, GATE_PAGE, this.nextAfter);
+      const next = new Map(this.pending);
+      for (const g of page.gates) next.set(g.id, g);
+      this.pending = next;
+      const last = page.gates.at(-1)?.id ?? this.nextAfter;
+      // Gates after this page that this store already holds (heard open)
+      // are not "more".
+      let held = 0;
+      for (const id of next.keys()) if (id > last) held += 1;
+      this.more = Math.max(0, page.remaining - held);
+      this.nextAfter = page.next_after;
+      await Promise.all(page.gates.map((g) => this.refreshCosign(g)));
+    } catch (e) {
+      this.error = toApiError(e);
+    }
   }
 
   /** The pending gate of a run, if any. */
@@ -77,7 +128,11 @@ export class Gates {
         const next = new Map(this.pending);
         next.delete(e.gate_id);
         this.pending = next;
+      } else if (!this.heard.has(e.gate_id) && this.unlisted(e.gate_id)) {
+        this.more -= 1;
       }
+      // Every listed gate decided: the next ones come in.
+      if (this.pending.size === 0 && this.more > 0) void this.loadMore();
       if (this.errors.has(e.gate_id)) {
         const next = new Map(this.errors);
         next.delete(e.gate_id);
@@ -85,6 +140,7 @@ export class Gates {
       }
       this.setAwaiting(e.gate_id, false);
     } else if (e.type === "gate_opened") {
+      this.heard.add(e.gate_id);
       try {
         const g = await this.backend.showGate(e.gate_id);
         // A decision may have arrived while the gate was being fetched.
