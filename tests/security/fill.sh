@@ -7,6 +7,10 @@
 # disk does.
 cd "$(dirname "$0")/.." || exit 1
 cat /dev/zero > fill 2>/dev/null
+# The engine reads the free space every second: give it that, so what the
+# agent asks next is asked on a disk the engine knows is full (an ask in
+# the very second the disk filled may still be answered: docs/security.md).
+sleep 3
 echo "DISK-FILLED"
 if [ "$1" = check ]; then
     exit 1
