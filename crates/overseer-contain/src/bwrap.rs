@@ -123,6 +123,11 @@ pub enum Mount {
     Cover(PathBuf),
     /// A symlink of the host's root (`/bin -> usr/bin`), recreated.
     Symlink { link: PathBuf, to: PathBuf },
+    /// An entry of a system directory bound at its own place because the
+    /// directory is split around the user's checkout (see `unname`): the
+    /// host's view, if it is still there when the sandbox is made (an entry
+    /// gone meanwhile is skipped, never a sandbox that fails to start).
+    Entry { path: PathBuf, writable: bool },
 }
 
 impl Mount {
@@ -131,13 +136,14 @@ impl Mount {
             Mount::Tmpfs(t) | Mount::Cover(t) => t,
             Mount::Bind { target, .. } => target,
             Mount::Symlink { link, .. } => link,
+            Mount::Entry { path, .. } => path,
         }
     }
 
     fn order(&self) -> u8 {
         match self {
             Mount::Tmpfs(_) => 0,
-            Mount::Bind { .. } | Mount::Symlink { .. } => 1,
+            Mount::Bind { .. } | Mount::Symlink { .. } | Mount::Entry { .. } => 1,
             Mount::Cover(_) => 2,
         }
     }
@@ -147,7 +153,7 @@ impl Mount {
     fn is_host_view(&self) -> bool {
         match self {
             Mount::Bind { source, target, .. } => source == target,
-            Mount::Symlink { .. } => true,
+            Mount::Symlink { .. } | Mount::Entry { .. } => true,
             Mount::Tmpfs(_) | Mount::Cover(_) => false,
         }
     }
@@ -202,6 +208,18 @@ impl SandboxPlan {
                     a.push(to.into());
                     a.push(link.into());
                 }
+                Mount::Entry { path, writable } => {
+                    a.push(
+                        if *writable {
+                            "--bind-try"
+                        } else {
+                            "--ro-bind-try"
+                        }
+                        .into(),
+                    );
+                    a.push(path.into());
+                    a.push(path.into());
+                }
             }
         }
         // The root itself: what is not bound is not there, and nothing can
@@ -242,7 +260,7 @@ impl SandboxPlan {
     /// out of sight, not writable.
     pub fn writable(&self, path: &Path) -> bool {
         self.deciding(path).is_some_and(|m| match m {
-            Mount::Bind { writable, .. } => *writable,
+            Mount::Bind { writable, .. } | Mount::Entry { writable, .. } => *writable,
             Mount::Tmpfs(_) | Mount::Cover(_) | Mount::Symlink { .. } => false,
         })
     }
@@ -715,11 +733,7 @@ fn split_bind(dir: &Path, repo: &Path, writable: bool) -> Option<Vec<Mount>> {
                     link: path,
                 });
             } else {
-                out.push(Mount::Bind {
-                    source: path.clone(),
-                    target: path,
-                    writable,
-                });
+                out.push(Mount::Entry { path, writable });
             }
         }
         cur = next;
@@ -945,15 +959,27 @@ mod tests {
                     continue;
                 }
                 let kept = m.iter().any(|x| match x {
-                    Mount::Bind {
-                        source,
-                        target,
+                    Mount::Entry {
+                        path,
                         writable: false,
-                    } => source == &p && target == &p,
+                    } => path == &p,
                     Mount::Symlink { link, .. } => link == &p,
                     _ => false,
                 });
                 assert!(kept, "{} is bound: {m:#?}", p.display());
+                if !std::fs::symlink_metadata(&p).is_ok_and(|t| t.is_symlink()) {
+                    let arg = p.to_string_lossy().into_owned();
+                    let args: Vec<String> = plan
+                        .args()
+                        .iter()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect();
+                    assert!(
+                        args.windows(3)
+                            .any(|w| w[0] == "--ro-bind-try" && w[1] == arg && w[2] == arg),
+                        "{arg}: an entry gone by the time the sandbox is made is skipped"
+                    );
+                }
             }
             // The hidden place beside it stays out of sight (absent now).
             assert!(plan.hides(&Path::new(VAR_TMP).join("x")), "{m:#?}");
