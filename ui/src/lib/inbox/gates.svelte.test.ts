@@ -206,6 +206,10 @@ describe("Gates", () => {
     await flush();
     expect(gates.more).toBe(pending + 250 - GATE_PAGE - 1);
     expect(gates.pending.has(first + 300)).toBe(true);
+    // A run's view asks for its run's gate, not listed yet.
+    await gates.fetch(first + 240);
+    expect(gates.pending.get(first + 240)?.title).toBe("Ask 240");
+    expect(gates.more).toBe(pending + 250 - GATE_PAGE - 2);
     await gates.loadMore();
     expect(gates.more).toBe(0);
     expect(gates.pending.size).toBe(pending + 250 - 1 + 1);

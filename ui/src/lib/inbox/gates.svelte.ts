@@ -112,6 +112,22 @@ export class Gates {
     }
   }
 
+  /** Holds pending gate `gateId` (a run's view asks for its run's gate,
+   * which a flood may have kept off the listed pages). */
+  async fetch(gateId: number): Promise<void> {
+    if (this.pending.has(gateId)) return;
+    try {
+      const g = await this.backend.showGate(gateId);
+      if (g.status !== "pending" || this.pending.has(g.id)) return;
+      if (this.unlisted(g.id)) this.more -= 1;
+      this.heard.add(g.id);
+      this.pending = new Map(this.pending).set(g.id, g);
+      await this.refreshCosign(g);
+    } catch (e) {
+      this.error = toApiError(e);
+    }
+  }
+
   /** The pending gate of a run, if any. */
   forRun(runId: number): GateView | undefined {
     for (const g of this.pending.values()) if (g.run_id === runId) return g;
