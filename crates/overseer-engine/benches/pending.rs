@@ -11,7 +11,10 @@
 //! at most, so 11 gates with 10 pending and 200 with 2,000), *list_sock* the
 //! same through the engine's socket as `overseer gates list` sends it,
 //! *list10* / *list10_sock* a page of 10 (a page as full with 10 pending as
-//! with 2,000: what a page costs, whatever is pending), *list_all* every
+//! with 2,000: what a page costs, whatever is pending), *list10_b2b* that
+//! page asked 300 times back to back before the probe starts (the others
+//! are measured just after a gate opened, while the engine still handles
+//! it), *list_all* every
 //! pending gate (`Engine::gates`, what `list_gates` returned before it was
 //! paged: it grows with them, also printed per gate), and, when
 //! `OVERSEER_BENCH_CLI` names an `overseer` binary, *cli* / *cli10* that
@@ -94,6 +97,7 @@ struct Figures {
     list_sock: Vec<Duration>,
     list10: Vec<Duration>,
     list10_sock: Vec<Duration>,
+    list10_b2b: Vec<Duration>,
     list_all: Vec<Duration>,
     cli: Vec<Duration>,
     cli10: Vec<Duration>,
@@ -139,6 +143,12 @@ fn cli_list(bin: &std::ffi::OsStr, paths: &Paths, args: &[&str]) -> Duration {
 async fn measure(engine: &Arc<Engine>, paths: &Paths, cwd: &Path, label: &str) -> Figures {
     let probe = session(&format!("probe-{label}"), cwd);
     let mut f = Figures::default();
+    for _ in 0..SAMPLES * 10 {
+        let started = Instant::now();
+        let ten = page10().perform(engine, &Actor::app()).expect("list");
+        f.list10_b2b.push(started.elapsed());
+        assert_eq!(ten.gates.len(), 10);
+    }
     let mut client = Client::connect(&paths.socket())
         .await
         .expect("connect")
@@ -256,6 +266,7 @@ fn main() {
             ("list_sock", &small.list_sock, &large.list_sock),
             ("list10", &small.list10, &large.list10),
             ("list10_sock", &small.list10_sock, &large.list10_sock),
+            ("list10_b2b", &small.list10_b2b, &large.list10_b2b),
             ("list_all", &small.list_all, &large.list_all),
         ];
         if !small.cli.is_empty() {
