@@ -58,7 +58,17 @@ macro_rules! operations {
                 write approve_run => ApproveRun { run: RunId as run_id } -> RunView;
                 write reject_run => RejectRun { run: RunId as run_id, reason: String as reason } -> RunView;
                 write abort_run => AbortRun { run: RunId as run_id } -> RunView;
-                read list_gates => ListGates { pending_only: bool as pending_only } -> Vec<GateView>;
+                /// Gates oldest first, a page at a time: at most `limit` (null:
+                /// 200; at most 1,000) after gate `after` (null: from the first),
+                /// with how many there are in all and after the page. The cost is
+                /// the page's, not the number pending.
+                read list_gates => ListGates {
+                    pending_only: bool as pending_only,
+                    #[serde(default)]
+                    limit: Option<u32> as limit,
+                    #[serde(default)]
+                    after: Option<GateId> as after,
+                } -> GatePage;
                 read show_gate => ShowGate { gate: GateId as gate_id } -> GateView;
                 /// Decides a gate. `option` is one of the gate's kind's choices,
                 /// typed (`{"kind": "tool_call", "choice": "yes"}`; an unknown one

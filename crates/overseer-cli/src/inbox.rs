@@ -86,7 +86,8 @@ pub enum SessionsCommand {
 pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         QuestionsCommand::List { all, json } => {
-            let gates: Vec<GateView> = act(paths, op::ListGates { pending_only: !all }).await?;
+            // Every page: questions are among the gates.
+            let (gates, _) = crate::list_gates(paths, !all, Some(0), None).await?;
             let questions: Vec<GateView> = gates
                 .into_iter()
                 .filter(|g| g.kind() == GateKind::Question)

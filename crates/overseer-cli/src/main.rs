@@ -373,10 +373,16 @@ enum RunsCommand {
 
 #[derive(Subcommand)]
 enum GatesCommand {
-    /// Pending gates (all gates with --all)
+    /// Pending gates, oldest first, 200 at a time (all gates with --all)
     List {
         #[arg(long)]
         all: bool,
+        /// At most this many (default 200, at most 1000); 0: every one
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Only gates after this one: the next page
+        #[arg(long, value_name = "GATE")]
+        after: Option<overseer_core::GateId>,
         #[arg(long)]
         json: bool,
     },
@@ -633,12 +639,29 @@ async fn runs(paths: &Paths, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
 
 async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        GatesCommand::List { all, json } => {
-            let gates: Vec<GateView> = act(paths, op::ListGates { pending_only: !all }).await?;
+        GatesCommand::List {
+            all,
+            limit,
+            after,
+            json,
+        } => {
+            let (gates, more) = list_gates(paths, !all, limit, after).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&gates)?);
             } else {
                 print!("{}", output::gates_table(&gates, now_ms()));
+            }
+            if let Some((remaining, next)) = more {
+                // On stderr with --json: stdout stays one JSON array.
+                let note = format!(
+                    "{remaining} more after gate {next}: `overseer gates list --after {next}` \
+                     for the next page, `--limit 0` for every one"
+                );
+                if json {
+                    eprintln!("{note}");
+                } else {
+                    println!("{note}");
+                }
             }
         }
         GatesCommand::Decide {
@@ -685,6 +708,42 @@ async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Gates oldest first: one page of at most `limit` after `after`, or with
+/// `limit` 0 every one (page after page). With what is left after them, if
+/// anything: how many, and the gate to list after.
+pub(crate) async fn list_gates(
+    paths: &Paths,
+    pending_only: bool,
+    limit: Option<u32>,
+    after: Option<overseer_core::GateId>,
+) -> anyhow::Result<(Vec<GateView>, Option<(u32, overseer_core::GateId)>)> {
+    let every = limit == Some(0);
+    let limit = if every {
+        Some(overseer_engine::GATE_PAGE_MAX)
+    } else {
+        limit
+    };
+    let mut gates = Vec::new();
+    let mut after = after;
+    loop {
+        let page: overseer_engine::GatePage = act(
+            paths,
+            op::ListGates {
+                pending_only,
+                limit,
+                after,
+            },
+        )
+        .await?;
+        gates.extend(page.gates);
+        match page.next_after {
+            Some(next) if every => after = Some(next),
+            Some(next) => return Ok((gates, Some((page.remaining, next)))),
+            None => return Ok((gates, None)),
+        }
+    }
 }
 
 async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitCode> {

@@ -1012,3 +1012,47 @@ fn several_processes_starting_on_one_fresh_data_dir_at_once_all_work() {
         assert_eq!(v["ok"], true, "round {round}: {v}");
     }
 }
+
+/// `gates list` is a page (oldest first): with more pending than the limit
+/// it says how many more and how to list them; `--after` lists the next
+/// page and `--limit 0` every one (issue 25, item 7).
+#[test]
+fn gates_list_is_a_page_that_says_how_many_more_are_pending() {
+    let h = Home::new();
+    h.ok(&["demo", "seed"]);
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["gates", "list", "--json"];
+        all.extend_from_slice(args);
+        let gates: Vec<serde_json::Value> = serde_json::from_str(&h.ok(&all)).expect("json");
+        gates.iter().filter_map(|g| g["id"].as_i64()).collect()
+    };
+    let every = ids(&["--limit", "0"]);
+    assert!(
+        every.len() > 2,
+        "the demo fleet has gates pending: {every:?}"
+    );
+    assert!(
+        every.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {every:?}"
+    );
+    assert_eq!(ids(&[]), every, "fewer than a page: all of them");
+
+    let text = h.ok(&["gates", "list", "--limit", "2"]);
+    let more = every.len() - 2;
+    assert!(
+        text.contains(&format!(
+            "{more} more after gate {}: `overseer gates list --after {}`",
+            every[1], every[1]
+        )),
+        "{text}"
+    );
+    let out = h.run(&["gates", "list", "--json", "--limit", "2"]);
+    let page: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(page.len(), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("{more} more after gate")),
+        "the note is on stderr with --json"
+    );
+    let after = every[1].to_string();
+    assert_eq!(ids(&["--after", &after]), every[2..]);
+}

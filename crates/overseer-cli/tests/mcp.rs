@@ -161,7 +161,12 @@ impl Home {
     fn wait_gate(&self, kind: &str, not: &[i64]) -> Value {
         let start = Instant::now();
         loop {
-            let gates = self.api(Request::ListGates { pending_only: true });
+            let gates = self.api(Request::ListGates {
+                pending_only: true,
+                limit: None,
+                after: None,
+            })["gates"]
+                .clone();
             let runs = self.api(Request::ListRuns);
             let mcp_run = |id: &Value| {
                 runs.as_array()
@@ -459,7 +464,12 @@ fn an_engine_restart_while_a_call_waits_loses_nothing() {
     assert_eq!(again["id"], gate["id"], "{again}");
     // The answer can only reach the client if it asked again on the new
     // engine: the connection it first asked on died with the old one.
-    let pending = h.api(Request::ListGates { pending_only: true });
+    let pending = h.api(Request::ListGates {
+        pending_only: true,
+        limit: None,
+        after: None,
+    })["gates"]
+        .clone();
     assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
     h.decide(
         &gate,

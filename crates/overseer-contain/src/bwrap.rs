@@ -11,7 +11,9 @@
 //!   `/var/tmp` hidden. Nothing else of the host's root is there: a
 //!   checkout, a data dir or a disk mounted elsewhere needs no hide of its
 //!   own, so its path is not named in the sandbox's `/proc/self/mountinfo`
-//!   (a hide is a mount at the hidden path, and mountinfo lists it);
+//!   (a hide is a mount at the hidden path, and mountinfo lists it); the
+//!   user's checkout under `/tmp` or inside a system directory has none
+//!   either ([`plan`] splits that directory's bind around it);
 //! - an empty tmpfs over each place a run must never reach: Overseer's data
 //!   dir (database, socket, other runs' worktrees), its config dir (the
 //!   audit signing key), `$XDG_RUNTIME_DIR` (D-Bus, the ssh agent), the
@@ -121,6 +123,11 @@ pub enum Mount {
     Cover(PathBuf),
     /// A symlink of the host's root (`/bin -> usr/bin`), recreated.
     Symlink { link: PathBuf, to: PathBuf },
+    /// An entry of a system directory bound at its own place because the
+    /// directory is split around the user's checkout (see `unname`): the
+    /// host's view, if it is still there when the sandbox is made (an entry
+    /// gone meanwhile is skipped, never a sandbox that fails to start).
+    Entry { path: PathBuf, writable: bool },
 }
 
 impl Mount {
@@ -129,13 +136,14 @@ impl Mount {
             Mount::Tmpfs(t) | Mount::Cover(t) => t,
             Mount::Bind { target, .. } => target,
             Mount::Symlink { link, .. } => link,
+            Mount::Entry { path, .. } => path,
         }
     }
 
     fn order(&self) -> u8 {
         match self {
             Mount::Tmpfs(_) => 0,
-            Mount::Bind { .. } | Mount::Symlink { .. } => 1,
+            Mount::Bind { .. } | Mount::Symlink { .. } | Mount::Entry { .. } => 1,
             Mount::Cover(_) => 2,
         }
     }
@@ -145,7 +153,7 @@ impl Mount {
     fn is_host_view(&self) -> bool {
         match self {
             Mount::Bind { source, target, .. } => source == target,
-            Mount::Symlink { .. } => true,
+            Mount::Symlink { .. } | Mount::Entry { .. } => true,
             Mount::Tmpfs(_) | Mount::Cover(_) => false,
         }
     }
@@ -200,6 +208,18 @@ impl SandboxPlan {
                     a.push(to.into());
                     a.push(link.into());
                 }
+                Mount::Entry { path, writable } => {
+                    a.push(
+                        if *writable {
+                            "--bind-try"
+                        } else {
+                            "--ro-bind-try"
+                        }
+                        .into(),
+                    );
+                    a.push(path.into());
+                    a.push(path.into());
+                }
             }
         }
         // The root itself: what is not bound is not there, and nothing can
@@ -240,7 +260,7 @@ impl SandboxPlan {
     /// out of sight, not writable.
     pub fn writable(&self, path: &Path) -> bool {
         self.deciding(path).is_some_and(|m| match m {
-            Mount::Bind { writable, .. } => *writable,
+            Mount::Bind { writable, .. } | Mount::Entry { writable, .. } => *writable,
             Mount::Tmpfs(_) | Mount::Cover(_) | Mount::Symlink { .. } => false,
         })
     }
@@ -515,9 +535,13 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         });
     }
 
+    let mut mounts = order(mounts);
+    if let Some(repo) = &repo {
+        mounts = unname(mounts, repo);
+    }
     Ok(SandboxPlan {
         bwrap: inputs.bwrap.clone(),
-        mounts: order(mounts),
+        mounts,
         network: inputs.network,
         chdir: worktree,
         env,
@@ -585,8 +609,9 @@ fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
                 .iter()
                 .rev()
                 .find(|o| t.starts_with(o.target()) && o.target() != t.as_path());
-            // Under the private /tmp (a checkout or data dir in /tmp) the hide
-            // stays: /tmp takes writes, a hidden place must not.
+            // Under the private /tmp (a data dir in /tmp) the hide stays:
+            // /tmp takes writes, a hidden place must not (the checkout's is
+            // taken away again by `unname`: nothing is bound inside it).
             let private_tmp =
                 |o: &Mount| matches!(o, Mount::Tmpfs(p) if p.as_path() == Path::new("/tmp"));
             let shown = match above {
@@ -601,6 +626,119 @@ fn order(mut mounts: Vec<Mount>) -> Vec<Mount> {
         out.push(m);
     }
     out
+}
+
+/// Takes away the hide at the user's checkout `repo` where a hide is the only
+/// thing that would name it (a mount at its path is listed, path and all, in
+/// the sandbox's `/proc/self/mountinfo`), keeping it out of sight:
+///
+/// - under the private `/tmp`: the checkout is not there at all (the tmpfs
+///   is the run's own); a write at its path lands in that tmpfs and reaches
+///   nothing of the host, so no hide is needed;
+/// - inside one of the system's directories (`/opt/src/app`,
+///   `/var/lib/...`, `/usr/local/src/...`): its bind is split instead. Every entry beside the path down to the
+///   checkout is bound on its own, the directories on the way are only
+///   mount points bwrap makes in the empty root, and the checkout itself is
+///   absent. Mountinfo lists the siblings, never the checkout.
+///
+/// The directories on the way are listed once, when the sandbox is made: an
+/// entry created beside them later is not in the sandbox. Kept as it is
+/// when a mount must appear inside the checkout (a data dir or a profile
+/// path under it), when a profile's own path holds the checkout (the
+/// profile shows that directory whole), or when a directory on the way
+/// cannot be listed.
+fn unname(mounts: Vec<Mount>, repo: &Path) -> Vec<Mount> {
+    let Some(hide) = mounts
+        .iter()
+        .position(|m| *m == Mount::Tmpfs(repo.to_owned()))
+    else {
+        return mounts;
+    };
+    if mounts
+        .iter()
+        .any(|m| m.target().starts_with(repo) && m.target() != repo)
+    {
+        return mounts;
+    }
+    // The mounts above the checkout, parents first.
+    let above: Vec<usize> = (0..hide)
+        .filter(|&i| repo.starts_with(mounts[i].target()))
+        .collect();
+    // Below the deepest place that is not the host's own view (a hide's
+    // tmpfs, the private /tmp: the checkout is not in it), every bind of
+    // the host's view on the way down is split; above it nothing shows.
+    let first = match above.iter().rposition(|&i| !mounts[i].is_host_view()) {
+        Some(c) if matches!(mounts[above[c]], Mount::Tmpfs(_)) => c + 1,
+        Some(_) => return mounts,
+        None => 0,
+    };
+    let mut split = Vec::new();
+    for &i in &above[first..] {
+        // Only the system's own directories are split: a directory the
+        // profile binds is the user's to show whole (a hide stays there).
+        let Mount::Bind {
+            target, writable, ..
+        } = &mounts[i]
+        else {
+            return mounts;
+        };
+        let system = depth(target) == 1
+            && SYSTEM_DIRS
+                .iter()
+                .any(|d| target.as_path() == Path::new("/").join(d));
+        if !system {
+            return mounts;
+        }
+        let Some(parts) = split_bind(target, repo, *writable) else {
+            return mounts;
+        };
+        split.extend(parts);
+    }
+    // A place with a mount of its own keeps it (a hide among the siblings,
+    // `/var/tmp` say, must not come back as the host's view): without the
+    // bind it stood on, a hide there is dropped and the place is absent.
+    split.retain(|s| {
+        !mounts
+            .iter()
+            .any(|m| m.target() == s.target() && !matches!(m, Mount::Cover(_)))
+    });
+    let out: Vec<Mount> = mounts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != hide && !above[first..].contains(i))
+        .map(|(_, m)| m)
+        .chain(split)
+        .collect();
+    order(out)
+}
+
+/// The host's view of `dir` without `repo` (below it): every entry beside
+/// the path from `dir` down to `repo`, each bound (or recreated as its
+/// symlink) on its own. None when a directory on the way cannot be read.
+fn split_bind(dir: &Path, repo: &Path, writable: bool) -> Option<Vec<Mount>> {
+    let rest = repo.strip_prefix(dir).ok()?;
+    let mut out = Vec::new();
+    let mut cur = dir.to_owned();
+    for part in rest.components() {
+        let next = cur.join(part);
+        for entry in std::fs::read_dir(&cur).ok()? {
+            let path = entry.ok()?.path();
+            if path == next {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            if meta.file_type().is_symlink() {
+                out.push(Mount::Symlink {
+                    to: std::fs::read_link(&path).ok()?,
+                    link: path,
+                });
+            } else {
+                out.push(Mount::Entry { path, writable });
+            }
+        }
+        cur = next;
+    }
+    Some(out)
 }
 
 fn user_path(p: &Path, field: &str) -> Result<PathBuf, PlanError> {
@@ -737,10 +875,18 @@ mod tests {
             .unwrap_or_else(|| panic!("no mount at {}", target.display()))
     }
 
+    /// Whether any mount of the plan (as bwrap gets it) names `p` or a
+    /// path inside it.
+    fn names(plan: &SandboxPlan, p: &Path) -> bool {
+        plan.args().iter().any(|a| Path::new(a).starts_with(p))
+    }
+
     #[test]
-    fn a_checkout_and_data_dir_under_tmp_stay_hidden_and_read_only() {
+    fn a_data_dir_under_tmp_stays_hidden_and_read_only_and_a_checkout_there_is_not_named() {
         // CI clones under /tmp: the private /tmp must not stand in for the
-        // hides, or a run could write where the user's checkout shows.
+        // data dir's and config dir's hides (the worktree is bound inside
+        // the data dir). The checkout needs none: it is not in the private
+        // /tmp, and a hide would name its path in /proc/self/mountinfo.
         let dir = tempfile::Builder::new()
             .prefix("overseer-plan-")
             .tempdir_in("/tmp")
@@ -764,7 +910,7 @@ mod tests {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        for hidden in ["repo", "data", "config"] {
+        for hidden in ["data", "config"] {
             let p = root.join(hidden);
             assert!(
                 plan.mounts.contains(&Mount::Tmpfs(p.clone())),
@@ -777,8 +923,77 @@ mod tests {
                 "{hidden} is read-only: {args:?}"
             );
         }
-        assert!(!plan.writable(&root.join("repo/README.md")));
+        let repo = root.join("repo");
+        assert!(!names(&plan, &repo), "the checkout is named: {args:?}");
+        assert!(plan.hides(&repo.join("README.md")));
+        assert!(!plan.writable(&repo.join("README.md")));
         assert!(plan.writable(&root.join("data/worktrees/w/run-1/src")));
+    }
+
+    #[test]
+    fn a_checkout_inside_a_system_directory_is_left_out_of_its_bind_not_hidden_at_its_path() {
+        // Directories every system has stand in for a checkout there (the
+        // plan only lists them): /usr/share beside /usr/bin, and one in /var
+        // beside /var/tmp, a hidden place.
+        let f = Fixture::new();
+        let in_var = ["/var/lib", "/var/cache", "/var/log"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| canon(p).as_ref() == Some(p) && Path::new(VAR_TMP).is_dir())
+            .expect("a directory in /var beside /var/tmp");
+        for checkout in [PathBuf::from("/usr/share"), in_var] {
+            let mut inputs = f.inputs();
+            inputs.repo = Some(checkout.clone());
+            let plan = plan(&inputs).expect("plan");
+            let m = &plan.mounts;
+            let parent = checkout.parent().expect("parent");
+            assert!(!names(&plan, &checkout), "{}: {m:#?}", checkout.display());
+            assert!(plan.hides(&checkout.join("x")), "{m:#?}");
+            assert!(!plan.writable(&checkout.join("x")));
+            assert!(bind(m, parent).is_none(), "{m:#?}");
+            // Everything else of the system directory is there, as the
+            // host has it.
+            for entry in std::fs::read_dir(parent).expect("list") {
+                let p = entry.expect("entry").path();
+                if p == checkout || p == Path::new(VAR_TMP) {
+                    continue;
+                }
+                let kept = m.iter().any(|x| match x {
+                    Mount::Entry {
+                        path,
+                        writable: false,
+                    } => path == &p,
+                    Mount::Symlink { link, .. } => link == &p,
+                    _ => false,
+                });
+                assert!(kept, "{} is bound: {m:#?}", p.display());
+                if !std::fs::symlink_metadata(&p).is_ok_and(|t| t.is_symlink()) {
+                    let arg = p.to_string_lossy().into_owned();
+                    let args: Vec<String> = plan
+                        .args()
+                        .iter()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect();
+                    assert!(
+                        args.windows(3)
+                            .any(|w| w[0] == "--ro-bind-try" && w[1] == arg && w[2] == arg),
+                        "{arg}: an entry gone by the time the sandbox is made is skipped"
+                    );
+                }
+            }
+            // The hidden place beside it stays out of sight (absent now).
+            assert!(plan.hides(&Path::new(VAR_TMP).join("x")), "{m:#?}");
+            assert!(bind(m, Path::new(VAR_TMP)).is_none(), "{m:#?}");
+        }
+        // A directory the profile binds shows whole: the hide stays there.
+        let dir = f.p("srv/src/app");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let mut inputs = f.inputs();
+        inputs.repo = Some(dir.clone());
+        inputs.read_paths = vec![f.p("srv")];
+        let plan = plan(&inputs).expect("plan");
+        assert!(plan.mounts.contains(&Mount::Tmpfs(dir.clone())));
+        assert!(plan.hides(&dir.join("x")));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod disk;
 mod engine;
 pub mod fleet;
 pub mod flood;
+pub mod gate_page;
 // The modules that decide gates match their choices exhaustively: a new
 // choice must force a decision, never fall into a wildcard arm.
 #[deny(clippy::wildcard_enum_match_arm)]
@@ -49,6 +50,7 @@ pub use engine::{
     Engine, EngineError, Merges, Records, RunVoice, RunVoices, Runs, Shared, Supervision,
 };
 pub use fleet::{FleetCounts, RunsHead};
+pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,

@@ -480,16 +480,38 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
     assert_eq!(seen.get("write_worktree").copied(), Some(true));
 }
 
+/// A directory for a checkout inside one of the system's directories that
+/// the sandbox binds from the host (`/opt/src/app`, `/var/lib/...`,
+/// `/run/user/<uid>/...`): the first this user can create one in.
+fn in_a_system_directory() -> Option<tempfile::TempDir> {
+    let uid = rustix::process::getuid().as_raw();
+    ["/opt", "/var/lib", &format!("/run/user/{uid}"), "/run/lock"]
+        .into_iter()
+        .find_map(|d| {
+            tempfile::Builder::new()
+                .prefix("overseer-checkout-")
+                .tempdir_in(d)
+                .ok()
+        })
+}
+
 /// A checkout outside HOME: nothing of it is in the sandbox, and no mount
 /// names its path (a hide at its place would: `/proc/self/mountinfo` lists
-/// every mount point). Tried in `/var/tmp` (where checkouts are often made)
-/// and, where the target dir is not under `/tmp`, beside the test's data dir.
+/// every mount point). Tried in `/var/tmp` and `/tmp` (where checkouts are
+/// often made: CI clones under `/tmp`, whose private copy in the sandbox
+/// holds nothing of the host), inside a system directory the sandbox binds
+/// from the host (where the bind is split around the checkout) and, where
+/// the target dir is not under `/tmp`, beside the test's data dir.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkout_outside_home_is_not_named_inside_the_sandbox() {
     let var_tmp = tempfile::Builder::new()
         .prefix("overseer-checkout-")
         .tempdir_in("/var/tmp")
         .expect("a checkout in /var/tmp");
+    let tmp = tempfile::Builder::new()
+        .prefix("overseer-checkout-")
+        .tempdir_in("/tmp")
+        .expect("a checkout in /tmp");
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .canonicalize()
         .expect("target dir");
@@ -497,12 +519,20 @@ async fn a_checkout_outside_home_is_not_named_inside_the_sandbox() {
         .prefix("checkout-")
         .tempdir_in(&target)
         .expect("a checkout beside the data dir");
-    let mut places = vec![var_tmp.path().canonicalize().expect("canon")];
+    let system = in_a_system_directory();
+    let mut places = vec![
+        var_tmp.path().canonicalize().expect("canon"),
+        tmp.path().canonicalize().expect("canon"),
+    ];
+    match &system {
+        Some(s) => places.push(s.path().canonicalize().expect("canon")),
+        None => eprintln!(
+            "NOTE: this user can create nothing in /opt, /var/lib, /run/user/<uid> or \
+             /run/lock: a checkout inside a system directory is not tried"
+        ),
+    }
     if target.starts_with("/tmp") {
-        eprintln!(
-            "NOTE: the target dir is under /tmp, whose hides stay (read-only): only /var/tmp \
-             is tried"
-        );
+        eprintln!("NOTE: the target dir is under /tmp: a checkout beside it is the /tmp case");
     } else {
         places.push(beside.path().canonicalize().expect("canon"));
     }

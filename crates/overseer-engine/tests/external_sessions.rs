@@ -348,9 +348,13 @@ async fn a_process_the_sessions_agent_started_cannot_decide() {
     assert!(err.message.contains("never decide"), "{}", err.message);
     assert!(w.engine.gate(gate.id).expect("gate").decision.is_none());
     // Reading is still allowed.
-    c.call(Request::ListGates { pending_only: true })
-        .await
-        .expect("read");
+    c.call(Request::ListGates {
+        pending_only: true,
+        limit: None,
+        after: None,
+    })
+    .await
+    .expect("read");
     w.engine
         .decide_gate(gate.id, "no", None, &Actor::cli())
         .expect("the user decides");

@@ -167,9 +167,14 @@ async fn past_its_pending_asks_a_run_is_paused_once_and_the_inbox_still_lists() 
         .expect("connect")
         .expect("the engine answers");
     let listed: Vec<GateView> = user
-        .perform(overseer_server::api::op::ListGates { pending_only: true })
+        .perform(overseer_server::api::op::ListGates {
+            pending_only: true,
+            limit: None,
+            after: None,
+        })
         .await
-        .expect("the user's gates list answers during the flood");
+        .expect("the user's gates list answers during the flood")
+        .gates;
     assert!(
         listed
             .iter()

@@ -1,80 +1,29 @@
 //! A full disk pauses runs, never strands one (issue 25, item 5).
 //!
 //! The data dir is a small filesystem of its own (a tmpfs mounted for the
-//! test: that needs root, which CI has; as another user the tests say
-//! loudly that they were skipped). A run's real child process fills it from
-//! the run's worktree, as a hostile test script would; the engine is real,
-//! on a real SQLite file, with a real git repository.
+//! test: as root directly, as any other user in a user and mount namespace
+//! the test re-runs itself in, see `common/disk.rs`). A run's real child
+//! process fills it from the run's worktree, as a hostile test script
+//! would; the engine is real, on a real SQLite file, with a real git
+//! repository. (`security.rs` makes the same attack from a real child of
+//! claude-agent-acp.)
 
 mod common;
 use common::Captured;
 #[path = "common/scripted.rs"]
 mod scripted;
 
+use common::disk::{eventually, may_mount, notices, small_disk, until_full, Mounted};
 use common::{start_as, until, world_in, World};
 use overseer_acp::{PermissionReply, ToolCallInfo};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, ReleaseReason, RunId, RunState};
-use overseer_engine::disk::{free_bytes, RESERVE_FILE};
-use overseer_engine::NotificationKind;
+use overseer_engine::disk::RESERVE_FILE;
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-impl Captured {
-    /// The notifications that the disk is nearly full.
-    fn disk_full(&self) -> usize {
-        self.0
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|n| n.kind == NotificationKind::DiskFull)
-            .inspect(|n| assert!(n.title.contains("disk is nearly full"), "{n:?}"))
-            .count()
-    }
-}
-
-/// A tmpfs mounted for the test, lazily unmounted when dropped.
-struct Mounted(PathBuf);
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// A filesystem of `size` mounted at `dir`. None, said loudly, when this
-/// user cannot mount (not root); as root a failing mount fails the test.
-fn small_disk(dir: &Path, size: &str) -> Option<Mounted> {
-    std::fs::create_dir_all(dir).expect("mount point");
-    if !rustix::process::geteuid().is_root() {
-        eprintln!(
-            "\n*** SKIPPED: the full-disk tests mount a small tmpfs, which needs root \
-             (CI runs them as root); nothing of the full-disk behaviour was checked ***\n"
-        );
-        return None;
-    }
-    let status = Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            &format!("size={size},mode=0700"),
-            "tmpfs",
-        ])
-        .arg(dir)
-        .status()
-        .expect("run mount");
-    assert!(
-        status.success(),
-        "mount -t tmpfs at {} failed as root",
-        dir.display()
-    );
-    Some(Mounted(dir.to_owned()))
-}
+use std::time::Duration;
 
 /// A world whose data dir is a `size` tmpfs, with `extra_config` in its
 /// overseer.toml and scripted sessions from `script`.
@@ -84,13 +33,13 @@ async fn world_on_small_disk(
     settings: WorkspaceSettings,
     notifier: Arc<Captured>,
     script: &Arc<Script>,
-) -> Option<(World, Mounted)> {
+) -> (World, Mounted) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mounted = small_disk(&dir.path().join("data"), size)?;
+    let mounted = small_disk(&dir.path().join("data"), size);
     let w = world_in(dir, settings, notifier, extra_config).await;
     w.engine
         .use_agent_sessions(Arc::new(Scripted(script.clone())));
-    Some((w, mounted))
+    (w, mounted)
 }
 
 fn data_dir(w: &World) -> PathBuf {
@@ -99,39 +48,6 @@ fn data_dir(w: &World) -> PathBuf {
 
 fn worktree(w: &World, run: RunId) -> PathBuf {
     w.engine.worktree_path("demo", run)
-}
-
-/// Waits (polling: a full disk may keep the engine from publishing) until
-/// `pred` holds.
-async fn eventually<T>(what: &str, secs: u64, mut pred: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = pred() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The disk is full: less than a page is left.
-async fn until_full(w: &World) {
-    let dir = data_dir(w);
-    eventually("the run's child to fill the disk", 60, || {
-        (free_bytes(&dir).expect("statvfs") < 8192).then_some(())
-    })
-    .await;
-}
-
-/// The titles of the run's notices (pause, resume).
-fn notices(w: &World, run: RunId) -> Vec<String> {
-    w.engine
-        .activity(run, 0)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|a| a.kind() == "notice")
-        .map(|a| a.payload()["title"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 fn read_call() -> ToolCallInfo {
@@ -167,6 +83,9 @@ mode = "default"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_returns() {
+    if !may_mount("a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_returns") {
+        return;
+    }
     let script = Script::new(vec![Turn::new(vec![
         Act::Question {
             message: "Shall I run the test suite?".to_owned(),
@@ -177,17 +96,14 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
         Act::Say("Done.".to_owned()),
     ])]);
     let notified = Arc::new(Captured::default());
-    let Some((w, mounted)) = world_on_small_disk(
+    let (w, mounted) = world_on_small_disk(
         "64m",
         FILLER,
         WorkspaceSettings::default(),
         notified.clone(),
         &script,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let reserve = data_dir(&w).join(RESERVE_FILE);
     assert_eq!(
         std::fs::metadata(&reserve).expect("the reserve").len(),
@@ -199,7 +115,7 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
 
     // The run's child fills the disk from its worktree.
     std::fs::write(worktree(&w, run).join("go"), "").expect("go");
-    until_full(&w).await;
+    until_full(&data_dir(&w)).await;
 
     // A decision is recorded, or refused cleanly and recorded on the retry
     // (the first full write frees the reserve for it).
@@ -234,7 +150,7 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
     // Below the floor the run is paused: on its timeline, and one
     // notification.
     eventually("the pause on the run's timeline", 20, || {
-        notices(&w, run)
+        notices(&w.engine, run)
             .iter()
             .any(|t| t.starts_with("Paused"))
             .then_some(())
@@ -275,7 +191,7 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
         .map(|a| a.kind())
         .collect();
     assert!(kinds.contains(&"tool_allowed".to_owned()), "{kinds:?}");
-    let titles = notices(&w, run);
+    let titles = notices(&w.engine, run);
     assert!(
         titles.iter().any(|t| t.starts_with("Resumed")),
         "{titles:?}"
@@ -288,8 +204,9 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
         8 << 20,
         "the reserve is allocated again once there is room"
     );
-    drop(w);
+    // Lazily unmounted first, so the temp dir under it can be removed.
     drop(mounted);
+    drop(w);
 }
 
 /// No reserve at all (or one already taken): the sensor, a real child of
@@ -298,6 +215,9 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
 /// with nothing driving it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
+    if !may_mount("a_failure_that_cannot_be_written_is_retried_until_it_is") {
+        return;
+    }
     let script = Script::new(vec![Turn::new(vec![Act::Say("Done.".to_owned())])]);
     let notified = Arc::new(Captured::default());
     let sleep = ["/bin/sleep", "/usr/bin/sleep"]
@@ -307,7 +227,7 @@ async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
     let config = format!(
         "[disk]\nfloor = \"4M\"\nreserve = 0\n\n[agents.scripted]\ncommand = {sleep:?}\nargs = [\"600\"]\nmode = \"default\"\n"
     );
-    let Some((w, mounted)) = world_on_small_disk(
+    let (w, mounted) = world_on_small_disk(
         "48m",
         &config,
         WorkspaceSettings {
@@ -317,12 +237,9 @@ async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
         notified.clone(),
         &script,
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let run = start_as(&w, "scripted", "none", skip_plan());
-    until_full(&w).await;
+    until_full(&data_dir(&w)).await;
     // Nothing can be written: the run's end waits, its driver retrying.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
@@ -343,6 +260,7 @@ async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
         }
     );
     assert_eq!(notified.disk_full(), 1, "one notification for the pause");
-    drop(w);
+    // Lazily unmounted first, so the temp dir under it can be removed.
     drop(mounted);
+    drop(w);
 }

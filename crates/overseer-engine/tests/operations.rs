@@ -185,9 +185,12 @@ async fn typed_answers_on_the_socket_act_as_the_cli_and_the_wire_stays_as_it_was
     let gates = c
         .perform(op::ListGates {
             pending_only: false,
+            limit: None,
+            after: None,
         })
         .await
-        .expect("gates");
+        .expect("gates")
+        .gates;
     let decided = gates
         .iter()
         .find(|g| g.run_id == pending.id && g.decision.is_some())

@@ -414,17 +414,10 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
         witness("read-user-objects") && witness("user-repo-alternates"),
         "git cat-file in the run's repository; the user's objects dir, alternates",
     ));
-    // A checkout under /tmp keeps a read-only hide at its path (a run must
-    // not write where it appears), which names it: see docs/security.md.
-    let repo_under_tmp = r.w.repo.starts_with("/tmp");
     outcomes.push(check(
         "find the user's checkout's path",
-        witness("user-repo-path") || repo_under_tmp,
-        if repo_under_tmp {
-            "/proc/self/mountinfo (the checkout is under /tmp: its hide names it)"
-        } else {
-            "/proc/self/mountinfo"
-        },
+        witness("user-repo-path"),
+        "/proc/self/mountinfo",
     ));
     let home_written = planted.exists();
     outcomes.push(check(
@@ -526,8 +519,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
 /// the run's own socket, past the cap of pending asks. The storm is limited
 /// and put on the timeline, the flood pauses the run once, the user is told
 /// once for each, and the user's inbox still answers while the run is
-/// paused. (The disk attack needs a small filesystem of its own, a mount
-/// only root can make: `full_disk.rs` runs it from a real child.)
+/// paused. (The disk attack: `a_hostile_run_that_fills_the_disk_*`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_runs_fork_storm_is_limited_and_its_flood_pauses_it_once() {
     let files: Vec<(String, String)> = ["storm.sh", "flood.py"]
@@ -682,5 +674,204 @@ async fn a_hostile_runs_fork_storm_is_limited_and_its_flood_pauses_it_once() {
         matches!(e.run(run).ok()?.state, RunState::Released { .. }).then_some(())
     })
     .await;
+    r.done();
+}
+
+/// The suite's scripts a run of the disk attack commits.
+fn disk_files() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(suite_dir().join("fill.sh"))
+        .unwrap_or_else(|e| panic!("tests/security/fill.sh: {e}"));
+    vec![("redteam/fill.sh".into(), text)]
+}
+
+/// The full-disk attack (issue 25, item 5), from a real child of
+/// claude-agent-acp: `redteam/fill.sh`, run by the agent's Bash tool (the
+/// user says yes), fills the data dir's filesystem (a 64 MiB disk of its
+/// own: as root a tmpfs, as another user one in a user and mount namespace
+/// the test re-runs itself in) from the worktree; the agent then writes a
+/// file a rule allows, whose allow must be recorded before it is given.
+/// Below the floor the run pauses, once, with its agent alive and waiting;
+/// when the user frees the space it resumes by itself and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_returns() {
+    if !common::disk::may_mount(
+        "a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_returns",
+    ) {
+        return;
+    }
+    let notes = std::sync::Arc::new(common::Captured::default());
+    let rules = RuleSet::parse(&["Edit(notes.txt)".to_owned()], &[], &[]).expect("rule");
+    let r = real_world_with(
+        "security-disk",
+        Adapter::Claude,
+        "security-disk.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files: disk_files(),
+            workspace: WorkspaceSettings {
+                permissions: rules,
+                ..Default::default()
+            },
+            notifier: Some(notes.clone()),
+            config: "[disk]\nfloor = \"16M\"\nreserve = \"8M\"\n",
+            small_disk: Some("64m"),
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let reserve = r.paths.data_dir.join(overseer_engine::disk::RESERVE_FILE);
+    let reserve_len = || std::fs::metadata(&reserve).map(|m| m.len()).ok();
+    let reserved_at_start = reserve_len();
+    let run = r.start("Fill the disk", Some(PlanStrategy::Skip));
+    let worktree = r.worktree(run);
+    let bash = next_gate(&r, run.into(), "the Bash gate for the disk attack").await;
+    assert!(
+        bash.body
+            .payload_json()
+            .to_string()
+            .contains("redteam/fill.sh"),
+        "{}",
+        bash.body.payload_json()
+    );
+    engine
+        .decide_gate(bash.id, "yes", None, &Actor::app())
+        .expect("yes");
+    common::disk::until_full(&r.paths.data_dir).await;
+    common::disk::eventually("the pause on the run's timeline", 30, || {
+        common::disk::notices(engine, run)
+            .iter()
+            .any(|t| t.starts_with("Paused"))
+            .then_some(())
+    })
+    .await;
+    // Paused: the agent's write waits for its answer; the run is neither
+    // failed nor left without its agent (it goes on below).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let allowed = |e: &Engine| {
+        e.activity(run, 0)
+            .unwrap_or_default()
+            .iter()
+            .any(|a| a.kind() == "tool_allowed" && a.payload().to_string().contains("notes.txt"))
+    };
+    let written_while_full = worktree.join("notes.txt").exists() || allowed(engine);
+    let state_while_full = engine.run(run).expect("run").state;
+    let told_while_full = notes.disk_full();
+
+    // The user frees the space: the run resumes by itself.
+    std::fs::remove_file(worktree.join("fill")).expect("delete the filler");
+    let end = r
+        .until(run, "the run to finish once the disk had room", |e| {
+            let s = e.run(run).ok()?.state;
+            (s == RunState::PendingReview || s.is_released()).then_some(s)
+        })
+        .await;
+    let titles = common::disk::notices(engine, run);
+    let outcomes = [
+        check(
+            "fill the disk under the engine's records",
+            reserved_at_start == Some(8 << 20) && told_while_full == 1,
+            format!(
+                "reserve at start {reserved_at_start:?}; told {told_while_full} time(s) the disk is nearly full"
+            ),
+        ),
+        check(
+            "take new work while the disk is full",
+            !written_while_full && state_while_full == RunState::Running,
+            format!(
+                "the rule-allowed write waited (given: {written_while_full}); run {state_while_full:?}"
+            ),
+        ),
+        check(
+            "strand the run (running, no process)",
+            end == RunState::PendingReview
+                && allowed(engine)
+                && read(&worktree.join("notes.txt")) == "written after the disk had room again\n"
+                && titles.iter().any(|t| t.starts_with("Resumed")),
+            format!("after the space returned: {end:?}; notices {titles:?}"),
+        ),
+        check(
+            "keep the engine's reserve",
+            reserve_len() == Some(8 << 20) && notes.disk_full() == 1,
+            format!("reserve after {:?}; told {} time(s)", reserve_len(), notes.disk_full()),
+        ),
+    ];
+    let report = table(&outcomes);
+    eprintln!("{report}");
+    assert!(
+        outcomes.iter().all(|o| o.blocked),
+        "{report}\n{}",
+        r.dump(run)
+    );
+    r.done();
+}
+
+/// The full-disk attack from the workspace's check, a real child of the run:
+/// after claude-agent-acp's turn `redteam/fill.sh check` fills the data
+/// dir's disk (no reserve here) and fails, so the run's failure cannot be
+/// written. It is retried, never left half-done: the run is not released
+/// while nothing can be written, and is once the user frees the space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_written_later() {
+    if !common::disk::may_mount(
+        "a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_written_later",
+    ) {
+        return;
+    }
+    let notes = std::sync::Arc::new(common::Captured::default());
+    let r = real_world_with(
+        "security-disk-check",
+        Adapter::Claude,
+        "security-disk-check.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files: disk_files(),
+            workspace: WorkspaceSettings {
+                sensors: vec!["sh redteam/fill.sh check".into()],
+                ..Default::default()
+            },
+            notifier: Some(notes.clone()),
+            config: "[disk]\nfloor = \"4M\"\nreserve = 0\n",
+            small_disk: Some("48m"),
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let run = r.start("Check the project", Some(PlanStrategy::Skip));
+    common::disk::until_full(&r.paths.data_dir).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let while_full = engine.run(run).expect("run").state;
+
+    std::fs::remove_file(r.worktree(run).join("fill")).expect("delete the filler");
+    let end = r
+        .until(run, "the run's failure to be written", |e| {
+            let s = e.run(run).ok()?.state;
+            s.is_released().then_some(s)
+        })
+        .await;
+    let outcomes = [
+        check(
+            "leave the run's failure half-written",
+            !while_full.is_released()
+                && end
+                    == RunState::Released {
+                        reason: ReleaseReason::Failed,
+                    },
+            format!("while full: {while_full:?}; once there was room: {end:?}"),
+        ),
+        check(
+            "flood the user with disk notifications",
+            notes.disk_full() == 1,
+            format!("told {} time(s)", notes.disk_full()),
+        ),
+    ];
+    let report = table(&outcomes);
+    eprintln!("{report}");
+    assert!(
+        outcomes.iter().all(|o| o.blocked),
+        "{report}\n{}",
+        r.dump(run)
+    );
     r.done();
 }

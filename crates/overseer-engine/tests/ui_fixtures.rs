@@ -436,7 +436,11 @@ fn record() -> String {
     let app = Actor::app();
     let api = Served(&engine);
     let runs = api.list_runs(&app).expect("runs");
-    let gates = api.list_gates(&app, false).expect("gates");
+    // Every gate the demo holds (a few dozen: one page).
+    let gates = api
+        .list_gates(&app, false, Some(overseer_engine::GATE_PAGE_MAX), None)
+        .expect("gates")
+        .gates;
     // "Why?" for every gate and run: the signed records as the engine reads
     // and verifies them.
     let gate_stories: Vec<_> = gates

@@ -269,8 +269,14 @@ impl Api for Served<'_> {
     fn abort_run(&self, actor: &Actor, run: RunId) -> Result<RunView, ApiError> {
         self.0.abort_run(run, actor)
     }
-    fn list_gates(&self, _actor: &Actor, pending_only: bool) -> Result<Vec<GateView>, ApiError> {
-        self.0.gates(pending_only)
+    fn list_gates(
+        &self,
+        _actor: &Actor,
+        pending_only: bool,
+        limit: Option<u32>,
+        after: Option<GateId>,
+    ) -> Result<GatePage, ApiError> {
+        self.0.gates_page(pending_only, after, limit)
     }
     fn show_gate(&self, _actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
         self.0.gate(gate)
@@ -461,8 +467,8 @@ pub mod vocabulary {
     };
     pub use overseer_engine::config::AgentInfo;
     pub use overseer_engine::{
-        GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope, Started,
-        TaskInfo, TaskStart,
+        GatePage, GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope,
+        Started, TaskInfo, TaskStart,
     };
     pub use overseer_engine::{RuleTexts, SettingsChange};
     pub use overseer_engine::{Workspace, WorkspaceSettings};

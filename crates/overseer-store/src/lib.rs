@@ -42,7 +42,7 @@ pub use decision::DecisionInput;
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use messages::NewMessage;
-pub use read::RunOrderKey;
+pub use read::{GatePage, RunOrderKey};
 pub use schema::SCHEMA_VERSION;
 pub use session::NewSession;
 pub use supervise::{verdict_of_choice, GateSpec, VoteOutcome};

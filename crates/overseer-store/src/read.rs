@@ -397,6 +397,81 @@ pub(crate) fn gates(
     raws.into_iter().map(|r| finish_gate(r, path)).collect()
 }
 
+/// One page of gates in id order: at most `limit` after gate `after`
+/// (pending ones only, or all), with how many match in all and how many
+/// come after the page. The page is an indexed range of `gates_by_status`
+/// (pending) or of the primary key, the total is read from `gate_counts`
+/// (kept by triggers), and for the first page what is left is the total
+/// less the page: the cost is the page's, not the number pending. (Only a
+/// later page counts what comes after it, an indexed count of those.)
+pub(crate) fn gates_page(
+    conn: &Connection,
+    path: &Path,
+    only_pending: bool,
+    after: Option<GateId>,
+    limit: usize,
+) -> Result<GatePage, StoreError> {
+    let filter = if only_pending {
+        "status = 'pending' AND"
+    } else {
+        ""
+    };
+    let after = after.map_or(0, i64::from);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let err = |e| StoreError::from_sqlite(e, path);
+    let raws = conn
+        .prepare_cached(&format!(
+            "{GATE_SELECT} WHERE {filter} id > ?1 ORDER BY id LIMIT ?2"
+        ))
+        .and_then(|mut s| {
+            s.query_map(params![after, limit], raw_gate)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(err)?;
+    let count = |sql: &str, p: &[i64]| -> Result<usize, StoreError> {
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.query_row(rusqlite::params_from_iter(p), |r| r.get::<_, i64>(0)))
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(err)
+    };
+    let total = if only_pending {
+        count(
+            "SELECT COALESCE(SUM(n), 0) FROM gate_counts WHERE status = 'pending'",
+            &[],
+        )?
+    } else {
+        count("SELECT COALESCE(SUM(n), 0) FROM gate_counts", &[])?
+    };
+    let remaining = if after == 0 {
+        total.saturating_sub(raws.len())
+    } else {
+        let last = raws.last().map_or(after, |r| i64::from(r.view.id));
+        count(
+            &format!("SELECT COUNT(*) FROM gates WHERE {filter} id > ?1"),
+            &[last],
+        )?
+    };
+    let gates = raws
+        .into_iter()
+        .map(|r| finish_gate(r, path))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(GatePage {
+        gates,
+        total,
+        remaining,
+    })
+}
+
+/// A page of gates ([`Store::gates_page`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatePage {
+    pub gates: Vec<GateView>,
+    /// How many gates match in all (pending ones, or every gate).
+    pub total: usize,
+    /// How many match after the page's last gate.
+    pub remaining: usize,
+}
+
 /// Every pending gate of one run.
 pub(crate) fn pending_gates_of_run(
     conn: &Connection,
@@ -457,6 +532,17 @@ impl Store {
 
     pub fn gates(&self, only_pending: bool) -> Result<Vec<GateView>, StoreError> {
         gates(&self.conn, &self.path, only_pending)
+    }
+
+    /// At most `limit` gates after `after`, in id order, with the counts
+    /// (see [`GatePage`]).
+    pub fn gates_page(
+        &self,
+        only_pending: bool,
+        after: Option<GateId>,
+        limit: usize,
+    ) -> Result<GatePage, StoreError> {
+        gates_page(&self.conn, &self.path, only_pending, after, limit)
     }
 
     /// Every pending gate of one run (an indexed read of that run's only).

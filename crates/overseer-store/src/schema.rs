@@ -241,6 +241,30 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE decisions ADD COLUMN provenance TEXT;
     "#,
+    // 11: the pending gates in id order, a page at a time, and how many
+    // gates there are of each status kept by triggers (`gates list` with
+    // 2,000 pending asks costs what it does with 10: no count scans them).
+    r#"
+    CREATE INDEX gates_by_status ON gates(status, id);
+    CREATE TABLE gate_counts (
+        status TEXT PRIMARY KEY,
+        n      INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO gate_counts(status, n) SELECT status, COUNT(*) FROM gates GROUP BY status;
+    CREATE TRIGGER gate_counts_insert AFTER INSERT ON gates BEGIN
+        INSERT INTO gate_counts(status, n) VALUES (NEW.status, 1)
+            ON CONFLICT(status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER gate_counts_update AFTER UPDATE OF status ON gates
+        WHEN OLD.status IS NOT NEW.status BEGIN
+        UPDATE gate_counts SET n = n - 1 WHERE status = OLD.status;
+        INSERT INTO gate_counts(status, n) VALUES (NEW.status, 1)
+            ON CONFLICT(status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER gate_counts_delete AFTER DELETE ON gates BEGIN
+        UPDATE gate_counts SET n = n - 1 WHERE status = OLD.status;
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.

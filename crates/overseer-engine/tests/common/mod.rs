@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 pub use overseer_test_support::{demo_agent, git, repo_with};
 
+pub mod disk;
+
 /// An engine on a fresh data dir and config dir under `dir`, serving the
 /// local API on its socket (the tests that talk to it as the CLI does).
 /// Call from within a runtime.

@@ -153,6 +153,9 @@ impl Adapter {
 
 /// One engine, one repository, one model server, one adapter profile.
 pub struct Real {
+    /// The data dir's own small filesystem ([`Setup::small_disk`]), first
+    /// to go: lazily unmounted, so the temp dir under it can be removed.
+    pub disk: Option<crate::common::disk::Mounted>,
     pub w: World,
     pub server: ModelServer,
     pub paths: Paths,
@@ -195,6 +198,11 @@ pub struct Setup<'a> {
     pub profile: &'a str,
     /// Who hears the engine's notifications (else the log).
     pub notifier: Option<Arc<dyn Notifier>>,
+    /// More tables of `overseer.toml` (`[disk]`), after the profile.
+    pub config: &'a str,
+    /// The data dir on a tmpfs of this size of its own (the full-disk
+    /// attack; call `common::disk::may_mount` first).
+    pub small_disk: Option<&'a str>,
 }
 
 pub async fn real_world(
@@ -316,10 +324,11 @@ pub async fn real_world_with(
         format!(
             // network = "host": the scripted model server listens on this
             // machine's loopback, as a model served locally would.
-            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n{}\n",
+            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n{}\n{}\n",
             agent.name(),
             toml_str(bin.to_string_lossy()),
             setup.profile,
+            setup.config,
         ),
     )
     .expect("overseer.toml");
@@ -327,6 +336,9 @@ pub async fn real_world_with(
         data_dir: root.join("data"),
         config_dir: config,
     };
+    let disk = setup
+        .small_disk
+        .map(|size| crate::common::disk::small_disk(&paths.data_dir, size));
     let engine = Arc::new(
         Engine::open(
             paths.clone(),
@@ -340,6 +352,7 @@ pub async fn real_world_with(
         .expect("workspace");
     engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     Real {
+        disk,
         w: World {
             _dir: dir,
             repo,

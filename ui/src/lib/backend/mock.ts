@@ -234,10 +234,21 @@ export class MockBackend implements Backend {
     });
   }
 
-  listGates(pendingOnly: boolean) {
-    return this.answer("listGates", () =>
-      [...this.gates.values()].filter((g) => !pendingOnly || g.status === "pending"),
-    );
+  listGates(pendingOnly: boolean, limit: number | null, after: number | null) {
+    return this.answer("listGates", () => {
+      const all = [...this.gates.values()]
+        .filter((g) => !pendingOnly || g.status === "pending")
+        .sort((a, b) => a.id - b.id);
+      const rest = all.filter((g) => after === null || g.id > after);
+      const gates = rest.slice(0, Math.min(limit ?? 200, 1000));
+      const remaining = rest.length - gates.length;
+      return {
+        gates,
+        total: all.length,
+        remaining,
+        next_after: remaining > 0 ? (gates.at(-1)?.id ?? after) : null,
+      };
+    });
   }
 
   showGate(gateId: number) {

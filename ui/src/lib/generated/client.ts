@@ -6,6 +6,7 @@ import type {
   EngineEvent,
   FieldError,
   GateId,
+  GatePage,
   GateStory,
   GateView,
   MessageTo,
@@ -36,7 +37,13 @@ export interface Operations {
   approveRun(runId: RunId): Promise<RunView>;
   rejectRun(runId: RunId, reason: string): Promise<RunView>;
   abortRun(runId: RunId): Promise<RunView>;
-  listGates(pendingOnly: boolean): Promise<Array<GateView>>;
+  /**
+   * Gates oldest first, a page at a time: at most `limit` (null:
+   * 200; at most 1,000) after gate `after` (null: from the first),
+   * with how many there are in all and after the page. The cost is
+   * the page's, not the number pending.
+   */
+  listGates(pendingOnly: boolean, limit: number | null, after: GateId | null): Promise<GatePage>;
   showGate(gateId: GateId): Promise<GateView>;
   /**
    * Decides a gate. `option` is one of the gate's kind's choices,
@@ -129,7 +136,7 @@ export function operations(invoke: Invoke): Operations {
     approveRun: (runId) => invoke<RunView>("approve_run", { runId }),
     rejectRun: (runId, reason) => invoke<RunView>("reject_run", { runId, reason }),
     abortRun: (runId) => invoke<RunView>("abort_run", { runId }),
-    listGates: (pendingOnly) => invoke<Array<GateView>>("list_gates", { pendingOnly }),
+    listGates: (pendingOnly, limit, after) => invoke<GatePage>("list_gates", { pendingOnly, limit, after }),
     showGate: (gateId) => invoke<GateView>("show_gate", { gateId }),
     decideGate: (gateId, option, context) => invoke<GateView>("decide_gate", { gateId, option, context }),
     holdGate: (gateId) => invoke<GateView>("hold_gate", { gateId }),

@@ -282,6 +282,21 @@ label: string,
  */
 requires_context: boolean, };
 
+export type GatePage = { gates: Array<GateView>, 
+/**
+ * How many gates match in all (pending ones, or every gate).
+ */
+total: number, 
+/**
+ * How many match after this page: ask again with `after` set to
+ * [`GatePage::next_after`] for them.
+ */
+remaining: number, 
+/**
+ * The id to pass as `after` for the next page (null: this is the last).
+ */
+next_after: GateId | null, };
+
 export type GateStatus = "pending" | "decided";
 
 export type GateStory = { gate: GateView, 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Gates } from "./gates.svelte";
+import { GATE_PAGE, Gates } from "./gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
 import { MockBackend, demoBackend, toolCallGate } from "../backend/mock";
 import type { EngineEvent, GateView, RequestedChoice } from "../types";
@@ -208,11 +208,41 @@ describe("Gates", () => {
     expect(backend.calls.filter((c) => c.startsWith("gateStory")).every((c) => c === "gateStory 1")).toBe(true);
   });
 
+  it("lists a flood a page at a time and counts the rest as more", async () => {
+    const backend = demoBackend(NOW);
+    const template = backend.gates.get(6)!;
+    const first = Math.max(...backend.gates.keys()) + 1;
+    const pending = [...backend.gates.values()].filter((g) => g.status === "pending").length;
+    for (let i = 0; i < 250; i++) {
+      const id = first + i;
+      backend.gates.set(id, { ...template, id, run_id: 7, title: `Ask ${i}`, status: "pending", decision: null });
+    }
+    const { gates } = await started(backend);
+    expect(gates.pending.size).toBe(GATE_PAGE);
+    expect(gates.more).toBe(pending + 250 - GATE_PAGE);
+    // One not listed is decided elsewhere; one opens after the list.
+    const unlisted = first + 249;
+    backend.gates.set(unlisted, { ...backend.gates.get(unlisted)!, status: "decided" });
+    backend.push({ type: "gate_decided", gate_id: unlisted, run_id: 7, kind: "step_review" });
+    backend.openGate({ ...template, id: first + 300, run_id: 7, title: "Late", status: "pending", decision: null });
+    await flush();
+    expect(gates.more).toBe(pending + 250 - GATE_PAGE - 1);
+    expect(gates.pending.has(first + 300)).toBe(true);
+    // A run's view asks for its run's gate, not listed yet.
+    await gates.fetch(first + 240);
+    expect(gates.pending.get(first + 240)?.title).toBe("Ask 240");
+    expect(gates.more).toBe(pending + 250 - GATE_PAGE - 2);
+    await gates.loadMore();
+    expect(gates.more).toBe(0);
+    expect(gates.pending.size).toBe(pending + 250 - 1 + 1);
+    expect(gates.pending.has(unlisted)).toBe(false);
+  });
+
   it("keeps events that arrive while it lists, and stops listening when stopped", async () => {
     const backend = demoBackend(NOW);
     const list = backend.listGates.bind(backend);
-    backend.listGates = async (p) => {
-      const out = await list(p);
+    backend.listGates = async (p, limit, after) => {
+      const out = await list(p, limit, after);
       backend.push({ type: "gate_decided", gate_id: 1, run_id: 1, kind: "merge_review" });
       return out;
     };

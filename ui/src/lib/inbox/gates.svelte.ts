@@ -1,13 +1,22 @@
 // Every pending gate of every run, kept in step by pushed events: a
 // gate_opened event fetches that one gate, gate_decided removes it. Nothing
 // is polled, and a decision changes nothing here until its event arrives.
+// The engine lists them a page at a time (oldest first): a run that floods
+// the engine with asks cannot slow the inbox's load down; those not listed
+// yet are counted in `more` and come with the next page.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
 import { LiveCollection, type Change } from "../live.svelte";
 import { batchOption, sortGates } from "./order";
 
+/** Gates listed per page (the engine's default). */
+export const GATE_PAGE = 200;
+
 export class Gates {
+  /** Pending gates the engine holds that are not listed here yet (0: all
+   * are). They come with {@link loadMore}. */
+  more = $state(0);
   /** The last refused call per gate, for the card's inline message. */
   errors = $state(new Map<number, ApiError>());
   /** Gate ids with a call in flight. */
@@ -25,6 +34,14 @@ export class Gates {
    * later never brings it back). */
   private decided = new Set<number>();
   readonly #live: LiveCollection<number, GateView>;
+  /** Where the next page starts (null: nothing left to list). */
+  private nextAfter: number | null = null;
+  /** Gates this store heard open since it listed: never among `more`. */
+  private heard = new Set<number>();
+  private loading: Promise<void> | null = null;
+  /** True while the events held during the first load are applied: a gate
+   * they open was counted in the listing's `remaining`. */
+  #catchingUp = false;
 
   /** `fleet` is the live run list the window already keeps (the inbox shows
    * each gate's task, workspace and agent from it). */
@@ -35,9 +52,12 @@ export class Gates {
     this.#live = new LiveCollection(backend, {
       key: (g) => g.id,
       load: async () => {
-        const gates = await backend.listGates(true);
-        await Promise.all(gates.map((g) => this.refreshCosign(g, true)));
-        return gates;
+        const page = await backend.listGates(true, GATE_PAGE, null);
+        this.more = page.remaining;
+        this.nextAfter = page.next_after;
+        this.heard = new Set();
+        await Promise.all(page.gates.map((g) => this.refreshCosign(g, true)));
+        return page.gates;
       },
       change: (e) => this.change(e),
     });
@@ -66,8 +86,59 @@ export class Gates {
   }
 
   /** Subscribes first, then lists, so no gate opened in between is lost. */
-  start(): Promise<void> {
-    return this.#live.start();
+  async start(): Promise<void> {
+    this.#catchingUp = true;
+    try {
+      await this.#live.start();
+    } finally {
+      this.#catchingUp = false;
+    }
+  }
+
+  /** Whether a gate not held here may be one of those counted in `more`. */
+  private unlisted(gateId: number): boolean {
+    return this.more > 0 && this.nextAfter !== null && gateId > this.nextAfter && !this.pending.has(gateId);
+  }
+
+  /** Lists the next page of pending gates (those counted in `more`). */
+  loadMore(): Promise<void> {
+    this.loading ??= this.nextPage().finally(() => (this.loading = null));
+    return this.loading;
+  }
+
+  /** Lists one gate this store does not hold (a run's view shows its
+   * run's gate even when it is beyond the pages listed so far). */
+  async fetch(gateId: number): Promise<void> {
+    if (this.pending.has(gateId)) return;
+    try {
+      const g = await this.backend.showGate(gateId);
+      if (g.status !== "pending" || this.pending.has(g.id) || this.decided.has(g.id)) return;
+      if (this.unlisted(g.id)) this.more -= 1;
+      this.heard.add(g.id);
+      this.#live.put(g);
+      await this.refreshCosign(g);
+    } catch (e) {
+      this.error = toApiError(e);
+    }
+  }
+
+  private async nextPage(): Promise<void> {
+    if (this.nextAfter === null) return;
+    try {
+      const page = await this.backend.listGates(true, GATE_PAGE, this.nextAfter);
+      const fresh = page.gates.filter((g) => !this.decided.has(g.id));
+      this.#live.put(...fresh);
+      const last = page.gates.at(-1)?.id ?? this.nextAfter;
+      // Gates after this page that this store already holds (heard open)
+      // are not "more".
+      let held = 0;
+      for (const id of this.pending.keys()) if (id > last) held += 1;
+      this.more = Math.max(0, page.remaining - held);
+      this.nextAfter = page.next_after;
+      await Promise.all(fresh.map((g) => this.refreshCosign(g)));
+    } catch (e) {
+      this.error = toApiError(e);
+    }
   }
 
   stop(): void {
@@ -83,6 +154,12 @@ export class Gates {
   /** What an event does to the pending gates. */
   private change(e: EngineEvent): Change<number, GateView> | null | Promise<Change<number, GateView> | null> {
     if (e.type === "gate_decided") {
+      const held = this.pending.has(e.gate_id);
+      if (!held && !this.heard.has(e.gate_id) && this.unlisted(e.gate_id)) this.more -= 1;
+      // Every listed gate decided: the next ones come in.
+      if ((this.pending.size === 0 || (held && this.pending.size === 1)) && this.more > 0) {
+        queueMicrotask(() => void this.loadMore());
+      }
       // A gate decided before it was listed leaves nothing to remove, but
       // its card's error and co-sign mark go all the same.
       this.decided.add(e.gate_id);
@@ -90,6 +167,9 @@ export class Gates {
       return { remove: [e.gate_id] };
     }
     if (e.type === "gate_opened") {
+      // Opened before the list was read: beyond the page, it was counted.
+      if (this.#catchingUp && this.unlisted(e.gate_id)) this.more = Math.max(0, this.more - 1);
+      this.heard.add(e.gate_id);
       return this.backend.showGate(e.gate_id).then(async (g) => {
         // A decision may have arrived while the gate was being fetched.
         if (g.status !== "pending") return null;

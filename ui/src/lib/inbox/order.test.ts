@@ -38,7 +38,7 @@ describe("askKind", () => {
   // the opener declared wins.
   it("is, on the engine's own gates, blocking for waits, question for reviews, info when declared", async () => {
     const backend = withExternalSessions(demoBackend(NOW), NOW);
-    const asks = Object.fromEntries((await backend.listGates(true)).map((g) => [g.id, `${g.kind}:${askKind(g)}`]));
+    const asks = Object.fromEntries((await backend.listGates(true, null, null)).gates.map((g) => [g.id, `${g.kind}:${askKind(g)}`]));
     expect(asks).toEqual({
       1: "merge_review:question",
       2: "plan:blocking",
