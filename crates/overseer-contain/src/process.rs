@@ -117,8 +117,11 @@ fn child_path(spec: &AgentSpec) -> Option<String> {
         .or_else(|| std::env::var("PATH").ok())
 }
 
-/// Starts the agent with piped stdio.
-pub fn spawn(
+/// Starts the agent with piped stdio. The fork happens on the engine's
+/// launcher thread ([`crate::launcher`]) and every wait of the start (its
+/// private network) is the runtime's: a fleet's launches hold up nothing
+/// else. Must be called from inside a tokio runtime.
+pub async fn spawn(
     spec: &AgentSpec,
 ) -> Result<(AgentProcess, ChildStdin, ChildStdout, ChildStderr), ProcessError> {
     if !spec.cwd.is_dir() {
@@ -184,7 +187,7 @@ pub fn spawn(
         }
         None => None,
     };
-    let spawned = cmd.spawn();
+    let spawned = crate::launcher::spawn(cmd).await;
     drop(procs);
     let mut child = spawned.map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound if spec.sandbox.is_none() => {
@@ -200,7 +203,7 @@ pub fn spawn(
     })?;
     let pid = child.id().ok_or(ProcessError::Pipes)?;
     let private_network = match network {
-        Some((pending, helper)) => match pending.connect(helper) {
+        Some((pending, helper)) => match pending.connect(helper).await {
             Ok(n) => Some(n),
             Err(why) => {
                 let _ = child.start_kill();
@@ -507,7 +510,7 @@ pub async fn run_captured(
     grace: Duration,
     keep: usize,
 ) -> Result<Captured, ProcessError> {
-    let (mut proc, stdin, stdout, stderr) = spawn(spec)?;
+    let (mut proc, stdin, stdout, stderr) = spawn(spec).await?;
     drop(stdin);
     let out = tokio::spawn(read_tail(stdout, keep));
     let err = tokio::spawn(read_tail(stderr, keep));
