@@ -187,6 +187,11 @@ pub async fn spawn(
         }
         None => None,
     };
+    // A sandbox with a private network takes its turn for the set-up.
+    let _turn = match &network {
+        Some(_) => Some(network_turn().await?),
+        None => None,
+    };
     let spawned = crate::launcher::spawn(cmd).await;
     drop(procs);
     let mut child = spawned.map_err(|source| match source.kind() {
@@ -233,6 +238,25 @@ pub async fn spawn(
         stdout,
         stderr,
     ))
+}
+
+/// How many sandboxes set up their private network at once: two per core.
+/// All of a fleet's launches at once (1,000 bwraps and slirp4netns starting
+/// together on two cores) each took longer than the set-up's 10 s limit and
+/// nearly every run failed; taking turns, each set-up takes its usual tens
+/// of milliseconds. Waiting for a turn holds up nothing else.
+fn network_setups_at_once() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// A turn to set up a sandbox's network ([`network_setups_at_once`]).
+async fn network_turn() -> Result<tokio::sync::SemaphorePermit<'static>, ProcessError> {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS
+        .get_or_init(|| tokio::sync::Semaphore::new(network_setups_at_once()))
+        .acquire()
+        .await
+        .map_err(|e| ProcessError::Network(format!("no turn to set it up: {e}")))
 }
 
 /// How much lower than the engine's CPU priority an agent and everything
