@@ -120,8 +120,43 @@ fn child_path(spec: &AgentSpec) -> Option<String> {
 /// Starts the agent with piped stdio. The fork happens on the engine's
 /// launcher thread ([`crate::launcher`]) and every wait of the start (its
 /// private network) is the runtime's: a fleet's launches hold up nothing
-/// else. Must be called from inside a tokio runtime.
+/// else. Must be called from inside a tokio runtime. A start that fails
+/// leaves nothing behind: whatever it started is killed and the spec's
+/// cgroup removed.
 pub async fn spawn(
+    spec: &AgentSpec,
+) -> Result<(AgentProcess, ChildStdin, ChildStdout, ChildStderr), ProcessError> {
+    let started = start(spec).await;
+    if started.is_err() {
+        if let Some(cg) = &spec.cgroup {
+            give_back(cg).await;
+        }
+    }
+    started
+}
+
+/// The cgroup of a start that failed: emptied and removed.
+async fn give_back(cg: &RunCgroup) {
+    let left = cg.kill_all(KILL_WAIT).await;
+    if !left.is_empty() {
+        tracing::error!(
+            ?left,
+            "processes in {} survived cgroup.kill",
+            cg.path().display()
+        );
+        return;
+    }
+    match cg.remove() {
+        Ok(()) => {
+            if let Some(root) = cg.path().parent() {
+                crate::cgroup::remove_if_empty(root);
+            }
+        }
+        Err(e) => tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display()),
+    }
+}
+
+async fn start(
     spec: &AgentSpec,
 ) -> Result<(AgentProcess, ChildStdin, ChildStdout, ChildStderr), ProcessError> {
     if !spec.cwd.is_dir() {
