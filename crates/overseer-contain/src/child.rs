@@ -23,7 +23,9 @@ pub fn keep_fds(cmd: &mut Command, fds: Vec<i32>) {
     }
 }
 
-/// The agent gets SIGKILL when the engine dies, even by kill -9.
+/// The agent gets SIGKILL when the engine dies, even by kill -9. The
+/// kernel's "parent" is the thread that forks: start such a command with
+/// [`crate::launcher::spawn`], never on a thread that may exit.
 #[allow(unsafe_code)]
 pub fn die_with_parent(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and only makes

@@ -23,6 +23,7 @@ pub mod blocking;
 pub mod bwrap;
 pub mod cgroup;
 mod child;
+pub mod launcher;
 pub mod limits;
 pub mod net;
 pub mod process;

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What network a run's sandbox gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
@@ -178,8 +178,10 @@ impl Pending {
     }
 
     /// Once bwrap is started: its network, then the agent let go. Err: why
-    /// (the caller stops the sandbox).
-    pub fn connect(self, helper: &Path) -> Result<PrivateNetwork, String> {
+    /// (the caller stops the sandbox). Every wait here is the runtime's
+    /// (pipes polled by its reactor, its timers): a fleet's launches never
+    /// hold up its other tasks.
+    pub async fn connect(self, helper: &Path) -> Result<PrivateNetwork, String> {
         let Pending {
             info_r,
             info_w,
@@ -189,11 +191,11 @@ impl Pending {
         // Ours closed, so the reads below see bwrap's end of them.
         drop(info_w);
         drop(block_r);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let pid = read_child_pid(info_r, deadline)?;
+        let deadline = tokio::time::Instant::now() + SETUP_LIMIT;
+        let pid = read_child_pid(info_r, deadline).await?;
         // bwrap has set up the namespace's loopback once its sandbox waits
         // on the block pipe; slirp4netns must come after that.
-        wait_blocked(pid, deadline)?;
+        wait_blocked(pid, deadline).await?;
         let (ready_r, ready_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
         let (exit_r, exit_w) = pipe().map_err(|e| format!("a pipe: {e}"))?;
         let mut cmd = tokio::process::Command::new(helper);
@@ -220,19 +222,17 @@ impl Pending {
         // not open the sandbox's namespaces. It confines itself
         // (--enable-sandbox, --enable-seccomp).
         crate::child::die_with_parent(&mut cmd);
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::launcher::spawn(cmd)
+            .await
             .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
         drop(ready_w);
         drop(exit_r);
-        if let Err(why) = read_byte(ready_r, deadline) {
+        if let Err(why) = read_byte(ready_r, deadline).await {
             let _ = child.start_kill();
-            let err = child
-                .stderr
-                .take()
-                .and_then(|e| e.into_owned_fd().ok())
-                .map(|fd| read_some(&fd))
-                .unwrap_or_default();
+            let err = match child.stderr.take().and_then(|e| e.into_owned_fd().ok()) {
+                Some(fd) => read_some(&fd).await,
+                None => String::new(),
+            };
             return Err(format!(
                 "slirp4netns did not bring the network up ({why}): {}",
                 err.lines().last().unwrap_or("it said nothing").trim()
@@ -247,15 +247,20 @@ impl Pending {
     }
 }
 
-/// How often the wait for bwrap and slirp4netns looks (the whole set-up
-/// takes about 10-20 ms; the launch waits for it, off no other run).
+/// How long bwrap and slirp4netns get to set up the network (it takes
+/// about 10-20 ms on an idle machine).
+const SETUP_LIMIT: Duration = Duration::from_secs(10);
+
+/// How often the wait for the sandbox to block on its pipe looks (the
+/// kernel has no event for it); a timer of the runtime's, not a sleep.
 const POLL: Duration = Duration::from_millis(2);
 
-/// What a dead helper left on its stderr (up to 4 KiB, without waiting).
-fn read_some(fd: &OwnedFd) -> String {
+/// What a dead helper left on its stderr (up to 4 KiB, without waiting
+/// for more than a moment).
+async fn read_some(fd: &OwnedFd) -> String {
     let mut buf = [0u8; 4096];
     let _ = nonblocking(fd);
-    std::thread::sleep(Duration::from_millis(50));
+    tokio::time::sleep(Duration::from_millis(50)).await;
     match rustix::io::read(fd, &mut buf) {
         Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
         Err(_) => String::new(),
@@ -267,13 +272,44 @@ fn nonblocking(fd: &OwnedFd) -> Result<(), String> {
     rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK).map_err(|e| e.to_string())
 }
 
+/// A pipe's read end, read when the runtime's reactor says it can be.
+struct AsyncPipe(tokio::net::unix::pipe::Receiver);
+
+/// Why [`AsyncPipe::read`] got nothing.
+enum ReadFailed {
+    TimedOut,
+    Io(std::io::Error),
+}
+
+impl AsyncPipe {
+    fn new(fd: OwnedFd) -> Result<AsyncPipe, String> {
+        tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+            .map(AsyncPipe)
+            .map_err(|e| format!("cannot watch a pipe: {e}"))
+    }
+
+    /// What is there to read (0: the other end is closed), waiting for it
+    /// until `deadline`.
+    async fn read(
+        &mut self,
+        buf: &mut [u8],
+        deadline: tokio::time::Instant,
+    ) -> Result<usize, ReadFailed> {
+        use tokio::io::AsyncReadExt;
+        tokio::time::timeout_at(deadline, self.0.read(buf))
+            .await
+            .map_err(|_| ReadFailed::TimedOut)?
+            .map_err(ReadFailed::Io)
+    }
+}
+
 /// bwrap's `{"child-pid": N}` on the info pipe.
-fn read_child_pid(fd: OwnedFd, deadline: Instant) -> Result<u32, String> {
-    nonblocking(&fd)?;
+async fn read_child_pid(fd: OwnedFd, deadline: tokio::time::Instant) -> Result<u32, String> {
+    let mut pipe = AsyncPipe::new(fd)?;
     let mut text = Vec::new();
     let mut buf = [0u8; 512];
     loop {
-        match rustix::io::read(&fd, &mut buf) {
+        match pipe.read(&mut buf, deadline).await {
             Ok(0) => {
                 return Err("the sandbox ended before it started (bwrap said nothing)".to_owned())
             }
@@ -287,22 +323,20 @@ fn read_child_pid(fd: OwnedFd, deadline: Instant) -> Result<u32, String> {
                         .ok_or_else(|| format!("bwrap's info has no child pid: {v}"));
                 }
             }
-            Err(rustix::io::Errno::AGAIN) => {}
-            Err(e) => return Err(format!("reading bwrap's info: {e}")),
+            Err(ReadFailed::TimedOut) => {
+                return Err("bwrap did not say its sandbox's pid within 10 s".to_owned())
+            }
+            Err(ReadFailed::Io(e)) => return Err(format!("reading bwrap's info: {e}")),
         }
-        if Instant::now() >= deadline {
-            return Err("bwrap did not say its sandbox's pid within 10 s".to_owned());
-        }
-        std::thread::sleep(POLL);
     }
 }
 
 /// Until `pid` waits on a pipe (the block fd). A kernel that hides wait
 /// channels (`/proc/PID/wchan` always "0") cannot say: then a pause long
 /// enough for bwrap's own set-up (a few ms) stands in.
-fn wait_blocked(pid: u32, deadline: Instant) -> Result<(), String> {
+async fn wait_blocked(pid: u32, deadline: tokio::time::Instant) -> Result<(), String> {
     let wchan = format!("/proc/{pid}/wchan");
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     loop {
         match std::fs::read_to_string(&wchan) {
             Ok(w) if w.contains("pipe") => return Ok(()),
@@ -316,27 +350,21 @@ fn wait_blocked(pid: u32, deadline: Instant) -> Result<(), String> {
                 ))
             }
         }
-        if Instant::now() >= deadline {
+        if tokio::time::Instant::now() >= deadline {
             return Err("the sandbox did not get ready within 10 s".to_owned());
         }
-        std::thread::sleep(POLL);
+        tokio::time::sleep(POLL).await;
     }
 }
 
-fn read_byte(fd: OwnedFd, deadline: Instant) -> Result<(), String> {
-    nonblocking(&fd)?;
+async fn read_byte(fd: OwnedFd, deadline: tokio::time::Instant) -> Result<(), String> {
+    let mut pipe = AsyncPipe::new(fd)?;
     let mut buf = [0u8; 1];
-    loop {
-        match rustix::io::read(&fd, &mut buf) {
-            Ok(0) => return Err("it exited".to_owned()),
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::AGAIN) => {}
-            Err(e) => return Err(e.to_string()),
-        }
-        if Instant::now() >= deadline {
-            return Err("not ready within 10 s".to_owned());
-        }
-        std::thread::sleep(POLL);
+    match pipe.read(&mut buf, deadline).await {
+        Ok(0) => Err("it exited".to_owned()),
+        Ok(_) => Ok(()),
+        Err(ReadFailed::TimedOut) => Err("not ready within 10 s".to_owned()),
+        Err(ReadFailed::Io(e)) => Err(e.to_string()),
     }
 }
 

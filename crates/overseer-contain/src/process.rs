@@ -117,8 +117,46 @@ fn child_path(spec: &AgentSpec) -> Option<String> {
         .or_else(|| std::env::var("PATH").ok())
 }
 
-/// Starts the agent with piped stdio.
-pub fn spawn(
+/// Starts the agent with piped stdio. The fork happens on the engine's
+/// launcher thread ([`crate::launcher`]) and every wait of the start (its
+/// private network) is the runtime's: a fleet's launches hold up nothing
+/// else. Must be called from inside a tokio runtime. A start that fails
+/// leaves nothing behind: whatever it started is killed and the spec's
+/// cgroup removed.
+pub async fn spawn(
+    spec: &AgentSpec,
+) -> Result<(AgentProcess, ChildStdin, ChildStdout, ChildStderr), ProcessError> {
+    let started = start(spec).await;
+    if started.is_err() {
+        if let Some(cg) = &spec.cgroup {
+            give_back(cg).await;
+        }
+    }
+    started
+}
+
+/// The cgroup of a start that failed: emptied and removed.
+async fn give_back(cg: &RunCgroup) {
+    let left = cg.kill_all(KILL_WAIT).await;
+    if !left.is_empty() {
+        tracing::error!(
+            ?left,
+            "processes in {} survived cgroup.kill",
+            cg.path().display()
+        );
+        return;
+    }
+    match cg.remove() {
+        Ok(()) => {
+            if let Some(root) = cg.path().parent() {
+                crate::cgroup::remove_if_empty(root);
+            }
+        }
+        Err(e) => tracing::warn!("cannot remove the cgroup {}: {e}", cg.path().display()),
+    }
+}
+
+async fn start(
     spec: &AgentSpec,
 ) -> Result<(AgentProcess, ChildStdin, ChildStdout, ChildStderr), ProcessError> {
     if !spec.cwd.is_dir() {
@@ -184,7 +222,12 @@ pub fn spawn(
         }
         None => None,
     };
-    let spawned = cmd.spawn();
+    // A sandbox with a private network takes its turn for the set-up.
+    let _turn = match &network {
+        Some(_) => Some(network_turn().await?),
+        None => None,
+    };
+    let spawned = crate::launcher::spawn(cmd).await;
     drop(procs);
     let mut child = spawned.map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound if spec.sandbox.is_none() => {
@@ -200,7 +243,7 @@ pub fn spawn(
     })?;
     let pid = child.id().ok_or(ProcessError::Pipes)?;
     let private_network = match network {
-        Some((pending, helper)) => match pending.connect(helper) {
+        Some((pending, helper)) => match pending.connect(helper).await {
             Ok(n) => Some(n),
             Err(why) => {
                 let _ = child.start_kill();
@@ -230,6 +273,25 @@ pub fn spawn(
         stdout,
         stderr,
     ))
+}
+
+/// How many sandboxes set up their private network at once: two per core.
+/// All of a fleet's launches at once (1,000 bwraps and slirp4netns starting
+/// together on two cores) each took longer than the set-up's 10 s limit and
+/// nearly every run failed; taking turns, each set-up takes its usual tens
+/// of milliseconds. Waiting for a turn holds up nothing else.
+fn network_setups_at_once() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// A turn to set up a sandbox's network ([`network_setups_at_once`]).
+async fn network_turn() -> Result<tokio::sync::SemaphorePermit<'static>, ProcessError> {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS
+        .get_or_init(|| tokio::sync::Semaphore::new(network_setups_at_once()))
+        .acquire()
+        .await
+        .map_err(|e| ProcessError::Network(format!("no turn to set it up: {e}")))
 }
 
 /// How much lower than the engine's CPU priority an agent and everything
@@ -507,7 +569,7 @@ pub async fn run_captured(
     grace: Duration,
     keep: usize,
 ) -> Result<Captured, ProcessError> {
-    let (mut proc, stdin, stdout, stderr) = spawn(spec)?;
+    let (mut proc, stdin, stdout, stderr) = spawn(spec).await?;
     drop(stdin);
     let out = tokio::spawn(read_tail(stdout, keep));
     let err = tokio::spawn(read_tail(stderr, keep));

@@ -77,7 +77,7 @@ async fn the_agent_and_what_it_starts_run_below_the_engine_priority() {
             p = pids.display()
         ),
     );
-    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     let recorded = read_pids(&pids).await;
     let seen: Vec<i32> = recorded.iter().map(|p| niceness(*p)).collect();
     let _ = agent.terminate(Duration::from_secs(5)).await;
@@ -95,7 +95,7 @@ async fn a_cooperative_agent_exits_on_sigterm() {
         dir.path(),
         "trap 'exit 0' TERM\nwhile true; do sleep 0.1; done",
     );
-    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let report = agent
         .terminate(Duration::from_secs(10))
@@ -120,7 +120,7 @@ while true; do sleep 0.1; done",
             p = pids.display()
         ),
     );
-    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     let recorded = read_pids(&pids).await;
     assert_eq!(recorded.len(), 3);
     let root = agent.pid();
@@ -140,7 +140,7 @@ async fn the_agent_gets_only_its_profile_environment() {
     std::env::set_var("OVERSEER_TEST_SECRET", "leak");
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = script(dir.path(), "env");
-    let (mut agent, _i, mut out, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, mut out, _e) = process::spawn(&spec).await.expect("spawn");
     let mut text = String::new();
     out.read_to_string(&mut text).await.expect("read");
     agent.wait().await.expect("wait");
@@ -158,13 +158,13 @@ async fn a_missing_command_or_folder_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut spec = script(dir.path(), "true");
     spec.program = "no-such-agent-binary".into();
-    let err = process::spawn(&spec).expect_err("missing");
+    let err = process::spawn(&spec).await.expect_err("missing");
     assert!(matches!(err, ProcessError::NotFound(_)));
     assert!(err.to_string().contains("check the profile's command"));
     let mut spec = script(dir.path(), "true");
     spec.cwd = dir.path().join("gone");
     assert!(matches!(
-        process::spawn(&spec).expect_err("no cwd"),
+        process::spawn(&spec).await.expect_err("no cwd"),
         ProcessError::NoCwd(_)
     ));
 }

@@ -47,13 +47,18 @@
 //! `decide_gate` p50 13 ms, p99 117 ms (a finishing run read every pending
 //! gate under the store's lock, and decisions queued on that lock: p99 246
 //! ms before it read only its own). An event reaches the socket client in
-//! 6 ms (p50; p99 356 ms) while the runs wait and are decided, but tens of
-//! seconds late while 1,000 start (p50 54 s, some dropped as the
-//! subscriber lags): each launch sets up its sandbox's network inside
-//! `process::spawn` (waiting on bwrap with thread sleeps) on one of the
-//! runtime's two workers, and every other task, the socket's included,
-//! queues behind the launches (both workers were there in every debugger
-//! snapshot of that phase).
+//! 6 ms (p50; p99 356 ms) while the runs wait and are decided. While 1,000
+//! started it came tens of seconds late (p50 54 s, some dropped as the
+//! subscriber lagged) when each launch waited for its sandbox's network
+//! with thread sleeps on one of the runtime's two workers; those waits are
+//! the runtime's now (`process::spawn` awaits its pipes and timers), and
+//! sandboxes set up their networks four at a time on two cores (all 1,000
+//! at once, every set-up ran past its 10 s limit and every run failed).
+//! With 1,000 runs under a load of 14-34 from other work, the launch wave's
+//! events reached the client at p50 1.9 ms, p99 131 ms, none lost, and all
+//! 1,000 waited on their gates after 183 s. With 200 runs under a load of
+//! 17-20: p50 337 ms, p99 2.4 s, against 9.3 s and 21 s with the sleeps.
+//! A run that fails to start is counted, and the bench prints why.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -277,6 +282,8 @@ fn percentile(v: &[Duration], p: f64) -> f64 {
 struct Watched {
     at: HashMap<(i64, bool), Instant>,
     kinds: std::collections::BTreeMap<&'static str, usize>,
+    /// Why runs failed (their error activity), and how many said it.
+    errors: std::collections::BTreeMap<String, usize>,
 }
 
 type Seen = Arc<Mutex<Watched>>;
@@ -294,6 +301,11 @@ fn saw(seen: &Seen, event: &EngineEvent) {
     *w.kinds.entry(kind).or_default() += 1;
     if let Some(key) = gate_key(event) {
         w.at.insert(key, now);
+    }
+    if let EngineEvent::RunActivity { activity } = event {
+        if let overseer_core::Activity::Error { text } = &activity.entry {
+            *w.errors.entry(text.clone()).or_default() += 1;
+        }
     }
 }
 
@@ -498,6 +510,12 @@ async fn bench(engine: Arc<Engine>, agent: Agent, runs: usize) -> Json {
         eprintln!(
             "capacity bench: only {waiting} of {runs} runs reached their gate (the others ended)"
         );
+        let w = published.lock().unwrap_or_else(|p| p.into_inner());
+        let mut errors: Vec<_> = w.errors.iter().collect();
+        errors.sort_by(|a, b| b.1.cmp(a.1));
+        for (text, n) in errors.into_iter().take(5) {
+            eprintln!("  {n} runs: {text}");
+        }
     }
     // Let the last gates' bookkeeping settle before measuring.
     tokio::time::sleep(Duration::from_secs(1)).await;

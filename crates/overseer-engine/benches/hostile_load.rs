@@ -106,8 +106,9 @@ async fn under_attack(
     cg: RunCgroup,
     forks: u32,
 ) -> (Vec<f64>, String) {
-    let (mut agent, stdin, stdout, _stderr) =
-        process::spawn(&attack_spec(dir, cg, forks)).expect("the attack starts");
+    let (mut agent, stdin, stdout, _stderr) = process::spawn(&attack_spec(dir, cg, forks))
+        .await
+        .expect("the attack starts");
     drop(stdin);
     let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
     let mut said = Vec::new();

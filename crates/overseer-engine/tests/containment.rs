@@ -577,7 +577,7 @@ async fn a_marker_stripped_setsid_double_fork_escapes_the_marker_sweep_but_not_t
     // Without a cgroup: the escapee survives stopping the tree.
     let pidfile = dir.path().join("pid-1");
     let spec = bash_spec(dir.path(), &escapee(&pidfile), Vec::new());
-    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     let stray = read_pid(&pidfile).await;
     let report = agent
         .terminate(Duration::from_millis(200))
@@ -599,7 +599,7 @@ async fn a_marker_stripped_setsid_double_fork_escapes_the_marker_sweep_but_not_t
     let pidfile = dir.path().join("pid-2");
     let mut spec = bash_spec(dir.path(), &escapee(&pidfile), Vec::new());
     spec.cgroup = Some(cg.clone());
-    let (mut agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (mut agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     let stray = read_pid(&pidfile).await;
     assert!(
         cg.pids().contains(&stray),
@@ -633,7 +633,7 @@ async fn recovery_after_a_crash_kills_what_is_left_in_run_cgroups() {
     let mut spec = bash_spec(dir.path(), &escapee(&pidfile), Vec::new());
     spec.cgroup = Some(cg.clone());
 
-    let (agent, _i, _o, _e) = process::spawn(&spec).expect("spawn");
+    let (agent, _i, _o, _e) = process::spawn(&spec).await.expect("spawn");
     let stray = read_pid(&pidfile).await;
     let agent_pid = agent.pid();
     // No cleanup on drop: as if the engine had died.
@@ -1049,7 +1049,7 @@ for k in kids:
     "#;
     let mut spec = bash_spec(dir.path(), script, Vec::new());
     spec.cgroup = Some(cg.clone());
-    let (mut agent, stdin, mut stdout, mut stderr) = process::spawn(&spec).expect("spawn");
+    let (mut agent, stdin, mut stdout, mut stderr) = process::spawn(&spec).await.expect("spawn");
     drop(stdin);
     let (mut text, mut err) = (String::new(), String::new());
     use tokio::io::AsyncReadExt;

@@ -78,9 +78,28 @@ pub(crate) fn record_hash(
     actor: &str,
     at: i64,
 ) -> String {
-    sha256_hex(
+    hex::encode(record_digest(seq, prev_hash, payload_hash, actor, at))
+}
+
+/// [`record_hash`] before its hex encoding.
+pub(crate) fn record_digest(
+    seq: i64,
+    prev_hash: &str,
+    payload_hash: &str,
+    actor: &str,
+    at: i64,
+) -> [u8; 32] {
+    Sha256::digest(
         format!("overseer-audit-v1\n{seq}\n{prev_hash}\n{payload_hash}\n{actor}\n{at}").as_bytes(),
     )
+    .into()
+}
+
+/// Whether `hex_text` is `digest` in lowercase hex, as [`sha256_hex`] and
+/// [`record_hash`] write it (compared without allocating).
+pub(crate) fn is_hex_of(digest: &[u8; 32], hex_text: &str) -> bool {
+    let mut text = [0u8; 64];
+    hex::encode_to_slice(digest, &mut text).is_ok() && text.as_slice() == hex_text.as_bytes()
 }
 
 pub(crate) fn checkpoint_message(count: i64, head_hash: &str, at: i64) -> Vec<u8> {

@@ -17,6 +17,7 @@
 
 mod attest;
 pub mod audit;
+mod batch;
 mod chain;
 pub mod changes;
 mod decision;

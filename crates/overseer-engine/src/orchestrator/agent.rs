@@ -96,8 +96,9 @@ pub(super) async fn launch_agent(
         sandbox: contained.sandbox,
         cgroup: contained.cgroup,
     };
-    let (process, stdin, stdout, stderr) =
-        process::spawn(&spec).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let (process, stdin, stdout, stderr) = process::spawn(&spec)
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     let run = work.run_id;
     if let Some(cg) = spec.cgroup {
         engine.spawn_cancellable(
