@@ -182,6 +182,25 @@ pub(crate) fn notification_for(
                 body: task,
             })
         }
+        // The supervisor decides this gate on its own authority: the user is
+        // told (they may still step in), not asked. If it escalates, that
+        // is a blocking notification of its own.
+        EngineEvent::GateOpened { run_id, .. }
+            if run.needs_you
+                && opened.is_some_and(|g| {
+                    g.authority == Some(overseer_core::supervision::Autonomy::Autonomous)
+                }) =>
+        {
+            Some(Notification {
+                kind: NotificationKind::AgentQuestionPending,
+                run_id: *run_id,
+                title: format!(
+                    "Run {run_id}: the supervisor will decide: {}",
+                    opened.map(|g| g.title.as_str()).unwrap_or_default()
+                ),
+                body: task,
+            })
+        }
         EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
             let (kind, title) = match kind {
                 GateKind::MergeReview => (

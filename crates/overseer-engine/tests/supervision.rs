@@ -536,3 +536,52 @@ async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
         ("approve", Actor::cli())
     );
 }
+
+/// Notifications follow the supervisor's autonomy: a gate an autonomous
+/// supervisor decides tells the user (a notification they may mute), while
+/// the same gate under an advisory supervisor asks them (blocking).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_the_supervisor_decides_informs_and_one_a_human_must_decide_asks() {
+    // The evaluator holds its answer: the gate stays open while we look.
+    let hold = || EvaluatorConfig::Command {
+        command: "sh".into(),
+        args: vec!["-c".into(), "cat >/dev/null; sleep 600".into()],
+    };
+    for (autonomy, want, not) in [
+        (
+            Autonomy::Autonomous,
+            NotificationKind::AgentQuestionPending,
+            NotificationKind::AgentQuestionBlocking,
+        ),
+        (
+            Autonomy::Advisory,
+            NotificationKind::AgentQuestionBlocking,
+            NotificationKind::AgentQuestionPending,
+        ),
+    ] {
+        let notes = Arc::new(Captured::default());
+        let mut p = policy(autonomy, hold());
+        p.timeout_seconds = 600;
+        let w = world_with(supervised(p), notes.clone(), "").await;
+        let run = start(&w, "happy");
+        pending_gate(&w, run, GateKind::Plan).await;
+        assert!(
+            notes.wait_for(want).await,
+            "{autonomy:?}: {:?}",
+            notes.kinds()
+        );
+        assert!(
+            !notes.kinds().contains(&not),
+            "{autonomy:?}: {:?}",
+            notes.kinds()
+        );
+        if autonomy == Autonomy::Autonomous {
+            let told = notes.0.lock().expect("lock").clone();
+            assert!(
+                told.iter()
+                    .any(|n| n.title.contains("the supervisor will decide")),
+                "{told:?}"
+            );
+        }
+    }
+}
