@@ -115,6 +115,7 @@ impl GateBody {
                 always_gated_why: None,
                 agent_options: Vec::new(),
                 ask_kind: None,
+                risk: None,
             }),
             GateKind::StepReview => GateBody::StepReview(StepRecord::default()),
             GateKind::SupervisorPause => GateBody::SupervisorPause(SupervisorPauseGate {
@@ -213,6 +214,11 @@ pub struct ToolCallGate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub ask_kind: Option<AskKind>,
+    /// How much it can harm ([`crate::rules::risk_of`]); absent on gates
+    /// opened before risk was assessed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub risk: Option<crate::rules::Risk>,
 }
 
 /// A tool call as the agent described it (ACP's fields; a hook's `id`,

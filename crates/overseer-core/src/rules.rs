@@ -1003,6 +1003,71 @@ pub enum SessionMode {
     ReadOnly,
 }
 
+/// How much a tool call can harm, for the human deciding it: shown on its
+/// card and in its notification; batch approval never includes `high` or
+/// `critical`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ts_rs::TS,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskLevel {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+/// A tool call's risk and why, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct Risk {
+    pub level: RiskLevel,
+    pub why: String,
+}
+
+/// The risk of a tool call the rules sent to a human: what it does
+/// (`req`), the always-gated category it falls in, and the rule that asked
+/// (`confinement`: it leads out of the worktree).
+pub fn risk_of(req: &ToolRequest, always_gated: Option<AlwaysGated>, rule: Option<&str>) -> Risk {
+    let risk = |level, why: &str| Risk {
+        level,
+        why: why.to_owned(),
+    };
+    if let Some(gated) = always_gated {
+        let level = match gated {
+            AlwaysGated::DeleteFiles | AlwaysGated::DropTables | AlwaysGated::DestructiveShell => {
+                RiskLevel::Critical
+            }
+            AlwaysGated::ProductionConfig
+            | AlwaysGated::InstallPackages
+            | AlwaysGated::SecretFiles => RiskLevel::High,
+        };
+        return risk(level, gated.describe());
+    }
+    if rule == Some(CONFINEMENT) {
+        return risk(RiskLevel::High, "it reaches outside the run's worktree");
+    }
+    if is_dispatch_tool(&req.tool) {
+        return risk(RiskLevel::Medium, "it starts a subagent");
+    }
+    match req.kind {
+        crate::ToolKind::Delete => risk(RiskLevel::High, "deletes a file"),
+        crate::ToolKind::Execute => match &req.command {
+            Some(c) if known_safe(c) => risk(RiskLevel::Low, "a command known to only read"),
+            Some(_) | None => risk(RiskLevel::Medium, "runs a shell command"),
+        },
+        crate::ToolKind::Edit | crate::ToolKind::Move => {
+            risk(RiskLevel::Medium, "changes files in the run's worktree")
+        }
+        crate::ToolKind::Fetch => risk(RiskLevel::Medium, "reaches the network"),
+        crate::ToolKind::Read | crate::ToolKind::Search | crate::ToolKind::Think => {
+            risk(RiskLevel::Low, "only reads")
+        }
+        crate::ToolKind::SwitchMode | crate::ToolKind::Other => {
+            risk(RiskLevel::Medium, "a tool Overseer cannot classify")
+        }
+    }
+}
+
 /// Operations a human sees every time, whatever the rules or the confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]

@@ -192,7 +192,14 @@ pub fn batch_choice(g: &GateView) -> Option<crate::GateChoice> {
     }
     let wanted = match &g.body {
         GateBody::StepReview(_) => GateChoice::StepReview(StepReviewChoice::Proceed),
-        GateBody::ToolCall(call) if call.always_gated.is_none() => {
+        // Never a call that can harm much (its risk high or critical).
+        GateBody::ToolCall(call)
+            if call.always_gated.is_none()
+                && call
+                    .risk
+                    .as_ref()
+                    .is_none_or(|r| r.level < crate::rules::RiskLevel::High) =>
+        {
             GateChoice::ToolCall(ToolCallChoice::Yes)
         }
         GateBody::ToolCall(_)
@@ -375,6 +382,22 @@ mod tests {
             t.always_gated = Some(crate::rules::AlwaysGated::DeleteFiles);
         }
         assert_eq!(batch_choice(&gated), None);
+        // A call that can harm much (deleting a file, leaving the worktree):
+        // on its own too, while a medium one may go in a batch.
+        for (level, batched) in [
+            (crate::rules::RiskLevel::High, false),
+            (crate::rules::RiskLevel::Critical, false),
+            (crate::rules::RiskLevel::Medium, true),
+        ] {
+            let mut risky = call.clone();
+            if let crate::GateBody::ToolCall(t) = &mut risky.body {
+                t.risk = Some(crate::rules::Risk {
+                    level,
+                    why: "deletes a file".into(),
+                });
+            }
+            assert_eq!(batch_choice(&risky).is_some(), batched, "{level:?}");
+        }
         // Decided, an info item, an unreadable payload, an option that needs
         // a reason: never in a batch.
         let mut decided = call.clone();

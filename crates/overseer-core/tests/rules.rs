@@ -1561,3 +1561,38 @@ fn a_read_only_session_asks_before_a_subagent_starts_whatever_the_rules_allow() 
         );
     }
 }
+
+#[test]
+fn each_tool_call_asked_of_a_human_has_a_risk_and_its_reason() {
+    use overseer_core::rules::{risk_of, RiskLevel, CONFINEMENT};
+    let level = |req: &ToolRequest, gated, rule| risk_of(req, gated, rule).level;
+    assert_eq!(level(&read("a.txt"), None, None), RiskLevel::Low);
+    assert_eq!(level(&bash("git status"), None, None), RiskLevel::Low);
+    assert_eq!(level(&bash("npm test"), None, None), RiskLevel::Medium);
+    assert_eq!(level(&edit("src/a.rs"), None, None), RiskLevel::Medium);
+    assert_eq!(level(&tool("Task", "think"), None, None), RiskLevel::Medium);
+    assert_eq!(
+        level(&tool("Delete", "delete"), None, None),
+        RiskLevel::High
+    );
+    assert_eq!(
+        level(&read("../x"), None, Some(CONFINEMENT)),
+        RiskLevel::High,
+        "out of the worktree"
+    );
+    let rm = risk_of(
+        &bash("rm -rf build"),
+        Some(AlwaysGated::DestructiveShell),
+        None,
+    );
+    assert_eq!(rm.level, RiskLevel::Critical);
+    assert_eq!(rm.why, AlwaysGated::DestructiveShell.describe());
+    assert_eq!(
+        level(&edit(".env"), Some(AlwaysGated::SecretFiles), None),
+        RiskLevel::High
+    );
+    assert_eq!(
+        level(&bash("npm i x"), Some(AlwaysGated::InstallPackages), None),
+        RiskLevel::High
+    );
+}

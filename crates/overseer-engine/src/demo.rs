@@ -379,15 +379,17 @@ pub fn seed_bulk(
 /// The demo fleet's waiting run asks this: a package install, always gated.
 fn demo_install_call() -> GateBody {
     let gated = AlwaysGated::InstallPackages;
+    let request = ToolRequest {
+        tool: "Bash".to_owned(),
+        kind: overseer_core::ToolKind::Execute,
+        command: Some("npm install pg-migrate".to_owned()),
+        paths: Vec::new(),
+        resolved: Vec::new(),
+    };
     GateBody::ToolCall(ToolCallGate {
         tool_call: AgentToolCall::default(),
-        request: ToolRequest {
-            tool: "Bash".to_owned(),
-            kind: overseer_core::ToolKind::Execute,
-            command: Some("npm install pg-migrate".to_owned()),
-            paths: Vec::new(),
-            resolved: Vec::new(),
-        },
+        risk: Some(overseer_core::rules::risk_of(&request, Some(gated), None)),
+        request,
         reason: format!("{}: npm install pg-migrate", gated.describe()),
         rule: None,
         always_gated: Some(gated),

@@ -7,7 +7,7 @@
 mod common;
 use common::Captured;
 
-use common::{pending_gate, start, start_with, state, until, world_with, World};
+use common::{pending_gate, start, start_with, state, until, world, world_with, World};
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
@@ -584,4 +584,48 @@ async fn a_gate_the_supervisor_decides_informs_and_one_a_human_must_decide_asks(
             );
         }
     }
+}
+
+/// Every tool call the engine asks a human about says how much it can harm,
+/// and batch approval never offers one that can harm much: a real agent's
+/// `rm -rf build/` (always gated) is critical, its `.env` edit high, and
+/// neither is batch-approvable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_gate_says_its_risk_and_a_risky_one_is_never_batch_approved() {
+    use overseer_core::rules::RiskLevel;
+    let w = world(vec![]).await;
+    let run = start(&w, "destructive");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let rm = pending_gate(&w, run, GateKind::ToolCall).await;
+    let overseer_core::GateBody::ToolCall(call) = &rm.body else {
+        panic!("a tool call: {:?}", rm.body)
+    };
+    let risk = call.risk.clone().expect("the gate says its risk");
+    assert_eq!(risk.level, RiskLevel::Critical, "{risk:?}");
+    assert!(!risk.why.is_empty());
+    assert_eq!(rm.batch_option, None, "never batch-approved");
+    w.engine
+        .decide_gate(rm.id, "yes", None, &Actor::cli())
+        .expect("yes");
+    let env = until(&w, "the .env edit's gate", |e| {
+        let pending = e.gates(true).ok()?;
+        // The first step's review between the two: go on.
+        for g in &pending {
+            if g.run_id == run && g.kind() == GateKind::StepReview {
+                let _ = e.decide_gate(g.id, "proceed", None, &Actor::cli());
+            }
+        }
+        pending
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind() == GateKind::ToolCall && g.id != rm.id)
+    })
+    .await;
+    let overseer_core::GateBody::ToolCall(call) = &env.body else {
+        panic!("a tool call: {:?}", env.body)
+    };
+    assert_eq!(call.risk.as_ref().map(|r| r.level), Some(RiskLevel::High));
+    assert_eq!(env.batch_option, None);
 }

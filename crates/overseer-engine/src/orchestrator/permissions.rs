@@ -238,6 +238,11 @@ pub(super) async fn tool_permission(
                     name: tool_call.name.clone(),
                 },
                 request: req.clone(),
+                risk: Some(overseer_core::rules::risk_of(
+                    &req,
+                    always_gated,
+                    rule.as_deref(),
+                )),
                 reason,
                 rule,
                 always_gated,

@@ -502,6 +502,10 @@ max_attempts: number,
  */
 backoff_seconds: number, };
 
+export type Risk = { level: RiskLevel, why: string, };
+
+export type RiskLevel = "low" | "medium" | "high" | "critical";
+
 export type RuleDecision = { 
 /**
  * The call's title (matches its `tool_call` entry's).
@@ -908,7 +912,12 @@ agent_options: Array<AgentOption>,
 /**
  * Declared by external sessions (`blocking`); absent otherwise.
  */
-ask_kind?: AskKind, };
+ask_kind?: AskKind, 
+/**
+ * How much it can harm ([`crate::rules::risk_of`]); absent on gates
+ * opened before risk was assessed.
+ */
+risk?: Risk, };
 
 export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed";
 

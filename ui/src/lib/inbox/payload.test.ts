@@ -35,12 +35,13 @@ describe("gate payloads", () => {
           reason: "destructive shell commands always ask",
           always_gated: "destructive_shell",
           always_gated_why: "a destructive shell command",
+          risk: { level: "critical", why: "runs a destructive shell command" },
         },
       ),
     );
-    expect(t).toMatchObject({ kind: "execute", tool: "Bash", command: "rm -rf build/", paths: ["/w/build"], alwaysGated: "destructive_shell", alwaysGatedWhy: "a destructive shell command", rule: null, content: null });
+    expect(t).toMatchObject({ kind: "execute", tool: "Bash", command: "rm -rf build/", paths: ["/w/build"], alwaysGated: "destructive_shell", alwaysGatedWhy: "a destructive shell command", rule: null, content: null, risk: { level: "critical", why: "runs a destructive shell command" } });
     const edit = toolCallOf(toolCallGate({ tool: "Edit", kind: "edit", paths: ["a.txt"] }, { tool_call: { id: null, title: null, kind: null, raw_input: { path: "a.txt", content: "hi\n" } } }));
-    expect(edit).toMatchObject({ kind: "edit", command: null, paths: ["a.txt"], content: "hi\n", alwaysGated: null });
+    expect(edit).toMatchObject({ kind: "edit", command: null, paths: ["a.txt"], content: "hi\n", alwaysGated: null, risk: null });
   });
 
   it("reads a deviation: error and attempts", () => {

@@ -11,6 +11,7 @@ import type {
   NoticeKind,
   PlanProposal,
   PlanSource,
+  Risk,
   StepRecord,
   SupervisorPauseGate,
   ToolCallGate,
@@ -55,6 +56,9 @@ export interface ToolCallView {
   rule: string | null;
   alwaysGated: string | null;
   alwaysGatedWhy: string | null;
+  /** How much it can harm, as the engine assessed it (null on gates from
+   * before risk was assessed). */
+  risk: Risk | null;
 }
 
 /** A text field of the agent's raw tool input (its shape is the agent's). */
@@ -76,6 +80,7 @@ export function toolCallOf(p: ToolCallGate): ToolCallView {
     rule: str(p.rule),
     alwaysGated: p.always_gated,
     alwaysGatedWhy: str(p.always_gated_why),
+    risk: p.risk ?? null,
   };
 }
 

@@ -83,6 +83,11 @@ impl Engine {
                         ..AgentToolCall::default()
                     },
                     request: req.clone(),
+                    risk: Some(overseer_core::rules::risk_of(
+                        &req,
+                        always_gated,
+                        rule.as_deref(),
+                    )),
                     reason,
                     rule,
                     always_gated,
