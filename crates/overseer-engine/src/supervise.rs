@@ -180,41 +180,37 @@ impl Supervision {
         Ok(gate)
     }
 
-    /// Puts a gate the store opened on its own (the merge review of a run
-    /// entering pending_review) under the supervisor's policy.
-    pub(crate) fn supervise_gate(
-        self: &Arc<Self>,
-        work: &RunWork,
-        gate: GateId,
-    ) -> Result<(), ApiError> {
-        let policy = policy_of(work);
-        let kind = self.gate(gate)?.kind();
-        let Some(mut authority) = policy.authority(kind) else {
-            return Ok(());
-        };
-        // A supervisor never merges files other tools run on their own: on
-        // such a review it only advises, and a human decides.
-        if kind == GateKind::MergeReview && authority == Autonomy::Autonomous {
+    /// The supervisor's authority on a merge review of `work`'s run, when
+    /// its policy gives it one: never autonomous on a merge of files other
+    /// tools run on their own (it only advises there, and the timeline
+    /// says why). Written with the review, in the transaction that opens it
+    /// ([`crate::Records::transition_reviewing`]), so its notification
+    /// already knows who decides.
+    pub(crate) fn review_authority(&self, work: &RunWork) -> Option<Autonomy> {
+        let mut authority = policy_of(work).authority(GateKind::MergeReview)?;
+        if authority == Autonomy::Autonomous {
             if let Some(why) = self.merge_needs_a_human(work.run_id) {
                 authority = Autonomy::Advisory;
-                self.record_activity(
+                self.record_activity_or_warn(
                     work.run_id,
                     Activity::Merge {
                         text: format!("the supervisor only advises on this merge review: {why}"),
                         outcome: None,
                     },
-                )?;
+                );
             }
         }
-        let now = self.clock.now();
-        self.write(|tx| {
-            tx.set_gate_authority(gate, Some(authority), Some(kind.approve_option()), now)
-        })?;
+        Some(authority)
+    }
+
+    /// Starts the supervisor's evaluation of a merge review opened under
+    /// its authority ([`Supervision::review_authority`]).
+    pub(crate) fn supervise_review(self: &Arc<Self>, work: &RunWork, gate: GateId) {
+        let policy = policy_of(work);
         let engine = self.clone();
         if let Some(rt) = self.runtime.get() {
             rt.spawn(async move { evaluate_gate(engine, gate, policy).await });
         }
-        Ok(())
     }
 
     /// Writes a gate from a spec and publishes it.

@@ -374,7 +374,7 @@ impl Records {
         actor: &Actor,
     ) -> Result<RunView, ApiError> {
         let review = overseer_core::MergeReviewGate::default();
-        self.transition_reviewing(run, event, note, actor, &review)
+        self.transition_reviewing(run, event, note, actor, &review, None)
     }
 
     /// [`Engine::transition`], with what the merge review it opens (when the
@@ -386,11 +386,23 @@ impl Records {
         note: Option<&str>,
         actor: &Actor,
         review: &overseer_core::MergeReviewGate,
+        authority: Option<overseer_core::supervision::Autonomy>,
     ) -> Result<RunView, ApiError> {
         let now = self.clock.now();
         Ok(self.write(|tx| {
             tx.transition_reviewing(run, event, note, actor, now, review)?;
-            tx.run(run)
+            let view = tx.run(run)?;
+            // The supervisor's authority on the review it opened, in the
+            // same commit: its notification knows who decides.
+            let opened = view
+                .pending_gate
+                .as_ref()
+                .filter(|g| g.kind == overseer_core::GateKind::MergeReview);
+            if let (Some(gate), Some(authority)) = (opened, authority) {
+                let approve = overseer_core::GateKind::MergeReview.approve_option();
+                tx.set_gate_authority(gate.id, Some(authority), Some(approve), now)?;
+            }
+            Ok(view)
         })?)
     }
 

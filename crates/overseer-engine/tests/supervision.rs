@@ -629,3 +629,53 @@ async fn a_tool_call_gate_says_its_risk_and_a_risky_one_is_never_batch_approved(
     assert_eq!(call.risk.as_ref().map(|r| r.level), Some(RiskLevel::High));
     assert_eq!(env.batch_option, None);
 }
+
+/// A merge review the supervisor decides on its own authority tells the
+/// user (its authority is written with the review, so its notification
+/// knows), instead of asking them to review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_review_the_supervisor_decides_informs_instead_of_asking_for_a_review() {
+    let notes = Arc::new(Captured::default());
+    let mut p = policy(
+        Autonomy::Advisory,
+        EvaluatorConfig::Command {
+            command: "sh".into(),
+            args: vec!["-c".into(), "cat >/dev/null; sleep 600".into()],
+        },
+    );
+    p.gate_authority = [(GateKind::MergeReview, Autonomy::Autonomous)]
+        .into_iter()
+        .collect();
+    p.timeout_seconds = 600;
+    let w = world_with(supervised(p), notes.clone(), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let review = yes_until(&w, run.into(), "the merge review", |e| {
+        let g = e
+            .gates(true)
+            .ok()?
+            .into_iter()
+            .find(|g| g.run_id == run && g.kind() == GateKind::MergeReview)?;
+        Some(g)
+    })
+    .await;
+    assert_eq!(review.authority, Some(Autonomy::Autonomous));
+    // Told after the commit that opened the review.
+    assert!(notes.wait_for(NotificationKind::AgentQuestionPending).await);
+    let told = notes.0.lock().expect("lock").clone();
+    assert!(
+        told.iter()
+            .any(|n| n.kind == NotificationKind::AgentQuestionPending
+                && n.title.contains("the supervisor will decide")),
+        "{told:?}"
+    );
+    assert!(
+        !told
+            .iter()
+            .any(|n| n.kind == NotificationKind::RunPendingReview),
+        "no review asked of the user: {told:?}"
+    );
+}

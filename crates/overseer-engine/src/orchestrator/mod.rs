@@ -504,6 +504,7 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
     let review = overseer_core::MergeReviewGate {
         auto_run: auto_run.unwrap_or_default(),
     };
+    let authority = engine.review_authority(work);
     let view = engine.transition_reviewing(
         run,
         RunEvent::Finish {
@@ -512,12 +513,14 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
         None,
         &Actor::Engine,
         &review,
+        authority,
     )?;
-    if let Some(gate) = view
-        .pending_gate
-        .filter(|g| g.kind == GateKind::MergeReview)
-    {
-        engine.supervise_gate(work, gate.id)?;
+    if let (Some(gate), Some(_)) = (
+        view.pending_gate
+            .filter(|g| g.kind == GateKind::MergeReview),
+        authority,
+    ) {
+        engine.supervise_review(work, gate.id);
     }
     Ok(())
 }
