@@ -154,19 +154,20 @@ impl Drop for GateWait<'_> {
 ///
 /// | layer | its job | its own state | its methods |
 /// |---|---|---|---|
-/// | [`Shared`] | the store, the event bus, the clock, the tasks | store, writer, bus, config | `engine.rs`, `settings.rs` |
-/// | [`Records`] | the timeline, transitions, workspaces, diffs, signed effects | | `work.rs`, `signed.rs`, `autorun.rs` |
-/// | [`Runs`] | live agents, their containment, caps and disk pauses | live runs, floods, disk | `orchestrator/mod.rs`, `containment.rs`, `flood/`, `disk/` |
+/// | [`Shared`] | the store, the event bus, the clock, the tasks | store, writer, bus, config | `engine.rs` |
+/// | [`Records`] | the timeline, transitions, workspaces, diffs, signed effects, settings, gate pages | | `work.rs`, `signed.rs`, `autorun.rs`, `settings.rs`, `gate_page.rs` |
+/// | [`Runs`] | live agents, their containment, limits and the disk floor | live runs, floods, disk | part of `orchestrator/mod.rs`, `containment.rs`, `disk/watch.rs` |
 /// | [`Merges`] | reviews and merges | | `merge.rs` |
-/// | [`Supervision`] | gates: rules, the supervisor, decisions, steering | | `supervise.rs`, `decide.rs` |
-/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop | external sessions | `orchestrator/`, `agents/` |
+/// | [`Supervision`] | gates: rules, the supervisor, decisions, steering, flood pauses | itself (`Weak`) | `supervise.rs`, `decide.rs`, `flood/pause.rs` |
+/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop | external sessions, the runs' sockets | `orchestrator/`, `agents/` |
 ///
 /// Each layer holds the one below in an `Arc` and derefs to it (a layer *is*
 /// its lower layers plus its own job), so the handle reaches every
 /// service's methods while each service's code sees only what is beneath
 /// it; a service that spawns work that outlives a call takes
-/// `self: &Arc<Self>` and gives the task its own layer, never the engine. The contract's [`crate::api::Api`]
-/// is implemented on [`crate::api::Served`], not here.
+/// `self: &Arc<Self>` and gives the task its own layer, never the engine.
+/// The contract's `Api` is implemented on `overseer_server::api::Served`,
+/// not here.
 /// Cheap to share: wrap it in an `Arc`.
 pub struct Engine {
     below: Arc<Supervision>,
