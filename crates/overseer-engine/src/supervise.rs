@@ -168,16 +168,22 @@ impl Supervision {
         }
         let gate = self.open_gate_spec(&spec, actor)?;
         if spec.authority.is_some() {
-            let engine = self.clone();
-            let spawned = self
-                .runtime
-                .get()
-                .map(|rt| rt.spawn(async move { evaluate_gate(engine, gate, policy).await }));
-            if spawned.is_none() {
-                tracing::warn!(gate = %gate, "no runtime: the supervisor cannot evaluate this gate");
-            }
+            self.evaluate_later(gate, policy);
         }
         Ok(gate)
+    }
+
+    /// Starts the supervisor's evaluation of `gate` on the orchestrator's
+    /// runtime.
+    fn evaluate_later(self: &Arc<Self>, gate: GateId, policy: SupervisorPolicy) {
+        let engine = self.clone();
+        let spawned = self
+            .runtime
+            .get()
+            .map(|rt| rt.spawn(async move { evaluate_gate(engine, gate, policy).await }));
+        if spawned.is_none() {
+            tracing::warn!(gate = %gate, "no runtime: the supervisor cannot evaluate this gate");
+        }
     }
 
     /// The supervisor's authority on a merge review of `work`'s run, when
@@ -206,11 +212,7 @@ impl Supervision {
     /// Starts the supervisor's evaluation of a merge review opened under
     /// its authority ([`Supervision::review_authority`]).
     pub(crate) fn supervise_review(self: &Arc<Self>, work: &RunWork, gate: GateId) {
-        let policy = policy_of(work);
-        let engine = self.clone();
-        if let Some(rt) = self.runtime.get() {
-            rt.spawn(async move { evaluate_gate(engine, gate, policy).await });
-        }
+        self.evaluate_later(gate, policy_of(work));
     }
 
     /// Writes a gate from a spec and publishes it.

@@ -55,6 +55,17 @@ fn policy(autonomy: Autonomy, evaluator: EvaluatorConfig) -> SupervisorPolicy {
     }
 }
 
+/// A command evaluator: `script` run by `sh -c`, the gate's JSON on stdin.
+fn sh_evaluator(script: &str) -> EvaluatorConfig {
+    EvaluatorConfig::Command {
+        command: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+    }
+}
+
+/// An evaluator that holds its answer: the gate stays open while a test looks.
+const HOLD: &str = "cat >/dev/null; sleep 600";
+
 /// Says yes to every tool call of `run` until `pred` holds.
 async fn yes_until<T>(
     w: &World,
@@ -223,13 +234,7 @@ async fn an_autonomous_rules_supervisor_runs_a_task_and_every_decision_has_its_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_evaluator_escalates_notifies_and_never_approves() {
     let notes = Arc::new(Captured::default());
-    let garbage = EvaluatorConfig::Command {
-        command: "sh".into(),
-        args: vec![
-            "-c".into(),
-            "cat >/dev/null; echo 'looks fine to me'".into(),
-        ],
-    };
+    let garbage = sh_evaluator("cat >/dev/null; echo 'looks fine to me'");
     let w = world_with(
         supervised(policy(Autonomy::Autonomous, garbage)),
         notes.clone(),
@@ -499,16 +504,10 @@ async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
 async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
     let dir = tempfile::tempdir().expect("tempdir");
     let go = dir.path().join("go");
-    let slow = EvaluatorConfig::Command {
-        command: "sh".into(),
-        args: vec![
-            "-c".into(),
-            format!(
-                "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
-                 echo '{{\"verdict\":\"reject\",\"rationale\":\"too risky\"}}'"
-            ),
-        ],
-    };
+    let slow = sh_evaluator(&format!(
+        "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
+         echo '{{\"verdict\":\"reject\",\"rationale\":\"too risky\"}}'"
+    ));
     let mut p = policy(Autonomy::Autonomous, slow);
     p.timeout_seconds = 120;
     let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
@@ -543,10 +542,7 @@ async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_the_supervisor_decides_informs_and_one_a_human_must_decide_asks() {
     // The evaluator holds its answer: the gate stays open while we look.
-    let hold = || EvaluatorConfig::Command {
-        command: "sh".into(),
-        args: vec!["-c".into(), "cat >/dev/null; sleep 600".into()],
-    };
+    let hold = || sh_evaluator(HOLD);
     for (autonomy, want, not) in [
         (
             Autonomy::Autonomous,
@@ -636,13 +632,7 @@ async fn a_tool_call_gate_says_its_risk_and_a_risky_one_is_never_batch_approved(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_merge_review_the_supervisor_decides_informs_instead_of_asking_for_a_review() {
     let notes = Arc::new(Captured::default());
-    let mut p = policy(
-        Autonomy::Advisory,
-        EvaluatorConfig::Command {
-            command: "sh".into(),
-            args: vec!["-c".into(), "cat >/dev/null; sleep 600".into()],
-        },
-    );
+    let mut p = policy(Autonomy::Advisory, sh_evaluator(HOLD));
     p.gate_authority = [(GateKind::MergeReview, Autonomy::Autonomous)]
         .into_iter()
         .collect();

@@ -446,6 +446,11 @@ impl WriteTx<'_> {
                 )))
             }
         };
+        // The vote as it is recorded: with the verdict it amounts to.
+        let recorded = DecisionInput {
+            verdict: Some(verdict),
+            ..input.clone()
+        };
         // A gate closed by someone who is not a voter (a timer, the engine
         // cancelling it) is closed for everyone; a supervisor's autonomous
         // decision stays open to the human until its effect happens.
@@ -457,8 +462,6 @@ impl WriteTx<'_> {
             // The supervisor's vote after a human decided: kept as a trace
             // of the disagreement (or the agreement), deciding nothing.
             if matches!(actor, Actor::Supervisor(_)) && d.actor.is_user() {
-                let mut recorded = input.clone();
-                recorded.verdict = Some(verdict);
                 let decision_id =
                     self.record_decision_note(gate.run_id, Some(gate_id), actor, &recorded, now)?;
                 return Ok(VoteOutcome {
@@ -486,8 +489,6 @@ impl WriteTx<'_> {
                 VoteRefused::NotAllowed(why) => StoreError::InvalidInput(why),
             });
         }
-        let mut recorded = input.clone();
-        recorded.verdict = Some(verdict);
         let decision_id =
             self.record_decision_note(gate.run_id, Some(gate_id), actor, &recorded, now)?;
         let mut all = prior;
