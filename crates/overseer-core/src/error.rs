@@ -23,6 +23,11 @@ pub enum ErrorCode {
     /// The caller may not ask this: a process inside a run talking to the
     /// engine (a run can ask and report only through its agent's protocol).
     Forbidden,
+    /// The caller has no credential, or one that is unknown, expired or
+    /// revoked (a browser that is not paired): pair it and retry.
+    Unauthorized,
+    /// Too many requests or wrong tries: wait and retry.
+    RateLimited,
     /// A bug: something that should not happen did.
     Internal,
 }

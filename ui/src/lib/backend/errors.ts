@@ -9,6 +9,8 @@ const CODES: readonly ErrorCode[] = [
   "storage",
   "engine_unavailable",
   "forbidden",
+  "unauthorized",
+  "rate_limited",
   "internal",
 ];
 

@@ -241,7 +241,7 @@ max_attempts?: number, };
 
 export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, };
 
-export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "internal";
+export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "unauthorized" | "rate_limited" | "internal";
 
 export type EvaluatorConfig = { "type": "rules" } | { "type": "command", command: string, args: Array<string>, } | { "type": "openai", base_url: string, model: string, 
 /**
