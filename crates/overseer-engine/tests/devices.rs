@@ -320,3 +320,39 @@ fn only_the_local_owner_pairs_and_revokes_and_persons_are_checked() {
         .expect_err("no name");
     assert_eq!(e.code, ErrorCode::InvalidInput);
 }
+
+/// Whatever transport carries a request (the socket, the browser's), the
+/// contract's operations refuse a device that would pair or revoke.
+#[test]
+fn the_contract_refuses_a_device_pairing_or_revoking_whatever_carries_it() {
+    use overseer_server::api::{Request, Route};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_on(dir.path(), TestClock::new());
+    let ana = pair(&engine, "ana", "Ana's phone");
+    let call = |json: serde_json::Value, actor: &Actor| {
+        let request: Request = serde_json::from_value(json).expect("a request");
+        let Route::Call(call) = request.route() else {
+            panic!("a call")
+        };
+        call.perform(&engine, actor)
+    };
+    let pair_eve = serde_json::json!({"method": "pair_device", "params": {"person": "eve", "name": "Eve's phone"}});
+    let revoke_ana =
+        serde_json::json!({"method": "revoke_device", "params": {"device": ana.device.id}});
+    let e = call(pair_eve.clone(), &ana.device.actor()).expect_err("forbidden");
+    assert_eq!(e.code, ErrorCode::Forbidden);
+    let e = call(revoke_ana.clone(), &ana.device.actor()).expect_err("forbidden");
+    assert_eq!(e.code, ErrorCode::Forbidden);
+    // A device may list them (the window's Settings does, in a browser too).
+    let listed = call(
+        serde_json::json!({"method": "list_devices"}),
+        &ana.device.actor(),
+    )
+    .expect("listed");
+    assert_eq!(listed[0]["person"], "ana");
+
+    let code = call(pair_eve, &Actor::app()).expect("the owner pairs");
+    assert_eq!(code["code"].as_str().map(str::len), Some(9));
+    let revoked = call(revoke_ana, &Actor::cli()).expect("the owner revokes");
+    assert!(revoked["revoked_at"].is_number());
+}

@@ -431,6 +431,22 @@ export type NotificationSettings = { muted: Array<NotificationKind>, };
 
 export type OpenRun = { run_id: RunId, };
 
+export type Pairing = { 
+/**
+ * The one-time code as shown: `ABCD-EFGH` (typed in any case, with or
+ * without the dash).
+ */
+code: string, 
+/**
+ * When the code stops working (5 minutes after it was issued).
+ */
+expires_at: number, 
+/**
+ * Where the engine serves browsers, when it does: the page to open (a
+ * QR code of it) and type the code into.
+ */
+url: string | null, };
+
 export type PathChange = "added" | "changed" | "deleted";
 
 export type PendingGate = { id: GateId, kind: GateKind, 
