@@ -148,10 +148,12 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
 
     // Below the floor the run is paused: on its timeline, and one
     // notification.
-    eventually("the pause on the run's timeline", 20, || {
-        notices(&w.engine, run)
+    // (The timeline first, then the notification: wait for both.)
+    eventually("the pause on the run's timeline, and told", 20, || {
+        (notices(&w.engine, run)
             .iter()
             .any(|t| t.starts_with("Paused"))
+            && notified.disk_full() > 0)
             .then_some(())
     })
     .await;
