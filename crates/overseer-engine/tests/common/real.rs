@@ -543,10 +543,17 @@ impl Real {
 
     /// The run's agent processes (by the engine's marker), not zombies.
     pub fn agent_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
-        let marker = format!(
-            "OVERSEER_AGENT_MARKER={}\0",
-            self.engine().agent_marker(run)
-        );
+        self.marked_pids(&self.engine().agent_marker(run))
+    }
+
+    /// The processes of the run's checks (sensors), not zombies.
+    pub fn sensor_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
+        self.marked_pids(&format!("{}-sensors", self.engine().agent_marker(run)))
+    }
+
+    /// The processes whose environment carries exactly `marker`.
+    fn marked_pids(&self, marker: &str) -> Vec<u32> {
+        let marker = format!("OVERSEER_AGENT_MARKER={marker}\0");
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
