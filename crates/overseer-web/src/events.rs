@@ -1,0 +1,140 @@
+//! `GET /api/events`: the engine's events pushed to a paired browser over
+//! a WebSocket. The first frame is the hello (this engine process's id:
+//! another id after a reconnect means the engine restarted and the page
+//! resyncs), then one frame per engine event in commit order.
+//!
+//! Each socket has a bounded queue: a browser that does not read (a phone
+//! that slept, a stuck tab) is dropped once its queue is full, or when one
+//! frame cannot be written for [`SEND_TIMEOUT`]; it reconnects and resyncs.
+//! The engine's bus never waits for a browser. A device revoked while
+//! connected gets close code 4401 at once.
+
+use crate::auth;
+use crate::reply;
+use crate::routes::Web;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use overseer_core::EngineEvent;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::mpsc;
+
+/// Frames a socket may have waiting to be written.
+pub const QUEUE: usize = 256;
+/// How long one frame may take to be written before the browser is dropped.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// The close code for a revoked device.
+pub const REVOKED: u16 = 4401;
+/// The largest frame a browser may send (it sends none the server reads).
+const MAX_INCOMING: usize = 64 << 10;
+
+/// The channel events go out on, as the contract's table names it.
+fn event_channel() -> &'static str {
+    overseer_api::EVENTS
+        .iter()
+        .find(|e| e.name == "subscribe")
+        .map_or("overseer://event", |e| e.channel)
+}
+
+fn frame<T: serde::Serialize>(channel: &str, payload: &T) -> Option<Message> {
+    serde_json::to_string(&serde_json::json!({ "channel": channel, "payload": payload }))
+        .ok()
+        .map(|s| Message::Text(s.into()))
+}
+
+/// The upgrade: a paired device only (Origin was checked before).
+pub async fn upgrade(State(web): State<Web>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    let device = match auth::device(&web.engine, &headers).await {
+        Ok(d) => d,
+        Err(e) => return reply::error(e),
+    };
+    // Subscribed before the upgrade is answered: no event committed after
+    // the browser sees the 101 is missed.
+    let bus = web.engine.subscribe();
+    let hello = frame(
+        "overseer://hello",
+        &serde_json::json!({ "engine": &*web.instance }),
+    );
+    ws.max_message_size(MAX_INCOMING)
+        .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
+}
+
+/// Why a socket's pump stopped.
+enum Exit {
+    Revoked,
+    TooSlow,
+    EngineClosed,
+}
+
+async fn pump(
+    socket: WebSocket,
+    mut bus: broadcast::Receiver<EngineEvent>,
+    device: i64,
+    hello: Option<Message>,
+) {
+    let (mut sink, mut incoming) = socket.split();
+    let (queue, mut queued) = mpsc::channel::<Message>(QUEUE);
+    if let Some(hello) = hello {
+        let _ = queue.try_send(hello);
+    }
+    let channel = event_channel();
+    let writer = async move {
+        while let Some(message) = queued.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            match tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) if !closing => {}
+                _ => return,
+            }
+        }
+    };
+    let reader = async {
+        // The browser sends nothing we act on; reading notices it leave
+        // (and answers its pings).
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+        }
+    };
+    let forward = async {
+        loop {
+            match bus.recv().await {
+                Ok(event) => {
+                    if auth::revoked(&event) == Some(device) {
+                        let _ = queue.try_send(Message::Close(Some(CloseFrame {
+                            code: REVOKED,
+                            reason: "this device was revoked".into(),
+                        })));
+                        return Exit::Revoked;
+                    }
+                    let Some(message) = frame(channel, &event) else {
+                        continue;
+                    };
+                    if queue.try_send(message).is_err() {
+                        return Exit::TooSlow;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => return Exit::TooSlow,
+                Err(RecvError::Closed) => return Exit::EngineClosed,
+            }
+        }
+    };
+    tokio::pin!(writer);
+    tokio::select! {
+        _ = &mut writer => {}
+        _ = reader => {}
+        exit = forward => match exit {
+            Exit::Revoked => {
+                // The frames before it, then the close; not longer than one send.
+                let _ = tokio::time::timeout(SEND_TIMEOUT, writer).await;
+            }
+            Exit::TooSlow => {
+                tracing::info!("a browser did not read its events ({QUEUE} waiting): dropped; it will reconnect and resync");
+            }
+            Exit::EngineClosed => {}
+        },
+    }
+}
