@@ -11,7 +11,7 @@
 
 use crate::auth;
 use crate::reply;
-use crate::routes::Web;
+use crate::state::Web;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::HeaderMap;

@@ -40,6 +40,7 @@ pub mod events;
 pub mod listen;
 pub mod reply;
 mod routes;
+mod state;
 
 pub use listen::{bind, TlsFiles, WebConfig, WebError, WebServer};
 

@@ -1,6 +1,7 @@
 //! The HTTP routes and the checks every request passes first (Origin, Host,
 //! body size, the number of calls at once).
 
+pub use crate::state::{Web, MAX_IN_FLIGHT};
 use crate::{assets, auth, calls, events, reply, MAX_BODY};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -10,43 +11,6 @@ use axum::response::Response;
 use axum::routing::{any, get, post};
 use axum::Router;
 use overseer_core::{ApiError, ErrorCode};
-use overseer_engine::Engine;
-use std::sync::Arc;
-use tokio::sync::Semaphore;
-
-/// `/api` requests served at once; more get 429 at once (a flood is
-/// refused, the engine's threads stay free for everyone else).
-pub const MAX_IN_FLIGHT: usize = 32;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct Web {
-    pub engine: Arc<Engine>,
-    /// `http` or `https`: what the browser's Origin names.
-    pub scheme: &'static str,
-    /// Serving on loopback: only loopback host names are answered on
-    /// `/api` (a page of another site whose name resolves to 127.0.0.1,
-    /// "DNS rebinding", is refused).
-    pub loopback: bool,
-    /// This engine process's id, sent in the socket's hello.
-    pub instance: Arc<str>,
-    in_flight: Arc<Semaphore>,
-}
-
-impl Web {
-    pub fn new(engine: Arc<Engine>, scheme: &'static str, loopback: bool) -> Web {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        Web {
-            engine,
-            scheme,
-            loopback,
-            instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
-            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-        }
-    }
-}
 
 pub fn router(web: Web) -> Router {
     Router::new()
@@ -138,7 +102,7 @@ async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response
         }
         return too_large();
     }
-    let Ok(_slot) = web.in_flight.clone().try_acquire_owned() else {
+    let Ok(_slot) = web.in_flight().try_acquire_owned() else {
         return reply::error(ApiError::new(
             ErrorCode::RateLimited,
             format!(
