@@ -51,6 +51,11 @@ struct ServeArgs {
     /// The TLS private key (PEM) for --web
     #[arg(long, value_name = "PEM", requires = "web", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Where a TLS-terminating proxy serves --web (`tailscale serve`, a
+    /// reverse proxy), e.g. https://box.tailnet.ts.net: pages of that origin
+    /// are answered too, and it is the URL shown for pairing. Repeatable
+    #[arg(long, value_name = "URL", requires = "web")]
+    web_origin: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -1167,7 +1172,11 @@ async fn serve(paths: Paths, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 (Some(cert), Some(key)) => Some(overseer_web::TlsFiles { cert, key }),
                 _ => None,
             };
-            Some(overseer_web::bind(&overseer_web::WebConfig { addr, tls })?)
+            Some(overseer_web::bind(&overseer_web::WebConfig {
+                addr,
+                tls,
+                public_origins: args.web_origin,
+            })?)
         }
         None => None,
     };

@@ -563,6 +563,7 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
     let web = overseer_web::bind(&overseer_web::WebConfig {
         addr: "127.0.0.1:0".parse().expect("addr"),
         tls: None,
+        public_origins: Vec::new(),
     })
     .expect("bind the web endpoint");
     let web_addr = web.local_addr();

@@ -36,6 +36,31 @@ pub struct TlsFiles {
 pub struct WebConfig {
     pub addr: SocketAddr,
     pub tls: Option<TlsFiles>,
+    /// The origins (`https://box.tailnet.ts.net`) a TLS-terminating proxy
+    /// serves this engine at, forwarding to its loopback address: requests
+    /// from those pages are answered too. The first is the URL announced
+    /// for pairing.
+    pub public_origins: Vec<String>,
+}
+
+/// `url` as an origin (`scheme://host[:port]`, lowercase), or why not.
+fn origin_of(url: &str) -> Result<String, WebError> {
+    let bad = |why: &str| {
+        WebError::Origin(format!(
+            "{url:?} is not an origin ({why}): give the address the browser opens, like \
+             https://box.tailnet.ts.net or https://overseer.example.com:8443"
+        ))
+    };
+    let url = url.trim_end_matches('/');
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "https" && scheme != "http" {
+        return Err(bad("the scheme is neither https nor http"));
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return Err(bad("only a scheme, a host and a port"));
+    }
+    Ok(format!("{scheme}://{}", rest.to_ascii_lowercase()))
 }
 
 /// Why the web transport cannot start.
@@ -51,6 +76,8 @@ pub enum WebError {
     PlainOffLoopback(SocketAddr),
     #[error("TLS: {0}")]
     Tls(String),
+    #[error("--web-origin: {0}")]
+    Origin(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -63,6 +90,7 @@ pub struct WebServer {
     listener: std::net::TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     local: SocketAddr,
+    public_origins: Vec<String>,
 }
 
 fn read_pem(what: &str, path: &std::path::Path) -> Result<Vec<u8>, WebError> {
@@ -117,6 +145,11 @@ fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, WebError> {
 /// Binds `config.addr` (no runtime needed), refusing plain HTTP off
 /// loopback and a certificate that cannot be used.
 pub fn bind(config: &WebConfig) -> Result<WebServer, WebError> {
+    let public_origins = config
+        .public_origins
+        .iter()
+        .map(|o| origin_of(o))
+        .collect::<Result<Vec<_>, _>>()?;
     let tls = match &config.tls {
         Some(files) => Some(Arc::new(tls_config(files)?)),
         None if !config.addr.ip().is_loopback() => {
@@ -135,6 +168,7 @@ pub fn bind(config: &WebConfig) -> Result<WebServer, WebError> {
         listener,
         tls,
         local,
+        public_origins,
     })
 }
 
@@ -144,9 +178,13 @@ impl WebServer {
         self.local
     }
 
-    /// The URL a browser opens (`None` when listening on every address: the
-    /// host name is the user's to give).
+    /// The URL a browser opens: the first public origin, else the address
+    /// (`None` when listening on every address: the host name is the
+    /// user's to give with --web-origin).
     pub fn url(&self) -> Option<String> {
+        if let Some(public) = self.public_origins.first() {
+            return Some(public.clone());
+        }
         if self.local.ip().is_unspecified() {
             return None;
         }
@@ -165,7 +203,12 @@ impl WebServer {
             }
         };
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let app = router(Web::new(engine, scheme, self.local.ip().is_loopback()));
+        let app = router(Web::new(
+            engine,
+            scheme,
+            self.local.ip().is_loopback(),
+            self.public_origins,
+        ));
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let mut backoff = AcceptBackoff::default();

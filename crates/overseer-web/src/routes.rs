@@ -72,19 +72,31 @@ async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    if web.loopback && !is_loopback_name(host_name(&host)) {
+    // A page a proxy serves this engine at names the proxy's host.
+    let public = web.public_origins.iter().find(|o| {
+        o.split_once("://")
+            .is_some_and(|(_, h)| h.eq_ignore_ascii_case(&host))
+    });
+    if web.loopback && public.is_none() && !is_loopback_name(host_name(&host)) {
         return forbidden(format!(
-            "this engine serves on loopback and answers only to localhost, 127.0.0.1 or [::1], \
-             not to {host:?}; open it by one of those names"
+            "this engine serves on loopback and answers only to localhost, 127.0.0.1 or [::1] \
+             (and to the origins given with --web-origin), not to {host:?}; open it by one of \
+             those names"
         ));
     }
     let upgrade = headers.contains_key(header::UPGRADE);
     if request.method() == Method::POST || upgrade {
-        let expected = format!("{}://{host}", web.scheme);
+        let own = format!("{}://{host}", web.scheme);
         let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-        if origin != Some(expected.as_str()) {
+        // A proxy may pass the browser's Host on, or name the loopback
+        // address it forwards to: a page of a public origin is ours either way.
+        let ours = origin.is_some_and(|o| {
+            o.eq_ignore_ascii_case(&own)
+                || web.public_origins.iter().any(|p| o.eq_ignore_ascii_case(p))
+        });
+        if !ours {
             return forbidden(format!(
-                "refused: the request comes from {}, not from this engine's own page ({expected}); \
+                "refused: the request comes from {}, not from this engine's own page ({own}); \
                  other sites may not call the engine",
                 origin.map_or_else(|| "no origin".to_owned(), |o| format!("{o:?}"))
             ));

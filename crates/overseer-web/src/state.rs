@@ -18,13 +18,21 @@ pub struct Web {
     /// `/api` (a page of another site whose name resolves to 127.0.0.1,
     /// "DNS rebinding", is refused).
     pub loopback: bool,
+    /// The origins a TLS-terminating proxy serves this engine at
+    /// (`https://box.tailnet.ts.net`): their pages are answered too.
+    pub public_origins: Arc<[String]>,
     /// This engine process's id, sent in the socket's hello.
     pub instance: Arc<str>,
     in_flight: Arc<Semaphore>,
 }
 
 impl Web {
-    pub fn new(engine: Arc<Engine>, scheme: &'static str, loopback: bool) -> Web {
+    pub fn new(
+        engine: Arc<Engine>,
+        scheme: &'static str,
+        loopback: bool,
+        public_origins: Vec<String>,
+    ) -> Web {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -32,6 +40,7 @@ impl Web {
             engine,
             scheme,
             loopback,
+            public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }

@@ -133,6 +133,7 @@ fn plain_http_on_a_non_loopback_address_is_refused_at_start_naming_the_alternati
         let e = overseer_web::bind(&overseer_web::WebConfig {
             addr: addr.parse().expect("addr"),
             tls: None,
+            public_origins: Vec::new(),
         })
         .err()
         .expect("refused");
@@ -249,9 +250,68 @@ fn tls_serves_with_the_users_certificate_and_a_bad_one_is_refused_at_start() {
         let e = overseer_web::bind(&overseer_web::WebConfig {
             addr: "0.0.0.0:0".parse().expect("addr"),
             tls: Some(tls),
+            public_origins: Vec::new(),
         })
         .err()
         .expect("refused");
         assert!(e.to_string().starts_with("TLS:"), "{e}");
+    }
+}
+
+#[test]
+fn behind_a_tls_proxy_the_public_origins_pages_are_answered_and_no_other() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = std::sync::Arc::new(
+        overseer_engine::Engine::open(
+            overseer_engine::Paths {
+                data_dir: dir.path().join("data"),
+                config_dir: dir.path().join("config"),
+            },
+            std::sync::Arc::new(overseer_engine::SystemClock),
+            std::sync::Arc::new(overseer_engine::LogNotifier),
+        )
+        .expect("engine"),
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = overseer_web::bind(&overseer_web::WebConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        tls: None,
+        public_origins: vec!["https://Box.tailnet.ts.net/".to_owned()],
+    })
+    .expect("bind");
+    assert_eq!(server.url().as_deref(), Some("https://box.tailnet.ts.net"));
+    let addr = server.local_addr();
+    rt.spawn(server.serve(engine));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |host: &str, origin: &str| {
+        agent
+            .post(format!("http://{addr}/api/call/list_runs"))
+            .header("host", host)
+            .header("origin", origin)
+            .send(b"{}".as_slice())
+            .expect("POST")
+            .status()
+            .as_u16()
+    };
+    let public = "https://box.tailnet.ts.net";
+    // The proxy passes the browser's Host on, or names where it forwards:
+    // past the Origin check either way (then 401: not paired).
+    assert_eq!(post("box.tailnet.ts.net", public), 401);
+    assert_eq!(post(&addr.to_string(), public), 401);
+    assert_eq!(post("box.tailnet.ts.net", "https://evil.example"), 403);
+    assert_eq!(post("evil.example", "http://evil.example"), 403);
+
+    for bad in ["box.tailnet.ts.net", "ftp://box", "https://box/path"] {
+        let e = overseer_web::bind(&overseer_web::WebConfig {
+            addr: "127.0.0.1:0".parse().expect("addr"),
+            tls: None,
+            public_origins: vec![bad.to_owned()],
+        })
+        .err()
+        .expect("refused");
+        assert!(e.to_string().starts_with("--web-origin:"), "{e}");
     }
 }

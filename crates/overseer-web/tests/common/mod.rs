@@ -49,6 +49,7 @@ pub fn served_with(tls: Option<TlsFiles>, root: Option<&[u8]>) -> Served {
     let server = overseer_web::bind(&WebConfig {
         addr: "127.0.0.1:0".parse().expect("addr"),
         tls,
+        public_origins: Vec::new(),
     })
     .expect("bind");
     let addr = server.local_addr();
