@@ -1,25 +1,16 @@
 //! Who a browser is: its device cookie, exchanged once for a pairing code,
 //! looked up on every request (a revoked device is refused at once).
 //! Everything the web transport knows of devices is in this module; the
-//! engine keeps them (pairing codes, hashed credentials, revocation).
+//! engine keeps them (pairing codes, hashed credentials, lockout,
+//! revocation: `overseer_engine::devices`).
 
 use axum::http::{header, HeaderMap, HeaderValue};
-use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode};
+use overseer_core::{ApiError, DeviceId, DeviceView, EngineEvent, ErrorCode};
 use overseer_engine::Engine;
 use std::sync::Arc;
 
 /// The cookie that carries a paired browser's credential.
 pub const COOKIE: &str = "overseer_device";
-
-/// A paired device, as a request acts.
-#[derive(Debug, Clone)]
-pub struct Device {
-    pub id: i64,
-    /// Who its requests act as (`user:<person>`).
-    pub actor: Actor,
-    /// Its view, as `/api/me` and `/api/pair` answer it.
-    pub view: serde_json::Value,
-}
 
 /// The device credential the request carries, if any.
 pub fn credential(headers: &HeaderMap) -> Option<String> {
@@ -43,24 +34,27 @@ fn unpaired() -> ApiError {
 }
 
 /// The device the request's cookie names; `unauthorized` without one, or
-/// when it is unknown or revoked.
-pub async fn device(engine: &Arc<Engine>, headers: &HeaderMap) -> Result<Device, ApiError> {
+/// when it is unknown or revoked. Its requests act as `device.actor()`.
+pub async fn device(engine: &Arc<Engine>, headers: &HeaderMap) -> Result<DeviceView, ApiError> {
     let Some(credential) = credential(headers) else {
         return Err(unpaired());
     };
     engine
-        .carry_out(move |e| lookup(e, &credential))
+        .carry_out(move |e| e.device_by_credential(&credential))
         .await?
         .ok_or_else(unpaired)
 }
 
-/// Pairing: the code for a device and its credential.
-pub async fn pair(engine: &Arc<Engine>, code: String) -> Result<(Device, String), ApiError> {
-    engine.carry_out(move |e| redeem(e, &code)).await
+/// Pairing: the device a code was issued for, and its credential (wrong or
+/// expired: `unauthorized`; after too many wrong codes: `rate_limited`).
+pub async fn pair(engine: &Arc<Engine>, code: String) -> Result<(DeviceView, String), ApiError> {
+    let paired = engine.carry_out(move |e| e.redeem_pairing(&code)).await?;
+    Ok((paired.device, paired.credential))
 }
 
-/// The `Set-Cookie` of a new device: only sent back to this server, never
-/// readable by scripts, never sent from another site.
+/// The `Set-Cookie` of a new device: sent back only to this server, over
+/// TLS or to localhost (`Secure`), never readable by scripts (`HttpOnly`),
+/// never sent from another site (`SameSite=Strict`).
 pub fn set_cookie(credential: &str) -> Result<HeaderValue, ApiError> {
     HeaderValue::from_str(&format!(
         "{COOKIE}={credential}; HttpOnly; Secure; SameSite=Strict; Path=/"
@@ -69,20 +63,14 @@ pub fn set_cookie(credential: &str) -> Result<HeaderValue, ApiError> {
 }
 
 /// The device `event` revokes, if any: its sockets are closed at once.
-pub fn revoked(_event: &EngineEvent) -> Option<i64> {
-    None
+pub fn revoked(event: &EngineEvent) -> Option<DeviceId> {
+    match event {
+        EngineEvent::DeviceChanged { device } if device.is_revoked() => Some(device.id),
+        _ => None,
+    }
 }
 
-/// Tells the engine where browsers reach it (the pairing screen shows it).
-pub fn announce(_engine: &Engine, _url: Option<String>) {}
-
-fn lookup(_engine: &Engine, _credential: &str) -> Result<Option<Device>, ApiError> {
-    Ok(None)
-}
-
-fn redeem(_engine: &Engine, _code: &str) -> Result<(Device, String), ApiError> {
-    Err(ApiError::new(
-        ErrorCode::Unauthorized,
-        "this engine has no paired devices yet",
-    ))
+/// Tells the engine where browsers reach it (pairing codes name it).
+pub fn announce(engine: &Engine, url: Option<String>) {
+    engine.set_web_url(url);
 }

@@ -3,10 +3,12 @@
 //! another id after a reconnect means the engine restarted and the page
 //! resyncs), then one frame per engine event in commit order.
 //!
-//! Each socket has a bounded queue: a browser that does not read (a phone
-//! that slept, a stuck tab) is dropped once its queue is full, or when one
-//! frame cannot be written for [`SEND_TIMEOUT`]; it reconnects and resyncs.
-//! The engine's bus never waits for a browser. A device revoked while
+//! Each socket has a bounded queue ([`QUEUE`] frames, behind the engine's
+//! bus's own bound): a browser that does not read (a phone that slept, a
+//! stuck tab) is dropped when one frame cannot be written for
+//! [`SEND_TIMEOUT`], or when it falls further behind than the bus keeps; it
+//! reconnects and resyncs. A burst of events to a browser that reads is
+//! not a reason to drop it. The engine's bus never waits for a browser. A device revoked while
 //! connected gets close code 4401 at once.
 
 use crate::auth;
@@ -17,7 +19,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use overseer_core::EngineEvent;
+use overseer_core::{DeviceId, EngineEvent};
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
@@ -25,7 +27,7 @@ use tokio::sync::mpsc;
 /// Frames a socket may have waiting to be written.
 pub const QUEUE: usize = 256;
 /// How long one frame may take to be written before the browser is dropped.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// The close code for a revoked device.
 pub const REVOKED: u16 = 4401;
 /// The largest frame a browser may send (it sends none the server reads).
@@ -47,13 +49,14 @@ fn frame<T: serde::Serialize>(channel: &str, payload: &T) -> Option<Message> {
 
 /// The upgrade: a paired device only (Origin was checked before).
 pub async fn upgrade(State(web): State<Web>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    // Subscribed before the device is looked up: a revocation committed
+    // after the lookup is on this bus, and no event committed after the
+    // browser sees the 101 is missed.
+    let bus = web.engine.subscribe();
     let device = match auth::device(&web.engine, &headers).await {
         Ok(d) => d,
         Err(e) => return reply::error(e),
     };
-    // Subscribed before the upgrade is answered: no event committed after
-    // the browser sees the 101 is missed.
-    let bus = web.engine.subscribe();
     let hello = frame(
         "overseer://hello",
         &serde_json::json!({ "engine": &*web.instance }),
@@ -72,7 +75,7 @@ enum Exit {
 async fn pump(
     socket: WebSocket,
     mut bus: broadcast::Receiver<EngineEvent>,
-    device: i64,
+    device: DeviceId,
     hello: Option<Message>,
 ) {
     let (mut sink, mut incoming) = socket.split();
@@ -113,7 +116,10 @@ async fn pump(
                     let Some(message) = frame(channel, &event) else {
                         continue;
                     };
-                    if queue.try_send(message).is_err() {
+                    // Full: wait for the writer (which gives up on a browser
+                    // that takes no frame for SEND_TIMEOUT); the bus keeps
+                    // the events meanwhile, up to its own bound.
+                    if queue.send(message).await.is_err() {
                         return Exit::TooSlow;
                     }
                 }
@@ -124,7 +130,9 @@ async fn pump(
     };
     tokio::pin!(writer);
     tokio::select! {
-        _ = &mut writer => {}
+        _ = &mut writer => {
+            tracing::info!("a browser took no event for {SEND_TIMEOUT:?}: dropped; it will reconnect and resync");
+        }
         _ = reader => {}
         exit = forward => match exit {
             Exit::Revoked => {
@@ -132,7 +140,7 @@ async fn pump(
                 let _ = tokio::time::timeout(SEND_TIMEOUT, writer).await;
             }
             Exit::TooSlow => {
-                tracing::info!("a browser did not read its events ({QUEUE} waiting): dropped; it will reconnect and resync");
+                tracing::info!("a browser fell behind the engine's events: dropped; it will reconnect and resync");
             }
             Exit::EngineClosed => {}
         },

@@ -186,7 +186,7 @@ async fn call(
         Ok(b) => b,
         Err(r) => return r,
     };
-    match calls::call(&web.engine, device.actor, &command, &bytes).await {
+    match calls::call(&web.engine, device.actor(), &command, &bytes).await {
         Some(outcome) => reply::outcome(outcome),
         None => unknown(&command),
     }
@@ -230,20 +230,14 @@ async fn pair(State(web): State<Web>, request: Body) -> Response {
         Ok(c) => c,
         Err(e) => return reply::error(e),
     };
-    let mut response = reply::json(
-        StatusCode::OK,
-        &serde_json::json!({ "device": device.view }),
-    );
+    let mut response = reply::json(StatusCode::OK, &serde_json::json!({ "device": device }));
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     response
 }
 
 async fn me(State(web): State<Web>, headers: HeaderMap) -> Response {
     match auth::device(&web.engine, &headers).await {
-        Ok(device) => reply::json(
-            StatusCode::OK,
-            &serde_json::json!({ "device": device.view }),
-        ),
+        Ok(device) => reply::json(StatusCode::OK, &serde_json::json!({ "device": device })),
         Err(e) => reply::error(e),
     }
 }
