@@ -568,7 +568,11 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
     .expect("bind the web endpoint");
     let web_addr = web.local_addr();
     let web_served = tokio::spawn(web.serve(r.w.engine.clone()));
-    let targets = format!("WEB_ADDR={web_addr}\n");
+    // The worst case: the attacker read the code the user was shown.
+    let pairing = engine
+        .start_pairing("ana", "Ana's phone")
+        .expect("a pairing code");
+    let targets = format!("WEB_ADDR={web_addr}\nPAIR_CODE={}\n", pairing.code);
     std::fs::write(r.w.repo.join("redteam/targets.env"), targets).expect("targets");
     git(&r.w.repo, &["add", "-A"]);
     git(&r.w.repo, &["commit", "-q", "-m", "red-team web attack"]);
@@ -607,10 +611,20 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
             && a.values()
                 .all(|v| v.as_str().is_some_and(|v| v.starts_with("refused")))
     });
+    // The code was not used: it still pairs the user's own browser.
+    let unused = engine
+        .redeem_pairing(&pairing.code)
+        .map(|p| p.device.person);
     let outcome = check(
         "reach or pair with the web endpoint",
-        refused && evidence.is_empty() && web_answers_outside(web_addr),
-        format!("{web_addr} on the host's loopback (answers outside the run): {attempts}"),
+        refused
+            && evidence.is_empty()
+            && web_answers_outside(web_addr)
+            && unused.as_deref() == Ok("ana"),
+        format!(
+            "{web_addr} on the host's loopback (answers outside the run); the code unused: \
+             {unused:?}; {attempts}"
+        ),
     );
     web_served.abort();
     assert!(
