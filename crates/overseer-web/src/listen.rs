@@ -71,7 +71,8 @@ pub enum WebError {
          and decisions would cross the network unencrypted. Either give a certificate \
          (--tls-cert CERT.pem --tls-key KEY.pem), or serve on loopback (--web 127.0.0.1:PORT) and \
          put TLS in front of it: `tailscale serve --bg http://127.0.0.1:PORT` for your tailnet, or \
-         a reverse proxy (Caddy, nginx) that terminates TLS and forwards to 127.0.0.1:PORT"
+         a reverse proxy (Caddy, nginx) that terminates TLS and forwards to 127.0.0.1:PORT; \
+         then add --web-origin https://NAME, the address the browser opens"
     )]
     PlainOffLoopback(SocketAddr),
     #[error("TLS: {0}")]
