@@ -32,6 +32,8 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const REVOKED: u16 = 4401;
 /// The largest frame a browser may send (it sends none the server reads).
 const MAX_INCOMING: usize = 64 << 10;
+/// The socket's read buffer.
+const READ_BUFFER: usize = 4 << 10;
 
 /// The channel events go out on, as the contract's table names it.
 fn event_channel() -> &'static str {
@@ -61,7 +63,11 @@ pub async fn upgrade(State(web): State<Web>, headers: HeaderMap, ws: WebSocketUp
         "overseer://hello",
         &serde_json::json!({ "engine": &*web.instance }),
     );
+    // The browser sends next to nothing: a small read buffer (tungstenite
+    // allocates 128 KiB per socket by default), frames written as they come.
     ws.max_message_size(MAX_INCOMING)
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
         .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
 }
 
