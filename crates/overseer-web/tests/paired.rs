@@ -365,3 +365,37 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
     assert!(started.elapsed() < Duration::from_secs(2));
     println!("{clients} clients x 5 calls: {served} served, {refused} refused with 429");
 }
+
+#[test]
+fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
+    let s = served();
+    let right = s.engine.start_pairing("ana", "phone").expect("code").code;
+    let mut statuses = Vec::new();
+    for n in 0..8 {
+        let a = s.post(
+            None,
+            "/api/pair",
+            &json!({ "code": format!("WRNG-{n:04}") }),
+        );
+        assert!(a.cookies.is_empty(), "{a:?}");
+        statuses.push((a.status, a.code().to_owned()));
+    }
+    assert_eq!(
+        statuses[0],
+        (401, "unauthorized".to_owned()),
+        "a wrong code: {statuses:?}"
+    );
+    assert_eq!(
+        statuses.last(),
+        Some(&(429, "rate_limited".to_owned())),
+        "locked out: {statuses:?}"
+    );
+    // Locked out, the right code is refused too, and no device exists.
+    let a = s.post(None, "/api/pair", &json!({ "code": right }));
+    assert_eq!((a.status, a.code()), (429, "rate_limited"), "{a:?}");
+    assert!(a.cookies.is_empty());
+    assert!(s.engine.list_devices().expect("devices").is_empty());
+    // Only pairing is locked: everything else is answered as before.
+    let me = s.get(None, "/api/me");
+    assert_eq!((me.status, me.code()), (401, "unauthorized"), "{me:?}");
+}
