@@ -14,12 +14,13 @@
 use crate::auth;
 use crate::reply;
 use crate::state::Web;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use overseer_core::{DeviceId, EngineEvent};
+use overseer_core::{ApiError, DeviceId, EngineEvent, ErrorCode};
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
@@ -50,7 +51,11 @@ fn frame<T: serde::Serialize>(channel: &str, payload: &T) -> Option<Message> {
 }
 
 /// The upgrade: a paired device only (Origin was checked before).
-pub async fn upgrade(State(web): State<Web>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+pub async fn upgrade(
+    State(web): State<Web>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
     // Subscribed before the device is looked up: a revocation committed
     // after the lookup is on this bus, and no event committed after the
     // browser sees the 101 is missed.
@@ -58,6 +63,15 @@ pub async fn upgrade(State(web): State<Web>, headers: HeaderMap, ws: WebSocketUp
     let device = match auth::device(&web.engine, &headers).await {
         Ok(d) => d,
         Err(e) => return reply::error(e),
+    };
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => {
+            return reply::error(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("/api/events is a WebSocket: open it with `new WebSocket(...)` ({e})"),
+            ))
+        }
     };
     let hello = frame(
         "overseer://hello",

@@ -142,6 +142,9 @@ fn malformed_json_or_args_from_a_paired_browser_get_400() {
             "{a:?}"
         );
     }
+    // The events socket opened as a page: the contract's error.
+    let a = s.get(Some(&cookie), "/api/events");
+    assert_eq!((a.status, a.code()), (400, "invalid_input"), "{a:?}");
     // No body at all is `{}` for a command without arguments.
     let a = s.post_from(Some(&s.base), Some(&cookie), "/api/call/list_runs", b"");
     assert_eq!(a.status, 200, "{a:?}");
