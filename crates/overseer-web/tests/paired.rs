@@ -402,3 +402,30 @@ fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
     let me = s.get(None, "/api/me");
     assert_eq!((me.status, me.code()), (401, "unauthorized"), "{me:?}");
 }
+
+#[test]
+fn a_paired_browser_cannot_pair_more_devices_or_revoke_one() {
+    let s = served();
+    let (cookie, _) = pair(&s, "ana", "phone");
+    let (_, other) = pair(&s, "bo", "laptop");
+    let a = s.call(
+        Some(&cookie),
+        "pair_device",
+        json!({ "person": "mallory", "name": "another" }),
+    );
+    assert_eq!((a.status, a.code()), (403, "forbidden"), "{a:?}");
+    let a = s.call(
+        Some(&cookie),
+        "revoke_device",
+        json!({ "deviceId": other["id"] }),
+    );
+    assert_eq!((a.status, a.code()), (403, "forbidden"), "{a:?}");
+    assert!(s
+        .engine
+        .list_devices()
+        .expect("devices")
+        .iter()
+        .all(|d| d.revoked_at.is_none() && d.person != "mallory"));
+    // Listing is a read: allowed.
+    assert_eq!(s.call(Some(&cookie), "list_devices", json!({})).status, 200);
+}
