@@ -196,6 +196,8 @@ impl WebServer {
     /// Serves until the task is dropped or aborted; tells the engine its URL.
     pub async fn serve(self, engine: Arc<Engine>) {
         crate::auth::announce(&engine, self.url());
+        // Stopped (the task dropped or aborted): pairings no longer name it.
+        let _announced = Unannounce(engine.clone());
         let listener = match tokio::net::TcpListener::from_std(self.listener) {
             Ok(l) => l,
             Err(e) => {
@@ -253,6 +255,15 @@ impl WebServer {
                 drop(slot);
             });
         }
+    }
+}
+
+/// Clears the engine's web URL when serving stops.
+struct Unannounce(Arc<Engine>);
+
+impl Drop for Unannounce {
+    fn drop(&mut self) {
+        crate::auth::announce(&self.0, None);
     }
 }
 

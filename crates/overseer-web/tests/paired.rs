@@ -429,3 +429,20 @@ fn a_paired_browser_cannot_pair_more_devices_or_revoke_one() {
     // Listing is a read: allowed.
     assert_eq!(s.call(Some(&cookie), "list_devices", json!({})).status, 200);
 }
+
+#[test]
+fn pairing_codes_name_the_address_while_it_serves_and_not_after() {
+    let s = served();
+    let url = s
+        .engine
+        .start_pairing("ana", "phone")
+        .expect("code")
+        .url
+        .expect("the served address");
+    assert_eq!(url, s.base);
+    drop(s.rt);
+    assert_eq!(
+        s.engine.start_pairing("ana", "phone").expect("code").url,
+        None
+    );
+}
