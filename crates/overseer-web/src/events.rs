@@ -8,8 +8,8 @@
 //! stuck tab) is dropped when one frame cannot be written for
 //! [`SEND_TIMEOUT`], or when it falls further behind than the bus keeps; it
 //! reconnects and resyncs. A burst of events to a browser that reads is
-//! not a reason to drop it. The engine's bus never waits for a browser. A device revoked while
-//! connected gets close code 4401 at once.
+//! not a reason to drop it. The engine's bus never waits for a browser. A
+//! device revoked while connected gets close code 4401 at once.
 
 use crate::auth;
 use crate::reply;
