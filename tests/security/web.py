@@ -4,7 +4,7 @@ the private network's gateway, and to pair with the code the user was shown
 (PAIR_CODE: the worst case, the attacker read it). Writes every attempt's
 outcome to redteam/out/web (JSON), and evidence when a connection was made
 or pairing answered 200."""
-import http.client, json, sys
+import http.client, json, os, sys
 
 env = dict(
     line.strip().split("=", 1)
@@ -33,5 +33,7 @@ for host in ("127.0.0.1", "localhost", "10.0.2.2", "::1"):
         attempts[host] = "reached: " + got
     except OSError as e:
         attempts[host] = "refused: %s" % e
-open("redteam/out/web", "w").write(json.dumps(attempts))
+with open("redteam/out/web.tmp", "w") as f:
+    f.write(json.dumps(attempts))
+os.rename("redteam/out/web.tmp", "redteam/out/web")
 print(json.dumps(attempts))

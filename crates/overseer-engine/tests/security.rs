@@ -592,12 +592,13 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
         .expect("yes");
     let worktree = r.worktree(run);
     let out = worktree.join("redteam/out");
-    let attempts = r
+    // Written whole by a rename: a partial file is never read.
+    let attempts: serde_json::Value = r
         .until(run, "the web attack's outcome", |_| {
-            std::fs::read_to_string(out.join("web")).ok()
+            let text = std::fs::read_to_string(out.join("web")).ok()?;
+            serde_json::from_str(&text).ok()
         })
         .await;
-    let attempts: serde_json::Value = serde_json::from_str(&attempts).expect("web.py's json");
     let evidence: Vec<String> = std::fs::read_dir(&out)
         .map(|d| {
             d.filter_map(|e| e.ok())

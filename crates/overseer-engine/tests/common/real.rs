@@ -215,17 +215,19 @@ pub struct Setup<'a> {
     pub private_network: bool,
 }
 
-/// This machine's first non-loopback IPv4 address (`ip -4 -o addr`).
+/// This machine's first non-loopback IPv4 address: a `/32 host LOCAL`
+/// entry of the kernel's routing table (/proc/net/fib_trie).
 pub fn host_address() -> String {
-    let out = Command::new("ip")
-        .args(["-4", "-o", "addr", "show", "scope", "global"])
-        .output()
-        .expect("the ip command");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .skip_while(|w| *w != "inet")
-        .nth(1)
-        .and_then(|a| a.split('/').next())
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").expect("/proc/net/fib_trie");
+    let lines: Vec<&str> = trie.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[1] == "/32 host LOCAL")
+        .filter_map(|w| w[0].strip_prefix("|-- "))
+        .find(|ip| {
+            ip.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
         .map(str::to_owned)
         .expect("a non-loopback IPv4 address (a private network's run reaches the model there)")
 }
