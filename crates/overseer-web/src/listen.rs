@@ -193,11 +193,19 @@ impl WebServer {
         Some(format!("{scheme}://{}", self.local))
     }
 
-    /// Serves until the task is dropped or aborted; tells the engine its URL.
-    pub async fn serve(self, engine: Arc<Engine>) {
+    /// Tells the engine its URL at once (pairing codes issued from now on
+    /// name it), and serves until the returned future is dropped or its
+    /// task aborted (then the URL is cleared).
+    pub fn serve(self, engine: Arc<Engine>) -> impl std::future::Future<Output = ()> + Send {
         crate::auth::announce(&engine, self.url());
-        // Stopped (the task dropped or aborted): pairings no longer name it.
-        let _announced = Unannounce(engine.clone());
+        let announced = Unannounce(engine.clone());
+        async move {
+            let _announced = announced;
+            self.accept(engine).await
+        }
+    }
+
+    async fn accept(self, engine: Arc<Engine>) {
         let listener = match tokio::net::TcpListener::from_std(self.listener) {
             Ok(l) => l,
             Err(e) => {
