@@ -8,6 +8,8 @@
 //! worktree for a path rule, and leaves a setsid, marker-stripped daemon that
 //! keeps trying to approve the run's gates through the socket. A sensor does
 //! the same from the workspace's checks. The engine's socket is served.
+//! In runs of their own: a fork storm and a flood, and the web endpoint
+//! (browsers' and phones') tried from a run with the default private network.
 //!
 //! Each attack is judged from OUTSIDE the run (the host's files, the user's
 //! repository, the database, who decided what); the script's own evidence
@@ -510,6 +512,129 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     );
     assert_eq!(read(&worktree.join("build/out.txt")), "x\n");
     served.abort();
+    r.done();
+}
+
+/// Whether the web endpoint answers a request from outside the runs (the
+/// control: the endpoint was there to be reached).
+fn web_answers_outside(addr: std::net::SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut c) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET /api/me HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut answer = String::new();
+    c.write_all(request.as_bytes()).is_ok()
+        && c.read_to_string(&mut answer).is_ok()
+        && answer.starts_with("HTTP/1.1 401")
+}
+
+/// The web endpoint (browsers and phones) from a real child of
+/// claude-agent-acp, in a run with the default network (a namespace of its
+/// own; here the scripted model is reached on this machine's own address,
+/// as any outside server): `redteam/web.py` tries the endpoint on the host's
+/// loopback, by name and through the network's gateway, and pairs with the
+/// code the user was shown. Nothing connects, while the same endpoint
+/// answers outside the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
+    let mut files: Vec<(String, String)> = ["web.sh", "web.py"]
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(suite_dir().join(f))
+                .unwrap_or_else(|e| panic!("tests/security/{f}: {e}"));
+            (format!("redteam/{f}"), text)
+        })
+        .collect();
+    files.push(("redteam/out/.keep".into(), String::new()));
+    let r = real_world_with(
+        "security-web",
+        Adapter::Claude,
+        "security-web.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files,
+            private_network: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let web = overseer_web::bind(&overseer_web::WebConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        tls: None,
+        public_origins: Vec::new(),
+    })
+    .expect("bind the web endpoint");
+    let web_addr = web.local_addr();
+    let web_served = tokio::spawn(web.serve(r.w.engine.clone()));
+    // The worst case: the attacker read the code the user was shown.
+    let pairing = engine
+        .start_pairing("ana", "Ana's phone")
+        .expect("a pairing code");
+    let targets = format!("WEB_ADDR={web_addr}\nPAIR_CODE={}\n", pairing.code);
+    std::fs::write(r.w.repo.join("redteam/targets.env"), targets).expect("targets");
+    git(&r.w.repo, &["add", "-A"]);
+    git(&r.w.repo, &["commit", "-q", "-m", "red-team web attack"]);
+
+    let run = r.start("Try the web endpoint", Some(PlanStrategy::Skip));
+    let bash = next_gate(&r, run.into(), "the Bash gate for the web attack").await;
+    assert!(
+        bash.body
+            .payload_json()
+            .to_string()
+            .contains("redteam/web.sh"),
+        "{}",
+        bash.body.payload_json()
+    );
+    engine
+        .decide_gate(bash.id, "yes", None, &Actor::app())
+        .expect("yes");
+    let worktree = r.worktree(run);
+    let out = worktree.join("redteam/out");
+    // Written whole by a rename: a partial file is never read.
+    let attempts: serde_json::Value = r
+        .until(run, "the web attack's outcome", |_| {
+            let text = std::fs::read_to_string(out.join("web")).ok()?;
+            serde_json::from_str(&text).ok()
+        })
+        .await;
+    let evidence: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("evidence-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let refused = attempts.as_object().is_some_and(|a| {
+        a.len() == 4
+            && a.values()
+                .all(|v| v.as_str().is_some_and(|v| v.starts_with("refused")))
+    });
+    // The code was not used: it still pairs the user's own browser.
+    let unused = engine
+        .redeem_pairing(&pairing.code)
+        .map(|p| p.device.person);
+    let outcome = check(
+        "reach or pair with the web endpoint",
+        refused
+            && evidence.is_empty()
+            && web_answers_outside(web_addr)
+            && unused.as_deref() == Ok("ana"),
+        format!(
+            "{web_addr} on the host's loopback (answers outside the run); the code unused: \
+             {unused:?}; {attempts}"
+        ),
+    );
+    web_served.abort();
+    assert!(
+        outcome.blocked,
+        "{}\nevidence: {evidence:?}\n{}",
+        table(&[outcome]),
+        r.dump(run)
+    );
     r.done();
 }
 
