@@ -75,6 +75,27 @@ impl std::fmt::Display for DeviceRef {
     }
 }
 
+/// ` through Ana's phone (device 3)`, or nothing without a device: what
+/// follows an actor where a decision is shown.
+pub fn through(device: Option<&DeviceRef>) -> String {
+    device.map_or_else(String::new, |d| format!(" through {d}"))
+}
+
+/// An actor as a person reads it, with the device it acted through:
+/// `user:ana through Ana's phone (device 3)`, `user:cli`.
+pub fn actor_text(actor: &Actor) -> String {
+    format!("{actor}{}", through(actor.device()))
+}
+
+/// A person through a device when the record names one, else the actor as
+/// recorded (`user:ana` read back from a row is that person).
+pub fn actor_through(actor: Actor, device: Option<DeviceRef>) -> Actor {
+    match (actor, device) {
+        (Actor::User(person), Some(device)) => Actor::Person { person, device },
+        (actor, _) => actor,
+    }
+}
+
 /// A person's name as given, checked: 1 to 32 of `a-z`, `0-9`, `-`, `_`,
 /// starting with a letter, and not `app` or `cli` (the local owner's).
 pub fn check_person(name: &str) -> Result<String, String> {
