@@ -21,6 +21,18 @@ fn engine_of(h: &Home) -> Engine {
     .expect("engine")
 }
 
+/// `overseer devices pair` for Ana's phone: what it printed.
+fn pair_anas_phone(h: &Home) -> String {
+    h.ok(&[
+        "devices",
+        "pair",
+        "--name",
+        "Ana's phone",
+        "--person",
+        "ana",
+    ])
+}
+
 fn code_in(text: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix("pairing code: "))
@@ -34,14 +46,7 @@ fn a_device_paired_from_the_command_line_is_listed_and_revoked_through_the_engin
     let h = Home::new();
     let _serve = h.serve();
 
-    let shown = h.ok(&[
-        "devices",
-        "pair",
-        "--name",
-        "Ana's phone",
-        "--person",
-        "ana",
-    ]);
+    let shown = pair_anas_phone(&h);
     let code = code_in(&shown);
     assert!(shown.contains("it works once, until"), "{shown}");
     assert!(shown.contains("no engine serves browsers"), "{shown}");
@@ -105,14 +110,7 @@ fn without_an_engine_the_code_is_kept_for_the_next_one() {
 fn who_decided_and_through_which_device_shows_on_the_command_line() {
     let h = Home::new();
     h.ok(&["demo", "seed"]);
-    let code = code_in(&h.ok(&[
-        "devices",
-        "pair",
-        "--name",
-        "Ana's phone",
-        "--person",
-        "ana",
-    ]));
+    let code = code_in(&pair_anas_phone(&h));
     let engine = engine_of(&h);
     let ana = engine.redeem_pairing(&code).expect("paired");
     let gates: Vec<serde_json::Value> =

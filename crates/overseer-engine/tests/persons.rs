@@ -10,15 +10,8 @@ mod common;
 use common::*;
 use overseer_core::audit::AuditPayload;
 use overseer_core::{Activity, Actor, DeviceRef, ErrorCode, GateKind, GateView};
-use overseer_engine::{Engine, Paired};
+use overseer_engine::Engine;
 use std::sync::Arc;
-
-fn pair(engine: &Engine, person: &str, name: &str) -> Paired {
-    let pairing = engine
-        .pair_device(person, name, &Actor::cli())
-        .expect("a code");
-    engine.redeem_pairing(&pairing.code).expect("paired")
-}
 
 /// An engine with the demo fleet: some of its runs wait on a tool call.
 fn fleet(dir: &std::path::Path) -> Arc<Engine> {

@@ -563,39 +563,11 @@ impl WriteTx<'_> {
                 by: previous.who_and_when(),
             });
         }
-        let seq = self.append_audit(
-            by,
-            &AuditPayload::GateDecided {
-                gate_id: gate.id,
-                run_id: gate.run_id,
-                kind: gate.kind().as_str().to_owned(),
-                option: option.to_owned(),
-                context: context.map(str::to_owned),
-                overrides: Some(Overrides {
-                    option: Some(previous.option.clone()),
-                    by: previous.actor.to_string(),
-                }),
-                device: by.device().cloned(),
-            },
-            now,
-        )?;
-        self.conn()
-            .execute(
-                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq, device)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    gate.id,
-                    option,
-                    context,
-                    by.to_string(),
-                    now,
-                    seq,
-                    crate::decision::device_text(by.device())
-                ],
-            )
-            .map_err(|e| self.sql(e))?;
-        self.gate_decided(gate.id, gate.run_id, gate.kind());
-        Ok(())
+        let overrides = Overrides {
+            option: Some(previous.option.clone()),
+            by: previous.actor.to_string(),
+        };
+        self.record_gate_decision(gate, option, context, by, Some(overrides), now)
     }
 
     /// The engine acts on a gate's decision: from now on nobody can change it.

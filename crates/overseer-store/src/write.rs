@@ -502,6 +502,21 @@ impl<'a> WriteTx<'a> {
                 by,
             });
         }
+        self.record_gate_decision(gate, option, context, actor, None, now)
+    }
+
+    /// A gate's decision (its row already written): its signed
+    /// `gate_decided` record, naming the device a person decided through,
+    /// and its history row saying the same; told once committed.
+    pub(crate) fn record_gate_decision(
+        &mut self,
+        gate: &GateView,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+        overrides: Option<overseer_core::audit::Overrides>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
         let seq = self.append_audit(
             actor,
             &AuditPayload::GateDecided {
@@ -510,7 +525,7 @@ impl<'a> WriteTx<'a> {
                 kind: gate.kind().as_str().to_owned(),
                 option: option.to_owned(),
                 context: context.map(str::to_owned),
-                overrides: None,
+                overrides,
                 device: actor.device().cloned(),
             },
             now,
