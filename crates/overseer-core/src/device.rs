@@ -7,11 +7,9 @@
 //! `user:ana`, with the device in the signed record. The local owner keeps
 //! `user:app` and `user:cli`, whose names no person may take.
 
+pub use crate::actor::{DeviceRef, RESERVED_PERSONS};
 use crate::{Actor, DeviceId, Millis};
 use serde::{Deserialize, Serialize};
-
-/// The names only the local owner acts as (the window, the CLI).
-pub const RESERVED_PERSONS: &[&str] = &["app", "cli"];
 
 /// Longest person name.
 pub const PERSON_MAX: usize = 32;
@@ -59,19 +57,6 @@ impl DeviceView {
 
     pub fn is_revoked(&self) -> bool {
         self.revoked_at.is_some()
-    }
-}
-
-/// The device a decision was made through: its id and its name then.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
-pub struct DeviceRef {
-    pub id: DeviceId,
-    pub name: String,
-}
-
-impl std::fmt::Display for DeviceRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (device {})", self.name, self.id)
     }
 }
 
