@@ -6,6 +6,7 @@ mod hook;
 mod inbox;
 mod mcp;
 mod output;
+mod webhooks;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -80,6 +81,9 @@ enum Command {
     Sessions(inbox::SessionsCommand),
     /// A stdio MCP server of human-in-the-loop tools (ask_user, request_plan_approval, ...)
     Mcp(mcp::McpArgs),
+    /// Webhooks: tell a phone (ntfy, a receiver of your own) what the desktop is told
+    #[command(subcommand)]
+    Webhooks(webhooks::WebhooksCommand),
 }
 
 #[derive(Subcommand)]
@@ -455,6 +459,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Messages(cmd) => inbox::messages(&paths, cmd).await,
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
+        Command::Webhooks(cmd) => webhooks::run(&paths, cmd).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<overseer_core::RunId> =
                 act(&paths, op::SeedDemo { settled, runs }).await?;

@@ -27,6 +27,10 @@ import type {
   SupervisorPolicy,
   TaskId,
   TaskInfo,
+  Webhook,
+  WebhookAdded,
+  WebhookDelivery,
+  WebhookEvent,
   Workspace,
 } from "./types";
 
@@ -106,6 +110,27 @@ export interface Operations {
   setNotificationSettings(settings: NotificationSettings): Promise<NotificationSettings>;
   /** Every agent profile: installed or not, its mode, what it still needs. */
   agents(): Promise<Array<AgentInfo>>;
+  /** Every webhook, oldest first (never its secret). */
+  listWebhooks(): Promise<Array<Webhook>>;
+  /**
+   * Adds a webhook: an http(s) URL and the event kinds it gets
+   * (empty: every kind). The answer holds its secret, shown
+   * this once.
+   */
+  addWebhook(url: string, events: Array<WebhookEvent>): Promise<WebhookAdded>;
+  /** Removes a webhook and its delivery log. */
+  removeWebhook(id: number): Promise<Webhook>;
+  /**
+   * Sends a test event to a webhook now; answers with its
+   * delivery once the first attempt ended (within the
+   * receiver's timeout). A write: it sends outside the machine.
+   */
+  testWebhook(id: number): Promise<WebhookDelivery>;
+  /**
+   * A webhook's latest deliveries (at most `limit`, null: 50),
+   * newest first, each with its attempts.
+   */
+  webhookDeliveries(id: number, limit: number | null): Promise<Array<WebhookDelivery>>;
   /**
    * The first `limit` rows of the dashboard's default order
    * (needs-you first), with the fleet's size and counts: the
@@ -157,6 +182,11 @@ export function operations(invoke: Invoke): Operations {
     notificationSettings: () => invoke<NotificationSettings>("notification_settings"),
     setNotificationSettings: (settings) => invoke<NotificationSettings>("set_notification_settings", { settings }),
     agents: () => invoke<Array<AgentInfo>>("agents"),
+    listWebhooks: () => invoke<Array<Webhook>>("list_webhooks"),
+    addWebhook: (url, events) => invoke<WebhookAdded>("add_webhook", { url, events }),
+    removeWebhook: (id) => invoke<Webhook>("remove_webhook", { id }),
+    testWebhook: (id) => invoke<WebhookDelivery>("test_webhook", { id }),
+    webhookDeliveries: (id, limit) => invoke<Array<WebhookDelivery>>("webhook_deliveries", { id, limit }),
     listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
   };
 }
