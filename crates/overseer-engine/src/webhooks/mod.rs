@@ -239,3 +239,19 @@ pub(crate) fn finished(run: &RunView) -> Option<(String, String)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn an_ntfy_topic_and_its_template_url_are_taken_as_given() {
+        for url in [
+            "https://ntfy.sh/overseer-3f9a",
+            "https://ntfy.sh/overseer-3f9a?tpl=1&m=%7B%7B.text%7D%7D",
+            "http://127.0.0.1:8080/hook",
+        ] {
+            assert_eq!(check_url(url).as_deref(), Ok(url), "{url}");
+        }
+    }
+}
