@@ -683,3 +683,34 @@ async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again(
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
+    let mut w = world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        FAST,
+    )
+    .await;
+    let rx = Receiver::start(vec![], Reply::Status(200)).await;
+    let hook = w
+        .engine
+        .add_webhook(&rx.url, &[WebhookEvent::RunPendingReview], &Actor::cli())
+        .expect("add");
+    w.engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let want = reviews(&w).len();
+    rx.wait("every review", |g| g.len() >= want).await;
+    restart(&mut w).await;
+    // The new engine notifies again about every pending gate (the desktop
+    // shows them again); the hook was told already.
+    assert!(w.engine.renotify_pending().expect("again") >= want);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(rx.got().len(), want, "nothing sent twice");
+    assert_eq!(
+        w.engine
+            .webhook_deliveries(hook.webhook.id, None)
+            .expect("log")
+            .len(),
+        want
+    );
+}
