@@ -55,7 +55,7 @@ pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
-    WebhookEvent,
+    QuickAnswer, WebhookEvent,
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};

@@ -247,6 +247,19 @@ pub struct Notification {
     pub run_id: RunId,
     pub title: String,
     pub body: String,
+    /// What the notification itself can answer, as the owner (its
+    /// buttons), if anything.
+    pub quick: Option<QuickAnswer>,
+}
+
+/// A decision a notification's buttons can make: only the simplest two, where
+/// the title says all there is to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuickAnswer {
+    /// A tool call waits for permission: Yes or No.
+    ToolCall { gate: overseer_core::GateId },
+    /// A run waits for review: Approve (merge).
+    Review { run: RunId },
 }
 
 pub trait Notifier: Send + Sync {
@@ -294,6 +307,7 @@ pub(crate) fn notification_for(
                 run_id: *run_id,
                 title: format!("Run {run_id} flooded Overseer and was paused"),
                 body: opened.map(|g| g.title.clone()).unwrap_or(task),
+                quick: None,
             })
         }
         // Something to read, not to decide: never as loud as a blocking ask.
@@ -305,6 +319,7 @@ pub(crate) fn notification_for(
                 run_id: *run_id,
                 title: format!("Run {run_id}: a note from {}", run.agent),
                 body: task,
+                quick: None,
             })
         }
         // The supervisor decides this gate on its own authority: the user is
@@ -324,6 +339,7 @@ pub(crate) fn notification_for(
                     opened.map(|g| g.title.as_str()).unwrap_or_default()
                 ),
                 body: task,
+                quick: None,
             })
         }
         EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
@@ -357,11 +373,21 @@ pub(crate) fn notification_for(
                     format!("Run {run_id} was paused by the supervisor"),
                 ),
             };
+            let quick = match kind {
+                NotificationKind::AgentQuestionBlocking
+                    if opened.is_some_and(|g| g.kind() == GateKind::ToolCall) =>
+                {
+                    opened.map(|g| QuickAnswer::ToolCall { gate: g.id })
+                }
+                NotificationKind::RunPendingReview => Some(QuickAnswer::Review { run: *run_id }),
+                _ => None,
+            };
             Some(Notification {
                 kind,
                 run_id: *run_id,
                 title,
                 body: task,
+                quick,
             })
         }
         EngineEvent::RunChanged { run: changed }
@@ -380,6 +406,7 @@ pub(crate) fn notification_for(
                     .clone()
                     .map(|n| format!("{task}: {n}"))
                     .unwrap_or(task),
+                quick: None,
             })
         }
         EngineEvent::GateOpened { .. }
@@ -436,6 +463,7 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     run_id: many[0].run_id,
                     title,
                     body: body.join("\n"),
+                    quick: None,
                 });
             }
         }
@@ -453,6 +481,7 @@ mod tests {
             run_id: run,
             title: format!("t{run}"),
             body: format!("task {run}"),
+            quick: None,
         }
     }
 

@@ -61,6 +61,7 @@ impl Records {
                 run_id: run,
                 title,
                 body,
+                quick: None,
             },
             crate::webhooks::About {
                 run: None,
