@@ -340,8 +340,16 @@ async fn a_receiver_failing_twice_gets_three_attempts_with_growing_gaps() {
         WebhookEvent::SUBSCRIBABLE.to_vec(),
         "no events named: every kind"
     );
+    let asked = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
     let first = w.engine.test_webhook(hook.webhook.id).expect("test");
     assert_eq!(first.event, WebhookEvent::Test);
+    assert!(
+        (first.created_at - asked).abs() < 5_000,
+        "queued when asked: {first:?}"
+    );
     assert_eq!(first.status, DeliveryStatus::Pending, "{first:?}");
     assert_eq!(first.attempts.len(), 1);
     assert_eq!(first.attempts[0].status_code, Some(500));

@@ -267,9 +267,10 @@ impl WriteTx<'_> {
         Ok(())
     }
 
-    /// Queues `body` for `webhook`, due now. None when a delivery with the
-    /// same `event_key` was queued for this hook before (whatever became of
-    /// it). Keeps the hook's [`KEPT_DELIVERIES`] latest finished ones.
+    /// Queues `body` for `webhook` at `now`, its first attempt due at
+    /// `due`. None when a delivery with the same `event_key` was queued for
+    /// this hook before (whatever became of it). Keeps the hook's
+    /// [`KEPT_DELIVERIES`] latest finished ones.
     pub fn queue_delivery(
         &mut self,
         webhook: i64,
@@ -277,16 +278,17 @@ impl WriteTx<'_> {
         event_key: Option<&str>,
         body: &str,
         now: Millis,
+        due: Millis,
     ) -> Result<Option<i64>, StoreError> {
         let added = self
             .conn()
             .prepare_cached(
                 "INSERT INTO webhook_deliveries
                      (webhook_id, event, event_key, body, status, attempts, next_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5)
+                 VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?6, ?5)
                  ON CONFLICT (webhook_id, event_key) DO NOTHING",
             )
-            .and_then(|mut s| s.execute(params![webhook, event, event_key, body, now]))
+            .and_then(|mut s| s.execute(params![webhook, event, event_key, body, now, due]))
             .map_err(|e| self.sql(e))?;
         if added == 0 {
             return Ok(None);

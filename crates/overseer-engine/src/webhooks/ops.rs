@@ -86,7 +86,7 @@ impl Records {
         // to this call; the attempt sets when it is next due.
         let later = now.saturating_add(86_400_000);
         let delivery = self
-            .write(|tx| tx.queue_delivery(hook.id, "test", None, &text, later))?
+            .write(|tx| tx.queue_delivery(hook.id, "test", None, &text, now, later))?
             .ok_or_else(|| internal("the test delivery was not queued"))?;
         let row = self.store().delivery(delivery)?;
         deliver::attempt(self, &hook, &row);
@@ -176,7 +176,7 @@ impl Shared {
         let key = about.key.as_deref();
         let queued = self.write(|tx| {
             for hook in &hooks {
-                tx.queue_delivery(*hook, event.as_str(), key, &text, now)?;
+                tx.queue_delivery(*hook, event.as_str(), key, &text, now, now)?;
             }
             Ok(())
         });
