@@ -336,6 +336,8 @@ impl Engine {
             .setting(NOTIFICATIONS_KEY)?
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
+        let webhooks = crate::webhooks::state::Deliveries::default();
+        webhooks.prime(store.webhooks()?);
         let shared = Shared {
             writer: store.writer(),
             store: Mutex::new(store),
@@ -352,7 +354,7 @@ impl Engine {
             cancel: tokio_util::sync::CancellationToken::new(),
             db_id,
             gate_watch,
-            webhooks: Default::default(),
+            webhooks,
         };
         let records = Arc::new(Records {
             below: Arc::new(shared),

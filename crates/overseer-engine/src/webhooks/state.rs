@@ -68,6 +68,12 @@ impl Deliveries {
             .collect())
     }
 
+    /// Starts from `rows` (read when the engine opens), so that telling
+    /// the user never waits for a read of the hooks.
+    pub(crate) fn prime(&self, rows: Vec<WebhookRow>) {
+        let _ = self.subscribed(WebhookEvent::Test, || Ok(rows));
+    }
+
     /// The hooks changed: read them again next time.
     pub(crate) fn forget_hooks(&self) {
         *self.hooks.lock().unwrap_or_else(|p| p.into_inner()) = None;
