@@ -4,6 +4,7 @@
 
 mod commands;
 mod notifier;
+mod notify_bus;
 mod tray;
 mod webview;
 
@@ -107,10 +108,14 @@ pub fn run() -> Result<(), String> {
     let paths = Paths::resolve(arg("--data-dir"), arg("--config-dir"))?;
     let desktop = notifier::DesktopNotifier::start();
     let on_open = desktop.on_open.clone();
+    let deciding = desktop.deciding.clone();
     let engine = Arc::new(
         Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(desktop))
             .map_err(|e| e.to_string())?,
     );
+    // A notification's buttons decide on this engine (weakly: it holds the
+    // notifier).
+    let _ = deciding.set(Arc::downgrade(&engine));
     let listener = server::bind(&paths.socket()).map_err(|e| e.to_string())?;
     let app = builder(engine.clone(), Some(listener), Some(on_open))
         .build(tauri::generate_context!())

@@ -1,13 +1,19 @@
-//! OS notifications through notify-rust (the freedesktop Notify call on Linux).
-//! Sending happens on its own thread: a slow or missing notification daemon
-//! must never stall the engine. The first notification after a quiet spell
-//! goes out at once; what follows within a short window is coalesced per
-//! kind, so fifty agents finishing at once make two popups, not fifty.
+//! OS notifications on the freedesktop notification server (the session
+//! bus; see `notify_bus`). Sending happens on its own thread: a slow or
+//! missing notification daemon must never stall the engine. The first
+//! notification after a quiet spell goes out at once; what follows within a
+//! short window is coalesced per kind, so fifty agents finishing at once make
+//! two popups, not fifty.
+//!
+//! A notification can answer: a tool call's has Yes and No, a pending
+//! review's Approve; pressed, they decide as the owner (`user:app`), as the
+//! window would. Only presses from the notification server count.
 
-use overseer_core::RunId;
-use overseer_engine::{coalesce, Notification, Notifier};
+use crate::notify_bus::{Bus, Pressed};
+use overseer_core::{Actor, RunId};
+use overseer_engine::{coalesce, Engine, Notification, Notifier};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// After a notification is shown, how long the next ones are gathered
@@ -28,19 +34,35 @@ fn hold_for(last_shown: Option<Instant>, now: Instant) -> Duration {
 /// once the window exists.
 pub type OnOpen = Arc<OnceLock<Box<dyn Fn(RunId) + Send + Sync>>>;
 
+/// The engine a notification's buttons decide on; set once it is open.
+pub type Deciding = Arc<OnceLock<Weak<Engine>>>;
+
 pub struct DesktopNotifier {
     tx: Mutex<mpsc::Sender<Notification>>,
     pub on_open: OnOpen,
+    pub deciding: Deciding,
 }
 
 impl DesktopNotifier {
     pub fn start() -> Self {
         let (tx, rx) = mpsc::channel::<Notification>();
         let on_open: OnOpen = Arc::new(OnceLock::new());
+        let deciding: Deciding = Arc::new(OnceLock::new());
         let opener = on_open.clone();
+        let engine = deciding.clone();
         std::thread::Builder::new()
             .name("notifier".into())
             .spawn(move || {
+                let bus = match zbus::block_on(Bus::connect(None)) {
+                    Ok(bus) => Some(Arc::new(bus)),
+                    Err(e) => {
+                        tracing::warn!("no session bus: OS notifications are not shown ({e})");
+                        None
+                    }
+                };
+                if let Some(bus) = &bus {
+                    listen(bus.clone(), engine, opener);
+                }
                 let mut last_shown: Option<Instant> = None;
                 while let Ok(first) = rx.recv() {
                     let mut batch = vec![first];
@@ -54,38 +76,11 @@ impl DesktopNotifier {
                     // What arrived together goes together.
                     batch.extend(rx.try_iter());
                     last_shown = Some(Instant::now());
+                    let Some(bus) = &bus else { continue };
                     for n in coalesce(batch) {
-                        let shown = notify_rust::Notification::new()
-                            .appname("Overseer")
-                            .summary(&inert(&n.title))
-                            .body(&inert(&n.body))
-                            .action("default", "Open")
-                            .hint(notify_rust::Hint::Category(
-                                "overseer.".to_owned() + n.kind.as_str(),
-                            ))
-                            .show();
-                        match shown {
-                            Ok(handle) => {
-                                // Where the platform supports actions, a click
-                                // opens the item; waiting happens off this thread.
-                                let opener = opener.clone();
-                                let run = n.run_id;
-                                let _ = std::thread::Builder::new()
-                                    .name("notification-click".into())
-                                    .spawn(move || {
-                                        handle.wait_for_action(|action| {
-                                            if action == "default" {
-                                                if let Some(open) = opener.get() {
-                                                    open(run);
-                                                }
-                                            }
-                                        })
-                                    });
-                            }
-                            Err(e) => tracing::warn!(
-                                "cannot show a notification ({}): {e}",
-                                n.kind.as_str()
-                            ),
+                        let shown = zbus::block_on(bus.show(&n, &inert(&n.title), &inert(&n.body)));
+                        if let Err(e) = shown {
+                            tracing::warn!("cannot show a notification ({}): {e}", n.kind.as_str());
                         }
                     }
                 }
@@ -95,7 +90,73 @@ impl DesktopNotifier {
         DesktopNotifier {
             tx: Mutex::new(tx),
             on_open,
+            deciding,
         }
+    }
+}
+
+/// Hears the buttons pressed on `bus`'s notifications, on a thread of its
+/// own; each press is carried out on a thread of its own (a merge takes a
+/// while).
+pub(crate) fn listen(bus: Arc<Bus>, engine: Deciding, opener: OnOpen) {
+    let started = std::thread::Builder::new()
+        .name("notification-buttons".into())
+        .spawn(move || {
+            let heard = zbus::block_on(bus.listen(|pressed| {
+                let Some(engine) = engine.get().and_then(Weak::upgrade) else {
+                    return;
+                };
+                let opener = opener.clone();
+                let _ = std::thread::Builder::new()
+                    .name("notification-answer".into())
+                    .spawn(move || {
+                        carry_out(&engine, pressed, &|run| {
+                            if let Some(open) = opener.get() {
+                                open(run);
+                            }
+                        })
+                    });
+            }));
+            if let Err(e) = heard {
+                tracing::warn!("notification buttons are not heard: {e}");
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!("no thread for notification buttons: {e}");
+    }
+}
+
+/// The reason a tool call's No from a notification gives the agent.
+pub(crate) const NO_FROM_NOTIFICATION: &str = "Denied from the desktop notification";
+
+/// Does what a pressed button asks, as the owner: opens the run, decides
+/// the tool call, approves the review. A refusal (decided meanwhile, the
+/// app closing) is logged: the window shows where things stand.
+pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId)) {
+    let owner = Actor::app();
+    let done = match pressed {
+        Pressed::Open(run) => {
+            open(run);
+            return;
+        }
+        Pressed::Yes(gate) => engine
+            .refuse_if_closing()
+            .and_then(|_| engine.decide_gate(gate, "yes", None, &owner).map(|_| ())),
+        Pressed::No(gate) => engine.refuse_if_closing().and_then(|_| {
+            // No needs a reason; the agent is told this one.
+            engine
+                .decide_gate(gate, "no", Some(NO_FROM_NOTIFICATION), &owner)
+                .map(|_| ())
+        }),
+        Pressed::Approve(run) => engine
+            .refuse_if_closing()
+            .and_then(|_| engine.approve_run(run, &owner).map(|_| ())),
+    };
+    if let Err(e) = done {
+        tracing::warn!(
+            "a notification's button was not carried out ({pressed:?}): {}",
+            e.message
+        );
     }
 }
 

@@ -4,7 +4,9 @@
 // permission rules set in the page are what the CLI then reads back; a wrong
 // value shows the engine's message under its field as it is typed (a dry
 // run that writes nothing), and a refused save shows the engine's typed
-// error beside the form and its messages under the fields.
+// error beside the form and its messages under the fields. A webhook added
+// in the page shows its secret once and its delivery log shows each attempt
+// at a real local receiver.
 // Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -300,4 +302,64 @@ test("the Agents section lists every profile the engine knows: the demo agent re
     assert.deepEqual(needs, a.needs);
   }
   await app.shot("settings-agents");
+});
+
+test("a webhook added in the page shows its secret once, and a test's attempts show in its delivery log", async () => {
+  // A real HTTP receiver on loopback: it fails the first request, then answers 200.
+  const { createServer } = await import("node:http");
+  const got = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body });
+      res.writeHead(got.length === 1 ? 500 : 200).end("ok");
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}/hook`;
+  try {
+    await openSettings();
+    const section = await reveal(await driver.findElement(byTest("webhooks")));
+    // A URL the engine refuses: its typed error beside the form, nothing added.
+    await fill(By.css('[data-testid="webhook-add"] input[type="url"]'), "ftp://example.com/hook");
+    await click(By.css('[data-testid="webhook-add"] button[type="submit"]'));
+    assert.match(await errorOf("webhooks"), /give an http:\/\/ or https:\/\/ URL/);
+    assert.deepEqual(cliJson("webhooks", "list"), []);
+
+    await fill(By.css('[data-testid="webhook-add"] input[type="url"]'), url);
+    await click(By.css('[data-testid="webhook-add"] button[type="submit"]'));
+    const secret = await driver.wait(until.elementLocated(byTest("webhook-secret")), 10_000);
+    const shown = await secret.findElement(By.css("code")).getText();
+    assert.match(shown, /^[0-9a-f]{64}$/);
+    const listed = cliJson("webhooks", "list");
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0].url, url);
+    assert.ok(!JSON.stringify(listed).includes(shown), "the CLI never lists the secret");
+
+    await click(byTest("webhook-test"));
+    const state = await driver.wait(until.elementLocated(byTest("delivery-state")), 15_000);
+    assert.match(await state.getText(), /^pending: tried again in \d+ s$/);
+    assert.match(await section.getText(), /HTTP 500: the receiver answered 500/);
+    assert.equal(got.length, 1);
+    assert.equal(got[0].headers["x-overseer-event"], "test");
+    assert.match(got[0].headers["x-overseer-signature"], /^t=\d+,v1=[0-9a-f]{64}$/);
+    await app.shot("settings-webhooks");
+
+    // The retry (2 s later) delivers; the log says so once reopened.
+    await eventually(driver, async () => got.length >= 2, 15_000, "the retry");
+    await eventually(driver, async () => {
+      await click(byTest("webhook-log")); // hide
+      await click(byTest("webhook-log")); // show again, read afresh
+      const el = await driver.findElement(byTest("delivery-state"));
+      return (await el.getText()) === "delivered";
+    }, 10_000, "the delivery log to say delivered");
+    assert.match(await section.getText(), /HTTP 200/);
+
+    await click(byTest("webhook-remove"));
+    await driver.wait(until.elementLocated(byTest("no-webhooks")), 10_000);
+    assert.deepEqual(cliJson("webhooks", "list"), []);
+  } finally {
+    server.close();
+  }
 });

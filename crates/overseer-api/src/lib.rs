@@ -150,6 +150,29 @@ macro_rules! operations {
                 /// Revokes a device: refused from now on, its connections
                 /// closed. Only the local owner may.
                 write revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
+                /// Every webhook, oldest first (never its secret).
+                read list_webhooks => ListWebhooks -> Vec<Webhook>;
+                /// Adds a webhook: an http(s) URL and the event kinds it gets
+                /// (empty: every kind). The answer holds its secret, shown
+                /// this once.
+                write add_webhook => AddWebhook {
+                    url: String as url,
+                    #[serde(default)]
+                    events: Vec<WebhookEvent> as events,
+                } -> WebhookAdded;
+                /// Removes a webhook and its delivery log.
+                write remove_webhook => RemoveWebhook { id: i64 as id } -> Webhook;
+                /// Sends a test event to a webhook now; answers with its
+                /// delivery once the first attempt ended (within the
+                /// receiver's timeout). A write: it sends outside the machine.
+                write test_webhook => TestWebhook { id: i64 as id } -> WebhookDelivery;
+                /// A webhook's latest deliveries (at most `limit`, null: 50),
+                /// newest first, each with its attempts.
+                read webhook_deliveries => WebhookDeliveries {
+                    id: i64 as id,
+                    #[serde(default)]
+                    limit: Option<u32> as limit,
+                } -> Vec<WebhookDelivery>;
             }
             socket_only {
                 read ping => Ping -> String,

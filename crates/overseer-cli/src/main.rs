@@ -7,6 +7,7 @@ mod hook;
 mod inbox;
 mod mcp;
 mod output;
+mod webhooks;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -105,6 +106,9 @@ enum Command {
     /// Browsers and phones that act for a person: pair, list, revoke
     #[command(subcommand)]
     Devices(devices::DevicesCommand),
+    /// Webhooks: tell a phone (ntfy, a receiver of your own) what the desktop is told
+    #[command(subcommand)]
+    Webhooks(webhooks::WebhooksCommand),
 }
 
 #[derive(Subcommand)]
@@ -481,6 +485,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Devices(cmd) => devices::devices(&paths, cmd).await,
+        Command::Webhooks(cmd) => webhooks::run(&paths, cmd).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<overseer_core::RunId> =
                 act(&paths, op::SeedDemo { settled, runs }).await?;

@@ -1056,3 +1056,68 @@ fn gates_list_is_a_page_that_says_how_many_more_are_pending() {
     let after = every[1].to_string();
     assert_eq!(ids(&["--after", &after]), every[2..]);
 }
+
+/// `overseer webhooks` from a terminal, with no engine running: a URL that
+/// is not http(s) is refused saying what to give; an added hook's secret is
+/// printed once and never listed; a test to a receiver that is down exits
+/// non-zero saying why and when it is tried again; the log keeps it.
+#[test]
+fn webhooks_are_added_tested_listed_and_removed_from_the_command_line() {
+    let h = Home::new();
+    let err = h.fails(&["webhooks", "add", "ftp://example.com/x"]);
+    assert!(err.contains("give an http:// or https:// URL"), "{err}");
+    let err = h.fails(&[
+        "webhooks",
+        "add",
+        "https://ntfy.sh/t",
+        "--events",
+        "run_failed,nope",
+    ]);
+    assert!(err.contains("\"nope\" is not an event kind"), "{err}");
+
+    // A loopback port where nothing listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let out = h.ok(&[
+        "webhooks",
+        "add",
+        &url,
+        "--events",
+        "agent_question_blocking,run_finished",
+    ]);
+    assert!(
+        out.contains("agent_question_blocking,run_finished"),
+        "{out}"
+    );
+    let secret = out
+        .lines()
+        .find_map(|l| l.strip_prefix("secret: "))
+        .expect("the secret is printed");
+    assert_eq!(secret.len(), 64, "{out}");
+    assert!(out.contains("not shown again"), "{out}");
+
+    let listed = h.ok(&["webhooks", "list", "--json"]);
+    assert!(!listed.contains(secret), "the list never shows a secret");
+    let hooks: Vec<serde_json::Value> = serde_json::from_str(&listed).expect("json");
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0]["url"], url.as_str());
+    let id = hooks[0]["id"].to_string();
+
+    let err = h.run(&["webhooks", "test", &id]);
+    assert!(!err.status.success(), "a test nobody received fails");
+    let said = String::from_utf8_lossy(&err.stdout).to_string();
+    assert!(said.contains("pending, next attempt in"), "{said}");
+    assert!(said.to_lowercase().contains("refused"), "{said}");
+    let log = h.ok(&["webhooks", "deliveries", &id]);
+    assert!(log.contains("(test)"), "{log}");
+
+    assert!(h
+        .ok(&["webhooks", "remove", &id])
+        .contains(&format!("removed webhook {id}")));
+    assert!(h.ok(&["webhooks", "list"]).contains("no webhooks yet"));
+    let err = h.fails(&["webhooks", "test", &id]);
+    assert!(err.contains("overseer webhooks list"), "{err}");
+}

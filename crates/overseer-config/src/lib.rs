@@ -47,6 +47,7 @@
 
 pub mod disk;
 pub mod paths;
+pub mod webhooks;
 
 pub use paths::Paths;
 
@@ -368,6 +369,10 @@ pub struct Config {
     /// filesystem (`disk`).
     #[serde(default, skip_serializing_if = "disk::DiskConfig::is_default")]
     pub disk: disk::DiskConfig,
+    /// Webhook delivery: the receiver's timeout and the retry schedule
+    /// (`webhooks`).
+    #[serde(default, skip_serializing_if = "webhooks::WebhooksConfig::is_default")]
+    pub webhooks: webhooks::WebhooksConfig,
     #[serde(skip)]
     path: PathBuf,
 }

@@ -266,6 +266,8 @@ pub struct Shared {
     /// Wakes the waiters on a gate when that gate changed
     /// ([`crate::waiting::wait_gate`]).
     pub(crate) gate_watch: Arc<GateWatch>,
+    /// Webhook deliveries: the hooks, the delivery thread ([`crate::webhooks`]).
+    pub(crate) webhooks: crate::webhooks::state::Deliveries,
 }
 
 macro_rules! layer_on {
@@ -337,6 +339,8 @@ impl Engine {
             .setting(NOTIFICATIONS_KEY)?
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
+        let webhooks = crate::webhooks::state::Deliveries::default();
+        webhooks.prime(store.webhooks()?);
         let shared = Shared {
             writer: store.writer(),
             store: Mutex::new(store),
@@ -353,6 +357,7 @@ impl Engine {
             cancel: tokio_util::sync::CancellationToken::new(),
             db_id,
             gate_watch,
+            webhooks,
         };
         let records = Arc::new(Records {
             below: Arc::new(shared),
@@ -610,14 +615,52 @@ impl Shared {
                 | EngineEvent::TaskChanged { .. }
                 | EngineEvent::DeviceChanged { .. } => None,
             };
+            let gate = match event {
+                EngineEvent::GateOpened { gate_id, .. } => Some(*gate_id),
+                _ => None,
+            };
             if let Some(n) = notification_for(event, run, opened.as_ref()) {
-                if self.notifications().is_muted(n.kind) {
-                    tracing::debug!(kind = n.kind.as_str(), "muted by the user");
-                    continue;
+                // One key per thing told: a gate opened, a run failed.
+                let key = match gate {
+                    Some(g) => format!("gate:{g}"),
+                    None => format!("{}:{}", n.kind.as_str(), n.run_id),
+                };
+                self.tell(
+                    &n,
+                    crate::webhooks::About {
+                        run: Some(run),
+                        gate,
+                        key: Some(key),
+                    },
+                );
+            }
+            if let EngineEvent::RunChanged { run: changed } = event {
+                if let Some((title, text)) = crate::webhooks::finished(changed) {
+                    self.queue_event(
+                        crate::WebhookEvent::RunFinished,
+                        &title,
+                        &text,
+                        changed.id,
+                        crate::webhooks::About {
+                            run: Some(changed),
+                            gate: None,
+                            key: Some(format!("run_finished:{}", changed.id)),
+                        },
+                    );
                 }
-                self.notifier.notify(&n);
             }
         }
+    }
+
+    /// Tells the user `n` on every channel that did not mute its kind: the
+    /// desktop (the notifier) and webhooks (queued, never sent here).
+    pub(crate) fn tell(&self, n: &crate::Notification, about: crate::webhooks::About<'_>) {
+        if self.notifications().is_muted(n.kind) {
+            tracing::debug!(kind = n.kind.as_str(), "muted on the desktop by the user");
+        } else {
+            self.notifier.notify(n);
+        }
+        self.queue_webhooks(n, about);
     }
 }
 

@@ -43,6 +43,7 @@ pub mod settings;
 mod signed;
 mod supervise;
 mod waiting;
+pub mod webhooks;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod work;
 
@@ -56,6 +57,7 @@ pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
     coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
+    QuickAnswer, WebhookEvent,
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
@@ -65,4 +67,7 @@ pub use paths::Paths;
 pub use settings::Scope;
 pub use settings::{RuleTexts, SettingsChange};
 pub use supervise::{GateStory, PolicyStatus, RunStory, TaskInfo};
+pub use webhooks::{
+    DeliveryStatus, Webhook, WebhookAdded, WebhookAttempt, WebhookBody, WebhookDelivery,
+};
 pub use work::{run_branch, Started, TaskStart};

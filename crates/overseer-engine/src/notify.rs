@@ -75,17 +75,124 @@ impl NotificationKind {
     }
 }
 
-/// Which notification kinds the user muted.
+/// What a webhook can be sent: every notification kind, a run that
+/// finished (whatever its end), and the test a user asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookEvent {
+    AgentQuestionPending,
+    AgentQuestionBlocking,
+    RunPendingReview,
+    RunFailed,
+    SupervisorEscalated,
+    SupervisorFailed,
+    SecurityEvent,
+    AgentMessageBlocked,
+    DiskFull,
+    /// A run was released: merged, rejected, aborted, failed, interrupted
+    /// or ended (once per run).
+    RunFinished,
+    /// What `overseer webhooks test` sends: never subscribed to, never muted.
+    Test,
+}
+
+impl WebhookEvent {
+    /// What a hook can subscribe to (every kind but `test`).
+    pub const SUBSCRIBABLE: [WebhookEvent; 10] = [
+        WebhookEvent::AgentQuestionPending,
+        WebhookEvent::AgentQuestionBlocking,
+        WebhookEvent::RunPendingReview,
+        WebhookEvent::RunFailed,
+        WebhookEvent::SupervisorEscalated,
+        WebhookEvent::SupervisorFailed,
+        WebhookEvent::SecurityEvent,
+        WebhookEvent::AgentMessageBlocked,
+        WebhookEvent::DiskFull,
+        WebhookEvent::RunFinished,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookEvent::RunFinished => "run_finished",
+            WebhookEvent::Test => "test",
+            other => other
+                .notification()
+                .map(NotificationKind::as_str)
+                .unwrap_or("test"),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::SUBSCRIBABLE
+            .into_iter()
+            .chain([WebhookEvent::Test])
+            .find(|k| k.as_str() == s)
+    }
+
+    /// The notification kind it is, if it is one.
+    pub fn notification(self) -> Option<NotificationKind> {
+        Some(match self {
+            WebhookEvent::AgentQuestionPending => NotificationKind::AgentQuestionPending,
+            WebhookEvent::AgentQuestionBlocking => NotificationKind::AgentQuestionBlocking,
+            WebhookEvent::RunPendingReview => NotificationKind::RunPendingReview,
+            WebhookEvent::RunFailed => NotificationKind::RunFailed,
+            WebhookEvent::SupervisorEscalated => NotificationKind::SupervisorEscalated,
+            WebhookEvent::SupervisorFailed => NotificationKind::SupervisorFailed,
+            WebhookEvent::SecurityEvent => NotificationKind::SecurityEvent,
+            WebhookEvent::AgentMessageBlocked => NotificationKind::AgentMessageBlocked,
+            WebhookEvent::DiskFull => NotificationKind::DiskFull,
+            WebhookEvent::RunFinished | WebhookEvent::Test => return None,
+        })
+    }
+}
+
+impl From<NotificationKind> for WebhookEvent {
+    fn from(kind: NotificationKind) -> Self {
+        match kind {
+            NotificationKind::AgentQuestionPending => WebhookEvent::AgentQuestionPending,
+            NotificationKind::AgentQuestionBlocking => WebhookEvent::AgentQuestionBlocking,
+            NotificationKind::RunPendingReview => WebhookEvent::RunPendingReview,
+            NotificationKind::RunFailed => WebhookEvent::RunFailed,
+            NotificationKind::SupervisorEscalated => WebhookEvent::SupervisorEscalated,
+            NotificationKind::SupervisorFailed => WebhookEvent::SupervisorFailed,
+            NotificationKind::SecurityEvent => WebhookEvent::SecurityEvent,
+            NotificationKind::AgentMessageBlocked => WebhookEvent::AgentMessageBlocked,
+            NotificationKind::DiskFull => WebhookEvent::DiskFull,
+        }
+    }
+}
+
+/// What the user muted, per channel: the desktop (OS notifications) and
+/// webhooks (every hook).
+///
+/// On the desktop, blocking asks, security events and a full disk cannot
+/// be muted, neither one by one nor with the whole channel: the machine
+/// the agents run on always says when they wait for the user. On webhooks
+/// every kind can be muted: a hook only gets the kinds it subscribed to
+/// anyway, and the desktop (and the window) keeps the guarantee; muting is
+/// how a user silences their phone without removing its hook.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct NotificationSettings {
+    /// Kinds muted on the desktop.
     #[serde(default)]
     pub muted: Vec<NotificationKind>,
+    /// The desktop muted whole: every kind that can be muted is.
+    #[serde(default)]
+    pub desktop_muted: bool,
+    /// Kinds muted on webhooks (any kind but `test`).
+    #[serde(default)]
+    pub webhook_muted: Vec<WebhookEvent>,
+    /// Webhooks muted whole: nothing is queued for any hook (a test still
+    /// goes out: the user asked for it).
+    #[serde(default)]
+    pub webhooks_muted: bool,
 }
 
 impl NotificationSettings {
-    /// Every kind muted that cannot be, by its place: `muted[1]`.
+    /// Every kind muted that cannot be, by its place: `muted[1]`,
+    /// `webhook_muted[0]`.
     pub fn validate(&self) -> Result<(), Vec<overseer_core::FieldError>> {
-        let errors: Vec<_> = self
+        let mut errors: Vec<_> = self
             .muted
             .iter()
             .enumerate()
@@ -104,6 +211,18 @@ impl NotificationSettings {
                 )
             })
             .collect();
+        errors.extend(
+            self.webhook_muted
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| **k == WebhookEvent::Test)
+                .map(|(i, _)| {
+                    overseer_core::FieldError::new(
+                        format!("webhook_muted[{i}]"),
+                        "test cannot be muted: a test is sent only when you ask for one",
+                    )
+                }),
+        );
         if errors.is_empty() {
             Ok(())
         } else {
@@ -111,8 +230,14 @@ impl NotificationSettings {
         }
     }
 
+    /// Muted on the desktop (by kind or with the whole channel).
     pub fn is_muted(&self, kind: NotificationKind) -> bool {
-        kind.can_mute() && self.muted.contains(&kind)
+        kind.can_mute() && (self.desktop_muted || self.muted.contains(&kind))
+    }
+
+    /// Muted on webhooks (by kind or with the whole channel); a test never is.
+    pub fn is_webhook_muted(&self, event: WebhookEvent) -> bool {
+        event != WebhookEvent::Test && (self.webhooks_muted || self.webhook_muted.contains(&event))
     }
 }
 
@@ -122,6 +247,19 @@ pub struct Notification {
     pub run_id: RunId,
     pub title: String,
     pub body: String,
+    /// What the notification itself can answer, as the owner (its
+    /// buttons), if anything.
+    pub quick: Option<QuickAnswer>,
+}
+
+/// A decision a notification's buttons can make: only the simplest two, where
+/// the title says all there is to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuickAnswer {
+    /// A tool call waits for permission: Yes or No.
+    ToolCall { gate: overseer_core::GateId },
+    /// A run waits for review: Approve (merge).
+    Review { run: RunId },
 }
 
 pub trait Notifier: Send + Sync {
@@ -169,6 +307,7 @@ pub(crate) fn notification_for(
                 run_id: *run_id,
                 title: format!("Run {run_id} flooded Overseer and was paused"),
                 body: opened.map(|g| g.title.clone()).unwrap_or(task),
+                quick: None,
             })
         }
         // Something to read, not to decide: never as loud as a blocking ask.
@@ -180,6 +319,7 @@ pub(crate) fn notification_for(
                 run_id: *run_id,
                 title: format!("Run {run_id}: a note from {}", run.agent),
                 body: task,
+                quick: None,
             })
         }
         // The supervisor decides this gate on its own authority: the user is
@@ -199,6 +339,7 @@ pub(crate) fn notification_for(
                     opened.map(|g| g.title.as_str()).unwrap_or_default()
                 ),
                 body: task,
+                quick: None,
             })
         }
         EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
@@ -232,11 +373,21 @@ pub(crate) fn notification_for(
                     format!("Run {run_id} was paused by the supervisor"),
                 ),
             };
+            let quick = match kind {
+                NotificationKind::AgentQuestionBlocking
+                    if opened.is_some_and(|g| g.kind() == GateKind::ToolCall) =>
+                {
+                    opened.map(|g| QuickAnswer::ToolCall { gate: g.id })
+                }
+                NotificationKind::RunPendingReview => Some(QuickAnswer::Review { run: *run_id }),
+                _ => None,
+            };
             Some(Notification {
                 kind,
                 run_id: *run_id,
                 title,
                 body: task,
+                quick,
             })
         }
         EngineEvent::RunChanged { run: changed }
@@ -255,6 +406,7 @@ pub(crate) fn notification_for(
                     .clone()
                     .map(|n| format!("{task}: {n}"))
                     .unwrap_or(task),
+                quick: None,
             })
         }
         EngineEvent::GateOpened { .. }
@@ -312,6 +464,7 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     run_id: many[0].run_id,
                     title,
                     body: body.join("\n"),
+                    quick: None,
                 });
             }
         }
@@ -329,6 +482,7 @@ mod tests {
             run_id: run,
             title: format!("t{run}"),
             body: format!("task {run}"),
+            quick: None,
         }
     }
 
@@ -356,6 +510,7 @@ mod tests {
                 NotificationKind::AgentQuestionBlocking,
                 NotificationKind::SecurityEvent,
             ],
+            ..Default::default()
         };
         let err = s.validate().expect_err("two cannot be muted");
         let at: Vec<&str> = err.iter().map(|e| e.field.as_str()).collect();
@@ -363,8 +518,62 @@ mod tests {
         assert!(!s.is_muted(NotificationKind::AgentQuestionBlocking));
         let s = NotificationSettings {
             muted: vec![NotificationKind::RunPendingReview],
+            ..Default::default()
         };
         assert!(s.validate().is_ok());
         assert!(s.is_muted(NotificationKind::RunPendingReview));
+    }
+
+    #[test]
+    fn the_desktop_muted_whole_still_shows_what_cannot_be_muted_and_webhooks_mute_anything() {
+        let s = NotificationSettings {
+            desktop_muted: true,
+            webhook_muted: vec![WebhookEvent::AgentQuestionBlocking],
+            ..Default::default()
+        };
+        assert!(s.validate().is_ok());
+        assert!(s.is_muted(NotificationKind::RunFailed));
+        for kind in [
+            NotificationKind::AgentQuestionBlocking,
+            NotificationKind::SecurityEvent,
+            NotificationKind::DiskFull,
+        ] {
+            assert!(!s.is_muted(kind), "{} always shows", kind.as_str());
+        }
+        assert!(s.is_webhook_muted(WebhookEvent::AgentQuestionBlocking));
+        assert!(!s.is_webhook_muted(WebhookEvent::RunFinished));
+        let all = NotificationSettings {
+            webhooks_muted: true,
+            ..Default::default()
+        };
+        assert!(WebhookEvent::SUBSCRIBABLE
+            .iter()
+            .all(|e| all.is_webhook_muted(*e)));
+        assert!(
+            !all.is_webhook_muted(WebhookEvent::Test),
+            "a test always goes"
+        );
+        let err = NotificationSettings {
+            webhook_muted: vec![WebhookEvent::RunFailed, WebhookEvent::Test],
+            ..Default::default()
+        }
+        .validate()
+        .expect_err("test cannot be muted");
+        assert_eq!(err[0].field, "webhook_muted[1]");
+    }
+
+    #[test]
+    fn every_webhook_event_reads_back_from_its_name() {
+        for e in WebhookEvent::SUBSCRIBABLE
+            .into_iter()
+            .chain([WebhookEvent::Test])
+        {
+            assert_eq!(WebhookEvent::parse(e.as_str()), Some(e));
+            let json = serde_json::to_string(&e).expect("json");
+            assert_eq!(json, format!("\"{}\"", e.as_str()));
+        }
+        for k in NotificationKind::ALL {
+            assert_eq!(WebhookEvent::from(k).notification(), Some(k));
+        }
     }
 }

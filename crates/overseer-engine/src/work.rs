@@ -55,12 +55,20 @@ impl Records {
         title: String,
         body: String,
     ) {
-        self.notifier.notify(&Notification {
-            kind,
-            run_id: run,
-            title,
-            body,
-        });
+        self.tell(
+            &Notification {
+                kind,
+                run_id: run,
+                title,
+                body,
+                quick: None,
+            },
+            crate::webhooks::About {
+                run: None,
+                gate: None,
+                key: None,
+            },
+        );
     }
 
     /// Records an approval (after the merge, see `work.rs`).

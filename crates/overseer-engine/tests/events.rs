@@ -267,3 +267,56 @@ async fn deciding_one_of_a_runs_waiting_asks_wakes_only_its_asker() {
         all_after - all_before
     );
 }
+
+/// A tool call's notification can be answered Yes or No from the
+/// notification itself, a review's Approve; every other notification only
+/// opens its run (the desktop shell makes the buttons from this).
+#[test]
+fn a_tool_calls_notification_carries_its_gate_and_a_reviews_its_run() {
+    use overseer_engine::{Engine, NotificationKind, Paths, QuickAnswer, SystemClock};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let told = Arc::new(common::Captured::default());
+    let engine = Engine::open(
+        Paths {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+        },
+        Arc::new(SystemClock),
+        told.clone(),
+    )
+    .expect("engine");
+    engine.seed_demo(&Actor::cli(), false).expect("seed");
+    let gates = engine.gates(true).expect("gates");
+    let notes = told.0.lock().expect("lock").clone();
+    let tool = gates
+        .iter()
+        .find(|g| g.kind() == overseer_core::GateKind::ToolCall)
+        .expect("the demo's tool call");
+    let review = gates
+        .iter()
+        .find(|g| g.kind() == overseer_core::GateKind::MergeReview)
+        .expect("the demo's review");
+    let of = |run: RunId| {
+        notes
+            .iter()
+            .find(|n| n.run_id == run)
+            .unwrap_or_else(|| panic!("run {run} was notified: {notes:?}"))
+    };
+    assert_eq!(
+        of(tool.run_id).quick,
+        Some(QuickAnswer::ToolCall { gate: tool.id })
+    );
+    assert_eq!(
+        of(review.run_id).quick,
+        Some(QuickAnswer::Review { run: review.run_id })
+    );
+    for n in &notes {
+        if n.run_id != tool.run_id && n.run_id != review.run_id {
+            let answerable = n.kind == NotificationKind::RunPendingReview
+                || gates
+                    .iter()
+                    .any(|g| g.run_id == n.run_id && g.kind() == overseer_core::GateKind::ToolCall);
+            assert_eq!(n.quick.is_some(), answerable, "{n:?}");
+        }
+    }
+}

@@ -347,6 +347,16 @@ async fn a_process_the_sessions_agent_started_cannot_decide() {
     assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
     assert!(err.message.contains("never decide"), "{}", err.message);
     assert!(w.engine.gate(gate.id).expect("gate").decision.is_none());
+    // Nor send what the user is told elsewhere: adding a webhook is a write.
+    let err = c
+        .call(Request::AddWebhook {
+            url: "https://example.com/hook".into(),
+            events: vec![],
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+    assert!(w.engine.webhooks().expect("list").is_empty());
     // Reading is still allowed.
     c.call(Request::ListGates {
         pending_only: true,

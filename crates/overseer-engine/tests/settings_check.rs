@@ -177,6 +177,7 @@ async fn a_dry_run_names_every_field_in_error_and_writes_nothing() {
                         NotificationKind::RunFailed,
                         NotificationKind::AgentQuestionBlocking,
                     ],
+                    ..Default::default()
                 },
             },
             vec!["notifications.muted[1]"],

@@ -465,6 +465,7 @@ async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
         .set_notifications(
             overseer_engine::NotificationSettings {
                 muted: vec![NotificationKind::AgentQuestionBlocking],
+                ..Default::default()
             },
             &Actor::app(),
         )
@@ -474,6 +475,7 @@ async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
         .set_notifications(
             overseer_engine::NotificationSettings {
                 muted: vec![NotificationKind::RunPendingReview],
+                ..Default::default()
             },
             &Actor::app(),
         )

@@ -205,6 +205,22 @@ async fn an_edit_without_asking_stops_the_run_and_nothing_merges() {
         "{records:?}"
     );
     assert!(w.engine.verify_audit().expect("audit").is_ok());
+    // The notification follows the run's end on the driver's thread: wait
+    // for it (a few seconds at most).
+    let told_of = |captured: &common::Captured| {
+        captured
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|n| n.kind == NotificationKind::SecurityEvent && n.run_id == run)
+    };
+    for _ in 0..250 {
+        if told_of(&captured) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let told = captured.0.lock().expect("lock").clone();
     assert!(
         told.iter()

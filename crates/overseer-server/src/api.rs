@@ -400,6 +400,31 @@ impl Api for Served<'_> {
     fn agents(&self, _actor: &Actor) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(self.0.agents())
     }
+    fn list_webhooks(&self, _actor: &Actor) -> Result<Vec<Webhook>, ApiError> {
+        self.0.webhooks()
+    }
+    fn add_webhook(
+        &self,
+        actor: &Actor,
+        url: String,
+        events: Vec<WebhookEvent>,
+    ) -> Result<WebhookAdded, ApiError> {
+        self.0.add_webhook(&url, &events, actor)
+    }
+    fn remove_webhook(&self, actor: &Actor, id: i64) -> Result<Webhook, ApiError> {
+        self.0.remove_webhook(id, actor)
+    }
+    fn test_webhook(&self, _actor: &Actor, id: i64) -> Result<WebhookDelivery, ApiError> {
+        self.0.test_webhook(id)
+    }
+    fn webhook_deliveries(
+        &self,
+        _actor: &Actor,
+        id: i64,
+        limit: Option<u32>,
+    ) -> Result<Vec<WebhookDelivery>, ApiError> {
+        self.0.webhook_deliveries(id, limit)
+    }
     fn ping(&self, _actor: &Actor) -> Result<String, ApiError> {
         Ok("pong".to_owned())
     }
@@ -487,6 +512,7 @@ pub mod vocabulary {
         Started, TaskInfo, TaskStart,
     };
     pub use overseer_engine::{RuleTexts, SettingsChange};
+    pub use overseer_engine::{Webhook, WebhookAdded, WebhookDelivery, WebhookEvent};
     pub use overseer_engine::{Workspace, WorkspaceSettings};
     pub use std::path::PathBuf;
 }

@@ -31,6 +31,7 @@ mod schema;
 mod session;
 mod supervise;
 mod verify;
+pub mod webhooks;
 mod work;
 mod write;
 pub mod writer;

@@ -306,6 +306,47 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE gate_decisions ADD COLUMN device TEXT;
     ALTER TABLE decisions ADD COLUMN device TEXT;
     "#,
+    // 13: webhooks: each hook (its URL, its secret, the event kinds it gets),
+    // each delivery queued for it (pending until delivered or given up on;
+    // a restarted engine goes on with the pending ones) and
+    // each attempt (its time, HTTP status or error, duration). `event_key`
+    // names what a delivery is about (a gate opened, a run finished): the
+    // same thing is never queued twice for a hook, also not when a
+    // restart tells of every pending gate again.
+    r#"
+    CREATE TABLE webhooks (
+        id         INTEGER PRIMARY KEY,
+        url        TEXT NOT NULL,
+        secret     TEXT NOT NULL,
+        events     TEXT NOT NULL,
+        enabled    INTEGER NOT NULL DEFAULT 1,
+        created_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE webhook_deliveries (
+        id         INTEGER PRIMARY KEY,
+        webhook_id INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event      TEXT NOT NULL,
+        event_key  TEXT,
+        body       TEXT NOT NULL,
+        status     TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts   INTEGER NOT NULL DEFAULT 0,
+        next_at    INTEGER,
+        note       TEXT,
+        created_at INTEGER NOT NULL,
+        UNIQUE (webhook_id, event_key)
+    ) STRICT;
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_at);
+    CREATE INDEX webhook_deliveries_by_hook ON webhook_deliveries(webhook_id, id);
+    CREATE TABLE webhook_attempts (
+        id          INTEGER PRIMARY KEY,
+        delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+        at          INTEGER NOT NULL,
+        status_code INTEGER,
+        error       TEXT,
+        duration_ms INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts(delivery_id, id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -119,6 +119,7 @@ impl Engine {
     ) -> tokio::task::JoinHandle<()> {
         let _ = self.me.set(Arc::downgrade(self));
         let _ = self.voices.set(voices);
+        self.shared_layer().start_webhooks();
         start(self.clone())
     }
 
@@ -129,6 +130,9 @@ impl Engine {
     /// final checkpoint ([`Engine::shutdown`]) is the last record. Returns
     /// how many agents were stopped.
     pub async fn stop_agents(&self) -> usize {
+        // Webhook deliveries still pending wait in the database for the
+        // next start.
+        self.webhooks.stop();
         stop_all(self).await
     }
 }

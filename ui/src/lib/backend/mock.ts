@@ -42,9 +42,29 @@ import type {
   TaskInfo,
   TaskSettings,
   Workspace,
+  Webhook,
+  WebhookDelivery,
+  WebhookEvent,
 } from "../types";
 
 const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
+
+/** Notification settings with nothing muted. */
+export const NO_MUTES: NotificationSettings = { muted: [], desktop_muted: false, webhook_muted: [], webhooks_muted: false };
+
+/** Every event a hook can subscribe to (the engine's order). */
+const ALL_EVENTS: WebhookEvent[] = [
+  "agent_question_pending",
+  "agent_question_blocking",
+  "run_pending_review",
+  "run_failed",
+  "supervisor_escalated",
+  "supervisor_failed",
+  "security_event",
+  "agent_message_blocked",
+  "disk_full",
+  "run_finished",
+];
 
 /** The few refusals the mock engine fakes, one per kind of settings write,
  * so the window's wiring (messages under fields, as typed and on save) runs
@@ -138,7 +158,9 @@ export class MockBackend implements Backend {
   activity = new Map<number, ActivityView[]>();
   diffs = new Map<number, RunDiff>();
   workspaces: Workspace[] = [];
-  notifications: NotificationSettings = { muted: [] };
+  notifications: NotificationSettings = { ...NO_MUTES };
+  webhooks: Webhook[] = [];
+  deliveries: WebhookDelivery[] = [];
   agentInfos: AgentInfo[] = [];
   policies = new Map<string, SupervisorPolicy | null>();
   /** A task's own settings, by task id (a task without an entry has the
@@ -413,6 +435,65 @@ export class MockBackend implements Backend {
       this.notifications = structuredClone(settings);
       return this.notifications;
     });
+  }
+
+  listWebhooks() {
+    return this.answer("listWebhooks", () => this.webhooks);
+  }
+
+  addWebhook(url: string, events: WebhookEvent[]) {
+    return this.answer(`addWebhook ${url}`, () => {
+      // One sample of the engine's refusal (its rules live in the engine).
+      if (!/^https?:\/\/[^/\s]+/i.test(url.trim())) {
+        throw fail("invalid_input", `${JSON.stringify(url)} is not a webhook URL: give an http:// or https:// URL such as https://ntfy.sh/<topic>`);
+      }
+      const id = (this.webhooks.at(-1)?.id ?? 0) + 1;
+      const webhook: Webhook = {
+        id,
+        url: url.trim(),
+        events: events.length === 0 ? [...ALL_EVENTS] : ALL_EVENTS.filter((e) => events.includes(e)),
+        enabled: true,
+        created_at: this.now(),
+      };
+      this.webhooks.push(webhook);
+      return { webhook, secret: "5ec7e7".padEnd(64, "0") };
+    });
+  }
+
+  removeWebhook(id: number) {
+    return this.answer(`removeWebhook ${id}`, () => {
+      const hook = this.webhooks.find((h) => h.id === id);
+      if (!hook) throw fail("not_found", `webhook ${id} does not exist: \`overseer webhooks list\` shows the hooks`);
+      this.webhooks = this.webhooks.filter((h) => h.id !== id);
+      this.deliveries = this.deliveries.filter((d) => d.webhook_id !== id);
+      return hook;
+    });
+  }
+
+  testWebhook(id: number) {
+    return this.answer(`testWebhook ${id}`, () => {
+      if (!this.webhooks.some((h) => h.id === id)) throw fail("not_found", `webhook ${id} does not exist: \`overseer webhooks list\` shows the hooks`);
+      const at = this.now();
+      const delivery: WebhookDelivery = {
+        id: this.deliveries.length + 1,
+        webhook_id: id,
+        event: "test",
+        title: "Overseer test",
+        status: "delivered",
+        attempts: [{ at, status_code: 200, error: null, duration_ms: 12 }],
+        next_at: null,
+        note: null,
+        created_at: at,
+      };
+      this.deliveries.unshift(delivery);
+      return delivery;
+    });
+  }
+
+  webhookDeliveries(id: number, limit: number | null) {
+    return this.answer(`webhookDeliveries ${id}`, () =>
+      this.deliveries.filter((d) => d.webhook_id === id).slice(0, limit ?? 50),
+    );
   }
 
   checkSettings(change: SettingsChange) {

@@ -30,6 +30,10 @@ import type {
   SupervisorPolicy,
   TaskId,
   TaskInfo,
+  Webhook,
+  WebhookAdded,
+  WebhookDelivery,
+  WebhookEvent,
   Workspace,
 } from "./types";
 
@@ -127,6 +131,27 @@ export interface Operations {
    * closed. Only the local owner may.
    */
   revokeDevice(deviceId: DeviceId): Promise<DeviceView>;
+  /** Every webhook, oldest first (never its secret). */
+  listWebhooks(): Promise<Array<Webhook>>;
+  /**
+   * Adds a webhook: an http(s) URL and the event kinds it gets
+   * (empty: every kind). The answer holds its secret, shown
+   * this once.
+   */
+  addWebhook(url: string, events: Array<WebhookEvent>): Promise<WebhookAdded>;
+  /** Removes a webhook and its delivery log. */
+  removeWebhook(id: number): Promise<Webhook>;
+  /**
+   * Sends a test event to a webhook now; answers with its
+   * delivery once the first attempt ended (within the
+   * receiver's timeout). A write: it sends outside the machine.
+   */
+  testWebhook(id: number): Promise<WebhookDelivery>;
+  /**
+   * A webhook's latest deliveries (at most `limit`, null: 50),
+   * newest first, each with its attempts.
+   */
+  webhookDeliveries(id: number, limit: number | null): Promise<Array<WebhookDelivery>>;
   /**
    * The first `limit` rows of the dashboard's default order
    * (needs-you first), with the fleet's size and counts: the
@@ -181,6 +206,11 @@ export function operations(invoke: Invoke): Operations {
     pairDevice: (person, name) => invoke<Pairing>("pair_device", { person, name }),
     listDevices: () => invoke<Array<DeviceView>>("list_devices"),
     revokeDevice: (deviceId) => invoke<DeviceView>("revoke_device", { deviceId }),
+    listWebhooks: () => invoke<Array<Webhook>>("list_webhooks"),
+    addWebhook: (url, events) => invoke<WebhookAdded>("add_webhook", { url, events }),
+    removeWebhook: (id) => invoke<Webhook>("remove_webhook", { id }),
+    testWebhook: (id) => invoke<WebhookDelivery>("test_webhook", { id }),
+    webhookDeliveries: (id, limit) => invoke<Array<WebhookDelivery>>("webhook_deliveries", { id, limit }),
     listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
   };
 }

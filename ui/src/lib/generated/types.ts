@@ -230,6 +230,8 @@ device?: DeviceRef, };
 
 export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
 export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
 
 export type DeviationChoice = "retry" | "replan" | "stop";
@@ -447,7 +449,24 @@ export type NoticeKind = "notification" | "stop";
 
 export type NotificationKind = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full";
 
-export type NotificationSettings = { muted: Array<NotificationKind>, };
+export type NotificationSettings = { 
+/**
+ * Kinds muted on the desktop.
+ */
+muted: Array<NotificationKind>, 
+/**
+ * The desktop muted whole: every kind that can be muted is.
+ */
+desktop_muted: boolean, 
+/**
+ * Kinds muted on webhooks (any kind but `test`).
+ */
+webhook_muted: Array<WebhookEvent>, 
+/**
+ * Webhooks muted whole: nothing is queued for any hook (a test still
+ * goes out: the user asked for it).
+ */
+webhooks_muted: boolean, };
 
 export type OpenRun = { run_id: RunId, };
 
@@ -1008,6 +1027,36 @@ resolved?: Array<Resolved>, };
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
+
+export type Webhook = { id: number, url: string, events: Array<WebhookEvent>, enabled: boolean, created_at: number, };
+
+export type WebhookAdded = { webhook: Webhook, 
+/**
+ * The key of the hook's signatures (64 hex characters).
+ */
+secret: string, };
+
+export type WebhookAttempt = { at: number, 
+/**
+ * The receiver's HTTP status, when it answered.
+ */
+status_code: number | null, 
+/**
+ * Why it did not answer (or why its answer is a failure).
+ */
+error: string | null, duration_ms: number, };
+
+export type WebhookDelivery = { id: number, webhook_id: number, event: WebhookEvent, 
+/**
+ * The notification's title, as in the body.
+ */
+title: string, status: DeliveryStatus, attempts: Array<WebhookAttempt>, next_at: number | null, 
+/**
+ * Why it was given up on.
+ */
+note: string | null, created_at: number, };
+
+export type WebhookEvent = "agent_question_pending" | "agent_question_blocking" | "run_pending_review" | "run_failed" | "supervisor_escalated" | "supervisor_failed" | "security_event" | "agent_message_blocked" | "disk_full" | "run_finished" | "test";
 
 export type Workspace = { id: number, name: string, path: string, settings: WorkspaceSettings, };
 

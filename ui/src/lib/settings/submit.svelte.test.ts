@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MockBackend } from "../backend/mock";
+import { MockBackend, NO_MUTES } from "../backend/mock";
 import { Submission } from "./submit.svelte";
 
 describe("Submission", () => {
@@ -15,7 +15,7 @@ describe("Submission", () => {
     expect(s.status).toBe("saving");
     expect(s.saving).toBe(true);
     release();
-    expect(await sent).toEqual({ muted: [] });
+    expect(await sent).toEqual(NO_MUTES);
     expect(s.status).toBe("saved");
     s.touch();
     expect(s.status).toBe("idle");
@@ -24,14 +24,17 @@ describe("Submission", () => {
   it("keeps the engine's typed error and clears it on the next try", async () => {
     const backend = new MockBackend();
     const s = new Submission();
-    expect(await s.send(() => backend.setNotificationSettings({ muted: ["agent_question_blocking"] }))).toBeNull();
+    expect(await s.send(() => backend.setNotificationSettings({ ...NO_MUTES, muted: ["agent_question_blocking"] }))).toBeNull();
     expect(s.status).toBe("failed");
     expect(s.error).toEqual({
       code: "invalid_input",
       message: "agent_question_blocking cannot be muted: an agent is stopped until you answer",
       fields: [{ field: "notifications.muted[0]", message: "agent_question_blocking cannot be muted: an agent is stopped until you answer" }],
     });
-    expect(await s.send(() => backend.setNotificationSettings({ muted: ["run_failed"] }))).toEqual({ muted: ["run_failed"] });
+    expect(await s.send(() => backend.setNotificationSettings({ ...NO_MUTES, muted: ["run_failed"] }))).toEqual({
+      ...NO_MUTES,
+      muted: ["run_failed"],
+    });
     expect(s.error).toBeNull();
     expect(s.status).toBe("saved");
   });

@@ -1,0 +1,191 @@
+//! Webhooks as the contract reaches them (list, add, remove, test, the
+//! delivery log) and queueing what the engine tells the user.
+
+use super::{
+    check_events, check_url, deliver, delivery_view, internal, view, About, Webhook, WebhookAdded,
+    WebhookBody, WebhookDelivery,
+};
+use crate::engine::Shared;
+use crate::notify::{Notification, WebhookEvent};
+use crate::Records;
+use overseer_core::{Actor, ApiError, ErrorCode, RunId};
+
+impl Records {
+    /// Every hook, oldest first.
+    pub fn webhooks(&self) -> Result<Vec<Webhook>, ApiError> {
+        Ok(self.store().webhooks()?.into_iter().map(view).collect())
+    }
+
+    /// Adds a hook for `url` that gets `events` (none: every kind), with a
+    /// new secret, returned this once.
+    pub fn add_webhook(
+        &self,
+        url: &str,
+        events: &[WebhookEvent],
+        actor: &Actor,
+    ) -> Result<WebhookAdded, ApiError> {
+        let url = check_url(url)?;
+        let events = check_events(events)?;
+        let secret = deliver::new_secret();
+        let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
+        let names = serde_json::to_string(&names).map_err(internal)?;
+        let now = self.clock.now();
+        let id = self.write(|tx| tx.add_webhook(&url, &secret, &names, actor, now))?;
+        self.webhooks.forget_hooks();
+        let webhook = view(self.store().webhook(id)?);
+        Ok(WebhookAdded { webhook, secret })
+    }
+
+    /// Removes a hook and its delivery log; what was pending for it is
+    /// not sent.
+    pub fn remove_webhook(&self, id: i64, actor: &Actor) -> Result<Webhook, ApiError> {
+        let hook = view(self.store().webhook(id).map_err(not_found(id))?);
+        let now = self.clock.now();
+        self.write(|tx| tx.remove_webhook(id, actor, now))?;
+        self.webhooks.forget_hooks();
+        Ok(hook)
+    }
+
+    /// A hook's latest deliveries (at most `limit`, default 50), newest
+    /// first, each with its attempts.
+    pub fn webhook_deliveries(
+        &self,
+        id: i64,
+        limit: Option<u32>,
+    ) -> Result<Vec<WebhookDelivery>, ApiError> {
+        let store = self.store();
+        store.webhook(id).map_err(not_found(id))?;
+        let limit = limit.unwrap_or(50).clamp(1, 200);
+        Ok(store
+            .webhook_deliveries(id, limit)?
+            .into_iter()
+            .map(delivery_view)
+            .collect())
+    }
+
+    /// Sends a test event to hook `id` now, on this thread, and answers
+    /// with its delivery after the first attempt (at most the receiver's
+    /// timeout). A failed test is retried on the usual schedule.
+    pub fn test_webhook(&self, id: i64) -> Result<WebhookDelivery, ApiError> {
+        let hook = self.store().webhook(id).map_err(not_found(id))?;
+        let now = self.clock.now();
+        let body = WebhookBody {
+            event: WebhookEvent::Test,
+            title: "Overseer test".to_owned(),
+            text: format!(
+                "Webhook {id} works: this is what Overseer sends when it tells you something"
+            ),
+            run_id: None,
+            gate_id: None,
+            task_id: None,
+            workspace: None,
+            at: now,
+        };
+        let text = serde_json::to_string(&body).map_err(internal)?;
+        // Queued far in the future, so that the delivery thread leaves it
+        // to this call; the attempt sets when it is next due.
+        let later = now.saturating_add(86_400_000);
+        let delivery = self
+            .write(|tx| tx.queue_delivery(hook.id, "test", None, &text, now, later))?
+            .ok_or_else(|| internal("the test delivery was not queued"))?;
+        let row = self.store().delivery(delivery)?;
+        deliver::attempt(self, &hook, &row);
+        self.webhooks.wake();
+        let store = self.store();
+        let found = store
+            .webhook_deliveries(id, overseer_store::webhooks::KEPT_DELIVERIES as u32)?
+            .into_iter()
+            .find(|(d, _)| d.id == delivery)
+            .ok_or_else(|| internal("the test delivery is gone"))?;
+        Ok(delivery_view(found))
+    }
+}
+
+fn not_found(id: i64) -> impl Fn(overseer_store::StoreError) -> ApiError {
+    move |e| match e {
+        overseer_store::StoreError::NotFound { .. } => ApiError::new(
+            ErrorCode::NotFound,
+            format!("webhook {id} does not exist: `overseer webhooks list` shows the hooks"),
+        ),
+        other => other.into(),
+    }
+}
+
+impl Shared {
+    /// Queues `n` for every enabled hook subscribed to its kind, unless
+    /// muted. Never sends on this thread, and a failure to queue is logged,
+    /// never the caller's.
+    pub(crate) fn queue_webhooks(&self, n: &Notification, about: About<'_>) {
+        self.queue_event(
+            WebhookEvent::from(n.kind),
+            &n.title,
+            &n.body,
+            n.run_id,
+            about,
+        );
+    }
+
+    pub(crate) fn queue_event(
+        &self,
+        event: WebhookEvent,
+        title: &str,
+        text: &str,
+        run_id: RunId,
+        about: About<'_>,
+    ) {
+        let hooks = match self.webhooks.subscribed(event, || self.store().webhooks()) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(event = event.as_str(), "webhooks not read: {e}");
+                return;
+            }
+        };
+        if hooks.is_empty() {
+            return;
+        }
+        if self.notifications().is_webhook_muted(event) {
+            tracing::debug!(event = event.as_str(), "webhooks muted by the user");
+            return;
+        }
+        let read;
+        let run = match about.run {
+            Some(r) => Some(r),
+            None => {
+                read = self.run(run_id).ok();
+                read.as_ref()
+            }
+        };
+        let now = self.clock.now();
+        let body = WebhookBody {
+            event,
+            title: title.to_owned(),
+            text: text.to_owned(),
+            run_id: Some(run_id),
+            gate_id: about.gate,
+            task_id: run.map(|r| r.task_id),
+            workspace: run.map(|r| r.workspace.clone()),
+            at: now,
+        };
+        let text = match serde_json::to_string(&body) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(event = event.as_str(), "webhook body: {e}");
+                return;
+            }
+        };
+        let key = about.key.as_deref();
+        let queued = self.write(|tx| {
+            for hook in &hooks {
+                tx.queue_delivery(*hook, event.as_str(), key, &text, now, now)?;
+            }
+            Ok(())
+        });
+        match queued {
+            Ok(()) => self.webhooks.wake(),
+            Err(e) => tracing::warn!(
+                event = event.as_str(),
+                "a webhook delivery was not queued (not sent): {e}"
+            ),
+        }
+    }
+}
