@@ -1,5 +1,4 @@
 import type { Backend } from "./backend";
-import { demoBackend, withExternalSessions } from "./mock";
 import { tauriBackend } from "./tauri";
 import { browserBackend } from "./web";
 
@@ -11,11 +10,13 @@ export { toApiError } from "./errors";
  * script runs) and a browser, from the engine's own web server (same
  * origin as `/api`). The in-memory demo is only for Vite's dev server
  * (`npm run dev`, where `import.meta.env.DEV` is true; a production build
- * folds it to false, so the demo and its fixtures are left out of the built
- * bundle). No guess from the URL, port or a network probe is involved. */
-export function pickBackend(): Backend {
+ * folds it to false, and the demo and its recorded fixtures are imported
+ * only then, so the built bundle a phone loads leaves them out). No guess
+ * from the URL, port or a network probe is involved. */
+export async function pickBackend(): Promise<Backend> {
   if (typeof window !== "undefined" && "__TAURI_INTERNALS__" in window) return tauriBackend;
   if (import.meta.env.DEV) {
+    const { demoBackend, withExternalSessions } = await import("./mock");
     const now = Date.now();
     return withExternalSessions(demoBackend(now), now);
   }
