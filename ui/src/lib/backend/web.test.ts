@@ -270,6 +270,25 @@ describe("the web backend", () => {
     expect(gates.pending.get(88)?.title).toBe("Delete the cache?");
   });
 
+  it("a call that gets no answer says it may or may not have been done, and reconnects at once", async () => {
+    const server = new FakeServer();
+    const { backend, gates } = await page(server);
+    const tool = gates.sorted.find((g) => g.kind === "tool_call")!;
+    // The network goes, but the socket has not noticed (a phone that slept).
+    server.up = false;
+    const err = await backend.decideGate(tool.id, { kind: "tool_call", choice: "yes" }, null).catch((e) => e);
+    expect(err).toMatchObject({ code: "engine_unavailable" });
+    expect(err.message).toMatch(/may or may not have been done/);
+    expect(backend.link.state).toMatchObject({ status: "down", reason: "a call got no answer" });
+    expect(server.socket!.closed).toBe(true);
+    server.heal();
+    server.advance(BACKOFF[0]!);
+    await flush();
+    server.accept();
+    await flush();
+    expect(backend.link.state.status).toBe("live");
+  });
+
   it("asks a live value again after a reconnection", async () => {
     const server = new FakeServer();
     const backend = webBackend(server.deps());

@@ -185,7 +185,15 @@ export class WebLink implements Link {
         body: JSON.stringify(args ?? {}),
       });
     } catch (e) {
-      throw unreachable(e);
+      // No answer: the socket may be dead without having said so (a phone
+      // that slept); reconnecting rereads what is true.
+      this.#suspect();
+      if (!WRITES.has(command)) throw unreachable(e);
+      const why = e instanceof Error ? e.message : String(e);
+      throw {
+        code: "engine_unavailable",
+        message: `The engine did not answer (${why}): this may or may not have been done. The page shows which once it has reconnected.`,
+      } satisfies ApiError;
     }
     if (!res.ok) {
       const err = await errorOf(res);
@@ -211,6 +219,19 @@ export class WebLink implements Link {
     }
     this.#set({ status: "unpaired", reason });
     this.#firstSettled();
+  }
+
+  /** A call got no answer while the socket looked alive: drop it, so that
+   * the reconnection (and its resync) starts now rather than whenever the
+   * socket notices. */
+  #suspect(): void {
+    const socket = this.#socket;
+    if (!socket || this.#state.status === "unpaired") return;
+    this.#socket = null;
+    socket.onclose = null;
+    socket.onmessage = null;
+    socket.close();
+    this.#dropped("a call got no answer");
   }
 
   #firstSettled(): void {
