@@ -53,7 +53,8 @@ pub fn affects_count(event: &EngineEvent) -> bool {
         | EngineEvent::OrchestrationAborted { .. }
         | EngineEvent::MessagePosted { .. }
         | EngineEvent::WorkspaceChanged { .. }
-        | EngineEvent::TaskChanged { .. } => false,
+        | EngineEvent::TaskChanged { .. }
+        | EngineEvent::DeviceChanged { .. } => false,
     }
 }
 

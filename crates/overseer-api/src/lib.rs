@@ -138,6 +138,18 @@ macro_rules! operations {
                 write set_notification_settings => SetNotifications { settings: NotificationSettings as settings } -> NotificationSettings;
                 /// Every agent profile: installed or not, its mode, what it still needs.
                 read agents => Agents -> Vec<AgentInfo>;
+                /// A one-time code (5 minutes) that pairs a browser or phone
+                /// named `name` for `person` (a short lowercase name such as
+                /// `ana`), with the URL to open when the engine serves
+                /// browsers. Only the local owner may: a paired device is
+                /// refused `forbidden`.
+                write pair_device => PairDevice { person: String as person, name: String as name } -> Pairing;
+                /// Every paired device, revoked ones too, with when each was
+                /// last seen.
+                read list_devices => ListDevices -> Vec<DeviceView>;
+                /// Revokes a device: refused from now on, its connections
+                /// closed. Only the local owner may.
+                write revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
             }
             socket_only {
                 read ping => Ping -> String,

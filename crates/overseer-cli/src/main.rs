@@ -2,6 +2,7 @@
 //! through the running engine when there is one (so the window sees it live),
 //! otherwise through the same store transaction in this process.
 
+mod devices;
 mod hook;
 mod inbox;
 mod mcp;
@@ -80,6 +81,9 @@ enum Command {
     Sessions(inbox::SessionsCommand),
     /// A stdio MCP server of human-in-the-loop tools (ask_user, request_plan_approval, ...)
     Mcp(mcp::McpArgs),
+    /// Browsers and phones that act for a person: pair, list, revoke
+    #[command(subcommand)]
+    Devices(devices::DevicesCommand),
 }
 
 #[derive(Subcommand)]
@@ -455,6 +459,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Messages(cmd) => inbox::messages(&paths, cmd).await,
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
+        Command::Devices(cmd) => devices::devices(&paths, cmd).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<overseer_core::RunId> =
                 act(&paths, op::SeedDemo { settled, runs }).await?;

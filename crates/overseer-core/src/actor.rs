@@ -1,5 +1,6 @@
 //! Who did something. The actor is derived from where a call came from (the app
-//! window, the CLI connection, the engine itself), never from a request field.
+//! window, the CLI connection, a paired device, the engine itself), never
+//! from a request field.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -8,8 +9,19 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 pub enum Actor {
-    /// A human, through a named surface: `app` (the window) or `cli`.
+    /// A human: the local owner through a named surface, `app` (the window)
+    /// or `cli`; or, read back from a record, a person (`ana`).
     User(String),
+    /// A person through one of their paired devices (a browser, a phone):
+    /// recorded as `user:<person>`, the device beside it in the signed
+    /// record. On the wire it is the user it acts as (`{"kind": "user",
+    /// "name": "ana"}`); views name the device in fields of their own.
+    #[serde(rename = "user", skip_deserializing, serialize_with = "person_name")]
+    #[ts(skip)]
+    Person {
+        person: String,
+        device: crate::device::DeviceRef,
+    },
     /// The delegated supervisor.
     Supervisor(String),
     /// The engine acting on its own (claiming queued runs, recovery, timers).
@@ -44,14 +56,45 @@ impl Actor {
 
     /// True for human actors.
     pub fn is_user(&self) -> bool {
-        matches!(self, Actor::User(_))
+        matches!(self, Actor::User(_) | Actor::Person { .. })
     }
+
+    /// The human's name (`app`, `cli`, `ana`), for human actors.
+    pub fn user_name(&self) -> Option<&str> {
+        match self {
+            Actor::User(n) | Actor::Person { person: n, .. } => Some(n),
+            Actor::Supervisor(_) | Actor::Engine | Actor::Agent(_) => None,
+        }
+    }
+
+    /// The device a person acts through, if any.
+    pub fn device(&self) -> Option<&crate::device::DeviceRef> {
+        match self {
+            Actor::Person { device, .. } => Some(device),
+            Actor::User(_) | Actor::Supervisor(_) | Actor::Engine | Actor::Agent(_) => None,
+        }
+    }
+
+    /// True for the local owner: the window (`user:app`) or the CLI
+    /// (`user:cli`) of the machine the engine runs on.
+    pub fn is_local_owner(&self) -> bool {
+        matches!(self, Actor::User(n) if crate::device::RESERVED_PERSONS.contains(&n.as_str()))
+    }
+}
+
+/// A person through a device is, on the wire, the user it acts as.
+fn person_name<S: serde::Serializer>(
+    person: &str,
+    _device: &crate::device::DeviceRef,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(person)
 }
 
 impl fmt::Display for Actor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Actor::User(n) => write!(f, "user:{n}"),
+            Actor::User(n) | Actor::Person { person: n, .. } => write!(f, "user:{n}"),
             Actor::Supervisor(n) => write!(f, "supervisor:{n}"),
             Actor::Engine => write!(f, "engine"),
             Actor::Agent(n) => write!(f, "agent:{n}"),
@@ -79,5 +122,29 @@ mod tests {
             assert_eq!(Actor::parse(&a.to_string()), Some(a));
         }
         assert_eq!(Actor::parse("root"), None);
+    }
+
+    #[test]
+    fn a_person_through_a_device_is_the_user_it_acts_as_on_the_wire() {
+        let ana = Actor::Person {
+            person: "ana".into(),
+            device: crate::device::DeviceRef {
+                id: crate::DeviceId(2),
+                name: "Ana's phone".into(),
+            },
+        };
+        assert_eq!(ana.to_string(), "user:ana");
+        assert_eq!(
+            serde_json::to_value(&ana).expect("json"),
+            serde_json::json!({"kind": "user", "name": "ana"})
+        );
+        assert_eq!(ana.user_name(), Some("ana"));
+        assert!(!ana.is_local_owner());
+        assert!(Actor::app().is_local_owner() && Actor::cli().is_local_owner());
+        assert!(!Actor::User("ana".into()).is_local_owner());
+        let back: Actor =
+            serde_json::from_value(serde_json::json!({"kind": "user", "name": "ana"}))
+                .expect("read");
+        assert_eq!(back, Actor::User("ana".into()));
     }
 }

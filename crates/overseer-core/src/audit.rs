@@ -172,6 +172,20 @@ pub enum AuditPayload {
         reason: String,
     },
     SecurityEvent(SecurityPayload),
+    /// A device was paired: a one-time code `issued_by` the local owner was
+    /// redeemed, and the device acts for `person` from now on.
+    DevicePaired {
+        device_id: crate::DeviceId,
+        person: String,
+        name: String,
+        issued_by: String,
+    },
+    /// A device was revoked: it is refused from now on.
+    DeviceRevoked {
+        device_id: crate::DeviceId,
+        person: String,
+        name: String,
+    },
 }
 
 /// The decision a `gate_decided` record replaced.
@@ -308,6 +322,8 @@ impl AuditPayload {
             AuditPayload::Message { .. } => "message",
             AuditPayload::FileAccessRefused { .. } => "file_access_refused",
             AuditPayload::SecurityEvent(_) => "security_event",
+            AuditPayload::DevicePaired { .. } => "device_paired",
+            AuditPayload::DeviceRevoked { .. } => "device_revoked",
         }
     }
 
@@ -339,7 +355,9 @@ impl AuditPayload {
             | AuditPayload::UserInstruction { .. }
             | AuditPayload::Message { .. }
             | AuditPayload::FileAccessRefused { .. }
-            | AuditPayload::SecurityEvent(_) => None,
+            | AuditPayload::SecurityEvent(_)
+            | AuditPayload::DevicePaired { .. }
+            | AuditPayload::DeviceRevoked { .. } => None,
         }
     }
 
@@ -368,7 +386,9 @@ impl AuditPayload {
             | AuditPayload::TaskStage { .. }
             | AuditPayload::TaskSettings { .. }
             | AuditPayload::GateTerms { .. }
-            | AuditPayload::Message { .. } => None,
+            | AuditPayload::Message { .. }
+            | AuditPayload::DevicePaired { .. }
+            | AuditPayload::DeviceRevoked { .. } => None,
         }
     }
 }

@@ -12,7 +12,8 @@
 //! - [`run`]: the run state machine, `apply(state, event, now)`.
 //! - [`gate`]: gates (pending decisions), their kinds, options and decisions.
 //! - [`gate_payload`]: what each kind of gate is about (its typed payload).
-//! - [`actor`]: who did something (user via app or CLI, supervisor, engine, agent).
+//! - [`actor`]: who did something (user via app or CLI, a person via a device, supervisor, engine, agent).
+//! - [`device`]: paired devices (browsers, phones), their persons, pairing codes.
 //! - [`audit`]: what each signed audit record says (its typed payload).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
@@ -33,6 +34,7 @@ pub mod agent;
 pub mod audit;
 pub mod autorun;
 pub mod confidence;
+pub mod device;
 pub mod error;
 pub mod gate;
 pub mod gate_payload;
@@ -50,6 +52,7 @@ pub mod view;
 
 pub use activity::Activity;
 pub use actor::Actor;
+pub use device::{DeviceRef, DeviceView};
 pub use error::{ApiError, ErrorCode, FieldError};
 pub use gate::{
     ask_kind, check_decision, merge_review_options, parse_choice, AskKind, Choice, DecisionError,
@@ -158,6 +161,11 @@ id_type!(
     /// Identifier of a gate.
     GateId,
     "gate"
+);
+id_type!(
+    /// Identifier of a paired device (a browser, a phone).
+    DeviceId,
+    "device"
 );
 
 #[cfg(test)]

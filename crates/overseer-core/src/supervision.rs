@@ -690,7 +690,7 @@ pub fn accept_vote(
     }
     let user_voted = votes.iter().any(is_user_choice);
     match &new.actor {
-        Actor::User(_) => {
+        Actor::User(_) | Actor::Person { .. } => {
             if new.option.is_none() {
                 return Err(VoteRefused::NotAllowed(
                     "a human decision must choose one of the gate's options".to_owned(),

@@ -259,6 +259,11 @@ pub enum EngineEvent {
     TaskChanged {
         task_id: TaskId,
     },
+    /// A device was paired or revoked (a revoked device's connections are
+    /// closed at once).
+    DeviceChanged {
+        device: crate::device::DeviceView,
+    },
 }
 
 /// Milliseconds a rank keeps for the time inside its group: 2^44 ms is

@@ -155,7 +155,7 @@ impl Drop for GateWait<'_> {
 /// | layer | its job | its own state | its methods |
 /// |---|---|---|---|
 /// | [`Shared`] | the store, the event bus, the clock, the tasks | store, writer, bus, config | `engine.rs` |
-/// | [`Records`] | the timeline, transitions, workspaces, diffs, signed effects, settings, gate pages | | `work.rs`, `signed.rs`, `autorun.rs`, `settings.rs`, `gate_page.rs` |
+/// | [`Records`] | the timeline, transitions, workspaces, diffs, signed effects, settings, gate pages, paired devices | the web URL | `work.rs`, `signed.rs`, `autorun.rs`, `settings.rs`, `gate_page.rs`, `devices.rs` |
 /// | [`Runs`] | live agents, their containment, limits and the disk floor | live runs, floods, disk | part of `orchestrator/mod.rs`, `containment.rs`, `disk/watch.rs` |
 /// | [`Merges`] | reviews and merges | | `merge.rs` |
 /// | [`Supervision`] | gates: rules, the supervisor, decisions, steering, flood pauses | itself (`Weak`) | `supervise.rs`, `decide.rs`, `flood/pause.rs` |
@@ -226,6 +226,9 @@ pub struct Runs {
 /// workspaces, diffs, signed effects.
 pub struct Records {
     below: Arc<Shared>,
+    /// Where the web transport serves browsers, if it does: what a
+    /// pairing's URL says (`devices.rs`).
+    pub(crate) web_url: Mutex<Option<String>>,
 }
 
 /// What every layer shares: the one writer of the store, the event bus,
@@ -353,6 +356,7 @@ impl Engine {
         };
         let records = Arc::new(Records {
             below: Arc::new(shared),
+            web_url: Mutex::new(None),
         });
         let runs = Arc::new(Runs {
             below: records,
@@ -581,7 +585,8 @@ impl Shared {
                 | EngineEvent::OrchestrationAborted { .. }
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
-                | EngineEvent::TaskChanged { .. } => None,
+                | EngineEvent::TaskChanged { .. }
+                | EngineEvent::DeviceChanged { .. } => None,
             });
             let Some(run) = latest else { continue };
             // A run's row may be pushed more than once in a batch: only its
@@ -602,7 +607,8 @@ impl Shared {
                 | EngineEvent::OrchestrationAborted { .. }
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
-                | EngineEvent::TaskChanged { .. } => None,
+                | EngineEvent::TaskChanged { .. }
+                | EngineEvent::DeviceChanged { .. } => None,
             };
             if let Some(n) = notification_for(event, run, opened.as_ref()) {
                 if self.notifications().is_muted(n.kind) {
@@ -623,7 +629,9 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         | EngineEvent::OrchestrationAborted { run_id, .. } => Some(*run_id),
         EngineEvent::RunActivity { activity } => Some(activity.run_id),
         EngineEvent::MessagePosted { message } => message.from_run,
-        EngineEvent::WorkspaceChanged { .. } | EngineEvent::TaskChanged { .. } => None,
+        EngineEvent::WorkspaceChanged { .. }
+        | EngineEvent::TaskChanged { .. }
+        | EngineEvent::DeviceChanged { .. } => None,
     }
 }
 

@@ -22,6 +22,7 @@ pub use overseer_config as config;
 mod containment;
 mod decide;
 pub mod demo;
+pub mod devices;
 pub mod disk;
 mod engine;
 pub mod fleet;
@@ -46,6 +47,7 @@ mod waiting;
 mod work;
 
 pub use clock::{Clock, SystemClock};
+pub use devices::{DeviceView, Paired, Pairing};
 pub use engine::{
     Engine, EngineError, Merges, Records, RunVoice, RunVoices, Runs, Shared, Supervision,
 };

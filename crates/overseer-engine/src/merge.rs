@@ -459,7 +459,7 @@ impl Merges {
 impl Merges {
     /// True when `actor` is a human, or a human voted to approve `gate`.
     fn approved_by_a_human(&self, gate: &GateView, actor: &Actor) -> Result<bool, ApiError> {
-        if matches!(actor, Actor::User(_)) {
+        if actor.is_user() {
             return Ok(true);
         }
         let approve = gate.kind().approve_option();
@@ -467,7 +467,7 @@ impl Merges {
             .store()
             .decisions_of_gate(gate.id)?
             .iter()
-            .any(|d| matches!(d.actor, Actor::User(_)) && d.option.as_deref() == Some(approve)))
+            .any(|d| d.actor.is_user() && d.option.as_deref() == Some(approve)))
     }
 }
 
@@ -479,7 +479,7 @@ pub(crate) fn awaiting_cosign(gate: &GateView, decisions: &[DecisionRecord]) -> 
     }
     let votes: Vec<Vote> = decisions
         .iter()
-        .filter(|d| matches!(d.actor, Actor::User(_) | Actor::Supervisor(_)))
+        .filter(|d| d.actor.is_user() || matches!(d.actor, Actor::Supervisor(_)))
         .map(|d| Vote {
             actor: d.actor.clone(),
             verdict: d.verdict,

@@ -264,7 +264,8 @@ pub(crate) fn notification_for(
         | EngineEvent::OrchestrationAborted { .. }
         | EngineEvent::MessagePosted { .. }
         | EngineEvent::WorkspaceChanged { .. }
-        | EngineEvent::TaskChanged { .. } => None,
+        | EngineEvent::TaskChanged { .. }
+        | EngineEvent::DeviceChanged { .. } => None,
     }
 }
 

@@ -288,7 +288,7 @@ impl Supervision {
         actor: &Actor,
     ) -> Result<GateView, ApiError> {
         let name = match actor {
-            Actor::User(n) => n.clone(),
+            Actor::User(n) | Actor::Person { person: n, .. } => n.clone(),
             Actor::Supervisor(n) | Actor::Agent(n) => n.clone(),
             Actor::Engine => "engine".to_owned(),
         };

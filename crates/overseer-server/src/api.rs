@@ -448,6 +448,20 @@ impl Api for Served<'_> {
     fn list_runs_head(&self, _actor: &Actor, limit: usize) -> Result<RunsHead, ApiError> {
         self.0.runs_head(limit)
     }
+    fn pair_device(
+        &self,
+        actor: &Actor,
+        person: String,
+        name: String,
+    ) -> Result<Pairing, ApiError> {
+        self.0.pair_device(&person, &name, actor)
+    }
+    fn list_devices(&self, _actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
+        self.0.list_devices()
+    }
+    fn revoke_device(&self, actor: &Actor, device: DeviceId) -> Result<DeviceView, ApiError> {
+        self.0.revoke_device_as(device, actor)
+    }
 }
 
 /// The types the table names, for an adapter to import where it expands
@@ -465,7 +479,9 @@ pub mod vocabulary {
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,
     };
+    pub use overseer_core::{DeviceId, DeviceView};
     pub use overseer_engine::config::AgentInfo;
+    pub use overseer_engine::Pairing;
     pub use overseer_engine::{
         GatePage, GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope,
         Started, TaskInfo, TaskStart,

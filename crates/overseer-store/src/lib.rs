@@ -21,6 +21,7 @@ mod batch;
 mod chain;
 pub mod changes;
 mod decision;
+pub mod devices;
 mod error;
 pub mod keys;
 mod messages;
@@ -40,6 +41,7 @@ pub use audit::{
 };
 pub use changes::Changes;
 pub use decision::DecisionInput;
+pub use devices::{IssuedCode, Redeemed, Refusal};
 pub use error::StoreError;
 pub use keys::Keyring;
 pub use messages::NewMessage;

@@ -265,6 +265,47 @@ const MIGRATIONS: &[&str] = &[
         UPDATE gate_counts SET n = n - 1 WHERE status = OLD.status;
     END;
     "#,
+    // 12: paired devices (browsers, phones) and the one-time codes that pair
+    // them: credentials and codes are kept only as SHA-256 hashes; a run of
+    // wrong codes locks pairing out for a while (`pairing_lockout`, one
+    // row). A decision made through a device names it (JSON `{"id", "name"}`,
+    // as its signed record says; NULL for the local owner's and older rows).
+    r#"
+    CREATE TABLE devices (
+        id              INTEGER PRIMARY KEY,
+        person          TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        credential_hash TEXT NOT NULL UNIQUE,
+        created_at      INTEGER NOT NULL,
+        last_seen_at    INTEGER,
+        revoked_at      INTEGER,
+        revoked_by      TEXT
+    ) STRICT;
+
+    CREATE TABLE pairing_codes (
+        id          INTEGER PRIMARY KEY,
+        code_hash   TEXT NOT NULL,
+        person      TEXT NOT NULL,
+        device_name TEXT NOT NULL,
+        issued_by   TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        redeemed_at INTEGER,
+        device_id   INTEGER REFERENCES devices(id)
+    ) STRICT;
+    CREATE INDEX pairing_codes_by_hash ON pairing_codes(code_hash);
+
+    CREATE TABLE pairing_lockout (
+        id           INTEGER PRIMARY KEY CHECK (id = 1),
+        failures     INTEGER NOT NULL,
+        locked_until INTEGER
+    ) STRICT;
+    INSERT INTO pairing_lockout(id, failures) VALUES (1, 0);
+
+    ALTER TABLE gates ADD COLUMN decided_device TEXT;
+    ALTER TABLE gate_decisions ADD COLUMN device TEXT;
+    ALTER TABLE decisions ADD COLUMN device TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -415,12 +415,12 @@ impl WriteTx<'_> {
             }
         };
         let verdict = match (actor, &input.option, input.verdict) {
-            (Actor::User(_), Some(option), _) => {
+            (Actor::User(_) | Actor::Person { .. }, Some(option), _) => {
                 check_decision(&gate.options, option, input.context.as_deref())
                     .map_err(|source| StoreError::InvalidDecision { gate_id, source })?;
                 verdict_of_choice(approve.as_deref(), option)
             }
-            (Actor::User(_), None, _) => {
+            (Actor::User(_) | Actor::Person { .. }, None, _) => {
                 return Err(StoreError::InvalidInput(
                     "a decision must pick one of the gate's options".to_owned(),
                 ))

@@ -426,7 +426,10 @@ impl<'a> WriteTx<'a> {
         actor: &Actor,
         now: Millis,
     ) -> Result<GateView, StoreError> {
-        if matches!(actor, Actor::User(_) | Actor::Supervisor(_)) {
+        if matches!(
+            actor,
+            Actor::User(_) | Actor::Person { .. } | Actor::Supervisor(_)
+        ) {
             let input = crate::decision::DecisionInput {
                 option: Some(option.to_owned()),
                 context: context.map(str::to_owned),

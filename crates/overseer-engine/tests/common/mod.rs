@@ -197,3 +197,36 @@ pub async fn restart(w: &mut World) {
     w.engine.stop_agents().await;
     reopen(w);
 }
+
+/// A clock the test moves by hand (from the wall clock's time when made).
+pub struct TestClock(std::sync::atomic::AtomicI64);
+
+impl TestClock {
+    pub fn new() -> Arc<Self> {
+        use overseer_engine::Clock;
+        Arc::new(TestClock(std::sync::atomic::AtomicI64::new(
+            SystemClock.now(),
+        )))
+    }
+
+    /// Moves the time on by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl overseer_engine::Clock for TestClock {
+    fn now(&self) -> overseer_core::Millis {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An engine on a fresh data dir and config dir under `dir`, on `clock`,
+/// with nothing started (for tests of what the engine keeps, not of runs).
+pub fn engine_on(dir: &std::path::Path, clock: Arc<dyn overseer_engine::Clock>) -> Arc<Engine> {
+    let paths = Paths {
+        data_dir: dir.join("data"),
+        config_dir: dir.join("config"),
+    };
+    Arc::new(Engine::open(paths, clock, Arc::new(LogNotifier)).expect("engine"))
+}

@@ -8,6 +8,8 @@ import { countRuns, sortRuns } from "../fleet/fleet";
 import type {
   Activity,
   ActivityView,
+  DeviceView,
+  Pairing,
   RunActions,
   GateBody,
   GateKind,
@@ -415,6 +417,35 @@ export class MockBackend implements Backend {
 
   checkSettings(change: SettingsChange) {
     return this.answer(`checkSettings ${change.kind}`, () => fakeFieldErrors(change));
+  }
+
+  /** Paired devices (the engine keeps them; the mock keeps a list). */
+  devices: DeviceView[] = [];
+
+  pairDevice(person: string, name: string) {
+    return this.answer(`pairDevice ${person}`, (): Pairing => {
+      if (!/^[a-z][a-z0-9_-]{0,31}$/.test(person) || person === "app" || person === "cli") {
+        throw fail("invalid_input", `person \`${person}\` is not a valid name: a short lowercase name such as \`ana\``);
+      }
+      if (!name.trim()) throw fail("invalid_input", "name the device, so that it can be told apart when listed");
+      return { code: "ABCD-EFGH", expires_at: this.now() + 5 * 60_000, url: null };
+    });
+  }
+
+  listDevices() {
+    return this.answer("listDevices", () => this.devices);
+  }
+
+  revokeDevice(deviceId: number) {
+    return this.answer(`revokeDevice ${deviceId}`, () => {
+      const d = this.devices.find((x) => x.id === deviceId);
+      if (!d) throw fail("not_found", `device ${deviceId} does not exist`);
+      if (d.revoked_at === null) {
+        d.revoked_at = this.now();
+        this.later([{ type: "device_changed", device: structuredClone(d) }]);
+      }
+      return d;
+    });
   }
 
   async subscribe(onEvent: (e: EngineEvent) => void) {

@@ -3,6 +3,8 @@
 import type {
   ActivityView,
   AgentInfo,
+  DeviceId,
+  DeviceView,
   EngineEvent,
   FieldError,
   GateId,
@@ -13,6 +15,7 @@ import type {
   MessageView,
   NotificationSettings,
   OpenRun,
+  Pairing,
   PolicyStatus,
   RequestedChoice,
   RuleSet,
@@ -107,6 +110,24 @@ export interface Operations {
   /** Every agent profile: installed or not, its mode, what it still needs. */
   agents(): Promise<Array<AgentInfo>>;
   /**
+   * A one-time code (5 minutes) that pairs a browser or phone
+   * named `name` for `person` (a short lowercase name such as
+   * `ana`), with the URL to open when the engine serves
+   * browsers. Only the local owner may: a paired device is
+   * refused `forbidden`.
+   */
+  pairDevice(person: string, name: string): Promise<Pairing>;
+  /**
+   * Every paired device, revoked ones too, with when each was
+   * last seen.
+   */
+  listDevices(): Promise<Array<DeviceView>>;
+  /**
+   * Revokes a device: refused from now on, its connections
+   * closed. Only the local owner may.
+   */
+  revokeDevice(deviceId: DeviceId): Promise<DeviceView>;
+  /**
    * The first `limit` rows of the dashboard's default order
    * (needs-you first), with the fleet's size and counts: the
    * first screen of a big fleet, before the whole list.
@@ -157,6 +178,9 @@ export function operations(invoke: Invoke): Operations {
     notificationSettings: () => invoke<NotificationSettings>("notification_settings"),
     setNotificationSettings: (settings) => invoke<NotificationSettings>("set_notification_settings", { settings }),
     agents: () => invoke<Array<AgentInfo>>("agents"),
+    pairDevice: (person, name) => invoke<Pairing>("pair_device", { person, name }),
+    listDevices: () => invoke<Array<DeviceView>>("list_devices"),
+    revokeDevice: (deviceId) => invoke<DeviceView>("revoke_device", { deviceId }),
     listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
   };
 }

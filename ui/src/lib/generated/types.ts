@@ -239,7 +239,27 @@ attempts?: number,
  */
 max_attempts?: number, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, };
+export type DeviceId = number;
+
+export type DeviceView = { id: DeviceId, 
+/**
+ * Who it acts for: its decisions are recorded as `user:<person>`.
+ */
+person: string, 
+/**
+ * What the owner called it when pairing ("Ana's phone").
+ */
+name: string, created_at: number, 
+/**
+ * When it last made a request (refreshed at most once a minute).
+ */
+last_seen_at: number | null, 
+/**
+ * When it was revoked: from then on it is refused.
+ */
+revoked_at: number | null, };
+
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, };
 
 export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "unauthorized" | "rate_limited" | "internal";
 
@@ -410,6 +430,22 @@ export type NotificationKind = "agent_question_pending" | "agent_question_blocki
 export type NotificationSettings = { muted: Array<NotificationKind>, };
 
 export type OpenRun = { run_id: RunId, };
+
+export type Pairing = { 
+/**
+ * The one-time code as shown: `ABCD-EFGH` (typed in any case, with or
+ * without the dash).
+ */
+code: string, 
+/**
+ * When the code stops working (5 minutes after it was issued).
+ */
+expires_at: number, 
+/**
+ * Where the engine serves browsers, when it does: the page to open (a
+ * QR code of it) and type the code into.
+ */
+url: string | null, };
 
 export type PathChange = "added" | "changed" | "deleted";
 
