@@ -198,6 +198,8 @@ export const WRITES: ReadonlySet<string> = new Set([
   "set_supervisor",
   "set_permissions",
   "set_notification_settings",
+  "pair_device",
+  "revoke_device",
 ]);
 
 /** The events, each a listener on its channel. */
