@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke dist dist-test chaos
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e e2e-web clean-demo types fuzz fuzz-smoke dist dist-test chaos
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -70,6 +70,11 @@ ui-test:
 
 e2e: app
 	tests/e2e/run.sh
+
+## The browser tests: a real `overseer serve --web` with the demo agent, and a
+## real headless Chromium with a phone's viewport over chromedriver.
+e2e-web: app
+	tests/e2e/web/run.sh
 
 ## Fuzzing (fuzz/README.md): every cargo-fuzz target in turn, one process at a time.
 ## `make fuzz` is the long campaign (FUZZ_SECONDS per target), `make fuzz-smoke` the

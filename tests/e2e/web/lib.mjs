@@ -1,0 +1,161 @@
+// The harness of the browser tests: a real `overseer serve --web` on a data
+// dir of its own (the engine, its socket for the CLI, its web server on a
+// free loopback port), and a real Chromium driven by chromedriver, with a
+// phone's viewport (390x844, touch). Run by run.sh (headless: no screen or
+// bus needed). Build first: `make app` (the UI is built into the binary).
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Builder, By, until } from "selenium-webdriver";
+import chrome from "selenium-webdriver/chrome.js";
+
+const { OVERSEER_CLI, E2E_OUT, CHROMIUM = "/usr/bin/chromium", CHROMEDRIVER = "/usr/bin/chromedriver" } = process.env;
+
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `overseer serve --web 127.0.0.1:<port>` on a fresh data dir;
+ * `await engine.stop()` at the end. `engine.kill9()` and `engine.restart()`
+ * for the crash tests (same data dir, same port). */
+export async function startEngine() {
+  const work = mkdtempSync(join(tmpdir(), "overseer-web-e2e-"));
+  const dataDir = join(work, "data");
+  const configDir = join(work, "config");
+  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(configDir, { recursive: true });
+  const env = { ...process.env, OVERSEER_DATA_DIR: dataDir, OVERSEER_CONFIG_DIR: configDir };
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let child = null;
+  let log = "";
+
+  async function launch() {
+    child = spawn(OVERSEER_CLI, ["serve", "--web", `127.0.0.1:${port}`], { env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.setEncoding("utf8");
+    child.stderr.setEncoding("utf8");
+    child.stdout.on("data", (d) => (log += d));
+    child.stderr.on("data", (d) => (log += d));
+    const started = Date.now();
+    // Up once the page is served (the UI built into the binary).
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`overseer serve exited (${child.exitCode}):\n${log}`);
+      try {
+        const res = await fetch(`${url}/`);
+        if (res.ok) break;
+      } catch {
+        // not yet
+      }
+      if (Date.now() - started > 30_000) throw new Error(`overseer serve did not answer on ${url}:\n${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  await launch();
+  const engine = {
+    url,
+    port,
+    dataDir,
+    work,
+    get log() {
+      return log;
+    },
+    /** The CLI against this engine (over its socket); returns stdout. */
+    cli(...args) {
+      return execFileSync(OVERSEER_CLI, args, { encoding: "utf8", env });
+    },
+    /** Reads the real database file. */
+    sql(query, ...params) {
+      const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); print(json.dumps(c.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))";
+      return JSON.parse(execFileSync("python3", ["-c", py, join(dataDir, "overseer.db"), query, JSON.stringify(params)], { encoding: "utf8" }));
+    },
+    /** A one-time pairing code for `person`'s device `name`. */
+    pairingCode(person, name) {
+      const out = engine.cli("devices", "pair", "--person", person, "--name", name, "--json");
+      const { code } = JSON.parse(out);
+      if (typeof code !== "string") throw new Error(`no pairing code in: ${out}`);
+      return code;
+    },
+    /** A throwaway git repository registered as workspace `name`. */
+    workspace(name) {
+      const repo = join(work, name);
+      mkdirSync(join(repo, "src"), { recursive: true });
+      writeFileSync(join(repo, "src", "greeting.txt"), "hello\n");
+      writeFileSync(join(repo, "README.md"), "# Demo repository\n");
+      const git = (...a) => execFileSync("git", ["-C", repo, ...a], { encoding: "utf8" });
+      git("init", "-q", "-b", "main");
+      git("add", "-A");
+      git("-c", "user.name=Overseer", "-c", "user.email=e2e@overseer.invalid", "commit", "-q", "-m", "init");
+      engine.cli("workspace", "add", repo, "--name", name);
+      return repo;
+    },
+    /** Starts a demo agent playing `scenario`; returns the run id. */
+    startDemo(workspace, scenario, title = `Demo agent: ${scenario}`) {
+      const out = engine.cli("task", "start", "--workspace", workspace, "--agent", "demo", "--scenario", scenario,
+        "--title", title, "--prompt", `Play the ${scenario} scenario: update the greeting and the notes`);
+      const id = Number(/(\d+)\s*$/.exec(out.trim())?.[1] ?? /run (\d+)/.exec(out)?.[1]);
+      if (!Number.isFinite(id)) throw new Error(`no run id in: ${out}`);
+      return id;
+    },
+    /** SIGKILL: no shutdown at all. */
+    async kill9() {
+      const c = child;
+      c.kill("SIGKILL");
+      if (c.exitCode === null && c.signalCode === null) await new Promise((r) => c.once("exit", r));
+    },
+    /** Starts the engine again on the same data dir and port. */
+    restart: launch,
+    async stop() {
+      if (child && child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        await new Promise((r) => child.once("exit", r));
+      }
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+  return engine;
+}
+
+/** A Chromium with a phone's screen (390x844 CSS pixels, touch), headless. */
+export async function openPhone() {
+  const options = new chrome.Options()
+    .setChromeBinaryPath(CHROMIUM)
+    .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage")
+    .setMobileEmulation({ deviceMetrics: { width: 390, height: 844, pixelRatio: 3, touch: true } });
+  const service = new chrome.ServiceBuilder(CHROMEDRIVER);
+  const driver = await new Builder().forBrowser("chrome").setChromeOptions(options).setChromeService(service).build();
+  return {
+    driver,
+    async shot(name) {
+      if (E2E_OUT) writeFileSync(join(E2E_OUT, `${name}.png`), await driver.takeScreenshot(), "base64");
+    },
+    quit: () => driver.quit(),
+  };
+}
+
+/** Waits until `f` returns something truthy (polling the DOM, which is what
+ * a test can do; the page itself never polls). */
+export async function eventually(driver, f, ms = 15_000, what = "condition") {
+  let last;
+  await driver.wait(async () => {
+    try {
+      last = await f();
+      return Boolean(last);
+    } catch {
+      return false;
+    }
+  }, ms, `timed out waiting for ${what}`);
+  return last;
+}
+
+export { By, until };
