@@ -128,3 +128,17 @@ test("after kill -9 of the engine the page says so and refuses; back, it resyncs
   assert.deepEqual(decisions(plan), [["approve", "user:cli"]], "the refused tap decided nothing");
   await gateOf(before, "tool_call");
 });
+
+test("a revoked phone is shown the pairing screen at once, saying why", async () => {
+  const [ana] = JSON.parse(engine.cli("devices", "list", "--json")).filter((d) => d.name === "Ana's phone");
+  assert.ok(ana, "the phone is listed");
+  assert.ok(ana.last_seen_at !== null, "and was seen");
+  engine.cli("devices", "revoke", String(ana.id));
+  const reason = await driver.wait(until.elementLocated(By.css('[data-testid="pair-reason"]')), 10_000);
+  assert.match(await reason.getText(), /revoked/i);
+  assert.equal((await driver.findElements(By.css('[data-testid="inbox"]'))).length, 0, "nothing of the app is left");
+  await phone.shot("phone-revoked");
+  // Its cookie no longer opens anything.
+  const status = await driver.executeAsyncScript("const done = arguments[arguments.length - 1]; fetch('/api/me').then((r) => done(r.status), () => done(0));");
+  assert.equal(status, 401);
+});
