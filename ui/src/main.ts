@@ -6,8 +6,7 @@ import { pickBackend } from "./lib/backend";
 
 const target = document.getElementById("app");
 if (!target) throw new Error("index.html has no #app element");
-const backend = await pickBackend();
-// A browser must be paired first; the app's window and the demo need not.
-export default backend.link
-  ? mount(WebRoot, { target, props: { backend, link: backend.link } })
-  : mount(App, { target, props: { backend } });
+void pickBackend().then((backend) =>
+  // A browser must be paired first; the app's window and the demo need not.
+  backend.link ? mount(WebRoot, { target, props: { backend, link: backend.link } }) : mount(App, { target, props: { backend } }),
+);
