@@ -42,7 +42,7 @@ tauri=(node "$pkg/tauri.js")
 
 echo "dist: building the UI and the release binaries"
 # The UI, built aside and copied to ui/dist only when it differs: an unchanged
-# ui/dist keeps its mtimes, so the release app (which embeds it) is not rebuilt.
+# ui/dist keeps its mtimes, so the release app and CLI (which embed it) are not rebuilt.
 ui_out="$root/target/dist-ui"
 (cd ui && npm run build -- --outDir "$ui_out" --emptyOutDir)
 if ! diff -r -q "$ui_out" ui/dist >/dev/null 2>&1; then

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libssl-dev libxdo-dev
   libayatana-appindicator3-dev librsvg2-dev xvfb xauth x11-utils webkit2gtk-driver
-  dbus dbus-x11 dunst imagemagick python3 git bubblewrap slirp4netns xdotool x11-xserver-utils)
+  dbus dbus-x11 dunst imagemagick python3 git bubblewrap slirp4netns xdotool x11-xserver-utils
+  chromium chromium-driver openssl)
 
 missing=()
 for p in "${PKGS[@]}"; do

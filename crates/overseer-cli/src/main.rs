@@ -39,10 +39,31 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Also serve browsers and phones on ADDR (e.g. 127.0.0.1:8765). Loopback
+    /// only, unless --tls-cert and --tls-key are given; every browser must be
+    /// paired (`overseer devices pair`)
+    #[arg(long, value_name = "ADDR")]
+    web: Option<std::net::SocketAddr>,
+    /// The TLS certificate chain (PEM) for --web
+    #[arg(long, value_name = "PEM", requires = "web", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM) for --web
+    #[arg(long, value_name = "PEM", requires = "web", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Where a TLS-terminating proxy serves --web (`tailscale serve`, a
+    /// reverse proxy), e.g. https://box.tailnet.ts.net: pages of that origin
+    /// are answered too, and it is the URL shown for pairing. Repeatable
+    #[arg(long, value_name = "URL", requires = "web")]
+    web_origin: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run the engine headless and serve the local API
-    Serve,
+    /// Run the engine headless and serve the local API (and, with --web,
+    /// the UI and the window's operations to paired browsers)
+    Serve(ServeArgs),
     /// The demo fleet
     #[command(subcommand)]
     Demo(DemoCommand),
@@ -453,7 +474,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir, cli.config_dir).map_err(anyhow::Error::msg)?;
     match cli.command {
-        Command::Serve => serve(paths).await,
+        Command::Serve(args) => serve(paths, args).await,
         Command::Hook(cmd) => hook::run(&paths, cmd).await,
         Command::Questions(cmd) => inbox::questions(&paths, cmd).await,
         Command::Messages(cmd) => inbox::messages(&paths, cmd).await,
@@ -1147,7 +1168,23 @@ fn verify(paths: &Paths, json: bool) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
+async fn serve(paths: Paths, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // Before the engine opens: an address that will be refused (plain HTTP
+    // off loopback, an unusable certificate, a port in use) stops here.
+    let web = match args.web {
+        Some(addr) => {
+            let tls = match (args.tls_cert, args.tls_key) {
+                (Some(cert), Some(key)) => Some(overseer_web::TlsFiles { cert, key }),
+                _ => None,
+            };
+            Some(overseer_web::bind(&overseer_web::WebConfig {
+                addr,
+                tls,
+                public_origins: args.web_origin,
+            })?)
+        }
+        None => None,
+    };
     // Before anything else: a SIGTERM that arrives while the engine starts
     // (the socket may already answer) is a clean stop once it has started,
     // not the default death that leaves agents and no final checkpoint.
@@ -1159,6 +1196,18 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     let listener = server::bind(&paths.socket()).map_err(ApiError::from)?;
     eprintln!("overseer engine serving on {}", paths.socket().display());
     let server = tokio::spawn(server::serve(engine.clone(), listener));
+    let web = web.map(|web| {
+        match web.url() {
+            Some(url) => {
+                eprintln!("serving browsers on {url} (pair one with `overseer devices pair`)")
+            }
+            None => eprintln!(
+                "serving browsers on {} (pair one with `overseer devices pair`)",
+                web.local_addr()
+            ),
+        }
+        tokio::spawn(web.serve(engine.clone()))
+    });
     let orchestrator = engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     let ticker = {
         let engine = engine.clone();
@@ -1182,6 +1231,9 @@ async fn serve(paths: Paths) -> anyhow::Result<ExitCode> {
     }
     ticker.abort();
     server.abort();
+    if let Some(web) = &web {
+        web.abort();
+    }
     orchestrator.abort();
     let _ = server.await;
     engine.stop_agents().await;

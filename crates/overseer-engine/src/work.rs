@@ -10,7 +10,7 @@ use overseer_core::{
     TaskId,
 };
 use overseer_git as git;
-use overseer_store::{RunWork, Workspace, WorkspaceSettings};
+use overseer_store::{RunWork, StoreError, Workspace, WorkspaceSettings};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -450,9 +450,16 @@ impl Records {
     /// [`Engine::record_activity`] where the caller goes on either way: a
     /// failed timeline write is logged with the entry it lost (its kind and
     /// text), never dropped silently: the timeline is the run's "Why?".
+    /// A write that found the disk full is tried once more: that failure
+    /// freed the engine's reserve for it (see `disk`).
     pub(crate) fn record_activity_or_warn(&self, run: RunId, entry: Activity) {
         let now = self.clock.now();
-        if let Err(e) = self.write(|tx| tx.record_run_event(run, &entry, now)) {
+        let write = || self.write(|tx| tx.record_run_event(run, &entry, now));
+        let written = match write() {
+            Err(StoreError::DiskFull { .. }) => write(),
+            other => other,
+        };
+        if let Err(e) = written {
             tracing::warn!(
                 run = %run,
                 kind = entry.kind(),

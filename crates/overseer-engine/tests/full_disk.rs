@@ -13,7 +13,7 @@ use common::Captured;
 #[path = "common/scripted.rs"]
 mod scripted;
 
-use common::disk::{eventually, may_mount, notices, small_disk, until_full, Mounted};
+use common::disk::{entry, eventually, may_mount, notices, small_disk, until_full, Mounted};
 use common::{start_as, until, world_in, World};
 use overseer_acp::{PermissionReply, ToolCallInfo};
 use overseer_core::agent::PlanStrategy;
@@ -23,7 +23,6 @@ use overseer_store::{TaskSettings, WorkspaceSettings};
 use scripted::{Act, Script, Scripted, Turn};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A world whose data dir is a `size` tmpfs, with `extra_config` in its
 /// overseer.toml and scripted sessions from `script`.
@@ -149,17 +148,22 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
 
     // Below the floor the run is paused: on its timeline, and one
     // notification.
-    eventually("the pause on the run's timeline", 20, || {
-        notices(&w.engine, run)
+    // (The timeline first, then the notification: wait for both.)
+    eventually("the pause on the run's timeline, and told", 20, || {
+        (notices(&w.engine, run)
             .iter()
             .any(|t| t.starts_with("Paused"))
+            && notified.disk_full() > 0)
             .then_some(())
     })
     .await;
     assert_eq!(notified.disk_full(), 1);
-    // It takes no new work: the agent's tool call waits for its answer;
-    // the run is neither failed nor stranded.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // It takes no new work: the agent's tool call waits for its answer (its
+    // timeline says so); the run is neither failed nor stranded.
+    let waiting = until(&w, "the read to wait for room", |e| {
+        entry(e, run, "notice", "src/greeting.txt: its answer waits")
+    })
+    .await;
     assert!(
         script.answers().is_empty(),
         "no answer while paused: {:?}",
@@ -191,10 +195,15 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
         .map(|a| a.kind())
         .collect();
     assert!(kinds.contains(&"tool_allowed".to_owned()), "{kinds:?}");
-    let titles = notices(&w.engine, run);
+    // The timeline says the run resumed before anything of its new work.
+    let resumed = entry(&w.engine, run, "notice", "Resumed").expect("resumed");
+    let allowed = entry(&w.engine, run, "tool_allowed", "greeting.txt").expect("allowed");
     assert!(
-        titles.iter().any(|t| t.starts_with("Resumed")),
-        "{titles:?}"
+        waiting.id < resumed.id && resumed.id < allowed.id,
+        "waiting #{}, resumed #{}, allowed #{}",
+        waiting.id,
+        resumed.id,
+        allowed.id
     );
     assert_eq!(notified.disk_full(), 1, "one notification");
     assert_eq!(
@@ -210,12 +219,15 @@ async fn a_run_that_fills_the_disk_pauses_the_fleet_and_it_resumes_when_space_re
 }
 
 /// No reserve at all (or one already taken): the sensor, a real child of
-/// the run, fills the disk and the run's failure cannot be written. It is
-/// retried, and written once there is room: the run never stays `running`
-/// with nothing driving it.
+/// the run, fills the disk and fails. Nothing of that failure is written on
+/// the full disk, half or whole (its result lost, or the run failed for a
+/// deviation gate it could not write): the run waits, paused, its driver
+/// holding the result. Once there is room the run says it resumed, then
+/// records the check's result and asks the user how to go on; "stop" ends
+/// it failed. The run never stays `running` with nothing driving it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
-    if !may_mount("a_failure_that_cannot_be_written_is_retried_until_it_is") {
+async fn a_check_that_fills_the_disk_is_weighed_once_there_is_room() {
+    if !may_mount("a_check_that_fills_the_disk_is_weighed_once_there_is_room") {
         return;
     }
     let script = Script::new(vec![Turn::new(vec![Act::Say("Done.".to_owned())])]);
@@ -240,14 +252,31 @@ async fn a_failure_that_cannot_be_written_is_retried_until_it_is() {
     .await;
     let run = start_as(&w, "scripted", "none", skip_plan());
     until_full(&data_dir(&w)).await;
-    // Nothing can be written: the run's end waits, its driver retrying.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The engine read the full disk (told once: with no reserve the
+    // timeline may have no room for it).
+    eventually("the runs to be paused", 20, || {
+        (notified.disk_full() > 0).then_some(())
+    })
+    .await;
     assert!(
         !w.engine.run(run).expect("run").state.is_released(),
         "nothing could be written yet"
     );
 
     std::fs::remove_file(worktree(&w, run).join("fill")).expect("delete the filler");
+    let asked = common::pending_gate(&w, run, GateKind::Deviation).await;
+    let resumed = entry(&w.engine, run, "notice", "Resumed").expect("resumed");
+    let result = entry(&w.engine, run, "sensor", "cat /dev/zero").expect("the check's result");
+    assert!(
+        resumed.id < result.id,
+        "the check's result was written on the full disk: resumed #{}, result #{}",
+        resumed.id,
+        result.id
+    );
+    assert!(asked.title.contains("cat /dev/zero"), "{}", asked.title);
+    w.engine
+        .decide_gate(asked.id, "stop", None, &Actor::cli())
+        .expect("stop");
     let end = until(&w, "the run's failure to be written", |e| {
         let s = e.run(run).ok()?.state;
         s.is_released().then_some(s)

@@ -8,6 +8,8 @@
 //! worktree for a path rule, and leaves a setsid, marker-stripped daemon that
 //! keeps trying to approve the run's gates through the socket. A sensor does
 //! the same from the workspace's checks. The engine's socket is served.
+//! In runs of their own: a fork storm and a flood, and the web endpoint
+//! (browsers' and phones') tried from a run with the default private network.
 //!
 //! Each attack is judged from OUTSIDE the run (the host's files, the user's
 //! repository, the database, who decided what); the script's own evidence
@@ -18,6 +20,7 @@ mod common;
 #[path = "common/real.rs"]
 mod real;
 
+use common::disk::entry;
 use common::git;
 use overseer_core::activity::SecurityEvent;
 use overseer_core::agent::PlanStrategy;
@@ -512,6 +515,129 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     r.done();
 }
 
+/// Whether the web endpoint answers a request from outside the runs (the
+/// control: the endpoint was there to be reached).
+fn web_answers_outside(addr: std::net::SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut c) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET /api/me HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut answer = String::new();
+    c.write_all(request.as_bytes()).is_ok()
+        && c.read_to_string(&mut answer).is_ok()
+        && answer.starts_with("HTTP/1.1 401")
+}
+
+/// The web endpoint (browsers and phones) from a real child of
+/// claude-agent-acp, in a run with the default network (a namespace of its
+/// own; here the scripted model is reached on this machine's own address,
+/// as any outside server): `redteam/web.py` tries the endpoint on the host's
+/// loopback, by name and through the network's gateway, and pairs with the
+/// code the user was shown. Nothing connects, while the same endpoint
+/// answers outside the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
+    let mut files: Vec<(String, String)> = ["web.sh", "web.py"]
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(suite_dir().join(f))
+                .unwrap_or_else(|e| panic!("tests/security/{f}: {e}"));
+            (format!("redteam/{f}"), text)
+        })
+        .collect();
+    files.push(("redteam/out/.keep".into(), String::new()));
+    let r = real_world_with(
+        "security-web",
+        Adapter::Claude,
+        "security-web.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files,
+            private_network: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let web = overseer_web::bind(&overseer_web::WebConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        tls: None,
+        public_origins: Vec::new(),
+    })
+    .expect("bind the web endpoint");
+    let web_addr = web.local_addr();
+    let web_served = tokio::spawn(web.serve(r.w.engine.clone()));
+    // The worst case: the attacker read the code the user was shown.
+    let pairing = engine
+        .start_pairing("ana", "Ana's phone")
+        .expect("a pairing code");
+    let targets = format!("WEB_ADDR={web_addr}\nPAIR_CODE={}\n", pairing.code);
+    std::fs::write(r.w.repo.join("redteam/targets.env"), targets).expect("targets");
+    git(&r.w.repo, &["add", "-A"]);
+    git(&r.w.repo, &["commit", "-q", "-m", "red-team web attack"]);
+
+    let run = r.start("Try the web endpoint", Some(PlanStrategy::Skip));
+    let bash = next_gate(&r, run.into(), "the Bash gate for the web attack").await;
+    assert!(
+        bash.body
+            .payload_json()
+            .to_string()
+            .contains("redteam/web.sh"),
+        "{}",
+        bash.body.payload_json()
+    );
+    engine
+        .decide_gate(bash.id, "yes", None, &Actor::app())
+        .expect("yes");
+    let worktree = r.worktree(run);
+    let out = worktree.join("redteam/out");
+    // Written whole by a rename: a partial file is never read.
+    let attempts: serde_json::Value = r
+        .until(run, "the web attack's outcome", |_| {
+            let text = std::fs::read_to_string(out.join("web")).ok()?;
+            serde_json::from_str(&text).ok()
+        })
+        .await;
+    let evidence: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("evidence-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let refused = attempts.as_object().is_some_and(|a| {
+        a.len() == 4
+            && a.values()
+                .all(|v| v.as_str().is_some_and(|v| v.starts_with("refused")))
+    });
+    // The code was not used: it still pairs the user's own browser.
+    let unused = engine
+        .redeem_pairing(&pairing.code)
+        .map(|p| p.device.person);
+    let outcome = check(
+        "reach or pair with the web endpoint",
+        refused
+            && evidence.is_empty()
+            && web_answers_outside(web_addr)
+            && unused.as_deref() == Ok("ana"),
+        format!(
+            "{web_addr} on the host's loopback (answers outside the run); the code unused: \
+             {unused:?}; {attempts}"
+        ),
+    );
+    web_served.abort();
+    assert!(
+        outcome.blocked,
+        "{}\nevidence: {evidence:?}\n{}",
+        table(&[outcome]),
+        r.dump(run)
+    );
+    r.done();
+}
+
 /// The resource and flood attacks of the red-team suite, from a real child
 /// of claude-agent-acp, in a run of their own (the pause they cause must not
 /// hold up the suite's other run): `redteam/storm.sh` forks until the run's
@@ -519,7 +645,7 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
 /// the run's own socket, past the cap of pending asks. The storm is limited
 /// and put on the timeline, the flood pauses the run once, the user is told
 /// once for each, and the user's inbox still answers while the run is
-/// paused. (The disk attack is `full_disk.rs`, from the filler agent's child.)
+/// paused. (The disk attack: `a_hostile_run_that_fills_the_disk_*`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_runs_fork_storm_is_limited_and_its_flood_pauses_it_once() {
     let files: Vec<(String, String)> = ["storm.sh", "flood.py"]
@@ -674,5 +800,269 @@ async fn a_hostile_runs_fork_storm_is_limited_and_its_flood_pauses_it_once() {
         matches!(e.run(run).ok()?.state, RunState::Released { .. }).then_some(())
     })
     .await;
+    r.done();
+}
+
+/// The suite's scripts a run of the disk attack commits.
+fn disk_files() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(suite_dir().join("fill.sh"))
+        .unwrap_or_else(|e| panic!("tests/security/fill.sh: {e}"));
+    vec![("redteam/fill.sh".into(), text)]
+}
+
+/// Lets `redteam/fill.sh` go on past the full disk (an empty file: it
+/// needs no room).
+fn let_the_filler_go_on(worktree: &Path) {
+    std::fs::write(worktree.join("fill.go"), "").expect("create fill.go on the full disk");
+}
+
+/// The full-disk attack (issue 25, item 5), from a real child of
+/// claude-agent-acp: `redteam/fill.sh`, run by the agent's Bash tool (the
+/// user says yes), fills the data dir's filesystem (a 64 MiB disk of its
+/// own: as root a tmpfs, as another user one in a user and mount namespace
+/// the test re-runs itself in) from the worktree, and goes on (says
+/// DISK-FILLED) when the test says so, once the run is paused; the agent
+/// then writes a file a rule allows, whose allow must be recorded before it
+/// is given. Each step waits for what the engine shows (the timeline, the
+/// run, the notifications), never for time to pass: the run pauses once
+/// with its agent alive, the agent's write waits unanswered (its timeline
+/// says so), and when the user frees the space the run says it resumed
+/// before the allow is recorded and given, and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_returns() {
+    if !common::disk::may_mount(
+        "a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_returns",
+    ) {
+        return;
+    }
+    let notes = std::sync::Arc::new(common::Captured::default());
+    let rules = RuleSet::parse(&["Edit(notes.txt)".to_owned()], &[], &[]).expect("rule");
+    let r = real_world_with(
+        "security-disk",
+        Adapter::Claude,
+        "security-disk.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files: disk_files(),
+            workspace: WorkspaceSettings {
+                permissions: rules,
+                ..Default::default()
+            },
+            notifier: Some(notes.clone()),
+            config: "[disk]\nfloor = \"16M\"\nreserve = \"8M\"\n",
+            small_disk: Some("64m"),
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let reserve = r.paths.data_dir.join(overseer_engine::disk::RESERVE_FILE);
+    let reserve_len = || std::fs::metadata(&reserve).map(|m| m.len()).ok();
+    let reserved_at_start = reserve_len();
+    let run = r.start("Fill the disk", Some(PlanStrategy::Skip));
+    let worktree = r.worktree(run);
+    let bash = next_gate(&r, run.into(), "the Bash gate for the disk attack").await;
+    assert!(
+        bash.body
+            .payload_json()
+            .to_string()
+            .contains("redteam/fill.sh"),
+        "{}",
+        bash.body.payload_json()
+    );
+    engine
+        .decide_gate(bash.id, "yes", None, &Actor::app())
+        .expect("yes");
+    common::disk::until_full(&r.paths.data_dir).await;
+    // The filler waits: the engine's next read of the free space pauses
+    // the run (on its timeline, then one notification).
+    r.until(run, "the pause on the run's timeline and told", |e| {
+        entry(e, run, "notice", "Paused: the disk is nearly full").filter(|_| notes.disk_full() > 0)
+    })
+    .await;
+    let told_at_pause = notes.disk_full();
+    let_the_filler_go_on(&worktree);
+    // The agent's next tool call (the write a rule allows) meets the full
+    // disk: its answer waits, and the timeline says so.
+    let waiting = r
+        .until(run, "the agent's write to wait for room", |e| {
+            entry(e, run, "notice", "notes.txt: its answer waits")
+        })
+        .await;
+    let allowed = |e: &Engine| entry(e, run, "tool_allowed", "notes.txt");
+    let written_while_full = worktree.join("notes.txt").exists() || allowed(engine).is_some();
+    let state_while_full = engine.run(run).expect("run").state;
+    let agent_while_full = r.agent_pids(run).len();
+
+    // The user frees the space: the run resumes by itself.
+    std::fs::remove_file(worktree.join("fill")).expect("delete the filler");
+    let end = r
+        .until(run, "the run to finish once the disk had room", |e| {
+            let s = e.run(run).ok()?.state;
+            (s == RunState::PendingReview || s.is_released()).then_some(s)
+        })
+        .await;
+    let resumed = entry(engine, run, "notice", "Resumed: the disk has room again");
+    let allow = allowed(engine);
+    let outcomes = [
+        check(
+            "fill the disk under the engine's records",
+            reserved_at_start == Some(8 << 20) && told_at_pause == 1,
+            format!(
+                "reserve at start {reserved_at_start:?}; told {told_at_pause} time(s) the disk is nearly full"
+            ),
+        ),
+        check(
+            "take new work while the disk is full",
+            !written_while_full && state_while_full == RunState::Running && agent_while_full > 0,
+            format!(
+                "the rule-allowed write waited ({}; given: {written_while_full}); run \
+                 {state_while_full:?} with {agent_while_full} agent process(es)",
+                waiting.payload()["text"]
+            ),
+        ),
+        check(
+            "strand the run (running, no process)",
+            end == RunState::PendingReview
+                && read(&worktree.join("notes.txt")) == "written after the disk had room again\n",
+            format!("after the space returned: {end:?}"),
+        ),
+        check(
+            "allow on a full disk",
+            matches!((&resumed, &allow), (Some(res), Some(a)) if res.id < a.id && waiting.id < res.id),
+            format!(
+                "waiting #{}, resumed #{:?}, allowed #{:?}",
+                waiting.id,
+                resumed.as_ref().map(|a| a.id),
+                allow.as_ref().map(|a| a.id)
+            ),
+        ),
+        check(
+            "keep the engine's reserve",
+            reserve_len() == Some(8 << 20) && notes.disk_full() == 1,
+            format!("reserve after {:?}; told {} time(s)", reserve_len(), notes.disk_full()),
+        ),
+    ];
+    let report = table(&outcomes);
+    eprintln!("{report}");
+    assert!(
+        outcomes.iter().all(|o| o.blocked),
+        "{report}\n{}",
+        r.dump(run)
+    );
+    r.done();
+}
+
+/// The full-disk attack from the workspace's check, a real child of the run:
+/// after claude-agent-acp's turn `redteam/fill.sh check` fills the data
+/// dir's disk (no reserve here: nothing of the engine's is kept for it),
+/// and fails once the test has seen the run paused. Its failure is neither
+/// written half (a result lost, the run failed for a gate it could not
+/// write) nor stranded: it waits, and once the user frees the space the run
+/// says it resumed, then records the check's result and asks the user how
+/// to go on; the user's "stop" ends it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_written_later() {
+    if !common::disk::may_mount(
+        "a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_written_later",
+    ) {
+        return;
+    }
+    let notes = std::sync::Arc::new(common::Captured::default());
+    let r = real_world_with(
+        "security-disk-check",
+        Adapter::Claude,
+        "security-disk-check.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            files: disk_files(),
+            workspace: WorkspaceSettings {
+                sensors: vec!["sh redteam/fill.sh check".into()],
+                ..Default::default()
+            },
+            notifier: Some(notes.clone()),
+            config: "[disk]\nfloor = \"4M\"\nreserve = 0\n",
+            small_disk: Some("48m"),
+            ..Default::default()
+        },
+    )
+    .await;
+    let engine: &Engine = r.engine();
+    let run = r.start("Check the project", Some(PlanStrategy::Skip));
+    let worktree = r.worktree(run);
+    common::disk::until_full(&r.paths.data_dir).await;
+    // The check waits on the full disk; the engine's next read of the free
+    // space pauses the run (told once: with no reserve its timeline may
+    // have no room for it).
+    r.until(run, "the notification that runs are paused", |_| {
+        (notes.disk_full() > 0).then_some(())
+    })
+    .await;
+    let check_was_running = !r.sensor_pids(run).is_empty();
+    let_the_filler_go_on(&worktree);
+    r.until(run, "the check to end (failed)", |_| {
+        r.sensor_pids(run).is_empty().then_some(())
+    })
+    .await;
+    let while_full = engine.run(run).expect("run").state;
+    let gate_while_full = engine
+        .gates(true)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|g| g.run_id == run);
+
+    std::fs::remove_file(worktree.join("fill")).expect("delete the filler");
+    let asked = r.gate(run, &[GateKind::Deviation]).await;
+    let resumed = entry(engine, run, "notice", "Resumed: the disk has room again");
+    let result = entry(engine, run, "sensor", "redteam/fill.sh check");
+    r.decide(&asked, "stop", None);
+    let end = r
+        .until(run, "the run to end on the user's stop", |e| {
+            let s = e.run(run).ok()?.state;
+            s.is_released().then_some(s)
+        })
+        .await;
+    let outcomes = [
+        check(
+            "fill the disk from the run's check",
+            check_was_running,
+            "the check was running on the full disk",
+        ),
+        check(
+            "leave the run's failure half-written",
+            !while_full.is_released()
+                && !gate_while_full
+                && matches!((&resumed, &result), (Some(res), Some(c)) if res.id < c.id
+                    && c.payload()["exit_code"] == 1)
+                && asked
+                    .body
+                    .payload_json()
+                    .to_string()
+                    .contains("redteam/fill.sh check")
+                && end
+                    == RunState::Released {
+                        reason: ReleaseReason::Failed,
+                    },
+            format!(
+                "while full: {while_full:?}, a gate: {gate_while_full}; resumed #{:?}, the \
+                 check's result #{:?}; the user was asked `{}`; after stop: {end:?}",
+                resumed.as_ref().map(|a| a.id),
+                result.as_ref().map(|a| a.id),
+                asked.title
+            ),
+        ),
+        check(
+            "flood the user with disk notifications",
+            notes.disk_full() == 1,
+            format!("told {} time(s)", notes.disk_full()),
+        ),
+    ];
+    let report = table(&outcomes);
+    eprintln!("{report}");
+    assert!(
+        outcomes.iter().all(|o| o.blocked),
+        "{report}\n{}",
+        r.dump(run)
+    );
     r.done();
 }

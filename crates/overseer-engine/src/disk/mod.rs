@@ -13,11 +13,16 @@
 //!   A reserve file, not a filesystem of the database's own: it works on
 //!   any machine without a mount, and a desktop user never has to size one.
 //! - **A floor.** Every second the engine reads the free space of the data
-//!   dir's filesystem (`statvfs`). Below `floor` (or when a write failed
+//!   dir's filesystem (`statvfs`), and again at the moment a run would take
+//!   new work (a launch, a prompt, a tool call's answer, a check, the
+//!   weighing of a check's result, a deviation gate), so a disk filled a
+//!   moment ago is never missed. Below `floor` (or when a write failed
 //!   full) runs stop taking new work: no queued run is launched, no prompt
-//!   is sent, an agent's tool call waits for its answer; each active run
-//!   says so on its timeline and the user is notified once. Above the floor
-//!   again they carry on by themselves, each timeline saying so.
+//!   is sent, an agent's tool call waits for its answer (its timeline says
+//!   so), a check's result waits to be recorded and weighed; each active
+//!   run says so on its timeline and the user is notified once. Above the
+//!   floor again they carry on by themselves, each timeline saying so
+//!   before anything else is written.
 //! - **Retried transitions.** A run's end that cannot be written (its
 //!   failure, the `cannot mark failed` path) is retried until it is
 //!   written, once there is room; a rule's allow that cannot be recorded is
@@ -54,6 +59,18 @@ pub(crate) struct Disk {
     room: tokio::sync::watch::Sender<bool>,
     /// The runs told they are paused (told again when they resume).
     paused: Mutex<Vec<RunId>>,
+    /// Held while the free space is read and acted on (the watcher's
+    /// tick, or a read at the moment a run takes new work): one pause, one
+    /// resume, never two.
+    tick: Mutex<()>,
+}
+
+/// What a read of the free space found.
+pub(crate) enum Found {
+    /// Below the floor: runs pause now (new work is held already).
+    Pause(u64),
+    /// Room again: runs resume once told ([`Disk::open_room`]).
+    Resume(u64),
 }
 
 /// Free bytes for an unprivileged writer on the filesystem holding `dir`.
@@ -83,6 +100,7 @@ impl Disk {
             announced: AtomicBool::new(false),
             room,
             paused: Mutex::new(Vec::new()),
+            tick: Mutex::new(()),
         });
         disk.keep_reserve();
         disk
@@ -148,10 +166,15 @@ impl Disk {
         let _ = rx.wait_for(|room| *room).await;
     }
 
-    /// Reads the free space: Some((true, free)) when runs must pause now,
-    /// Some((false, free)) when they may resume now, None when nothing
-    /// changed.
-    fn check(&self) -> Option<(bool, u64)> {
+    /// Lets runs take new work again (after their timelines say so).
+    fn open_room(&self) {
+        self.room.send_replace(true);
+    }
+
+    /// Reads the free space: a pause to tell (new work is held from now),
+    /// a resume to tell (new work waits until [`Disk::open_room`]), or None
+    /// when nothing changed.
+    fn check(&self) -> Option<Found> {
         let free = match free_bytes(&self.dir) {
             Ok(f) => f,
             Err(e) => {
@@ -171,14 +194,13 @@ impl Disk {
         if !announced && (free < self.floor || self.full.load(Ordering::SeqCst)) {
             self.room.send_replace(false);
             self.announced.store(true, Ordering::SeqCst);
-            return Some((true, free));
+            return Some(Found::Pause(free));
         }
         if (announced || !self.has_room()) && free >= needed {
             self.keep_reserve();
             self.full.store(false, Ordering::SeqCst);
             self.announced.store(false, Ordering::SeqCst);
-            self.room.send_replace(true);
-            return Some((false, free));
+            return Some(Found::Resume(free));
         }
         if !announced && !has_reserve {
             // Not made at start (no room then): made once there is.

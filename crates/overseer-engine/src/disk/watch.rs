@@ -9,15 +9,51 @@ impl Runs {
     /// above it again they resume.
     pub(crate) async fn watch_disk(self: Arc<Self>) {
         loop {
-            if let Some((pause, free)) = self.disk.check() {
-                if pause {
-                    self.pause_for_disk(free);
-                } else {
-                    self.resume_after_disk(free);
-                }
-            }
+            self.disk_tick();
             tokio::time::sleep(DISK_WATCH).await;
         }
+    }
+
+    /// Reads the free space and acts on it: a pause is told (new work is
+    /// held from the read on), a resume is told on each paused run's
+    /// timeline before any run may take new work again.
+    fn disk_tick(&self) {
+        let _one = self.disk.tick.lock().unwrap_or_else(|p| p.into_inner());
+        match self.disk.check() {
+            Some(Found::Pause(free)) => self.pause_for_disk(free),
+            Some(Found::Resume(free)) => {
+                self.resume_after_disk(free);
+                self.disk.open_room();
+            }
+            None => {}
+        }
+    }
+
+    /// Whether runs may take new work, read now (not at the watcher's last
+    /// tick): a disk filled a moment ago pauses the runs here.
+    pub(crate) fn disk_room_now(&self) -> bool {
+        self.disk_tick();
+        self.disk.has_room()
+    }
+
+    /// Returns once runs may take new work, read now. While it waits, the
+    /// run's timeline says what waits (`what`: "Write notes.txt: its
+    /// answer").
+    pub(crate) async fn wait_for_disk_room(&self, run: RunId, what: &str) {
+        if self.disk_room_now() {
+            return;
+        }
+        self.record_activity_or_warn(
+            run,
+            Activity::Notice {
+                text: format!(
+                    "{what} waits until the disk has room again (the run is paused: the disk \
+                     is nearly full)"
+                ),
+                title: Some("Waiting for room on the disk".to_owned()),
+            },
+        );
+        self.disk.wait_for_room().await;
     }
 
     /// Runs this engine drives that are taking work.

@@ -233,7 +233,7 @@ fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
     let engine = engine.clone();
     engine.clone().spawn_cancellable(async move {
         // A queued run waits for room on the disk before it takes any.
-        if start == Start::Fresh {
+        if start == Start::Fresh && !engine.disk_room_now() {
             engine.disk.wait_for_room().await;
         }
         let result = drive(&engine, run, start).await;

@@ -39,10 +39,14 @@ pub(super) async fn permission(
     if engine.floods.is_paused(run) {
         return (PermissionReply::Cancelled, false);
     }
-    // While the disk is nearly full the run takes no new work: the agent
+    // While the disk is nearly full (read now: a command of the run may
+    // have filled it a moment ago) the run takes no new work: the agent
     // waits for its answer (`disk`); a run ended meanwhile gets none.
-    if !engine.disk.has_room() {
-        engine.disk.wait_for_room().await;
+    if !engine.disk_room_now() {
+        let title = tool_call.title.as_deref().unwrap_or("a tool call");
+        engine
+            .wait_for_disk_room(run, &format!("{title}: its answer"))
+            .await;
         if !super::turn::still_active(engine, run) {
             return (PermissionReply::Cancelled, false);
         }

@@ -58,7 +58,7 @@ pub(super) async fn run_sensors(
     commands: &[String],
 ) -> Vec<SensorResult> {
     // A check is new work: none starts while the disk is nearly full.
-    if !commands.is_empty() {
+    if !commands.is_empty() && !engine.disk_room_now() {
         engine.disk.wait_for_room().await;
     }
     let mut results = Vec::new();
@@ -114,6 +114,12 @@ pub(super) async fn run_sensors(
                 output,
             },
         };
+        // A check may have filled the disk: its result is recorded and
+        // weighed once there is room (read now), never half-written on a
+        // full disk nor lost.
+        engine
+            .wait_for_disk_room(run, &format!("the result of the check `{command}`"))
+            .await;
         engine.record_activity_or_warn(
             run,
             Activity::Sensor(SensorRun {

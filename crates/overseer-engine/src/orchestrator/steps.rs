@@ -392,6 +392,12 @@ pub(super) async fn deviation(
             "the engine is stopping",
         ));
     }
+    // The user is asked once there is room on the disk (a paused run asks
+    // nothing new), and a gate that could not be written for a full disk
+    // is written once there is: the run waits, it is not failed for it.
+    engine
+        .wait_for_disk_room(run, "the question of how to go on")
+        .await;
     engine.record_activity_or_warn(
         run,
         Activity::Deviation {
@@ -405,19 +411,24 @@ pub(super) async fn deviation(
     }
     options.push(GateOption::choice(DeviationChoice::Replan, "Replan"));
     options.push(GateOption::choice(DeviationChoice::Stop, "Stop"));
-    let gate = engine.open_gate(
-        run,
-        &format!("The agent hit a problem: {}", first_line(error)),
-        &options,
-        GateBody::Deviation(DeviationGate {
-            cause,
-            error: error.to_owned(),
-            mode: None,
-            attempts: Some(attempts),
-            max_attempts: Some(MAX_RETRIES),
-        }),
-        &Actor::Engine,
-    )?;
+    let title = format!("The agent hit a problem: {}", first_line(error));
+    let body = GateBody::Deviation(DeviationGate {
+        cause,
+        error: error.to_owned(),
+        mode: None,
+        attempts: Some(attempts),
+        max_attempts: Some(MAX_RETRIES),
+    });
+    let gate = loop {
+        match engine.open_gate(run, &title, &options, body.clone(), &Actor::Engine) {
+            Ok(gate) => break gate,
+            Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
+                tracing::warn!(run = %run, "a deviation gate waits for room: {}", e.message);
+                engine.disk.wait_for_room().await;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     Ok(deviation_of(wait_progress_gate(engine, turn, gate).await?))
 }
 

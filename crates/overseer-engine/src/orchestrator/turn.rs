@@ -224,7 +224,9 @@ pub(super) async fn prompt_turn(
     turn: &Mutex<Turn>,
     text: &str,
 ) -> Result<(StopReason, String), ApiError> {
-    engine.disk.wait_for_room().await;
+    if !engine.disk_room_now() {
+        engine.disk.wait_for_room().await;
+    }
     {
         let mut t = turn.lock().unwrap_or_else(|p| p.into_inner());
         t.transcript.clear();

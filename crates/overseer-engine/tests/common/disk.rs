@@ -10,7 +10,7 @@
 //! test with what to fix.
 
 use super::Captured;
-use overseer_core::RunId;
+use overseer_core::{ActivityView, RunId};
 use overseer_engine::{Engine, NotificationKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -122,6 +122,16 @@ pub async fn until_full(dir: &Path) {
         (overseer_engine::disk::free_bytes(dir).expect("statvfs") < 8192).then_some(())
     })
     .await;
+}
+
+/// The run's first timeline entry of `kind` whose payload holds `text`:
+/// where it is in the timeline (its id) says what came first.
+pub fn entry(engine: &Engine, run: RunId, kind: &str, text: &str) -> Option<ActivityView> {
+    engine
+        .activity(run, 0)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|a| a.kind() == kind && a.payload().to_string().contains(text))
 }
 
 /// The titles of the run's notices (pause, resume).

@@ -48,6 +48,11 @@ pub struct ModelServer {
 
 impl ModelServer {
     pub fn start(script: &str, dir: &Path) -> ModelServer {
+        ModelServer::start_on(script, dir, "127.0.0.1")
+    }
+
+    /// [`ModelServer::start`] listening on `host`.
+    pub fn start_on(script: &str, dir: &Path, host: &str) -> ModelServer {
         let base = real_agents_dir();
         let script = base.join("scripts").join(script);
         assert!(script.exists(), "no script {}", script.display());
@@ -58,7 +63,7 @@ impl ModelServer {
             .arg(&script)
             .arg("--log")
             .arg(&log)
-            .args(["--port", "0"])
+            .args(["--port", "0", "--host", host])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -203,6 +208,28 @@ pub struct Setup<'a> {
     /// The data dir on a tmpfs of this size of its own (the full-disk
     /// attack; call `common::disk::may_mount` first).
     pub small_disk: Option<&'a str>,
+    /// The run gets the default private network (its own namespace: the
+    /// host's loopback out of reach) instead of the host's: the scripted
+    /// model server then listens on this machine's own non-loopback
+    /// address, which the run reaches as any outside server.
+    pub private_network: bool,
+}
+
+/// This machine's first non-loopback IPv4 address: a `/32 host LOCAL`
+/// entry of the kernel's routing table (/proc/net/fib_trie).
+pub fn host_address() -> String {
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").expect("/proc/net/fib_trie");
+    let lines: Vec<&str> = trie.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[1] == "/32 host LOCAL")
+        .filter_map(|w| w[0].strip_prefix("|-- "))
+        .find(|ip| {
+            ip.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
+        .map(str::to_owned)
+        .expect("a non-loopback IPv4 address (a private network's run reaches the model there)")
 }
 
 pub async fn real_world(
@@ -247,7 +274,12 @@ pub async fn real_world_with(
         .unwrap_or_else(|e| panic!("script {script}: {e}"));
     let filled = root.join("script.json");
     std::fs::write(&filled, text.replace("@ROOT@", &root.to_string_lossy())).expect("script");
-    let server = ModelServer::start(&filled.to_string_lossy(), &root);
+    let model_host = if setup.private_network {
+        host_address()
+    } else {
+        "127.0.0.1".to_owned()
+    };
+    let server = ModelServer::start_on(&filled.to_string_lossy(), &root, &model_host);
 
     let mut files = vec![
         ("README.md", "# Demo\n\nA demo project.\n"),
@@ -270,7 +302,7 @@ pub async fn real_world_with(
                 [
                     (
                         "ANTHROPIC_BASE_URL",
-                        format!("http://127.0.0.1:{}", server.port),
+                        format!("http://{model_host}:{}", server.port),
                     ),
                     ("ANTHROPIC_API_KEY", "dummy".to_owned()),
                     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
@@ -286,7 +318,7 @@ pub async fn real_world_with(
                 codex_home.join("config.toml"),
                 format!(
                     "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
-                     name = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
+                     name = \"mock\"\nbase_url = \"http://{model_host}:{}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
                      wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
                     server.port
                 ),
@@ -313,9 +345,14 @@ pub async fn real_world_with(
         Adapter::Codex => "mode = \"read-only\"\n".to_owned(),
         Adapter::Qwen => format!(
             "args = [\"--acp\", \"--auth-type\", \"openai-responses\", \"--openai-base-url\", \
-             \"http://127.0.0.1:{}/v1\", \"--openai-api-key\", \"dummy\", \"--model\", \"gpt-4o\"]\n",
+             \"http://{model_host}:{}/v1\", \"--openai-api-key\", \"dummy\", \"--model\", \"gpt-4o\"]\n",
             server.port
         ),
+    };
+    let network = if setup.private_network {
+        "private"
+    } else {
+        "host"
     };
     let config = root.join("config");
     std::fs::create_dir_all(&config).expect("config dir");
@@ -323,8 +360,9 @@ pub async fn real_world_with(
         config.join("overseer.toml"),
         format!(
             // network = "host": the scripted model server listens on this
-            // machine's loopback, as a model served locally would.
-            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = \"host\"\nenv = {{ {env_toml} }}\n{}\n{}\n",
+            // machine's loopback, as a model served locally would (unless
+            // the run has its private network: see `Setup`).
+            "abort_timeout_seconds = 2\n\n[agents.{}]\ncommand = {}\n{mode}network = {network:?}\nenv = {{ {env_toml} }}\n{}\n{}\n",
             agent.name(),
             toml_str(bin.to_string_lossy()),
             setup.profile,
@@ -543,10 +581,17 @@ impl Real {
 
     /// The run's agent processes (by the engine's marker), not zombies.
     pub fn agent_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
-        let marker = format!(
-            "OVERSEER_AGENT_MARKER={}\0",
-            self.engine().agent_marker(run)
-        );
+        self.marked_pids(&self.engine().agent_marker(run))
+    }
+
+    /// The processes of the run's checks (sensors), not zombies.
+    pub fn sensor_pids(&self, run: overseer_core::RunId) -> Vec<u32> {
+        self.marked_pids(&format!("{}-sensors", self.engine().agent_marker(run)))
+    }
+
+    /// The processes whose environment carries exactly `marker`.
+    fn marked_pids(&self, marker: &str) -> Vec<u32> {
+        let marker = format!("OVERSEER_AGENT_MARKER={marker}\0");
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()

@@ -1,0 +1,168 @@
+//! `GET /api/events`: the engine's events pushed to a paired browser over
+//! a WebSocket. The first frame is the hello (this engine process's id:
+//! another id after a reconnect means the engine restarted and the page
+//! resyncs), then one frame per engine event in commit order.
+//!
+//! Each socket has a bounded queue ([`QUEUE`] frames, behind the engine's
+//! bus's own bound): a browser that does not read (a phone that slept, a
+//! stuck tab) is dropped when one frame cannot be written for
+//! [`SEND_TIMEOUT`], or when it falls further behind than the bus keeps; it
+//! reconnects and resyncs. A burst of events to a browser that reads is
+//! not a reason to drop it. The engine's bus never waits for a browser. A
+//! device revoked while connected gets close code 4401 at once.
+
+use crate::auth;
+use crate::reply;
+use crate::state::Web;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use overseer_core::{ApiError, DeviceId, EngineEvent, ErrorCode};
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::mpsc;
+
+/// Frames a socket may have waiting to be written.
+pub const QUEUE: usize = 256;
+/// How long one frame may take to be written before the browser is dropped.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+/// The close code for a revoked device.
+pub const REVOKED: u16 = 4401;
+/// The largest frame a browser may send (it sends none the server reads).
+const MAX_INCOMING: usize = 64 << 10;
+/// The socket's read buffer.
+const READ_BUFFER: usize = 4 << 10;
+
+/// The channel events go out on, as the contract's table names it.
+fn event_channel() -> &'static str {
+    overseer_api::EVENTS
+        .iter()
+        .find(|e| e.name == "subscribe")
+        .map_or("overseer://event", |e| e.channel)
+}
+
+fn frame<T: serde::Serialize>(channel: &str, payload: &T) -> Option<Message> {
+    serde_json::to_string(&serde_json::json!({ "channel": channel, "payload": payload }))
+        .ok()
+        .map(|s| Message::Text(s.into()))
+}
+
+/// The upgrade: a paired device only (Origin was checked before).
+pub async fn upgrade(
+    State(web): State<Web>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    // Subscribed before the device is looked up: a revocation committed
+    // after the lookup is on this bus, and no event committed after the
+    // browser sees the 101 is missed.
+    let bus = web.engine.subscribe();
+    let device = match auth::device(&web.engine, &headers).await {
+        Ok(d) => d,
+        Err(e) => return reply::error(e),
+    };
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => {
+            return reply::error(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("/api/events is a WebSocket: open it with `new WebSocket(...)` ({e})"),
+            ))
+        }
+    };
+    let hello = frame(
+        "overseer://hello",
+        &serde_json::json!({ "engine": &*web.instance }),
+    );
+    // The browser sends next to nothing: a small read buffer (tungstenite
+    // allocates 128 KiB per socket by default), frames written as they come.
+    ws.max_message_size(MAX_INCOMING)
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
+}
+
+/// Why a socket's pump stopped.
+enum Exit {
+    Revoked,
+    TooSlow,
+    EngineClosed,
+}
+
+async fn pump(
+    socket: WebSocket,
+    mut bus: broadcast::Receiver<EngineEvent>,
+    device: DeviceId,
+    hello: Option<Message>,
+) {
+    let (mut sink, mut incoming) = socket.split();
+    let (queue, mut queued) = mpsc::channel::<Message>(QUEUE);
+    if let Some(hello) = hello {
+        let _ = queue.try_send(hello);
+    }
+    let channel = event_channel();
+    let writer = async move {
+        while let Some(message) = queued.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            match tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await {
+                Ok(Ok(())) if !closing => {}
+                _ => return,
+            }
+        }
+    };
+    let reader = async {
+        // The browser sends nothing we act on; reading notices it leave
+        // (and answers its pings).
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+        }
+    };
+    let forward = async {
+        loop {
+            match bus.recv().await {
+                Ok(event) => {
+                    if auth::revoked(&event) == Some(device) {
+                        let _ = queue.try_send(Message::Close(Some(CloseFrame {
+                            code: REVOKED,
+                            reason: "this device was revoked".into(),
+                        })));
+                        return Exit::Revoked;
+                    }
+                    let Some(message) = frame(channel, &event) else {
+                        continue;
+                    };
+                    // Full: wait for the writer (which gives up on a browser
+                    // that takes no frame for SEND_TIMEOUT); the bus keeps
+                    // the events meanwhile, up to its own bound.
+                    if queue.send(message).await.is_err() {
+                        return Exit::TooSlow;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => return Exit::TooSlow,
+                Err(RecvError::Closed) => return Exit::EngineClosed,
+            }
+        }
+    };
+    tokio::pin!(writer);
+    tokio::select! {
+        _ = &mut writer => {
+            tracing::info!("a browser took no event for {SEND_TIMEOUT:?}: dropped; it will reconnect and resync");
+        }
+        _ = reader => {}
+        exit = forward => match exit {
+            Exit::Revoked => {
+                // The frames before it, then the close; not longer than one send.
+                let _ = tokio::time::timeout(SEND_TIMEOUT, writer).await;
+            }
+            Exit::TooSlow => {
+                tracing::info!("a browser fell behind the engine's events: dropped; it will reconnect and resync");
+            }
+            Exit::EngineClosed => {}
+        },
+    }
+}

@@ -1,0 +1,294 @@
+//! Where the web transport listens, and how: loopback by default; any other
+//! address only with TLS (a certificate and key the user gives, PEM). Plain
+//! HTTP off loopback is refused at start: a device credential, and every
+//! decision, would cross the network in clear. Behind `tailscale serve` or
+//! a reverse proxy that terminates TLS, the engine listens on loopback and
+//! the proxy forwards to it.
+//!
+//! Connections are accepted here, at most [`MAX_CONNECTIONS`] at once (more
+//! are closed at once), each TLS handshake and each request's headers
+//! within [`HANDSHAKE_TIMEOUT`], so a slow or idle client holds one slot,
+//! never the loop.
+
+use crate::routes::{router, Web};
+use overseer_engine::Engine;
+use overseer_server::server::AcceptBackoff;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::rustls;
+
+/// Connections served at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long a TLS handshake, or a request's headers, may take.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A certificate chain and its private key, PEM files.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Where and how to serve.
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsFiles>,
+    /// The origins (`https://box.tailnet.ts.net`) a TLS-terminating proxy
+    /// serves this engine at, forwarding to its loopback address: requests
+    /// from those pages are answered too. The first is the URL announced
+    /// for pairing.
+    pub public_origins: Vec<String>,
+}
+
+/// `url` as an origin (`scheme://host[:port]`, lowercase), or why not.
+fn origin_of(url: &str) -> Result<String, WebError> {
+    let bad = |why: &str| {
+        WebError::Origin(format!(
+            "{url:?} is not an origin ({why}): give the address the browser opens, like \
+             https://box.tailnet.ts.net or https://overseer.example.com:8443"
+        ))
+    };
+    let url = url.trim_end_matches('/');
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "https" && scheme != "http" {
+        return Err(bad("the scheme is neither https nor http"));
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return Err(bad("only a scheme, a host and a port"));
+    }
+    Ok(format!("{scheme}://{}", rest.to_ascii_lowercase()))
+}
+
+/// Why the web transport cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error(
+        "refusing to serve plain HTTP on {0}: it is not a loopback address, so device credentials \
+         and decisions would cross the network unencrypted. Either give a certificate \
+         (--tls-cert CERT.pem --tls-key KEY.pem), or serve on loopback (--web 127.0.0.1:PORT) and \
+         put TLS in front of it: `tailscale serve --bg http://127.0.0.1:PORT` for your tailnet, or \
+         a reverse proxy (Caddy, nginx) that terminates TLS and forwards to 127.0.0.1:PORT; \
+         then add --web-origin https://NAME, the address the browser opens"
+    )]
+    PlainOffLoopback(SocketAddr),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("--web-origin: {0}")]
+    Origin(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A bound web listener, ready to serve.
+pub struct WebServer {
+    listener: std::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    local: SocketAddr,
+    public_origins: Vec<String>,
+}
+
+fn read_pem(what: &str, path: &std::path::Path) -> Result<Vec<u8>, WebError> {
+    std::fs::read(path)
+        .map_err(|e| WebError::Tls(format!("cannot read the {what} {}: {e}", path.display())))
+}
+
+/// The TLS configuration of `files`: rustls with the ring provider,
+/// TLS 1.2 and 1.3, HTTP/1.1.
+fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, WebError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = read_pem("certificate", &files.cert)?;
+    let key = read_pem("key", &files.key)?;
+    let chain = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            WebError::Tls(format!(
+                "{} is not a PEM certificate chain: {e:?}",
+                files.cert.display()
+            ))
+        })?;
+    if chain.is_empty() {
+        return Err(WebError::Tls(format!(
+            "{} holds no certificate (expected -----BEGIN CERTIFICATE-----)",
+            files.cert.display()
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| {
+        WebError::Tls(format!(
+            "{} is not a PEM private key: {e:?}",
+            files.key.display()
+        ))
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| WebError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| {
+            WebError::Tls(format!(
+                "the certificate {} and the key {} do not go together: {e}",
+                files.cert.display(),
+                files.key.display()
+            ))
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Binds `config.addr` (no runtime needed), refusing plain HTTP off
+/// loopback and a certificate that cannot be used.
+pub fn bind(config: &WebConfig) -> Result<WebServer, WebError> {
+    let public_origins = config
+        .public_origins
+        .iter()
+        .map(|o| origin_of(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tls = match &config.tls {
+        Some(files) => Some(Arc::new(tls_config(files)?)),
+        None if !config.addr.ip().is_loopback() => {
+            return Err(WebError::PlainOffLoopback(config.addr))
+        }
+        None => None,
+    };
+    let bind_error = |source| WebError::Bind {
+        addr: config.addr,
+        source,
+    };
+    let listener = std::net::TcpListener::bind(config.addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let local = listener.local_addr().map_err(bind_error)?;
+    Ok(WebServer {
+        listener,
+        tls,
+        local,
+        public_origins,
+    })
+}
+
+impl WebServer {
+    /// The address it listens on (with the port chosen for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The URL a browser opens: the first public origin, else the address
+    /// (`None` when listening on every address: the host name is the
+    /// user's to give with --web-origin).
+    pub fn url(&self) -> Option<String> {
+        if let Some(public) = self.public_origins.first() {
+            return Some(public.clone());
+        }
+        if self.local.ip().is_unspecified() {
+            return None;
+        }
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        Some(format!("{scheme}://{}", self.local))
+    }
+
+    /// Tells the engine its URL at once (pairing codes issued from now on
+    /// name it), and serves until the returned future is dropped or its
+    /// task aborted (then the URL is cleared).
+    pub fn serve(self, engine: Arc<Engine>) -> impl std::future::Future<Output = ()> + Send {
+        crate::auth::announce(&engine, self.url());
+        let announced = Unannounce(engine.clone());
+        async move {
+            let _announced = announced;
+            self.accept(engine).await
+        }
+    }
+
+    async fn accept(self, engine: Arc<Engine>) {
+        let listener = match tokio::net::TcpListener::from_std(self.listener) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!("cannot serve on {}: {e}", self.local);
+                return;
+            }
+        };
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let app = router(Web::new(
+            engine,
+            scheme,
+            self.local.ip().is_loopback(),
+            self.public_origins,
+        ));
+        let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let mut backoff = AcceptBackoff::default();
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => {
+                    backoff.succeeded();
+                    stream
+                }
+                Err(e) => {
+                    let (wait, log) = backoff.failed(&e);
+                    if log {
+                        tracing::warn!("web: accept failed: {e}");
+                    }
+                    if let Some(wait) = wait {
+                        tokio::time::sleep(wait).await;
+                    }
+                    continue;
+                }
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                // Closed at once: the browser retries; the others are served.
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let app = app.clone();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                match acceptor {
+                    Some(acceptor) => {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                        {
+                            Ok(Ok(tls)) => connection(tls, app).await,
+                            Ok(Err(e)) => tracing::debug!("web: TLS handshake failed: {e}"),
+                            Err(_) => tracing::debug!("web: TLS handshake timed out"),
+                        }
+                    }
+                    None => connection(stream, app).await,
+                }
+                drop(slot);
+            });
+        }
+    }
+}
+
+/// Clears the engine's web URL when serving stops.
+struct Unannounce(Arc<Engine>);
+
+impl Drop for Unannounce {
+    fn drop(&mut self) {
+        crate::auth::announce(&self.0, None);
+    }
+}
+
+/// Serves one connection's HTTP/1.1 requests (and its WebSocket upgrade).
+async fn connection<I>(io: I, app: axum::Router)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tower::ServiceExt;
+    let service = hyper::service::service_fn(move |request| app.clone().oneshot(request));
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HANDSHAKE_TIMEOUT)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .with_upgrades()
+        .await;
+    if let Err(e) = served {
+        tracing::debug!("web: connection ended: {e}");
+    }
+}

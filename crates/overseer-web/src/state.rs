@@ -1,0 +1,53 @@
+//! What every handler shares.
+
+use overseer_engine::Engine;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// `/api` requests served at once; more get 429 at once (a flood is
+/// refused, the engine's threads stay free for everyone else).
+pub const MAX_IN_FLIGHT: usize = 32;
+
+/// The transport's state: the engine, how browsers reach it, the request slots.
+#[derive(Clone)]
+pub struct Web {
+    pub engine: Arc<Engine>,
+    /// `http` or `https`: what the browser's Origin names.
+    pub scheme: &'static str,
+    /// Serving on loopback: only loopback host names are answered on
+    /// `/api` (a page of another site whose name resolves to 127.0.0.1,
+    /// "DNS rebinding", is refused).
+    pub loopback: bool,
+    /// The origins a TLS-terminating proxy serves this engine at
+    /// (`https://box.tailnet.ts.net`): their pages are answered too.
+    pub public_origins: Arc<[String]>,
+    /// This engine process's id, sent in the socket's hello.
+    pub instance: Arc<str>,
+    in_flight: Arc<Semaphore>,
+}
+
+impl Web {
+    pub fn new(
+        engine: Arc<Engine>,
+        scheme: &'static str,
+        loopback: bool,
+        public_origins: Vec<String>,
+    ) -> Web {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Web {
+            engine,
+            scheme,
+            loopback,
+            public_origins: public_origins.into(),
+            instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        }
+    }
+
+    /// The slots of the `/api` requests served at once.
+    pub fn in_flight(&self) -> Arc<Semaphore> {
+        self.in_flight.clone()
+    }
+}

@@ -1,0 +1,222 @@
+//! A real engine on a temp dir (real SQLite file) serving browsers on a
+//! real TCP port, a real HTTP client (ureq) and a real WebSocket client
+//! (tokio-tungstenite).
+#![allow(dead_code)]
+
+use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use overseer_web::{TlsFiles, WebConfig};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite;
+
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub struct Served {
+    pub rt: tokio::runtime::Runtime,
+    pub engine: Arc<Engine>,
+    /// `http://127.0.0.1:PORT`: also the Origin of the engine's own page.
+    pub base: String,
+    pub addr: SocketAddr,
+    pub agent: ureq::Agent,
+    pub dir: tempfile::TempDir,
+}
+
+/// The engine, serving browsers on a free loopback port over plain HTTP.
+pub fn served() -> Served {
+    served_with(None, None)
+}
+
+/// The engine serving with `tls` (and then trusting `root` as its client).
+pub fn served_with(tls: Option<TlsFiles>, root: Option<&[u8]>) -> Served {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = Paths {
+        data_dir: dir.path().join("data"),
+        config_dir: dir.path().join("config"),
+    };
+    std::fs::create_dir_all(&paths.config_dir).expect("config dir");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = Arc::new(
+        Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
+    );
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let server = overseer_web::bind(&WebConfig {
+        addr: "127.0.0.1:0".parse().expect("addr"),
+        tls,
+        public_origins: Vec::new(),
+    })
+    .expect("bind");
+    let addr = server.local_addr();
+    rt.spawn(server.serve(engine.clone()));
+    let mut config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)));
+    if let Some(root) = root {
+        let cert = ureq::tls::Certificate::from_pem(root).expect("root certificate");
+        config = config.tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(ureq::tls::RootCerts::Specific(Arc::new(vec![
+                    cert.to_owned()
+                ])))
+                .build(),
+        );
+    }
+    Served {
+        rt,
+        engine,
+        base: format!("{scheme}://{addr}"),
+        addr,
+        agent: config.build().into(),
+        dir,
+    }
+}
+
+/// An answer: its status, its JSON body (Null when not JSON), its
+/// Set-Cookie headers.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    pub cookies: Vec<String>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or_default()
+    }
+}
+
+fn answer(mut r: ureq::http::Response<ureq::Body>) -> Answer {
+    let status = r.status().as_u16();
+    let cookies = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    let headers = r
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let text = r.body_mut().read_to_string().unwrap_or_default();
+    Answer {
+        status,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        cookies,
+        headers,
+    }
+}
+
+impl Served {
+    /// POST `body` to `path` with this Origin (None: none) and cookie.
+    pub fn post_from(
+        &self,
+        origin: Option<&str>,
+        cookie: Option<&str>,
+        path: &str,
+        body: &[u8],
+    ) -> Answer {
+        let mut request = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", format!("overseer_device={cookie}"));
+        }
+        answer(request.send(body).expect("POST"))
+    }
+
+    /// POST from the engine's own page.
+    pub fn post(&self, cookie: Option<&str>, path: &str, body: &Value) -> Answer {
+        let body = serde_json::to_vec(body).expect("json");
+        self.post_from(Some(&self.base.clone()), cookie, path, &body)
+    }
+
+    /// `POST /api/call/<command>` from the engine's own page.
+    pub fn call(&self, cookie: Option<&str>, command: &str, args: Value) -> Answer {
+        self.post(cookie, &format!("/api/call/{command}"), &args)
+    }
+
+    pub fn get(&self, cookie: Option<&str>, path: &str) -> Answer {
+        let mut request = self.agent.get(format!("{}{path}", self.base));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", format!("overseer_device={cookie}"));
+        }
+        answer(request.call().expect("GET"))
+    }
+
+    /// Opens `/api/events` from `origin` with `cookie`.
+    pub fn socket_from(
+        &self,
+        origin: &str,
+        cookie: Option<&str>,
+    ) -> Result<Socket, tungstenite::Error> {
+        use tungstenite::client::IntoClientRequest;
+        let url = format!("ws://{}/api/events", self.addr);
+        let mut request = url.into_client_request()?;
+        request
+            .headers_mut()
+            .insert("origin", origin.parse().expect("origin"));
+        if let Some(cookie) = cookie {
+            request.headers_mut().insert(
+                "cookie",
+                format!("overseer_device={cookie}").parse().expect("cookie"),
+            );
+        }
+        self.rt
+            .block_on(tokio_tungstenite::connect_async(request))
+            .map(|(socket, _)| socket)
+    }
+
+    pub fn socket(&self, cookie: Option<&str>) -> Result<Socket, tungstenite::Error> {
+        self.socket_from(&self.base.clone(), cookie)
+    }
+
+    /// The next text frame as JSON, within `limit`; None when the socket
+    /// closed (with its close frame, if any) or nothing came.
+    pub fn next_frame(&self, socket: &mut Socket, limit: Duration) -> Frame {
+        use futures::StreamExt;
+        self.rt.block_on(async {
+            loop {
+                match tokio::time::timeout(limit, socket.next()).await {
+                    Err(_) => return Frame::Nothing,
+                    Ok(None) | Ok(Some(Err(_))) => return Frame::Ended(None),
+                    Ok(Some(Ok(tungstenite::Message::Text(t)))) => {
+                        return Frame::Json(serde_json::from_str(&t).expect("json frame"))
+                    }
+                    Ok(Some(Ok(tungstenite::Message::Close(c)))) => {
+                        return Frame::Ended(c.map(|c| u16::from(c.code)))
+                    }
+                    Ok(Some(Ok(_))) => continue,
+                }
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+pub enum Frame {
+    Json(Value),
+    /// Closed, with the close code when a close frame came.
+    Ended(Option<u16>),
+    Nothing,
+}
+
+/// The HTTP status a refused WebSocket upgrade got.
+pub fn refused_status(e: &tungstenite::Error) -> Option<u16> {
+    match e {
+        tungstenite::Error::Http(response) => Some(response.status().as_u16()),
+        _ => None,
+    }
+}
