@@ -11,7 +11,7 @@ run: setup app
 ## Everything CI checks: format, lints (and no import circle between the files of a crate),
 ## Rust tests, UI checks and tests, real-window e2e,
 ## and a short run of every fuzz target.
-test: setup lint rust-test ui-test e2e fuzz-smoke
+test: setup lint rust-test ui-test e2e e2e-web fuzz-smoke
 
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
 ## `audit verify` of a million records vs one signature at a time on one core, decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
