@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Builder, By, until } from "selenium-webdriver";
 import chrome from "selenium-webdriver/chrome.js";
+import { addWorkspace, eventually, readDb, startDemo } from "../lib.mjs";
 
 const { OVERSEER_CLI, E2E_OUT, CHROMIUM = "/usr/bin/chromium", CHROMEDRIVER = "/usr/bin/chromedriver" } = process.env;
 
@@ -75,10 +76,7 @@ export async function startEngine() {
       return execFileSync(OVERSEER_CLI, args, { encoding: "utf8", env });
     },
     /** Reads the real database file. */
-    sql(query, ...params) {
-      const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); print(json.dumps(c.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))";
-      return JSON.parse(execFileSync("python3", ["-c", py, join(dataDir, "overseer.db"), query, JSON.stringify(params)], { encoding: "utf8" }));
-    },
+    sql: (query, ...params) => readDb(dataDir, query, ...params),
     /** A one-time pairing code for `person`'s device `name`. */
     pairingCode(person, name) {
       const out = engine.cli("devices", "pair", "--person", person, "--name", name, "--json");
@@ -87,26 +85,9 @@ export async function startEngine() {
       return code;
     },
     /** A throwaway git repository registered as workspace `name`. */
-    workspace(name) {
-      const repo = join(work, name);
-      mkdirSync(join(repo, "src"), { recursive: true });
-      writeFileSync(join(repo, "src", "greeting.txt"), "hello\n");
-      writeFileSync(join(repo, "README.md"), "# Demo repository\n");
-      const git = (...a) => execFileSync("git", ["-C", repo, ...a], { encoding: "utf8" });
-      git("init", "-q", "-b", "main");
-      git("add", "-A");
-      git("-c", "user.name=Overseer", "-c", "user.email=e2e@overseer.invalid", "commit", "-q", "-m", "init");
-      engine.cli("workspace", "add", repo, "--name", name);
-      return repo;
-    },
+    workspace: (name) => addWorkspace(engine.cli, work, name),
     /** Starts a demo agent playing `scenario`; returns the run id. */
-    startDemo(workspace, scenario, title = `Demo agent: ${scenario}`) {
-      const out = engine.cli("task", "start", "--workspace", workspace, "--agent", "demo", "--scenario", scenario,
-        "--title", title, "--prompt", `Play the ${scenario} scenario: update the greeting and the notes`);
-      const id = Number(/(\d+)\s*$/.exec(out.trim())?.[1] ?? /run (\d+)/.exec(out)?.[1]);
-      if (!Number.isFinite(id)) throw new Error(`no run id in: ${out}`);
-      return id;
-    },
+    startDemo: (workspace, scenario, title) => startDemo(engine.cli, workspace, scenario, title),
     /** SIGKILL: no shutdown at all. */
     async kill9() {
       const c = child;
@@ -143,19 +124,4 @@ export async function openPhone() {
   };
 }
 
-/** Waits until `f` returns something truthy (polling the DOM, which is what
- * a test can do; the page itself never polls). */
-export async function eventually(driver, f, ms = 15_000, what = "condition") {
-  let last;
-  await driver.wait(async () => {
-    try {
-      last = await f();
-      return Boolean(last);
-    } catch {
-      return false;
-    }
-  }, ms, `timed out waiting for ${what}`);
-  return last;
-}
-
-export { By, until };
+export { eventually, By, until };
