@@ -186,7 +186,7 @@ pub fn gate_detail(g: &GateView) -> String {
             out,
             "  decided {} by {}{}",
             d.option,
-            d.actor,
+            inert(&d.who_and_when()),
             d.context
                 .as_deref()
                 .map(|c| format!(": {}", inert(c)))
@@ -246,7 +246,7 @@ pub fn run_story(story: &overseer_engine::RunStory, now: i64) -> String {
             d.gate_id
                 .map(|g| format!("gate {g:<5} "))
                 .unwrap_or_else(|| "           ".to_owned()),
-            inert(&d.actor.to_string()),
+            inert(&overseer_core::device::actor_text(&d.actor)),
             d.verdict.as_str(),
             d.option
                 .as_deref()
@@ -281,11 +281,27 @@ fn story_records(
     for r in records {
         let payload = AuditPayload::parse(&r.record.payload).ok();
         let what = payload.as_ref().map_or("record", AuditPayload::kind);
+        // A person's record names the device they acted through (signed
+        // with it).
+        let device = match &payload {
+            Some(
+                AuditPayload::GateDecided { device, .. }
+                | AuditPayload::RunTransition { device, .. }
+                | AuditPayload::UserInstruction { device, .. }
+                | AuditPayload::GateTimerStopped { device, .. },
+            ) => device.as_ref(),
+            Some(AuditPayload::Decision(d)) => d.device.as_ref(),
+            _ => None,
+        };
         let mut line = format!(
             "  #{:<6} {:<22} {:<26}",
             r.record.seq,
             what,
-            inert(&r.record.actor)
+            inert(&format!(
+                "{}{}",
+                r.record.actor,
+                overseer_core::device::through(device)
+            ))
         );
         match &payload {
             Some(AuditPayload::Decision(d)) => {

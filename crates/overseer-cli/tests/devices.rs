@@ -21,6 +21,18 @@ fn engine_of(h: &Home) -> Engine {
     .expect("engine")
 }
 
+/// `overseer devices pair` for Ana's phone: what it printed.
+fn pair_anas_phone(h: &Home) -> String {
+    h.ok(&[
+        "devices",
+        "pair",
+        "--name",
+        "Ana's phone",
+        "--person",
+        "ana",
+    ])
+}
+
 fn code_in(text: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix("pairing code: "))
@@ -34,14 +46,7 @@ fn a_device_paired_from_the_command_line_is_listed_and_revoked_through_the_engin
     let h = Home::new();
     let _serve = h.serve();
 
-    let shown = h.ok(&[
-        "devices",
-        "pair",
-        "--name",
-        "Ana's phone",
-        "--person",
-        "ana",
-    ]);
+    let shown = pair_anas_phone(&h);
     let code = code_in(&shown);
     assert!(shown.contains("it works once, until"), "{shown}");
     assert!(shown.contains("no engine serves browsers"), "{shown}");
@@ -99,4 +104,47 @@ fn without_an_engine_the_code_is_kept_for_the_next_one() {
     let paired = engine_of(&h).redeem_pairing(code).expect("paired");
     assert_eq!(paired.device.person, "bo");
     assert!(h.ok(&["devices", "list"]).contains("Bo's tablet"));
+}
+
+#[test]
+fn who_decided_and_through_which_device_shows_on_the_command_line() {
+    let h = Home::new();
+    h.ok(&["demo", "seed"]);
+    let code = code_in(&pair_anas_phone(&h));
+    let engine = engine_of(&h);
+    let ana = engine.redeem_pairing(&code).expect("paired");
+    let gates: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["gates", "list", "--json"])).expect("json");
+    let gate = gates
+        .iter()
+        .find(|g| g["kind"] == "tool_call")
+        .expect("a waiting tool call");
+    let (id, run) = (gate["id"].to_string(), gate["run_id"].to_string());
+    engine
+        .decide_gate(
+            overseer_core::GateId(gate["id"].as_i64().expect("id")),
+            "yes",
+            None,
+            &ana.device.actor(),
+        )
+        .expect("decided through the phone");
+    drop(engine);
+
+    let through = format!("user:ana through Ana's phone (device {})", ana.device.id);
+    let shown = h.ok(&["gates", "show", &id]);
+    assert!(
+        shown.contains(&format!("decided yes by {through} at ")),
+        "{shown}"
+    );
+    let why = h.ok(&["gates", "why", &id]);
+    assert!(
+        why.lines()
+            .any(|l| l.contains("gate_decided") && l.contains(&through)),
+        "{why}"
+    );
+    let run_why = h.ok(&["runs", "why", &run]);
+    assert!(run_why.contains(&through), "{run_why}");
+    let activity = h.ok(&["runs", "activity", &run]);
+    assert!(activity.contains("through Ana's phone"), "{activity}");
+    assert!(h.ok(&["audit", "verify"]).contains("audit log OK"));
 }

@@ -133,6 +133,16 @@ pub enum Activity {
         by: String,
         text: String,
     },
+    /// A person decided one of the run's gates through a paired device (a
+    /// browser, a phone): who, through what, and what they chose.
+    Decided {
+        gate_id: crate::GateId,
+        option: String,
+        /// The person, as its actor string (`user:ana`).
+        by: String,
+        device: crate::DeviceRef,
+        text: String,
+    },
     /// An entry this build cannot read (an unknown kind or an older shape),
     /// kept as stored and shown as its text.
     Unrecognized(UnrecognizedEntry),
@@ -379,7 +389,8 @@ impl Activity {
             | Activity::CarriedOn { text }
             | Activity::QuestionAgain { text }
             | Activity::Merge { text, .. }
-            | Activity::Cosign { text, .. } => text.clone(),
+            | Activity::Cosign { text, .. }
+            | Activity::Decided { text, .. } => text.clone(),
             Activity::ToolAllowed(d) | Activity::ToolDenied(d) => d.text.clone(),
             Activity::Security(s) => s.text.clone(),
             Activity::MessageSent(m) | Activity::MessageReceived(m) => m.text.clone(),

@@ -5,6 +5,23 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The names only the local owner acts as (the window, the CLI): no person
+/// may take them.
+pub const RESERVED_PERSONS: &[&str] = &["app", "cli"];
+
+/// The paired device a person acted through: its id and its name then.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
+pub struct DeviceRef {
+    pub id: crate::DeviceId,
+    pub name: String,
+}
+
+impl fmt::Display for DeviceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (device {})", self.name, self.id)
+    }
+}
+
 /// The origin of an action, recorded in every audit record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
@@ -18,10 +35,7 @@ pub enum Actor {
     /// "name": "ana"}`); views name the device in fields of their own.
     #[serde(rename = "user", skip_deserializing, serialize_with = "person_name")]
     #[ts(skip)]
-    Person {
-        person: String,
-        device: crate::device::DeviceRef,
-    },
+    Person { person: String, device: DeviceRef },
     /// The delegated supervisor.
     Supervisor(String),
     /// The engine acting on its own (claiming queued runs, recovery, timers).
@@ -68,7 +82,7 @@ impl Actor {
     }
 
     /// The device a person acts through, if any.
-    pub fn device(&self) -> Option<&crate::device::DeviceRef> {
+    pub fn device(&self) -> Option<&DeviceRef> {
         match self {
             Actor::Person { device, .. } => Some(device),
             Actor::User(_) | Actor::Supervisor(_) | Actor::Engine | Actor::Agent(_) => None,
@@ -78,14 +92,14 @@ impl Actor {
     /// True for the local owner: the window (`user:app`) or the CLI
     /// (`user:cli`) of the machine the engine runs on.
     pub fn is_local_owner(&self) -> bool {
-        matches!(self, Actor::User(n) if crate::device::RESERVED_PERSONS.contains(&n.as_str()))
+        matches!(self, Actor::User(n) if RESERVED_PERSONS.contains(&n.as_str()))
     }
 }
 
 /// A person through a device is, on the wire, the user it acts as.
 fn person_name<S: serde::Serializer>(
     person: &str,
-    _device: &crate::device::DeviceRef,
+    _device: &DeviceRef,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     s.serialize_str(person)
@@ -128,7 +142,7 @@ mod tests {
     fn a_person_through_a_device_is_the_user_it_acts_as_on_the_wire() {
         let ana = Actor::Person {
             person: "ana".into(),
-            device: crate::device::DeviceRef {
+            device: DeviceRef {
                 id: crate::DeviceId(2),
                 name: "Ana's phone".into(),
             },

@@ -67,6 +67,10 @@ pub enum AuditPayload {
         to: String,
         event: String,
         note: Option<String>,
+        /// The paired device a person acted through (approving, rejecting
+        /// or aborting from a browser); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<crate::DeviceRef>,
     },
     RunWorktree {
         run_id: RunId,
@@ -107,6 +111,9 @@ pub enum AuditPayload {
     UserInstruction {
         run_id: RunId,
         text: String,
+        /// The paired device a person steered through; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<crate::DeviceRef>,
     },
     GateOpened {
         gate_id: GateId,
@@ -146,11 +153,19 @@ pub enum AuditPayload {
         /// The decision this one replaced (a human overriding the supervisor).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         overrides: Option<Overrides>,
+        /// The paired device a person decided through (the record's actor
+        /// is `user:<person>`). Absent for the local owner's decisions and
+        /// in records written before devices existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<crate::DeviceRef>,
     },
     /// A human stopped a gate's timer.
     GateTimerStopped {
         gate_id: GateId,
         run_id: RunId,
+        /// The paired device a person stopped it through; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<crate::DeviceRef>,
     },
     /// A vote on a gate, or a decision on no gate's outcome (a rule's allow,
     /// a step verdict, a timer's choice, a retry).
@@ -221,6 +236,10 @@ pub struct DecisionPayload {
     pub prompt_version: Option<String>,
     pub confidence: Option<f64>,
     pub source_event: Option<String>,
+    /// The paired device a person voted through. Absent otherwise, and in
+    /// records written before devices existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::DeviceRef>,
 }
 
 /// Something that threatened a run's containment or a decision's integrity.
@@ -427,5 +446,31 @@ mod tests {
         };
         assert_eq!(d.context, None);
         assert!(AuditPayload::parse(r#"{"type":"test","i":1}"#).is_err());
+    }
+
+    /// Records written before devices read back as they were signed (no
+    /// `device` key), and a person's record keeps its device.
+    #[test]
+    fn a_decision_names_its_device_and_older_records_read_back_without_one() {
+        let old = r#"{"context":null,"gate_id":4,"kind":"tool_call","option":"yes","run_id":2,"type":"gate_decided"}"#;
+        let p = AuditPayload::parse(old).expect("parses");
+        assert!(matches!(p, AuditPayload::GateDecided { device: None, .. }));
+        assert_eq!(
+            p.to_value(),
+            serde_json::from_str::<Value>(old).expect("json")
+        );
+        let new = r#"{"context":null,"device":{"id":3,"name":"Ana's phone"},"gate_id":4,"kind":"tool_call","option":"yes","run_id":2,"type":"gate_decided"}"#;
+        let p = AuditPayload::parse(new).expect("parses");
+        let AuditPayload::GateDecided { device, .. } = &p else {
+            panic!("a decision")
+        };
+        assert_eq!(
+            device.as_ref().map(|d| (d.id, d.name.as_str())),
+            Some((crate::DeviceId(3), "Ana's phone"))
+        );
+        assert_eq!(
+            p.to_value(),
+            serde_json::from_str::<Value>(new).expect("json")
+        );
     }
 }

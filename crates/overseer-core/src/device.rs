@@ -7,11 +7,9 @@
 //! `user:ana`, with the device in the signed record. The local owner keeps
 //! `user:app` and `user:cli`, whose names no person may take.
 
+pub use crate::actor::{DeviceRef, RESERVED_PERSONS};
 use crate::{Actor, DeviceId, Millis};
 use serde::{Deserialize, Serialize};
-
-/// The names only the local owner acts as (the window, the CLI).
-pub const RESERVED_PERSONS: &[&str] = &["app", "cli"];
 
 /// Longest person name.
 pub const PERSON_MAX: usize = 32;
@@ -62,16 +60,24 @@ impl DeviceView {
     }
 }
 
-/// The device a decision was made through: its id and its name then.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
-pub struct DeviceRef {
-    pub id: DeviceId,
-    pub name: String,
+/// ` through Ana's phone (device 3)`, or nothing without a device: what
+/// follows an actor where a decision is shown.
+pub fn through(device: Option<&DeviceRef>) -> String {
+    device.map_or_else(String::new, |d| format!(" through {d}"))
 }
 
-impl std::fmt::Display for DeviceRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (device {})", self.name, self.id)
+/// An actor as a person reads it, with the device it acted through:
+/// `user:ana through Ana's phone (device 3)`, `user:cli`.
+pub fn actor_text(actor: &Actor) -> String {
+    format!("{actor}{}", through(actor.device()))
+}
+
+/// A person through a device when the record names one, else the actor as
+/// recorded (`user:ana` read back from a row is that person).
+pub fn actor_through(actor: Actor, device: Option<DeviceRef>) -> Actor {
+    match (actor, device) {
+        (Actor::User(person), Some(device)) => Actor::Person { person, device },
+        (actor, _) => actor,
     }
 }
 

@@ -507,9 +507,25 @@ pub struct GateDecision {
     pub context: Option<String>,
     pub actor: Actor,
     pub at: Millis,
+    /// The paired device a person decided through (`actor` is that
+    /// person); absent for the local owner, the supervisor, the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub device: Option<crate::DeviceRef>,
 }
 
 impl GateDecision {
+    /// Who decided, through which device, and when, as a person reads it:
+    /// `user:ana through Ana's phone (device 3) at 2026-11-27 04:05:06 UTC`.
+    pub fn who_and_when(&self) -> String {
+        format!(
+            "{}{} at {}",
+            self.actor,
+            crate::device::through(self.device.as_ref()),
+            crate::device::utc_text(self.at)
+        )
+    }
+
     /// The decision's option as one of `C`'s choices (the option of a gate of
     /// `C::KIND` was checked against its offered options when decided).
     pub fn choice<C: Choice>(&self) -> Result<C, DecisionError> {

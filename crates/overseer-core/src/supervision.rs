@@ -237,6 +237,11 @@ pub struct DecisionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub overruled_by: Option<Actor>,
+    /// The paired device a person decided through (`actor` is that
+    /// person); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub device: Option<crate::DeviceRef>,
 }
 
 impl DecisionRecord {

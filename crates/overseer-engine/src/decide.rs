@@ -12,7 +12,38 @@ use overseer_core::{
 impl Supervision {
     /// Decides any gate as `actor`. Review gates go through approve / reject /
     /// abort so that merging and killing happen exactly as from the dashboard.
+    /// A person's decision through a paired device also goes on the run's
+    /// timeline, naming them and the device.
     pub fn decide_gate(
+        &self,
+        gate_id: GateId,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+    ) -> Result<GateView, ApiError> {
+        let decided = self.decide_gate_as(gate_id, option, context, actor)?;
+        if let (Some(device), Some(d)) = (actor.device(), &decided.decision) {
+            if d.device.as_ref() == Some(device) {
+                let by = actor.to_string();
+                self.record_activity_or_warn(
+                    decided.run_id,
+                    Activity::Decided {
+                        gate_id,
+                        option: d.option.clone(),
+                        text: format!(
+                            "{}: '{}' chosen by {by} through {device}",
+                            decided.title, d.option
+                        ),
+                        by,
+                        device: device.clone(),
+                    },
+                );
+            }
+        }
+        Ok(decided)
+    }
+
+    fn decide_gate_as(
         &self,
         gate_id: GateId,
         option: &str,

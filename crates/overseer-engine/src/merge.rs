@@ -397,9 +397,10 @@ impl Merges {
                 gate.run_id,
                 Activity::Cosign {
                     gate_id: gate.id,
-                    by: actor.to_string(),
+                    by: overseer_core::device::actor_text(actor),
                     text: format!(
-                        "approved by {actor}; the merge waits for the co-sign of the supervisor"
+                        "approved by {}; the merge waits for the co-sign of the supervisor",
+                        overseer_core::device::actor_text(actor)
                     ),
                 },
             )?;
@@ -437,7 +438,9 @@ impl Merges {
                     ErrorCode::AlreadyDecided,
                     format!(
                         "run {}'s review was already decided: '{}' by {}",
-                        gate.run_id, d.option, d.actor
+                        gate.run_id,
+                        d.option,
+                        d.who_and_when()
                     ),
                 ))
             }

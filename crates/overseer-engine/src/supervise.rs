@@ -263,7 +263,7 @@ impl Supervision {
                 .gate
                 .decision
                 .as_ref()
-                .map(|d| (d.option.clone(), d.actor.to_string()))
+                .map(|d| (d.option.clone(), d.who_and_when()))
                 .unwrap_or_default();
             return Err(ApiError::new(
                 ErrorCode::AlreadyDecided,
@@ -396,7 +396,7 @@ impl Supervision {
             run,
             Activity::UserInstruction {
                 text: text.to_owned(),
-                by: actor.to_string(),
+                by: overseer_core::device::actor_text(actor),
             },
         )
     }

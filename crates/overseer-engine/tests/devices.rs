@@ -7,17 +7,10 @@ mod common;
 
 use common::*;
 use overseer_core::{Actor, DeviceId, EngineEvent, ErrorCode};
-use overseer_engine::{Engine, Paired};
+use overseer_engine::Engine;
 use std::sync::Arc;
 
 const FIVE_MINUTES: i64 = 5 * 60 * 1000;
-
-fn pair(engine: &Engine, person: &str, name: &str) -> Paired {
-    let pairing = engine
-        .pair_device(person, name, &Actor::cli())
-        .expect("a code");
-    engine.redeem_pairing(&pairing.code).expect("paired")
-}
 
 /// Every byte of the database as it is on disk (the file and its WAL).
 fn database_bytes(engine: &Engine) -> Vec<u8> {

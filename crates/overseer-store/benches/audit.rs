@@ -29,6 +29,7 @@ fn payload(i: i64) -> AuditPayload {
         to: "pending_review".into(),
         event: "finish".into(),
         note: None,
+        device: None,
     }
 }
 

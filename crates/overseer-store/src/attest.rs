@@ -149,6 +149,8 @@ pub(crate) struct GateRow {
     pub context: Option<String>,
     pub by: Option<String>,
     pub at: Option<i64>,
+    /// The device column, as stored (JSON).
+    pub device: Option<String>,
 }
 
 impl GateRow {
@@ -165,7 +167,7 @@ impl GateRow {
 }
 
 const GATE_ROW_SELECT: &str = "SELECT id, run_id, kind, status, decided_option, decided_context,
-        decided_by, decided_at FROM gates";
+        decided_by, decided_at, decided_device FROM gates";
 
 fn gate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GateRow> {
     Ok(GateRow {
@@ -177,6 +179,7 @@ fn gate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GateRow> {
         context: r.get(5)?,
         by: r.get(6)?,
         at: r.get(7)?,
+        device: r.get(8)?,
     })
 }
 
@@ -196,10 +199,11 @@ struct HistoryRow {
     actor: String,
     at: i64,
     audit_seq: i64,
+    device: Option<String>,
 }
 
 const HISTORY_SELECT: &str =
-    "SELECT id, gate_id, option, context, actor, at, audit_seq FROM gate_decisions";
+    "SELECT id, gate_id, option, context, actor, at, audit_seq, device FROM gate_decisions";
 
 fn history_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRow> {
     Ok(HistoryRow {
@@ -210,6 +214,7 @@ fn history_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRow> {
         actor: r.get(4)?,
         at: r.get(5)?,
         audit_seq: r.get(6)?,
+        device: r.get(7)?,
     })
 }
 
@@ -233,11 +238,13 @@ pub(crate) struct DecisionRow {
     pub audit_seq: i64,
     /// JSON, as the column keeps it.
     pub provenance: Option<String>,
+    /// JSON, as the column keeps it.
+    pub device: Option<String>,
 }
 
 const DECISION_ROW_SELECT: &str = "SELECT id, run_id, gate_id, actor, verdict, option, rationale,
         correction, rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq,
-        provenance
+        provenance, device
         FROM decisions";
 
 fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRow> {
@@ -258,6 +265,7 @@ fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionRow> {
         at: r.get(13)?,
         audit_seq: r.get(14)?,
         provenance: r.get(15)?,
+        device: r.get(16)?,
     })
 }
 
@@ -524,13 +532,14 @@ impl<'c> DecisionBook<'c> {
                 Ok(found) => found,
                 Err(problem) => return Ok(Some(mismatch(problem))),
             };
-        let (option, context) = match &payload {
+        let (option, context, device) = match &payload {
             Some(AuditPayload::GateDecided {
                 gate_id,
                 option,
                 context,
+                device,
                 ..
-            }) if i64::from(*gate_id) == row.gate_id => (option, context),
+            }) if i64::from(*gate_id) == row.gate_id => (option, context, device),
             other => {
                 return Ok(Some(mismatch(DecisionProblem::WrongRecord {
                     detail: format!(
@@ -558,6 +567,9 @@ impl<'c> DecisionBook<'c> {
                     record: shown(s),
                 })));
             }
+        }
+        if let Some(problem) = device_differs(row.device.as_deref(), device.as_ref()) {
+            return Ok(Some(mismatch(problem)));
         }
         if row.at != record.at {
             return Ok(Some(mismatch(DecisionProblem::Differs {
@@ -682,6 +694,9 @@ impl<'c> DecisionBook<'c> {
                 record: shown(signed.as_deref()),
             })));
         }
+        if let Some(problem) = device_differs(row.device.as_deref(), d.device.as_ref()) {
+            return Ok(Some(mismatch(problem)));
+        }
         let confidence = d.confidence;
         if !same_float(row.confidence, confidence) {
             let show = |c: Option<f64>| c.map_or_else(|| "(none)".to_owned(), |c| c.to_string());
@@ -713,18 +728,43 @@ fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
+/// How a row's device column differs from the device its record signed, if
+/// it does: compared as typed values (the column's JSON as the store writes
+/// it; anything else differs). Records without a device back rows without.
+fn device_differs(
+    row: Option<&str>,
+    signed: Option<&overseer_core::DeviceRef>,
+) -> Option<DecisionProblem> {
+    let same = match (row, signed) {
+        (None, None) => true,
+        (Some(text), Some(d)) => {
+            serde_json::from_str::<overseer_core::DeviceRef>(text)
+                .ok()
+                .as_ref()
+                == Some(d)
+        }
+        _ => false,
+    };
+    (!same).then(|| DecisionProblem::Differs {
+        field: "device".to_owned(),
+        row: shown(row),
+        record: shown(crate::decision::device_text(signed).as_deref()),
+    })
+}
+
 /// How a decided gate's row differs from its latest signed record, if it does.
 fn gate_differs(row: &GateRow, s: &Signed<'_>) -> Option<DecisionProblem> {
-    let (kind, option, context) = match &s.payload {
+    let (kind, option, context, device) = match &s.payload {
         Some(AuditPayload::GateDecided {
             gate_id,
             run_id,
             kind,
             option,
             context,
+            device,
             ..
         }) if i64::from(*gate_id) == row.id && i64::from(*run_id) == row.run_id => {
-            (kind, option, context)
+            (kind, option, context, device)
         }
         other => {
             return Some(DecisionProblem::WrongRecord {
@@ -751,6 +791,12 @@ fn gate_differs(row: &GateRow, s: &Signed<'_>) -> Option<DecisionProblem> {
             });
         }
     }
+    if let Some(mut problem) = device_differs(row.device.as_deref(), device.as_ref()) {
+        if let DecisionProblem::Differs { field, .. } = &mut problem {
+            "decided_device".clone_into(field);
+        }
+        return Some(problem);
+    }
     if row.at != Some(s.record.at) {
         return Some(DecisionProblem::Differs {
             field: "decided_at".to_owned(),
@@ -769,6 +815,7 @@ pub(crate) struct SignedDecision {
     pub context: Option<String>,
     pub by: String,
     pub at: i64,
+    pub device: Option<overseer_core::DeviceRef>,
 }
 
 impl DecisionBook<'_> {
@@ -783,12 +830,16 @@ impl DecisionBook<'_> {
         };
         Ok(match payload_of(&record) {
             Some(AuditPayload::GateDecided {
-                option, context, ..
+                option,
+                context,
+                device,
+                ..
             }) => Some(SignedDecision {
                 option,
                 context,
                 by: record.actor.clone(),
                 at: record.at,
+                device,
             }),
             _ => None,
         })
@@ -1021,9 +1072,17 @@ impl crate::WriteTx<'_> {
                 self.conn()
                     .execute(
                         "UPDATE gates SET status = 'decided', decided_option = ?1,
-                                decided_context = ?2, decided_by = ?3, decided_at = ?4
+                                decided_context = ?2, decided_by = ?3, decided_at = ?4,
+                                decided_device = ?6
                          WHERE id = ?5",
-                        params![d.option, d.context, d.by, d.at, gate],
+                        params![
+                            d.option,
+                            d.context,
+                            d.by,
+                            d.at,
+                            gate,
+                            crate::decision::device_text(d.device.as_ref())
+                        ],
                     )
                     .map_err(|e| self.sql(e))?;
                 serde_json::json!({"status": "decided", "option": d.option, "by": d.by, "at": d.at})
@@ -1033,7 +1092,7 @@ impl crate::WriteTx<'_> {
                     .execute(
                         "UPDATE gates SET status = 'pending', decided_option = NULL,
                                 decided_context = NULL, decided_by = NULL, decided_at = NULL,
-                                effected_at = NULL
+                                decided_device = NULL, effected_at = NULL
                          WHERE id = ?1",
                         [gate],
                     )

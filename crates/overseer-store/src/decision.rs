@@ -20,6 +20,20 @@ pub struct DecisionInput {
     pub source_event: Option<String>,
 }
 
+/// The device a decision names, as its column keeps it (JSON `{"id",
+/// "name"}`), NULL for none.
+pub(crate) fn device_text(d: Option<&overseer_core::DeviceRef>) -> Option<String> {
+    d.map(|d| serde_json::to_string(d).unwrap_or_default())
+}
+
+/// A device column read back (`None` for NULL; an error names the text).
+pub(crate) fn device_of_text(
+    text: Option<&str>,
+) -> Result<Option<overseer_core::DeviceRef>, String> {
+    text.map(|t| serde_json::from_str(t).map_err(|e| format!("device '{t}': {e}")))
+        .transpose()
+}
+
 /// A decision's provenance as its column keeps it (JSON), NULL for none.
 pub(crate) fn provenance_text(p: Option<&overseer_core::rules::Provenance>) -> Option<String> {
     p.map(|p| serde_json::to_string(p).unwrap_or_default())

@@ -66,7 +66,7 @@ const RUN_SELECT: &str = concat!("
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
            decided_option, decided_context, decided_by, decided_at, payload,
-           auto_at, auto_decision, authority, effected_at
+           auto_at, auto_decision, authority, effected_at, decided_device
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -294,6 +294,7 @@ struct RawGate {
     options: String,
     payload: String,
     decided: Option<(String, Option<String>, String, i64)>,
+    decided_device: Option<String>,
     authority: Option<String>,
 }
 
@@ -329,6 +330,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             (Some(o), Some(b), Some(a)) => Some((o, context, b, a)),
             _ => None,
         },
+        decided_device: r.get(16)?,
     })
 }
 
@@ -353,12 +355,18 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         None => None,
     };
     view.decision = match raw.decided {
-        Some((option, context, by, at)) => Some(GateDecision {
-            option,
-            context,
-            actor: Actor::parse(&by).ok_or_else(|| corrupt(format!("actor '{by}'")))?,
-            at,
-        }),
+        Some((option, context, by, at)) => {
+            let device =
+                crate::decision::device_of_text(raw.decided_device.as_deref()).map_err(corrupt)?;
+            let actor = Actor::parse(&by).ok_or_else(|| corrupt(format!("actor '{by}'")))?;
+            Some(GateDecision {
+                option,
+                context,
+                actor: overseer_core::device::actor_through(actor, device.clone()),
+                at,
+                device,
+            })
+        }
         None => None,
     };
     view.batch_option = overseer_core::view::batch_choice(&view).map(|c| c.as_str().to_owned());

@@ -65,6 +65,7 @@ impl WriteTx<'_> {
             &AuditPayload::UserInstruction {
                 run_id: run,
                 text: text.to_owned(),
+                device: actor.device().cloned(),
             },
             now,
         )?;

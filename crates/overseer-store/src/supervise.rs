@@ -83,7 +83,7 @@ pub fn verdict_of_choice(approve_option: Option<&str>, option: &str) -> Verdict 
 
 const DECISION_SELECT: &str = "
     SELECT id, run_id, gate_id, actor, verdict, option, rationale, correction, rule_ref,
-           model_id, prompt_version, confidence, source_event, audit_seq, at, provenance
+           model_id, prompt_version, confidence, source_event, audit_seq, at, provenance, device
     FROM decisions";
 
 type RawDecision = (
@@ -91,6 +91,7 @@ type RawDecision = (
     String,         // actor
     String,         // verdict
     Option<String>, // provenance
+    Option<String>, // device
 );
 
 fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
@@ -113,20 +114,24 @@ fn raw_decision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawDecision> {
             audit_seq: r.get(13)?,
             at: r.get(14)?,
             overruled_by: None,
+            device: None,
         },
         r.get(3)?,
         r.get(4)?,
         r.get(15)?,
+        r.get(16)?,
     ))
 }
 
 fn finish_decision(raw: RawDecision, path: &Path) -> Result<DecisionRecord, StoreError> {
-    let (mut d, actor, verdict, provenance) = raw;
+    let (mut d, actor, verdict, provenance, device) = raw;
     let corrupt = |detail: String| StoreError::Corrupt {
         path: path.to_owned(),
         detail: format!("decision {}: {detail}", d.id),
     };
-    d.actor = Actor::parse(&actor).ok_or_else(|| corrupt(format!("actor '{actor}'")))?;
+    d.device = crate::decision::device_of_text(device.as_deref()).map_err(corrupt)?;
+    let actor = Actor::parse(&actor).ok_or_else(|| corrupt(format!("actor '{actor}'")))?;
+    d.actor = overseer_core::device::actor_through(actor, d.device.clone());
     d.verdict = Verdict::parse(&verdict).ok_or_else(|| corrupt(format!("verdict '{verdict}'")))?;
     d.provenance = provenance
         .map(|p| {
@@ -167,6 +172,8 @@ fn votes(tx: &WriteTx<'_>, gate_id: GateId) -> Result<Vec<(Vote, Option<String>)
     for d in tx.signed_votes_of_gate(gate_id)? {
         let actor =
             Actor::parse(&d.actor).ok_or_else(|| corrupt(format!("actor '{}'", d.actor)))?;
+        let device = crate::decision::device_of_text(d.device.as_deref()).map_err(corrupt)?;
+        let actor = overseer_core::device::actor_through(actor, device);
         if !matches!(actor, Actor::User(_) | Actor::Supervisor(_)) {
             continue;
         }
@@ -357,6 +364,7 @@ impl WriteTx<'_> {
                 prompt_version: input.prompt_version.clone(),
                 confidence: input.confidence,
                 source_event: input.source_event.clone(),
+                device: actor.device().cloned(),
             }),
             now,
         )?;
@@ -364,8 +372,8 @@ impl WriteTx<'_> {
             .prepare_cached(
                 "INSERT INTO decisions(run_id, gate_id, actor, verdict, option, rationale, correction,
                     rule_ref, model_id, prompt_version, confidence, source_event, at, audit_seq,
-                    provenance)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    provenance, device)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -383,7 +391,8 @@ impl WriteTx<'_> {
                     input.source_event,
                     now,
                     seq,
-                    crate::decision::provenance_text(input.provenance.as_ref())
+                    crate::decision::provenance_text(input.provenance.as_ref()),
+                    crate::decision::device_text(actor.device())
                 ])
             })
             .map_err(|e| self.sql(e))?;
@@ -406,7 +415,7 @@ impl WriteTx<'_> {
             let (option, by) = gate
                 .decision
                 .as_ref()
-                .map(|d| (d.option.clone(), d.actor.to_string()))
+                .map(|d| (d.option.clone(), d.who_and_when()))
                 .unwrap_or_else(|| ("(none)".to_owned(), "nobody yet".to_owned()));
             StoreError::AlreadyDecided {
                 gate_id,
@@ -541,42 +550,24 @@ impl WriteTx<'_> {
         let changed = self
             .conn()
             .execute(
-                "UPDATE gates SET decided_option = ?1, decided_context = ?2, decided_by = ?3, decided_at = ?4
+                "UPDATE gates SET decided_option = ?1, decided_context = ?2, decided_by = ?3, decided_at = ?4,
+                        decided_device = ?6
                  WHERE id = ?5 AND status = 'decided' AND effected_at IS NULL",
-                params![option, context, by.to_string(), now, gate.id],
+                params![option, context, by.to_string(), now, gate.id, crate::decision::device_text(by.device())],
             )
             .map_err(|e| self.sql(e))?;
         if changed != 1 {
             return Err(StoreError::AlreadyDecided {
                 gate_id: gate.id,
                 option: previous.option.clone(),
-                by: previous.actor.to_string(),
+                by: previous.who_and_when(),
             });
         }
-        let seq = self.append_audit(
-            by,
-            &AuditPayload::GateDecided {
-                gate_id: gate.id,
-                run_id: gate.run_id,
-                kind: gate.kind().as_str().to_owned(),
-                option: option.to_owned(),
-                context: context.map(str::to_owned),
-                overrides: Some(Overrides {
-                    option: Some(previous.option.clone()),
-                    by: previous.actor.to_string(),
-                }),
-            },
-            now,
-        )?;
-        self.conn()
-            .execute(
-                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![gate.id, option, context, by.to_string(), now, seq],
-            )
-            .map_err(|e| self.sql(e))?;
-        self.gate_decided(gate.id, gate.run_id, gate.kind());
-        Ok(())
+        let overrides = Overrides {
+            option: Some(previous.option.clone()),
+            by: previous.actor.to_string(),
+        };
+        self.record_gate_decision(gate, option, context, by, Some(overrides), now)
     }
 
     /// The engine acts on a gate's decision: from now on nobody can change it.
@@ -666,8 +657,8 @@ impl WriteTx<'_> {
         if let Some(d) = gate.decision {
             return Err(StoreError::AlreadyDecided {
                 gate_id,
+                by: d.who_and_when(),
                 option: d.option,
-                by: d.actor.to_string(),
             });
         }
         if gate.auto_at.is_none() {
@@ -686,6 +677,7 @@ impl WriteTx<'_> {
             &AuditPayload::GateTimerStopped {
                 gate_id,
                 run_id: gate.run_id,
+                device: actor.device().cloned(),
             },
             now,
         )?;

@@ -326,6 +326,7 @@ impl<'a> WriteTx<'a> {
                 to: t.to.to_db().to_owned(),
                 event: t.event.name().to_owned(),
                 note: note.map(str::to_owned),
+                device: actor.device().cloned(),
             },
             now,
         )?;
@@ -444,7 +445,7 @@ impl<'a> WriteTx<'a> {
                 return Err(StoreError::AlreadyDecided {
                     gate_id,
                     option: by.map_or_else(String::new, |d| d.option.clone()),
-                    by: by.map_or_else(String::new, |d| d.actor.to_string()),
+                    by: by.map_or_else(String::new, |d| d.who_and_when()),
                 });
             }
             return Ok(out.gate);
@@ -455,7 +456,7 @@ impl<'a> WriteTx<'a> {
             return Err(StoreError::AlreadyDecided {
                 gate_id,
                 option: d.option.clone(),
-                by: d.actor.to_string(),
+                by: d.who_and_when(),
             });
         }
         check_decision(&gate.options, option, context)
@@ -476,9 +477,16 @@ impl<'a> WriteTx<'a> {
             .tx
             .execute(
                 "UPDATE gates SET status = 'decided', decided_option = ?1, decided_context = ?2,
-                        decided_by = ?3, decided_at = ?4
+                        decided_by = ?3, decided_at = ?4, decided_device = ?6
                  WHERE id = ?5 AND status = 'pending'",
-                params![option, context, actor.to_string(), now, gate.id],
+                params![
+                    option,
+                    context,
+                    actor.to_string(),
+                    now,
+                    gate.id,
+                    crate::decision::device_text(actor.device())
+                ],
             )
             .map_err(|e| self.sql(e))?;
         if changed != 1 {
@@ -486,7 +494,7 @@ impl<'a> WriteTx<'a> {
             let current = crate::read::gate(self.conn(), self.path(), gate.id)?;
             let (option, by) = current
                 .decision
-                .map(|d| (d.option, d.actor.to_string()))
+                .map(|d| (d.option.clone(), d.who_and_when()))
                 .unwrap_or_else(|| ("(being decided)".to_owned(), "another writer".to_owned()));
             return Err(StoreError::AlreadyDecided {
                 gate_id: gate.id,
@@ -494,6 +502,21 @@ impl<'a> WriteTx<'a> {
                 by,
             });
         }
+        self.record_gate_decision(gate, option, context, actor, None, now)
+    }
+
+    /// A gate's decision (its row already written): its signed
+    /// `gate_decided` record, naming the device a person decided through,
+    /// and its history row saying the same; told once committed.
+    pub(crate) fn record_gate_decision(
+        &mut self,
+        gate: &GateView,
+        option: &str,
+        context: Option<&str>,
+        actor: &Actor,
+        overrides: Option<overseer_core::audit::Overrides>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
         let seq = self.append_audit(
             actor,
             &AuditPayload::GateDecided {
@@ -502,15 +525,24 @@ impl<'a> WriteTx<'a> {
                 kind: gate.kind().as_str().to_owned(),
                 option: option.to_owned(),
                 context: context.map(str::to_owned),
-                overrides: None,
+                overrides,
+                device: actor.device().cloned(),
             },
             now,
         )?;
         self.tx
             .execute(
-                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![gate.id, option, context, actor.to_string(), now, seq],
+                "INSERT INTO gate_decisions(gate_id, option, context, actor, at, audit_seq, device)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    gate.id,
+                    option,
+                    context,
+                    actor.to_string(),
+                    now,
+                    seq,
+                    crate::decision::device_text(actor.device())
+                ],
             )
             .map_err(|e| self.sql(e))?;
         self.gate_decided(gate.id, gate.run_id, gate.kind());

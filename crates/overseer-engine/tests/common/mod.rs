@@ -230,3 +230,12 @@ pub fn engine_on(dir: &std::path::Path, clock: Arc<dyn overseer_engine::Clock>) 
     };
     Arc::new(Engine::open(paths, clock, Arc::new(LogNotifier)).expect("engine"))
 }
+
+/// A device paired for `person`: a code the CLI issued, redeemed as a
+/// browser redeems it.
+pub fn pair(engine: &Engine, person: &str, name: &str) -> overseer_engine::Paired {
+    let pairing = engine
+        .pair_device(person, name, &Actor::cli())
+        .expect("a code");
+    engine.redeem_pairing(&pairing.code).expect("paired")
+}

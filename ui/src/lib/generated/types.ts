@@ -21,7 +21,11 @@ error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { 
 /**
  * The approver, as its actor string.
  */
-by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry };
+by: string, text: string, } } | { "kind": "decided", "payload": { gate_id: GateId, option: string, 
+/**
+ * The person, as its actor string (`user:ana`).
+ */
+by: string, device: DeviceRef, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry };
 
 export type ActivityView = { id: number, run_id: RunId, at: number, } & ({ "kind": "message", "payload": { text: string, } } | { "kind": "thought", "payload": { text: string, } } | { "kind": "plan", "payload": { entries: Array<ProgressEntry>, } } | { "kind": "plan_proposed", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallEntry } | { "kind": "tool_allowed", "payload": RuleDecision } | { "kind": "tool_denied", "payload": RuleDecision } | { "kind": "rule_added", "payload": { text: string, } } | { "kind": "sensor", "payload": SensorRun } | { "kind": "step_started", "payload": { step: number, text: string, } } | { "kind": "step_finished", "payload": StepRecord } | { "kind": "deviation", "payload": { text: string, cause: string, } } | { "kind": "verdict", "payload": { verdict: Verdict, 
 /**
@@ -43,7 +47,11 @@ error: string, } } | { "kind": "carried_on", "payload": { text: string, } } | { 
 /**
  * The approver, as its actor string.
  */
-by: string, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
+by: string, text: string, } } | { "kind": "decided", "payload": { gate_id: GateId, option: string, 
+/**
+ * The person, as its actor string (`user:ana`).
+ */
+by: string, device: DeviceRef, text: string, } } | { "kind": "unrecognized", "payload": UnrecognizedEntry });
 
 export type Actor = { "kind": "user", "name": string } | { "kind": "supervisor", "name": string } | { "kind": "engine" } | { "kind": "agent", "name": string };
 
@@ -213,7 +221,12 @@ source_event: string | null, audit_seq: number, at: number,
  * gate otherwise (first, or by overriding it). Worked out when the
  * story is read, never stored.
  */
-overruled_by?: Actor, };
+overruled_by?: Actor, 
+/**
+ * The paired device a person decided through (`actor` is that
+ * person); absent otherwise.
+ */
+device?: DeviceRef, };
 
 export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 
@@ -240,6 +253,8 @@ attempts?: number,
 max_attempts?: number, };
 
 export type DeviceId = number;
+
+export type DeviceRef = { id: DeviceId, name: string, };
 
 export type DeviceView = { id: DeviceId, 
 /**
@@ -282,7 +297,12 @@ export type GateBody = { "kind": "plan", "payload": PlanProposal } | { "kind": "
 
 export type GateChoice = { "kind": "plan", "choice": PlanChoice } | { "kind": "tool_call", "choice": ToolCallChoice } | { "kind": "step_review", "choice": StepReviewChoice } | { "kind": "supervisor_pause", "choice": SupervisorPauseChoice } | { "kind": "deviation", "choice": DeviationChoice } | { "kind": "merge_review", "choice": MergeReviewChoice } | { "kind": "question", "choice": QuestionChoice };
 
-export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, };
+export type GateDecision = { option: string, context: string | null, actor: Actor, at: number, 
+/**
+ * The paired device a person decided through (`actor` is that
+ * person); absent for the local owner, the supervisor, the engine.
+ */
+device?: DeviceRef, };
 
 export type GateId = number;
 

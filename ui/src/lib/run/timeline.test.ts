@@ -132,6 +132,9 @@ describe("describe", () => {
       title: "Instruction from user:app",
       text: "also update docs",
     });
+    expect(
+      describeEntry(a("decided", { gate_id: 4, option: "yes", by: "user:ana", device: { id: 3, name: "Ana's phone" }, text: "Run npm test: 'yes' chosen by user:ana through Ana's phone (device 3)" })),
+    ).toMatchObject({ title: "Run npm test: 'yes' chosen by user:ana through Ana's phone (device 3)", tone: "info" });
     expect(describeEntry(a("deviation", { text: "npm test failed", cause: "sensor_failed" })).tone).toBe("bad");
     expect(describeEntry(a("protocol_error", { text: "bad json" }))).toMatchObject({ title: "Protocol error", tone: "bad" });
   });

@@ -109,6 +109,7 @@ const LABELS: Record<Activity["kind"], string> = {
   question_again: "asked again",
   merge: "merge",
   cosign: "cosign",
+  decided: "decided",
   unrecognized: "entry",
 };
 
@@ -318,6 +319,8 @@ export function describe(e: ActivityView): TimelineItem {
       return item(e, { title: e.payload.text || "merge" });
     case "cosign":
       return item(e, { title: e.payload.text || "Approved; the merge waits for the supervisor's co-sign" });
+    case "decided":
+      return item(e, { title: e.payload.text || `Decided by ${e.payload.by} through ${e.payload.device.name}`, tone: "info" });
     case "unrecognized": {
       // Shown as every entry was before it was typed: its text, else its kind
       // and its JSON.
