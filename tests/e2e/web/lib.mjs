@@ -108,11 +108,21 @@ export async function startEngine() {
 }
 
 /** A Chromium with a phone's screen (390x844 CSS pixels, touch), headless. */
-export async function openPhone() {
+export function openPhone() {
+  return openChromium((o) => o.setMobileEmulation({ deviceMetrics: { width: 390, height: 844, pixelRatio: 3, touch: true } }));
+}
+
+/** A Chromium with a desktop's window (1280x900), headless: a second
+ * person's browser (its own profile, so its own cookies). */
+export function openDesktop() {
+  return openChromium((o) => o.addArguments("--window-size=1280,900"));
+}
+
+async function openChromium(configure) {
   const options = new chrome.Options()
     .setChromeBinaryPath(CHROMIUM)
-    .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage")
-    .setMobileEmulation({ deviceMetrics: { width: 390, height: 844, pixelRatio: 3, touch: true } });
+    .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage");
+  configure(options);
   const service = new chrome.ServiceBuilder(CHROMEDRIVER);
   const driver = await new Builder().forBrowser("chrome").setChromeOptions(options).setChromeService(service).build();
   return {

@@ -3,17 +3,21 @@
 // not trusted until paired (a wrong code is refused with advice), pairs with
 // a one-time code from `overseer devices pair`, lands on its inbox, answers a
 // plan and a tool call with thumb-sized buttons, and the engine records the
-// decision as the device's person. Then the engine is killed with SIGKILL:
+// decision as the device's person; a second person's desktop browser shows
+// it as hers, through her phone (the run's timeline and its "Why?"). Then
+// the engine is killed with SIGKILL:
 // the page says it lost the engine and refuses to decide, and once the
 // engine is back it reconnects and shows what happened meanwhile by itself.
 // Run by run.sh.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startEngine, openPhone, eventually, By, until } from "./lib.mjs";
+import { startEngine, openPhone, openDesktop, eventually, By, until } from "./lib.mjs";
 
 let engine;
 let phone;
 let driver;
+/** The run whose tool call the phone answered, and that gate. */
+let answered;
 const WS = "phone-demo";
 
 const card = (sel) => By.css(`article${sel}`);
@@ -105,6 +109,45 @@ test("answers a plan and a tool call from the phone: recorded as ana", async () 
   await tap(tool, "yes");
   await gone(tool);
   assert.deepEqual(decisions(tool), [["yes", "user:ana"]]);
+  answered = { run, tool };
+});
+
+test("another person's desktop browser shows that decision as ana's, through her phone", async () => {
+  const desk = await openDesktop();
+  const d = desk.driver;
+  try {
+    await d.get(engine.url);
+    await d.wait(until.elementLocated(By.css('[data-testid="pair-code"]')), 15_000);
+    await d.findElement(By.css('[data-testid="pair-code"]')).sendKeys(engine.pairingCode("bob", "Bob's laptop"));
+    await d.findElement(By.css('[data-testid="pair-submit"]')).click();
+    await d.wait(until.elementLocated(By.css('body[data-ready="1"]')), 20_000);
+    assert.equal(await d.findElement(By.css("nav [data-nav]")).getAttribute("data-nav"), "fleet", "a desktop opens on the fleet");
+    await d.findElement(By.css(`[data-run-id="${answered.run}"] button.title`)).click();
+    const phrase = "user:ana through Ana's phone";
+    const entry = await eventually(
+      d,
+      async () => {
+        for (const el of await d.findElements(By.css('[data-testid="timeline-entry"][data-kind="decided"] [data-testid="timeline-title"]'))) {
+          const t = await el.getText();
+          if (t.includes(phrase) && t.includes("'yes'")) return t;
+        }
+        return null;
+      },
+      15_000,
+      "the timeline's entry for ana's yes to the tool call",
+    );
+    assert.match(entry, /rm -rf build\/.*'yes' chosen by user:ana through Ana's phone \(device \d+\)/);
+    // The run's "Why?": the signed records name the device.
+    await d.findElement(By.css('[data-testid="run-why"]')).click();
+    const devices = await eventually(d, async () => {
+      const els = await d.findElements(By.css('[data-testid="why-record-device"]'));
+      return els.length > 0 ? Promise.all(els.map((e) => e.getText())) : null;
+    }, 15_000, "a record naming the device");
+    assert.ok(devices.every((t) => /through Ana's phone \(device \d+\)/.test(t)), devices.join(" | "));
+    await desk.shot("desktop-why-ana");
+  } finally {
+    await desk.quit();
+  }
 });
 
 test("after kill -9 of the engine the page says so and refuses; back, it resyncs by itself", async () => {
