@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e clean-demo types fuzz fuzz-smoke dist dist-test chaos
+.PHONY: run test bench setup ui app lint rust-test ui-test e2e e2e-web clean-demo types fuzz fuzz-smoke dist dist-test chaos
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -11,7 +11,7 @@ run: setup app
 ## Everything CI checks: format, lints (and no import circle between the files of a crate),
 ## Rust tests, UI checks and tests, real-window e2e,
 ## and a short run of every fuzz target.
-test: setup lint rust-test ui-test e2e fuzz-smoke
+test: setup lint rust-test ui-test e2e e2e-web fuzz-smoke
 
 ## Benchmarks on release builds that print their figures (audit appends vs a bare loop,
 ## `audit verify` of a million records vs one signature at a time on one core, decision latency, opening/listing/deciding a gate with 10 vs 2,000 asks pending (ratio),
@@ -70,6 +70,11 @@ ui-test:
 
 e2e: app
 	tests/e2e/run.sh
+
+## The browser tests: a real `overseer serve --web` with the demo agent, and a
+## real headless Chromium with a phone's viewport over chromedriver.
+e2e-web: app
+	tests/e2e/web/run.sh
 
 ## Fuzzing (fuzz/README.md): every cargo-fuzz target in turn, one process at a time.
 ## `make fuzz` is the long campaign (FUZZ_SECONDS per target), `make fuzz-smoke` the

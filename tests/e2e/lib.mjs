@@ -45,42 +45,53 @@ export async function openApp({ configure, webdriverUrl } = {}) {
       return execFileSync(OVERSEER_CLI, args, { encoding: "utf8", env });
     },
     /** Reads the real database file (the app keeps it open in WAL mode). */
-    sql(query, ...params) {
-      const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); print(json.dumps(c.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))";
-      return JSON.parse(execFileSync("python3", ["-c", py, join(dataDir, "overseer.db"), query, JSON.stringify(params)], { encoding: "utf8" }));
-    },
+    sql: (query, ...params) => readDb(dataDir, query, ...params),
     async shot(name) {
       writeFileSync(join(E2E_OUT, `${name}.png`), await driver.takeScreenshot(), "base64");
     },
     /** A throwaway git repository registered as workspace `name`. */
-    workspace(name, sensors = []) {
-      const repo = join(work, name);
-      mkdirSync(join(repo, "src"), { recursive: true });
-      writeFileSync(join(repo, "src", "greeting.txt"), "hello\n");
-      writeFileSync(join(repo, "README.md"), "# Demo repository\n");
-      const git = (...a) => execFileSync("git", ["-C", repo, ...a], { encoding: "utf8" });
-      git("init", "-q", "-b", "main");
-      git("add", "-A");
-      git("-c", "user.name=Overseer", "-c", "user.email=e2e@overseer.invalid", "commit", "-q", "-m", "init");
-      const args = ["workspace", "add", repo, "--name", name];
-      for (const s of sensors) args.push("--sensor", s);
-      app.cli(...args);
-      return repo;
-    },
+    workspace: (name, sensors = []) => addWorkspace(app.cli, work, name, sensors),
     /** Starts a demo agent playing `scenario`; returns the run id. */
-    startDemo(workspace, scenario, title = `Demo agent: ${scenario}`) {
-      const out = app.cli("task", "start", "--workspace", workspace, "--agent", "demo", "--scenario", scenario,
-        "--title", title, "--prompt", `Play the ${scenario} scenario: update the greeting and the notes`);
-      const id = Number(/(\d+)\s*$/.exec(out.trim())?.[1] ?? /run (\d+)/.exec(out)?.[1]);
-      if (!Number.isFinite(id)) throw new Error(`no run id in: ${out}`);
-      return id;
-    },
+    startDemo: (workspace, scenario, title) => startDemo(app.cli, workspace, scenario, title),
     async quit() {
       await driver.quit();
       rmSync(work, { recursive: true, force: true });
     },
   };
   return app;
+}
+
+/** Reads the database file of the engine on `dataDir` (kept open by it in
+ * WAL mode). */
+export function readDb(dataDir, query, ...params) {
+  const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); print(json.dumps(c.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))";
+  return JSON.parse(execFileSync("python3", ["-c", py, join(dataDir, "overseer.db"), query, JSON.stringify(params)], { encoding: "utf8" }));
+}
+
+/** A throwaway git repository under `work`, registered with `cli` as
+ * workspace `name`. */
+export function addWorkspace(cli, work, name, sensors = []) {
+  const repo = join(work, name);
+  mkdirSync(join(repo, "src"), { recursive: true });
+  writeFileSync(join(repo, "src", "greeting.txt"), "hello\n");
+  writeFileSync(join(repo, "README.md"), "# Demo repository\n");
+  const git = (...a) => execFileSync("git", ["-C", repo, ...a], { encoding: "utf8" });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("-c", "user.name=Overseer", "-c", "user.email=e2e@overseer.invalid", "commit", "-q", "-m", "init");
+  const args = ["workspace", "add", repo, "--name", name];
+  for (const s of sensors) args.push("--sensor", s);
+  cli(...args);
+  return repo;
+}
+
+/** Starts a demo agent playing `scenario` through `cli`; returns the run id. */
+export function startDemo(cli, workspace, scenario, title = `Demo agent: ${scenario}`) {
+  const out = cli("task", "start", "--workspace", workspace, "--agent", "demo", "--scenario", scenario,
+    "--title", title, "--prompt", `Play the ${scenario} scenario: update the greeting and the notes`);
+  const id = Number(/(\d+)\s*$/.exec(out.trim())?.[1] ?? /run (\d+)/.exec(out)?.[1]);
+  if (!Number.isFinite(id)) throw new Error(`no run id in: ${out}`);
+  return id;
 }
 
 /** Waits until `f` returns something truthy (polling the DOM, which is what

@@ -641,6 +641,22 @@ pub fn typescript_client(
     }
     out.push_str("  };\n}\n\n");
 
+    // A transport that can lose its engine (a browser's) refuses these
+    // while it cannot see the engine, instead of deciding on a stale view.
+    out.push_str(
+        "/** The commands that decide or change something (the contract's `write`). */\n\
+         export const WRITES: ReadonlySet<string> = new Set([\n",
+    );
+    for o in operations {
+        let decides = OPERATIONS
+            .iter()
+            .any(|d| d.window == Some(o.command) && d.decides);
+        if decides {
+            out.push_str(&format!("  \"{}\",\n", o.command));
+        }
+    }
+    out.push_str("]);\n\n");
+
     out.push_str(
         "/** The events, each a listener on its channel. */\n\
          export function events(listen: Listen): Events {\n  return {\n",

@@ -179,3 +179,86 @@ describe("LiveValue", () => {
     expect(answers).toHaveLength(2);
   });
 });
+
+/** A link that resyncs when the test says (as a reconnection would). */
+function link() {
+  const resyncers = new Set<() => Promise<unknown>>();
+  return {
+    state: { status: "live" as const, engine: "e" },
+    onState: () => () => {},
+    retryNow: () => {},
+    onResync(f: () => Promise<unknown>) {
+      resyncers.add(f);
+      return () => void resyncers.delete(f);
+    },
+    get resyncers() {
+      return resyncers.size;
+    },
+    resync: () => Promise.allSettled([...resyncers].map((f) => f())),
+  };
+}
+
+describe("resync after a reconnection", () => {
+  it("a reload replaces every item (one removed while events were missed goes), holding the events of its time", async () => {
+    const e = engine();
+    const l = link();
+    let truth: Item[] = [{ id: 1, text: "a" }, { id: 2, text: "b" }];
+    let during: (() => void) | null = null;
+    const live = new LiveCollection<number, Item>({ ...e, link: l }, {
+      key: (i) => i.id,
+      load: async () => {
+        const answer = truth.map((i) => ({ ...i }));
+        during?.();
+        return answer;
+      },
+      change,
+      order: (a, b) => a.id - b.id,
+    });
+    await live.start();
+    expect(l.resyncers).toBe(1);
+    // Missed while disconnected: 1 went, 3 came.
+    truth = [{ id: 2, text: "b" }, { id: 3, text: "c" }];
+    // During the reread, 4 comes over the new connection.
+    during = () => e.push(changed(4, "d"));
+    await l.resync();
+    expect(live.list.map((i) => i.id)).toEqual([2, 3, 4]);
+    live.stop();
+    expect(l.resyncers).toBe(0);
+  });
+
+  it("a reload that starts during the first load wins, and the events held for both apply once", async () => {
+    const e = engine();
+    const l = link();
+    const answers: Array<(items: Item[]) => void> = [];
+    const live = new LiveCollection<number, Item>({ ...e, link: l }, {
+      key: (i) => i.id,
+      load: () => new Promise<Item[]>((resolve) => answers.push(resolve)),
+      change,
+      order: (a, b) => a.id - b.id,
+    });
+    const started = live.start();
+    await flush();
+    const resynced = l.resync();
+    await flush();
+    expect(answers).toHaveLength(2);
+    e.push(changed(9, "held"));
+    // The newer reread answers first; the first load's older answer comes last.
+    answers[1]!([{ id: 2, text: "new" }]);
+    await flush();
+    answers[0]!([{ id: 1, text: "old" }]);
+    await Promise.all([started, resynced]);
+    expect(live.list).toEqual([{ id: 2, text: "new" }, { id: 9, text: "held" }]);
+    expect(live.error).toBeNull();
+  });
+
+  it("a live value asks again", async () => {
+    const e = engine();
+    const l = link();
+    let asked = 0;
+    const v = new LiveValue({ ...e, link: l }, { fetch: async () => ++asked, touches: () => false });
+    await v.start();
+    expect(v.value).toBe(1);
+    await l.resync();
+    expect(v.value).toBe(2);
+  });
+});

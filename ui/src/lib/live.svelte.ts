@@ -2,7 +2,10 @@
 // engine the same way: subscribe first, then load, so nothing pushed between
 // the two is lost; events that arrive before the load has finished are held
 // and applied after it, in order; nothing is polled; stopping unsubscribes,
-// also when it comes while the subscription is still being made.
+// also when it comes while the subscription is still being made. When the
+// line to the engine can break (a browser's), events are missed while it is
+// down: on each reconnection the link asks every store to read the engine's
+// truth again, holding the new connection's events the same way.
 //
 // Two shapes sit on that one lifecycle ({@link Follow}):
 // - {@link LiveCollection}: items by key, loaded once, then changed item by
@@ -14,19 +17,29 @@ import type { Backend } from "./backend/backend";
 import { toApiError } from "./backend/errors";
 import type { ApiError, EngineEvent } from "./types";
 
-type Subscribe = Pick<Backend, "subscribe">;
+type Subscribe = Pick<Backend, "subscribe" | "link">;
 
 /** Subscribe-then-load, with the events of the load's time held back. */
 export class Follow {
   #unsubscribe: (() => void) | null = null;
+  #unresync: (() => void) | null = null;
   #held: EngineEvent[] | null = [];
+  /** Loads running (a resync can come during the first load): events are
+   * held until the last one ends. */
+  #loading = 0;
+  /** Which load started last, and whether it succeeded: it decides whether
+   * the held events apply (an older one is overtaken). */
+  #newest = 0;
+  #newestOk = false;
   #stopped = false;
 
   /** `onEvent` sees each event once the load is done (held ones first, in
-   * the order they came). */
+   * the order they came). `catchingUp` is told when a load starts (true)
+   * and when the events held during it have been applied (false). */
   constructor(
     private backend: Subscribe,
     private onEvent: (e: EngineEvent) => void | Promise<void>,
+    private catchingUp?: (on: boolean) => void,
   ) {}
 
   get stopped(): boolean {
@@ -35,33 +48,58 @@ export class Follow {
 
   /** Subscribes, then runs `load`. When it succeeds (resolves true), the
    * events held meanwhile are applied; when it fails they are dropped (the
-   * next load reads them from the engine). */
-  async start(load: () => Promise<boolean>): Promise<void> {
+   * next load reads them from the engine). After each reconnection of the
+   * backend's link, `reload` (default: `load`) runs the same way. */
+  async start(load: () => Promise<boolean>, reload: () => Promise<boolean> = load): Promise<void> {
     const unsubscribe = await this.backend.subscribe((e) => this.#event(e));
     if (this.#stopped) {
       unsubscribe();
       return;
     }
     this.#unsubscribe = unsubscribe;
-    let ok = false;
-    try {
-      ok = await load();
-    } finally {
-      const held = this.#held ?? [];
-      this.#held = null;
-      if (ok) for (const e of held) if (!this.#stopped) await this.onEvent(e);
-    }
+    this.#unresync = this.backend.link?.onResync(() => this.#catchUp(reload)) ?? null;
+    await this.#catchUp(load);
   }
 
-  /** Subscribes without a load of its own: events apply as they come. */
-  async listen(): Promise<void> {
-    return this.start(async () => true);
+  /** Subscribes without a load of its own: events apply as they come (and
+   * `reload`, when given, runs after each reconnection). */
+  async listen(reload?: () => Promise<boolean>): Promise<void> {
+    return this.start(async () => true, reload ?? (async () => true));
   }
 
   stop(): void {
     this.#stopped = true;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    this.#unresync?.();
+    this.#unresync = null;
+  }
+
+  /** Runs a load with events held; applies them after the last load ends,
+   * when it succeeded. */
+  async #catchUp(load: () => Promise<boolean>): Promise<boolean> {
+    if (this.#stopped) return false;
+    this.#held ??= [];
+    this.#loading += 1;
+    const mine = ++this.#newest;
+    if (this.#loading === 1) this.catchingUp?.(true);
+    let ok = false;
+    try {
+      ok = await load();
+    } finally {
+      if (mine === this.#newest) this.#newestOk = ok;
+      this.#loading -= 1;
+      if (this.#loading === 0) {
+        const held = this.#held ?? [];
+        this.#held = null;
+        try {
+          if (this.#newestOk) for (const e of held) if (!this.#stopped) await this.onEvent(e);
+        } finally {
+          this.catchingUp?.(false);
+        }
+      }
+    }
+    return ok;
   }
 
   /** Applied at once (synchronously, when `onEvent` is), or held. */
@@ -94,8 +132,12 @@ export interface CollectionSpec<K, V> {
   order?: (a: V, b: V) => number;
   /** Told after a load replaced every item. */
   loaded?: (items: ReadonlyMap<K, V>) => void;
-  /** Told after one item changed (`prev` absent: new; `next` absent: removed). */
+  /** Told after one item changed (`prev` absent: new; `next` absent: removed,
+   * also when a reload after a reconnection no longer finds it). */
   changed?: (prev: V | undefined, next: V | undefined) => void;
+  /** Told when a load starts (true) and when the events held during it have
+   * been applied (false). */
+  catchingUp?: (on: boolean) => void;
 }
 
 /** Items by key, loaded once and then kept in step by pushed events only. */
@@ -108,29 +150,55 @@ export class LiveCollection<K, V> {
   error = $state<ApiError | null>(null);
 
   #follow: Follow;
+  /** Counts loads: only the newest one's answer is taken. */
+  #loads = 0;
 
   constructor(
     backend: Subscribe,
     private spec: CollectionSpec<K, V>,
   ) {
-    this.#follow = new Follow(backend, (e) => this.#apply(e));
+    this.#follow = new Follow(backend, (e) => this.#apply(e), spec.catchingUp);
   }
 
   get stopped(): boolean {
     return this.#follow.stopped;
   }
 
-  /** Subscribes, then loads. */
+  /** Subscribes, then loads; after each reconnection, loads again. */
   async start(): Promise<void> {
-    await this.#follow.start(() => this.load());
+    await this.#follow.start(
+      () => this.load(),
+      () => this.#reload(),
+    );
+  }
+
+  /** After a reconnection: the engine's list replaces every item (events
+   * were missed, so what is here may be stale: a gate decided meanwhile
+   * must not stay). Events are held meanwhile, so nothing newer is lost. */
+  async #reload(): Promise<boolean> {
+    const mine = ++this.#loads;
+    try {
+      const all = await this.spec.load();
+      if (this.stopped || mine !== this.#loads) return false;
+      const next = new Map(all.map((v) => [this.spec.key(v), v] as const));
+      const gone = [...this.items].filter(([k]) => !next.has(k));
+      this.replace(next);
+      for (const [, prev] of gone) this.spec.changed?.(prev, undefined);
+      this.error = null;
+      return true;
+    } catch (e) {
+      if (mine === this.#loads) this.error = toApiError(e);
+      return false;
+    }
   }
 
   /** Loads every item again (after an error); items pushed meanwhile stay.
    * True when the load succeeded. */
   async load(): Promise<boolean> {
+    const mine = ++this.#loads;
     try {
       const all = await this.spec.load();
-      if (this.stopped) return false;
+      if (this.stopped || mine !== this.#loads) return false;
       const next = new Map(all.map((v) => [this.spec.key(v), v] as const));
       // What events put in before a reload finished is newer than the list.
       for (const [k, v] of this.items) if (!next.has(k)) next.set(k, v);
@@ -138,7 +206,7 @@ export class LiveCollection<K, V> {
       this.error = null;
       return true;
     } catch (e) {
-      this.error = toApiError(e);
+      if (mine === this.#loads) this.error = toApiError(e);
       return false;
     } finally {
       this.ready = true;
@@ -262,17 +330,20 @@ export class LiveValue<T> {
     });
   }
 
-  /** Subscribes, then asks. */
+  /** Subscribes, then asks; after each reconnection, asks again. */
   async start(): Promise<void> {
-    await this.#follow.start(async () => {
-      await this.refetch();
-      return true;
-    });
+    await this.#follow.start(() => this.#ask());
   }
 
-  /** Subscribes only (the first question is asked elsewhere). */
+  /** Subscribes only (the first question is asked elsewhere); after each
+   * reconnection, asks again. */
   async listen(): Promise<void> {
-    await this.#follow.listen();
+    await this.#follow.listen(() => this.#ask());
+  }
+
+  async #ask(): Promise<boolean> {
+    await this.refetch();
+    return true;
   }
 
   stop(): void {

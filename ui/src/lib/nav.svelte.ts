@@ -10,6 +10,11 @@ export type View =
 
 export class Nav {
   view = $state<View>({ name: "fleet" });
+
+  /** `first`: the page shown at start (the fleet; a phone's is the inbox). */
+  constructor(first: View = { name: "fleet" }) {
+    this.view = first;
+  }
   /** The gate whose "Why?" drawer is open. */
   why = $state<number | null>(null);
   /** The run whose "Why?" drawer is open. */

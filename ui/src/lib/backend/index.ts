@@ -1,13 +1,24 @@
 import type { Backend } from "./backend";
-import { demoBackend, withExternalSessions } from "./mock";
 import { tauriBackend } from "./tauri";
+import { browserBackend } from "./web";
 
-export type { Backend } from "./backend";
+export type { Backend, Link, LinkState } from "./backend";
 export { toApiError } from "./errors";
 
-/** The Tauri backend inside the app window; the in-memory one elsewhere. */
-export function pickBackend(): Backend {
+/** Which engine the page talks to. The built UI is loaded in exactly two
+ * places: the app's window (Tauri injects `__TAURI_INTERNALS__` before any
+ * script runs) and a browser, from the engine's own web server (same
+ * origin as `/api`). The in-memory demo is only for Vite's dev server
+ * (`npm run dev`, where `import.meta.env.DEV` is true; a production build
+ * folds it to false, and the demo and its recorded fixtures are imported
+ * only then, so the built bundle a phone loads leaves them out). No guess
+ * from the URL, port or a network probe is involved. */
+export async function pickBackend(): Promise<Backend> {
   if (typeof window !== "undefined" && "__TAURI_INTERNALS__" in window) return tauriBackend;
-  const now = Date.now();
-  return withExternalSessions(demoBackend(now), now);
+  if (import.meta.env.DEV) {
+    const { demoBackend, withExternalSessions } = await import("./mock");
+    const now = Date.now();
+    return withExternalSessions(demoBackend(now), now);
+  }
+  return browserBackend();
 }

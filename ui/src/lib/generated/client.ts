@@ -215,6 +215,26 @@ export function operations(invoke: Invoke): Operations {
   };
 }
 
+/** The commands that decide or change something (the contract's `write`). */
+export const WRITES: ReadonlySet<string> = new Set([
+  "approve_run",
+  "reject_run",
+  "abort_run",
+  "decide_gate",
+  "hold_gate",
+  "steer_run",
+  "send_message",
+  "set_workspace_checks",
+  "set_supervisor",
+  "set_permissions",
+  "set_notification_settings",
+  "pair_device",
+  "revoke_device",
+  "add_webhook",
+  "remove_webhook",
+  "test_webhook",
+]);
+
 /** The events, each a listener on its channel. */
 export function events(listen: Listen): Events {
   return {

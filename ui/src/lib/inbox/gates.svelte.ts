@@ -4,6 +4,9 @@
 // The engine lists them a page at a time (oldest first): a run that floods
 // the engine with asks cannot slow the inbox's load down; those not listed
 // yet are counted in `more` and come with the next page.
+// After a reconnection (a browser's link) the first page is listed again and
+// replaces every card; a page or a gate asked for before that is dropped when
+// it answers.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
@@ -39,6 +42,9 @@ export class Gates {
   /** Gates this store heard open since it listed: never among `more`. */
   private heard = new Set<number>();
   private loading: Promise<void> | null = null;
+  /** Counts the first page's listings: an answer asked for under an older
+   * listing is stale (a reconnection listed everything again). */
+  private listing = 0;
   /** True while the events held during the first load are applied: a gate
    * they open was counted in the listing's `remaining`. */
   #catchingUp = false;
@@ -52,7 +58,11 @@ export class Gates {
     this.#live = new LiveCollection(backend, {
       key: (g) => g.id,
       load: async () => {
+        const mine = ++this.listing;
         const page = await backend.listGates(true, GATE_PAGE, null);
+        // A newer listing started meanwhile: its counts stand (and the list
+        // keeps only the newest load's answer).
+        if (mine !== this.listing) return page.gates;
         this.more = page.remaining;
         this.nextAfter = page.next_after;
         this.heard = new Set();
@@ -60,6 +70,12 @@ export class Gates {
         return page.gates;
       },
       change: (e) => this.change(e),
+      // A gate a reload no longer lists was decided while the page could not
+      // hear it: its card's error and co-sign mark go with it.
+      changed: (prev, next) => {
+        if (prev && !next) this.forget(prev.id);
+      },
+      catchingUp: (on) => (this.#catchingUp = on),
     });
   }
 
@@ -87,12 +103,7 @@ export class Gates {
 
   /** Subscribes first, then lists, so no gate opened in between is lost. */
   async start(): Promise<void> {
-    this.#catchingUp = true;
-    try {
-      await this.#live.start();
-    } finally {
-      this.#catchingUp = false;
-    }
+    await this.#live.start();
   }
 
   /** Whether a gate not held here may be one of those counted in `more`. */
@@ -110,8 +121,10 @@ export class Gates {
    * run's gate even when it is beyond the pages listed so far). */
   async fetch(gateId: number): Promise<void> {
     if (this.pending.has(gateId)) return;
+    const listing = this.listing;
     try {
       const g = await this.backend.showGate(gateId);
+      if (listing !== this.listing) return;
       if (g.status !== "pending" || this.pending.has(g.id) || this.decided.has(g.id)) return;
       if (this.unlisted(g.id)) this.more -= 1;
       this.heard.add(g.id);
@@ -124,8 +137,11 @@ export class Gates {
 
   private async nextPage(): Promise<void> {
     if (this.nextAfter === null) return;
+    const listing = this.listing;
     try {
       const page = await this.backend.listGates(true, GATE_PAGE, this.nextAfter);
+      // Listed again meanwhile: this page's counts belong to the old listing.
+      if (listing !== this.listing) return;
       const fresh = page.gates.filter((g) => !this.decided.has(g.id));
       this.#live.put(...fresh);
       const last = page.gates.at(-1)?.id ?? this.nextAfter;

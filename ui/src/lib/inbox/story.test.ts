@@ -42,6 +42,29 @@ describe("buildStory", () => {
     expect(s.summary).toBe("Verified: all 3 records are signed, intact and chained.");
   });
 
+  it("names the device a person decided through, as the signed records say", () => {
+    const phone = { id: 3, name: "Ana's phone" };
+    const vote: DecisionRecord = { ...advice, actor: { kind: "user", name: "ana" }, device: phone, rationale: null, model_id: null, prompt_version: null, confidence: null };
+    const s = buildStory({
+      gate: { ...gate, decision: { option: "approve", context: null, actor: { kind: "user", name: "ana" }, at: 3_000, device: phone } },
+      decisions: [vote],
+      records: [
+        records[1]!,
+        rec(2, { type: "decision", gate_id: 7, verdict: "approve", device: phone }, "user:ana"),
+        rec(3, { type: "gate_decided", gate_id: 7, option: "approve", context: null, device: phone }, "user:ana"),
+      ],
+      decision_problems: [],
+      verified: true,
+    });
+    expect(Object.fromEntries(s.entries[1]!.facts).actor).toBe("user:ana through Ana's phone (device 3)");
+    expect(s.entries[2]?.headline).toBe("Decided by user:ana through Ana's phone (device 3): approve");
+    expect(s.entries[2]?.device).toEqual(phone);
+    // The local owner's records name no device.
+    expect(buildStory({ gate, decisions: [advice], records, decision_problems: [], verified: true }).entries[2]?.device).toBeNull();
+    expect(actorText({ kind: "user", name: "ana" }, phone)).toBe("user:ana through Ana's phone (device 3)");
+    expect(actorText({ kind: "user", name: "app" })).toBe("user:app");
+  });
+
   it("flags a tampered record loudly and marks the whole story unverified", () => {
     const bad = [...records.slice(0, 2), rec(2, { type: "decision" }, "supervisor:rules", { problem: "bad_signature" })];
     const s = buildStory({ gate, decisions: [advice], records: bad, decision_problems: [], verified: false });

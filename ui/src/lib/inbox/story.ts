@@ -4,7 +4,7 @@
 // decision it was (a step verdict, a rule's allow or denial, a supervisor
 // vote, a timer, a human...), and what its check found.
 // Pure: the drawers render what this returns, as text.
-import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, GateStory, JsonValue, RuleLayer, RunStory } from "../types";
+import type { Actor, AuditProblem, CheckedRecord, DecisionMismatch, DecisionRecord, DeviceRef, GateStory, JsonValue, RuleLayer, RunStory } from "../types";
 
 type Obj = { [key: string]: JsonValue };
 
@@ -48,6 +48,9 @@ export interface StoryEntry {
   at: number;
   /** Who wrote the record, e.g. `agent:demo`, `user:app`, `engine`. */
   actor: string;
+  /** The paired device a person acted through, as the signed record names
+   * it (null: none, as for the local owner). */
+  device: DeviceRef | null;
   /** The record's type: gate_opened, gate_terms, decision, gate_decided... */
   type: string;
   /** What it decided (a step verdict, a rule's allow...), or what it is. */
@@ -85,7 +88,19 @@ export interface Story {
 /** The first `n` hex digits of a hash or signature. */
 export const prefix = (hex: string, n = 12): string => (hex.length > n ? `${hex.slice(0, n)}…` : hex);
 
-export function actorText(a: Actor): string {
+/** ` through Ana's phone (device 3)`, or nothing: what follows an actor
+ * where a decision is shown (the engine's own wording). */
+export function through(device: DeviceRef | null | undefined): string {
+  return device ? ` through ${device.name} (device ${device.id})` : "";
+}
+
+/** An actor as a person reads it, with the device it acted through when the
+ * engine names one: `user:ana through Ana's phone (device 3)`, `user:app`. */
+export function actorText(a: Actor, device?: DeviceRef | null): string {
+  return `${actorName(a)}${through(device)}`;
+}
+
+function actorName(a: Actor): string {
   switch (a.kind) {
     case "user":
       return `user:${a.name}`;
@@ -195,7 +210,7 @@ export function layersText(provenance: JsonValue | undefined): string | null {
 
 function decisionFacts(d: DecisionRecord): [string, string][] {
   return facts([
-    ["actor", actorText(d.actor)],
+    ["actor", actorText(d.actor, d.device)],
     ["verdict", d.verdict],
     ["option", d.option],
     ["rationale", d.rationale],
@@ -370,18 +385,29 @@ function kindHeadline(kind: RecordKind, p: Obj, actor: string, decision: Decisio
   }
 }
 
+/** A record payload's device (`{id, name}`), when it names a well-formed one. */
+function deviceOf(v: JsonValue | undefined): DeviceRef | null {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
+  const { id, name } = v;
+  return typeof id === "number" && typeof name === "string" ? { id, name } : null;
+}
+
 function entry(r: CheckedRecord, bySeq: Map<number, DecisionRecord>, storyVerified: boolean): StoryEntry {
   const p = parse(r.record.payload);
   const type = text(p["type"]) ?? "record";
   const decision = bySeq.get(r.record.seq) ?? null;
-  const described = describe(type, p, r.record.actor, decision);
+  // A person's record names the device they acted through (signed with it).
+  const device = decision?.device ?? deviceOf(p["device"]);
+  const who = `${r.record.actor}${through(device)}`;
+  const described = describe(type, p, who, decision);
   const kind = recordKind(type, p, r.record.actor, decision);
-  const headline = kindHeadline(kind, p, r.record.actor, decision) ?? described.headline;
+  const headline = kindHeadline(kind, p, who, decision) ?? described.headline;
   const f = described.facts;
   return {
     seq: r.record.seq,
     at: r.record.at,
     actor: r.record.actor,
+    device,
     type,
     kind,
     headline,
