@@ -43,7 +43,7 @@ import { join, resolve } from "node:path";
 import { startEngine, openPhone, By } from "./lib.mjs";
 import { report, writeFigures } from "../bench/common.mjs";
 
-const DECISIONS = Number(process.env.BENCH_WEB_DECISIONS ?? 100); // per path
+const DECISIONS = Number(process.env.BENCH_WEB_DECISIONS ?? 200); // per path
 const PAINTS = Number(process.env.BENCH_WEB_PAINTS ?? 10); // per CPU rate
 const SOCKETS = Number(process.env.BENCH_WEB_SOCKETS ?? 200);
 const THROTTLE = 4;
