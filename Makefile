@@ -24,8 +24,12 @@ test: setup lint rust-test ui-test e2e e2e-web fuzz-smoke
 ## run forks 3,000 children and spins 32 busy loops, without and with the run limits), one engine
 ## carrying 1,000 runs each waiting on a gate (a contained process per run, scripted session: the
 ## engine's RSS and CPU per run, decision commit p99, event to a socket client, the fleet's reload
-## with 1,000 live runs; OVERSEER_BENCH_RUNS=N for fewer), then merge every figure into
-## target/bench/summary.json (scripts/bench-summary.mjs).
+## with 1,000 live runs; OVERSEER_BENCH_RUNS=N for fewer), and in a real headless Chromium
+## against `overseer serve --web` (tests/e2e/web/bench.sh): a demo agent's tool call decided by
+## a tap on the phone page's Yes to the agent holding its answer, p50/p99, vs the same decided by
+## a socket client (ratio), the phone inbox's first paint and first card painted with the CPU
+## throttled 4x vs 1x, and the engine's RSS/PSS per connected browser (WebSocket), then merge
+## every figure into target/bench/summary.json (scripts/bench-summary.mjs).
 bench: setup ui
 	$(CARGO) build --release -p overseer-app -p overseer-cli -p overseer-demo-agent
 	mkdir -p target/bench && rm -f target/bench/*.json
@@ -36,6 +40,7 @@ bench: setup ui
 	$(CARGO) bench -p overseer-engine --bench run_repo
 	$(CARGO) bench -p overseer-engine --bench capacity
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
+	BENCH_PROFILE=release tests/e2e/web/bench.sh
 	node scripts/bench-summary.mjs
 
 setup:

@@ -18,6 +18,13 @@
 // (batched signatures on every core) is kept beside the one-by-one baseline
 // of the same run, each with the CPU seconds it used (on a shared machine,
 // CPU over cores is the wall time it would take with the cores to itself).
+// The web figures (web.json, tests/e2e/web/web.bench.mjs, a real Chromium
+// against `overseer serve --web`): a tool call's decision from a tap on the
+// phone page's Yes to the demo agent holding its answer, beside the same
+// decided by a socket client in the same run (the desktop path) and their
+// ratio; the phone inbox's first paint and first card painted with the CPU
+// throttled 4x (and the card unthrottled, with the ratio); the engine's
+// RSS and PSS per connected browser (one WebSocket each).
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -58,6 +65,18 @@ export const KEYS = [
   "audit_verify_s",
   "audit_verify_cpu_s",
   "audit_verify_one_by_one_cpu_s",
+  "web_decision_round_trip_p50_ms",
+  "web_decision_round_trip_p99_ms",
+  "web_decision_round_trip_socket_p50_ms",
+  "web_decision_round_trip_socket_p99_ms",
+  "web_decision_round_trip_ratio_p50",
+  "web_decision_round_trip_ratio_p99",
+  "web_phone_first_paint_p50_ms_cpu4x",
+  "web_phone_first_card_painted_p50_ms_cpu4x",
+  "web_phone_first_card_painted_p50_ms",
+  "web_phone_first_card_painted_ratio_cpu4x",
+  "web_engine_rss_kib_per_socket",
+  "web_engine_pss_kib_per_socket",
 ];
 
 /** The summary from every bench's figures: each key from the file that

@@ -28,13 +28,15 @@ export function freePort() {
 
 /** Starts `overseer serve --web 127.0.0.1:<port>` on a fresh data dir;
  * `await engine.stop()` at the end. `engine.kill9()` and `engine.restart()`
- * for the crash tests (same data dir, same port). */
-export async function startEngine() {
+ * for the crash tests (same data dir, same port). `config`: the text of
+ * its overseer.toml (agent profiles), written before it starts. */
+export async function startEngine({ config } = {}) {
   const work = mkdtempSync(join(tmpdir(), "overseer-web-e2e-"));
   const dataDir = join(work, "data");
   const configDir = join(work, "config");
   mkdirSync(dataDir, { recursive: true });
   mkdirSync(configDir, { recursive: true });
+  if (config !== undefined) writeFileSync(join(configDir, "overseer.toml"), config);
   const env = { ...process.env, OVERSEER_DATA_DIR: dataDir, OVERSEER_CONFIG_DIR: configDir };
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -67,6 +69,11 @@ export async function startEngine() {
     url,
     port,
     dataDir,
+    configDir,
+    /** The engine's process id (for its memory). */
+    get pid() {
+      return child.pid;
+    },
     work,
     get log() {
       return log;
