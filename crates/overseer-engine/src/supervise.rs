@@ -1326,6 +1326,8 @@ mod tests {
             origin: Default::default(),
             session: None,
             actions: Default::default(),
+            usage: None,
+            max_cost: None,
         };
         let gate = GateView {
             id: overseer_core::GateId(12),

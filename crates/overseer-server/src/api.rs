@@ -533,8 +533,9 @@ pub enum ServerLine {
         error: ApiError,
     },
     /// What `subscribe` pushes, as the table declares it.
+    /// Boxed: an event carries a whole run row, far larger than a reply.
     Event {
-        event: <op::Subscribe as StreamOperation>::Item,
+        event: Box<<op::Subscribe as StreamOperation>::Item>,
     },
 }
 

@@ -306,6 +306,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE gate_decisions ADD COLUMN device TEXT;
     ALTER TABLE decisions ADD COLUMN device TEXT;
     "#,
+    // 13: each run's latest usage as its agent reported it (context used and
+    // size, cumulative cost and currency: core's `RunUsage` as JSON; NULL
+    // until the agent reports any).
+    r#"
+    ALTER TABLE runs ADD COLUMN usage TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
