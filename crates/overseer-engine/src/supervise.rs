@@ -1216,7 +1216,7 @@ impl Supervision {
 
     /// Changes the settings at `scope` (the task's when it names one, else
     /// the workspace's) and pushes the change to every surface.
-    fn change_scope(
+    pub(crate) fn change_scope(
         &self,
         scope: &Scope,
         actor: &Actor,

@@ -217,7 +217,7 @@ overruled_by?: Actor, };
 
 export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 
-export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
+export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood" | "budget";
 
 export type DeviationChoice = "retry" | "replan" | "stop";
 
