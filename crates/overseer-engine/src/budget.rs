@@ -29,6 +29,9 @@ impl Supervision {
             |t| t.max_cost = max_cost,
             |w| w.max_cost = max_cost,
         )?;
+        // Each run's row carries the budget it is held to: pushed again.
+        let ws = self.store().workspace(&scope.workspace)?;
+        self.write(|tx| tx.budget_changed(ws.id, scope.task))?;
         Ok(max_cost)
     }
 }

@@ -173,9 +173,20 @@ async fn a_run_at_its_task_budget_pauses_before_its_next_turn_and_goes_on_once_r
         .engine
         .set_max_cost(&scope, Some(-1.0), &Actor::cli())
         .is_err());
+    let mut events = w.engine.subscribe();
     w.engine
         .set_max_cost(&scope, Some(1.0), &Actor::cli())
         .expect("raise the budget");
+    // The run's row is pushed with its new budget.
+    let mut pushed = None;
+    while let Ok(e) = events.try_recv() {
+        if let EngineEvent::RunChanged { run: r } = e {
+            if r.id == run {
+                pushed = r.max_cost;
+            }
+        }
+    }
+    assert_eq!(pushed, Some(1.0));
     w.engine
         .decide_gate(gate.id, "retry", None, &Actor::app())
         .expect("go on");

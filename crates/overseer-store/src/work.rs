@@ -520,6 +520,32 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Pushes the rows of the runs a budget change reaches (not released):
+    /// the task's when `task` is given, else every run of the workspace
+    /// `workspace_id`. Each row carries the budget it is held to.
+    pub fn budget_changed(
+        &mut self,
+        workspace_id: i64,
+        task: Option<TaskId>,
+    ) -> Result<(), StoreError> {
+        let runs: Vec<RunId> = self
+            .conn()
+            .prepare(
+                "SELECT r.id FROM runs r JOIN tasks t ON t.id = r.task_id
+                 WHERE t.workspace_id = ?1 AND (?2 IS NULL OR t.id = ?2)
+                   AND r.state NOT LIKE 'released%' ORDER BY r.id",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![workspace_id, task], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.sql(e))?;
+        for run in runs {
+            self.run_changed(run, false);
+        }
+        Ok(())
+    }
+
     /// Records where a run works (its repository and branch) and what it
     /// started from (the base branch, and its commit when known).
     #[allow(clippy::too_many_arguments)]
