@@ -317,7 +317,12 @@ impl Shared {
                     None => return,
                 }
             }
-            // Echoes of the user's prompt, commands, modes, usage and the
+            acp::SessionUpdate::UsageUpdate(u) => AgentSignal::Usage {
+                used: u.used,
+                size: u.size,
+                cost: u.cost.map(|c| (c.amount, c.currency)),
+            },
+            // Echoes of the user's prompt, commands, modes and the
             // like carry nothing the orchestrator acts on yet.
             other => {
                 tracing::debug!(update = ?std::mem::discriminant(&other), "ACP update ignored");

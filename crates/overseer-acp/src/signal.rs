@@ -70,6 +70,14 @@ pub enum AgentSignal {
         tool_call: ToolCallInfo,
         why: String,
     },
+    /// The agent's context and cumulative cost (`usage_update`), as sent:
+    /// unchecked figures, the engine decides what to keep.
+    Usage {
+        used: u64,
+        size: u64,
+        /// The session's cumulative cost and its currency, when reported.
+        cost: Option<(f64, String)>,
+    },
     /// Every signal sent before this one has been handled: answer it.
     Settled(oneshot::Sender<()>),
 }

@@ -45,6 +45,7 @@ enum Seen {
     ProtocolError(String),
     Mode(String, Option<String>),
     Unasked(ToolCallInfo, String),
+    Usage(u64, u64, Option<(f64, String)>),
 }
 
 /// How the test answers permission requests.
@@ -224,6 +225,7 @@ fn answer(
         AgentSignal::ProtocolError { detail } => Seen::ProtocolError(detail),
         AgentSignal::ModeChanged { mode, breach } => Seen::Mode(mode, breach),
         AgentSignal::Unasked { tool_call, why } => Seen::Unasked(tool_call, why),
+        AgentSignal::Usage { used, size, cost } => Seen::Usage(used, size, cost),
         AgentSignal::Settled(done) => {
             let _ = done.send(());
             return;
@@ -492,6 +494,32 @@ async fn a_flaky_step_fails_the_prompt_and_a_retry_succeeds() {
         "only the remaining step"
     );
     assert_eq!(agent.commits(), 3);
+}
+
+#[tokio::test]
+async fn usage_updates_reach_the_client_as_sent() {
+    let mut agent = launch("costly").await;
+    agent.plan().await;
+    let (result, seen) = agent.execute().await;
+    assert_eq!(result.expect("execute"), StopReason::EndTurn);
+    let usage: Vec<_> = seen
+        .into_iter()
+        .filter_map(|s| match s {
+            Seen::Usage(used, size, cost) => Some((used, size, cost)),
+            _ => None,
+        })
+        .collect();
+    let usd = |amount: f64| Some((amount, "USD".to_owned()));
+    // Unchecked at the wire: judging the figures is the engine's.
+    assert_eq!(
+        usage,
+        [
+            (10_000, 200_000, usd(0.25)),
+            (10_000, 200_000, usd(-1.0)),
+            (10_000, 200_000, usd(0.01)),
+            (20_000, 200_000, usd(0.5)),
+        ]
+    );
 }
 
 #[tokio::test]

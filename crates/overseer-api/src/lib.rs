@@ -127,6 +127,13 @@ macro_rules! operations {
                     scope: Scope as scope,
                     policy: Option<SupervisorPolicy> as policy,
                 } -> PolicyStatus;
+                /// Set (or with null remove) the budget at a scope: the most
+                /// each run may cost (in the currency its agent reports)
+                /// before it is paused at its next turn.
+                write set_max_cost => SetMaxCost {
+                    scope: Scope as scope,
+                    max_cost: Option<f64> as max_cost,
+                } -> Option<f64>;
                 /// Rules as typed, parsed by the engine: a rule that is not one
                 /// is a typed `invalid_input` naming it.
                 write set_permissions => SetPermissions { scope: Scope as scope, rules: RuleTexts as rules } -> RuleSet;

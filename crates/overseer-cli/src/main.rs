@@ -271,6 +271,16 @@ enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Set the budget (the most each run may cost, in the currency its agent
+    /// reports) of a task, or with no --task of a workspace; `none` removes
+    /// it. A run paused at its budget goes on once you raise it and answer
+    /// its gate "Go on".
+    Budget {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        /// An amount above 0, or `none`
+        amount: String,
+    },
     /// Create a task and start its first run; prints the run id
     Start {
         #[arg(long)]
@@ -313,6 +323,10 @@ enum TaskCommand {
         /// Seconds an agent's question waits before it takes its defaults (or is declined)
         #[arg(long, value_name = "SECONDS")]
         question_timeout: Option<u64>,
+        /// Pause each run of this task once the cost its agent reports reaches
+        /// AMOUNT (in the agent's currency); `overseer runs show` prints it
+        #[arg(long, value_name = "AMOUNT")]
+        max_cost: Option<f64>,
         /// Retry a failed step by itself up to N times (1-10) before asking you
         #[arg(long, value_name = "N")]
         retries: Option<u32>,
@@ -502,6 +516,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
+        Command::Task(TaskCommand::Budget { scope, amount }) => {
+            let max_cost = match amount.trim() {
+                "none" => None,
+                a => Some(a.parse::<f64>().map_err(|_| {
+                    anyhow::anyhow!(
+                        "{a:?} is not an amount: give a number such as 5 or 2.50, or none"
+                    )
+                })?),
+            };
+            let set: Option<f64> = act(
+                &paths,
+                op::SetMaxCost {
+                    scope: scope.scope(),
+                    max_cost,
+                },
+            )
+            .await?;
+            match set {
+                Some(b) => println!("budget set to {b}"),
+                None => println!("budget removed"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Task(TaskCommand::Show { task, json }) => {
             let info: overseer_engine::TaskInfo = act(&paths, op::ShowTask { task }).await?;
             if json {
@@ -527,6 +564,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plan,
             mode,
             question_timeout,
+            max_cost,
             retries,
             retry_backoff,
             stage,
@@ -556,6 +594,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     SessionMode::Normal
                 },
                 supervisor: None,
+                max_cost,
             };
             let started: overseer_engine::Started = act(
                 &paths,

@@ -2,7 +2,7 @@
 //! characters escaped so it cannot drive the terminal.
 
 use overseer_core::audit::AuditPayload;
-use overseer_core::{GateView, RunState, RunView};
+use overseer_core::{cost_totals, format_cost, GateView, RunState, RunView};
 use std::fmt::Write;
 
 /// Escapes control characters (ANSI escapes, carriage returns) and bidi
@@ -72,28 +72,42 @@ pub fn age(since: i64, now: i64) -> String {
     }
 }
 
+/// The run's reported cumulative cost (`-` before its agent reports one).
+fn cost_cell(r: &RunView) -> String {
+    r.usage
+        .as_ref()
+        .and_then(|u| u.cost.as_ref())
+        .map_or_else(|| "-".to_owned(), |c| inert(&format_cost(c)))
+}
+
 pub fn runs_table(runs: &[RunView], now: i64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} TASK",
-        "ID", "", "STATE", "AGE", "AGENT", "WORKSPACE"
+        "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} {:>14}  TASK",
+        "ID", "", "STATE", "AGE", "AGENT", "WORKSPACE", "COST"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} {}",
+            "{:>5}  {:<10} {:<30} {:>5}  {:<12} {:<12} {:>14}  {}",
             r.id,
             if r.needs_you { "NEEDS YOU" } else { "" },
             state_label(r),
             age(r.state_since, now),
             inert(&r.agent),
             inert(&r.workspace),
+            cost_cell(r),
             inert(&r.task_title)
         );
     }
     if runs.is_empty() {
         out.push_str("no runs yet: start one, or try `overseer demo seed`\n");
+    }
+    let totals = cost_totals(runs);
+    if !totals.is_empty() {
+        let each: Vec<String> = totals.iter().map(|c| inert(&format_cost(c))).collect();
+        let _ = writeln!(out, "total cost of these runs: {}", each.join(", "));
     }
     out
 }
@@ -120,6 +134,24 @@ pub fn run_detail(r: &RunView, now: i64) -> String {
         );
     } else if r.needs_you {
         let _ = writeln!(out, "  NEEDS YOU  review: `overseer runs approve {}` or `overseer runs reject {} --reason ...`", r.id, r.id);
+    }
+    if let Some(u) = r.usage.as_deref() {
+        if let Some(c) = &u.cost {
+            let budget = r
+                .max_cost
+                .map(|b| format!(" of a budget of {b} {}", inert(&c.currency)))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  cost       {}{budget}", inert(&format_cost(c)));
+        }
+        let share = u
+            .used
+            .saturating_mul(100)
+            .checked_div(u.size)
+            .map(|p| format!(" ({p}%)"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  context    {} of {} tokens{share}", u.used, u.size);
+    } else if let Some(b) = r.max_cost {
+        let _ = writeln!(out, "  budget     {b} (no cost reported yet)");
     }
     if let Some(note) = &r.release_note {
         let _ = writeln!(out, "  note       {}", inert(note));
@@ -475,6 +507,52 @@ pub fn task_info(t: &overseer_engine::TaskInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_print_their_cost_and_the_total_per_currency() {
+        let run = |id: i64, cost: Option<(f64, &str)>| -> RunView {
+            serde_json::from_value(serde_json::json!({
+                "id": id, "task_id": id, "task_title": "t", "workspace": "w",
+                "agent": "demo", "state": overseer_core::RunState::Running, "state_since": 0,
+                "created_at": 0, "needs_you": false, "release_note": null,
+                "pending_gate": null,
+                "usage": cost.map(|(amount, currency)| serde_json::json!({
+                    "used": 50_000, "size": 200_000,
+                    "cost": {"amount": amount, "currency": currency}
+                })),
+                "max_cost": 2.0,
+            }))
+            .expect("a run view")
+        };
+        let runs = [
+            run(1, Some((0.5, "USD"))),
+            run(2, Some((0.25, "USD"))),
+            run(3, Some((3.0, "credits"))),
+            run(4, None),
+        ];
+        let table = runs_table(&runs, 0);
+        assert!(
+            table.lines().nth(1).is_some_and(|l| l.contains("0.50 USD")),
+            "{table}"
+        );
+        assert!(
+            table.lines().nth(4).is_some_and(|l| l.contains(" - ")),
+            "{table}"
+        );
+        assert!(
+            table.ends_with("total cost of these runs: 0.75 USD, 3.00 credits\n"),
+            "{table}"
+        );
+        let detail = run_detail(&runs[0], 0);
+        assert!(
+            detail.contains("cost       0.50 USD of a budget of 2 USD"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("context    50000 of 200000 tokens (25%)"),
+            "{detail}"
+        );
+    }
 
     #[test]
     fn terminal_escapes_from_agents_are_printed_inert() {

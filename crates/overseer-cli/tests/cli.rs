@@ -1121,3 +1121,24 @@ fn webhooks_are_added_tested_listed_and_removed_from_the_command_line() {
     let err = h.fails(&["webhooks", "test", &id]);
     assert!(err.contains("overseer webhooks list"), "{err}");
 }
+
+#[test]
+fn a_budget_is_set_raised_and_removed_from_the_command_line() {
+    let h = Home::new();
+    let repo = empty_repo(&h);
+    h.ok(&["workspace", "add", &repo.to_string_lossy(), "--name", "r"]);
+    let set = h.ok(&["task", "budget", "--workspace", "r", "2.5"]);
+    assert_eq!(set.trim(), "budget set to 2.5");
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["workspace", "list", "--json"])).expect("json");
+    assert_eq!(listed[0]["settings"]["max_cost"], 2.5, "{listed:?}");
+    // What cannot be a budget is refused with what to give instead.
+    let refused = h.fails(&["task", "budget", "--workspace", "r", "--", "-1"]);
+    assert!(refused.contains("give an amount above 0"), "{refused}");
+    let refused = h.fails(&["task", "budget", "--workspace", "r", "lots"]);
+    assert!(refused.contains("is not an amount"), "{refused}");
+    assert_eq!(
+        h.ok(&["task", "budget", "--workspace", "r", "none"]).trim(),
+        "budget removed"
+    );
+}

@@ -354,6 +354,9 @@ pub enum DeviationCause {
     /// The run asked, messaged or connected past its caps (a flood): it
     /// is paused until the user resumes or stops it.
     Flood,
+    /// The run's reported cost reached its budget (`max_cost`): it takes no
+    /// new turn until the user raises the budget and goes on, or stops it.
+    Budget,
 }
 
 impl DeviationCause {
@@ -363,6 +366,7 @@ impl DeviationCause {
             DeviationCause::ModeBreach => "mode_breach",
             DeviationCause::MergeFailed => "merge_failed",
             DeviationCause::Flood => "flood",
+            DeviationCause::Budget => "budget",
         }
     }
 }

@@ -48,6 +48,7 @@ pub mod session;
 pub mod supervision;
 pub mod tool;
 pub mod unasked;
+pub mod usage;
 pub mod view;
 
 pub use activity::Activity;
@@ -69,6 +70,7 @@ pub use run::{
 };
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
 pub use tool::{ToolCallStatus, ToolKind};
+pub use usage::{cost_totals, format_cost, RunCost, RunUsage};
 pub use view::{
     ActivityView, EngineEvent, GateView, PendingGate, RunActions, RunView, SensorResult,
     SensorSummary,

@@ -18,7 +18,7 @@ pub struct PendingGate {
 }
 
 /// One row of the fleet dashboard.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunView {
     pub id: RunId,
     pub task_id: TaskId,
@@ -67,6 +67,16 @@ pub struct RunView {
     /// the rest.
     #[serde(default)]
     pub actions: RunActions,
+    /// The agent's latest report of its context and cumulative cost
+    /// (untrusted figures, checked to be possible), once it sent one.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub usage: Option<Box<crate::usage::RunUsage>>,
+    /// The budget this run's cost is held to (its task's `max_cost`, else
+    /// its workspace's), when one is set.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub max_cost: Option<f64>,
 }
 
 /// What a human can do with a run in its current state.

@@ -17,7 +17,8 @@
 //! Environment:
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
 //!   `flaky`, `drift`, `drift_twice`, `stubborn`, `garbage`, `permissions`,
-//!   `hijack`, `switch`, `unasked`, `lingering`, `fleeting` or `late_ask`
+//!   `hijack`, `switch`, `unasked`, `lingering`, `fleeting`, `late_ask`, `dispatch`
+//!   or `costly` (reports its usage and cost after each tool call)
 //!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).

@@ -53,6 +53,11 @@ pub(crate) enum Scenario {
     /// does (kind `think`, `_meta.claudeCode.toolName` "Task"), asking
     /// before it; then writes the greeting.
     Dispatch,
+    /// Like `happy`, and after each tool call it reports its usage
+    /// (`usage_update`): context used growing, a cumulative cost of 0.25 USD
+    /// per call. After the first it also sends two reports that cannot be
+    /// true (a negative cost, then a cost lower than before).
+    Costly,
 }
 
 impl Scenario {
@@ -75,12 +80,13 @@ impl Scenario {
             "fleeting" => Scenario::Fleeting,
             "late_ask" => Scenario::LateAsk,
             "dispatch" => Scenario::Dispatch,
+            "costly" => Scenario::Costly,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, drift_twice, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask";
+        "happy, questions, destructive, flaky, drift, drift_twice, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask, costly";
 }
 
 impl fmt::Display for Scenario {
@@ -103,6 +109,7 @@ impl fmt::Display for Scenario {
             Scenario::Fleeting => "fleeting",
             Scenario::LateAsk => "late_ask",
             Scenario::Dispatch => "dispatch",
+            Scenario::Costly => "costly",
         })
     }
 }
@@ -234,6 +241,7 @@ impl Script {
     pub(crate) fn for_scenario(scenario: Scenario, answers: &Answers) -> Script {
         match scenario {
             Scenario::Happy
+            | Scenario::Costly
             | Scenario::Flaky
             | Scenario::Stubborn
             | Scenario::Garbage

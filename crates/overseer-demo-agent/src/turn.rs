@@ -228,7 +228,8 @@ impl Turn {
             | Scenario::LateAsk
             | Scenario::Drift
             | Scenario::DriftTwice
-            | Scenario::Dispatch => {}
+            | Scenario::Dispatch
+            | Scenario::Costly => {}
         }
         self.run_remaining().await
     }
@@ -366,6 +367,9 @@ impl Turn {
             }
             self.tool_status(&id, acp::ToolCallStatus::Completed)?;
             self.demo.with_session(|s| s.done = index + 1);
+            if self.demo.scenario == Scenario::Costly {
+                self.report_usage(index)?;
+            }
         }
         let done = self.demo.with_session(|s| s.done);
         self.send_plan(&script, Some(done))?;
@@ -385,6 +389,24 @@ impl Turn {
             self.demo.with_session(|s| s.phase = Phase::Done);
         }
         Ok(acp::StopReason::EndTurn)
+    }
+
+    /// The `costly` scenario's usage after tool call `index` (0-based):
+    /// 0.25 USD a call, cumulative; after the first, two reports that cannot
+    /// be true, which a client must ignore.
+    fn report_usage(&self, index: usize) -> Step<()> {
+        let calls = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let usage = |used: u64, amount: f64| {
+            acp::SessionUpdate::UsageUpdate(
+                acp::UsageUpdate::new(used, 200_000).cost(acp::Cost::new(amount, "USD")),
+            )
+        };
+        self.update(usage(u64::from(calls) * 10_000, 0.25 * f64::from(calls)))?;
+        if index == 0 {
+            self.update(usage(10_000, -1.0))?;
+            self.update(usage(10_000, 0.01))?;
+        }
+        Ok(())
     }
 
     /// Announces a tool call twice, first with an empty input and then

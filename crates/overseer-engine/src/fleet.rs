@@ -46,7 +46,7 @@ impl FleetCounts {
 
 /// The first rows of the fleet in the dashboard's default ("needs-you
 /// first") order, and how many runs there are in all.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct RunsHead {
     pub rows: Vec<RunView>,
     pub total: u32,
@@ -139,6 +139,8 @@ mod tests {
             origin: RunOrigin::default(),
             session: None,
             actions: Default::default(),
+            usage: None,
+            max_cost: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod activity;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;
 mod autorun;
+mod budget;
 mod clock;
 pub use overseer_config as config;
 mod containment;

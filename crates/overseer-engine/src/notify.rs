@@ -310,6 +310,22 @@ pub(crate) fn notification_for(
                 quick: None,
             })
         }
+        // A run paused at its budget: says so, with what it cost.
+        EngineEvent::GateOpened { run_id, .. }
+            if run.needs_you
+                && opened.is_some_and(|g| {
+                    matches!(&g.body, overseer_core::GateBody::Deviation(d)
+                        if d.cause == overseer_core::DeviationCause::Budget)
+                }) =>
+        {
+            Some(Notification {
+                kind: NotificationKind::AgentQuestionBlocking,
+                run_id: *run_id,
+                title: format!("Run {run_id} reached its budget and was paused"),
+                body: opened.map(|g| g.title.clone()).unwrap_or(task),
+                quick: None,
+            })
+        }
         // Something to read, not to decide: never as loud as a blocking ask.
         EngineEvent::GateOpened { run_id, .. }
             if run.needs_you && ask == Some(overseer_core::AskKind::Info) =>

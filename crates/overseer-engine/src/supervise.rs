@@ -1216,7 +1216,7 @@ impl Supervision {
 
     /// Changes the settings at `scope` (the task's when it names one, else
     /// the workspace's) and pushes the change to every surface.
-    fn change_scope(
+    pub(crate) fn change_scope(
         &self,
         scope: &Scope,
         actor: &Actor,
@@ -1326,6 +1326,8 @@ mod tests {
             origin: Default::default(),
             session: None,
             actions: Default::default(),
+            usage: None,
+            max_cost: None,
         };
         let gate = GateView {
             id: overseer_core::GateId(12),

@@ -34,6 +34,8 @@ fn request(subject: Subject) -> EvaluationRequest {
         origin: Default::default(),
         session: None,
         actions: Default::default(),
+        usage: None,
+        max_cost: None,
     };
     let gate = GateView {
         id: overseer_core::GateId(12),

@@ -370,6 +370,14 @@ impl Api for Served<'_> {
     ) -> Result<PolicyStatus, ApiError> {
         self.0.set_supervisor(&scope, policy, actor)
     }
+    fn set_max_cost(
+        &self,
+        actor: &Actor,
+        scope: Scope,
+        max_cost: Option<f64>,
+    ) -> Result<Option<f64>, ApiError> {
+        self.0.set_max_cost(&scope, max_cost, actor)
+    }
     fn set_permissions(
         &self,
         actor: &Actor,
@@ -559,8 +567,9 @@ pub enum ServerLine {
         error: ApiError,
     },
     /// What `subscribe` pushes, as the table declares it.
+    /// Boxed: an event carries a whole run row, far larger than a reply.
     Event {
-        event: <op::Subscribe as StreamOperation>::Item,
+        event: Box<<op::Subscribe as StreamOperation>::Item>,
     },
 }
 

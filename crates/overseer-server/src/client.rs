@@ -113,7 +113,7 @@ impl Client {
     pub async fn next_event(&mut self) -> Result<EngineEvent, ApiError> {
         loop {
             if let ServerLine::Event { event } = self.read_line().await? {
-                return Ok(event);
+                return Ok(*event);
             }
         }
     }

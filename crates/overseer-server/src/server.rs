@@ -532,7 +532,15 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                 write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
                 loop {
                     match rx.recv().await {
-                        Ok(event) => write_line(&mut write, &ServerLine::Event { event }).await?,
+                        Ok(event) => {
+                            write_line(
+                                &mut write,
+                                &ServerLine::Event {
+                                    event: Box::new(event),
+                                },
+                            )
+                            .await?
+                        }
                         Err(RecvError::Lagged(n)) => {
                             tracing::warn!("a subscriber fell {n} events behind");
                         }

@@ -58,7 +58,9 @@ const RUN_SELECT: &str = concat!("
            r.origin, r.session_id, r.cwd,
            (SELECT json_object('ask_kind', json_extract(g.payload, '$.ask_kind'), 'auto_at', g.auto_at)
               ", shown_pending_gate!(), "),
-           ", needs_you!(), "
+           ", needs_you!(), ",
+           r.usage,
+           COALESCE(json_extract(t.settings, '$.max_cost'), json_extract(w.settings, '$.max_cost'))
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id");
@@ -81,6 +83,8 @@ struct RawRun {
     session: Option<overseer_core::session::ExternalSession>,
     /// The pending gate's declared ask kind and timer, as JSON.
     gate_terms: Option<String>,
+    /// The agent's latest usage report, as JSON.
+    usage: Option<String>,
 }
 
 fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
@@ -106,7 +110,10 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             origin: overseer_core::RunOrigin::Launched,
             session: None,
             actions: Default::default(),
+            usage: None,
+            max_cost: r.get(21)?,
         },
+        usage: r.get(20)?,
         origin: r.get(15)?,
         gate_terms: r.get(18)?,
         session: {
@@ -171,6 +178,9 @@ fn finish_run(raw: RawRun, path: &Path) -> Result<RunView, StoreError> {
         g.ask_kind = overseer_core::ask_kind(g.kind, declared, auto_at);
     }
     view.last_gate = gate(raw.last_gate)?;
+    // Checked when it was written; a text that does not parse shows as no
+    // usage, it never makes the run unreadable.
+    view.usage = raw.usage.and_then(|u| serde_json::from_str(&u).ok());
     view.attention_rank = attention_rank(view.state, view.needs_you, view.state_since);
     view.actions = overseer_core::view::run_actions(view.state, view.origin);
     // Agent-reported progress: text that does not parse shows as no progress,

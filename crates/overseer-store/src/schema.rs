@@ -347,6 +347,12 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts(delivery_id, id);
     "#,
+    // 14: each run's latest usage as its agent reported it (context used and
+    // size, cumulative cost and currency: core's `RunUsage` as JSON; NULL
+    // until the agent reports any).
+    r#"
+    ALTER TABLE runs ADD COLUMN usage TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

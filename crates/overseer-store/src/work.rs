@@ -36,6 +36,11 @@ pub struct WorkspaceSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub retry: Option<overseer_core::RetryPolicy>,
+    /// The most each run of the workspace may cost (in the currency its
+    /// agent reports), unless its task sets its own: reaching it pauses the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub max_cost: Option<f64>,
 }
 
 /// Per-task settings, which override the workspace's.
@@ -75,6 +80,11 @@ pub struct TaskSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub retry: Option<overseer_core::RetryPolicy>,
+    /// The most this task's runs may cost each (in the currency their agent
+    /// reports): reaching it pauses the run. Replaces the workspace's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub max_cost: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -481,6 +491,58 @@ impl WriteTx<'_> {
             now,
         )?;
         self.task_changed(task_id);
+        Ok(())
+    }
+
+    /// Records the agent's latest usage report for a run (checked by the
+    /// caller with core's `accept_usage`); its row is pushed.
+    pub fn set_run_usage(
+        &mut self,
+        run_id: RunId,
+        usage: &overseer_core::RunUsage,
+    ) -> Result<(), StoreError> {
+        let text =
+            serde_json::to_string(usage).map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE runs SET usage = ?1 WHERE id = ?2",
+                params![text, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        if n != 1 {
+            return Err(StoreError::NotFound {
+                what: "run",
+                id: run_id.into(),
+            });
+        }
+        self.run_changed(run_id, false);
+        Ok(())
+    }
+
+    /// Pushes the rows of the runs a budget change reaches (not released):
+    /// the task's when `task` is given, else every run of the workspace
+    /// `workspace_id`. Each row carries the budget it is held to.
+    pub fn budget_changed(
+        &mut self,
+        workspace_id: i64,
+        task: Option<TaskId>,
+    ) -> Result<(), StoreError> {
+        let runs: Vec<RunId> = self
+            .conn()
+            .prepare(
+                "SELECT r.id FROM runs r JOIN tasks t ON t.id = r.task_id
+                 WHERE t.workspace_id = ?1 AND (?2 IS NULL OR t.id = ?2)
+                   AND r.state NOT LIKE 'released%' ORDER BY r.id",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![workspace_id, task], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.sql(e))?;
+        for run in runs {
+            self.run_changed(run, false);
+        }
         Ok(())
     }
 

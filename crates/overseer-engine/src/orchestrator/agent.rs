@@ -400,6 +400,9 @@ impl Pump {
             AgentSignal::ProtocolError { detail } => {
                 engine.record_activity_or_warn(run, Activity::ProtocolError { text: detail });
             }
+            AgentSignal::Usage { used, size, cost } => {
+                super::cost::on_usage(engine, run, used, size, cost);
+            }
         }
     }
 

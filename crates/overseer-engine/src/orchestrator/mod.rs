@@ -30,6 +30,8 @@
 //! Agent output is recorded in the run's timeline as untrusted text.
 
 mod agent;
+mod budget;
+mod cost;
 pub(crate) mod live;
 mod modes;
 mod permissions;

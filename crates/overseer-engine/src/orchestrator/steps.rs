@@ -232,7 +232,9 @@ pub(super) async fn step_turn(
             step_prompt(plan, index, &feedback)
         }
     };
-    if super::turn::flood_hold(engine, run, turn).await? == Some(false) {
+    if super::turn::flood_hold(engine, run, turn).await? == Some(false)
+        || !super::budget::budget_hold(engine, run, turn).await?
+    {
         return Ok(Flow::Return(Executed::Ended));
     }
     let result = prompt_turn(engine, conn, turn, &text).await;

@@ -406,6 +406,24 @@ export class MockBackend implements Backend {
     });
   }
 
+  setMaxCost(scope: Scope, maxCost: number | null) {
+    return this.answer(`setMaxCost ${key(scope)}`, () => {
+      if (maxCost !== null && !(Number.isFinite(maxCost) && maxCost > 0)) {
+        throw fail("invalid_input", `a budget of ${maxCost} cannot be: give an amount above 0, or none`);
+      }
+      const max_cost = maxCost ?? undefined;
+      if (scope.task === null) {
+        const ws = this.workspaces.find((w) => w.name === scope.workspace);
+        if (ws) ws.settings = { ...ws.settings, max_cost };
+      } else {
+        const own = this.taskSettings.get(scope.task) ?? { approval: { mode: "manual" }, session: "normal" };
+        this.taskSettings.set(scope.task, { ...own, max_cost });
+      }
+      this.changed(scope);
+      return maxCost;
+    });
+  }
+
   setPermissions(scope: Scope, rules: RuleSet) {
     return this.answer(`setPermissions ${key(scope)}`, () => {
       refuse({ kind: "permissions", scope, rules });

@@ -3,7 +3,7 @@
 // folding pushed events into the row list. No DOM, no Svelte: everything here
 // is fast on 10,000 rows and tested on its own.
 import type { Change } from "../live.svelte";
-import type { AskKind, EngineEvent, ReleaseReason, RunOrigin, RunState, RunView, SensorSummary, StateName } from "../types";
+import type { AskKind, EngineEvent, ReleaseReason, RunCost, RunOrigin, RunState, RunUsage, RunView, SensorSummary, StateName } from "../types";
 
 export const STATE_ORDER: readonly StateName[] = [
   "pending_review",
@@ -291,7 +291,7 @@ export function workspacesOf(runs: Iterable<RunView>): readonly string[] {
 /** `attention`: the engine's default order (needs-you first, longest waiting
  * first, then by state, then the most recent change), by the rank each row
  * carries; every other key sorts by that column. */
-export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors";
+export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors" | "cost";
 export type SortDir = "asc" | "desc";
 export interface Sort {
   key: SortKey;
@@ -332,7 +332,70 @@ const COMPARE: Record<Exclude<SortKey, "attention">, (a: RunView, b: RunView) =>
   // Ascending: the longest wait (the oldest state change) first.
   waiting: (a, b) => a.state_since - b.state_since,
   sensors: (a, b) => sensorKey(a) - sensorKey(b),
+  // Ascending: the cheapest first; runs with no reported cost last.
+  cost: (a, b) => costKey(a) - costKey(b),
 };
+
+function costKey(r: RunView): number {
+  return r.usage?.cost?.amount ?? Number.POSITIVE_INFINITY;
+}
+
+// ---------------------------------------------------------------------------
+// Cost (as the agent reported it: the engine kept only figures that can be
+// true)
+
+/** A cost as people read it: `0.25 USD`, four decimals below one cent (as
+ * the CLI prints it). */
+export function formatCost(cost: RunCost): string {
+  const digits = cost.amount > 0 && cost.amount < 0.01 ? 4 : 2;
+  return `${cost.amount.toFixed(digits)} ${cost.currency}`;
+}
+
+export interface CostCell {
+  /** The cost, or `—` before the agent reported one. */
+  text: string;
+  /** The cost, its budget and the context used, in words. */
+  title: string;
+  /** The budget is reached (the run is held before its next turn). */
+  over: boolean;
+}
+
+/** The fleet row's and the run page's cost: the cumulative cost, and the
+ * context window used as a fraction. */
+export function costCell(run: RunView): CostCell {
+  const usage = run.usage ?? null;
+  const cost = usage?.cost ?? null;
+  const budget = run.max_cost ?? null;
+  const parts: string[] = [];
+  if (cost) parts.push(`Cost so far: ${formatCost(cost)}`);
+  if (budget !== null) parts.push(`budget ${budget}${cost ? ` ${cost.currency}` : ""}`);
+  if (usage) parts.push(`context ${contextShare(usage)} used (${usage.used} of ${usage.size} tokens)`);
+  return {
+    text: cost ? formatCost(cost) : "—",
+    title: parts.length ? parts.join("; ") : "No cost reported by the agent",
+    over: cost !== null && budget !== null && cost.amount >= budget,
+  };
+}
+
+/** The share of the context window in use, as a percentage (`—` when the
+ * agent reported no window size). */
+export function contextShare(usage: RunUsage): string {
+  return usage.size > 0 ? `${Math.round((usage.used * 100) / usage.size)}%` : "—";
+}
+
+/** What `runs` cost together, one total per currency, in the order each
+ * currency first appears (amounts in different currencies never add up). */
+export function costTotals(runs: Iterable<RunView>): RunCost[] {
+  const totals: RunCost[] = [];
+  for (const r of runs) {
+    const c = r.usage?.cost;
+    if (!c) continue;
+    const t = totals.find((x) => x.currency === c.currency);
+    if (t) t.amount += c.amount;
+    else totals.push({ amount: c.amount, currency: c.currency });
+  }
+  return totals;
+}
 
 /** The order of a sort as a comparator. It is total (ties break by id), so
  * a row's place in a sorted array can be found by binary search. */

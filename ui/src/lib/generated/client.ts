@@ -99,6 +99,12 @@ export interface Operations {
   /** Set (or with null remove) the supervisor policy at a scope. */
   setSupervisor(scope: Scope, policy: SupervisorPolicy | null): Promise<PolicyStatus>;
   /**
+   * Set (or with null remove) the budget at a scope: the most
+   * each run may cost (in the currency its agent reports)
+   * before it is paused at its next turn.
+   */
+  setMaxCost(scope: Scope, maxCost: number | null): Promise<number | null>;
+  /**
    * Rules as typed, parsed by the engine: a rule that is not one
    * is a typed `invalid_input` naming it.
    */
@@ -198,6 +204,7 @@ export function operations(invoke: Invoke): Operations {
     setWorkspaceChecks: (workspace, sensors, autoAdvance) => invoke<Workspace>("set_workspace_checks", { workspace, sensors, autoAdvance }),
     supervisorStatus: (scope) => invoke<PolicyStatus>("supervisor_status", { scope }),
     setSupervisor: (scope, policy) => invoke<PolicyStatus>("set_supervisor", { scope, policy }),
+    setMaxCost: (scope, maxCost) => invoke<number | null>("set_max_cost", { scope, maxCost }),
     setPermissions: (scope, rules) => invoke<RuleSet>("set_permissions", { scope, rules }),
     checkSettings: (change) => invoke<Array<FieldError>>("check_settings", { change }),
     notificationSettings: () => invoke<NotificationSettings>("notification_settings"),
@@ -226,6 +233,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "send_message",
   "set_workspace_checks",
   "set_supervisor",
+  "set_max_cost",
   "set_permissions",
   "set_notification_settings",
   "pair_device",

@@ -232,7 +232,7 @@ export type DecisionTable = "gates" | "gate_decisions" | "decisions";
 
 export type DeliveryStatus = "pending" | "delivered" | "failed";
 
-export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood";
+export type DeviationCause = "turn_failed" | "mode_breach" | "merge_failed" | "flood" | "budget";
 
 export type DeviationChoice = "retry" | "replan" | "stop";
 
@@ -639,6 +639,8 @@ diff: boolean,
  */
 steer: boolean, };
 
+export type RunCost = { amount: number, currency: string, };
+
 export type RunDiff = { files: Array<FileChange>, diff: string, 
 /**
  * The diff's files that other tools run or load on their own, with
@@ -670,6 +672,20 @@ decision_problems: Array<DecisionMismatch>,
  * Every record verifies and every decision row is backed.
  */
 verified: boolean, };
+
+export type RunUsage = { 
+/**
+ * Tokens in the agent's context now.
+ */
+used: number, 
+/**
+ * The context window's size in tokens.
+ */
+size: number, 
+/**
+ * The session's cumulative cost, when the agent reports one.
+ */
+cost?: RunCost | null, };
 
 export type RunView = { id: RunId, task_id: TaskId, task_title: string, workspace: string, agent: string, state: RunState, 
 /**
@@ -719,7 +735,17 @@ session?: ExternalSession | null,
  * run page and the keyboard show exactly these, and the engine refuses
  * the rest.
  */
-actions: RunActions, };
+actions: RunActions, 
+/**
+ * The agent's latest report of its context and cumulative cost
+ * (untrusted figures, checked to be possible), once it sent one.
+ */
+usage?: RunUsage | null, 
+/**
+ * The budget this run's cost is held to (its task's `max_cost`, else
+ * its workspace's), when one is set.
+ */
+max_cost?: number | null, };
 
 export type RunsHead = { rows: Array<RunView>, total: number, counts: FleetCounts, };
 
@@ -925,7 +951,12 @@ question_timeout_seconds?: number,
 /**
  * Replaces the workspace's retry policy for this task.
  */
-retry?: RetryPolicy, };
+retry?: RetryPolicy, 
+/**
+ * The most this task's runs may cost each (in the currency their agent
+ * reports): reaching it pauses the run. Replaces the workspace's.
+ */
+max_cost?: number, };
 
 export type ToolCallChoice = "yes" | "always" | "no";
 
@@ -1080,4 +1111,9 @@ supervisor?: SupervisorPolicy | null,
 /**
  * Unattended retries of a failed step (off when absent).
  */
-retry?: RetryPolicy, };
+retry?: RetryPolicy, 
+/**
+ * The most each run of the workspace may cost (in the currency its
+ * agent reports), unless its task sets its own: reaching it pauses the run.
+ */
+max_cost?: number, };
