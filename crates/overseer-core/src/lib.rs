@@ -70,7 +70,8 @@ pub use run::{
 };
 pub use session::{RunOrigin, SessionAnswer, SessionAsk, SessionRef};
 pub use tool::{ToolCallStatus, ToolKind};
-pub use usage::{cost_totals, format_cost, RunCost, RunUsage};
+pub use usage::{format_cost, RunCost, RunUsage};
+pub use view::cost_totals;
 pub use view::{
     ActivityView, EngineEvent, GateView, PendingGate, RunActions, RunView, SensorResult,
     SensorSummary,

@@ -77,22 +77,6 @@ pub fn over_budget(usage: &RunUsage, budget: f64) -> bool {
     usage.cost.as_ref().is_some_and(|c| c.amount >= budget)
 }
 
-/// What `runs` cost together, one total per currency (in the order each
-/// currency first appears): amounts in different currencies never add up.
-pub fn cost_totals<'a>(runs: impl IntoIterator<Item = &'a crate::RunView>) -> Vec<RunCost> {
-    let mut totals: Vec<RunCost> = Vec::new();
-    for cost in runs
-        .into_iter()
-        .filter_map(|r| r.usage.as_ref()?.cost.as_ref())
-    {
-        match totals.iter_mut().find(|t| t.currency == cost.currency) {
-            Some(t) => t.amount += cost.amount,
-            None => totals.push(cost.clone()),
-        }
-    }
-    totals
-}
-
 /// A cost as people read it: `0.25 USD` (two decimals; four below one cent).
 pub fn format_cost(cost: &RunCost) -> String {
     if cost.amount > 0.0 && cost.amount < 0.01 {

@@ -344,6 +344,22 @@ pub fn sensor_summary(results: &[SensorRun]) -> Option<SensorSummary> {
     })
 }
 
+/// What `runs` cost together, one total per currency (in the order each
+/// currency first appears): amounts in different currencies never add up.
+pub fn cost_totals<'a>(runs: impl IntoIterator<Item = &'a RunView>) -> Vec<crate::usage::RunCost> {
+    let mut totals: Vec<crate::usage::RunCost> = Vec::new();
+    for cost in runs
+        .into_iter()
+        .filter_map(|r| r.usage.as_ref()?.cost.as_ref())
+    {
+        match totals.iter_mut().find(|t| t.currency == cost.currency) {
+            Some(t) => t.amount += cost.amount,
+            None => totals.push(cost.clone()),
+        }
+    }
+    totals
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
