@@ -12,6 +12,10 @@ use std::sync::Arc;
 /// The cookie that carries a paired browser's credential.
 pub const COOKIE: &str = "overseer_device";
 
+/// How long a browser keeps its device cookie: 400 days, the longest
+/// Chromium keeps any cookie. Revocation, not expiry, ends a pairing.
+const MAX_AGE: u32 = 400 * 24 * 60 * 60;
+
 /// The device credential the request carries, if any.
 pub fn credential(headers: &HeaderMap) -> Option<String> {
     headers
@@ -54,10 +58,12 @@ pub async fn pair(engine: &Arc<Engine>, code: String) -> Result<(DeviceView, Str
 
 /// The `Set-Cookie` of a new device: sent back only to this server, over
 /// TLS or to localhost (`Secure`), never readable by scripts (`HttpOnly`),
-/// never sent from another site (`SameSite=Strict`).
+/// never sent from another site (`SameSite=Strict`), kept across browser
+/// restarts for 400 days (browsers' own cap): a phone stays paired until
+/// the owner revokes it, not until its browser is closed.
 pub fn set_cookie(credential: &str) -> Result<HeaderValue, ApiError> {
     HeaderValue::from_str(&format!(
-        "{COOKIE}={credential}; HttpOnly; Secure; SameSite=Strict; Path=/"
+        "{COOKIE}={credential}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age={MAX_AGE}"
     ))
     .map_err(|e| ApiError::new(ErrorCode::Internal, format!("credential: {e}")))
 }

@@ -25,7 +25,13 @@ fn pair(s: &Served, person: &str, name: &str) -> (String, Value) {
         .iter()
         .find(|c| c.starts_with("overseer_device="))
         .unwrap_or_else(|| panic!("no device cookie: {a:?}"));
-    for attribute in ["HttpOnly", "Secure", "SameSite=Strict", "Path=/"] {
+    for attribute in [
+        "HttpOnly",
+        "Secure",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=34560000",
+    ] {
         assert!(
             cookie.split("; ").any(|a| a == attribute),
             "{attribute} in {cookie}"
@@ -86,9 +92,10 @@ fn after_pairing_a_decision_through_the_web_is_recorded_as_the_devices_person() 
         .expect("ana's phone");
     assert_eq!(
         decision.actor,
-        Actor::User(ana.person.clone()),
-        "recorded as the device's person"
+        ana.actor(),
+        "recorded as the device's person, through the device"
     );
+    assert_eq!(decision.actor.to_string(), "user:ana");
     assert_eq!(ana.actor().user_name(), Some("ana"));
     assert!(
         matches!(s.engine.verify_audit(), Ok(Ok(_))),
