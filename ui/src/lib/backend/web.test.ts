@@ -9,6 +9,7 @@ import { demoBackend, MockBackend } from "./mock";
 import { Gates } from "../inbox/gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
 import { LiveValue } from "../live.svelte";
+import { readNowAndOnResync } from "../settings/submit.svelte";
 import type { EngineEvent, GateView } from "../types";
 
 /** `decide_gate` -> `decideGate`. */
@@ -252,6 +253,40 @@ describe("the web backend", () => {
     await flush();
     expect(states).toEqual(["down", "resyncing (restarted)", "live"]);
     expect(gates.pending.has(plan.id)).toBe(false);
+  });
+
+  it("reads a Settings section's value again after an engine restart", async () => {
+    const server = new FakeServer();
+    const backend = webBackend(server.deps());
+    // The page's live stores hold the socket open.
+    const unsubscribe = backend.subscribe(() => {});
+    const seen: string[][] = [];
+    const stop = readNowAndOnResync(backend.link, () =>
+      backend.notificationSettings().then((s) => seen.push([...s.muted])),
+    );
+    await flush();
+    server.accept();
+    await flush();
+    expect(seen).toEqual([[]]);
+    // Muted from another client while this browser was away: never pushed.
+    server.socket!.drop();
+    const settings = await server.engine.notificationSettings();
+    await server.engine.setNotificationSettings({ ...settings, muted: ["run_failed"] });
+    server.engineId = "engine-2";
+    server.advance(BACKOFF[0]!);
+    await flush();
+    server.accept();
+    await flush();
+    expect(seen).toEqual([[], ["run_failed"]]);
+    expect(backend.link.state.status).toBe("live");
+    stop();
+    server.socket!.drop();
+    server.advance(BACKOFF[0]!);
+    await flush();
+    server.accept();
+    await flush();
+    expect(seen).toHaveLength(2);
+    (await unsubscribe)();
   });
 
   it("keeps events that come during the resync and applies them after the reread", async () => {

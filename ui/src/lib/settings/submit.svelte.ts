@@ -3,6 +3,7 @@
 // engine's typed error ({code, message}); problems found before sending show
 // as a list and nothing is sent.
 import { toApiError } from "../backend/errors";
+import type { Link } from "../backend/backend";
 import type { ApiError } from "../types";
 import type { FieldError } from "./validate";
 
@@ -70,4 +71,16 @@ export class Submission {
       return null;
     }
   }
+}
+
+/**
+ * For a section that reads its value once when shown (notification
+ * settings, the agents, the webhooks): reads it now, and again after each
+ * reconnection of a browser's link to the engine (a dropped connection, a
+ * restarted engine), since what changed meanwhile was never pushed. Returns
+ * the stop, for the section's teardown.
+ */
+export function readNowAndOnResync(link: Link | undefined, read: () => Promise<unknown>): () => void {
+  void read();
+  return link?.onResync(read) ?? (() => {});
 }
