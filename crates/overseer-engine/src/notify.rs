@@ -292,15 +292,17 @@ pub(crate) fn notification_for(
 ) -> Option<Notification> {
     let task = run.task_title.clone();
     let ask = opened.map(|g| g.ask_kind);
+    // Whether the gate just opened is the engine pausing the run for `cause`.
+    let paused_for = |opened: Option<&overseer_core::GateView>, cause| {
+        opened.is_some_and(
+            |g| matches!(&g.body, overseer_core::GateBody::Deviation(d) if d.cause == cause),
+        )
+    };
     match event {
         // A run paused for flooding: its one notification, a security
         // event (it cannot be muted), not one more "hit a problem".
         EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you
-                && opened.is_some_and(|g| {
-                    matches!(&g.body, overseer_core::GateBody::Deviation(d)
-                        if d.cause == overseer_core::DeviationCause::Flood)
-                }) =>
+            if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Flood) =>
         {
             Some(Notification {
                 kind: NotificationKind::SecurityEvent,
@@ -312,11 +314,7 @@ pub(crate) fn notification_for(
         }
         // A run paused at its budget: says so, with what it cost.
         EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you
-                && opened.is_some_and(|g| {
-                    matches!(&g.body, overseer_core::GateBody::Deviation(d)
-                        if d.cause == overseer_core::DeviationCause::Budget)
-                }) =>
+            if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Budget) =>
         {
             Some(Notification {
                 kind: NotificationKind::AgentQuestionBlocking,
