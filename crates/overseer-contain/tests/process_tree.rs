@@ -25,10 +25,13 @@ fn script(dir: &Path, body: &str) -> AgentSpec {
         args: vec![path.to_string_lossy().into_owned()],
         env: vec![("PROFILE_VAR".into(), "from-profile".into())],
         cwd: dir.to_owned(),
+        // Unique per test: stopping one test's agent kills every process
+        // carrying its marker, so a shared marker would kill the others'.
         marker: format!(
             "overseer-test-{}-{}",
             std::process::id(),
-            dir.display().to_string().len()
+            dir.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         ),
         sandbox: None,
         cgroup: None,
