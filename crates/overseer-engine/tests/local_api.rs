@@ -152,11 +152,19 @@ async fn malformed_lines_get_a_typed_error_and_the_connection_stays_usable() {
         .write_all(b"{not json\n\xff\xfe\n{\"id\":2,\"method\":\"explode\"}\n{\"id\":3,\"method\":\"ping\"}\n")
         .await
         .expect("write");
+    let mut ids = Vec::new();
     for _ in 0..3 {
         let l = lines.next_line().await.expect("read").expect("line");
         let v: serde_json::Value = serde_json::from_str(&l).expect("json");
         assert_eq!(v["error"]["code"], "invalid_input", "{l}");
+        ids.push(v["id"].clone());
     }
+    // An unknown method names its id: the client waiting on call 2 hears
+    // why; only lines with no readable id are answered without one.
+    assert_eq!(
+        ids,
+        [serde_json::Value::Null, serde_json::Value::Null, 2.into()]
+    );
     let l = lines.next_line().await.expect("read").expect("line");
     assert_eq!(l, r#"{"id":3,"result":"pong"}"#);
     r.server.abort();

@@ -480,7 +480,17 @@ where
                 ErrorCode::InvalidInput,
                 format!("malformed request ({e}); expected {{\"id\": N, \"method\": ..., \"params\": ...}}"),
             );
-            write_line(write, &ServerLine::Error { id: None, error }).await?;
+            // A request that names its id (an unknown method, a wrong
+            // parameter) is answered on that id, so a client waiting on it
+            // hears why; only unreadable JSON gets an answer with no id.
+            let id = serde_json::from_slice::<serde_json::Value>(line.trim_ascii_end())
+                .ok()
+                .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
+            let line = match id {
+                Some(id) => ServerLine::reply(id, Err(error)),
+                None => ServerLine::Error { id: None, error },
+            };
+            write_line(write, &line).await?;
             Ok(Next::Skipped)
         }
     }
