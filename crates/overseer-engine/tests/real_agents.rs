@@ -12,8 +12,9 @@ mod real;
 
 use common::git;
 use overseer_core::agent::PlanStrategy;
-use overseer_core::{Actor, GateKind, ReleaseReason, RunState};
-use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};
+use overseer_core::{Actor, DeviationCause, GateBody, GateKind, ReleaseReason, RunState};
+use overseer_engine::{Engine, LogNotifier, Paths, Scope, SystemClock};
+use overseer_store::WorkspaceSettings;
 use real::*;
 use serde_json::Value;
 use std::process::Command;
@@ -129,6 +130,89 @@ async fn claude_plans_in_its_plan_mode_edits_when_asked_and_merges() {
     assert!(log.contains(&format!("Merge run {run}")), "{log}");
     assert!(read(&r.w.repo.join("README.md")).contains("described better by the plan"));
     assert!(r.engine().verify_audit().expect("read").is_ok());
+    r.done();
+}
+
+/// Claude Code's own cost report (claude-agent-acp's `usage_update` at each
+/// turn's result, priced by Claude Code from the model server's token
+/// counts) lands on the run, and a workspace budget below it holds the run
+/// before its first step's turn: no step prompt reaches the model until
+/// the user raises the budget and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claudes_reported_cost_is_the_runs_and_its_budget_holds_the_next_step() {
+    let r = real_world_with(
+        "claude cost",
+        Adapter::Claude,
+        "engine-plan-edit.json",
+        Setup {
+            env: &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+            workspace: WorkspaceSettings {
+                max_cost: Some(0.000_001),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .await;
+    let run = r.start("Describe the project better", None);
+    let plan = r.gate(run, &[GateKind::Plan]).await;
+    r.decide(&plan, "approve", None);
+
+    // The planning turn's cost is over the budget: a budget gate, before
+    // step 1's prompt.
+    let held = r.gate(run, &[GateKind::Deviation]).await;
+    assert!(
+        matches!(&held.body, GateBody::Deviation(d) if d.cause == DeviationCause::Budget),
+        "{held:?}\n{}",
+        r.dump(run)
+    );
+    let view = r.engine().run(run).expect("run");
+    let usage = view.usage.clone().expect("Claude reported its usage");
+    let cost = usage.cost.clone().expect("Claude reported a cost");
+    assert_eq!(cost.currency, "USD");
+    assert!(cost.amount > 0.0, "{usage:?}");
+    assert!(usage.used > 0 && usage.used <= usage.size, "{usage:?}");
+    assert!(
+        !r.server
+            .inputs()
+            .iter()
+            .any(|l| l.contains("Carry out step 1")),
+        "step 1 was prompted past the budget"
+    );
+    assert_eq!(
+        view.state,
+        RunState::Running,
+        "the agent is held, not stopped"
+    );
+
+    // Raised, the run goes on: both steps, the edit asked, then review.
+    r.engine()
+        .set_max_cost(
+            &Scope {
+                workspace: "proj".into(),
+                task: None,
+            },
+            Some(100.0),
+            &Actor::cli(),
+        )
+        .expect("raise the budget");
+    r.decide(&held, "retry", None);
+    let edit = r.gate(run, &[GateKind::ToolCall]).await;
+    r.decide(&edit, "yes", None);
+    r.gate(run, &[GateKind::MergeReview]).await;
+    let after = r
+        .engine()
+        .run(run)
+        .expect("run")
+        .usage
+        .and_then(|u| u.cost)
+        .expect("cost");
+    assert!(
+        after.amount > cost.amount,
+        "each step's turn adds to the cost: {} then {}",
+        cost.amount,
+        after.amount
+    );
     r.done();
 }
 
