@@ -106,10 +106,27 @@ pub fn runs_table(runs: &[RunView], now: i64) -> String {
     }
     let totals = cost_totals(runs);
     if !totals.is_empty() {
-        let each: Vec<String> = totals.iter().map(|c| inert(&format_cost(c))).collect();
-        let _ = writeln!(out, "total cost of these runs: {}", each.join(", "));
+        let _ = writeln!(out, "total cost of these runs: {}", costs(&totals));
+    }
+    // Per workspace too, once the runs shown span more than one.
+    let mut workspaces: Vec<&str> = runs.iter().map(|r| r.workspace.as_str()).collect();
+    workspaces.sort_unstable();
+    workspaces.dedup();
+    if workspaces.len() > 1 {
+        for w in workspaces {
+            let totals = cost_totals(runs.iter().filter(|r| r.workspace == w));
+            if !totals.is_empty() {
+                let _ = writeln!(out, "  in {}: {}", inert(w), costs(&totals));
+            }
+        }
     }
     out
+}
+
+/// Totals per currency, as people read them: `0.75 USD, 3.00 credits`.
+fn costs(totals: &[overseer_core::RunCost]) -> String {
+    let each: Vec<String> = totals.iter().map(|c| inert(&format_cost(c))).collect();
+    each.join(", ")
 }
 
 pub fn run_detail(r: &RunView, now: i64) -> String {
@@ -541,6 +558,18 @@ mod tests {
         );
         assert!(
             table.ends_with("total cost of these runs: 0.75 USD, 3.00 credits\n"),
+            "{table}"
+        );
+        // Runs of two workspaces: each workspace's total after the whole.
+        let mut other = run(5, Some((1.0, "USD")));
+        other.workspace = "api".into();
+        let mut two = runs.to_vec();
+        two.push(other);
+        let table = runs_table(&two, 0);
+        assert!(
+            table.ends_with(
+                "total cost of these runs: 1.75 USD, 3.00 credits\n  in api: 1.00 USD\n  in w: 0.75 USD, 3.00 credits\n"
+            ),
             "{table}"
         );
         let detail = run_detail(&runs[0], 0);

@@ -309,6 +309,12 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub explain: Option<String>,
+    /// What the step's turns cost (the agent's cumulative cost at the
+    /// step's end less at its start), when the agent reports a cost and
+    /// the step's start was seen by this engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cost: Option<crate::usage::RunCost>,
 }
 
 /// One sensor's result in a [`StepRecord`].

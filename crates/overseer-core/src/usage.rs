@@ -77,6 +77,23 @@ pub fn over_budget(usage: &RunUsage, budget: f64) -> bool {
     usage.cost.as_ref().is_some_and(|c| c.amount >= budget)
 }
 
+/// What was spent between two readings of a cumulative cost: `now` less
+/// `before` (nothing reported before counts as nothing spent). None when
+/// nothing is reported now or the currency changed in between (no sum can
+/// be told).
+pub fn cost_since(before: Option<&RunCost>, now: Option<&RunCost>) -> Option<RunCost> {
+    let now = now?;
+    let spent_before = match before {
+        None => 0.0,
+        Some(b) if b.currency == now.currency => b.amount,
+        Some(_) => return None,
+    };
+    Some(RunCost {
+        amount: (now.amount - spent_before).max(0.0),
+        currency: now.currency.clone(),
+    })
+}
+
 /// A cost as people read it: `0.25 USD` (two decimals; four below one cent).
 pub fn format_cost(cost: &RunCost) -> String {
     if cost.amount > 0.0 && cost.amount < 0.01 {
@@ -89,6 +106,28 @@ pub fn format_cost(cost: &RunCost) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn usd(amount: f64) -> RunCost {
+        RunCost {
+            amount,
+            currency: "USD".into(),
+        }
+    }
+
+    #[test]
+    fn a_steps_cost_is_what_was_spent_since_it_started() {
+        assert_eq!(
+            cost_since(Some(&usd(0.25)), Some(&usd(0.75))),
+            Some(usd(0.5))
+        );
+        assert_eq!(cost_since(None, Some(&usd(0.5))), Some(usd(0.5)));
+        assert_eq!(cost_since(Some(&usd(0.5)), None), None);
+        let credits = RunCost {
+            amount: 3.0,
+            currency: "credits".into(),
+        };
+        assert_eq!(cost_since(Some(&usd(0.5)), Some(&credits)), None);
+    }
 
     fn usage(used: u64, cost: Option<(f64, &str)>) -> RunUsage {
         RunUsage {

@@ -110,6 +110,25 @@ async fn each_run_carries_its_reported_cost_and_the_fleet_total_adds_up() {
         }
     }
     assert_eq!(seen, vec![0.25, 0.5]);
+    // Each step's record on the timeline says what that step cost.
+    let steps: Vec<(u32, Option<RunCost>)> = w
+        .engine
+        .activity(first, 0)
+        .expect("activity")
+        .iter()
+        .filter(|a| a.kind() == "step_finished")
+        .map(|a| {
+            let p = a.payload();
+            (
+                p["step"]
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(0),
+                serde_json::from_value(p["cost"].clone()).ok(),
+            )
+        })
+        .collect();
+    assert_eq!(steps, [(1, usd(0.25)), (2, usd(0.25))]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

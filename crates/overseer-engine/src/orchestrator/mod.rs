@@ -407,6 +407,7 @@ async fn drive(engine: &Arc<Engine>, run: RunId, start: Start) -> Result<(), Api
                     retries,
                     reorients,
                     guidance,
+                    cost_from: None,
                 };
                 match execute(
                     engine,

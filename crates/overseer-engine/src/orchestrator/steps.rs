@@ -20,6 +20,7 @@ use overseer_core::supervision::{
     after_reorient_limit, correction_prompt, pause_outcome, weighs_step, PauseOutcome,
     SupervisorPolicy, Verdict,
 };
+use overseer_core::usage::{cost_since, RunCost};
 use overseer_core::{
     Actor, ApiError, DeviationCause, DeviationChoice, DeviationGate, ErrorCode, GateBody,
     GateDecision, GateKind, GateOption, GateView, RunEvent, RunId, StepRecord, StepReviewChoice,
@@ -48,6 +49,10 @@ pub(super) struct Steps {
     pub(super) reorients: u32,
     /// The user's (or the last failure's) words for the next turn.
     pub(super) guidance: String,
+    /// The step whose cost is being counted and the run's cumulative cost
+    /// when its first turn began (not kept across a restart: a step under
+    /// way then has no cost of its own on record).
+    pub(super) cost_from: Option<(usize, Option<RunCost>)>,
 }
 
 impl Steps {
@@ -222,6 +227,9 @@ pub(super) async fn step_turn(
             format!("{}\n{feedback}", work.prompt).trim().to_owned()
         }
         None => {
+            if at.cost_from.as_ref().map(|(i, _)| *i) != Some(index) {
+                at.cost_from = Some((index, run_cost(engine, run)));
+            }
             engine.record_activity_or_warn(
                 run,
                 Activity::StepStarted {
@@ -474,6 +482,12 @@ async fn step_done(
             tail(&f.output, 4000)
         )));
     }
+    let cost = match &at.cost_from {
+        Some((i, before)) if *i == index => {
+            cost_since(before.as_ref(), run_cost(engine, run).as_ref())
+        }
+        _ => None,
+    };
     let step = FinishedStep {
         plan,
         sensors: &results,
@@ -481,6 +495,7 @@ async fn step_done(
         retries: at.retries,
         number: u32::try_from(index + 1).unwrap_or(u32::MAX),
         transcript,
+        cost,
     };
     let mut reorients = at.reorients;
     let next = weigh_step(engine, work, turn, &step, &mut reorients).await?;
@@ -496,6 +511,12 @@ pub(super) struct FinishedStep<'a> {
     retries: u32,
     number: u32,
     transcript: String,
+    cost: Option<RunCost>,
+}
+
+/// The run's cumulative cost as its agent last reported it.
+fn run_cost(engine: &Engine, run: RunId) -> Option<RunCost> {
+    engine.run(run).ok()?.usage?.cost
 }
 
 /// What happens after a step is weighed.
@@ -597,6 +618,7 @@ fn evidence_of(turn: &Mutex<Turn>, step: &FinishedStep<'_>) -> (StepEvidence, St
         summary: tail(&step.transcript, 2000),
         confidence: None,
         explain: None,
+        cost: step.cost.clone(),
     };
     (evidence, record)
 }

@@ -7,7 +7,7 @@ import { render } from "svelte/server";
 import RunHeader from "./RunHeader.svelte";
 import RunRow from "../fleet/RunRow.svelte";
 import { Fleet } from "../../lib/fleet/fleet.svelte";
-import { costCell, costTotals, formatCost } from "../../lib/fleet/fleet";
+import { costBreakdown, costCell, costTotals, formatCost } from "../../lib/fleet/fleet";
 import { demoBackend } from "../../lib/backend/mock";
 import type { RunView } from "../../lib/types";
 
@@ -65,5 +65,14 @@ describe("a run's cost", () => {
     expect(formatCost({ amount: 0.0042, currency: "USD" })).toBe("0.0042 USD");
     expect(costCell(costing(a, 1.5, "USD", 1)).over).toBe(true);
     expect(costCell(costing(a, 0.5, "USD", 1)).over).toBe(false);
+  });
+
+  it("breaks the total down per workspace once the runs shown span several", async () => {
+    const fleet = await started();
+    const a = { ...costing(fleet.rows.get(1)!, 0.5), workspace: "web" };
+    const b = { ...costing(fleet.rows.get(2)!, 0.25), workspace: "api" };
+    const c = { ...costing(fleet.rows.get(3)!, 3, "credits"), workspace: "web" };
+    expect(costBreakdown([a, b, c]).split("\n").slice(1)).toEqual(["api: 0.25 USD", "web: 0.50 USD + 3.00 credits"]);
+    expect(costBreakdown([a, c]).split("\n")).toHaveLength(1);
   });
 });

@@ -397,6 +397,20 @@ export function costTotals(runs: Iterable<RunView>): RunCost[] {
   return totals;
 }
 
+/** What `runs` cost, in words for the fleet's total: the whole, then each
+ * workspace's total when the runs span more than one. */
+export function costBreakdown(runs: readonly RunView[]): string {
+  const lines = ["What the runs shown cost together, as their agents reported it"];
+  const workspaces = [...new Set(runs.map((r) => r.workspace))].sort();
+  if (workspaces.length > 1) {
+    for (const w of workspaces) {
+      const totals = costTotals(runs.filter((r) => r.workspace === w));
+      if (totals.length > 0) lines.push(`${w}: ${totals.map(formatCost).join(" + ")}`);
+    }
+  }
+  return lines.join("\n");
+}
+
 /** The order of a sort as a comparator. It is total (ties break by id), so
  * a row's place in a sorted array can be found by binary search. */
 export function comparator(sort: Sort = DEFAULT_SORT): (a: RunView, b: RunView) => number {

@@ -851,7 +851,13 @@ confidence?: number,
 /**
  * How the score came about, in words.
  */
-explain?: string, };
+explain?: string, 
+/**
+ * What the step's turns cost (the agent's cumulative cost at the
+ * step's end less at its start), when the agent reports a cost and
+ * the step's start was seen by this engine.
+ */
+cost?: RunCost, };
 
 export type StepReviewChoice = "proceed" | "stop";
 

@@ -124,6 +124,9 @@ describe("describe", () => {
       text: "one retry used",
       tone: "attention",
     });
+    expect(describeEntry(a("step_finished", step({ step: 1, confidence: 0.9, cost: { amount: 0.0123, currency: "USD" } }))).title).toBe(
+      "Step 1 finished, confidence 0.90, cost 0.01 USD",
+    );
     expect(describeEntry(a("verdict", { verdict: "reorient", text: "off scope", correction: "stay in src/" }))).toMatchObject({
       title: "Supervisor: REORIENT",
       text: "off scope\nCorrection: stay in src/",

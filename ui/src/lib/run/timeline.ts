@@ -8,6 +8,7 @@
 // shown as text.
 import type { Activity, ActivityView, JsonValue, MessageTo, MessageView, PlanProposal, PlanSource, ProgressEntry } from "../types";
 import { planSourceOf } from "../plan/source";
+import { formatCost } from "../fleet/fleet";
 
 export type Tone = "neutral" | "good" | "bad" | "attention" | "info";
 
@@ -217,8 +218,9 @@ export function describe(e: ActivityView): TimelineItem {
     }
     case "step_finished": {
       const conf = e.payload.confidence ?? null;
+      const cost = e.payload.cost ? `, cost ${formatCost(e.payload.cost)}` : "";
       return item(e, {
-        title: `Step ${e.payload.step} finished${conf === null ? "" : `, confidence ${conf.toFixed(2)}`}`,
+        title: `Step ${e.payload.step} finished${conf === null ? "" : `, confidence ${conf.toFixed(2)}`}${cost}`,
         text: e.payload.explain ?? null,
         tone: conf === null ? "neutral" : conf >= 0.8 ? "good" : conf >= 0.5 ? "attention" : "bad",
       });
