@@ -1,6 +1,6 @@
 // The Settings page in the real window, against the real engine it embeds:
 // muting a notification kind really stops its OS notifications (seen on the
-// session bus) while other kinds still fire; a supervisor policy, sensors and
+// session bus) while other kinds still fire; a supervisor policy, sensors, a budget and
 // permission rules set in the page are what the CLI then reads back; a wrong
 // value shows the engine's message under its field as it is typed (a dry
 // run that writes nothing), and a refused save shows the engine's typed
@@ -218,7 +218,7 @@ test("a task override shows what it inherits, saves, and is removed back to the 
   assert.equal(cliJson("supervisor", "status", "--workspace", "web-app", "--task", "1").own, null);
 });
 
-test("sensors, auto-advance and permission rules set in the page are what the CLI reads back", async () => {
+test("sensors, auto-advance, a budget and permission rules set in the page are what the CLI reads back", async () => {
   await choose("workspace-picker", "web");
   const sensors = await driver.findElement(byTest("sensors"));
   assert.equal((await sensors.findElements(By.css('[data-testid="sensor"]'))).length, 0);
@@ -243,6 +243,26 @@ test("sensors, auto-advance and permission rules set in the page are what the CL
   assert.match(await errorOf("workspace"), /the same as sensor 1/);
   assert.deepEqual(workspaceNamed("web").settings.sensors, ["npm test", "cargo clippy -- -D warnings"], "nothing was saved");
   await click(By.css('[data-testid="remove-sensor"][aria-label="Remove check 3"]'));
+
+  // A budget per run: what the CLI reads back; a negative one refused with
+  // the engine's message, text that is no amount refused before sending;
+  // emptied, no budget.
+  await fill(byTest("workspace-budget"), "2.5");
+  await click(byTest("save-budget"));
+  await waitSaved("budget");
+  assert.equal(workspaceNamed("web").settings.max_cost, 2.5);
+  await fill(byTest("workspace-budget"), "-1");
+  await click(byTest("save-budget"));
+  assert.match(await errorOf("budget"), /a budget of -1 cannot be: give an amount above 0/);
+  await fill(byTest("workspace-budget"), "lots");
+  await click(byTest("save-budget"));
+  assert.match(await errorOf("budget"), /“lots” is not an amount/);
+  assert.equal(workspaceNamed("web").settings.max_cost, 2.5, "nothing was saved");
+  // Emptied as a user does (the driver's clear() fires no input event).
+  await (await fill(byTest("workspace-budget"), "x")).sendKeys(Key.BACK_SPACE);
+  await click(byTest("save-budget"));
+  await waitSaved("budget");
+  assert.equal(workspaceNamed("web").settings.max_cost ?? null, null);
 
   await fill(byTest("rules-allow"), "Bash(npm test:*)\nEdit(src/**)");
   await fill(byTest("rules-deny"), "Edit(.env)");
