@@ -63,6 +63,13 @@ impl Verdict {
                 Verdict::Approve | Verdict::Reject | Verdict::Escalate | Verdict::Advise
             ),
             Subject::Step => matches!(self, Verdict::Continue | Verdict::Reorient | Verdict::Pause),
+            // A message an agent sent the supervisor: answered (ADVISE, the
+            // answer goes back to the agent), handed to a human (ESCALATE),
+            // or taken note of (CONTINUE). Never a decision.
+            Subject::Message => matches!(
+                self,
+                Verdict::Continue | Verdict::Advise | Verdict::Escalate
+            ),
         }
     }
 }
@@ -75,6 +82,8 @@ pub enum Subject {
     Gate,
     /// A finished step of a run (the verdicts document's CONTINUE / REORIENT / PAUSE).
     Step,
+    /// A message an agent addressed to the supervisor.
+    Message,
 }
 
 /// How much authority the supervisor has.

@@ -558,6 +558,7 @@ async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: Superv
         run: run.clone(),
         gate: Some(gate.clone()),
         step,
+        message: None,
         policy: policy.clone(),
         allowed_verdicts: Verdict::ALL
             .into_iter()
@@ -705,6 +706,7 @@ pub(crate) async fn evaluate_step(
         run,
         gate: None,
         step: Some(step),
+        message: None,
         policy: policy.clone(),
         allowed_verdicts: Verdict::ALL
             .into_iter()
@@ -847,6 +849,13 @@ impl RulesEvaluator {
                 }
                 o
             }
+            // The rules read no prose: a message to the supervisor is a
+            // human's to answer.
+            (Subject::Message, _) => out(
+                Verdict::Escalate,
+                "rules:message",
+                "the rules supervisor does not read messages: a human answers this one".to_owned(),
+            ),
             (Subject::Gate, None) => out(
                 Verdict::Escalate,
                 "rules:no_gate",
@@ -1351,6 +1360,7 @@ mod tests {
             run,
             gate: Some(gate),
             step: None,
+            message: None,
             policy: SupervisorPolicy::default(),
             allowed_verdicts: Verdict::ALL.to_vec(),
         }

@@ -528,7 +528,9 @@ pub(crate) fn diff_range(work: &RunWork) -> Option<DiffRange> {
     Some(DiffRange { repo, from, to })
 }
 
-fn first_line(text: &str, max: usize) -> String {
+/// The first non-blank line of `text`, trimmed, at most `max` characters
+/// (cut with an ellipsis).
+pub(crate) fn first_line(text: &str, max: usize) -> String {
     let line = text
         .lines()
         .find(|l| !l.trim().is_empty())

@@ -72,6 +72,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         run,
         gate: Some(gate),
         step: None,
+        message: None,
         policy: SupervisorPolicy::default(),
         allowed_verdicts: Verdict::ALL
             .into_iter()

@@ -7,8 +7,12 @@
 use crate::{Engine, NotificationKind};
 use overseer_core::activity::{Activity, MessageEntry};
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
+use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
 use overseer_core::{Actor, ApiError, ErrorCode, RunId};
-use overseer_store::NewMessage;
+use overseer_evaluate::{evaluate_with_timeout, EvaluationRequest};
+use overseer_store::{DecisionInput, NewMessage, RunWork};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Longest message body accepted.
 pub const MAX_BODY: usize = 32 * 1024;
@@ -174,6 +178,159 @@ impl Engine {
             self.record_activity_or_warn(run, Activity::MessageReceived(entry));
         }
         Ok(message)
+    }
+}
+
+/// What the supervisor made of a message an agent sent it.
+enum Reading {
+    /// Its answer for the agent, sent as this supervisor.
+    Answer(String, Actor),
+    /// A human must answer: why.
+    Escalate(String),
+    /// Taken note of; nothing to say.
+    Noted,
+}
+
+impl Engine {
+    /// A message `work`'s agent sent the supervisor, read by the supervisor
+    /// of its run's policy (when one is enabled), in the background: its
+    /// answer goes back to the agent as a message (advice, never a
+    /// permission), or it is handed to the user with a notification. Every
+    /// reading is recorded as the supervisor's decision on the run
+    /// (`message:<id>`); one that cannot be recorded is handed to the user.
+    pub(crate) fn supervisor_reads(self: &Arc<Self>, work: &RunWork, message: &MessageView) {
+        if message.to != MessageTo::Supervisor || message.status != MessageStatus::Delivered {
+            return;
+        }
+        let policy = crate::supervise::policy_of(work);
+        if !policy.enabled {
+            return;
+        }
+        let engine = self.clone();
+        let message = message.clone();
+        let run = work.run_id;
+        self.spawn_cancellable(async move {
+            let reading = engine.read_for_supervisor(run, &policy, &message).await;
+            engine.act_on_reading(run, &message, reading);
+        });
+    }
+
+    async fn read_for_supervisor(
+        &self,
+        run: RunId,
+        policy: &SupervisorPolicy,
+        message: &MessageView,
+    ) -> Reading {
+        let view = match self.run(run) {
+            Ok(v) => v,
+            Err(e) => return Reading::Escalate(e.message),
+        };
+        let req = EvaluationRequest {
+            subject: Subject::Message,
+            run: view,
+            gate: None,
+            step: None,
+            message: Some(message.clone()),
+            policy: policy.clone(),
+            allowed_verdicts: Verdict::ALL
+                .into_iter()
+                .filter(|v| v.fits(Subject::Message))
+                .collect(),
+        };
+        let ev = crate::supervise::evaluator(policy);
+        let actor = Actor::Supervisor(ev.id());
+        let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
+        let (input, reading) = match evaluate_with_timeout(&*ev, &req, timeout).await {
+            Ok(out) => {
+                let answer = out
+                    .correction
+                    .clone()
+                    .filter(|c| !c.trim().is_empty())
+                    .unwrap_or_else(|| out.rationale.clone());
+                let reading = match out.verdict {
+                    Verdict::Advise if check(&answer, None).is_ok() => {
+                        Reading::Answer(answer, actor.clone())
+                    }
+                    Verdict::Advise => Reading::Escalate(
+                        "the supervisor advised with no answer a message can carry".to_owned(),
+                    ),
+                    Verdict::Escalate => Reading::Escalate(out.rationale.clone()),
+                    Verdict::Continue => Reading::Noted,
+                    // Refused as unfit before it gets here; never an answer.
+                    Verdict::Approve | Verdict::Reject | Verdict::Reorient | Verdict::Pause => {
+                        Reading::Escalate(format!("the supervisor answered {:?}", out.verdict))
+                    }
+                };
+                let input = DecisionInput {
+                    verdict: Some(out.verdict),
+                    rationale: Some(out.rationale),
+                    correction: out.correction,
+                    rule_ref: out.rule_ref,
+                    model_id: out.model_id,
+                    prompt_version: out.prompt_version,
+                    confidence: out.confidence,
+                    ..DecisionInput::default()
+                };
+                (input, reading)
+            }
+            Err(e) => {
+                let why = e.to_string();
+                let input = DecisionInput {
+                    verdict: Some(Verdict::Escalate),
+                    rationale: Some(why.clone()),
+                    ..DecisionInput::default()
+                };
+                (input, Reading::Escalate(why))
+            }
+        };
+        let input = DecisionInput {
+            source_event: Some(format!("message:{}", message.id)),
+            ..input
+        };
+        match self.note_decision(run, None, &actor, &input) {
+            Ok(_) => reading,
+            // No answer without its record.
+            Err(e) => Reading::Escalate(format!(
+                "the supervisor's reading could not be recorded ({}), so it is not sent",
+                e.message
+            )),
+        }
+    }
+
+    fn act_on_reading(&self, run: RunId, message: &MessageView, reading: Reading) {
+        let asked = crate::work::first_line(&message.body, 80);
+        match reading {
+            Reading::Answer(answer, supervisor) => {
+                let reply = self.post(
+                    &NewMessage {
+                        from_run: None,
+                        to: MessageTo::Run { run },
+                        body: &answer,
+                        correlation_id: message.correlation_id.as_deref(),
+                        blocked: None,
+                    },
+                    &supervisor,
+                );
+                if let Err(e) = reply {
+                    self.notify_user(
+                        NotificationKind::SupervisorEscalated,
+                        run,
+                        format!("Run {run} asked the supervisor: {asked}"),
+                        format!(
+                            "Its answer could not be sent ({}); answer it yourself.",
+                            e.message
+                        ),
+                    );
+                }
+            }
+            Reading::Escalate(why) => self.notify_user(
+                NotificationKind::SupervisorEscalated,
+                run,
+                format!("Run {run} asked the supervisor: {asked}"),
+                format!("The supervisor hands it to you: {why}"),
+            ),
+            Reading::Noted => {}
+        }
     }
 }
 

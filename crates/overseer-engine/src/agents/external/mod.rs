@@ -239,9 +239,12 @@ impl Engine {
                 to,
                 body,
                 correlation_id,
-            } => Ok(SessionAnswer::Message {
-                message: self.agent_message(work.run_id, &work.agent, to, &body, correlation_id)?,
-            }),
+            } => {
+                let message =
+                    self.agent_message(work.run_id, &work.agent, to, &body, correlation_id)?;
+                self.supervisor_reads(work, &message);
+                Ok(SessionAnswer::Message { message })
+            }
             SessionAsk::ReadMessages { after } => Ok(SessionAnswer::Messages {
                 messages: self.agent_inbox(work.run_id, after)?,
             }),
