@@ -448,14 +448,9 @@ pub(super) fn tool_title(tool: &str, req: &ToolRequest) -> String {
     }
 }
 
+/// The first non-blank line of `s`, at most 120 characters.
 pub(super) fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or_default().trim();
-    if line.chars().count() > 120 {
-        let cut: String = line.chars().take(119).collect();
-        format!("{cut}…")
-    } else {
-        line.to_owned()
-    }
+    crate::work::first_line(s, 120)
 }
 
 /// A reply to a session's notice is steering for its next stop or step, as
