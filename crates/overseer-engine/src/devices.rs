@@ -140,9 +140,31 @@ impl Records {
         Ok(Some(device))
     }
 
-    /// Every paired device, revoked ones too, oldest first.
+    /// Every paired device, revoked ones too, oldest first (as the local
+    /// owner sees them).
     pub fn list_devices(&self) -> Result<Vec<DeviceView>, ApiError> {
         Ok(self.store().devices()?)
+    }
+
+    /// The devices `actor` may see: every one for the local owner (the
+    /// window, the CLI); a person through a device sees only their own
+    /// person's devices (which other people have paired, and what they
+    /// named them, is the owner's to know). Anyone else is refused.
+    pub fn list_devices_as(&self, actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
+        let all = self.store().devices()?;
+        if actor.is_local_owner() {
+            return Ok(all);
+        }
+        match actor.user_name() {
+            Some(person) => Ok(all.into_iter().filter(|d| d.person == person).collect()),
+            None => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{actor} may not list paired devices: only the owner, or a person asking \
+                     for their own"
+                ),
+            )),
+        }
     }
 
     /// Revokes a device: refused from the moment this returns, and pushed as

@@ -349,3 +349,44 @@ fn the_contract_refuses_a_device_pairing_or_revoking_whatever_carries_it() {
     let revoked = call(revoke_ana, &Actor::cli()).expect("the owner revokes");
     assert!(revoked["revoked_at"].is_number());
 }
+
+#[test]
+fn a_person_through_a_device_lists_only_their_own_devices_the_owner_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_on(dir.path(), TestClock::new());
+    let mut paired = Vec::new();
+    for (person, name) in [("ana", "phone"), ("bo", "laptop"), ("ana", "tablet")] {
+        let code = engine
+            .pair_device(person, name, &Actor::cli())
+            .expect("a code")
+            .code;
+        paired.push(engine.redeem_pairing(&code).expect("paired").device);
+    }
+    let names = |list: Vec<overseer_core::DeviceView>| -> Vec<String> {
+        list.into_iter()
+            .map(|d| format!("{}/{}", d.person, d.name))
+            .collect()
+    };
+    let everyone = ["ana/phone", "bo/laptop", "ana/tablet"];
+    assert_eq!(
+        names(engine.list_devices_as(&Actor::cli()).expect("cli")),
+        everyone
+    );
+    assert_eq!(
+        names(engine.list_devices_as(&Actor::app()).expect("app")),
+        everyone
+    );
+    assert_eq!(
+        names(engine.list_devices_as(&paired[0].actor()).expect("ana")),
+        ["ana/phone", "ana/tablet"]
+    );
+    assert_eq!(
+        names(engine.list_devices_as(&paired[1].actor()).expect("bo")),
+        ["bo/laptop"]
+    );
+    // An agent is no person: refused.
+    let refused = engine
+        .list_devices_as(&Actor::Agent("run-1".into()))
+        .expect_err("an agent");
+    assert_eq!(refused.code, ErrorCode::Forbidden);
+}

@@ -20,7 +20,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use overseer_core::{ApiError, DeviceId, EngineEvent, ErrorCode};
+use overseer_core::{ApiError, DeviceView, EngineEvent, ErrorCode};
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
@@ -82,7 +82,7 @@ pub async fn upgrade(
     ws.max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
+        .on_upgrade(move |socket| pump(socket, bus, device, hello))
 }
 
 /// Why a socket's pump stopped.
@@ -95,7 +95,7 @@ enum Exit {
 async fn pump(
     socket: WebSocket,
     mut bus: broadcast::Receiver<EngineEvent>,
-    device: DeviceId,
+    device: DeviceView,
     hello: Option<Message>,
 ) {
     let (mut sink, mut incoming) = socket.split();
@@ -126,12 +126,17 @@ async fn pump(
         loop {
             match bus.recv().await {
                 Ok(event) => {
-                    if auth::revoked(&event) == Some(device) {
+                    if auth::revoked(&event) == Some(device.id) {
                         let _ = queue.try_send(Message::Close(Some(CloseFrame {
                             code: REVOKED,
                             reason: "this device was revoked".into(),
                         })));
                         return Exit::Revoked;
+                    }
+                    // Another person's devices are the owner's to know.
+                    if matches!(&event, EngineEvent::DeviceChanged { device: d } if d.person != device.person)
+                    {
+                        continue;
                     }
                     let Some(message) = frame(channel, &event) else {
                         continue;

@@ -230,7 +230,7 @@ fn a_revoked_device_is_refused_at_once_and_its_socket_closed_with_4401() {
     let e = s.socket(Some(&cookie)).expect_err("refused");
     assert_eq!(refused_status(&e), Some(401));
 
-    // Another device is unaffected: it is told of the change and still served.
+    // Another device is unaffected: still served.
     assert_eq!(s.call(Some(&other), "list_runs", json!({})).status, 200);
     s.engine
         .send_message(MessageTo::Broadcast, "still here", None, &Actor::cli())
@@ -452,4 +452,44 @@ fn pairing_codes_name_the_address_while_it_serves_and_not_after() {
         s.engine.start_pairing("ana", "phone").expect("code").url,
         None
     );
+}
+
+#[test]
+fn a_paired_browser_lists_and_hears_of_only_its_own_persons_devices() {
+    let s = served();
+    let (ana, _) = pair(&s, "ana", "phone");
+    pair(&s, "bo", "laptop");
+    pair(&s, "ana", "tablet");
+    let a = s.call(Some(&ana), "list_devices", json!({}));
+    assert_eq!(a.status, 200, "{a:?}");
+    let listed: Vec<String> = a
+        .body
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["person"].as_str().unwrap_or("?"),
+                d["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(listed, ["ana/phone", "ana/tablet"]);
+    // The owner sees everyone's.
+    assert_eq!(s.engine.list_devices().expect("devices").len(), 3);
+
+    // Nor is ana's socket told of bo's next device; of her own, it is.
+    let mut socket = s.socket(Some(&ana)).expect("socket");
+    assert!(matches!(
+        s.next_frame(&mut socket, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+    pair(&s, "bo", "second laptop");
+    pair(&s, "ana", "watch");
+    let Frame::Json(frame) = s.next_frame(&mut socket, Duration::from_secs(5)) else {
+        panic!("no event")
+    };
+    assert_eq!(frame["payload"]["type"], "device_changed", "{frame}");
+    assert_eq!(frame["payload"]["device"]["name"], "watch", "{frame}");
 }
