@@ -98,6 +98,7 @@ pub struct WebServer {
     tls: Option<Arc<rustls::ServerConfig>>,
     local: SocketAddr,
     public_origins: Vec<String>,
+    heartbeat: Duration,
 }
 
 fn read_pem(what: &str, path: &std::path::Path) -> Result<Vec<u8>, WebError> {
@@ -176,6 +177,7 @@ pub fn bind(config: &WebConfig) -> Result<WebServer, WebError> {
         tls,
         local,
         public_origins,
+        heartbeat: crate::events::HEARTBEAT,
     })
 }
 
@@ -199,6 +201,14 @@ impl WebServer {
         Some(format!("{scheme}://{}", self.local))
     }
 
+    /// Sends each socket's heartbeat this often instead of every
+    /// [`crate::events::HEARTBEAT`]: for tests, which cannot wait for it.
+    #[doc(hidden)]
+    pub fn heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Tells the engine its URL at once (pairing codes issued from now on
     /// name it), and serves until the returned future is dropped or its
     /// task aborted (then the URL is cleared).
@@ -220,12 +230,14 @@ impl WebServer {
             }
         };
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let app = router(Web::new(
+        let mut web = Web::new(
             engine,
             scheme,
             self.local.ip().is_loopback(),
             self.public_origins,
-        ));
+        );
+        web.heartbeat = self.heartbeat;
+        let app = router(web);
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let per_address = PerAddress::default();

@@ -23,6 +23,8 @@ pub struct Web {
     pub public_origins: Arc<[String]>,
     /// This engine process's id, sent in the socket's hello.
     pub instance: Arc<str>,
+    /// How often a socket's heartbeat is sent ([`crate::events::HEARTBEAT`]).
+    pub heartbeat: std::time::Duration,
     in_flight: Arc<Semaphore>,
 }
 
@@ -42,6 +44,7 @@ impl Web {
             loopback,
             public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
+            heartbeat: crate::events::HEARTBEAT,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }

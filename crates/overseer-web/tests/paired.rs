@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{refused_status, served, Frame, Served};
+use common::{refused_status, served, served_beating, Frame, Served};
 use overseer_core::message::MessageTo;
 use overseer_core::Actor;
 use serde_json::{json, Value};
@@ -348,13 +348,15 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
         .seed_demo(&Actor::cli(), false)
         .expect("demo fleet");
     let clients = 100;
+    // From four addresses: one address may hold only 32 connections.
     let statuses: Vec<u16> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..clients)
-            .map(|_| {
+            .map(|n| {
                 let (s, cookie) = (&s, &cookie);
+                let source = format!("127.0.0.{}", 1 + n % 4);
                 scope.spawn(move || {
                     (0..5)
-                        .map(|_| s.call(Some(cookie), "list_runs", json!({})).status)
+                        .map(|_| s.call_from(&source, cookie, "list_runs", json!({})))
                         .collect::<Vec<u16>>()
                 })
             })
@@ -492,4 +494,50 @@ fn a_paired_browser_lists_and_hears_of_only_its_own_persons_devices() {
     };
     assert_eq!(frame["payload"]["type"], "device_changed", "{frame}");
     assert_eq!(frame["payload"]["device"]["name"], "watch", "{frame}");
+}
+
+#[test]
+fn the_socket_beats_and_a_browser_that_falls_silent_is_dropped() {
+    let beat = Duration::from_millis(300);
+    let s = served_beating(beat);
+    let (cookie, _) = pair(&s, "ana", "phone");
+
+    // A browser that reads (and so answers the pings) hears a heartbeat
+    // every interval, and is kept for many intervals.
+    let mut awake = s.socket(Some(&cookie)).expect("socket");
+    let Frame::Json(hello) = s.next_frame(&mut awake, Duration::from_secs(5)) else {
+        panic!("no hello")
+    };
+    assert_eq!(hello["payload"]["heartbeat"], 300, "{hello}");
+    let listened = Instant::now();
+    let mut beats = 0;
+    while listened.elapsed() < beat * 10 {
+        match s.next_frame(&mut awake, beat * 3) {
+            Frame::Json(f) if f["channel"] == "overseer://heartbeat" => beats += 1,
+            Frame::Json(f) => panic!("not a heartbeat: {f}"),
+            other => panic!("a browser that answers was dropped after {beats} beats: {other:?}"),
+        }
+    }
+    assert!(beats >= 7, "{beats} heartbeats in 10 intervals");
+
+    // One that stops reading (a phone gone from the network: no pong) is
+    // dropped once it has been silent for 2.5 intervals, though its
+    // buffers are far from full.
+    let mut gone = s.socket(Some(&cookie)).expect("socket");
+    assert!(matches!(
+        s.next_frame(&mut gone, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+    std::thread::sleep(beat * 6);
+    let woke = Instant::now();
+    let ended = loop {
+        match s.next_frame(&mut gone, beat * 3) {
+            Frame::Json(_) if woke.elapsed() < beat * 10 => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(ended, Frame::Ended(_)),
+        "the silent browser is still served: {ended:?}"
+    );
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{refused_status, served, served_with};
+use common::{connect_from, refused_status, served, served_with};
 use serde_json::json;
 use std::process::Command;
 use std::time::Duration;
@@ -315,15 +315,6 @@ fn behind_a_tls_proxy_the_public_origins_pages_are_answered_and_no_other() {
         .expect("refused");
         assert!(e.to_string().starts_with("--web-origin:"), "{e}");
     }
-}
-
-/// A TCP connection to the server from `source` (an address of this host).
-async fn connect_from(source: &str, server: std::net::SocketAddr) -> tokio::net::TcpStream {
-    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket
-        .bind(format!("{source}:0").parse().expect("source"))
-        .expect("bind the source address");
-    socket.connect(server).await.expect("connect")
 }
 
 /// Whether the server closed `stream` (it sent nothing; an idle one stays
