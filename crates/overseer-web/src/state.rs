@@ -25,6 +25,8 @@ pub struct Web {
     pub instance: Arc<str>,
     /// How often a socket's heartbeat is sent ([`crate::events::HEARTBEAT`]).
     pub heartbeat: std::time::Duration,
+    /// Wrong pairing codes per address.
+    pub pairing: Arc<crate::throttle::PairingThrottle>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -45,6 +47,7 @@ impl Web {
             public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
             heartbeat: crate::events::HEARTBEAT,
+            pairing: Arc::default(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }

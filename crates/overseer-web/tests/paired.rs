@@ -379,12 +379,13 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
 }
 
 #[test]
-fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
+fn wrong_codes_from_one_address_are_refused_there_while_another_address_pairs() {
     let s = served();
     let right = s.engine.start_pairing("ana", "phone").expect("code").code;
     let mut statuses = Vec::new();
-    for n in 0..8 {
-        let a = s.post(
+    for n in 0..7 {
+        let a = s.post_via(
+            "127.0.0.1",
             None,
             "/api/pair",
             &json!({ "code": format!("WRNG-{n:04}") }),
@@ -392,24 +393,61 @@ fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
         assert!(a.cookies.is_empty(), "{a:?}");
         statuses.push((a.status, a.code().to_owned()));
     }
+    let wrong = (401, "unauthorized".to_owned());
+    let limited = (429, "rate_limited".to_owned());
     assert_eq!(
-        statuses[0],
-        (401, "unauthorized".to_owned()),
-        "a wrong code: {statuses:?}"
+        statuses,
+        [vec![wrong; 5], vec![limited; 2]].concat(),
+        "five wrong codes, then that address is refused"
     );
-    assert_eq!(
-        statuses.last(),
-        Some(&(429, "rate_limited".to_owned())),
-        "locked out: {statuses:?}"
-    );
-    // Locked out, the right code is refused too, and no device exists.
-    let a = s.post(None, "/api/pair", &json!({ "code": right }));
+    // From there, the right code is refused too, and pairs nothing.
+    let a = s.post_via("127.0.0.1", None, "/api/pair", &json!({ "code": right }));
     assert_eq!((a.status, a.code()), (429, "rate_limited"), "{a:?}");
-    assert!(a.cookies.is_empty());
+    assert!(a.body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("this address")));
     assert!(s.engine.list_devices().expect("devices").is_empty());
-    // Only pairing is locked: everything else is answered as before.
+    // Another address pairs with it at once: one address cannot keep
+    // everyone from pairing.
+    let a = s.post_via("127.0.0.2", None, "/api/pair", &json!({ "code": right }));
+    assert_eq!(a.status, 200, "{a:?}");
+    assert!(a.cookies.iter().any(|c| c.starts_with("overseer_device=")));
+    // Only pairing is limited: everything else is answered as before.
     let me = s.get(None, "/api/me");
     assert_eq!((me.status, me.code()), (401, "unauthorized"), "{me:?}");
+}
+
+#[test]
+fn twenty_wrong_codes_from_many_addresses_burn_the_codes_and_a_new_one_pairs_at_once() {
+    let s = served();
+    let right = s.engine.start_pairing("ana", "phone").expect("code").code;
+    // Four addresses, each within its own limit: 20 wrong codes in all.
+    for n in 0..20 {
+        let source = format!("127.0.0.{}", 1 + n / 5);
+        let a = s.post_via(
+            &source,
+            None,
+            "/api/pair",
+            &json!({ "code": format!("WRNG-{n:04}") }),
+        );
+        assert_eq!(
+            (a.status, a.code()),
+            (401, "unauthorized"),
+            "try {n}: {a:?}"
+        );
+    }
+    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": right }));
+    assert_eq!((a.status, a.code()), (401, "unauthorized"), "{a:?}");
+    let message = a.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("burned") && message.contains("20 wrong codes"),
+        "{message}"
+    );
+    assert!(s.engine.list_devices().expect("devices").is_empty());
+    // No lockout: a new code pairs at once.
+    let fresh = s.engine.start_pairing("ana", "phone").expect("code").code;
+    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": fresh }));
+    assert_eq!(a.status, 200, "{a:?}");
 }
 
 #[test]

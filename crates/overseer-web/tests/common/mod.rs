@@ -156,17 +156,19 @@ impl Served {
         self.post_from(Some(&self.base.clone()), cookie, path, &body)
     }
 
-    /// The status of `POST /api/call/<command>` from the engine's own
-    /// page, made on a connection of its own from `source` (an address of
-    /// this host: 127.0.0.2 is one too on Linux), as a browser on another
-    /// machine would.
-    pub fn call_from(&self, source: &str, cookie: &str, command: &str, args: Value) -> u16 {
+    /// `POST path` with `body` from the engine's own page, made on a
+    /// connection of its own from `source` (an address of this host:
+    /// 127.0.0.2 is one too on Linux), as a browser on another machine
+    /// would.
+    pub fn post_via(&self, source: &str, cookie: Option<&str>, path: &str, body: &Value) -> Answer {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let body = args.to_string();
+        let body = body.to_string();
+        let cookie =
+            cookie.map_or_else(String::new, |c| format!("Cookie: overseer_device={c}\r\n"));
         let request = format!(
-            "POST /api/call/{command} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {base}\r\n\
-             Cookie: overseer_device={cookie}\r\nContent-Type: application/json\r\n\
-             Content-Length: {len}\r\nConnection: close\r\n\r\n{body}",
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {base}\r\n{cookie}\
+             Content-Type: application/json\r\nContent-Length: {len}\r\n\
+             Connection: close\r\n\r\n{body}",
             addr = self.addr,
             base = self.base,
             len = body.len(),
@@ -179,11 +181,37 @@ impl Served {
             answer
         });
         let answer = String::from_utf8_lossy(&answer);
-        answer
-            .strip_prefix("HTTP/1.1 ")
+        let (head, body) = answer
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.strip_prefix("HTTP/1.1 "))
             .and_then(|rest| rest.get(..3))
             .and_then(|code| code.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"))
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+            .collect();
+        Answer {
+            status,
+            body: serde_json::from_str(body).unwrap_or(Value::Null),
+            cookies: headers
+                .iter()
+                .filter(|(k, _)| k == "set-cookie")
+                .map(|(_, v)| v.clone())
+                .collect(),
+            headers,
+        }
+    }
+
+    /// The status of `POST /api/call/<command>` from `source` (see
+    /// [`Served::post_via`]).
+    pub fn call_from(&self, source: &str, cookie: &str, command: &str, args: Value) -> u16 {
+        self.post_via(source, Some(cookie), &format!("/api/call/{command}"), &args)
+            .status
     }
 
     /// `POST /api/call/<command>` from the engine's own page.
