@@ -152,7 +152,7 @@ macro_rules! operations {
                 /// refused `forbidden`.
                 write pair_device => PairDevice { person: String as person, name: String as name } -> Pairing;
                 /// Every paired device, revoked ones too, with when each was
-                /// last seen.
+                /// last seen; a person through a device sees only their own.
                 read list_devices => ListDevices -> Vec<DeviceView>;
                 /// Revokes a device: refused from now on, its connections
                 /// closed. Only the local owner may.

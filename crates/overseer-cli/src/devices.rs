@@ -92,8 +92,10 @@ fn pairing_text(p: &Pairing, now: i64) -> String {
     let minutes = ((p.expires_at - now).max(0) + 59_999) / 60_000;
     let _ = writeln!(
         out,
-        "it works once, until {} (in {minutes} minutes)",
-        utc_text(p.expires_at)
+        "it works once, until {} (in {minutes} minutes); if {} wrong codes are typed \
+         meanwhile (someone guessing), it is burned: the device is told, and you make a new one",
+        utc_text(p.expires_at),
+        overseer_store::devices::BURN_AFTER
     );
     match &p.url {
         Some(url) => {

@@ -201,6 +201,13 @@ pub enum AuditPayload {
         person: String,
         name: String,
     },
+    /// Someone typed `wrong_tries` wrong pairing codes while `codes` codes
+    /// were outstanding: those codes were burned (refused from now on; the
+    /// owner makes new ones).
+    PairingCodesBurned {
+        codes: u32,
+        wrong_tries: u32,
+    },
 }
 
 /// The decision a `gate_decided` record replaced.
@@ -343,6 +350,7 @@ impl AuditPayload {
             AuditPayload::SecurityEvent(_) => "security_event",
             AuditPayload::DevicePaired { .. } => "device_paired",
             AuditPayload::DeviceRevoked { .. } => "device_revoked",
+            AuditPayload::PairingCodesBurned { .. } => "pairing_codes_burned",
         }
     }
 
@@ -376,7 +384,8 @@ impl AuditPayload {
             | AuditPayload::FileAccessRefused { .. }
             | AuditPayload::SecurityEvent(_)
             | AuditPayload::DevicePaired { .. }
-            | AuditPayload::DeviceRevoked { .. } => None,
+            | AuditPayload::DeviceRevoked { .. }
+            | AuditPayload::PairingCodesBurned { .. } => None,
         }
     }
 
@@ -407,7 +416,8 @@ impl AuditPayload {
             | AuditPayload::GateTerms { .. }
             | AuditPayload::Message { .. }
             | AuditPayload::DevicePaired { .. }
-            | AuditPayload::DeviceRevoked { .. } => None,
+            | AuditPayload::DeviceRevoked { .. }
+            | AuditPayload::PairingCodesBurned { .. } => None,
         }
     }
 }

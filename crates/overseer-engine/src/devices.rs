@@ -7,16 +7,16 @@
 //! presents ([`Records::device_by_credential`]). Only the local owner may
 //! pair or revoke: a request acting through a device is refused
 //! `forbidden` here, whichever transport carried it. The store keeps codes
-//! and credentials hashed, counts wrong codes towards a lockout, and signs
-//! every pairing and revocation; each is pushed as
+//! and credentials hashed, burns the outstanding codes after too many wrong
+//! tries (never locking pairing: a new code works at once), and signs
+//! every pairing, revocation and burn; each is pushed as
 //! [`EngineEvent::DeviceChanged`](overseer_core::EngineEvent) once
 //! committed (the web transport closes a revoked device's connections on
 //! it).
 
 use crate::Records;
-use overseer_core::device::utc_text;
 use overseer_core::{Actor, ApiError, DeviceId, ErrorCode, Millis};
-use overseer_store::devices::{LOCKOUT_AFTER, LOCKOUT_FOR, PAIRING_TTL};
+use overseer_store::devices::{BURN_AFTER, PAIRING_TTL};
 use overseer_store::{Redeemed, Refusal};
 use serde::{Deserialize, Serialize};
 
@@ -71,15 +71,6 @@ fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
     ))
 }
 
-/// "in about N minutes" from `now` to `until`.
-fn minutes_until(now: Millis, until: Millis) -> String {
-    let minutes = ((until - now).max(0) + 59_999) / 60_000;
-    match minutes {
-        0 | 1 => "in about a minute".to_owned(),
-        n => format!("in about {n} minutes"),
-    }
-}
-
 impl Records {
     /// Issues a one-time code that pairs a device named `device_name` for
     /// `person` (a short lowercase name such as `ana`; `app` and `cli` are
@@ -105,18 +96,16 @@ impl Records {
         self.pair_device(person, device_name, &Actor::app())
     }
 
-    /// Exchanges a code for a device and its credential. A wrong, expired
-    /// or used code is refused `unauthorized`; after 5 wrong codes in a row
-    /// every code is refused `rate_limited` for 5 minutes, a right one too.
+    /// Exchanges a code for a device and its credential. A wrong, expired,
+    /// used or burned code is refused `unauthorized`; the 20th wrong try
+    /// while codes are outstanding burns them all (a signed record, and a
+    /// warning in the log), and a new code works at once. How many tries
+    /// one address may make is the transport's to limit.
     pub fn redeem_pairing(&self, code: &str) -> Result<Paired, ApiError> {
         let now = self.clock.now();
-        // A flood during the lockout is refused without a write.
-        if let Some(until) = self.store().pairing_locked_until(now)? {
-            return Err(locked_out(now, until));
-        }
         match self.write(|tx| tx.redeem_pairing_code(code, now))? {
             Redeemed::Paired { device, credential } => Ok(Paired { device, credential }),
-            Redeemed::Refused(why) => Err(refused(why, now)),
+            Redeemed::Refused(why) => Err(refused(why)),
         }
     }
 
@@ -140,9 +129,31 @@ impl Records {
         Ok(Some(device))
     }
 
-    /// Every paired device, revoked ones too, oldest first.
+    /// Every paired device, revoked ones too, oldest first (as the local
+    /// owner sees them).
     pub fn list_devices(&self) -> Result<Vec<DeviceView>, ApiError> {
         Ok(self.store().devices()?)
+    }
+
+    /// The devices `actor` may see: every one for the local owner (the
+    /// window, the CLI); a person through a device sees only their own
+    /// person's devices (which other people have paired, and what they
+    /// named them, is the owner's to know). Anyone else is refused.
+    pub fn list_devices_as(&self, actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
+        let all = self.store().devices()?;
+        if actor.is_local_owner() {
+            return Ok(all);
+        }
+        match actor.user_name() {
+            Some(person) => Ok(all.into_iter().filter(|d| d.person == person).collect()),
+            None => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{actor} may not list paired devices: only the owner, or a person asking \
+                     for their own"
+                ),
+            )),
+        }
     }
 
     /// Revokes a device: refused from the moment this returns, and pushed as
@@ -177,52 +188,48 @@ impl Records {
     }
 }
 
-fn locked_out(now: Millis, until: Millis) -> ApiError {
-    ApiError::new(
-        ErrorCode::RateLimited,
-        format!(
-            "pairing is locked after {LOCKOUT_AFTER} wrong codes in a row, until {} ({}): \
-             every code is refused until then, a right one too. Wait, then type the code \
-             again (or make a new one if it expired)",
-            utc_text(until),
-            minutes_until(now, until)
-        ),
+fn burned_text() -> String {
+    format!(
+        "that pairing code was burned: {BURN_AFTER} wrong codes were typed while it was \
+         outstanding (someone may be guessing codes). Ask the owner for a new one (Settings, \
+         \"Browsers and phones\", or `overseer devices pair`): it works at once"
     )
 }
 
-fn refused(why: Refusal, now: Millis) -> ApiError {
-    let (text, locked) = match why {
-        Refusal::LockedOut { until } => return locked_out(now, until),
-        Refusal::Wrong { locked_until } => (
+fn refused(why: Refusal) -> ApiError {
+    let (text, burned) = match why {
+        Refusal::Burned => return ApiError::new(ErrorCode::Unauthorized, burned_text()),
+        Refusal::Wrong { burned } => (
             "that pairing code is wrong: check it (8 letters, shown as ABCD-EFGH) or make a \
              new one"
                 .to_owned(),
-            locked_until,
+            burned,
         ),
-        Refusal::Expired { locked_until } => (
+        Refusal::Expired { burned } => (
             format!(
                 "that pairing code expired (a code works for {} minutes): make a new one",
                 PAIRING_TTL / 60_000
             ),
-            locked_until,
+            burned,
         ),
-        Refusal::Used { locked_until } => (
+        Refusal::Used { burned } => (
             "that pairing code was used already (a code pairs one device): make a new one"
                 .to_owned(),
-            locked_until,
+            burned,
         ),
     };
-    let tail = match locked {
-        Some(until) => format!(
-            ". That was {LOCKOUT_AFTER} wrong codes in a row: pairing is locked until {} ({}), \
-             a right code too",
-            utc_text(until),
-            minutes_until(now, until)
-        ),
-        None => format!(
-            " ({LOCKOUT_AFTER} wrong codes in a row lock pairing for {} minutes)",
-            LOCKOUT_FOR / 60_000
-        ),
-    };
-    ApiError::new(ErrorCode::Unauthorized, format!("{text}{tail}"))
+    if let Some(codes) = burned {
+        tracing::warn!(
+            "{BURN_AFTER} wrong pairing codes were typed: the {codes} outstanding code(s) are \
+             burned; make a new one to pair a device"
+        );
+        return ApiError::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "{text}. That was the {BURN_AFTER}th wrong code: the codes outstanding are \
+                 burned, a new one is needed"
+            ),
+        );
+    }
+    ApiError::new(ErrorCode::Unauthorized, text)
 }

@@ -489,8 +489,8 @@ impl Api for Served<'_> {
     ) -> Result<Pairing, ApiError> {
         self.0.pair_device(&person, &name, actor)
     }
-    fn list_devices(&self, _actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
-        self.0.list_devices()
+    fn list_devices(&self, actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
+        self.0.list_devices_as(actor)
     }
     fn revoke_device(&self, actor: &Actor, device: DeviceId) -> Result<DeviceView, ApiError> {
         self.0.revoke_device_as(device, actor)

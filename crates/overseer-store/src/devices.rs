@@ -6,11 +6,17 @@
 //! - Redeeming it makes the device and its credential: 32 random bytes
 //!   (hex), given to the caller once and kept only as their SHA-256 hash,
 //!   which is how a request's credential is looked up.
-//! - [`LOCKOUT_AFTER`] wrong codes in a row lock pairing out for
-//!   [`LOCKOUT_FOR`]: every redeem is refused then, a right code too. The
-//!   count and the lock live in the database (`pairing_lockout`), so a
-//!   restart does not reset them, and a refusal is committed like any write
-//!   (it is an outcome of the write, not an error that rolls it back).
+//! - Wrong tries (a wrong, expired or used code) made while codes are
+//!   outstanding are counted; the [`BURN_AFTER`]th burns every outstanding
+//!   code (a signed record says so) and starts the count over. Codes are
+//!   not named in a wrong try, so the count is for all of them: each code
+//!   faces at most that many guesses in its life, and a new code works at
+//!   once (nobody can keep pairing locked, as a time lockout of every code
+//!   would let them). The count lives in the database
+//!   (`pairing_lockout.failures`), so a restart does not reset it, and a
+//!   refusal is committed like any write (it is an outcome of the write,
+//!   not an error that rolls it back). Limiting tries per address is the
+//!   transport's (it knows addresses).
 //! - Pairing and revoking are signed audit records; a revoked device is
 //!   refused from the moment its revocation commits.
 
@@ -26,11 +32,9 @@ use std::path::Path;
 /// How long a pairing code can be redeemed.
 pub const PAIRING_TTL: Millis = 5 * 60 * 1000;
 
-/// Wrong codes in a row that lock pairing out.
-pub const LOCKOUT_AFTER: i64 = 5;
-
-/// How long pairing stays locked out.
-pub const LOCKOUT_FOR: Millis = 5 * 60 * 1000;
+/// Wrong tries, against the codes outstanding, that burn them: the odds of
+/// guessing a code are at most this many in 31^8 (about 1 in 4 * 10^10).
+pub const BURN_AFTER: i64 = 20;
 
 /// A device's last-seen time is written at most this often.
 pub const SEEN_EVERY: Millis = 60 * 1000;
@@ -63,16 +67,20 @@ pub enum Redeemed {
 pub enum Refusal {
     /// No code like it was issued (or it is not a code at all).
     Wrong {
-        /// This try locked pairing out until then.
-        locked_until: Option<Millis>,
+        /// This try burned that many outstanding codes.
+        burned: Option<u32>,
     },
     /// The code was issued but its time ran out.
-    Expired { locked_until: Option<Millis> },
+    Expired { burned: Option<u32> },
     /// The code was redeemed already.
-    Used { locked_until: Option<Millis> },
-    /// Pairing is locked out after too many wrong codes, until then.
-    LockedOut { until: Millis },
+    Used { burned: Option<u32> },
+    /// The code was burned, after [`BURN_AFTER`] wrong tries while it was
+    /// outstanding.
+    Burned,
 }
+
+/// Codes issued, neither redeemed, burned nor expired at `now`.
+const OUTSTANDING: &str = "redeemed_at IS NULL AND burned_at IS NULL AND expires_at > ?1";
 
 /// The SHA-256 of a credential, as the database keeps it.
 pub fn credential_hash(credential: &str) -> String {
@@ -129,19 +137,6 @@ fn device_of(conn: &Connection, id: DeviceId) -> rusqlite::Result<Option<DeviceV
         .optional()
 }
 
-/// Until when pairing is locked out, if it is at `now`.
-fn locked_until(conn: &Connection, now: Millis) -> rusqlite::Result<Option<Millis>> {
-    let until: Option<Millis> = conn
-        .query_row(
-            "SELECT locked_until FROM pairing_lockout WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?
-        .flatten();
-    Ok(until.filter(|u| *u > now))
-}
-
 impl crate::Store {
     /// Every device ever paired, revoked ones too, oldest first.
     pub fn devices(&self) -> Result<Vec<DeviceView>, StoreError> {
@@ -180,12 +175,6 @@ impl crate::Store {
             })
             .map_err(|e| StoreError::from_sqlite(e, self.path()))
     }
-
-    /// Until when pairing is locked out, if it is at `now` (a read: a flood
-    /// of codes during the lockout is refused without writing).
-    pub fn pairing_locked_until(&self, now: Millis) -> Result<Option<Millis>, StoreError> {
-        locked_until(&self.conn, now).map_err(|e| StoreError::from_sqlite(e, self.path()))
-    }
 }
 
 impl WriteTx<'_> {
@@ -203,6 +192,19 @@ impl WriteTx<'_> {
         let letters = new_code(self.path())?;
         let expires_at = now + PAIRING_TTL;
         let conn = self.conn();
+        // Wrong tries count against the codes outstanding: a first code
+        // after none starts the count over.
+        let outstanding: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM pairing_codes WHERE {OUTSTANDING}"),
+                [now],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))?;
+        if outstanding == 0 {
+            conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
+                .map_err(|e| self.sql(e))?;
+        }
         // Codes nobody redeemed are of no use a day later.
         conn.execute(
             "DELETE FROM pairing_codes WHERE redeemed_at IS NULL AND expires_at < ?1",
@@ -223,21 +225,19 @@ impl WriteTx<'_> {
 
     /// Redeems a code as typed: pairs its device (signed, and told as
     /// [`EngineEvent::DeviceChanged`]) or says why not, counting a wrong,
-    /// expired or used code towards the lockout.
+    /// expired or used code against the outstanding codes (which the
+    /// [`BURN_AFTER`]th burns).
     pub fn redeem_pairing_code(
         &mut self,
         typed: &str,
         now: Millis,
     ) -> Result<Redeemed, StoreError> {
         let conn = self.conn();
-        if let Some(until) = locked_until(conn, now).map_err(|e| self.sql(e))? {
-            return Ok(Redeemed::Refused(Refusal::LockedOut { until }));
-        }
         let found = match device::normalize_code(typed) {
             None => None,
             Some(letters) => conn
                 .prepare_cached(
-                    "SELECT id, person, device_name, issued_by, expires_at, redeemed_at
+                    "SELECT id, person, device_name, issued_by, expires_at, redeemed_at, burned_at
                      FROM pairing_codes WHERE code_hash = ?1 ORDER BY id DESC LIMIT 1",
                 )
                 .and_then(|mut s| {
@@ -249,6 +249,7 @@ impl WriteTx<'_> {
                             r.get::<_, String>(3)?,
                             r.get::<_, Millis>(4)?,
                             r.get::<_, Option<Millis>>(5)?,
+                            r.get::<_, Option<Millis>>(6)?,
                         ))
                     })
                     .optional()
@@ -256,20 +257,24 @@ impl WriteTx<'_> {
                 .map_err(|e| self.sql(e))?,
         };
         match found {
-            Some((code_id, person, name, issued_by, expires_at, None)) if expires_at > now => {
+            // A burned code tells a guesser nothing: not counted.
+            Some((_, _, _, _, _, None, Some(_))) => Ok(Redeemed::Refused(Refusal::Burned)),
+            Some((code_id, person, name, issued_by, expires_at, None, None))
+                if expires_at > now =>
+            {
                 self.pair(code_id, &person, &name, &issued_by, now)
             }
-            Some((_, _, _, _, _, Some(_))) => {
-                let locked_until = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Used { locked_until }))
+            Some((_, _, _, _, _, Some(_), _)) => {
+                let burned = self.count_wrong_try(now)?;
+                Ok(Redeemed::Refused(Refusal::Used { burned }))
             }
             Some(_) => {
-                let locked_until = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Expired { locked_until }))
+                let burned = self.count_wrong_try(now)?;
+                Ok(Redeemed::Refused(Refusal::Expired { burned }))
             }
             None => {
-                let locked_until = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Wrong { locked_until }))
+                let burned = self.count_wrong_try(now)?;
+                Ok(Redeemed::Refused(Refusal::Wrong { burned }))
             }
         }
     }
@@ -306,11 +311,6 @@ impl WriteTx<'_> {
                 "this pairing code was redeemed at the same moment by another request".to_owned(),
             ));
         }
-        conn.execute(
-            "UPDATE pairing_lockout SET failures = 0, locked_until = NULL WHERE id = 1",
-            [],
-        )
-        .map_err(|e| self.sql(e))?;
         self.append_audit(
             &Actor::Engine,
             &AuditPayload::DevicePaired {
@@ -334,10 +334,24 @@ impl WriteTx<'_> {
         Ok(Redeemed::Paired { device, credential })
     }
 
-    /// One more wrong try in a row; the one that makes [`LOCKOUT_AFTER`]
-    /// locks pairing out (returned: until when) and starts the count over.
-    fn count_wrong_try(&mut self, now: Millis) -> Result<Option<Millis>, StoreError> {
+    /// One more wrong try against the outstanding codes; the one that
+    /// makes [`BURN_AFTER`] burns them (signed; returned: how many) and
+    /// starts the count over. With no code outstanding there is nothing to
+    /// guess: the count starts over.
+    fn count_wrong_try(&mut self, now: Millis) -> Result<Option<u32>, StoreError> {
         let conn = self.conn();
+        let outstanding: i64 = conn
+            .query_row(
+                &format!("SELECT count(*) FROM pairing_codes WHERE {OUTSTANDING}"),
+                [now],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql(e))?;
+        if outstanding == 0 {
+            conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
+                .map_err(|e| self.sql(e))?;
+            return Ok(None);
+        }
         let failures: i64 = conn
             .query_row(
                 "UPDATE pairing_lockout SET failures = failures + 1 WHERE id = 1 RETURNING failures",
@@ -345,16 +359,27 @@ impl WriteTx<'_> {
                 |r| r.get(0),
             )
             .map_err(|e| self.sql(e))?;
-        if failures < LOCKOUT_AFTER {
+        if failures < BURN_AFTER {
             return Ok(None);
         }
-        let until = now + LOCKOUT_FOR;
-        conn.execute(
-            "UPDATE pairing_lockout SET failures = 0, locked_until = ?1 WHERE id = 1",
-            [until],
-        )
-        .map_err(|e| self.sql(e))?;
-        Ok(Some(until))
+        let burned = conn
+            .execute(
+                &format!("UPDATE pairing_codes SET burned_at = ?1 WHERE {OUTSTANDING}"),
+                [now],
+            )
+            .map_err(|e| self.sql(e))?;
+        conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
+            .map_err(|e| self.sql(e))?;
+        let codes = u32::try_from(burned).unwrap_or(u32::MAX);
+        self.append_audit(
+            &Actor::Engine,
+            &AuditPayload::PairingCodesBurned {
+                codes,
+                wrong_tries: u32::try_from(failures).unwrap_or(u32::MAX),
+            },
+            now,
+        )?;
+        Ok(Some(codes))
     }
 
     /// Revokes a device (signed, and told as [`EngineEvent::DeviceChanged`]);

@@ -353,6 +353,15 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN usage TEXT;
     "#,
+    // 15: pairing codes are burned rather than pairing locked: after too
+    // many wrong tries while codes are outstanding, those codes are burned
+    // (`burned_at`); `pairing_lockout.failures` counts the wrong tries
+    // against the outstanding codes, its `locked_until` is no longer set, and
+    // a lock left from before is lifted.
+    r#"
+    ALTER TABLE pairing_codes ADD COLUMN burned_at INTEGER;
+    UPDATE pairing_lockout SET failures = 0, locked_until = NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,7 @@
 //! Who a browser is: its device cookie, exchanged once for a pairing code,
 //! looked up on every request (a revoked device is refused at once).
 //! Everything the web transport knows of devices is in this module; the
-//! engine keeps them (pairing codes, hashed credentials, lockout,
+//! engine keeps them (pairing codes, hashed credentials, burned codes,
 //! revocation: `overseer_engine::devices`).
 
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -50,7 +50,8 @@ pub async fn device(engine: &Arc<Engine>, headers: &HeaderMap) -> Result<DeviceV
 }
 
 /// Pairing: the device a code was issued for, and its credential (wrong or
-/// expired: `unauthorized`; after too many wrong codes: `rate_limited`).
+/// expired, used or burned: `unauthorized`; wrong codes per address are
+/// limited by [`crate::throttle`]).
 pub async fn pair(engine: &Arc<Engine>, code: String) -> Result<(DeviceView, String), ApiError> {
     let paired = engine.carry_out(move |e| e.redeem_pairing(&code)).await?;
     Ok((paired.device, paired.credential))

@@ -10,6 +10,15 @@
 //! reconnects and resyncs. A burst of events to a browser that reads is
 //! not a reason to drop it. The engine's bus never waits for a browser. A
 //! device revoked while connected gets close code 4401 at once.
+//!
+//! Every [`HEARTBEAT`] the server sends a heartbeat frame
+//! (`{"channel": "overseer://heartbeat", "payload": null}`, which a page can
+//! see, unlike a WebSocket ping) and a ping; the hello names the interval
+//! (`"heartbeat": <ms>`). A page that hears nothing for [`SILENCE`] times
+//! the interval takes its connection for dead, reconnects and resyncs. The
+//! server drops a socket on which nothing came for as long (browsers answer
+//! pings by themselves): a browser gone without closing (a phone off the
+//! network) holds nothing.
 
 use crate::auth;
 use crate::reply;
@@ -20,7 +29,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use overseer_core::{ApiError, DeviceId, EngineEvent, ErrorCode};
+use overseer_core::{ApiError, DeviceView, EngineEvent, ErrorCode};
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
@@ -29,6 +38,13 @@ use tokio::sync::mpsc;
 pub const QUEUE: usize = 256;
 /// How long one frame may take to be written before the browser is dropped.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the server sends a heartbeat frame and a ping.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// After how many heartbeat intervals of silence either side takes the
+/// connection for dead (2.5: two heartbeats missed, and some slack).
+pub const SILENCE: f64 = 2.5;
+/// The channel of the heartbeat frame.
+pub const HEARTBEAT_CHANNEL: &str = "overseer://heartbeat";
 /// The close code for a revoked device.
 pub const REVOKED: u16 = 4401;
 /// The largest frame a browser may send (it sends none the server reads).
@@ -73,16 +89,20 @@ pub async fn upgrade(
             ))
         }
     };
+    let beat = web.heartbeat;
     let hello = frame(
         "overseer://hello",
-        &serde_json::json!({ "engine": &*web.instance }),
+        &serde_json::json!({
+            "engine": &*web.instance,
+            "heartbeat": u64::try_from(beat.as_millis()).unwrap_or(u64::MAX),
+        }),
     );
     // The browser sends next to nothing: a small read buffer (tungstenite
     // allocates 128 KiB per socket by default), frames written as they come.
     ws.max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
+        .on_upgrade(move |socket| pump(socket, bus, device, hello, beat))
 }
 
 /// Why a socket's pump stopped.
@@ -95,8 +115,9 @@ enum Exit {
 async fn pump(
     socket: WebSocket,
     mut bus: broadcast::Receiver<EngineEvent>,
-    device: DeviceId,
+    device: DeviceView,
     hello: Option<Message>,
+    beat: Duration,
 ) {
     let (mut sink, mut incoming) = socket.split();
     let (queue, mut queued) = mpsc::channel::<Message>(QUEUE);
@@ -113,25 +134,47 @@ async fn pump(
             }
         }
     };
+    let silence = beat.mul_f64(SILENCE);
     let reader = async {
-        // The browser sends nothing we act on; reading notices it leave
-        // (and answers its pings).
-        while let Some(Ok(message)) = incoming.next().await {
-            if matches!(message, Message::Close(_)) {
-                break;
+        // The browser sends nothing we act on but pongs; reading notices it
+        // leave, or fall silent (and answers its pings).
+        loop {
+            match tokio::time::timeout(silence, incoming.next()).await {
+                Err(_) => return true,
+                Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => return false,
+                Ok(Some(Ok(_))) => {}
             }
+        }
+    };
+    let heartbeat = async {
+        let mut every = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let beat_frame = frame(HEARTBEAT_CHANNEL, &serde_json::Value::Null);
+        loop {
+            every.tick().await;
+            // A full queue is a browser behind: the writer's timeout is
+            // about it; the beat is skipped.
+            if let Some(beat) = beat_frame.clone() {
+                let _ = queue.try_send(beat);
+            }
+            let _ = queue.try_send(Message::Ping(Default::default()));
         }
     };
     let forward = async {
         loop {
             match bus.recv().await {
                 Ok(event) => {
-                    if auth::revoked(&event) == Some(device) {
+                    if auth::revoked(&event) == Some(device.id) {
                         let _ = queue.try_send(Message::Close(Some(CloseFrame {
                             code: REVOKED,
                             reason: "this device was revoked".into(),
                         })));
                         return Exit::Revoked;
+                    }
+                    // Another person's devices are the owner's to know.
+                    if matches!(&event, EngineEvent::DeviceChanged { device: d } if d.person != device.person)
+                    {
+                        continue;
                     }
                     let Some(message) = frame(channel, &event) else {
                         continue;
@@ -153,7 +196,10 @@ async fn pump(
         _ = &mut writer => {
             tracing::info!("a browser took no event for {SEND_TIMEOUT:?}: dropped; it will reconnect and resync");
         }
-        _ = reader => {}
+        silent = reader => if silent {
+            tracing::info!("a browser sent nothing for {silence:?} (no pong): dropped; it will reconnect and resync");
+        },
+        () = heartbeat => {}
         exit = forward => match exit {
             Exit::Revoked => {
                 // The frames before it, then the close; not longer than one send.

@@ -8,7 +8,7 @@
 //!   commands ([`calls`]); the body is the args object the window passes to
 //!   `invoke` (camelCase keys).
 //! - `POST /api/pair`, `GET /api/me`: pairing a browser and asking who it is
-//!   ([`auth`]). Every other `/api` request needs the device cookie, loopback
+//!   ([`auth`]); wrong codes are limited per address ([`throttle`]). Every other `/api` request needs the device cookie, loopback
 //!   included: loopback is not an identity (a run's processes may share it).
 //! - `GET /api/events`: a WebSocket; a hello frame naming this engine
 //!   process, then every engine event in commit order ([`events`]).
@@ -41,6 +41,7 @@ pub mod listen;
 pub mod reply;
 mod routes;
 mod state;
+pub mod throttle;
 
 pub use listen::{bind, TlsFiles, WebConfig, WebError, WebServer};
 

@@ -5,15 +5,17 @@
 //! a reverse proxy that terminates TLS, the engine listens on loopback and
 //! the proxy forwards to it.
 //!
-//! Connections are accepted here, at most [`MAX_CONNECTIONS`] at once (more
-//! are closed at once), each TLS handshake and each request's headers
-//! within [`HANDSHAKE_TIMEOUT`], so a slow or idle client holds one slot,
-//! never the loop.
+//! Connections are accepted here, at most [`MAX_CONNECTIONS`] at once and
+//! at most [`MAX_PER_ADDRESS`] from one peer address (more are closed at
+//! once), each TLS handshake and each request's headers within
+//! [`HANDSHAKE_TIMEOUT`], so a slow or idle client holds one slot, never
+//! the loop, and one address opening connections it never uses
+//! ("slowloris") cannot hold every slot: the others are still served.
 
 use crate::routes::{router, Web};
 use overseer_engine::Engine;
 use overseer_server::server::AcceptBackoff;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +23,10 @@ use tokio_rustls::rustls;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once from one peer address (an IP address; its
+/// port aside). Behind a proxy on loopback every browser shares the
+/// proxy's address, and so this bound.
+pub const MAX_PER_ADDRESS: usize = 32;
 /// How long a TLS handshake, or a request's headers, may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -92,6 +98,7 @@ pub struct WebServer {
     tls: Option<Arc<rustls::ServerConfig>>,
     local: SocketAddr,
     public_origins: Vec<String>,
+    heartbeat: Duration,
 }
 
 fn read_pem(what: &str, path: &std::path::Path) -> Result<Vec<u8>, WebError> {
@@ -170,6 +177,7 @@ pub fn bind(config: &WebConfig) -> Result<WebServer, WebError> {
         tls,
         local,
         public_origins,
+        heartbeat: crate::events::HEARTBEAT,
     })
 }
 
@@ -193,6 +201,14 @@ impl WebServer {
         Some(format!("{scheme}://{}", self.local))
     }
 
+    /// Sends each socket's heartbeat this often instead of every
+    /// [`crate::events::HEARTBEAT`]: for tests, which cannot wait for it.
+    #[doc(hidden)]
+    pub fn heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Tells the engine its URL at once (pairing codes issued from now on
     /// name it), and serves until the returned future is dropped or its
     /// task aborted (then the URL is cleared).
@@ -214,20 +230,23 @@ impl WebServer {
             }
         };
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let app = router(Web::new(
+        let mut web = Web::new(
             engine,
             scheme,
             self.local.ip().is_loopback(),
             self.public_origins,
-        ));
+        );
+        web.heartbeat = self.heartbeat;
+        let app = router(web);
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let per_address = PerAddress::default();
         let mut backoff = AcceptBackoff::default();
         loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => {
                     backoff.succeeded();
-                    stream
+                    accepted
                 }
                 Err(e) => {
                     let (wait, log) = backoff.failed(&e);
@@ -240,8 +259,13 @@ impl WebServer {
                     continue;
                 }
             };
+            // Closed at once (the browser retries; the others are served)
+            // when every slot is taken, or this address's share.
+            let Some(mine) = per_address.take(peer.ip()) else {
+                drop(stream);
+                continue;
+            };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
-                // Closed at once: the browser retries; the others are served.
                 drop(stream);
                 continue;
             };
@@ -253,14 +277,15 @@ impl WebServer {
                     Some(acceptor) => {
                         match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                         {
-                            Ok(Ok(tls)) => connection(tls, app).await,
+                            Ok(Ok(tls)) => connection(tls, peer, app).await,
                             Ok(Err(e)) => tracing::debug!("web: TLS handshake failed: {e}"),
                             Err(_) => tracing::debug!("web: TLS handshake timed out"),
                         }
                     }
-                    None => connection(stream, app).await,
+                    None => connection(stream, peer, app).await,
                 }
                 drop(slot);
+                drop(mine);
             });
         }
     }
@@ -275,13 +300,61 @@ impl Drop for Unannounce {
     }
 }
 
+/// The connections open from each peer address.
+#[derive(Default, Clone)]
+struct PerAddress(Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>);
+
+/// One connection of an address, counted until dropped.
+struct AddressSlot {
+    of: PerAddress,
+    ip: IpAddr,
+}
+
+impl PerAddress {
+    /// A slot for one more connection from `ip`, unless it has
+    /// [`MAX_PER_ADDRESS`] open already.
+    fn take(&self, ip: IpAddr) -> Option<AddressSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(ip).or_insert(0);
+        if *count >= MAX_PER_ADDRESS {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            of: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.of.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// The peer address of the connection a request came on (an extension of
+/// every request).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
 /// Serves one connection's HTTP/1.1 requests (and its WebSocket upgrade).
-async fn connection<I>(io: I, app: axum::Router)
+async fn connection<I>(io: I, peer: SocketAddr, app: axum::Router)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use tower::ServiceExt;
-    let service = hyper::service::service_fn(move |request| app.clone().oneshot(request));
+    let service =
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(Peer(peer));
+            app.clone().oneshot(request)
+        });
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HANDSHAKE_TIMEOUT)

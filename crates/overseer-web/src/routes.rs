@@ -208,7 +208,15 @@ struct PairBody {
     code: String,
 }
 
-async fn pair(State(web): State<Web>, request: Body) -> Response {
+async fn pair(
+    State(web): State<Web>,
+    peer: Option<axum::Extension<crate::listen::Peer>>,
+    request: Body,
+) -> Response {
+    let ip = peer.map(|p| p.0 .0.ip());
+    if let Some(Err(e)) = ip.map(|ip| web.pairing.check(ip)) {
+        return reply::error(e);
+    }
     let bytes = match body(request).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -224,7 +232,12 @@ async fn pair(State(web): State<Web>, request: Body) -> Response {
     };
     let (device, credential) = match auth::pair(&web.engine, code).await {
         Ok(paired) => paired,
-        Err(e) => return reply::error(e),
+        Err(e) => {
+            if let (Some(ip), ErrorCode::Unauthorized) = (ip, e.code) {
+                web.pairing.wrong(ip);
+            }
+            return reply::error(e);
+        }
     };
     let cookie = match auth::set_cookie(&credential) {
         Ok(c) => c,

@@ -23,6 +23,10 @@ pub struct Web {
     pub public_origins: Arc<[String]>,
     /// This engine process's id, sent in the socket's hello.
     pub instance: Arc<str>,
+    /// How often a socket's heartbeat is sent ([`crate::events::HEARTBEAT`]).
+    pub heartbeat: std::time::Duration,
+    /// Wrong pairing codes per address.
+    pub pairing: Arc<crate::throttle::PairingThrottle>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -42,6 +46,8 @@ impl Web {
             loopback,
             public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
+            heartbeat: crate::events::HEARTBEAT,
+            pairing: Arc::default(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }

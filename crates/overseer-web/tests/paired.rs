@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{refused_status, served, Frame, Served};
+use common::{refused_status, served, served_beating, Frame, Served};
 use overseer_core::message::MessageTo;
 use overseer_core::Actor;
 use serde_json::{json, Value};
@@ -230,7 +230,7 @@ fn a_revoked_device_is_refused_at_once_and_its_socket_closed_with_4401() {
     let e = s.socket(Some(&cookie)).expect_err("refused");
     assert_eq!(refused_status(&e), Some(401));
 
-    // Another device is unaffected: it is told of the change and still served.
+    // Another device is unaffected: still served.
     assert_eq!(s.call(Some(&other), "list_runs", json!({})).status, 200);
     s.engine
         .send_message(MessageTo::Broadcast, "still here", None, &Actor::cli())
@@ -348,13 +348,15 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
         .seed_demo(&Actor::cli(), false)
         .expect("demo fleet");
     let clients = 100;
+    // From four addresses: one address may hold only 32 connections.
     let statuses: Vec<u16> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..clients)
-            .map(|_| {
+            .map(|n| {
                 let (s, cookie) = (&s, &cookie);
+                let source = format!("127.0.0.{}", 1 + n % 4);
                 scope.spawn(move || {
                     (0..5)
-                        .map(|_| s.call(Some(cookie), "list_runs", json!({})).status)
+                        .map(|_| s.call_from(&source, cookie, "list_runs", json!({})))
                         .collect::<Vec<u16>>()
                 })
             })
@@ -377,12 +379,13 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
 }
 
 #[test]
-fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
+fn wrong_codes_from_one_address_are_refused_there_while_another_address_pairs() {
     let s = served();
     let right = s.engine.start_pairing("ana", "phone").expect("code").code;
     let mut statuses = Vec::new();
-    for n in 0..8 {
-        let a = s.post(
+    for n in 0..7 {
+        let a = s.post_via(
+            "127.0.0.1",
             None,
             "/api/pair",
             &json!({ "code": format!("WRNG-{n:04}") }),
@@ -390,24 +393,61 @@ fn a_flood_of_wrong_pairing_codes_locks_pairing_out_with_429() {
         assert!(a.cookies.is_empty(), "{a:?}");
         statuses.push((a.status, a.code().to_owned()));
     }
+    let wrong = (401, "unauthorized".to_owned());
+    let limited = (429, "rate_limited".to_owned());
     assert_eq!(
-        statuses[0],
-        (401, "unauthorized".to_owned()),
-        "a wrong code: {statuses:?}"
+        statuses,
+        [vec![wrong; 5], vec![limited; 2]].concat(),
+        "five wrong codes, then that address is refused"
     );
-    assert_eq!(
-        statuses.last(),
-        Some(&(429, "rate_limited".to_owned())),
-        "locked out: {statuses:?}"
-    );
-    // Locked out, the right code is refused too, and no device exists.
-    let a = s.post(None, "/api/pair", &json!({ "code": right }));
+    // From there, the right code is refused too, and pairs nothing.
+    let a = s.post_via("127.0.0.1", None, "/api/pair", &json!({ "code": right }));
     assert_eq!((a.status, a.code()), (429, "rate_limited"), "{a:?}");
-    assert!(a.cookies.is_empty());
+    assert!(a.body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("this address")));
     assert!(s.engine.list_devices().expect("devices").is_empty());
-    // Only pairing is locked: everything else is answered as before.
+    // Another address pairs with it at once: one address cannot keep
+    // everyone from pairing.
+    let a = s.post_via("127.0.0.2", None, "/api/pair", &json!({ "code": right }));
+    assert_eq!(a.status, 200, "{a:?}");
+    assert!(a.cookies.iter().any(|c| c.starts_with("overseer_device=")));
+    // Only pairing is limited: everything else is answered as before.
     let me = s.get(None, "/api/me");
     assert_eq!((me.status, me.code()), (401, "unauthorized"), "{me:?}");
+}
+
+#[test]
+fn twenty_wrong_codes_from_many_addresses_burn_the_codes_and_a_new_one_pairs_at_once() {
+    let s = served();
+    let right = s.engine.start_pairing("ana", "phone").expect("code").code;
+    // Four addresses, each within its own limit: 20 wrong codes in all.
+    for n in 0..20 {
+        let source = format!("127.0.0.{}", 1 + n / 5);
+        let a = s.post_via(
+            &source,
+            None,
+            "/api/pair",
+            &json!({ "code": format!("WRNG-{n:04}") }),
+        );
+        assert_eq!(
+            (a.status, a.code()),
+            (401, "unauthorized"),
+            "try {n}: {a:?}"
+        );
+    }
+    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": right }));
+    assert_eq!((a.status, a.code()), (401, "unauthorized"), "{a:?}");
+    let message = a.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("burned") && message.contains("20 wrong codes"),
+        "{message}"
+    );
+    assert!(s.engine.list_devices().expect("devices").is_empty());
+    // No lockout: a new code pairs at once.
+    let fresh = s.engine.start_pairing("ana", "phone").expect("code").code;
+    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": fresh }));
+    assert_eq!(a.status, 200, "{a:?}");
 }
 
 #[test]
@@ -451,5 +491,91 @@ fn pairing_codes_name_the_address_while_it_serves_and_not_after() {
     assert_eq!(
         s.engine.start_pairing("ana", "phone").expect("code").url,
         None
+    );
+}
+
+#[test]
+fn a_paired_browser_lists_and_hears_of_only_its_own_persons_devices() {
+    let s = served();
+    let (ana, _) = pair(&s, "ana", "phone");
+    pair(&s, "bo", "laptop");
+    pair(&s, "ana", "tablet");
+    let a = s.call(Some(&ana), "list_devices", json!({}));
+    assert_eq!(a.status, 200, "{a:?}");
+    let listed: Vec<String> = a
+        .body
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["person"].as_str().unwrap_or("?"),
+                d["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(listed, ["ana/phone", "ana/tablet"]);
+    // The owner sees everyone's.
+    assert_eq!(s.engine.list_devices().expect("devices").len(), 3);
+
+    // Nor is ana's socket told of bo's next device; of her own, it is.
+    let mut socket = s.socket(Some(&ana)).expect("socket");
+    assert!(matches!(
+        s.next_frame(&mut socket, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+    pair(&s, "bo", "second laptop");
+    pair(&s, "ana", "watch");
+    let Frame::Json(frame) = s.next_frame(&mut socket, Duration::from_secs(5)) else {
+        panic!("no event")
+    };
+    assert_eq!(frame["payload"]["type"], "device_changed", "{frame}");
+    assert_eq!(frame["payload"]["device"]["name"], "watch", "{frame}");
+}
+
+#[test]
+fn the_socket_beats_and_a_browser_that_falls_silent_is_dropped() {
+    let beat = Duration::from_millis(300);
+    let s = served_beating(beat);
+    let (cookie, _) = pair(&s, "ana", "phone");
+
+    // A browser that reads (and so answers the pings) hears a heartbeat
+    // every interval, and is kept for many intervals.
+    let mut awake = s.socket(Some(&cookie)).expect("socket");
+    let Frame::Json(hello) = s.next_frame(&mut awake, Duration::from_secs(5)) else {
+        panic!("no hello")
+    };
+    assert_eq!(hello["payload"]["heartbeat"], 300, "{hello}");
+    let listened = Instant::now();
+    let mut beats = 0;
+    while listened.elapsed() < beat * 10 {
+        match s.next_frame(&mut awake, beat * 3) {
+            Frame::Json(f) if f["channel"] == "overseer://heartbeat" => beats += 1,
+            Frame::Json(f) => panic!("not a heartbeat: {f}"),
+            other => panic!("a browser that answers was dropped after {beats} beats: {other:?}"),
+        }
+    }
+    assert!(beats >= 7, "{beats} heartbeats in 10 intervals");
+
+    // One that stops reading (a phone gone from the network: no pong) is
+    // dropped once it has been silent for 2.5 intervals, though its
+    // buffers are far from full.
+    let mut gone = s.socket(Some(&cookie)).expect("socket");
+    assert!(matches!(
+        s.next_frame(&mut gone, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+    std::thread::sleep(beat * 6);
+    let woke = Instant::now();
+    let ended = loop {
+        match s.next_frame(&mut gone, beat * 3) {
+            Frame::Json(_) if woke.elapsed() < beat * 10 => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        matches!(ended, Frame::Ended(_)),
+        "the silent browser is still served: {ended:?}"
     );
 }

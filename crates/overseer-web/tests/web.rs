@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::{refused_status, served, served_with};
+use common::{connect_from, refused_status, served, served_with};
 use serde_json::json;
 use std::process::Command;
+use std::time::Duration;
 
 #[test]
 fn an_unpaired_browser_is_refused_a_call_and_the_socket_even_on_loopback() {
@@ -314,4 +315,59 @@ fn behind_a_tls_proxy_the_public_origins_pages_are_answered_and_no_other() {
         .expect("refused");
         assert!(e.to_string().starts_with("--web-origin:"), "{e}");
     }
+}
+
+/// Whether the server closed `stream` (it sent nothing; an idle one stays
+/// open).
+async fn closed(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(Duration::from_millis(300), stream.read(&mut byte)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+#[test]
+fn one_address_holding_connections_without_headers_cannot_lock_out_another() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = served();
+    let addr = s.addr;
+    // More idle connections (never a header) from 127.0.0.1 than the server
+    // has slots in all.
+    let flood = overseer_web::listen::MAX_CONNECTIONS + 44;
+    let (held, answer) = s.rt.block_on(async move {
+        let mut idle = Vec::new();
+        for _ in 0..flood {
+            idle.push(connect_from("127.0.0.1", addr).await);
+        }
+        // Another address (also this host's, on Linux's 127/8) is served.
+        let mut other = connect_from("127.0.0.2", addr).await;
+        other
+            .write_all(
+                format!("GET /api/me HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
+            .await
+            .expect("request");
+        let mut answer = String::new();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), other.read_to_string(&mut answer)).await;
+        let mut held = 0;
+        for stream in &mut idle {
+            if !closed(stream).await {
+                held += 1;
+            }
+        }
+        (held, answer)
+    });
+    assert!(
+        answer.starts_with("HTTP/1.1 401"),
+        "the other address is answered (unpaired: 401): {answer:?}"
+    );
+    assert_eq!(
+        held,
+        overseer_web::listen::MAX_PER_ADDRESS,
+        "one address holds its share of the slots, no more"
+    );
 }

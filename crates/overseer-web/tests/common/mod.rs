@@ -31,6 +31,15 @@ pub fn served() -> Served {
 
 /// The engine serving with `tls` (and then trusting `root` as its client).
 pub fn served_with(tls: Option<TlsFiles>, root: Option<&[u8]>) -> Served {
+    serve(tls, root, None)
+}
+
+/// The engine serving over plain HTTP, each socket's heartbeat every `beat`.
+pub fn served_beating(beat: Duration) -> Served {
+    serve(None, None, Some(beat))
+}
+
+fn serve(tls: Option<TlsFiles>, root: Option<&[u8]>, beat: Option<Duration>) -> Served {
     let dir = tempfile::tempdir().expect("tempdir");
     let paths = Paths {
         data_dir: dir.path().join("data"),
@@ -52,6 +61,10 @@ pub fn served_with(tls: Option<TlsFiles>, root: Option<&[u8]>) -> Served {
         public_origins: Vec::new(),
     })
     .expect("bind");
+    let server = match beat {
+        Some(beat) => server.heartbeat_every(beat),
+        None => server,
+    };
     let addr = server.local_addr();
     rt.spawn(server.serve(engine.clone()));
     let mut config = ureq::Agent::config_builder()
@@ -143,6 +156,64 @@ impl Served {
         self.post_from(Some(&self.base.clone()), cookie, path, &body)
     }
 
+    /// `POST path` with `body` from the engine's own page, made on a
+    /// connection of its own from `source` (an address of this host:
+    /// 127.0.0.2 is one too on Linux), as a browser on another machine
+    /// would.
+    pub fn post_via(&self, source: &str, cookie: Option<&str>, path: &str, body: &Value) -> Answer {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = body.to_string();
+        let cookie =
+            cookie.map_or_else(String::new, |c| format!("Cookie: overseer_device={c}\r\n"));
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {base}\r\n{cookie}\
+             Content-Type: application/json\r\nContent-Length: {len}\r\n\
+             Connection: close\r\n\r\n{body}",
+            addr = self.addr,
+            base = self.base,
+            len = body.len(),
+        );
+        let answer = self.rt.block_on(async {
+            let mut stream = connect_from(source, self.addr).await;
+            stream.write_all(request.as_bytes()).await.expect("request");
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await.expect("answer");
+            answer
+        });
+        let answer = String::from_utf8_lossy(&answer);
+        let (head, body) = answer
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.strip_prefix("HTTP/1.1 "))
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+            .collect();
+        Answer {
+            status,
+            body: serde_json::from_str(body).unwrap_or(Value::Null),
+            cookies: headers
+                .iter()
+                .filter(|(k, _)| k == "set-cookie")
+                .map(|(_, v)| v.clone())
+                .collect(),
+            headers,
+        }
+    }
+
+    /// The status of `POST /api/call/<command>` from `source` (see
+    /// [`Served::post_via`]).
+    pub fn call_from(&self, source: &str, cookie: &str, command: &str, args: Value) -> u16 {
+        self.post_via(source, Some(cookie), &format!("/api/call/{command}"), &args)
+            .status
+    }
+
     /// `POST /api/call/<command>` from the engine's own page.
     pub fn call(&self, cookie: Option<&str>, command: &str, args: Value) -> Answer {
         self.post(cookie, &format!("/api/call/{command}"), &args)
@@ -219,4 +290,13 @@ pub fn refused_status(e: &tungstenite::Error) -> Option<u16> {
         tungstenite::Error::Http(response) => Some(response.status().as_u16()),
         _ => None,
     }
+}
+
+/// A TCP connection to the server from `source` (an address of this host).
+pub async fn connect_from(source: &str, server: SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{source}:0").parse().expect("source"))
+        .expect("bind the source address");
+    socket.connect(server).await.expect("connect")
 }

@@ -4,7 +4,7 @@
 // on top are the real ones: these tests show what a user of a browser sees
 // when the connection drops or the engine restarts.
 import { describe, expect, it } from "vitest";
-import { BACKOFF, HELLO, REVOKED, webBackend, whoAmI, pair, type SocketLike, type WebDeps } from "./web";
+import { BACKOFF, HEARTBEAT, HELLO, REVOKED, webBackend, whoAmI, pair, type SocketLike, type WebDeps } from "./web";
 import { demoBackend, MockBackend } from "./mock";
 import { Gates } from "../inbox/gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
@@ -46,6 +46,8 @@ class FakeSocket implements SocketLike {
 class FakeServer {
   engine: MockBackend;
   engineId = "engine-1";
+  /** The heartbeat interval the hello names (ms; null: none). */
+  heartbeat: number | null = null;
   up = true;
   paired = true;
   sockets: FakeSocket[] = [];
@@ -71,7 +73,7 @@ class FakeServer {
   /** Accepts the browser's socket and says hello (when the network is up). */
   accept(): FakeSocket {
     const s = this.socket!;
-    s.frame(HELLO, { engine: this.engineId });
+    s.frame(HELLO, this.heartbeat === null ? { engine: this.engineId } : { engine: this.engineId, heartbeat: this.heartbeat });
     return s;
   }
 
@@ -322,6 +324,49 @@ describe("the web backend", () => {
     server.accept();
     await flush();
     expect(backend.link.state.status).toBe("live");
+  });
+
+  it("takes a socket silent for 2.5 heartbeats for dropped: refuses decisions, reconnects and rereads the truth", async () => {
+    const server = new FakeServer();
+    server.heartbeat = 15_000;
+    const { backend, gates } = await page(server);
+    const tool = gates.sorted.find((g) => g.kind === "tool_call")!;
+    const plan = gates.sorted.find((g) => g.kind === "plan")!;
+    // Heartbeats keep it live, however long.
+    for (let i = 0; i < 4; i++) {
+      server.advance(15_000);
+      server.socket!.frame(HEARTBEAT, null);
+    }
+    await flush();
+    expect(backend.link.state.status).toBe("live");
+    expect(server.sockets).toHaveLength(1);
+
+    // The network goes without the socket closing (a phone off its wifi):
+    // nothing more comes, not even a close. Someone decides the plan
+    // meanwhile; this page does not hear it.
+    server.up = false;
+    server.sockets.length = 0;
+    await server.engine.decideGate(plan.id, { kind: "plan", choice: "approve" }, null);
+    server.advance(37_000);
+    await flush();
+    expect(backend.link.state.status).toBe("live");
+    server.advance(500);
+    await flush();
+    expect(backend.link.state).toMatchObject({ status: "down", reason: "no word from the engine for 38 s" });
+    // Never acting on the stale view: refused, nothing sent.
+    const posts = server.posts.length;
+    expect(await gates.decide(tool.id, "yes", null)).toBe(false);
+    expect(gates.errors.get(tool.id)?.message).toMatch(/^Not connected to the engine since .*: nothing was decided/);
+    expect(server.posts.length).toBe(posts);
+
+    server.heal();
+    server.advance(BACKOFF[0]!);
+    await flush();
+    expect(server.sockets).toHaveLength(1);
+    server.accept();
+    await flush();
+    expect(backend.link.state.status).toBe("live");
+    expect(gates.pending.has(plan.id)).toBe(false);
   });
 
   it("asks a live value again after a reconnection", async () => {

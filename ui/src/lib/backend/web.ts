@@ -7,6 +7,10 @@
 // - Every listener shares one WebSocket (`/api/events`), whose frames are
 //   `{channel, payload}`; the first is `overseer://hello`, naming the engine
 //   process.
+// - The server sends a heartbeat frame (`overseer://heartbeat`) at the
+//   interval its hello names (`heartbeat`, ms). Silence for SILENCE times
+//   that (a phone that left the network, a proxy that lost the connection
+//   without closing it) is taken as a drop.
 // - The socket can drop and the engine can restart. The link then retries
 //   with a growing delay; each new connection asks every store to read the
 //   engine's truth again (`onResync`), and only once they all have is it
@@ -20,6 +24,10 @@ import type { ApiError, ErrorCode } from "../types";
 
 /** The channel of the server's first frame on each connection. */
 export const HELLO = "overseer://hello";
+/** The channel of the server's heartbeat frames. */
+export const HEARTBEAT = "overseer://heartbeat";
+/** Heartbeat intervals of silence after which the connection is taken for dead. */
+export const SILENCE = 2.5;
 /** The close code the server uses when this browser's device is revoked. */
 export const REVOKED = 4401;
 /** Waits between tries after a drop (ms); the last one repeats. */
@@ -126,6 +134,11 @@ export class WebLink implements Link {
   /** Counts connections: a resync of an older one does not make a newer
    * one live. */
   #generation = 0;
+  /** How long the socket may be silent (ms; null: the server sends no
+   * heartbeat), when it last heard anything, and the timer watching it. */
+  #silence: number | null = null;
+  #heard = 0;
+  #watchdog: unknown = null;
 
   constructor(private deps: WebDeps) {
     this.#first = new Promise((resolve) => (this.#settleFirst = resolve));
@@ -209,6 +222,7 @@ export class WebLink implements Link {
   }
 
   #unpaired(reason: string): void {
+    this.#unwatch();
     if (this.#timer !== null) this.deps.clearTimeout(this.#timer);
     this.#timer = null;
     const socket = this.#socket;
@@ -224,14 +238,39 @@ export class WebLink implements Link {
   /** A call got no answer while the socket looked alive: drop it, so that
    * the reconnection (and its resync) starts now rather than whenever the
    * socket notices. */
-  #suspect(): void {
+  #suspect(reason = "a call got no answer"): void {
     const socket = this.#socket;
     if (!socket || this.#state.status === "unpaired") return;
     this.#socket = null;
     socket.onclose = null;
     socket.onmessage = null;
     socket.close();
-    this.#dropped("a call got no answer");
+    this.#dropped(reason);
+  }
+
+  /** Watches the socket for silence longer than the heartbeat allows. */
+  #watch(): void {
+    this.#unwatch();
+    const silence = this.#silence;
+    const socket = this.#socket;
+    if (silence === null || socket === null) return;
+    const quiet = this.deps.now() - this.#heard;
+    this.#watchdog = this.deps.setTimeout(() => {
+      this.#watchdog = null;
+      if (this.#socket !== socket) return;
+      // A timer of a page in the background may fire late: only the time
+      // since the last frame counts.
+      if (this.deps.now() - this.#heard < silence) {
+        this.#watch();
+        return;
+      }
+      this.#suspect(`no word from the engine for ${Math.round(silence / 1000)} s`);
+    }, Math.max(0, silence - quiet));
+  }
+
+  #unwatch(): void {
+    if (this.#watchdog !== null) this.deps.clearTimeout(this.#watchdog);
+    this.#watchdog = null;
   }
 
   #firstSettled(): void {
@@ -273,6 +312,7 @@ export class WebLink implements Link {
     this.#socket = socket;
     socket.onmessage = (ev) => {
       if (this.#socket !== socket) return;
+      this.#heard = this.deps.now();
       this.#frame(ev.data, generation);
     };
     socket.onclose = (ev) => {
@@ -299,10 +339,14 @@ export class WebLink implements Link {
     }
     if (typeof frame !== "object" || frame === null || typeof frame.channel !== "string") return;
     if (frame.channel === HELLO) {
-      const engine = (frame.payload as { engine?: unknown } | null)?.engine;
-      this.#hello(typeof engine === "string" ? engine : "", generation);
+      const hello = frame.payload as { engine?: unknown; heartbeat?: unknown } | null;
+      const beat = hello?.heartbeat;
+      this.#silence = typeof beat === "number" && beat > 0 ? beat * SILENCE : null;
+      this.#watch();
+      this.#hello(typeof hello?.engine === "string" ? hello.engine : "", generation);
       return;
     }
+    if (frame.channel === HEARTBEAT) return;
     for (const h of [...(this.#handlers.get(frame.channel) ?? [])]) h(frame.payload);
   }
 
@@ -330,6 +374,7 @@ export class WebLink implements Link {
   }
 
   #dropped(reason: string): void {
+    this.#unwatch();
     if (this.#state.status === "unpaired") return;
     const wait = BACKOFF[Math.min(this.#tries, BACKOFF.length - 1)]!;
     this.#tries += 1;

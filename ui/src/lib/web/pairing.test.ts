@@ -11,9 +11,10 @@ describe("the pairing screen's words", () => {
     expect(codeFromUrl("#pair=<script>")).toBe("");
   });
 
-  it("tells a wrong or expired code from a lockout, and says what to do", () => {
+  it("tells a wrong or expired code from a burned one and from this address's limit, and says what to do", () => {
     expect(pairingAdvice({ code: "unauthorized", message: "x" })).toMatch(/wrong or has expired.*new pairing/);
-    expect(pairingAdvice({ code: "rate_limited", message: "x" })).toMatch(/locked for a while.*Wait/);
+    expect(pairingAdvice({ code: "unauthorized", message: "that pairing code was burned: 20 wrong codes were typed" })).toMatch(/was burned.*Ask for a new code: it works at once/);
+    expect(pairingAdvice({ code: "rate_limited", message: "x" })).toMatch(/from this network address.*Other devices can pair/);
     expect(pairingAdvice({ code: "internal", message: "disk full" })).toBe("Pairing failed: disk full");
   });
 });

@@ -14,9 +14,12 @@ export function codeFromUrl(hash: string): string {
 export function pairingAdvice(e: ApiError): string {
   switch (e.code) {
     case "unauthorized":
+      if (/\bburned\b/.test(e.message)) {
+        return "That code was burned: too many wrong codes were typed while it was outstanding (someone may be guessing codes). Ask for a new code: it works at once.";
+      }
       return "That code is wrong or has expired. Check it, or start a new pairing and type the new code.";
     case "rate_limited":
-      return "Too many wrong codes in a row: pairing is locked for a while. Wait a few minutes, then start a new pairing.";
+      return "Too many wrong codes came from this network address: it can try again in a few minutes. Other devices can pair meanwhile.";
     case "engine_unavailable":
       return `${e.message}`;
     default:
