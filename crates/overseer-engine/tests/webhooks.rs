@@ -722,3 +722,91 @@ async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
         want
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
+    let w = world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        FAST,
+    )
+    .await;
+    // The first request fails: its retry (after 300 ms) is pending when
+    // the hook is disabled.
+    let rx = Receiver::start(vec![Reply::Status(500)], Reply::Status(200)).await;
+    let hook = w
+        .engine
+        .add_webhook(&rx.url, &[], &Actor::cli())
+        .expect("add");
+    let id = hook.webhook.id;
+    let first = w.engine.test_webhook(id).expect("test");
+    assert_eq!(first.status, DeliveryStatus::Pending, "{first:?}");
+
+    // Only the owner at the machine may turn it off.
+    let err = w
+        .engine
+        .set_webhook_enabled(id, false, &Actor::User("ana".into()))
+        .expect_err("not the local owner");
+    assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+    assert!(w.engine.webhooks().expect("list")[0].enabled);
+
+    let off = w
+        .engine
+        .set_webhook_enabled(id, false, &Actor::cli())
+        .expect("disable");
+    assert!(!off.enabled);
+    assert!(!w.engine.webhooks().expect("list")[0].enabled, "listed off");
+    let log = w.engine.webhook_deliveries(id, None).expect("log");
+    assert_eq!(log.len(), 1, "the log is kept: {log:#?}");
+    assert_eq!(log[0].status, DeliveryStatus::Failed, "{log:#?}");
+    assert_eq!(
+        log[0].note.as_deref(),
+        Some("not sent: the hook was disabled")
+    );
+
+    // Events while it is off: nothing queued, nothing sent, the pending
+    // retry neither; a test is refused saying how to turn it on.
+    w.engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let err = w.engine.test_webhook(id).expect_err("disabled");
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(
+        err.message.contains("overseer webhooks enable"),
+        "{}",
+        err.message
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rx.got().len(),
+        1,
+        "only the first attempt, before disabling"
+    );
+    assert_eq!(w.engine.webhook_deliveries(id, None).expect("log").len(), 1);
+
+    // On again: what happens from now on arrives, signed with the same
+    // secret; what was given up on is not sent.
+    let on = w
+        .engine
+        .set_webhook_enabled(id, true, &Actor::cli())
+        .expect("enable");
+    assert!(on.enabled);
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let got = rx
+        .wait("the plan's ask", |g| {
+            g.iter().skip(1).any(|r| {
+                serde_json::from_slice::<WebhookBody>(&r.body)
+                    .is_ok_and(|b| b.gate_id == Some(plan.id))
+            })
+        })
+        .await;
+    for r in &got[1..] {
+        verify(&hook.secret, r).expect("the secret was kept");
+        assert_ne!(
+            r.header("x-overseer-delivery"),
+            first.id.to_string(),
+            "the delivery given up on is not sent"
+        );
+    }
+    let log = w.engine.webhook_deliveries(id, Some(200)).expect("log");
+    assert!(log.iter().any(|d| d.id == first.id), "the old log is kept");
+}
