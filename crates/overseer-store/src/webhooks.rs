@@ -171,6 +171,22 @@ impl Store {
         )
     }
 
+    /// Hook `webhook`'s pending deliveries due at `now`, oldest first, at
+    /// most `limit`: what one request to it may carry.
+    pub fn due_for_webhook(
+        &self,
+        webhook: i64,
+        now: Millis,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        select(
+            self,
+            "WHERE t.webhook_id = ?1 AND t.status = 'pending' AND t.next_at <= ?2
+             ORDER BY t.id LIMIT ?3",
+            params![webhook, now, limit],
+        )
+    }
+
     /// When the next pending delivery of an enabled hook is due.
     pub fn next_delivery_at(&self) -> Result<Option<Millis>, StoreError> {
         self.raw_connection()

@@ -126,7 +126,7 @@ impl Records {
             .write(|tx| tx.queue_delivery(hook.id, "test", None, &text, now, later))?
             .ok_or_else(|| internal("the test delivery was not queued"))?;
         let row = self.store().delivery(delivery)?;
-        deliver::attempt(self, &hook, &row);
+        deliver::attempt(self, &hook, std::slice::from_ref(&row));
         self.webhooks.wake();
         let store = self.store();
         let found = store
