@@ -187,6 +187,23 @@ fn verify(secret: &str, r: &Received) -> Result<(), String> {
         .map_err(|_| "the signature does not match".to_owned())
 }
 
+/// An engine with `config` whose desktop notifications go to the log.
+async fn quiet_world(config: &str) -> World {
+    world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        config,
+    )
+    .await
+}
+
+/// A hook to `rx` that gets every kind.
+fn every_kind(w: &World, rx: &Receiver) -> overseer_engine::WebhookAdded {
+    w.engine
+        .add_webhook(&rx.url, &[], &Actor::cli())
+        .expect("add")
+}
+
 async fn deliveries_until(
     w: &World,
     hook: i64,
@@ -222,12 +239,7 @@ fn reviews(w: &World) -> Vec<overseer_core::RunId> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscribed_event_arrives_signed_and_a_kind_not_subscribed_does_not() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     let reviews_rx = Receiver::start(vec![], Reply::Status(200)).await;
     let blocking_rx = Receiver::start(vec![], Reply::Status(200)).await;
     let for_reviews = w
@@ -322,21 +334,13 @@ async fn a_subscribed_event_arrives_signed_and_a_kind_not_subscribed_does_not() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_failing_twice_gets_three_attempts_with_growing_gaps() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     let rx = Receiver::start(
         vec![Reply::Status(500), Reply::Status(503)],
         Reply::Status(200),
     )
     .await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     assert_eq!(
         hook.webhook.events,
         WebhookEvent::SUBSCRIBABLE.to_vec(),
@@ -404,12 +408,7 @@ async fn a_receiver_that_hangs_delays_neither_another_hook_nor_the_engine() {
     // A receiver has 5 s here: long enough to see everything else go on
     // while one hangs.
     let config = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 5\nbatch_window_ms = 0\n";
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        config,
-    )
-    .await;
+    let w = quiet_world(config).await;
     let hanging = Receiver::start(vec![], Reply::Hang).await;
     let quick = Receiver::start(vec![], Reply::Status(204)).await;
     let kinds = [WebhookEvent::RunPendingReview, WebhookEvent::RunFinished];
@@ -495,10 +494,7 @@ async fn muted_kinds_and_a_muted_channel_are_not_delivered() {
     let desktop = Arc::new(Captured::default());
     let w = world_with(WorkspaceSettings::default(), desktop.clone(), FAST).await;
     let rx = Receiver::start(vec![], Reply::Status(200)).await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     // The desktop muted whole, webhooks' run_finished muted.
     w.engine
         .set_notifications(
@@ -608,12 +604,7 @@ async fn muted_kinds_and_a_muted_channel_are_not_delivered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urls_that_are_not_http_are_refused_with_what_to_give_instead() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     for bad in [
         "ftp://example.com/hook",
         "file:///etc/passwd",
@@ -658,12 +649,7 @@ async fn urls_that_are_not_http_are_refused_with_what_to_give_instead() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again() {
-    let mut w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let mut w = quiet_world(FAST).await;
     // A port where nothing listens yet.
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -696,12 +682,7 @@ async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
-    let mut w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let mut w = quiet_world(FAST).await;
     let rx = Receiver::start(vec![], Reply::Status(200)).await;
     let hook = w
         .engine
@@ -727,19 +708,11 @@ async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     // The first request fails: its retry (after 300 ms) is pending when
     // the hook is disabled.
     let rx = Receiver::start(vec![Reply::Status(500)], Reply::Status(200)).await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     let id = hook.webhook.id;
     let first = w.engine.test_webhook(id).expect("test");
     assert_eq!(first.status, DeliveryStatus::Pending, "{first:?}");
@@ -856,12 +829,7 @@ fn carried(r: &Received) -> Vec<(i64, WebhookBody)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_to_one_hook_arrives_in_few_requests_carrying_every_event() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        BATCHED,
-    )
-    .await;
+    let w = quiet_world(BATCHED).await;
     // The first request is answered, the second (the batch) fails once:
     // its retry carries the same events again.
     let rx = Receiver::start(
@@ -869,10 +837,7 @@ async fn a_burst_to_one_hook_arrives_in_few_requests_carrying_every_event() {
         Reply::Status(200),
     )
     .await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     let id = hook.webhook.id;
     // A request (a test) opens the hook's window...
     let test = w.engine.test_webhook(id).expect("test");
@@ -940,12 +905,7 @@ async fn a_lone_event_arrives_at_once_with_its_body_unchanged() {
     // A window far longer than the test waits: a lone event must not wait
     // for it.
     let config = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 2\nbatch_window_ms = 30000\n";
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        config,
-    )
-    .await;
+    let w = quiet_world(config).await;
     let rx = Receiver::start(vec![], Reply::Status(200)).await;
     let hook = w
         .engine
