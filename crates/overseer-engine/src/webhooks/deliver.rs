@@ -139,7 +139,10 @@ fn schedule(engine: Weak<Shared>) {
                             // the attempt.
                             let row = on.store().webhook(hook);
                             match row {
-                                Ok(row) => attempt(&on, &row, &members),
+                                Ok(row) if row.enabled => attempt(&on, &row, &members),
+                                // Disabled since the deliveries were read:
+                                // they were given up on, not sent.
+                                Ok(_) => {}
                                 Err(e) => tracing::debug!("webhook {hook} is gone: {e}"),
                             }
                             on.webhooks.lock().busy.remove(&hook);
