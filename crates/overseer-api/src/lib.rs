@@ -169,6 +169,13 @@ macro_rules! operations {
                 } -> WebhookAdded;
                 /// Removes a webhook and its delivery log.
                 write remove_webhook => RemoveWebhook { id: i64 as id } -> Webhook;
+                /// Turns a webhook off (`enabled` false: it gets nothing, and
+                /// what was pending for it is given up on) or on again; its
+                /// secret and its log stay. Only the local owner may.
+                write set_webhook_enabled => SetWebhookEnabled {
+                    id: i64 as id,
+                    enabled: bool as enabled,
+                } -> Webhook;
                 /// Sends a test event to a webhook now; answers with its
                 /// delivery once the first attempt ended (within the
                 /// receiver's timeout). A write: it sends outside the machine.

@@ -37,6 +37,11 @@ pub enum WebhooksCommand {
     },
     /// Remove a webhook and its delivery log
     Remove { id: i64 },
+    /// Turn a webhook off: it gets nothing until enabled (what is pending
+    /// for it is not sent); its secret and log stay
+    Disable { id: i64 },
+    /// Turn a disabled webhook on again: it gets the events from now on
+    Enable { id: i64 },
     /// A webhook's latest deliveries, each attempt with its answer
     Deliveries {
         id: i64,
@@ -108,6 +113,8 @@ pub async fn run(paths: &Paths, cmd: WebhooksCommand) -> anyhow::Result<ExitCode
             let h: Webhook = act(paths, op::RemoveWebhook { id }).await?;
             println!("removed webhook {} ({})", h.id, inert(&h.url));
         }
+        WebhooksCommand::Disable { id } => set_enabled(paths, id, false, now).await?,
+        WebhooksCommand::Enable { id } => set_enabled(paths, id, true, now).await?,
         WebhooksCommand::Deliveries { id, limit, json } => {
             let log: Vec<WebhookDelivery> = act(paths, op::WebhookDeliveries { id, limit }).await?;
             if json {
@@ -122,6 +129,20 @@ pub async fn run(paths: &Paths, cmd: WebhooksCommand) -> anyhow::Result<ExitCode
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn set_enabled(paths: &Paths, id: i64, enabled: bool, now: i64) -> anyhow::Result<()> {
+    let h: Webhook = act(paths, op::SetWebhookEnabled { id, enabled }).await?;
+    print!("{}", hook_line(&h, now));
+    if h.enabled {
+        println!("enabled: it gets the events from now on");
+    } else {
+        println!(
+            "disabled: it gets nothing, and nothing pending for it is sent \
+             (`overseer webhooks enable {id}` turns it on again)"
+        );
+    }
+    Ok(())
 }
 
 fn hook_line(h: &Webhook, now: i64) -> String {

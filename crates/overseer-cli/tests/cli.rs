@@ -1122,6 +1122,38 @@ fn webhooks_are_added_tested_listed_and_removed_from_the_command_line() {
     assert!(err.contains("overseer webhooks list"), "{err}");
 }
 
+/// `overseer webhooks disable|enable`: a disabled hook is listed as such,
+/// what was pending for it is given up on (the log says why), a test is
+/// refused saying how to turn it on; enabled again, it is listed plain.
+#[test]
+fn a_webhook_is_disabled_and_enabled_again_from_the_command_line() {
+    let h = Home::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    h.ok(&["webhooks", "add", &url]);
+    // A test nobody receives: pending, its retry due.
+    assert!(!h.run(&["webhooks", "test", "1"]).status.success());
+
+    let out = h.ok(&["webhooks", "disable", "1"]);
+    assert!(out.contains("(disabled)"), "{out}");
+    assert!(out.contains("overseer webhooks enable 1"), "{out}");
+    assert!(h.ok(&["webhooks", "list"]).contains("(disabled)"));
+    let log = h.ok(&["webhooks", "deliveries", "1"]);
+    assert!(log.contains("FAILED"), "{log}");
+    assert!(log.contains("not sent: the hook was disabled"), "{log}");
+    let err = h.fails(&["webhooks", "test", "1"]);
+    assert!(err.contains("overseer webhooks enable 1"), "{err}");
+
+    let out = h.ok(&["webhooks", "enable", "1"]);
+    assert!(!out.contains("(disabled)"), "{out}");
+    assert!(!h.ok(&["webhooks", "list"]).contains("(disabled)"));
+    let err = h.fails(&["webhooks", "enable", "9"]);
+    assert!(err.contains("overseer webhooks list"), "{err}");
+}
+
 #[test]
 fn a_budget_is_set_raised_and_removed_from_the_command_line() {
     let h = Home::new();

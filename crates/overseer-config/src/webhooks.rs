@@ -1,5 +1,5 @@
-//! `[webhooks]` in `overseer.toml`: how long a receiver may take to answer
-//! and how deliveries are retried.
+//! `[webhooks]` in `overseer.toml`: how long a receiver may take to answer,
+//! how deliveries are retried, and how a burst to one hook is batched.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -16,6 +16,11 @@ pub struct WebhooksConfig {
     pub first_retry_ms: Option<u64>,
     /// Attempts in all before a delivery is given up on (default 6).
     pub attempts: Option<u32>,
+    /// After a request to a hook, events for it within this long are sent
+    /// together, as one batch, when it has passed (default 5,000 ms; 0:
+    /// every event its own request). The first event of a quiet hook goes
+    /// at once.
+    pub batch_window_ms: Option<u64>,
 }
 
 impl WebhooksConfig {
@@ -30,6 +35,12 @@ impl WebhooksConfig {
     /// Attempts in all (at least 1, at most 12).
     pub fn attempts(&self) -> u32 {
         self.attempts.unwrap_or(6).clamp(1, 12)
+    }
+
+    /// How long after a request to a hook new events for it wait, to be
+    /// sent together (at most a minute).
+    pub fn batch_window(&self) -> Duration {
+        Duration::from_millis(self.batch_window_ms.unwrap_or(5_000).min(60_000))
     }
 
     /// The wait after the `failed`-th failed attempt (1: the first):
@@ -56,5 +67,6 @@ mod tests {
             "six attempts: at once, then after 2 s, 10 s, 50 s, 250 s and 1,250 s"
         );
         assert_eq!(c.timeout(), Duration::from_secs(10));
+        assert_eq!(c.batch_window(), Duration::from_secs(5));
     }
 }

@@ -69,6 +69,7 @@ pub use settings::Scope;
 pub use settings::{RuleTexts, SettingsChange};
 pub use supervise::{GateStory, PolicyStatus, RunStory, TaskInfo};
 pub use webhooks::{
-    DeliveryStatus, Webhook, WebhookAdded, WebhookAttempt, WebhookBody, WebhookDelivery,
+    DeliveryStatus, Webhook, WebhookAdded, WebhookAttempt, WebhookBatch, WebhookBatchItem,
+    WebhookBatchKind, WebhookBody, WebhookDelivery,
 };
 pub use work::{run_branch, Started, TaskStart};

@@ -9,16 +9,18 @@ use common::*;
 use hmac::Mac;
 use overseer_core::{Actor, ErrorCode, GateKind, RunState};
 use overseer_engine::{
-    DeliveryStatus, NotificationKind, NotificationSettings, WebhookBody, WebhookDelivery,
-    WebhookEvent,
+    DeliveryStatus, NotificationKind, NotificationSettings, WebhookBatch, WebhookBatchKind,
+    WebhookBody, WebhookDelivery, WebhookEvent,
 };
 use overseer_store::WorkspaceSettings;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Retries after 300 ms, then 1.5 s, 7.5 s...; a receiver has 1 s.
-const FAST: &str = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 1\n";
+/// Retries after 300 ms, then 1.5 s, 7.5 s...; a receiver has 1 s; each
+/// event its own request (no batching: these tests count requests per
+/// event; batching has tests of its own below).
+const FAST: &str = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 1\nbatch_window_ms = 0\n";
 
 /// How a receiver answers one request.
 #[derive(Clone, Copy, Debug)]
@@ -185,6 +187,23 @@ fn verify(secret: &str, r: &Received) -> Result<(), String> {
         .map_err(|_| "the signature does not match".to_owned())
 }
 
+/// An engine with `config` whose desktop notifications go to the log.
+async fn quiet_world(config: &str) -> World {
+    world_with(
+        WorkspaceSettings::default(),
+        Arc::new(overseer_engine::LogNotifier),
+        config,
+    )
+    .await
+}
+
+/// A hook to `rx` that gets every kind.
+fn every_kind(w: &World, rx: &Receiver) -> overseer_engine::WebhookAdded {
+    w.engine
+        .add_webhook(&rx.url, &[], &Actor::cli())
+        .expect("add")
+}
+
 async fn deliveries_until(
     w: &World,
     hook: i64,
@@ -220,12 +239,7 @@ fn reviews(w: &World) -> Vec<overseer_core::RunId> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscribed_event_arrives_signed_and_a_kind_not_subscribed_does_not() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     let reviews_rx = Receiver::start(vec![], Reply::Status(200)).await;
     let blocking_rx = Receiver::start(vec![], Reply::Status(200)).await;
     let for_reviews = w
@@ -320,21 +334,13 @@ async fn a_subscribed_event_arrives_signed_and_a_kind_not_subscribed_does_not() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_failing_twice_gets_three_attempts_with_growing_gaps() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     let rx = Receiver::start(
         vec![Reply::Status(500), Reply::Status(503)],
         Reply::Status(200),
     )
     .await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     assert_eq!(
         hook.webhook.events,
         WebhookEvent::SUBSCRIBABLE.to_vec(),
@@ -401,13 +407,8 @@ async fn a_receiver_failing_twice_gets_three_attempts_with_growing_gaps() {
 async fn a_receiver_that_hangs_delays_neither_another_hook_nor_the_engine() {
     // A receiver has 5 s here: long enough to see everything else go on
     // while one hangs.
-    let config = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 5\n";
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        config,
-    )
-    .await;
+    let config = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 5\nbatch_window_ms = 0\n";
+    let w = quiet_world(config).await;
     let hanging = Receiver::start(vec![], Reply::Hang).await;
     let quick = Receiver::start(vec![], Reply::Status(204)).await;
     let kinds = [WebhookEvent::RunPendingReview, WebhookEvent::RunFinished];
@@ -493,10 +494,7 @@ async fn muted_kinds_and_a_muted_channel_are_not_delivered() {
     let desktop = Arc::new(Captured::default());
     let w = world_with(WorkspaceSettings::default(), desktop.clone(), FAST).await;
     let rx = Receiver::start(vec![], Reply::Status(200)).await;
-    let hook = w
-        .engine
-        .add_webhook(&rx.url, &[], &Actor::cli())
-        .expect("add");
+    let hook = every_kind(&w, &rx);
     // The desktop muted whole, webhooks' run_finished muted.
     w.engine
         .set_notifications(
@@ -606,12 +604,7 @@ async fn muted_kinds_and_a_muted_channel_are_not_delivered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urls_that_are_not_http_are_refused_with_what_to_give_instead() {
-    let w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let w = quiet_world(FAST).await;
     for bad in [
         "ftp://example.com/hook",
         "file:///etc/passwd",
@@ -656,12 +649,7 @@ async fn urls_that_are_not_http_are_refused_with_what_to_give_instead() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again() {
-    let mut w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let mut w = quiet_world(FAST).await;
     // A port where nothing listens yet.
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -694,12 +682,7 @@ async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
-    let mut w = world_with(
-        WorkspaceSettings::default(),
-        Arc::new(overseer_engine::LogNotifier),
-        FAST,
-    )
-    .await;
+    let mut w = quiet_world(FAST).await;
     let rx = Receiver::start(vec![], Reply::Status(200)).await;
     let hook = w
         .engine
@@ -720,5 +703,258 @@ async fn a_restart_that_tells_of_pending_gates_again_sends_nothing_twice() {
             .expect("log")
             .len(),
         want
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
+    let w = quiet_world(FAST).await;
+    // The first request fails: its retry (after 300 ms) is pending when
+    // the hook is disabled.
+    let rx = Receiver::start(vec![Reply::Status(500)], Reply::Status(200)).await;
+    let hook = every_kind(&w, &rx);
+    let id = hook.webhook.id;
+    let first = w.engine.test_webhook(id).expect("test");
+    assert_eq!(first.status, DeliveryStatus::Pending, "{first:?}");
+
+    // Only the owner at the machine may turn it off.
+    let err = w
+        .engine
+        .set_webhook_enabled(id, false, &Actor::User("ana".into()))
+        .expect_err("not the local owner");
+    assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+    assert!(w.engine.webhooks().expect("list")[0].enabled);
+
+    let off = w
+        .engine
+        .set_webhook_enabled(id, false, &Actor::cli())
+        .expect("disable");
+    assert!(!off.enabled);
+    assert!(!w.engine.webhooks().expect("list")[0].enabled, "listed off");
+    let log = w.engine.webhook_deliveries(id, None).expect("log");
+    assert_eq!(log.len(), 1, "the log is kept: {log:#?}");
+    assert_eq!(log[0].status, DeliveryStatus::Failed, "{log:#?}");
+    assert_eq!(
+        log[0].note.as_deref(),
+        Some("not sent: the hook was disabled")
+    );
+
+    // Events while it is off: nothing queued, nothing sent, the pending
+    // retry neither; a test is refused saying how to turn it on.
+    w.engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let err = w.engine.test_webhook(id).expect_err("disabled");
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(
+        err.message.contains("overseer webhooks enable"),
+        "{}",
+        err.message
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rx.got().len(),
+        1,
+        "only the first attempt, before disabling"
+    );
+    assert_eq!(w.engine.webhook_deliveries(id, None).expect("log").len(), 1);
+
+    // On again: what happens from now on arrives, signed with the same
+    // secret; what was given up on is not sent.
+    let on = w
+        .engine
+        .set_webhook_enabled(id, true, &Actor::cli())
+        .expect("enable");
+    assert!(on.enabled);
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let got = rx
+        .wait("the plan's ask", |g| {
+            g.iter().skip(1).any(|r| {
+                serde_json::from_slice::<WebhookBody>(&r.body)
+                    .is_ok_and(|b| b.gate_id == Some(plan.id))
+            })
+        })
+        .await;
+    for r in &got[1..] {
+        verify(&hook.secret, r).expect("the secret was kept");
+        assert_ne!(
+            r.header("x-overseer-delivery"),
+            first.id.to_string(),
+            "the delivery given up on is not sent"
+        );
+    }
+    let log = w.engine.webhook_deliveries(id, Some(200)).expect("log");
+    assert!(log.iter().any(|d| d.id == first.id), "the old log is kept");
+}
+
+/// Batching after a request: 3 s; retries after 300 ms.
+const BATCHED: &str =
+    "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 2\nbatch_window_ms = 3000\n";
+
+/// The events one request carries, each with its delivery id: a batch's
+/// list, or the one event of a plain body (its id from the header).
+fn carried(r: &Received) -> Vec<(i64, WebhookBody)> {
+    let value: serde_json::Value = serde_json::from_slice(&r.body).expect("JSON");
+    if value.get("kind").and_then(|k| k.as_str()) == Some("batch") {
+        let batch: WebhookBatch = serde_json::from_value(value).expect("a WebhookBatch");
+        assert_eq!(batch.kind, WebhookBatchKind::Batch);
+        assert_eq!(batch.count, batch.events.len(), "count says how many");
+        assert_eq!(r.header("x-overseer-event"), "batch");
+        let ids: Vec<String> = batch
+            .events
+            .iter()
+            .map(|e| e.delivery.to_string())
+            .collect();
+        assert_eq!(r.header("x-overseer-delivery"), ids.join(","));
+        assert_eq!(r.header("x-title"), batch.title);
+        for e in &batch.events {
+            assert!(
+                batch
+                    .text
+                    .contains(&format!("{}: {}", e.body.title, e.body.text)),
+                "the plain-text summary lists {:?}: {:?}",
+                e.body.title,
+                batch.text
+            );
+        }
+        batch
+            .events
+            .into_iter()
+            .map(|e| (e.delivery, e.body))
+            .collect()
+    } else {
+        let id = r.header("x-overseer-delivery").parse().expect("one id");
+        vec![(id, r.body())]
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_to_one_hook_arrives_in_few_requests_carrying_every_event() {
+    let w = quiet_world(BATCHED).await;
+    // The first request is answered, the second (the batch) fails once:
+    // its retry carries the same events again.
+    let rx = Receiver::start(
+        vec![Reply::Status(200), Reply::Status(500)],
+        Reply::Status(200),
+    )
+    .await;
+    let hook = every_kind(&w, &rx);
+    let id = hook.webhook.id;
+    // A request (a test) opens the hook's window...
+    let test = w.engine.test_webhook(id).expect("test");
+    assert_eq!(test.status, DeliveryStatus::Delivered);
+    // ...within which a burst comes: every run of the settled fleet in
+    // review or released at once.
+    w.engine.seed_demo(&Actor::cli(), true).expect("seed");
+    let log = deliveries_until(&w, id, "every event delivered", |l| {
+        l.len() > 1 && l.iter().all(|d| d.status == DeliveryStatus::Delivered)
+    })
+    .await;
+    let n = log.len();
+    assert!(n >= 8, "a burst of events: {n}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = rx.got();
+    let sizes: Vec<usize> = got.iter().map(|r| carried(r).len()).collect();
+    eprintln!(
+        "{n} events arrived in {} requests carrying {sizes:?}",
+        got.len()
+    );
+    for r in &got {
+        verify(&hook.secret, r).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    }
+    assert_eq!(
+        got.len(),
+        3,
+        "{n} events in 3 requests (the test alone, the burst batched, the batch's retry), \
+         carrying {sizes:?}"
+    );
+    assert_eq!(sizes[0], 1, "the test went alone");
+    // Every event arrived in a request that was answered 2xx, once.
+    let mut ids: Vec<i64> = [&got[0], &got[2]]
+        .into_iter()
+        .flat_map(carried)
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort();
+    let mut want: Vec<i64> = log.iter().map(|d| d.id).collect();
+    want.sort();
+    assert_eq!(ids, want, "each event once, over the requests answered");
+    let failed: Vec<i64> = carried(&got[1]).into_iter().map(|(i, _)| i).collect();
+    let retried: Vec<i64> = carried(&got[2]).into_iter().map(|(i, _)| i).collect();
+    assert_eq!(failed.len(), n - 1, "the burst went as one batch");
+    assert_eq!(retried, failed, "the retry carries the same batch");
+    let gap = got[2].at - got[1].at;
+    assert!(
+        gap >= Duration::from_millis(300) && gap < Duration::from_millis(2500),
+        "retried on the retry schedule, not held for the window: {gap:?}"
+    );
+    // Each event of the batch, in the log, has the batch's two attempts.
+    for d in log.iter().filter(|d| failed.contains(&d.id)) {
+        let codes: Vec<Option<u16>> = d.attempts.iter().map(|a| a.status_code).collect();
+        assert_eq!(codes, [Some(500), Some(200)], "{d:?}");
+    }
+    // What the batch carries is what each event alone would have said.
+    for (delivery, body) in got.iter().flat_map(carried) {
+        let d = log.iter().find(|d| d.id == delivery).expect("logged");
+        assert_eq!(body.title, d.title);
+        assert_eq!(body.event, d.event);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_event_arrives_at_once_with_its_body_unchanged() {
+    // A window far longer than the test waits: a lone event must not wait
+    // for it.
+    let config = "[webhooks]\nfirst_retry_ms = 300\ntimeout_seconds = 2\nbatch_window_ms = 30000\n";
+    let w = quiet_world(config).await;
+    let rx = Receiver::start(vec![], Reply::Status(200)).await;
+    let hook = w
+        .engine
+        .add_webhook(
+            &rx.url,
+            &[WebhookEvent::AgentQuestionBlocking],
+            &Actor::cli(),
+        )
+        .expect("add");
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let got = rx.wait("the plan's ask", |g| !g.is_empty()).await;
+    assert_eq!(got.len(), 1);
+    verify(&hook.secret, &got[0]).expect("signed");
+    // The body of one event, as before batching: no `kind`, the fields of
+    // a WebhookBody and nothing else.
+    let value: serde_json::Value = serde_json::from_slice(&got[0].body).expect("JSON");
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "at",
+            "event",
+            "gate_id",
+            "run_id",
+            "task_id",
+            "text",
+            "title",
+            "workspace"
+        ]
+    );
+    let body = got[0].body();
+    assert_eq!(body.event, WebhookEvent::AgentQuestionBlocking);
+    assert_eq!(body.gate_id, Some(plan.id));
+    assert_eq!(got[0].header("x-overseer-event"), "agent_question_blocking");
+    let log = deliveries_until(&w, hook.webhook.id, "delivered", |l| {
+        l.len() == 1 && l[0].status == DeliveryStatus::Delivered
+    })
+    .await;
+    assert_eq!(got[0].header("x-overseer-delivery"), log[0].id.to_string());
+    let waited = log[0].attempts[0].at - log[0].created_at;
+    assert!(
+        waited < 1_000,
+        "sent at once, not after the 30 s window: {waited} ms after it was queued"
     );
 }

@@ -422,6 +422,14 @@ impl Api for Served<'_> {
     fn remove_webhook(&self, actor: &Actor, id: i64) -> Result<Webhook, ApiError> {
         self.0.remove_webhook(id, actor)
     }
+    fn set_webhook_enabled(
+        &self,
+        actor: &Actor,
+        id: i64,
+        enabled: bool,
+    ) -> Result<Webhook, ApiError> {
+        self.0.set_webhook_enabled(id, enabled, actor)
+    }
     fn test_webhook(&self, _actor: &Actor, id: i64) -> Result<WebhookDelivery, ApiError> {
         self.0.test_webhook(id)
     }

@@ -68,56 +68,70 @@ pub enum AttemptOutcome {
     },
 }
 
-const DELIVERY_COLUMNS: &str =
-    "id, webhook_id, event, body, status, attempts, next_at, note, created_at";
-
-fn delivery_row(r: &Row<'_>) -> rusqlite::Result<DeliveryRow> {
-    Ok(DeliveryRow {
-        id: r.get(0)?,
-        webhook_id: r.get(1)?,
-        event: r.get(2)?,
-        body: r.get(3)?,
-        status: r.get(4)?,
-        attempts: r.get(5)?,
-        next_at: r.get(6)?,
-        note: r.get(7)?,
-        created_at: r.get(8)?,
-    })
+/// A row of one of the webhook tables, read by [`select`]: its table, its
+/// columns in the order `read` takes them.
+trait Stored: Sized {
+    const TABLE: &'static str;
+    const COLUMNS: &'static [&'static str];
+    fn read(r: &Row<'_>) -> rusqlite::Result<Self>;
 }
 
-fn webhook_row(r: &Row<'_>) -> rusqlite::Result<WebhookRow> {
-    Ok(WebhookRow {
-        id: r.get(0)?,
-        url: r.get(1)?,
-        secret: r.get(2)?,
-        events: r.get(3)?,
-        enabled: r.get(4)?,
-        created_at: r.get(5)?,
-    })
+/// A row type read from `table`, each field from the column of its name.
+macro_rules! stored {
+    ($row:ident in $table:literal { $($field:ident),+ $(,)? }) => {
+        impl Stored for $row {
+            const TABLE: &'static str = $table;
+            const COLUMNS: &'static [&'static str] = &[$(stringify!($field)),+];
+            fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
+                let mut column = 0;
+                Ok($row {
+                    $($field: {
+                        column += 1;
+                        r.get(column - 1)?
+                    },)+
+                })
+            }
+        }
+    };
+}
+
+stored!(WebhookRow in "webhooks" { id, url, secret, events, enabled, created_at });
+stored!(DeliveryRow in "webhook_deliveries" {
+    id, webhook_id, event, body, status, attempts, next_at, note, created_at,
+});
+stored!(AttemptRow in "webhook_attempts" { delivery_id, at, status_code, error, duration_ms });
+
+/// The rows of `T`'s table (named `t`) that `tail` (`WHERE ... ORDER BY
+/// ...`, a join) picks with `params`.
+fn select<T: Stored>(
+    store: &Store,
+    tail: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<T>, StoreError> {
+    let columns: Vec<String> = T::COLUMNS.iter().map(|c| format!("t.{c}")).collect();
+    let sql = format!("SELECT {} FROM {} t {tail}", columns.join(", "), T::TABLE);
+    store
+        .raw_connection()
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.query_map(params, T::read)?.collect())
+        .map_err(|e| StoreError::from_sqlite(e, store.path()))
+}
+
+/// The one row of `T` with `id`.
+fn by_id<T: Stored>(store: &Store, id: i64, what: &'static str) -> Result<T, StoreError> {
+    select(store, "WHERE t.id = ?1", [id])?
+        .pop()
+        .ok_or(StoreError::NotFound { what, id })
 }
 
 impl Store {
     /// Every hook, oldest first.
     pub fn webhooks(&self) -> Result<Vec<WebhookRow>, StoreError> {
-        self.raw_connection()
-            .prepare_cached(
-                "SELECT id, url, secret, events, enabled, created_at FROM webhooks ORDER BY id",
-            )
-            .and_then(|mut s| s.query_map([], webhook_row)?.collect())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+        select(self, "ORDER BY t.id", [])
     }
 
     pub fn webhook(&self, id: i64) -> Result<WebhookRow, StoreError> {
-        self.raw_connection()
-            .prepare_cached(
-                "SELECT id, url, secret, events, enabled, created_at FROM webhooks WHERE id = ?1",
-            )
-            .and_then(|mut s| s.query_row([id], webhook_row).optional())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))?
-            .ok_or(StoreError::NotFound {
-                what: "webhook",
-                id,
-            })
+        by_id(self, id, "webhook")
     }
 
     /// A hook's latest `limit` deliveries, newest first, each with its
@@ -127,70 +141,50 @@ impl Store {
         webhook: i64,
         limit: u32,
     ) -> Result<Vec<(DeliveryRow, Vec<AttemptRow>)>, StoreError> {
-        let conn = self.raw_connection();
-        let sql_err = |e| StoreError::from_sqlite(e, self.path());
-        let deliveries: Vec<DeliveryRow> = conn
-            .prepare_cached(&format!(
-                "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries
-                 WHERE webhook_id = ?1 ORDER BY id DESC LIMIT ?2"
-            ))
-            .and_then(|mut s| {
-                s.query_map(params![webhook, limit], delivery_row)?
-                    .collect()
-            })
-            .map_err(sql_err)?;
+        let deliveries: Vec<DeliveryRow> = select(
+            self,
+            "WHERE t.webhook_id = ?1 ORDER BY t.id DESC LIMIT ?2",
+            params![webhook, limit],
+        )?;
         deliveries
             .into_iter()
             .map(|d| {
-                let attempts = conn
-                    .prepare_cached(
-                        "SELECT delivery_id, at, status_code, error, duration_ms
-                         FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY id",
-                    )
-                    .and_then(|mut s| {
-                        s.query_map([d.id], |r| {
-                            Ok(AttemptRow {
-                                delivery_id: r.get(0)?,
-                                at: r.get(1)?,
-                                status_code: r.get(2)?,
-                                error: r.get(3)?,
-                                duration_ms: r.get(4)?,
-                            })
-                        })?
-                        .collect()
-                    })
-                    .map_err(sql_err)?;
+                let attempts = select(self, "WHERE t.delivery_id = ?1 ORDER BY t.id", [d.id])?;
                 Ok((d, attempts))
             })
             .collect()
     }
 
     pub fn delivery(&self, id: i64) -> Result<DeliveryRow, StoreError> {
-        self.raw_connection()
-            .prepare_cached(&format!(
-                "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?1"
-            ))
-            .and_then(|mut s| s.query_row([id], delivery_row).optional())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))?
-            .ok_or(StoreError::NotFound {
-                what: "webhook delivery",
-                id,
-            })
+        by_id(self, id, "webhook delivery")
     }
 
     /// Pending deliveries of enabled hooks due at `now`, the most overdue
     /// first, at most `limit`.
     pub fn due_deliveries(&self, now: Millis, limit: u32) -> Result<Vec<DeliveryRow>, StoreError> {
-        self.raw_connection()
-            .prepare_cached(
-                "SELECT d.id, d.webhook_id, d.event, d.body, d.status, d.attempts, d.next_at,
-                        d.note, d.created_at
-                 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-                 WHERE d.status = 'pending' AND d.next_at <= ?1 AND w.enabled = 1
-                 ORDER BY d.next_at, d.id LIMIT ?2",
-            )
-            .and_then(|mut s| s.query_map(params![now, limit], delivery_row)?.collect())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+        select(
+            self,
+            "JOIN webhooks w ON w.id = t.webhook_id
+             WHERE t.status = 'pending' AND t.next_at <= ?1 AND w.enabled = 1
+             ORDER BY t.next_at, t.id LIMIT ?2",
+            params![now, limit],
+        )
+    }
+
+    /// Hook `webhook`'s pending deliveries due at `now`, oldest first, at
+    /// most `limit`: what one request to it may carry.
+    pub fn due_for_webhook(
+        &self,
+        webhook: i64,
+        now: Millis,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        select(
+            self,
+            "WHERE t.webhook_id = ?1 AND t.status = 'pending' AND t.next_at <= ?2
+             ORDER BY t.id LIMIT ?3",
+            params![webhook, now, limit],
+        )
     }
 
     /// When the next pending delivery of an enabled hook is due.
@@ -207,6 +201,46 @@ impl Store {
 }
 
 impl WriteTx<'_> {
+    /// One column of hook `id` (a name this file gives, never input).
+    fn webhook_column<T: rusqlite::types::FromSql>(
+        &self,
+        id: i64,
+        column: &str,
+    ) -> Result<T, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {column} FROM webhooks WHERE id = ?1"),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or(StoreError::NotFound {
+                what: "webhook",
+                id,
+            })
+    }
+
+    /// Audits a change to hook `id` (`value`: what changed, never its
+    /// secret).
+    fn audit_webhook(
+        &mut self,
+        id: i64,
+        value: String,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        self.append_audit(
+            actor,
+            &AuditPayload::Setting {
+                key: format!("webhook:{id}"),
+                value,
+            },
+            now,
+        )
+        .map(|_| ())
+    }
+
     /// Adds a hook (validated by the caller), audited without its secret.
     pub fn add_webhook(
         &mut self,
@@ -225,14 +259,7 @@ impl WriteTx<'_> {
             .map_err(|e| self.sql(e))?;
         let id = self.conn().last_insert_rowid();
         let value = serde_json::json!({"added": {"url": url, "events": events}}).to_string();
-        self.append_audit(
-            actor,
-            &AuditPayload::Setting {
-                key: format!("webhook:{id}"),
-                value,
-            },
-            now,
-        )?;
+        self.audit_webhook(id, value, actor, now)?;
         Ok(id)
     }
 
@@ -243,28 +270,50 @@ impl WriteTx<'_> {
         actor: &Actor,
         now: Millis,
     ) -> Result<(), StoreError> {
-        let url: String = self
-            .conn()
-            .query_row("SELECT url FROM webhooks WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.sql(e))?
-            .ok_or(StoreError::NotFound {
-                what: "webhook",
-                id,
-            })?;
+        let url: String = self.webhook_column(id, "url")?;
         self.conn()
             .execute("DELETE FROM webhooks WHERE id = ?1", [id])
             .map_err(|e| self.sql(e))?;
         let value = serde_json::json!({"removed": {"url": url}}).to_string();
-        self.append_audit(
-            actor,
-            &AuditPayload::Setting {
-                key: format!("webhook:{id}"),
-                value,
-            },
-            now,
-        )?;
+        self.audit_webhook(id, value, actor, now)?;
         Ok(())
+    }
+
+    /// Turns a hook off or on again, audited. Turning it off gives up on
+    /// what is pending for it (`failed`, noted as not sent because the hook
+    /// was disabled), so that nothing queued before reaches it later; its
+    /// secret and its log stay. False when it already was as asked.
+    pub fn set_webhook_enabled(
+        &mut self,
+        id: i64,
+        enabled: bool,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let was: bool = self.webhook_column(id, "enabled")?;
+        if was == enabled {
+            return Ok(false);
+        }
+        self.conn()
+            .execute(
+                "UPDATE webhooks SET enabled = ?2 WHERE id = ?1",
+                params![id, enabled],
+            )
+            .map_err(|e| self.sql(e))?;
+        if !enabled {
+            self.conn()
+                .execute(
+                    "UPDATE webhook_deliveries
+                     SET status = 'failed', next_at = NULL,
+                         note = 'not sent: the hook was disabled'
+                     WHERE webhook_id = ?1 AND status = 'pending'",
+                    [id],
+                )
+                .map_err(|e| self.sql(e))?;
+        }
+        let value = serde_json::json!({ "enabled": enabled }).to_string();
+        self.audit_webhook(id, value, actor, now)?;
+        Ok(true)
     }
 
     /// Queues `body` for `webhook` at `now`, its first attempt due at
@@ -307,7 +356,9 @@ impl WriteTx<'_> {
         Ok(Some(id))
     }
 
-    /// Keeps an attempt at `delivery` and what it did to the delivery.
+    /// Keeps an attempt at `delivery` and what it did to the delivery. A
+    /// delivery given up on meanwhile (its hook disabled while the attempt
+    /// was in flight) is not made pending again by a failed attempt.
     pub fn record_attempt(
         &mut self,
         attempt: &AttemptRow,
@@ -337,7 +388,7 @@ impl WriteTx<'_> {
             .prepare_cached(
                 "UPDATE webhook_deliveries
                  SET attempts = attempts + 1, status = ?2, next_at = ?3, note = ?4
-                 WHERE id = ?1",
+                 WHERE id = ?1 AND (status = 'pending' OR ?2 != 'pending')",
             )
             .and_then(|mut s| s.execute(params![attempt.delivery_id, status, next_at, note]))
             .map_err(|e| self.sql(e))?;

@@ -5,6 +5,13 @@
 //! hangs holds up only its own deliveries, and never the engine, whose
 //! threads only queue.
 //!
+//! A burst to one hook goes in few requests: after a request to a hook,
+//! the events for it that come within its batch window (`[webhooks]
+//! batch_window_ms`, default 5 s) wait for the window's end and go
+//! together, as one [`super::WebhookBatch`]; the first event of a quiet
+//! hook goes at once, alone and unchanged. A retry due keeps its schedule
+//! and takes along whatever else is due for its hook.
+//!
 //! The retry schedule (`[webhooks]` in `overseer.toml`): 6 attempts, the
 //! first at once, then after 2 s, 10 s, 50 s, 250 s and 1,250 s (each wait
 //! five times the one before); then the delivery is given up on (`failed`,
@@ -81,16 +88,48 @@ fn schedule(engine: Weak<Shared>) {
             }
             s.woken
         };
+        let window = shared.config.webhooks.batch_window().as_millis() as i64;
+        // The earliest end of a batch window some due event waits for.
+        let mut held: Option<i64> = None;
         let due = shared.store().due_deliveries(now, BATCH);
         match due {
             Ok(due) => {
+                let mut looked = std::collections::HashSet::new();
                 for d in due {
                     let hook = d.webhook_id;
+                    if !looked.insert(hook) || shared.webhooks.lock().busy.contains(&hook) {
+                        continue;
+                    }
+                    let members = if window > 0 {
+                        match shared
+                            .store()
+                            .due_for_webhook(hook, now, super::batch::MAX_BATCH)
+                        {
+                            Ok(m) if !m.is_empty() => m,
+                            Ok(_) => continue,
+                            Err(e) => {
+                                tracing::warn!("webhook {hook}: deliveries not read: {e}");
+                                continue;
+                            }
+                        }
+                    } else {
+                        vec![d]
+                    };
+                    let retrying = members.iter().any(|m| m.attempts > 0);
                     {
                         let mut s = shared.webhooks.lock();
-                        if s.stopping || !s.busy.insert(hook) {
+                        if s.stopping || s.busy.contains(&hook) {
                             continue;
                         }
+                        // New events within the window after the last
+                        // request wait for its end, to go together; a retry
+                        // keeps its schedule (and takes them along).
+                        let opens = s.last_sent.get(&hook).map(|at| at + window);
+                        if let Some(opens) = opens.filter(|o| window > 0 && *o > now && !retrying) {
+                            held = Some(held.map_or(opens, |h| h.min(opens)));
+                            continue;
+                        }
+                        s.busy.insert(hook);
                     }
                     let on = shared.clone();
                     let started = std::thread::Builder::new()
@@ -100,7 +139,10 @@ fn schedule(engine: Weak<Shared>) {
                             // the attempt.
                             let row = on.store().webhook(hook);
                             match row {
-                                Ok(row) => attempt(&on, &row, &d),
+                                Ok(row) if row.enabled => attempt(&on, &row, &members),
+                                // Disabled since the deliveries were read:
+                                // they were given up on, not sent.
+                                Ok(_) => {}
                                 Err(e) => tracing::debug!("webhook {hook} is gone: {e}"),
                             }
                             on.webhooks.lock().busy.remove(&hook);
@@ -115,11 +157,14 @@ fn schedule(engine: Weak<Shared>) {
             Err(e) => tracing::warn!("webhook deliveries not read: {e}"),
         }
         let next = shared.store().next_delivery_at().ok().flatten();
-        let wait = match next {
+        let mut wait = match next {
             Some(at) if at > now => Duration::from_millis((at - now) as u64).min(IDLE_WAIT),
             // Due but its hook is busy: the attempt's end wakes us.
             _ => IDLE_WAIT,
         };
+        if let Some(opens) = held {
+            wait = wait.min(Duration::from_millis((opens - now).max(1) as u64));
+        }
         drop(shared);
         let (lock, cv) = &*state;
         let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -129,15 +174,22 @@ fn schedule(engine: Weak<Shared>) {
     }
 }
 
-/// One attempt at `d` for `hook`, recorded with what it did to the
-/// delivery. Blocks for at most the hook's timeout.
-pub(crate) fn attempt(shared: &Shared, hook: &WebhookRow, d: &DeliveryRow) {
+/// One attempt at `members` (one delivery, or several sent as one batch)
+/// for `hook`, recorded with what it did to each. Blocks for at most the
+/// hook's timeout.
+pub(crate) fn attempt(shared: &Shared, hook: &WebhookRow, members: &[DeliveryRow]) {
     let config = &shared.config.webhooks;
     let at = shared.clock.now();
+    // Any request to a hook, a test too, opens its batch window.
+    shared.webhooks.lock().last_sent.insert(hook.id, at);
+    let (request, carried) = super::batch::request(members, at);
+    let members = &members[..carried];
+    if members.is_empty() {
+        return;
+    }
     let started = Instant::now();
-    let sent = post(hook, d, at, config.timeout());
+    let sent = post(hook, &request, at, config.timeout());
     let duration_ms = started.elapsed().as_millis() as i64;
-    let made = d.attempts + 1;
     let (status_code, error) = match &sent {
         Ok(code) if (200..300).contains(code) => (Some(*code), None),
         Ok(code) if (300..400).contains(code) => (
@@ -147,41 +199,58 @@ pub(crate) fn attempt(shared: &Shared, hook: &WebhookRow, d: &DeliveryRow) {
         Ok(code) => (Some(*code), Some(format!("the receiver answered {code}"))),
         Err(e) => (None, Some(e.clone())),
     };
-    let outcome = if error.is_none() {
-        AttemptOutcome::Delivered
-    } else if made >= config.attempts() {
-        AttemptOutcome::GaveUp {
-            note: format!(
-                "given up after {made} attempts; the last: {}",
-                error.as_deref().unwrap_or("failed")
-            ),
-        }
-    } else {
-        let wait = config.retry_after(made).as_millis() as i64;
-        AttemptOutcome::Retry {
-            next_at: shared.clock.now().saturating_add(wait),
+    let ended = shared.clock.now();
+    // Each event keeps its own count of attempts: one that has had all its
+    // attempts is given up on, the others are tried again (together).
+    let outcome = |d: &DeliveryRow| {
+        let made = d.attempts + 1;
+        if error.is_none() {
+            AttemptOutcome::Delivered
+        } else if made >= config.attempts() {
+            AttemptOutcome::GaveUp {
+                note: format!(
+                    "given up after {made} attempts; the last: {}",
+                    error.as_deref().unwrap_or("failed")
+                ),
+            }
+        } else {
+            let wait = config.retry_after(made).as_millis() as i64;
+            AttemptOutcome::Retry {
+                next_at: ended.saturating_add(wait),
+            }
         }
     };
-    let row = AttemptRow {
-        delivery_id: d.id,
-        at,
-        status_code,
-        error,
-        duration_ms,
-    };
-    if let Err(e) = shared.write(|tx| tx.record_attempt(&row, &outcome)) {
+    let recorded = shared.write(|tx| {
+        for d in members {
+            let row = AttemptRow {
+                delivery_id: d.id,
+                at,
+                status_code,
+                error: error.clone(),
+                duration_ms,
+            };
+            tx.record_attempt(&row, &outcome(d))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = recorded {
         // The hook was removed meanwhile, or the disk is full: the
-        // delivery stays as it was (pending: tried again).
+        // deliveries stay as they were (pending: tried again).
         tracing::warn!(
             webhook = hook.id,
-            delivery = d.id,
+            delivery = request.delivery,
             "a webhook attempt was not recorded: {e}"
         );
     }
 }
 
 /// Sends one request: the receiver's status, or why there is none.
-fn post(hook: &WebhookRow, d: &DeliveryRow, at: i64, timeout: Duration) -> Result<u16, String> {
+fn post(
+    hook: &WebhookRow,
+    r: &super::batch::Request,
+    at: i64,
+    timeout: Duration,
+) -> Result<u16, String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(false)
@@ -189,27 +258,20 @@ fn post(hook: &WebhookRow, d: &DeliveryRow, at: i64, timeout: Duration) -> Resul
         .user_agent(concat!("Overseer/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let body: Option<super::WebhookBody> = serde_json::from_str(&d.body).ok();
-    let urgent = body.as_ref().is_some_and(|b| {
-        b.event
-            .notification()
-            .is_some_and(|k| !k.can_mute() || k.is_blocking())
-    });
-    let title = body.map(|b| b.title).unwrap_or_default();
     let mut request = agent
         .post(&hook.url)
         .header("content-type", "application/json")
-        .header("x-overseer-event", &d.event)
-        .header("x-overseer-delivery", &d.id.to_string())
+        .header("x-overseer-event", &r.event)
+        .header("x-overseer-delivery", &r.delivery)
         .header(
             "x-overseer-signature",
-            &signature(&hook.secret, at.div_euclid(1000), d.body.as_bytes()),
+            &signature(&hook.secret, at.div_euclid(1000), r.body.as_bytes()),
         )
-        .header("x-priority", if urgent { "4" } else { "3" });
-    if !title.is_empty() {
-        request = request.header("x-title", &header_text(&title));
+        .header("x-priority", if r.urgent { "4" } else { "3" });
+    if !r.title.is_empty() {
+        request = request.header("x-title", &header_text(&r.title));
     }
-    match request.send(d.body.as_bytes()) {
+    match request.send(r.body.as_bytes()) {
         Ok(response) => Ok(response.status().as_u16()),
         Err(ureq::Error::Timeout(_)) => Err(format!(
             "no answer within {} s (`[webhooks] timeout_seconds`)",

@@ -13,7 +13,8 @@
 //! timeout), retried with exponential backoff, each attempt kept in the
 //! delivery log.
 //!
-//! The body is JSON ([`WebhookBody`]). Each request carries
+//! The body is JSON ([`WebhookBody`]); a burst to one hook goes as one
+//! request carrying a [`WebhookBatch`] (see [`deliver`]). Each request carries
 //! `X-Overseer-Signature: t=<unix seconds>,v1=<hex>`, where `<hex>` is
 //! HMAC-SHA256 with the hook's secret over `<t>.<body>` (the timestamp, a
 //! dot, the body's bytes as sent). A receiver recomputes it, compares in
@@ -29,9 +30,12 @@
 //! it was on; an attempt cut off by the stop may have reached the receiver
 //! and is then sent again, with the same delivery id.
 
+mod batch;
 pub(crate) mod deliver;
 mod ops;
 pub(crate) mod state;
+
+pub use batch::{WebhookBatch, WebhookBatchItem, WebhookBatchKind};
 
 use crate::notify::WebhookEvent;
 use overseer_core::{ApiError, ErrorCode, GateId, Millis, RunId, RunView, TaskId};

@@ -46,6 +46,34 @@ impl Records {
         Ok(hook)
     }
 
+    /// Turns hook `id` off (`enabled` false) or on again, keeping its
+    /// secret and its log. Off, it gets nothing: no event is queued for it
+    /// and what was pending for it is given up on (`failed`, "not sent: the
+    /// hook was disabled"). On again, it gets the events from then on;
+    /// nothing given up on is sent. Only the local owner may.
+    pub fn set_webhook_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        actor: &Actor,
+    ) -> Result<Webhook, ApiError> {
+        crate::devices::owner_only(
+            actor,
+            if enabled {
+                "enable a webhook"
+            } else {
+                "disable a webhook"
+            },
+        )?;
+        self.store().webhook(id).map_err(not_found(id))?;
+        let now = self.clock.now();
+        if self.write(|tx| tx.set_webhook_enabled(id, enabled, actor, now))? {
+            self.webhooks.forget_hooks();
+            self.webhooks.wake();
+        }
+        Ok(view(self.store().webhook(id)?))
+    }
+
     /// A hook's latest deliveries (at most `limit`, default 50), newest
     /// first, each with its attempts.
     pub fn webhook_deliveries(
@@ -68,6 +96,15 @@ impl Records {
     /// timeout). A failed test is retried on the usual schedule.
     pub fn test_webhook(&self, id: i64) -> Result<WebhookDelivery, ApiError> {
         let hook = self.store().webhook(id).map_err(not_found(id))?;
+        if !hook.enabled {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "webhook {id} is disabled and gets nothing, tests included: \
+                     `overseer webhooks enable {id}` first"
+                ),
+            ));
+        }
         let now = self.clock.now();
         let body = WebhookBody {
             event: WebhookEvent::Test,
@@ -89,7 +126,7 @@ impl Records {
             .write(|tx| tx.queue_delivery(hook.id, "test", None, &text, now, later))?
             .ok_or_else(|| internal("the test delivery was not queued"))?;
         let row = self.store().delivery(delivery)?;
-        deliver::attempt(self, &hook, &row);
+        deliver::attempt(self, &hook, std::slice::from_ref(&row));
         self.webhooks.wake();
         let store = self.store();
         let found = store

@@ -1,10 +1,11 @@
 //! The webhook delivery thread's state, kept by the engine's lowest layer
 //! (`Shared`): the enabled hooks and their kinds, the hooks with an
-//! attempt in flight, and the wake-ups ([`super::deliver`] does the work).
+//! attempt in flight and when each was last sent to, and the wake-ups ([`super::deliver`] does the work).
 
 use crate::notify::WebhookEvent;
+use overseer_core::Millis;
 use overseer_store::webhooks::WebhookRow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// The delivery thread's state, shared with the engine.
@@ -24,6 +25,9 @@ pub(crate) struct State {
     pub(crate) stopping: bool,
     /// Hooks with an attempt in flight.
     pub(crate) busy: HashSet<i64>,
+    /// When the latest request to each hook started: new events for a hook
+    /// wait until the batch window after it has passed.
+    pub(crate) last_sent: HashMap<i64, Millis>,
     /// Wakes since the scheduler last looked (so a wake is never lost).
     pub(crate) woken: u64,
 }

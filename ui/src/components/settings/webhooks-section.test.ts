@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { render } from "svelte/server";
 import NotificationsSection from "./NotificationsSection.svelte";
+import WebhookSwitch from "./WebhookSwitch.svelte";
 import WebhooksSection from "./WebhooksSection.svelte";
 import { MockBackend } from "../../lib/backend/mock";
 
@@ -21,5 +22,16 @@ describe("webhooks in Settings", () => {
     expect(body).toContain('data-kind="channel-webhooks"');
     expect(body).toContain('data-kind="webhook-run_finished"');
     expect(body).toContain('data-kind="webhook-agent_question_blocking"');
+  });
+
+  it("shows a hook's On switch as the engine has it, and says what off means", () => {
+    const hook = { id: 3, url: "https://ntfy.sh/t", events: [], enabled: true, created_at: 0 };
+    const on = render(WebhookSwitch, { props: { hook, saving: false, onchange: () => {} } }).body;
+    expect(on).toMatch(/<input type="checkbox" data-testid="webhook-enabled" checked/);
+    expect(on).not.toContain('data-testid="webhook-disabled"');
+    const off = render(WebhookSwitch, { props: { hook: { ...hook, enabled: false }, saving: false, onchange: () => {} } }).body;
+    expect(off).not.toMatch(/data-testid="webhook-enabled"[^>]*checked/);
+    expect(off).toContain('data-testid="webhook-disabled"');
+    expect(off).toContain("gets nothing until turned on");
   });
 });

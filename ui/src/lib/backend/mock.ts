@@ -488,9 +488,29 @@ export class MockBackend implements Backend {
     });
   }
 
+  setWebhookEnabled(id: number, enabled: boolean) {
+    return this.answer(`setWebhookEnabled ${id} ${enabled}`, () => {
+      const hook = this.webhooks.find((h) => h.id === id);
+      if (!hook) throw fail("not_found", `webhook ${id} does not exist: \`overseer webhooks list\` shows the hooks`);
+      if (hook.enabled && !enabled) {
+        for (const d of this.deliveries) {
+          if (d.webhook_id === id && d.status === "pending") {
+            d.status = "failed";
+            d.next_at = null;
+            d.note = "not sent: the hook was disabled";
+          }
+        }
+      }
+      hook.enabled = enabled;
+      return { ...hook };
+    });
+  }
+
   testWebhook(id: number) {
     return this.answer(`testWebhook ${id}`, () => {
-      if (!this.webhooks.some((h) => h.id === id)) throw fail("not_found", `webhook ${id} does not exist: \`overseer webhooks list\` shows the hooks`);
+      const hook = this.webhooks.find((h) => h.id === id);
+      if (!hook) throw fail("not_found", `webhook ${id} does not exist: \`overseer webhooks list\` shows the hooks`);
+      if (!hook.enabled) throw fail("conflict", `webhook ${id} is disabled and gets nothing, tests included: \`overseer webhooks enable ${id}\` first`);
       const at = this.now();
       const delivery: WebhookDelivery = {
         id: this.deliveries.length + 1,

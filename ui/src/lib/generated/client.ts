@@ -148,6 +148,12 @@ export interface Operations {
   /** Removes a webhook and its delivery log. */
   removeWebhook(id: number): Promise<Webhook>;
   /**
+   * Turns a webhook off (`enabled` false: it gets nothing, and
+   * what was pending for it is given up on) or on again; its
+   * secret and its log stay. Only the local owner may.
+   */
+  setWebhookEnabled(id: number, enabled: boolean): Promise<Webhook>;
+  /**
    * Sends a test event to a webhook now; answers with its
    * delivery once the first attempt ended (within the
    * receiver's timeout). A write: it sends outside the machine.
@@ -216,6 +222,7 @@ export function operations(invoke: Invoke): Operations {
     listWebhooks: () => invoke<Array<Webhook>>("list_webhooks"),
     addWebhook: (url, events) => invoke<WebhookAdded>("add_webhook", { url, events }),
     removeWebhook: (id) => invoke<Webhook>("remove_webhook", { id }),
+    setWebhookEnabled: (id, enabled) => invoke<Webhook>("set_webhook_enabled", { id, enabled }),
     testWebhook: (id) => invoke<WebhookDelivery>("test_webhook", { id }),
     webhookDeliveries: (id, limit) => invoke<Array<WebhookDelivery>>("webhook_deliveries", { id, limit }),
     listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
@@ -240,6 +247,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "revoke_device",
   "add_webhook",
   "remove_webhook",
+  "set_webhook_enabled",
   "test_webhook",
 ]);
 

@@ -70,4 +70,17 @@ describe("the mock engine's webhooks", () => {
     expect(await backend.listWebhooks()).toEqual([]);
     await expect(backend.testWebhook(added.webhook.id)).rejects.toMatchObject({ code: "not_found" });
   });
+
+  it("turns a hook off and on again: off, it is listed so and a test is refused", async () => {
+    const backend = new MockBackend([], () => 5_000);
+    const added = await backend.addWebhook("https://ntfy.sh/topic", []);
+    const off = await backend.setWebhookEnabled(added.webhook.id, false);
+    expect(off.enabled).toBe(false);
+    expect((await backend.listWebhooks()).map((h) => h.enabled)).toEqual([false]);
+    await expect(backend.testWebhook(added.webhook.id)).rejects.toMatchObject({ code: "conflict" });
+    const on = await backend.setWebhookEnabled(added.webhook.id, true);
+    expect(on.enabled).toBe(true);
+    expect((await backend.testWebhook(added.webhook.id)).status).toBe("delivered");
+    await expect(backend.setWebhookEnabled(99, true)).rejects.toMatchObject({ code: "not_found" });
+  });
 });

@@ -18,6 +18,9 @@ export const WEBHOOK_EVENTS: readonly { kind: Exclude<WebhookEvent, "test">; lab
   Object.entries(EVENT_LABELS) as [Exclude<WebhookEvent, "test">, string][]
 ).map(([kind, label]) => ({ kind, label }));
 
+/** What a disabled hook's row says. */
+export const DISABLED_HINT = "off: gets nothing until turned on (what was pending is not sent)";
+
 /** The events a hook gets, in short: "every kind" when it gets them all. */
 export function eventsSummary(events: readonly WebhookEvent[]): string {
   if (WEBHOOK_EVENTS.every((e) => events.includes(e.kind))) return "every kind";
