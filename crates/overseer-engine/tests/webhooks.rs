@@ -350,7 +350,10 @@ async fn a_receiver_failing_twice_gets_three_attempts_with_growing_gaps() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_millis() as i64;
-    let first = w.engine.test_webhook(hook.webhook.id).expect("test");
+    let first = w
+        .engine
+        .test_webhook(hook.webhook.id, &Actor::cli())
+        .expect("test");
     assert_eq!(first.event, WebhookEvent::Test);
     assert!(
         (first.created_at - asked).abs() < 5_000,
@@ -585,7 +588,10 @@ async fn muted_kinds_and_a_muted_channel_are_not_delivered() {
         "nothing queued while webhooks are muted"
     );
     // A test still goes out: the user asked for it.
-    let test = w.engine.test_webhook(hook.webhook.id).expect("test");
+    let test = w
+        .engine
+        .test_webhook(hook.webhook.id, &Actor::cli())
+        .expect("test");
     assert_eq!(test.status, DeliveryStatus::Delivered);
 
     // Muting `test` itself is refused, by field.
@@ -638,7 +644,10 @@ async fn urls_that_are_not_http_are_refused_with_what_to_give_instead() {
     w.engine
         .add_webhook("HTTPS://ntfy.sh/my-topic", &[], &Actor::cli())
         .expect("https");
-    let err = w.engine.test_webhook(99).expect_err("no such hook");
+    let err = w
+        .engine
+        .test_webhook(99, &Actor::cli())
+        .expect_err("no such hook");
     assert_eq!(err.code, ErrorCode::NotFound);
     assert!(
         err.message.contains("overseer webhooks list"),
@@ -657,7 +666,10 @@ async fn a_delivery_pending_when_the_engine_stops_is_sent_after_it_starts_again(
     };
     let url = format!("http://127.0.0.1:{port}/hook");
     let hook = w.engine.add_webhook(&url, &[], &Actor::cli()).expect("add");
-    let first = w.engine.test_webhook(hook.webhook.id).expect("test");
+    let first = w
+        .engine
+        .test_webhook(hook.webhook.id, &Actor::cli())
+        .expect("test");
     assert_eq!(first.status, DeliveryStatus::Pending);
     assert_eq!(first.attempts[0].status_code, None, "refused: {first:?}");
     restart(&mut w).await;
@@ -714,7 +726,7 @@ async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
     let rx = Receiver::start(vec![Reply::Status(500)], Reply::Status(200)).await;
     let hook = every_kind(&w, &rx);
     let id = hook.webhook.id;
-    let first = w.engine.test_webhook(id).expect("test");
+    let first = w.engine.test_webhook(id, &Actor::cli()).expect("test");
     assert_eq!(first.status, DeliveryStatus::Pending, "{first:?}");
 
     // Only the owner at the machine may turn it off.
@@ -724,6 +736,20 @@ async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
         .expect_err("not the local owner");
     assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
     assert!(w.engine.webhooks().expect("list")[0].enabled);
+    // Nor may a person through a paired device choose where what the engine
+    // tells goes: add, test, remove are the owner's too.
+    let ana = Actor::User("ana".into());
+    for refused in [
+        w.engine
+            .add_webhook("http://127.0.0.1:9/elsewhere", &[], &ana)
+            .map(|_| ()),
+        w.engine.test_webhook(id, &ana).map(|_| ()),
+        w.engine.remove_webhook(id, &ana).map(|_| ()),
+    ] {
+        let err = refused.expect_err("not the local owner");
+        assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+    }
+    assert_eq!(w.engine.webhooks().expect("list").len(), 1);
 
     let off = w
         .engine
@@ -742,7 +768,10 @@ async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
     // Events while it is off: nothing queued, nothing sent, the pending
     // retry neither; a test is refused saying how to turn it on.
     w.engine.seed_demo(&Actor::cli(), true).expect("seed");
-    let err = w.engine.test_webhook(id).expect_err("disabled");
+    let err = w
+        .engine
+        .test_webhook(id, &Actor::cli())
+        .expect_err("disabled");
     assert_eq!(err.code, ErrorCode::Conflict);
     assert!(
         err.message.contains("overseer webhooks enable"),
@@ -840,7 +869,7 @@ async fn a_burst_to_one_hook_arrives_in_few_requests_carrying_every_event() {
     let hook = every_kind(&w, &rx);
     let id = hook.webhook.id;
     // A request (a test) opens the hook's window...
-    let test = w.engine.test_webhook(id).expect("test");
+    let test = w.engine.test_webhook(id, &Actor::cli()).expect("test");
     assert_eq!(test.status, DeliveryStatus::Delivered);
     // ...within which a burst comes: every run of the settled fleet in
     // review or released at once.

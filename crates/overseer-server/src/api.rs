@@ -430,8 +430,8 @@ impl Api for Served<'_> {
     ) -> Result<Webhook, ApiError> {
         self.0.set_webhook_enabled(id, enabled, actor)
     }
-    fn test_webhook(&self, _actor: &Actor, id: i64) -> Result<WebhookDelivery, ApiError> {
-        self.0.test_webhook(id)
+    fn test_webhook(&self, actor: &Actor, id: i64) -> Result<WebhookDelivery, ApiError> {
+        self.0.test_webhook(id, actor)
     }
     fn webhook_deliveries(
         &self,

@@ -17,13 +17,16 @@ impl Records {
     }
 
     /// Adds a hook for `url` that gets `events` (none: every kind), with a
-    /// new secret, returned this once.
+    /// new secret, returned this once. Only the local owner may.
     pub fn add_webhook(
         &self,
         url: &str,
         events: &[WebhookEvent],
         actor: &Actor,
     ) -> Result<WebhookAdded, ApiError> {
+        // A hook sends what the engine tells the user to any URL: only the
+        // owner chooses where that goes.
+        crate::devices::owner_only(actor, "add a webhook")?;
         let url = check_url(url)?;
         let events = check_events(events)?;
         let secret = deliver::new_secret();
@@ -37,8 +40,9 @@ impl Records {
     }
 
     /// Removes a hook and its delivery log; what was pending for it is
-    /// not sent.
+    /// not sent. Only the local owner may.
     pub fn remove_webhook(&self, id: i64, actor: &Actor) -> Result<Webhook, ApiError> {
+        crate::devices::owner_only(actor, "remove a webhook")?;
         let hook = view(self.store().webhook(id).map_err(not_found(id))?);
         let now = self.clock.now();
         self.write(|tx| tx.remove_webhook(id, actor, now))?;
@@ -93,8 +97,9 @@ impl Records {
 
     /// Sends a test event to hook `id` now, on this thread, and answers
     /// with its delivery after the first attempt (at most the receiver's
-    /// timeout). A failed test is retried on the usual schedule.
-    pub fn test_webhook(&self, id: i64) -> Result<WebhookDelivery, ApiError> {
+    /// timeout). A failed test is retried on the usual schedule. Only the local owner may.
+    pub fn test_webhook(&self, id: i64, actor: &Actor) -> Result<WebhookDelivery, ApiError> {
+        crate::devices::owner_only(actor, "test a webhook")?;
         let hook = self.store().webhook(id).map_err(not_found(id))?;
         if !hook.enabled {
             return Err(ApiError::new(

@@ -129,7 +129,7 @@ export interface Operations {
   pairDevice(person: string, name: string): Promise<Pairing>;
   /**
    * Every paired device, revoked ones too, with when each was
-   * last seen.
+   * last seen; a person through a device sees only their own.
    */
   listDevices(): Promise<Array<DeviceView>>;
   /**
