@@ -426,10 +426,14 @@ pub fn policy_status(s: &overseer_engine::PolicyStatus) -> String {
     let _ = writeln!(out, "  evaluator         {}", inert(&evaluator));
     let _ = writeln!(
         out,
-        "  limits            {} reorients, {} s per evaluation, pause waits {} s{}",
+        "  limits            {} reorients, {} s per evaluation, pause waits {} s, {}{}",
         p.max_reorient_attempts,
         p.timeout_seconds,
         p.pause_timeout_seconds,
+        match p.grace_seconds {
+            0 => "autonomous decisions at once".to_owned(),
+            n => format!("autonomous decisions after {n} s"),
+        },
         if p.always_supervise {
             ", every step"
         } else {

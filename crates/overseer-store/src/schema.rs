@@ -353,6 +353,13 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN usage TEXT;
     "#,
+    // 15: an autonomous supervisor's decision waiting for its grace period
+    // (core's `PendingEffect` as JSON: option, verdict, by, at, rationale;
+    // NULL when none). The signed vote behind it is in `decisions`; this
+    // only says when it takes effect.
+    r#"
+    ALTER TABLE gates ADD COLUMN pending_effect TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
