@@ -329,7 +329,21 @@ impl Supervision {
             source_event: Some(format!("cli:{gate}")),
             ..Default::default()
         };
-        self.supervisor_vote(gate, &Actor::Supervisor(name), &input)
+        // An autonomous decision waits for its grace, whoever voted for the
+        // supervisor: the user can still override it.
+        let grace_until = match view.authority {
+            Some(Autonomy::Autonomous) => {
+                let policy = policy_of(&self.store().run_work(view.run_id)?);
+                PendingEffect::deadline(&policy, self.clock.now())
+            }
+            _ => None,
+        };
+        let decided =
+            self.supervisor_vote_within(gate, &Actor::Supervisor(name), &input, grace_until)?;
+        if let Some(effect) = &decided.pending_effect {
+            tell_pending_effect(self, &decided, effect);
+        }
+        Ok(decided)
     }
 
     /// A merge review decided by a vote (the supervisor's, or a human's

@@ -916,3 +916,37 @@ async fn an_autonomous_merge_waits_its_grace_and_a_grace_of_zero_is_immediate() 
         assert_ne!(common::git(&w.repo, &["rev-parse", "main"]), base, "merged");
     }
 }
+
+/// A vote cast for the supervisor by hand (`overseer supervisor approve`)
+/// is an autonomous decision like the evaluator's: it waits for its grace,
+/// and the user can still override it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_vote_cast_by_hand_waits_its_grace_too() {
+    let mut p = policy(Autonomy::Autonomous, sh_evaluator(HOLD));
+    p.timeout_seconds = 600;
+    p.grace_seconds = 600;
+    let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let voted = w
+        .engine
+        .vote_as_supervisor(plan.id, true, "reviewed by hand".into(), &Actor::cli())
+        .expect("the vote");
+    assert!(voted.decision.is_none(), "{voted:?}");
+    let effect = voted.pending_effect.expect("waits for its grace");
+    assert_eq!(
+        (effect.option.as_str(), effect.verdict),
+        ("approve", Verdict::Approve)
+    );
+    assert!(matches!(effect.by, Actor::Supervisor(_)));
+    w.engine
+        .decide_gate(plan.id, "reject", Some("no"), &Actor::cli())
+        .expect("the user overrides within the grace");
+    let d = w
+        .engine
+        .gate(plan.id)
+        .expect("gate")
+        .decision
+        .expect("decided");
+    assert_eq!((d.option.as_str(), d.actor), ("reject", Actor::cli()));
+}
