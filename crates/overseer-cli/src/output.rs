@@ -213,6 +213,16 @@ pub fn gate_detail(g: &GateView) -> String {
             }
         );
     }
+    if let Some(p) = &g.pending_effect {
+        let _ = writeln!(
+            out,
+            "  the supervisor decided '{}' ({}): it takes effect at {} unless you decide otherwise (`overseer gates hold {}` keeps the gate for you)",
+            p.option,
+            p.verdict.as_str(),
+            p.at,
+            g.id
+        );
+    }
     if let Some(d) = &g.decision {
         let _ = writeln!(
             out,
