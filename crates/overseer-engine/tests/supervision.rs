@@ -675,6 +675,14 @@ async fn a_merge_review_the_supervisor_decides_informs_instead_of_asking_for_a_r
     );
 }
 
+/// The wall clock in ms since the epoch, as the engine's clock reads it.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// An autonomous rules supervisor with a grace of `seconds`.
 fn graced(seconds: u64) -> SupervisorPolicy {
     let mut p = policy(Autonomy::Autonomous, EvaluatorConfig::Rules);
@@ -722,10 +730,7 @@ async fn an_autonomous_decision_waits_its_grace_open_to_humans_then_takes_effect
     let run = start(&w, "happy");
     for kind in [GateKind::Plan, GateKind::ToolCall] {
         let gate = pending_effect_on(&w, run, kind).await;
-        let seen = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_millis() as i64;
+        let seen = wall_ms();
         let effect = gate.pending_effect.clone().expect("pending");
         assert_eq!(effect.verdict, Verdict::Approve, "{kind:?}");
         assert_eq!(effect.by, Actor::Supervisor("rules".into()));
@@ -818,11 +823,7 @@ async fn a_pending_decision_outlives_a_restart_and_takes_effect_once() {
     let at = plan.pending_effect.clone().expect("pending").at;
     w.engine.stop_agents().await;
     // The deadline passes while no engine runs.
-    let left = at
-        - std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_millis() as i64;
+    let left = at - wall_ms();
     tokio::time::sleep(std::time::Duration::from_millis(
         u64::try_from(left.max(0)).unwrap_or(0) + 300,
     ))
@@ -949,4 +950,25 @@ async fn a_supervisor_vote_cast_by_hand_waits_its_grace_too() {
         .decision
         .expect("decided");
     assert_eq!((d.option.as_str(), d.actor), ("reject", Actor::cli()));
+}
+
+/// "Hold" on a gate whose supervisor decision waits for its grace drops
+/// that decision: the gate waits for a human, past the deadline too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holding_a_gate_within_the_grace_keeps_it_for_the_human() {
+    let w = world_with(supervised(graced(1)), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_effect_on(&w, run, GateKind::Plan).await;
+    let at = plan.pending_effect.clone().expect("pending").at;
+    let held = w.engine.hold_gate(plan.id, &Actor::cli()).expect("hold");
+    assert!(held.pending_effect.is_none(), "{held:?}");
+    // Well past the deadline: still the human's.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let g = w.engine.gate(plan.id).expect("gate");
+    assert!(g.decision.is_none(), "{g:?}");
+    assert!(g.pending_effect.is_none());
+    assert!(wall_ms() > at);
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("the human decides");
 }
