@@ -446,7 +446,8 @@ enum GatesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Stop a gate's timer (a step review's auto-proceed): it waits for you
+    /// Stop a gate's timer (a step review's auto-proceed, or the supervisor's
+    /// decision waiting for its grace): it waits for you
     Hold { gate: overseer_core::GateId },
     /// Decide a pending gate: pick one of its options, with optional context
     Decide {
