@@ -156,6 +156,7 @@ test("a supervisor policy set in the page is what the CLI reads back", async () 
     timeout_seconds: 45,
     always_supervise: false,
     pause_timeout_seconds: 900,
+    grace_seconds: 10,
   });
   assert.deepEqual(status.effective, status.own);
 

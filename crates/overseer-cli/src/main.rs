@@ -181,6 +181,10 @@ enum SupervisorCommand {
         /// How long a supervisor pause waits for you before the run is terminated
         #[arg(long)]
         pause_timeout_seconds: Option<u64>,
+        /// Seconds an autonomous decision waits before it takes effect (you may
+        /// decide otherwise meanwhile); 0: at once
+        #[arg(long)]
+        grace_seconds: Option<u64>,
         /// Also enable it
         #[arg(long)]
         enable: bool,
@@ -442,7 +446,8 @@ enum GatesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Stop a gate's timer (a step review's auto-proceed): it waits for you
+    /// Stop a gate's timer (a step review's auto-proceed, or the supervisor's
+    /// decision waiting for its grace): it waits for you
     Hold { gate: overseer_core::GateId },
     /// Decide a pending gate: pick one of its options, with optional context
     Decide {
@@ -951,6 +956,7 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             timeout_seconds,
             always_supervise,
             pause_timeout_seconds,
+            grace_seconds,
             enable,
         } => {
             let current: overseer_engine::PolicyStatus = act(paths, status(scope.scope())).await?;
@@ -1012,6 +1018,9 @@ async fn supervisor(paths: &Paths, cmd: SupervisorCommand) -> anyhow::Result<Exi
             }
             if let Some(n) = pause_timeout_seconds {
                 p.pause_timeout_seconds = n;
+            }
+            if let Some(n) = grace_seconds {
+                p.grace_seconds = n;
             }
             if enable {
                 p.enabled = true;

@@ -230,6 +230,16 @@ pub fn gate_detail(g: &GateView) -> String {
             }
         );
     }
+    if let Some(p) = &g.pending_effect {
+        let _ = writeln!(
+            out,
+            "  the supervisor decided '{}' ({}): it takes effect at {} unless you decide otherwise (`overseer gates hold {}` keeps the gate for you)",
+            p.option,
+            p.verdict.as_str(),
+            p.at,
+            g.id
+        );
+    }
     if let Some(d) = &g.decision {
         let _ = writeln!(
             out,
@@ -443,10 +453,14 @@ pub fn policy_status(s: &overseer_engine::PolicyStatus) -> String {
     let _ = writeln!(out, "  evaluator         {}", inert(&evaluator));
     let _ = writeln!(
         out,
-        "  limits            {} reorients, {} s per evaluation, pause waits {} s{}",
+        "  limits            {} reorients, {} s per evaluation, pause waits {} s, {}{}",
         p.max_reorient_attempts,
         p.timeout_seconds,
         p.pause_timeout_seconds,
+        match p.grace_seconds {
+            0 => "autonomous decisions at once".to_owned(),
+            n => format!("autonomous decisions after {n} s"),
+        },
         if p.always_supervise {
             ", every step"
         } else {

@@ -22,6 +22,7 @@
 //! max_reorient_attempts = 3
 //! timeout_seconds = 30
 //! always_supervise = false
+//! grace_seconds = 10          # an autonomous decision waits this long (0: at once)
 //!
 //! [agents.claude]             # an agent profile: how to launch an ACP agent
 //! command = "claude-agent-acp"
@@ -307,6 +308,9 @@ pub struct SupervisionConfig {
     pub timeout_seconds: Option<u64>,
     pub always_supervise: Option<bool>,
     pub pause_timeout_seconds: Option<u64>,
+    /// Seconds an autonomous supervisor's decision waits before it takes
+    /// effect (a human may decide otherwise meanwhile); 0: at once.
+    pub grace_seconds: Option<u64>,
 }
 
 impl SupervisionConfig {
@@ -340,6 +344,9 @@ impl SupervisionConfig {
         }
         if let Some(n) = self.pause_timeout_seconds {
             p.pause_timeout_seconds = n;
+        }
+        if let Some(n) = self.grace_seconds {
+            p.grace_seconds = n;
         }
         p
     }

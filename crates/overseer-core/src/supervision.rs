@@ -166,6 +166,11 @@ pub struct SupervisorPolicy {
     /// terminated (and the termination logged).
     #[serde(default = "default_pause_timeout")]
     pub pause_timeout_seconds: u64,
+    /// How long an autonomous supervisor's approve or reject waits before it
+    /// takes effect: the gate stays open to humans meanwhile, and a human's
+    /// decision within it wins. 0: at once.
+    #[serde(default = "default_grace")]
+    pub grace_seconds: u64,
 }
 
 fn default_max_reorient() -> u32 {
@@ -176,6 +181,10 @@ fn default_timeout() -> u64 {
 }
 fn default_pause_timeout() -> u64 {
     900
+}
+/// The design's auto-proceed: 10 s.
+fn default_grace() -> u64 {
+    10
 }
 
 impl Default for SupervisorPolicy {
@@ -189,7 +198,35 @@ impl Default for SupervisorPolicy {
             timeout_seconds: default_timeout(),
             always_supervise: false,
             pause_timeout_seconds: default_pause_timeout(),
+            grace_seconds: default_grace(),
         }
+    }
+}
+
+/// An autonomous supervisor's decision waiting for its grace period to end:
+/// until `at` the gate stays open and a human's decision replaces it; at
+/// `at` it takes effect (`by` decides the gate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct PendingEffect {
+    /// The gate option the supervisor chose.
+    pub option: String,
+    /// Approve or reject.
+    pub verdict: Verdict,
+    /// The supervisor that voted.
+    pub by: Actor,
+    /// When it takes effect (ms since the epoch): the window counts down to it.
+    pub at: Millis,
+    /// The supervisor's reason, as it gave it.
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+impl PendingEffect {
+    /// When a decision voted at `now` under `policy` takes effect, or None
+    /// when it takes effect at once (a grace of 0).
+    pub fn deadline(policy: &SupervisorPolicy, now: Millis) -> Option<Millis> {
+        let ms = i64::try_from(policy.grace_seconds.min(MAX_GRACE_SECONDS) * 1000).ok()?;
+        (ms > 0).then(|| now.saturating_add(ms))
     }
 }
 
@@ -444,6 +481,10 @@ pub fn correction_prompt(correction: &str) -> String {
 /// anything longer would hold a run for no good reason.
 pub const MAX_EVALUATOR_TIMEOUT_SECONDS: u64 = 3600;
 
+/// The longest grace an autonomous decision may wait: an hour. Longer, and
+/// the supervisor no longer decides anything a human would not.
+pub const MAX_GRACE_SECONDS: u64 = 3600;
+
 /// The policy for a task: the task's own, else the workspace's, else the
 /// default (disabled). A task's policy replaces the workspace's whole, so
 /// what applies is always one policy a human wrote down.
@@ -496,6 +537,15 @@ impl SupervisorPolicy {
                 format!(
                     "timeout_seconds = {} is out of range: give 1 to {MAX_EVALUATOR_TIMEOUT_SECONDS} seconds",
                     self.timeout_seconds
+                ),
+            ));
+        }
+        if self.grace_seconds > MAX_GRACE_SECONDS {
+            errors.push(FieldError::new(
+                "grace_seconds",
+                format!(
+                    "grace_seconds = {} is out of range: give 0 (at once) to {MAX_GRACE_SECONDS} seconds",
+                    self.grace_seconds
                 ),
             ));
         }

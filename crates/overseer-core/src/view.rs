@@ -171,6 +171,12 @@ pub struct GateView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub batch_option: Option<String>,
+    /// An autonomous supervisor's decision waiting for its grace period to
+    /// end (only while the gate is pending): the card counts down to its
+    /// `at`, and a human may decide otherwise until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub pending_effect: Option<crate::supervision::PendingEffect>,
 }
 
 impl GateView {
@@ -384,6 +390,7 @@ mod tests {
             effected: false,
             ask_kind: crate::gate::AskKind::Blocking,
             batch_option: None,
+            pending_effect: None,
         }
     }
 

@@ -257,6 +257,38 @@ fn the_tasks_policy_comes_first_then_the_workspaces_then_off() {
     }
 }
 
+/// An autonomous decision waits 10 s by default (the design's
+/// auto-proceed), 0 means at once, and more than an hour is refused by
+/// name; a policy stored before the grace existed reads as the default.
+#[test]
+fn an_autonomous_decision_waits_its_grace_and_zero_is_at_once() {
+    use overseer_core::supervision::{PendingEffect, MAX_GRACE_SECONDS};
+    let p = SupervisorPolicy::default();
+    assert_eq!(p.grace_seconds, 10);
+    assert_eq!(PendingEffect::deadline(&p, 1_000), Some(11_000));
+    let old: SupervisorPolicy =
+        serde_json::from_str(r#"{"enabled": true, "autonomy": "autonomous"}"#).expect("old policy");
+    assert_eq!(old.grace_seconds, 10);
+    let now = SupervisorPolicy {
+        grace_seconds: 0,
+        ..SupervisorPolicy::default()
+    };
+    assert_eq!(PendingEffect::deadline(&now, 1_000), None);
+    assert_eq!(now.validate(), Ok(()));
+    let long = SupervisorPolicy {
+        grace_seconds: MAX_GRACE_SECONDS + 1,
+        ..SupervisorPolicy::default()
+    };
+    let errors = long.validate().expect_err("out of range");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].field, "grace_seconds");
+    assert!(
+        errors[0].message.contains("0 (at once)"),
+        "{}",
+        errors[0].message
+    );
+}
+
 #[test]
 fn the_default_policy_is_valid() {
     assert_eq!(SupervisorPolicy::default().validate(), Ok(()));

@@ -18,7 +18,7 @@ use overseer_core::activity::{Activity, RuleDecision};
 use overseer_core::rules::{self, Permission, Provenance, RuleLayer, RuleSet, ToolRequest};
 use overseer_core::supervision::{
     resolve_policy, select_verdict, verdict_option, Autonomy, Concerns, EvaluatorConfig,
-    EvaluatorOutput, StepFacts, Subject, SupervisorPolicy, Verdict,
+    EvaluatorOutput, PendingEffect, StepFacts, Subject, SupervisorPolicy, Verdict,
 };
 use overseer_core::{
     Actor, ApiError, EngineEvent, ErrorCode, GateBody, GateId, GateKind, GateOption, GateView,
@@ -254,8 +254,22 @@ impl Supervision {
         actor: &Actor,
         input: &DecisionInput,
     ) -> Result<GateView, ApiError> {
+        self.supervisor_vote_within(gate_id, actor, input, None)
+    }
+
+    /// [`Supervision::supervisor_vote`], where an autonomous decision takes
+    /// effect only at `grace_until` (None: at once): until then the gate
+    /// stays open to humans and carries the decision as its pending effect;
+    /// the gate timers ([`start_timers`]) make it take effect.
+    pub(crate) fn supervisor_vote_within(
+        &self,
+        gate_id: GateId,
+        actor: &Actor,
+        input: &DecisionInput,
+        grace_until: Option<overseer_core::Millis>,
+    ) -> Result<GateView, ApiError> {
         let now = self.clock.now();
-        let outcome = self.write(|tx| tx.vote(gate_id, actor, input, now))?;
+        let outcome = self.write(|tx| tx.vote_within(gate_id, actor, input, grace_until, now))?;
         if outcome.late {
             // Kept, signed, and shown in "Why?" as overruled; the human's
             // decision stands.
@@ -315,7 +329,21 @@ impl Supervision {
             source_event: Some(format!("cli:{gate}")),
             ..Default::default()
         };
-        self.supervisor_vote(gate, &Actor::Supervisor(name), &input)
+        // An autonomous decision waits for its grace, whoever voted for the
+        // supervisor: the user can still override it.
+        let grace_until = match view.authority {
+            Some(Autonomy::Autonomous) => {
+                let policy = policy_of(&self.store().run_work(view.run_id)?);
+                PendingEffect::deadline(&policy, self.clock.now())
+            }
+            _ => None,
+        };
+        let decided =
+            self.supervisor_vote_within(gate, &Actor::Supervisor(name), &input, grace_until)?;
+        if let Some(effect) = &decided.pending_effect {
+            tell_pending_effect(self, &decided, effect);
+        }
+        Ok(decided)
     }
 
     /// A merge review decided by a vote (the supervisor's, or a human's
@@ -323,7 +351,7 @@ impl Supervision {
     /// override it) and applied. Approval merges through the one merge
     /// ([`Engine::effect_approval`]); anything else releases the run as its
     /// decider chose.
-    fn review_effect(&self, gate: &GateView) -> Result<(), ApiError> {
+    pub(crate) fn review_effect(&self, gate: &GateView) -> Result<(), ApiError> {
         let now = self.clock.now();
         let gate = self.write(|tx| tx.mark_effected(gate.id, now))?;
         let Some(d) = gate.decision.clone() else {
@@ -574,8 +602,15 @@ async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: Superv
         Err(e) => failure_input(&e, gate_id),
     };
     let escalated = input.verdict == Some(Verdict::Escalate);
-    match engine.supervisor_vote(gate_id, &actor, &input) {
-        Ok(_) => {}
+    let grace_until = (authority == Autonomy::Autonomous)
+        .then(|| PendingEffect::deadline(&policy, engine.clock.now()))
+        .flatten();
+    match engine.supervisor_vote_within(gate_id, &actor, &input, grace_until) {
+        Ok(view) => {
+            if let Some(effect) = &view.pending_effect {
+                tell_pending_effect(&engine, &view, effect);
+            }
+        }
         Err(e) if e.code == ErrorCode::AlreadyDecided => {
             tracing::info!(gate_id = %gate_id, "supervisor: the user decided first: {}", e.message);
             return;
@@ -608,6 +643,29 @@ async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: Superv
             input.rationale.clone().unwrap_or_default(),
         );
     }
+}
+
+/// The supervisor decided on its own authority and its decision waits for
+/// its grace: the user is told (informational, like every notification
+/// about what the supervisor decides), with the time left to override.
+fn tell_pending_effect(engine: &Supervision, gate: &GateView, effect: &PendingEffect) {
+    let what = match effect.verdict {
+        Verdict::Approve => "approve",
+        _ => "reject",
+    };
+    let secs = ((effect.at - engine.clock.now()).max(0) + 999) / 1000;
+    engine.notify_user(
+        NotificationKind::AgentQuestionPending,
+        gate.run_id,
+        format!(
+            "Run {}: the supervisor will {what} in {secs} s: {}",
+            gate.run_id, gate.title
+        ),
+        format!(
+            "Override it in the inbox before then ({}). Nothing is sent to the agent until it takes effect.",
+            effect.rationale.as_deref().unwrap_or("no reason given")
+        ),
+    );
 }
 
 /// The supervisor's answer as a vote within its authority: advisory
@@ -1001,6 +1059,22 @@ pub(crate) fn start_timers(engine: Arc<Engine>) {
 
 fn fire(engine: &Engine, gate: GateId) {
     let now = engine.clock.now();
+    // An autonomous decision whose grace ended takes effect first (a gate
+    // waiting for one has no timer of its own running).
+    match engine.write(|tx| tx.take_effect(gate, now)) {
+        Ok(Some(decided)) => {
+            // A merge review's effect is the engine's to carry out; every
+            // other gate's waiter acts on the decision.
+            if decided.kind() == GateKind::MergeReview {
+                if let Err(e) = engine.review_effect(&decided) {
+                    tracing::error!(gate = %gate, "the supervisor's merge decision: {}", e.message);
+                }
+            }
+            return;
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(gate = %gate, "the supervisor's pending decision: {e}"),
+    }
     if let Err(e) = engine.write(|tx| tx.fire_timer(gate, now)) {
         tracing::error!(gate = %gate, "gate timer: {e}");
     }
@@ -1354,6 +1428,7 @@ mod tests {
             effected: false,
             ask_kind: overseer_core::AskKind::Blocking,
             batch_option: None,
+            pending_effect: None,
         };
         EvaluationRequest {
             subject: Subject::Gate,

@@ -11,7 +11,7 @@ use common::{pending_gate, start, start_with, state, until, world, world_with, W
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
-use overseer_core::{Actor, ErrorCode, GateId, GateKind, RunState};
+use overseer_core::{Actor, ErrorCode, GateId, GateKind, GateView, RunState};
 use overseer_engine::{LogNotifier, NotificationKind};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use std::sync::Arc;
@@ -46,11 +46,14 @@ fn supervised(policy: SupervisorPolicy) -> WorkspaceSettings {
     }
 }
 
+/// A policy whose autonomous decisions take effect at once (a grace of 0,
+/// as before grace periods existed): the tests that set a grace say so.
 fn policy(autonomy: Autonomy, evaluator: EvaluatorConfig) -> SupervisorPolicy {
     SupervisorPolicy {
         enabled: true,
         autonomy,
         evaluator,
+        grace_seconds: 0,
         ..SupervisorPolicy::default()
     }
 }
@@ -670,4 +673,302 @@ async fn a_merge_review_the_supervisor_decides_informs_instead_of_asking_for_a_r
             .any(|n| n.kind == NotificationKind::RunPendingReview),
         "no review asked of the user: {told:?}"
     );
+}
+
+/// The wall clock in ms since the epoch, as the engine's clock reads it.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// An autonomous rules supervisor with a grace of `seconds`.
+fn graced(seconds: u64) -> SupervisorPolicy {
+    let mut p = policy(Autonomy::Autonomous, EvaluatorConfig::Rules);
+    p.grace_seconds = seconds;
+    p
+}
+
+/// The pending gate of `kind` on `run` once the supervisor's decision on it
+/// waits for its grace.
+async fn pending_effect_on(w: &World, run: overseer_core::RunId, kind: GateKind) -> GateView {
+    until(
+        w,
+        &format!("the supervisor's pending decision on a {kind:?}"),
+        |e| {
+            e.gates(true)
+                .ok()?
+                .into_iter()
+                .find(|g| g.run_id == run && g.kind() == kind && g.pending_effect.is_some())
+        },
+    )
+    .await
+}
+
+/// The actors of the gate's signed `gate_decided` records.
+fn decided_records(w: &World, gate: GateId) -> Vec<String> {
+    w.engine
+        .gate_story(gate)
+        .expect("story")
+        .records
+        .into_iter()
+        .filter(|r| r.record.payload.contains("\"type\":\"gate_decided\""))
+        .map(|r| r.record.actor)
+        .collect()
+}
+
+/// An autonomous supervisor's decision waits for its grace: the gate stays
+/// pending (open to humans) and says what the supervisor decided and when
+/// it takes effect, the user is told so (informational); at the deadline
+/// it takes effect, decided by the supervisor with its signed record. Plan
+/// and tool call alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_autonomous_decision_waits_its_grace_open_to_humans_then_takes_effect() {
+    let notes = Arc::new(Captured::default());
+    let w = world_with(supervised(graced(2)), notes.clone(), "").await;
+    let run = start(&w, "happy");
+    for kind in [GateKind::Plan, GateKind::ToolCall] {
+        let gate = pending_effect_on(&w, run, kind).await;
+        let seen = wall_ms();
+        let effect = gate.pending_effect.clone().expect("pending");
+        assert_eq!(effect.verdict, Verdict::Approve, "{kind:?}");
+        assert_eq!(effect.by, Actor::Supervisor("rules".into()));
+        assert_eq!(effect.option, kind.approve_option());
+        assert!(
+            effect.at > seen && effect.at <= seen + 2_000,
+            "{kind:?}: the deadline is the vote's time + 2 s: {} vs {seen}",
+            effect.at
+        );
+        assert!(gate.decision.is_none(), "not decided during the grace");
+        assert!(decided_records(&w, gate.id).is_empty());
+        let decided = until(&w, "the decision to take effect", |e| {
+            let g = e.gate(gate.id).ok()?;
+            g.decision.clone().map(|d| (g, d))
+        })
+        .await;
+        let (g, d) = decided;
+        assert_eq!(d.actor, Actor::Supervisor("rules".into()));
+        assert_eq!(d.option, kind.approve_option());
+        assert!(
+            d.at >= effect.at,
+            "{kind:?}: took effect at {} before {}",
+            d.at,
+            effect.at
+        );
+        assert!(g.pending_effect.is_none());
+        let story = w.engine.gate_story(gate.id).expect("story");
+        assert!(story.verified, "{kind:?}: signed and backed");
+        assert_eq!(decided_records(&w, gate.id), ["supervisor:rules"]);
+    }
+    let told = notes.0.lock().expect("lock").clone();
+    let graced: Vec<_> = told
+        .iter()
+        .filter(|n| n.title.contains("the supervisor will approve in 2 s"))
+        .collect();
+    assert!(graced.len() >= 2, "{told:?}");
+    assert!(
+        graced.iter().all(
+            |n| n.kind == NotificationKind::AgentQuestionPending && n.body.contains("Override")
+        ),
+        "informational, and says how to override: {graced:?}"
+    );
+}
+
+/// A human deciding within the grace wins: their decision takes effect,
+/// the supervisor's never does, and "Why?" shows its vote overruled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_deciding_within_the_grace_wins_and_the_supervisor_is_overruled() {
+    let w = world_with(supervised(graced(600)), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_effect_on(&w, run, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "reject", Some("not this plan"), &Actor::cli())
+        .expect("the human decides within the grace");
+    state(
+        &w,
+        run,
+        RunState::Released {
+            reason: overseer_core::ReleaseReason::PlanRejected,
+        },
+    )
+    .await;
+    let story = w.engine.gate_story(plan.id).expect("story");
+    let d = story.gate.decision.clone().expect("decided");
+    assert_eq!((d.option.as_str(), &d.actor), ("reject", &Actor::cli()));
+    assert!(story.gate.pending_effect.is_none());
+    let vote = story
+        .decisions
+        .iter()
+        .find(|d| matches!(d.actor, Actor::Supervisor(_)))
+        .expect("the supervisor's vote is kept");
+    assert_eq!(vote.verdict, Verdict::Approve);
+    assert_eq!(vote.overruled_by, Some(Actor::cli()), "{vote:?}");
+    assert!(story.verified);
+    assert_eq!(
+        decided_records(&w, plan.id),
+        [Actor::cli().to_string()],
+        "only the human's"
+    );
+}
+
+/// A pending decision outlives the engine: stopped mid-grace and started
+/// again after its deadline, the engine makes it take effect at once, once,
+/// and the run goes on from the approved plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_decision_outlives_a_restart_and_takes_effect_once() {
+    let mut w = world_with(supervised(graced(3)), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_effect_on(&w, run, GateKind::Plan).await;
+    let at = plan.pending_effect.clone().expect("pending").at;
+    w.engine.stop_agents().await;
+    // The deadline passes while no engine runs.
+    let left = at - wall_ms();
+    tokio::time::sleep(std::time::Duration::from_millis(
+        u64::try_from(left.max(0)).unwrap_or(0) + 300,
+    ))
+    .await;
+    let stored = rusqlite::Connection::open(w.engine.paths().db())
+        .expect("db")
+        .query_row(
+            "SELECT status, pending_effect IS NOT NULL FROM gates WHERE id = ?1",
+            [plan.id],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)),
+        )
+        .expect("the gate");
+    assert_eq!(stored, ("pending".to_owned(), true), "kept in the store");
+    common::reopen(&mut w);
+    let d = until(&w, "the decision to take effect after the restart", |e| {
+        e.gate(plan.id).ok()?.decision
+    })
+    .await;
+    assert_eq!(d.actor, Actor::Supervisor("rules".into()));
+    assert_eq!(d.option, "approve");
+    assert!(d.at >= at);
+    // The run goes on from the approved plan: its first edit is asked.
+    pending_effect_on(&w, run, GateKind::ToolCall).await;
+    assert_eq!(
+        decided_records(&w, plan.id),
+        ["supervisor:rules"],
+        "never twice"
+    );
+    let votes = w
+        .engine
+        .gate_story(plan.id)
+        .expect("story")
+        .decisions
+        .iter()
+        .filter(|d| matches!(d.actor, Actor::Supervisor(_)))
+        .count();
+    assert_eq!(votes, 1, "the supervisor voted once");
+    assert!(w.engine.verify_audit().expect("read").is_ok());
+}
+
+/// A merge review the supervisor approves on its own merges only when the
+/// grace ends; a grace of 0 is today's "at once", explicit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_autonomous_merge_waits_its_grace_and_a_grace_of_zero_is_immediate() {
+    let approve =
+        sh_evaluator("cat >/dev/null; echo '{\"verdict\":\"approve\",\"rationale\":\"fine\"}'");
+    for grace in [1, 0] {
+        let mut p = policy(Autonomy::Advisory, approve.clone());
+        p.gate_authority = [(GateKind::MergeReview, Autonomy::Autonomous)]
+            .into_iter()
+            .collect();
+        p.grace_seconds = grace;
+        let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+        let base = common::git(&w.repo, &["rev-parse", "main"]);
+        let run = start(&w, "happy");
+        let plan = pending_gate(&w, run, GateKind::Plan).await;
+        w.engine
+            .decide_gate(plan.id, "approve", None, &Actor::cli())
+            .expect("approve");
+        let review = yes_until(&w, run.into(), "the merge review decided", |e| {
+            e.gates(false).ok()?.into_iter().find(|g| {
+                g.run_id == run && g.kind() == GateKind::MergeReview && g.decision.is_some()
+            })
+        })
+        .await;
+        let d = review.decision.clone().expect("decided");
+        assert!(matches!(d.actor, Actor::Supervisor(_)), "{d:?}");
+        let voted = w
+            .engine
+            .gate_story(review.id)
+            .expect("story")
+            .decisions
+            .iter()
+            .find(|d| matches!(d.actor, Actor::Supervisor(_)))
+            .map(|d| d.at)
+            .expect("the vote");
+        let waited = d.at - voted;
+        if grace == 0 {
+            assert!(waited < 1_000, "at once: {waited} ms");
+        } else {
+            assert!(waited >= 1_000, "after the grace: {waited} ms");
+        }
+        state(
+            &w,
+            run,
+            RunState::Released {
+                reason: overseer_core::ReleaseReason::Merged,
+            },
+        )
+        .await;
+        assert_ne!(common::git(&w.repo, &["rev-parse", "main"]), base, "merged");
+    }
+}
+
+/// A vote cast for the supervisor by hand (`overseer supervisor approve`)
+/// is an autonomous decision like the evaluator's: it waits for its grace,
+/// and the user can still override it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_vote_cast_by_hand_waits_its_grace_too() {
+    let mut p = policy(Autonomy::Autonomous, sh_evaluator(HOLD));
+    p.timeout_seconds = 600;
+    p.grace_seconds = 600;
+    let w = world_with(supervised(p), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let voted = w
+        .engine
+        .vote_as_supervisor(plan.id, true, "reviewed by hand".into(), &Actor::cli())
+        .expect("the vote");
+    assert!(voted.decision.is_none(), "{voted:?}");
+    let effect = voted.pending_effect.expect("waits for its grace");
+    assert_eq!(
+        (effect.option.as_str(), effect.verdict),
+        ("approve", Verdict::Approve)
+    );
+    assert!(matches!(effect.by, Actor::Supervisor(_)));
+    w.engine
+        .decide_gate(plan.id, "reject", Some("no"), &Actor::cli())
+        .expect("the user overrides within the grace");
+    let d = w
+        .engine
+        .gate(plan.id)
+        .expect("gate")
+        .decision
+        .expect("decided");
+    assert_eq!((d.option.as_str(), d.actor), ("reject", Actor::cli()));
+}
+
+/// "Hold" on a gate whose supervisor decision waits for its grace drops
+/// that decision: the gate waits for a human, past the deadline too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holding_a_gate_within_the_grace_keeps_it_for_the_human() {
+    let w = world_with(supervised(graced(1)), Arc::new(LogNotifier), "").await;
+    let run = start(&w, "happy");
+    let plan = pending_effect_on(&w, run, GateKind::Plan).await;
+    let at = plan.pending_effect.clone().expect("pending").at;
+    let held = w.engine.hold_gate(plan.id, &Actor::cli()).expect("hold");
+    assert!(held.pending_effect.is_none(), "{held:?}");
+    // Well past the deadline: still the human's.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let g = w.engine.gate(plan.id).expect("gate");
+    assert!(g.decision.is_none(), "{g:?}");
+    assert!(g.pending_effect.is_none());
+    assert!(wall_ms() > at);
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("the human decides");
 }

@@ -68,7 +68,7 @@ const RUN_SELECT: &str = concat!("
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
            decided_option, decided_context, decided_by, decided_at, payload,
-           auto_at, auto_decision, authority, effected_at, decided_device
+           auto_at, auto_decision, authority, effected_at, decided_device, pending_effect
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -306,6 +306,7 @@ struct RawGate {
     decided: Option<(String, Option<String>, String, i64)>,
     decided_device: Option<String>,
     authority: Option<String>,
+    pending_effect: Option<String>,
 }
 
 fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
@@ -330,6 +331,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             effected: r.get::<_, Option<i64>>(15)?.is_some(),
             ask_kind: overseer_core::gate::AskKind::Blocking,
             batch_option: None,
+            pending_effect: None,
         },
         authority: r.get(14)?,
         kind: r.get(2)?,
@@ -341,6 +343,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             _ => None,
         },
         decided_device: r.get(16)?,
+        pending_effect: r.get(17)?,
     })
 }
 
@@ -380,6 +383,17 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
         None => None,
     };
     view.batch_option = overseer_core::view::batch_choice(&view).map(|c| c.as_str().to_owned());
+    // Only a pending gate waits for an effect: once decided, the decision
+    // says who decided.
+    if view.status == GateStatus::Pending {
+        view.pending_effect = match raw.pending_effect {
+            Some(text) => Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| corrupt(format!("pending effect '{text}': {e}")))?,
+            ),
+            None => None,
+        };
+    }
     Ok(view)
 }
 

@@ -362,6 +362,13 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE pairing_codes ADD COLUMN burned_at INTEGER;
     UPDATE pairing_lockout SET failures = 0, locked_until = NULL;
     "#,
+    // 16: an autonomous supervisor's decision waiting for its grace period
+    // (core's `PendingEffect` as JSON: option, verdict, by, at, rationale;
+    // NULL when none). The signed vote behind it is in `decisions`; this
+    // only says when it takes effect.
+    r#"
+    ALTER TABLE gates ADD COLUMN pending_effect TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -12,7 +12,8 @@ use crate::{read, Store, StoreError, WriteTx};
 use overseer_core::audit::{AuditPayload, DecisionPayload, Overrides};
 use overseer_core::rules::Provenance;
 use overseer_core::supervision::{
-    accept_vote, resolve, Autonomy, DecisionRecord, Resolution, Verdict, Vote, VoteRefused,
+    accept_vote, resolve, Autonomy, DecisionRecord, PendingEffect, Resolution, Verdict, Vote,
+    VoteRefused,
 };
 use overseer_core::{
     check_decision, Actor, GateBody, GateChoice, GateId, GateKind, GateOption, GateView, Millis,
@@ -229,12 +230,18 @@ impl Store {
         query_decisions(self.raw_connection(), self.path(), "run_id", run_id.into())
     }
 
-    /// Pending gates with a timer, soonest first.
+    /// Pending gates with a timer, soonest first: a gate's own timer, or
+    /// the end of an autonomous decision's grace, which stands in for the
+    /// gate's timer while it waits (see [`WriteTx::fire_timer`]).
     pub fn pending_timers(&self) -> Result<Vec<(GateId, Millis)>, StoreError> {
         self.raw_connection()
             .prepare_cached(
-                "SELECT id, auto_at FROM gates
-                 WHERE status = 'pending' AND auto_at IS NOT NULL ORDER BY auto_at",
+                "SELECT id, due FROM (
+                    SELECT id, CASE WHEN pending_effect IS NOT NULL
+                                    THEN json_extract(pending_effect, '$.at')
+                                    ELSE auto_at END AS due
+                    FROM gates WHERE status = 'pending'
+                 ) WHERE due IS NOT NULL ORDER BY due",
             )
             .and_then(|mut s| {
                 s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -408,6 +415,22 @@ impl WriteTx<'_> {
         input: &DecisionInput,
         now: Millis,
     ) -> Result<VoteOutcome, StoreError> {
+        self.vote_within(gate_id, actor, input, None, now)
+    }
+
+    /// [`WriteTx::vote`], where an autonomous supervisor's deciding vote
+    /// takes effect only at `grace_until` (None: at once). Until then the
+    /// gate stays pending with the vote as its [`PendingEffect`], open to
+    /// humans, whose decision wins; [`WriteTx::take_effect`] settles it at
+    /// the deadline.
+    pub fn vote_within(
+        &mut self,
+        gate_id: GateId,
+        actor: &Actor,
+        input: &DecisionInput,
+        grace_until: Option<Millis>,
+        now: Millis,
+    ) -> Result<VoteOutcome, StoreError> {
         self.reconcile_gate(gate_id, now)?;
         let gate = read::gate(self.conn(), self.path(), gate_id)?;
         let approve = approve_option(self.conn(), self.path(), &gate)?;
@@ -515,7 +538,22 @@ impl WriteTx<'_> {
                     .decision
                     .as_ref()
                     .is_some_and(|d| d.option == option && d.actor == by);
-                if same {
+                let waits = grace_until.filter(|_| {
+                    gate.decision.is_none()
+                        && gate.authority == Some(Autonomy::Autonomous)
+                        && matches!(by, Actor::Supervisor(_))
+                });
+                if let Some(at) = waits {
+                    let effect = PendingEffect {
+                        verdict: verdict_of_choice(approve.as_deref(), &option),
+                        option,
+                        by,
+                        at,
+                        rationale: context,
+                    };
+                    self.set_pending_effect(gate_id, Some(&effect))?;
+                    false
+                } else if same {
                     false
                 } else if let Some(previous) = &gate.decision {
                     self.override_decision(&gate, previous, &option, context.as_deref(), &by, now)?;
@@ -603,9 +641,75 @@ impl WriteTx<'_> {
         Ok((read::gate(self.conn(), self.path(), gate_id)?, forged))
     }
 
+    fn set_pending_effect(
+        &mut self,
+        gate_id: GateId,
+        effect: Option<&PendingEffect>,
+    ) -> Result<(), StoreError> {
+        let text = effect
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::InvalidInput(format!("pending effect: {e}")))?;
+        self.conn()
+            .execute(
+                "UPDATE gates SET pending_effect = ?1 WHERE id = ?2",
+                params![text, gate_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.gate_changed(gate_id);
+        Ok(())
+    }
+
+    /// An autonomous supervisor's decision whose grace period ended takes
+    /// effect: the gate is decided by the supervisor (its signed
+    /// `gate_decided` record, as a decision at once writes), once. Only
+    /// while the gate is still pending, and only as the supervisor's signed
+    /// vote says: a human who decided meanwhile won, and a pending effect
+    /// no signed vote backs is dropped. Returns the decided gate, or `None`
+    /// when nothing took effect.
+    pub fn take_effect(
+        &mut self,
+        gate_id: GateId,
+        now: Millis,
+    ) -> Result<Option<GateView>, StoreError> {
+        self.reconcile_gate(gate_id, now)?;
+        let gate = read::gate(self.conn(), self.path(), gate_id)?;
+        let Some(effect) = gate.pending_effect.clone() else {
+            return Ok(None);
+        };
+        if gate.decision.is_some() || effect.at > now {
+            return Ok(None);
+        }
+        let approve = approve_option(self.conn(), self.path(), &gate)?;
+        let all = votes(self, gate_id)?;
+        let all_votes: Vec<Vote> = all.iter().map(|(v, _)| v.clone()).collect();
+        let backed = match resolve(gate.authority, approve.as_deref(), &all_votes) {
+            Resolution::Decided { option, by } => {
+                matches!(by, Actor::Supervisor(_)) && by == effect.by && option == effect.option
+            }
+            Resolution::Pending { .. } => false,
+        };
+        if !backed {
+            // Written outside Overseer: dropped, the gate waits for a human.
+            self.set_pending_effect(gate_id, None)?;
+            return Ok(None);
+        }
+        let context = all
+            .iter()
+            .rev()
+            .find(|(v, _)| v.actor == effect.by && v.option.as_deref() == Some(&effect.option))
+            .and_then(|(_, c)| c.clone());
+        self.settle_gate(&gate, &effect.option, context.as_deref(), &effect.by, now)?;
+        self.set_pending_effect(gate_id, None)?;
+        self.run_changed(gate.run_id, false);
+        Ok(Some(read::gate(self.conn(), self.path(), gate_id)?))
+    }
+
     /// Fires a gate's timer: decides it with the timer's option, once, and
     /// only if it is still pending and no human has acted on it. Returns the
-    /// decided gate, or `None` when the timer no longer applies.
+    /// decided gate, or `None` when the timer no longer applies. A
+    /// supervisor's decision waiting for its grace stands in for the timer:
+    /// the supervisor decided before the timer ran out.
     pub fn fire_timer(
         &mut self,
         gate_id: GateId,
@@ -616,7 +720,7 @@ impl WriteTx<'_> {
         let (Some(at), Some(option)) = (gate.auto_at, gate.auto_option.clone()) else {
             return Ok(None);
         };
-        if gate.decision.is_some() || at > now {
+        if gate.decision.is_some() || at > now || gate.pending_effect.is_some() {
             return Ok(None);
         }
         let human_acted = votes(self, gate_id)?.iter().any(|(v, _)| v.actor.is_user());
@@ -661,14 +765,17 @@ impl WriteTx<'_> {
                 option: d.option,
             });
         }
-        if gate.auto_at.is_none() {
+        if gate.auto_at.is_none() && gate.pending_effect.is_none() {
             return Err(StoreError::InvalidInput(format!(
                 "gate {gate_id} has no timer to stop; it already waits for you"
             )));
         }
+        // The supervisor's pending decision is a timer too: held, it never
+        // takes effect, and the gate waits for a human.
         self.conn()
             .execute(
-                "UPDATE gates SET auto_at = NULL, auto_decision = NULL WHERE id = ?1 AND status = 'pending'",
+                "UPDATE gates SET auto_at = NULL, auto_decision = NULL, pending_effect = NULL
+                 WHERE id = ?1 AND status = 'pending'",
                 [gate_id],
             )
             .map_err(|e| self.sql(e))?;

@@ -461,3 +461,71 @@ fn a_human_approval_reads_as_approve_on_gates_opened_without_a_supervisor() {
         assert_eq!(d[0].verdict, verdict, "{option}: {d:?}");
     }
 }
+
+/// An autonomous decision waiting for its grace stands in for the gate's
+/// own timer: the timer (here "yes" at 2 s) does not fire while the
+/// supervisor's "no" waits (until 4 s), the gate is listed as due at the
+/// grace's end, and then the supervisor's decision takes effect, once.
+#[test]
+fn a_pending_supervisor_decision_holds_the_gates_own_timer_and_takes_effect_once() {
+    let mut f = Fixture::new();
+    let run = f.pending_review_run(1_000);
+    let gate = tool_gate(
+        &mut f.store,
+        run,
+        Some(Autonomy::Autonomous),
+        Some((2_000, "yes")),
+    );
+    let out = f
+        .store
+        .write(|tx| {
+            tx.vote_within(
+                gate,
+                &supervisor(),
+                &supervisor_vote(Verdict::Reject, Some("no")),
+                Some(4_000),
+                1_500,
+            )
+        })
+        .expect("the vote");
+    assert!(!out.decided);
+    let effect = out.gate.pending_effect.expect("waits for its grace");
+    assert_eq!(
+        (effect.option.as_str(), effect.verdict, effect.at),
+        ("no", Verdict::Reject, 4_000)
+    );
+    assert_eq!(
+        f.store.pending_timers().expect("timers"),
+        vec![(gate, 4_000)]
+    );
+    // The gate's own timer is due, and does nothing.
+    let fired = f
+        .store
+        .write(|tx| tx.fire_timer(gate, 2_500))
+        .expect("timer");
+    assert!(fired.is_none());
+    let early = f
+        .store
+        .write(|tx| tx.take_effect(gate, 3_999))
+        .expect("early");
+    assert!(early.is_none(), "not before the deadline");
+    let decided = f
+        .store
+        .write(|tx| tx.take_effect(gate, 4_000))
+        .expect("effect")
+        .expect("took effect");
+    let d = decided.decision.expect("decided");
+    assert_eq!((d.option.as_str(), d.actor), ("no", supervisor()));
+    assert!(decided.pending_effect.is_none());
+    let again = f
+        .store
+        .write(|tx| tx.take_effect(gate, 5_000))
+        .expect("again");
+    assert!(again.is_none(), "never twice");
+    assert!(f
+        .store
+        .write(|tx| tx.fire_timer(gate, 5_000))
+        .expect("timer")
+        .is_none());
+    assert!(f.store.pending_timers().expect("timers").is_empty());
+}

@@ -310,7 +310,9 @@ export class MockBackend implements Backend {
     return this.answer(`holdGate ${gateId}`, () => {
       const g = this.gate(gateId);
       if (g.status === "decided") throw fail("already_decided", `gate ${gateId} was already decided`);
-      const next = { ...g, auto_at: null, auto_option: null };
+      // The supervisor's decision waiting for its grace is a timer too.
+      const next: GateView = { ...g, auto_at: null, auto_option: null };
+      delete next.pending_effect;
       this.gates.set(gateId, next);
       return next;
     });

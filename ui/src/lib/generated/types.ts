@@ -397,7 +397,13 @@ ask_kind: AskKind,
  * The option approving it in a batch picks ([`batch_choice`]), or
  * None: it must be decided on its own.
  */
-batch_option?: string | null, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+batch_option?: string | null, 
+/**
+ * An autonomous supervisor's decision waiting for its grace period to
+ * end (only while the gate is pending): the card counts down to its
+ * `at`, and a human may decide otherwise until then.
+ */
+pending_effect?: PendingEffect, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
@@ -487,6 +493,28 @@ expires_at: number,
 url: string | null, };
 
 export type PathChange = "added" | "changed" | "deleted";
+
+export type PendingEffect = { 
+/**
+ * The gate option the supervisor chose.
+ */
+option: string, 
+/**
+ * Approve or reject.
+ */
+verdict: Verdict, 
+/**
+ * The supervisor that voted.
+ */
+by: Actor, 
+/**
+ * When it takes effect (ms since the epoch): the window counts down to it.
+ */
+at: number, 
+/**
+ * The supervisor's reason, as it gave it.
+ */
+rationale: string | null, };
 
 export type PendingGate = { id: GateId, kind: GateKind, 
 /**
@@ -912,7 +940,13 @@ always_supervise: boolean,
  * How long a supervisor_pause gate waits for a human before the run is
  * terminated (and the termination logged).
  */
-pause_timeout_seconds: number, };
+pause_timeout_seconds: number, 
+/**
+ * How long an autonomous supervisor's approve or reject waits before it
+ * takes effect: the gate stays open to humans meanwhile, and a human's
+ * decision within it wins. 0: at once.
+ */
+grace_seconds: number, };
 
 export type TaskId = number;
 

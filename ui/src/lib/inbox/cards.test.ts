@@ -75,6 +75,29 @@ describe("gate cards", () => {
     expect(actions(await html({ ...g, auto_at: null }))).toEqual(["why", "proceed", "stop"]);
   });
 
+  it("count an autonomous supervisor's decision down from the deadline the engine sent, with a way to hold it", async () => {
+    const plan = demo(2);
+    const g: GateView = {
+      ...plan,
+      authority: "autonomous",
+      pending_effect: { option: "approve", verdict: "approve", by: { kind: "supervisor" as const, name: "rules" }, at: NOW + 8_000, rationale: "2 steps, 3 declared files" },
+    };
+    const body = await html(g);
+    expect(body).toContain('data-testid="gate-supervisor-countdown"');
+    expect(body).toContain("The supervisor will approve in 8 s: decide now to override");
+    expect(body).toContain("2 steps, 3 declared files");
+    // The clock ticks; the deadline does not move.
+    expect(await html(g, NOW + 3_000)).toContain("The supervisor will approve in 5 s");
+    expect(await html(g, NOW + 8_000)).toContain("The supervisor's decision to approve takes effect now");
+    // Hold, then the gate's own options to override with.
+    expect(actions(body)).toEqual(["why", "hold", "approve", "request_changes", "reject"]);
+    // A reject names the option it picks when its label says more.
+    const tool = { ...demo(3), authority: "autonomous" as const, pending_effect: { option: "no", verdict: "reject" as const, by: { kind: "supervisor" as const, name: "rules" }, at: NOW + 10_000, rationale: null } };
+    expect(await html(tool)).toContain("The supervisor will reject (“No”) in 10 s");
+    // Without one, no countdown.
+    expect(await html(plan)).not.toContain("gate-supervisor-countdown");
+  });
+
   it("show a payload an older version wrote as stored, with no details made up from it", async () => {
     const old = { tool: "Bash", command: "<b>npm install pg-migrate</b>" };
     const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "other" }), unreadable_payload: old });

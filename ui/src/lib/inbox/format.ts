@@ -45,6 +45,21 @@ export function countdown(g: GateView, now: number): string | null {
   }
 }
 
+/** What an autonomous supervisor decided and when it takes effect, counted
+ * down from the deadline the engine sent with the gate (the display clock
+ * ticks; nothing is polled), or null when no decision waits. */
+export function supervisorCountdown(g: GateView, now: number): string | null {
+  const p = g.pending_effect;
+  if (!p) return null;
+  const left = p.at - now;
+  const what = p.verdict === "approve" ? "approve" : "reject";
+  const label = optionLabel(g, p.option);
+  const chosen = label && label.toLowerCase() !== what ? ` (“${label}”)` : "";
+  return left > 500
+    ? `The supervisor will ${what}${chosen} in ${duration(left)}: decide now to override`
+    : `The supervisor's decision to ${what}${chosen} takes effect now`;
+}
+
 /** A time of day with the date when it is not today. */
 export function clock(at: number, now: number): string {
   const d = new Date(at);

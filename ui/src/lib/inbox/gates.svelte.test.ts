@@ -252,4 +252,28 @@ describe("Gates", () => {
     backend.push({ type: "gate_decided", gate_id: 2, run_id: 2, kind: "plan" });
     expect(gates.pending.has(2)).toBe(true);
   });
+
+  it("shows an autonomous supervisor's pending decision when the engine pushes its run's change, and drops it once held", async () => {
+    const demo = demoBackend(NOW);
+    demo.gates.set(2, { ...demo.gates.get(2)!, authority: "autonomous" });
+    const { backend, gates } = await started(demo);
+    const run = backend.runs.get(backend.gates.get(2)!.run_id)!;
+    backend.push({ type: "run_changed", run });
+    await flush();
+    expect(gates.pending.get(2)?.pending_effect).toBeUndefined();
+    // The supervisor voted: its decision waits for its grace.
+    const effect = { option: "approve", verdict: "approve" as const, by: { kind: "supervisor" as const, name: "rules" }, at: NOW + 10_000, rationale: "complete" };
+    backend.gates.set(2, { ...backend.gates.get(2)!, pending_effect: effect });
+    const asked = backend.calls.filter((c) => c === "showGate 2").length;
+    backend.push({ type: "run_changed", run });
+    await flush();
+    expect(gates.pending.get(2)?.pending_effect).toEqual(effect);
+    expect(backend.calls.filter((c) => c === "showGate 2")).toHaveLength(asked + 1);
+    // Nothing is polled: no event, no call.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(backend.calls.filter((c) => c === "showGate 2")).toHaveLength(asked + 1);
+    // Held: the decision never takes effect, the gate waits for a human.
+    expect(await gates.hold(2)).toBe(true);
+    expect(gates.pending.get(2)?.pending_effect).toBeUndefined();
+  });
 });

@@ -31,6 +31,7 @@ describe("supervisor policy form", () => {
       timeout_seconds: 60,
       pause_timeout_seconds: 120,
       always_supervise: true,
+      grace_seconds: 5,
     };
     const back = toPolicy(policyForm(p));
     expect(back).toEqual({ ok: true, value: p });
@@ -43,9 +44,9 @@ describe("supervisor policy form", () => {
   });
 
   it("parses the limits as numbers and names, by the engine's path, text that is none", () => {
-    const r = toPolicy(form({ maxReorient: "two", timeout: "1.5", pauseTimeout: "" }));
-    expect(fields(r)).toEqual([POLICY_FIELDS.maxReorient, POLICY_FIELDS.timeout, POLICY_FIELDS.pauseTimeout]);
-    expect(fields(r)).toEqual(["policy.max_reorient_attempts", "policy.timeout_seconds", "policy.pause_timeout_seconds"]);
+    const r = toPolicy(form({ maxReorient: "two", timeout: "1.5", pauseTimeout: "", grace: "soon" }));
+    expect(fields(r)).toEqual([POLICY_FIELDS.maxReorient, POLICY_FIELDS.timeout, POLICY_FIELDS.pauseTimeout, POLICY_FIELDS.grace]);
+    expect(fields(r)).toEqual(["policy.max_reorient_attempts", "policy.timeout_seconds", "policy.pause_timeout_seconds", "policy.grace_seconds"]);
     if (!r.ok) expect(r.errors[0]!.message).toMatch(/whole number/);
   });
 

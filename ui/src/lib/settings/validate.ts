@@ -49,6 +49,8 @@ export interface PolicyForm {
   maxReorient: string;
   timeout: string;
   pauseTimeout: string;
+  /** Seconds an autonomous decision waits before it takes effect. */
+  grace: string;
   alwaysSupervise: boolean;
 }
 
@@ -57,6 +59,7 @@ export const POLICY_FIELDS = {
   maxReorient: "policy.max_reorient_attempts",
   timeout: "policy.timeout_seconds",
   pauseTimeout: "policy.pause_timeout_seconds",
+  grace: "policy.grace_seconds",
   command: "policy.evaluator.command",
   baseUrl: "policy.evaluator.base_url",
   model: "policy.evaluator.model",
@@ -80,6 +83,7 @@ export function policyForm(p: SupervisorPolicy): PolicyForm {
     maxReorient: String(p.max_reorient_attempts),
     timeout: String(p.timeout_seconds),
     pauseTimeout: String(p.pause_timeout_seconds),
+    grace: String(p.grace_seconds),
     alwaysSupervise: p.always_supervise,
   };
 }
@@ -104,6 +108,7 @@ export function toPolicy(f: PolicyForm): Result<SupervisorPolicy> {
   const max_reorient_attempts = num("maxReorient", "Max reorient attempts");
   const timeout_seconds = num("timeout", "Evaluator timeout");
   const pause_timeout_seconds = num("pauseTimeout", "Pause timeout");
+  const grace_seconds = num("grace", "Grace period");
 
   const gate_authority: SupervisorPolicy["gate_authority"] = {};
   for (const [kind, choice] of Object.entries(f.authority)) {
@@ -130,6 +135,7 @@ export function toPolicy(f: PolicyForm): Result<SupervisorPolicy> {
       timeout_seconds,
       always_supervise: f.alwaysSupervise,
       pause_timeout_seconds,
+      grace_seconds,
     },
   };
 }
