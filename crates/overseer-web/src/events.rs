@@ -80,6 +80,16 @@ pub async fn upgrade(
         Ok(d) => d,
         Err(e) => return reply::error(e),
     };
+    let Some(slot) = web.sockets.take(device.id) else {
+        return reply::error(ApiError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "{} has {} event sockets open already: close a tab of Overseer and retry",
+                device.name,
+                crate::state::MAX_SOCKETS_PER_DEVICE
+            ),
+        ));
+    };
     let ws = match ws {
         Ok(ws) => ws,
         Err(e) => {
@@ -102,7 +112,10 @@ pub async fn upgrade(
     ws.max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| pump(socket, bus, device, hello, beat))
+        .on_upgrade(move |socket| async move {
+            pump(socket, bus, device, hello, beat).await;
+            drop(slot);
+        })
 }
 
 /// Why a socket's pump stopped.

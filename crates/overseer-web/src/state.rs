@@ -8,6 +8,52 @@ use tokio::sync::Semaphore;
 /// refused, the engine's threads stay free for everyone else).
 pub const MAX_IN_FLIGHT: usize = 32;
 
+/// Event sockets one device may hold open at once (tabs, a phone and its
+/// reconnects): an upgraded socket leaves the connection caps behind, so
+/// without this one paired device could open them without end.
+pub const MAX_SOCKETS_PER_DEVICE: usize = 8;
+
+/// The event sockets open per device.
+#[derive(Default)]
+pub struct SocketCounts(
+    std::sync::Mutex<std::collections::HashMap<overseer_core::DeviceId, usize>>,
+);
+
+/// One open event socket of a device, given back when dropped.
+pub struct SocketSlot {
+    counts: Arc<SocketCounts>,
+    device: overseer_core::DeviceId,
+}
+
+impl SocketCounts {
+    /// A slot for `device`'s next socket, or None when it holds
+    /// [`MAX_SOCKETS_PER_DEVICE`] already.
+    pub fn take(self: &Arc<Self>, device: overseer_core::DeviceId) -> Option<SocketSlot> {
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let open = counts.entry(device).or_default();
+        if *open >= MAX_SOCKETS_PER_DEVICE {
+            return None;
+        }
+        *open += 1;
+        Some(SocketSlot {
+            counts: self.clone(),
+            device,
+        })
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(open) = counts.get_mut(&self.device) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                counts.remove(&self.device);
+            }
+        }
+    }
+}
+
 /// The transport's state: the engine, how browsers reach it, the request slots.
 #[derive(Clone)]
 pub struct Web {
@@ -27,6 +73,8 @@ pub struct Web {
     pub heartbeat: std::time::Duration,
     /// Wrong pairing codes per address.
     pub pairing: Arc<crate::throttle::PairingThrottle>,
+    /// Event sockets open per device.
+    pub sockets: Arc<SocketCounts>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -48,6 +96,7 @@ impl Web {
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
             heartbeat: crate::events::HEARTBEAT,
             pairing: Arc::default(),
+            sockets: Arc::default(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }

@@ -579,3 +579,47 @@ fn the_socket_beats_and_a_browser_that_falls_silent_is_dropped() {
         "the silent browser is still served: {ended:?}"
     );
 }
+
+#[test]
+fn one_device_holds_at_most_eight_event_sockets_and_a_closed_one_frees_its_place() {
+    let s = served();
+    let (cookie, _) = pair(&s, "ana", "Ana's phone");
+    let (other, _) = pair(&s, "bo", "Bo's laptop");
+    let mut open: Vec<common::Socket> = (0..8)
+        .map(|_| s.socket(Some(&cookie)).expect("socket"))
+        .collect();
+    for socket in &mut open {
+        assert!(matches!(
+            s.next_frame(socket, Duration::from_secs(5)),
+            Frame::Json(_)
+        ));
+    }
+    // The ninth is refused, saying why; another device is not held back.
+    let e = s.socket(Some(&cookie)).expect_err("a ninth socket");
+    assert_eq!(refused_status(&e), Some(429), "{e:?}");
+    let mut bos = s.socket(Some(&other)).expect("another device's socket");
+    assert!(matches!(
+        s.next_frame(&mut bos, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+    // One closed (a tab shut): its place is free again.
+    drop(open.pop().expect("a socket"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut again = loop {
+        match s.socket(Some(&cookie)) {
+            Ok(socket) => break socket,
+            Err(e) => {
+                assert_eq!(refused_status(&e), Some(429), "{e:?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "the closed socket's place never came back"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    assert!(matches!(
+        s.next_frame(&mut again, Duration::from_secs(5)),
+        Frame::Json(_)
+    ));
+}
