@@ -158,7 +158,12 @@ multiple: boolean,
 /**
  * A free-text answer is allowed (default true).
  */
-custom: boolean, };
+custom: boolean, 
+/**
+ * The answer taken when the question expires unanswered: one of the
+ * options' labels when it has options, else the words to use.
+ */
+default?: string, };
 
 export type AuditProblem = { "problem": "seq_gap", found: number, } | { "problem": "chain_broken" } | { "problem": "payload_edited" } | { "problem": "fields_edited" } | { "problem": "bad_signature" } | { "problem": "truncated", checkpoint_count: number, found: number, } | { "problem": "checkpoint_mismatch", checkpoint_count: number, } | { "problem": "bad_checkpoint_signature", checkpoint_count: number, };
 
