@@ -481,6 +481,7 @@ pub(crate) mod tests {
             effected: false,
             ask_kind: AskKind::Blocking,
             batch_option: None,
+            snoozed_until: None,
         }
     }
 

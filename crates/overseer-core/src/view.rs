@@ -171,6 +171,11 @@ pub struct GateView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub batch_option: Option<String>,
+    /// Snoozed by the user until then: out of the inbox and "needs you"
+    /// until it wakes (and notifies again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub snoozed_until: Option<Millis>,
 }
 
 impl GateView {
@@ -384,6 +389,7 @@ mod tests {
             effected: false,
             ask_kind: crate::gate::AskKind::Blocking,
             batch_option: None,
+            snoozed_until: None,
         }
     }
 

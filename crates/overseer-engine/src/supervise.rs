@@ -1345,6 +1345,7 @@ mod tests {
             effected: false,
             ask_kind: overseer_core::AskKind::Blocking,
             batch_option: None,
+            snoozed_until: None,
         };
         EvaluationRequest {
             subject: Subject::Gate,

@@ -66,6 +66,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         effected: false,
         ask_kind: overseer_core::AskKind::Blocking,
         batch_option: None,
+        snoozed_until: None,
     };
     EvaluationRequest {
         subject,

@@ -353,6 +353,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN usage TEXT;
     "#,
+    // 15: an inbox item snoozed until a time (NULL: not snoozed). A snoozed
+    // gate asks nothing until then: it is out of the inbox and "needs you".
+    r#"
+    ALTER TABLE gates ADD COLUMN snoozed_until INTEGER;
+    CREATE INDEX gates_snoozed ON gates(status, snoozed_until);
+    "#,
 ];
 
 /// The schema version this build writes.

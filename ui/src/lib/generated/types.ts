@@ -402,7 +402,12 @@ ask_kind: AskKind,
  * The option approving it in a batch picks ([`batch_choice`]), or
  * None: it must be decided on its own.
  */
-batch_option?: string | null, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+batch_option?: string | null, 
+/**
+ * Snoozed by the user until then: out of the inbox and "needs you"
+ * until it wakes (and notifies again).
+ */
+snoozed_until?: number, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 

@@ -274,6 +274,16 @@ export class Gates {
     });
   }
 
+  /** Snoozes a gate until `until` (ms since the epoch): it leaves the
+   * inbox now, and comes back (a gate_opened event) when the engine wakes
+   * it. True when the engine accepted. */
+  async snooze(gateId: number, until: number): Promise<boolean> {
+    const ok = await this.act(gateId, () => this.backend.snoozeGate(gateId, until));
+    // snooze_gate pushes no event saying the gate left: its answer does.
+    if (ok) this.#live.remove(gateId);
+    return ok;
+  }
+
   dismissError(): void {
     this.error = null;
   }
