@@ -572,6 +572,63 @@ fn an_mcp_question_expires_after_a_day_by_default() {
     );
 }
 
+/// `overseer inbox snooze GATE DURATION`: the item leaves the engine's
+/// inbox list and its row's "needs you" until then (the agent still
+/// waits); a duration it cannot read says how to write one.
+#[test]
+fn the_cli_snoozes_an_inbox_item_out_of_the_inbox() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let _c = h.client(json!([{"tool": "ask_user", "arguments": questions()}]), &[]);
+    let gate = h.wait_gate("question", &[]);
+    let id = gate["id"].as_i64().expect("id");
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .arg("--data-dir")
+            .arg(h.data())
+            .arg("--config-dir")
+            .arg(h.config())
+            .args(args)
+            .output()
+            .expect("overseer")
+    };
+    let bad = cli(&["inbox", "snooze", &id.to_string(), "soon"]);
+    assert!(!bad.status.success(), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("e.g. 15m"),
+        "{bad:?}"
+    );
+    assert_eq!(h.run(&gate["run_id"])["needs_you"], true);
+
+    let ok = cli(&["inbox", "snooze", &id.to_string(), "1h"]);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("snoozed until"),
+        "{ok:?}"
+    );
+    let listed = h.api(Request::ListGates {
+        pending_only: true,
+        limit: None,
+        after: None,
+    });
+    assert_eq!(listed["gates"], json!([]), "{listed}");
+    assert_eq!(h.run(&gate["run_id"])["needs_you"], false);
+    let g = h.gate(id);
+    assert_eq!(g["status"], "pending", "snoozing decides nothing: {g}");
+    let ahead = g["snoozed_until"].as_i64().expect("snoozed_until") - now_ms();
+    assert!(
+        (3_500_000..=3_600_000).contains(&ahead),
+        "an hour from now: {g}"
+    );
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 #[test]
 fn an_engine_restart_while_a_call_waits_loses_nothing() {
     let h = Home::new();
