@@ -49,6 +49,22 @@ describe("snooze", () => {
     expect(gates.pending.has(4)).toBe(true);
   });
 
+  it("drops an item another window snoozed when its run says it needs nobody", async () => {
+    const { backend, gates } = await started();
+    const g = backend.gates.get(4)!;
+    expect(gates.pending.has(4)).toBe(true);
+    // An info item of the same run only tells: it stays.
+    const note = { ...g, id: 50, ask_kind: "info" as const };
+    backend.openGate(note);
+    await flush();
+    expect(gates.pending.has(50)).toBe(true);
+    // Snoozed elsewhere: no gate_decided, only the run's row without "needs you".
+    backend.push({ type: "run_changed", run: { ...backend.runs.get(g.run_id)!, needs_you: false } });
+    await flush();
+    expect(gates.pending.has(4)).toBe(false);
+    expect(gates.pending.has(50)).toBe(true);
+  });
+
   it("keeps an item the engine refused to snooze, with the engine's reason on its card", async () => {
     const { backend, gates } = await started();
     backend.failNext = { code: "invalid_input", message: "gate 4: snooze for 5 seconds to 30 days (until ... is too soon)" };
