@@ -83,6 +83,10 @@ macro_rules! operations {
                 } -> GateView;
                 /// Stop a gate's timer (auto-proceed, expiry): it waits for a human.
                 write hold_gate => HoldGate { gate: GateId as gate_id } -> GateView;
+                /// Snooze a pending gate until `until` (ms since the epoch, 5 s to
+                /// 30 days ahead): out of the inbox and "needs you" until then,
+                /// when it is told again as opened (and notifies again).
+                write snooze_gate => SnoozeGate { gate: GateId as gate_id, until: i64 as until } -> GateView;
                 /// The chronological story of a gate, each record's signature checked.
                 read gate_story => GateStory { gate: GateId as gate_id } -> GateStory;
                 /// Everything that decided anything on a run (step verdicts,

@@ -482,6 +482,7 @@ pub(crate) mod tests {
             ask_kind: AskKind::Blocking,
             batch_option: None,
             pending_effect: None,
+            snoozed_until: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod hook;
 mod inbox;
 mod mcp;
 mod output;
+mod snooze;
 mod webhooks;
 
 use anyhow::Context;
@@ -95,6 +96,9 @@ enum Command {
     /// Questions agents asked, from every run and session: list and answer
     #[command(subcommand)]
     Questions(inbox::QuestionsCommand),
+    /// The inbox: snooze an item until later
+    #[command(subcommand)]
+    Inbox(snooze::InboxCommand),
     /// Messages between agents, the supervisor and you, through the hub
     #[command(subcommand)]
     Messages(inbox::MessagesCommand),
@@ -500,6 +504,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(paths, args).await,
         Command::Hook(cmd) => hook::run(&paths, cmd).await,
         Command::Questions(cmd) => inbox::questions(&paths, cmd).await,
+        Command::Inbox(cmd) => snooze::inbox(&paths, cmd).await,
         Command::Messages(cmd) => inbox::messages(&paths, cmd).await,
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,

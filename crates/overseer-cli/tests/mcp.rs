@@ -447,6 +447,188 @@ fn questions_and_plans_wait_in_the_inbox_and_the_decision_is_the_tool_result() {
     c.next("done", Duration::from_secs(10));
 }
 
+/// The asker's expiry and defaults: out of range or a default that is not
+/// an option is a tool error saying what to give; an expired question takes
+/// the defaults, and the engine (not a person) is recorded as having
+/// applied them, naming them.
+#[test]
+fn an_expired_question_takes_the_askers_default_and_the_audit_says_so() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let mut asked = questions();
+    asked["expires_in_seconds"] = json!(10);
+    asked["questions"][0]["default"] = json!("Friendly");
+    let mut too_short = questions();
+    too_short["expires_in_seconds"] = json!(5);
+    let mut not_an_option = questions();
+    not_an_option["questions"][0]["default"] = json!("Rude");
+    let c = h.client(
+        json!([
+            {"tool": "ask_user", "arguments": too_short},
+            {"tool": "ask_user", "arguments": not_an_option},
+            {"tool": "ask_user", "arguments": asked}
+        ]),
+        &[],
+    );
+    let tools = c.next("tools", Duration::from_secs(15))["tools"].clone();
+    let schema = &tools[0]["inputSchema"]["properties"];
+    assert_eq!(schema["expires_in_seconds"]["minimum"], 10, "{schema}");
+    assert_eq!(schema["expires_in_seconds"]["maximum"], 604800, "{schema}");
+    assert!(
+        schema["questions"]["items"]["properties"]["default"].is_object(),
+        "{schema}"
+    );
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("10 to 604800 seconds"), "{r}");
+    let r = c.outcome(Duration::from_secs(10));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("not one of its options"), "{r}");
+
+    let gate = h.wait_gate("question", &[]);
+    assert_eq!(gate["ask_kind"], "question", "{gate}");
+    let opened = gate["opened_at"].as_i64().expect("opened_at");
+    let auto_at = gate["auto_at"].as_i64().expect("a timer: {gate}");
+    assert!((9_000..=11_000).contains(&(auto_at - opened)), "{gate}");
+    assert!(
+        gate["options"]
+            .as_array()
+            .expect("options")
+            .iter()
+            .any(|o| o["id"] == "default"),
+        "the user can take the defaults too: {gate}"
+    );
+    // Nobody answers: after 10 s the default is the answer.
+    let r = c.outcome(Duration::from_secs(20));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"action": "defaulted", "answers": [
+            {"header": "Tone", "question": "Which tone should the greeting have?",
+             "selected": ["Friendly"], "custom": null},
+            {"header": "Pages", "question": "Which pages get it?",
+             "selected": [], "custom": null}
+        ]})
+    );
+    assert!(text(&r).contains("defaults apply"), "{r}");
+    let decided = h.gate(gate["id"].as_i64().expect("id"));
+    let d = &decided["decision"];
+    assert_eq!(d["option"], "default", "{decided}");
+    assert_eq!(
+        d["actor"]["kind"], "engine",
+        "the system, not a person: {decided}"
+    );
+    assert!(
+        d["context"]
+            .as_str()
+            .is_some_and(|c| c.contains("expired") && c.contains("default applied: Tone: Friendly")),
+        "{decided}"
+    );
+}
+
+/// Without an expiry from the asker, `[questions] expiry_seconds` applies
+/// (here 1 s; unset it is a day): the question expires and, with no
+/// default, is declined.
+#[test]
+fn a_question_without_an_expiry_takes_the_global_one_and_is_declined() {
+    let h = Home::new();
+    std::fs::create_dir_all(h.config()).expect("config dir");
+    std::fs::write(
+        h.config().join("overseer.toml"),
+        "[questions]\nexpiry_seconds = 1\n",
+    )
+    .expect("overseer.toml");
+    let _engine = h.serve();
+    let c = h.client(json!([{"tool": "ask_user", "arguments": questions()}]), &[]);
+    let gate = h.wait_gate("question", &[]);
+    assert!(gate["auto_at"].is_i64(), "{gate}");
+    let r = c.outcome(Duration::from_secs(15));
+    assert_eq!(
+        r["result"]["structuredContent"]["action"], "declined",
+        "{r}"
+    );
+    let decided = h.gate(gate["id"].as_i64().expect("id"));
+    assert_eq!(decided["decision"]["actor"]["kind"], "engine", "{decided}");
+    assert!(
+        decided["decision"]["context"]
+            .as_str()
+            .is_some_and(|c| c.contains("declined (no default was set)")),
+        "{decided}"
+    );
+}
+
+/// With no `[questions]` at all, an MCP question expires after a day.
+#[test]
+fn an_mcp_question_expires_after_a_day_by_default() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let _c = h.client(json!([{"tool": "ask_user", "arguments": questions()}]), &[]);
+    let gate = h.wait_gate("question", &[]);
+    let opened = gate["opened_at"].as_i64().expect("opened_at");
+    assert_eq!(
+        gate["auto_at"].as_i64().map(|a| a - opened),
+        Some(86_400_000),
+        "{gate}"
+    );
+}
+
+/// `overseer inbox snooze GATE DURATION`: the item leaves the engine's
+/// inbox list and its row's "needs you" until then (the agent still
+/// waits); a duration it cannot read says how to write one.
+#[test]
+fn the_cli_snoozes_an_inbox_item_out_of_the_inbox() {
+    let h = Home::new();
+    let _engine = h.serve();
+    let _c = h.client(json!([{"tool": "ask_user", "arguments": questions()}]), &[]);
+    let gate = h.wait_gate("question", &[]);
+    let id = gate["id"].as_i64().expect("id");
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_overseer"))
+            .arg("--data-dir")
+            .arg(h.data())
+            .arg("--config-dir")
+            .arg(h.config())
+            .args(args)
+            .output()
+            .expect("overseer")
+    };
+    let bad = cli(&["inbox", "snooze", &id.to_string(), "soon"]);
+    assert!(!bad.status.success(), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("e.g. 15m"),
+        "{bad:?}"
+    );
+    assert_eq!(h.run(&gate["run_id"])["needs_you"], true);
+
+    let ok = cli(&["inbox", "snooze", &id.to_string(), "1h"]);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("snoozed until"),
+        "{ok:?}"
+    );
+    let listed = h.api(Request::ListGates {
+        pending_only: true,
+        limit: None,
+        after: None,
+    });
+    assert_eq!(listed["gates"], json!([]), "{listed}");
+    assert_eq!(h.run(&gate["run_id"])["needs_you"], false);
+    let g = h.gate(id);
+    assert_eq!(g["status"], "pending", "snoozing decides nothing: {g}");
+    let ahead = g["snoozed_until"].as_i64().expect("snoozed_until") - now_ms();
+    assert!(
+        (3_500_000..=3_600_000).contains(&ahead),
+        "an hour from now: {g}"
+    );
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 #[test]
 fn an_engine_restart_while_a_call_waits_loses_nothing() {
     let h = Home::new();

@@ -352,6 +352,30 @@ impl SupervisionConfig {
     }
 }
 
+/// `[questions]`: the expiry of an external session's questions (an MCP
+/// `ask_user`) when neither the asker nor its task set one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionsConfig {
+    /// Seconds (default one day); `0` makes them wait for the user.
+    pub expiry_seconds: Option<u64>,
+}
+
+impl QuestionsConfig {
+    pub fn is_default(&self) -> bool {
+        *self == QuestionsConfig::default()
+    }
+
+    /// The expiry to use, `None` to wait for the user.
+    pub fn expiry(&self) -> Option<u64> {
+        match self.expiry_seconds {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => Some(overseer_core::questions::DEFAULT_EXPIRY_SECONDS),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -380,6 +404,10 @@ pub struct Config {
     /// (`webhooks`).
     #[serde(default, skip_serializing_if = "webhooks::WebhooksConfig::is_default")]
     pub webhooks: webhooks::WebhooksConfig,
+    /// How long agents' questions wait when neither the asker nor the task
+    /// set an expiry (`questions`).
+    #[serde(default, skip_serializing_if = "QuestionsConfig::is_default")]
+    pub questions: QuestionsConfig,
     #[serde(skip)]
     path: PathBuf,
 }

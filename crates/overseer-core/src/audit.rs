@@ -167,6 +167,16 @@ pub enum AuditPayload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         device: Option<crate::DeviceRef>,
     },
+    /// A human snoozed a pending gate until `until`: out of the inbox until
+    /// then (it decides nothing).
+    GateSnoozed {
+        gate_id: GateId,
+        run_id: RunId,
+        until: Millis,
+        /// The paired device a person snoozed it through; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<crate::DeviceRef>,
+    },
     /// A vote on a gate, or a decision on no gate's outcome (a rule's allow,
     /// a step verdict, a timer's choice, a retry).
     Decision(DecisionPayload),
@@ -344,6 +354,7 @@ impl AuditPayload {
             AuditPayload::GateTerms { .. } => "gate_terms",
             AuditPayload::GateDecided { .. } => "gate_decided",
             AuditPayload::GateTimerStopped { .. } => "gate_timer_stopped",
+            AuditPayload::GateSnoozed { .. } => "gate_snoozed",
             AuditPayload::Decision(_) => "decision",
             AuditPayload::Message { .. } => "message",
             AuditPayload::FileAccessRefused { .. } => "file_access_refused",
@@ -361,6 +372,7 @@ impl AuditPayload {
             | AuditPayload::GateTerms { gate_id, .. }
             | AuditPayload::GateDecided { gate_id, .. }
             | AuditPayload::GateTimerStopped { gate_id, .. }
+            | AuditPayload::GateSnoozed { gate_id, .. }
             | AuditPayload::SecurityEvent(SecurityPayload::DecisionWithoutRecord {
                 gate_id, ..
             }) => Some(*gate_id),
@@ -404,6 +416,7 @@ impl AuditPayload {
             | AuditPayload::GateOpened { run_id, .. }
             | AuditPayload::GateDecided { run_id, .. }
             | AuditPayload::GateTimerStopped { run_id, .. }
+            | AuditPayload::GateSnoozed { run_id, .. }
             | AuditPayload::FileAccessRefused { run_id, .. } => Some(*run_id),
             AuditPayload::Decision(d) => Some(d.run_id),
             AuditPayload::SecurityEvent(s) => Some(s.run_id()),

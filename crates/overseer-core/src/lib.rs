@@ -41,6 +41,7 @@ pub mod gate_payload;
 pub mod message;
 pub mod plan;
 pub mod progress;
+pub mod questions;
 pub mod repo_grants;
 pub mod rules;
 pub mod run;

@@ -105,6 +105,11 @@ pub struct AskQuestion {
     /// A free-text answer is allowed (default true).
     #[serde(default = "yes")]
     pub custom: bool,
+    /// The answer taken when the question expires unanswered: one of the
+    /// options' labels when it has options, else the words to use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub default: Option<String>,
 }
 
 fn yes() -> bool {
@@ -153,11 +158,18 @@ pub enum SessionAsk {
         input: serde_json::Value,
         stage: ToolStage,
     },
-    /// Questions for the user (`ask_user`); blocks until answered.
+    /// Questions for the user (`ask_user`); blocks until answered or, with
+    /// an expiry, until it expires (then the defaults apply, or it is
+    /// declined when no question has one).
     Questions {
         #[serde(default)]
         key: Option<String>,
         questions: Vec<AskQuestion>,
+        /// The asker's expiry, [`QUESTION_EXPIRY_MIN`] to
+        /// [`QUESTION_EXPIRY_MAX`] seconds; none: the task's, else the
+        /// global default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_in_seconds: Option<u64>,
     },
     /// A plan to approve (`request_plan_approval`).
     Plan {
@@ -236,6 +248,11 @@ pub enum ToolDecision {
     Pass,
 }
 
+/// The shortest expiry an asker may set on its questions (seconds).
+pub const QUESTION_EXPIRY_MIN: u64 = 10;
+/// The longest expiry an asker may set on its questions: 7 days.
+pub const QUESTION_EXPIRY_MAX: u64 = 7 * 24 * 3600;
+
 /// How a batch of questions was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -245,6 +262,9 @@ pub enum QuestionsAction {
     Declined,
     /// Nobody answered (withdrawn, expired without defaults).
     Cancelled,
+    /// Nobody answered before the questions expired: the asker's defaults
+    /// are the answers.
+    Defaulted,
 }
 
 /// The answer to one question of a batch.

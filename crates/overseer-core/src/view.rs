@@ -177,6 +177,11 @@ pub struct GateView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub pending_effect: Option<crate::supervision::PendingEffect>,
+    /// Snoozed by the user until then: out of the inbox and "needs you"
+    /// until it wakes (and notifies again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub snoozed_until: Option<Millis>,
 }
 
 impl GateView {
@@ -391,6 +396,7 @@ mod tests {
             ask_kind: crate::gate::AskKind::Blocking,
             batch_option: None,
             pending_effect: None,
+            snoozed_until: None,
         }
     }
 

@@ -50,12 +50,14 @@ fn session(id: &str, cwd: &Path) -> SessionRef {
 fn question(key: String) -> SessionAsk {
     SessionAsk::Questions {
         key: Some(key),
+        expires_in_seconds: None,
         questions: vec![AskQuestion {
             header: "bench".to_owned(),
             question: "Which one?".to_owned(),
             options: Vec::new(),
             multiple: false,
             custom: true,
+            default: None,
         }],
     }
 }

@@ -42,6 +42,7 @@ pub use overseer_config::paths;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod settings;
 mod signed;
+mod snooze;
 mod supervise;
 mod waiting;
 pub mod webhooks;

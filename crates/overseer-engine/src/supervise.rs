@@ -1429,6 +1429,7 @@ mod tests {
             ask_kind: overseer_core::AskKind::Blocking,
             batch_option: None,
             pending_effect: None,
+            snoozed_until: None,
         };
         EvaluationRequest {
             subject: Subject::Gate,

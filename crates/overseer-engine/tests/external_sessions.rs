@@ -403,6 +403,7 @@ async fn questions_plans_notices_and_steering_reach_the_agent() {
         ],
         multiple: false,
         custom: true,
+        default: None,
     }];
     let asked = ask(
         &w,
@@ -410,6 +411,7 @@ async fn questions_plans_notices_and_steering_reach_the_agent() {
         SessionAsk::Questions {
             key: Some("q".into()),
             questions,
+            expires_in_seconds: None,
         },
     );
     let gate = pending(&w, GateKind::Question).await;

@@ -28,12 +28,14 @@ async fn asks_pending(engine: &Arc<Engine>, cwd: &Path, n: usize) {
         };
         let ask = SessionAsk::Questions {
             key: Some(format!("q{i}")),
+            expires_in_seconds: None,
             questions: vec![AskQuestion {
                 header: "flood".to_owned(),
                 question: format!("Question {i}?"),
                 options: Vec::new(),
                 multiple: false,
                 custom: true,
+                default: None,
             }],
         };
         let engine = engine.clone();

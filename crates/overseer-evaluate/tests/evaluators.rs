@@ -67,6 +67,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         ask_kind: overseer_core::AskKind::Blocking,
         batch_option: None,
         pending_effect: None,
+        snoozed_until: None,
     };
     EvaluationRequest {
         subject,

@@ -299,6 +299,9 @@ impl Api for Served<'_> {
     fn hold_gate(&self, actor: &Actor, gate: GateId) -> Result<GateView, ApiError> {
         self.0.hold_gate(gate, actor)
     }
+    fn snooze_gate(&self, actor: &Actor, gate: GateId, until: i64) -> Result<GateView, ApiError> {
+        self.0.snooze_gate(gate, until, actor)
+    }
     fn gate_story(&self, _actor: &Actor, gate: GateId) -> Result<GateStory, ApiError> {
         self.0.gate_story(gate)
     }

@@ -29,6 +29,7 @@ mod progress;
 mod read;
 mod schema;
 mod session;
+mod snooze;
 mod supervise;
 mod verify;
 pub mod webhooks;

@@ -13,10 +13,10 @@ use std::path::Path;
 
 /// Whether a pending gate `g` asks something of the user: every kind does
 /// except an `info` item, which only tells (core's `AskKind::Info`, declared
-/// in the gate's payload).
+/// in the gate's payload), and a gate the user snoozed (until it wakes).
 macro_rules! gate_asks {
     () => {
-        "json_extract(g.payload, '$.ask_kind') IS NOT 'info'"
+        "(json_extract(g.payload, '$.ask_kind') IS NOT 'info' AND g.snoozed_until IS NULL)"
     };
 }
 
@@ -68,7 +68,8 @@ const RUN_SELECT: &str = concat!("
 const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
            decided_option, decided_context, decided_by, decided_at, payload,
-           auto_at, auto_decision, authority, effected_at, decided_device, pending_effect
+           auto_at, auto_decision, authority, effected_at, decided_device, pending_effect,
+           snoozed_until
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -332,6 +333,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             ask_kind: overseer_core::gate::AskKind::Blocking,
             batch_option: None,
             pending_effect: None,
+            snoozed_until: r.get(18)?,
         },
         authority: r.get(14)?,
         kind: r.get(2)?,
@@ -443,8 +445,9 @@ pub(crate) fn gates_page(
     after: Option<GateId>,
     limit: usize,
 ) -> Result<GatePage, StoreError> {
+    // The inbox: a snoozed gate is not listed until it wakes.
     let filter = if only_pending {
-        "status = 'pending' AND"
+        "status = 'pending' AND snoozed_until IS NULL AND"
     } else {
         ""
     };
@@ -471,6 +474,10 @@ pub(crate) fn gates_page(
             "SELECT COALESCE(SUM(n), 0) FROM gate_counts WHERE status = 'pending'",
             &[],
         )?
+        .saturating_sub(count(
+            "SELECT COUNT(*) FROM gates WHERE status = 'pending' AND snoozed_until IS NOT NULL",
+            &[],
+        )?)
     } else {
         count("SELECT COALESCE(SUM(n), 0) FROM gate_counts", &[])?
     };

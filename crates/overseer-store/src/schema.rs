@@ -369,6 +369,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE gates ADD COLUMN pending_effect TEXT;
     "#,
+    // 17: an inbox item snoozed until a time (NULL: not snoozed). A snoozed
+    // gate asks nothing until then: it is out of the inbox and "needs you".
+    r#"
+    ALTER TABLE gates ADD COLUMN snoozed_until INTEGER;
+    CREATE INDEX gates_snoozed ON gates(status, snoozed_until);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -729,8 +729,12 @@ impl WriteTx<'_> {
         }
         let approve = approve_option(self.conn(), self.path(), &gate)?;
         let waited = (at - gate.opened_at).max(0) / 1000;
-        let rationale =
-            format!("nobody answered within {waited} s: the gate's timer chose '{option}'");
+        // A question says it expired, and which default applied.
+        let rationale = if let overseer_core::GateBody::Question(q) = &gate.body {
+            overseer_core::questions::expiry_note(q, &option, waited)
+        } else {
+            format!("nobody answered within {waited} s: the gate's timer chose '{option}'")
+        };
         self.record_decision_note(
             gate.run_id,
             Some(gate_id),

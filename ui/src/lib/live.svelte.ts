@@ -227,6 +227,12 @@ export class LiveCollection<K, V> {
     this.#change({ put: values });
   }
 
+  /** Takes items out as a call's answer says (one that pushes no event of
+   * its own saying so). */
+  remove(...keys: K[]): void {
+    this.#change({ remove: keys });
+  }
+
   stop(): void {
     this.#follow.stop();
   }

@@ -8,7 +8,7 @@
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
 use overseer_core::session::{
     AskOption, AskQuestion, PlanStepInput, PlanVerdict, QuestionsAction, SessionAnswer, SessionAsk,
-    StepVerdict,
+    StepVerdict, QUESTION_EXPIRY_MAX, QUESTION_EXPIRY_MIN,
 };
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -82,47 +82,14 @@ options (label plus an optional one-line description). Set multiple: true when s
 custom: false when only the options are acceptable (by default the user may also answer in their own words). \
 The call blocks until the user answers; this can take minutes. The result says for each question which option \
 labels were chosen and any words the user typed; action is \"declined\" when the user chose not to answer \
-(go on with your best judgment and say so) and \"cancelled\" when nobody answered.",
-            input: json!({
-                "type": "object",
-                "properties": {
-                    "questions": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": MAX_QUESTIONS,
-                        "description": "The questions, asked together (one tab each).",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "header": {"type": "string", "minLength": 1, "maxLength": MAX_HEADER,
-                                           "description": "A short label for the question's tab, at most 30 characters, unique in this call."},
-                                "question": {"type": "string", "minLength": 1, "description": "The full question, as you would ask it."},
-                                "options": {
-                                    "type": "array",
-                                    "maxItems": MAX_OPTIONS,
-                                    "description": "The likely answers. May be empty when the question wants the user's own words.",
-                                    "items": {
-                                        "type": "object",
-                                        "properties": {
-                                            "label": {"type": "string", "minLength": 1, "description": "What the user picks (returned in `selected`)."},
-                                            "description": {"type": "string", "description": "One line on what picking it means."}
-                                        },
-                                        "required": ["label"]
-                                    }
-                                },
-                                "multiple": {"type": "boolean", "default": false, "description": "Several options may be chosen."},
-                                "custom": {"type": "boolean", "default": true, "description": "The user may answer in their own words as well."}
-                            },
-                            "required": ["header", "question"]
-                        }
-                    }
-                },
-                "required": ["questions"]
-            }),
+(go on with your best judgment and say so) and \"cancelled\" when nobody answered. Questions expire (after \
+expires_in_seconds, else after the task's or Overseer's default): give a question a default (one of its option \
+labels) and an unanswered question takes it (action \"defaulted\"); without defaults it is declined.",
+            input: input_schema::<AskUserArgs>(),
             output: json!({
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": ["answered", "declined", "cancelled"]},
+                    "action": {"type": "string", "enum": ["answered", "declined", "cancelled", "defaulted"]},
                     "answers": {
                         "type": "array",
                         "items": {
@@ -271,9 +238,76 @@ pub fn retryable(tool: &str) -> bool {
     tool != SEND_MESSAGE
 }
 
-#[derive(Deserialize)]
+/// A tool's input schema, derived from its arguments' Rust type (nested
+/// types inline, as models read them best).
+fn input_schema<T: schemars::JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut v = schema.to_value();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("title");
+    }
+    v
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `ask_user`'s arguments (its input schema is derived from this type).
+#[derive(Deserialize, schemars::JsonSchema)]
 struct AskUserArgs {
-    questions: Vec<AskQuestion>,
+    /// The questions, asked together (one tab each).
+    #[schemars(length(min = 1, max = MAX_QUESTIONS))]
+    questions: Vec<AskUserQuestion>,
+    /// How long the questions wait for the user, in seconds: 10 to 604800
+    /// (7 days). When it passes unanswered, the questions' defaults are the
+    /// answers (action "defaulted"), or they are declined when none has a
+    /// default. Leave it out to use the task's or Overseer's default expiry.
+    #[serde(default)]
+    #[schemars(range(min = QUESTION_EXPIRY_MIN, max = QUESTION_EXPIRY_MAX))]
+    expires_in_seconds: Option<u64>,
+}
+
+/// One question of `ask_user`.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct AskUserQuestion {
+    /// A short label for the question's tab, at most 30 characters, unique in this call.
+    #[schemars(length(min = 1, max = MAX_HEADER))]
+    header: String,
+    /// The full question, as you would ask it.
+    #[schemars(length(min = 1))]
+    question: String,
+    /// The likely answers. May be empty when the question wants the user's own words.
+    #[serde(default)]
+    #[schemars(length(max = MAX_OPTIONS))]
+    options: Vec<AskUserOption>,
+    /// Several options may be chosen.
+    #[serde(default)]
+    multiple: bool,
+    /// The user may answer in their own words as well.
+    #[serde(default = "yes")]
+    custom: bool,
+    /// The answer taken if the question expires unanswered: one of the
+    /// options' labels (or, without options, the words to use).
+    #[serde(default)]
+    default: Option<String>,
+}
+
+/// One likely answer.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct AskUserOption {
+    /// What the user picks (returned in `selected`).
+    #[schemars(length(min = 1))]
+    label: String,
+    /// One line on what picking it means.
+    #[serde(default)]
+    description: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -382,9 +416,14 @@ pub fn to_ask(
     match tool {
         ASK_USER => {
             let a: AskUserArgs = parse(tool, args)?;
+            if let Some(secs) = a.expires_in_seconds {
+                overseer_core::questions::check_expiry(secs)
+                    .map_err(|e| format!("{tool}: {e}; fix it and call {tool} again."))?;
+            }
             Ok(SessionAsk::Questions {
                 key: Some(key),
                 questions: questions(a.questions)?,
+                expires_in_seconds: a.expires_in_seconds,
             })
         }
         REQUEST_PLAN_APPROVAL => {
@@ -468,7 +507,7 @@ pub fn to_ask(
     }
 }
 
-fn questions(qs: Vec<AskQuestion>) -> Result<Vec<AskQuestion>, String> {
+fn questions(qs: Vec<AskUserQuestion>) -> Result<Vec<AskQuestion>, String> {
     let tool = ASK_USER;
     if qs.is_empty() {
         return Err(format!(
@@ -529,13 +568,17 @@ fn questions(qs: Vec<AskQuestion>) -> Result<Vec<AskQuestion>, String> {
                 "{tool}: questions[{i}] has no options and does not allow a custom answer, so it cannot be answered; add options or set custom to true, and call {tool} again."
             ));
         }
-        out.push(AskQuestion {
+        let q = AskQuestion {
             header,
             question,
             options,
             multiple: q.multiple,
             custom: q.custom,
-        });
+            default: q.default.map(|d| d.trim().to_owned()),
+        };
+        overseer_core::questions::check_default(&q)
+            .map_err(|e| format!("{tool}: questions[{i}]: {e}; fix it and call {tool} again."))?;
+        out.push(q);
     }
     Ok(out)
 }
@@ -591,8 +634,12 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
     let data = structured(&answer);
     let text = match (tool, &answer) {
         (ASK_USER, SessionAnswer::Questions { action, answers }) => match action {
-            QuestionsAction::Answered => {
-                let mut t = String::from("The user answered:");
+            QuestionsAction::Answered | QuestionsAction::Defaulted => {
+                let mut t = String::from(if *action == QuestionsAction::Answered {
+                    "The user answered:"
+                } else {
+                    "Nobody answered before the questions expired; your defaults apply (the user did not choose them):"
+                });
                 for a in answers {
                     t.push_str(&format!("\n- {} ({}): ", a.header, a.question));
                     let mut parts = Vec::new();
@@ -738,7 +785,7 @@ mod tests {
             "mcp-1".into(),
         )
         .expect("valid");
-        let SessionAsk::Questions { key, questions } = ask else {
+        let SessionAsk::Questions { key, questions, .. } = ask else {
             panic!("not questions: {ask:?}")
         };
         assert_eq!(key.as_deref(), Some("mcp-1"));

@@ -182,6 +182,7 @@ pub fn start(engine: Arc<Engine>) -> tokio::task::JoinHandle<()> {
         Vec::new()
     });
     crate::supervise::start_timers(engine.clone());
+    crate::snooze::start_wakes(engine.clone());
     engine.spawn_cancellable(crate::waiting::sweep(engine.shared_layer()));
     engine.spawn_cancellable(engine.runs_layer().watch_disk());
     let mut rx = engine.subscribe();

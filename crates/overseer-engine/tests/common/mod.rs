@@ -184,10 +184,13 @@ pub async fn state(w: &World, run: overseer_core::RunId, want: RunState) {
 /// Another engine on the same data, started, in place of `w`'s (the old one
 /// already stopped: see [`restart`]).
 pub fn reopen(w: &mut World) {
+    reopen_with(w, Arc::new(LogNotifier));
+}
+
+/// [`reopen`] with the new engine telling `notifier`.
+pub fn reopen_with(w: &mut World, notifier: Arc<dyn Notifier>) {
     let paths: Paths = w.engine.paths().clone();
-    let engine = Arc::new(
-        Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
-    );
+    let engine = Arc::new(Engine::open(paths, Arc::new(SystemClock), notifier).expect("engine"));
     engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     w.engine = engine;
 }

@@ -105,7 +105,9 @@ impl crate::Store {
     /// its run's row (after a restart, so that the user is notified again).
     /// Returns the gates that wait, and the events.
     pub fn pending_gates_again(&self) -> Result<(Vec<GateId>, Vec<EngineEvent>), StoreError> {
-        let gates = self.gates(true)?;
+        // A snoozed gate is told when it wakes, not now.
+        let mut gates = self.gates(true)?;
+        gates.retain(|g| g.snoozed_until.is_none());
         let mut events = Vec::with_capacity(gates.len() * 2);
         for g in &gates {
             events.push(EngineEvent::GateOpened {

@@ -318,6 +318,16 @@ export class MockBackend implements Backend {
     });
   }
 
+  snoozeGate(gateId: number, until: number) {
+    return this.answer(`snoozeGate ${gateId}`, () => {
+      const g = this.gate(gateId);
+      if (g.status === "decided") throw fail("already_decided", `gate ${gateId} was already decided`);
+      const next = { ...g, snoozed_until: until };
+      this.gates.set(gateId, next);
+      return next;
+    });
+  }
+
   /** "Why?" as the engine recorded it for the demo (the gate as it is now). */
   gateStory(gateId: number) {
     return this.answer(`gateStory ${gateId}`, (): GateStory => {

@@ -63,6 +63,12 @@ export interface Operations {
   decideGate(gateId: GateId, option: RequestedChoice, context: string | null): Promise<GateView>;
   /** Stop a gate's timer (auto-proceed, expiry): it waits for a human. */
   holdGate(gateId: GateId): Promise<GateView>;
+  /**
+   * Snooze a pending gate until `until` (ms since the epoch, 5 s to
+   * 30 days ahead): out of the inbox and "needs you" until then,
+   * when it is told again as opened (and notifies again).
+   */
+  snoozeGate(gateId: GateId, until: number): Promise<GateView>;
   /** The chronological story of a gate, each record's signature checked. */
   gateStory(gateId: GateId): Promise<GateStory>;
   /**
@@ -198,6 +204,7 @@ export function operations(invoke: Invoke): Operations {
     showGate: (gateId) => invoke<GateView>("show_gate", { gateId }),
     decideGate: (gateId, option, context) => invoke<GateView>("decide_gate", { gateId, option, context }),
     holdGate: (gateId) => invoke<GateView>("hold_gate", { gateId }),
+    snoozeGate: (gateId, until) => invoke<GateView>("snooze_gate", { gateId, until }),
     gateStory: (gateId) => invoke<GateStory>("gate_story", { gateId }),
     runStory: (runId) => invoke<RunStory>("run_story", { runId }),
     runActivity: (runId, after) => invoke<Array<ActivityView>>("run_activity", { runId, after }),
@@ -236,6 +243,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "abort_run",
   "decide_gate",
   "hold_gate",
+  "snooze_gate",
   "steer_run",
   "send_message",
   "set_workspace_checks",

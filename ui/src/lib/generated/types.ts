@@ -158,7 +158,12 @@ multiple: boolean,
 /**
  * A free-text answer is allowed (default true).
  */
-custom: boolean, };
+custom: boolean, 
+/**
+ * The answer taken when the question expires unanswered: one of the
+ * options' labels when it has options, else the words to use.
+ */
+default?: string, };
 
 export type AuditProblem = { "problem": "seq_gap", found: number, } | { "problem": "chain_broken" } | { "problem": "payload_edited" } | { "problem": "fields_edited" } | { "problem": "bad_signature" } | { "problem": "truncated", checkpoint_count: number, found: number, } | { "problem": "checkpoint_mismatch", checkpoint_count: number, } | { "problem": "bad_checkpoint_signature", checkpoint_count: number, };
 
@@ -403,7 +408,12 @@ batch_option?: string | null,
  * end (only while the gate is pending): the card counts down to its
  * `at`, and a human may decide otherwise until then.
  */
-pending_effect?: PendingEffect, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+pending_effect?: PendingEffect, 
+/**
+ * Snoozed by the user until then: out of the inbox and "needs you"
+ * until it wakes (and notifies again).
+ */
+snoozed_until?: number, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 

@@ -11,7 +11,7 @@ import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
 import { LiveCollection, type Change } from "../live.svelte";
-import { batchOption, sortGates } from "./order";
+import { askKind, batchOption, sortGates } from "./order";
 
 /** Gates listed per page (the engine's default). */
 export const GATE_PAGE = 200;
@@ -194,6 +194,13 @@ export class Gates {
       });
     }
     if (e.type === "run_changed") {
+      // A run that needs nobody has no gate that asks: one still held here
+      // was snoozed (in another window, the CLI, a phone). It leaves until
+      // the engine wakes it (a gate_opened brings it back).
+      if (!e.run.needs_you) {
+        const snoozed = [...this.pending.values()].filter((g) => g.run_id === e.run.id && askKind(g) !== "info").map((g) => g.id);
+        if (snoozed.length > 0) return { remove: snoozed };
+      }
       // A human's approval of a co-signed gate changes no gate, only its
       // run (from the window, the CLI or the socket alike).
       const g = this.forRun(e.run.id);
@@ -280,6 +287,16 @@ export class Gates {
       if (this.pending.has(g.id)) this.#live.put(g);
       return g;
     });
+  }
+
+  /** Snoozes a gate until `until` (ms since the epoch): it leaves the
+   * inbox now, and comes back (a gate_opened event) when the engine wakes
+   * it. True when the engine accepted. */
+  async snooze(gateId: number, until: number): Promise<boolean> {
+    const ok = await this.act(gateId, () => this.backend.snoozeGate(gateId, until));
+    // snooze_gate pushes no event saying the gate left: its answer does.
+    if (ok) this.#live.remove(gateId);
+    return ok;
   }
 
   dismissError(): void {

@@ -296,6 +296,10 @@ function describe(type: string, p: Obj, actor: string, decision: DecisionRecord 
     }
     case "gate_timer_stopped":
       return { headline: `Timer stopped by ${actor}: the gate waits for a human`, facts: [] };
+    case "gate_snoozed": {
+      const until = typeof p["until"] === "number" ? new Date(p["until"]).toLocaleString() : "?";
+      return { headline: `Snoozed by ${actor} until ${until}: out of the inbox until then`, facts: [] };
+    }
     default:
       return { headline: `${type.replaceAll("_", " ")} by ${actor}`, facts: [] };
   }
@@ -327,6 +331,7 @@ export function recordKind(type: string, p: Obj, actor: string, decision: Decisi
     }
     case "gate_decided":
     case "gate_timer_stopped":
+    case "gate_snoozed":
       return human ? "human" : "gate";
     case "gate_opened":
     case "gate_terms":

@@ -120,6 +120,7 @@ describe("a run's story", () => {
   it("knows a human by the actor, whatever the record", () => {
     expect(recordKind("decision", {}, "user:app", null)).toBe("human");
     expect(recordKind("gate_timer_stopped", {}, "user:app", null)).toBe("human");
+    expect(recordKind("gate_snoozed", {}, "user:cli", null)).toBe("human");
     expect(recordKind("run_transition", {}, "user:cli", null)).toBe("human");
     expect(recordKind("decision", { source_event: "tool_call:x", verdict: "approve" }, "engine", null)).toBe("rule_allow");
     // A supervisor's step verdict is a step verdict, not a vote on a gate.

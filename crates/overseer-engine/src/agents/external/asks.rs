@@ -153,8 +153,18 @@ impl Engine {
         work: &RunWork,
         key: Option<String>,
         questions: Vec<AskQuestion>,
+        expires_in_seconds: Option<u64>,
     ) -> Result<SessionAnswer, ApiError> {
         check_questions(&questions)?;
+        if let Some(secs) = expires_in_seconds {
+            overseer_core::questions::check_expiry(secs)
+                .map_err(|e| ApiError::new(ErrorCode::InvalidInput, e))?;
+        }
+        // The asker's expiry, else its task's, else the global default.
+        let expiry = expires_in_seconds
+            .or(work.task_settings.question_timeout_seconds)
+            .or_else(|| self.config.questions.expiry());
+        let defaults = overseer_core::questions::default_content(&questions);
         let schema = question_schema(&questions);
         let title = match questions.as_slice() {
             [one] => one.question.clone(),
@@ -164,18 +174,33 @@ impl Engine {
             message: title.clone(),
             schema,
             questions: questions.clone(),
-            ask_kind: Some(AskKind::Blocking),
+            ask_kind: Some(if expiry.is_some() {
+                AskKind::Question
+            } else {
+                AskKind::Blocking
+            }),
             notice: None,
         });
-        let spec = GateSpec::new(
-            work.run_id,
-            body,
-            &title,
-            vec![
-                GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context(),
-                GateOption::choice(QuestionChoice::Decline, "Decline"),
-            ],
-        );
+        let mut options =
+            vec![GateOption::choice(QuestionChoice::Answer, "Answer").with_required_context()];
+        if defaults.is_some() {
+            options.push(GateOption::choice(
+                QuestionChoice::Default,
+                "Use the defaults",
+            ));
+        }
+        options.push(GateOption::choice(QuestionChoice::Decline, "Decline"));
+        let mut spec = GateSpec::new(work.run_id, body, &title, options);
+        if let Some(secs) = expiry {
+            let at =
+                self.clock.now() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
+            let fallback = if defaults.is_some() {
+                QuestionChoice::Default
+            } else {
+                QuestionChoice::Decline
+            };
+            spec.auto = Some((at, fallback.into()));
+        }
         let d = self.ask_gate(work, spec, key).await?;
         Ok(match d.choice::<QuestionChoice>() {
             Ok(QuestionChoice::Answer) => SessionAnswer::Questions {
@@ -186,7 +211,17 @@ impl Engine {
                 action: QuestionsAction::Declined,
                 answers: Vec::new(),
             },
-            Ok(QuestionChoice::Default) | Err(_) => SessionAnswer::Questions {
+            Ok(QuestionChoice::Default) => match &defaults {
+                Some(content) => SessionAnswer::Questions {
+                    action: QuestionsAction::Defaulted,
+                    answers: answers_of(&questions, &content.to_string()),
+                },
+                None => SessionAnswer::Questions {
+                    action: QuestionsAction::Cancelled,
+                    answers: Vec::new(),
+                },
+            },
+            Err(_) => SessionAnswer::Questions {
                 action: QuestionsAction::Cancelled,
                 answers: Vec::new(),
             },

@@ -15,11 +15,15 @@ pub(crate) fn question_schema(questions: &[AskQuestion]) -> Value {
             .map(|o| json!({ "const": o.label, "title": o.label, "description": o.description }))
             .collect();
         if !choices.is_empty() {
-            let field = if q.multiple {
+            let mut field = if q.multiple {
                 json!({ "type": "array", "title": q.header, "description": q.question, "items": { "anyOf": choices } })
             } else {
                 json!({ "type": "string", "title": q.header, "description": q.question, "oneOf": choices })
             };
+            if let (Some(d), Some(f)) = (&q.default, field.as_object_mut()) {
+                let d = Value::String(d.clone());
+                f.insert("default".into(), if q.multiple { json!([d]) } else { d });
+            }
             props.insert(format!("question_{i}"), field);
         }
         if q.custom || choices.is_empty() {
@@ -179,6 +183,9 @@ pub(super) fn check_questions(questions: &[AskQuestion]) -> Result<(), ApiError>
                 i + 1
             ));
         }
+        overseer_core::questions::check_default(q).map_err(|e| {
+            ApiError::new(ErrorCode::InvalidInput, format!("question {}: {e}", i + 1))
+        })?;
     }
     Ok(())
 }
@@ -201,6 +208,7 @@ mod tests {
                 .collect(),
             multiple,
             custom: true,
+            default: None,
         }
     }
 

@@ -201,8 +201,13 @@ impl Engine {
                 self.session_tool_call(work, cwd, key, &tool, input, stage)
                     .await
             }
-            SessionAsk::Questions { key, questions } => {
-                self.session_questions(work, key, questions).await
+            SessionAsk::Questions {
+                key,
+                questions,
+                expires_in_seconds,
+            } => {
+                self.session_questions(work, key, questions, expires_in_seconds)
+                    .await
             }
             SessionAsk::Plan {
                 key,
