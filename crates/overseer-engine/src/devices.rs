@@ -55,7 +55,7 @@ impl std::fmt::Debug for Paired {
 
 /// Refuses anyone but the local owner (the window's `user:app`, the CLI's
 /// `user:cli`): a paired device cannot pair more devices or revoke others.
-fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
+pub(crate) fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
     if actor.is_local_owner() {
         return Ok(());
     }

@@ -178,6 +178,9 @@ pub struct Engine {
     /// Serves each run's own socket: the transport the host gave
     /// [`Engine::start_orchestrator`].
     pub(crate) voices: std::sync::OnceLock<Arc<dyn RunVoices>>,
+    /// Serving browsers: the host's way to, what it serves now
+    /// (`web_serving.rs`).
+    pub(crate) web: crate::web_serving::WebState,
 }
 
 /// Where a run's agent asks and reports (ask_user, request_plan_approval,
@@ -377,6 +380,7 @@ impl Engine {
             external: Default::default(),
             me: std::sync::OnceLock::new(),
             voices: std::sync::OnceLock::new(),
+            web: Default::default(),
         })
     }
 
@@ -591,7 +595,8 @@ impl Shared {
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
-                | EngineEvent::DeviceChanged { .. } => None,
+                | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::WebServingChanged { .. } => None,
             });
             let Some(run) = latest else { continue };
             // A run's row may be pushed more than once in a batch: only its
@@ -613,7 +618,8 @@ impl Shared {
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
-                | EngineEvent::DeviceChanged { .. } => None,
+                | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::WebServingChanged { .. } => None,
             };
             let gate = match event {
                 EngineEvent::GateOpened { gate_id, .. } => Some(*gate_id),
@@ -674,7 +680,8 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         EngineEvent::MessagePosted { message } => message.from_run,
         EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
-        | EngineEvent::DeviceChanged { .. } => None,
+        | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::WebServingChanged { .. } => None,
     }
 }
 

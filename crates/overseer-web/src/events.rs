@@ -82,7 +82,16 @@ pub async fn upgrade(
     ws.max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| pump(socket, bus, device.id, hello))
+        .on_upgrade(move |socket| {
+            let mut closed = web.closed.clone();
+            async move {
+                // Serving browsers stopped: the socket ends with it.
+                tokio::select! {
+                    _ = pump(socket, bus, device.id, hello) => {}
+                    _ = closed.changed() => {}
+                }
+            }
+        })
 }
 
 /// Why a socket's pump stopped.

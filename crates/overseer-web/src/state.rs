@@ -23,6 +23,8 @@ pub struct Web {
     pub public_origins: Arc<[String]>,
     /// This engine process's id, sent in the socket's hello.
     pub instance: Arc<str>,
+    /// Changes (closes) when serving stops: every WebSocket ends with it.
+    pub closed: tokio::sync::watch::Receiver<()>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -32,6 +34,7 @@ impl Web {
         scheme: &'static str,
         loopback: bool,
         public_origins: Vec<String>,
+        closed: tokio::sync::watch::Receiver<()>,
     ) -> Web {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -42,6 +45,7 @@ impl Web {
             loopback,
             public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
+            closed,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }
