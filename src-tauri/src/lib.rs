@@ -37,7 +37,7 @@ pub fn builder(
                 // whenever it is switched): served by the web transport.
                 let web = engine.clone();
                 tauri::async_runtime::spawn(async move {
-                    let host = std::sync::Arc::new(overseer_web::BrowserHost);
+                    let host = std::sync::Arc::new(overseer_web::BrowserHost::new(&web));
                     let served =
                         tokio::task::spawn_blocking(move || web.serve_browsers(host)).await;
                     if let Ok(overseer_core::web::WebStatus { error: Some(e), .. }) = served {

@@ -1257,7 +1257,7 @@ async fn serve(paths: Paths, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // (Settings, "Browsers and phones"), and follow its changes.
         let host = engine.clone();
         let status = tokio::task::spawn_blocking(move || {
-            host.serve_browsers(Arc::new(overseer_web::BrowserHost))
+            host.serve_browsers(Arc::new(overseer_web::BrowserHost::new(&host)))
         })
         .await?;
         match (&status.error, &status.url) {

@@ -179,8 +179,8 @@ pub struct Engine {
     /// [`Engine::start_orchestrator`].
     pub(crate) voices: std::sync::OnceLock<Arc<dyn RunVoices>>,
     /// Serving browsers: the host's way to, what it serves now
-    /// (`web_serving.rs`).
-    pub(crate) web: crate::web_serving::WebState,
+    /// (`web_serving/`).
+    pub(crate) web: crate::web_serving::state::WebState,
 }
 
 /// Where a run's agent asks and reports (ask_user, request_plan_approval,

@@ -6,17 +6,33 @@
 use crate::listen::{bind, TlsFiles, WebConfig, WebError};
 use overseer_core::{ApiError, ErrorCode, FieldError};
 use overseer_engine::{Engine, WebHost, WebServing, WebSettings};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// How long stopping waits for the listener to close.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
-/// Serves browsers with this crate, on the runtime it is called in.
-pub struct BrowserHost;
+/// Serves browsers for an engine with this crate, on the runtime it is
+/// called in.
+pub struct BrowserHost {
+    /// Weak: the engine keeps its host.
+    engine: Weak<Engine>,
+}
+
+impl BrowserHost {
+    pub fn new(engine: &Arc<Engine>) -> BrowserHost {
+        BrowserHost {
+            engine: Arc::downgrade(engine),
+        }
+    }
+}
 
 impl WebHost for BrowserHost {
-    fn serve(&self, engine: &Arc<Engine>, settings: &WebSettings) -> Result<WebServing, ApiError> {
+    fn serve(&self, settings: &WebSettings) -> Result<WebServing, ApiError> {
+        let engine = self
+            .engine
+            .upgrade()
+            .ok_or_else(|| ApiError::new(ErrorCode::EngineUnavailable, "the engine is closing"))?;
         let addr = settings.addr.parse().map_err(|_| {
             field_error(
                 ErrorCode::InvalidInput,
@@ -45,7 +61,6 @@ impl WebHost for BrowserHost {
         })?;
         let url = server.url();
         let (done, stopped) = mpsc::channel::<()>();
-        let engine = engine.clone();
         let task = runtime.spawn(async move {
             // Dropped with the task: tells `Stop` the listener is closed.
             let _done = done;

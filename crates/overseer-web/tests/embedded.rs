@@ -31,7 +31,10 @@ fn free_port() -> u16 {
 fn start(rt: &tokio::runtime::Runtime, engine: &Arc<Engine>) -> WebStatus {
     let engine = engine.clone();
     rt.block_on(async move {
-        tokio::task::spawn_blocking(move || engine.serve_browsers(Arc::new(BrowserHost))).await
+        tokio::task::spawn_blocking(move || {
+            engine.serve_browsers(Arc::new(BrowserHost::new(&engine)))
+        })
+        .await
     })
     .expect("serve_browsers")
 }

@@ -15,56 +15,21 @@
 use crate::Engine;
 use overseer_core::web::{check_web_settings, WebSettings, WebStatus};
 use overseer_core::{Actor, ApiError, EngineEvent, ErrorCode};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
 
 /// Where the setting lives in the database's settings.
 pub(crate) const WEB_KEY: &str = "web";
 
-/// How the host serves browsers for the engine (`overseer_web::BrowserHost`).
-pub trait WebHost: Send + Sync {
-    /// Starts serving browsers as `settings` say (already checked: a
-    /// loopback address, or TLS files), or says why it cannot, typed
-    /// (`conflict`: the address is in use; `invalid_input` naming the
-    /// field: a certificate that cannot be read or does not go with its
-    /// key). Called on a blocking thread inside the engine's runtime.
-    fn serve(&self, engine: &Arc<Engine>, settings: &WebSettings) -> Result<WebServing, ApiError>;
-}
+pub(crate) mod state;
 
-/// Browsers served while this is kept.
-pub struct WebServing {
-    /// The page a browser opens (`None`: it listens on every address and no
-    /// public origin names it).
-    pub url: Option<String>,
-    /// Stops serving when dropped: the listener is closed (the port free
-    /// again) and every browser's connection dropped.
-    pub serving: Box<dyn Send + Sync>,
-}
-
-/// What the engine keeps of serving browsers.
-#[derive(Default)]
-pub(crate) struct WebState {
-    host: OnceLock<Arc<dyn WebHost>>,
-    now: Mutex<Now>,
-}
-
-#[derive(Default)]
-struct Now {
-    serving: Option<WebServing>,
-    error: Option<ApiError>,
-}
-
-impl WebState {
-    fn lock(&self) -> MutexGuard<'_, Now> {
-        self.now.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+use state::Now;
+pub use state::{WebHost, WebServing};
 
 impl Engine {
     /// The host's way to serve browsers: from now on the setting is
     /// carried out with it, at once when it is on. Call once, on a blocking
     /// thread inside the runtime (it may bind and spawn).
-    pub fn serve_browsers(self: &Arc<Self>, host: Arc<dyn WebHost>) -> WebStatus {
-        let _ = self.me.set(Arc::downgrade(self));
+    pub fn serve_browsers(&self, host: Arc<dyn WebHost>) -> WebStatus {
         let _ = self.web.host.set(host);
         let settings = self.web_settings();
         if settings.enabled {
@@ -150,9 +115,8 @@ impl Engine {
         }
         now.error = None;
         if settings.enabled {
-            let engine = self.me.get().and_then(std::sync::Weak::upgrade);
-            match (self.web.host.get(), engine) {
-                (Some(host), Some(engine)) => match host.serve(&engine, &settings) {
+            match self.web.host.get() {
+                Some(host) => match host.serve(&settings) {
                     Ok(serving) => {
                         self.set_web_url(serving.url.clone());
                         now.serving = Some(serving);
@@ -162,7 +126,7 @@ impl Engine {
                         now.error = Some(e);
                     }
                 },
-                _ => {
+                None => {
                     now.error = Some(ApiError::new(
                         ErrorCode::EngineUnavailable,
                         "this engine was started without a way to serve browsers (as \
