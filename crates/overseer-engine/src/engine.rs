@@ -159,7 +159,7 @@ impl Drop for GateWait<'_> {
 /// | [`Runs`] | live agents, their containment, limits and the disk floor | live runs, floods, disk | part of `orchestrator/mod.rs`, `containment.rs`, `disk/watch.rs` |
 /// | [`Merges`] | reviews and merges | | `merge.rs` |
 /// | [`Supervision`] | gates: rules, the supervisor, decisions, steering, flood pauses | itself (`Weak`) | `supervise.rs`, `decide.rs`, `flood/pause.rs` |
-/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop | external sessions, the runs' sockets | `orchestrator/`, `agents/` |
+/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop, serving browsers as set | external sessions, the runs' sockets, the web server | `orchestrator/`, `agents/`, `web_serving/` |
 ///
 /// Each layer holds the one below in an `Arc` and derefs to it (a layer *is*
 /// its lower layers plus its own job), so the handle reaches every
