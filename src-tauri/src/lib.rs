@@ -33,6 +33,17 @@ pub fn builder(
                 tauri::async_runtime::spawn(async move {
                     driver.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
                 });
+                // Browsers and phones, when Settings switched it on (now and
+                // whenever it is switched): served by the web transport.
+                let web = engine.clone();
+                tauri::async_runtime::spawn(async move {
+                    let host = std::sync::Arc::new(overseer_web::BrowserHost::new(&web));
+                    let served =
+                        tokio::task::spawn_blocking(move || web.serve_browsers(host)).await;
+                    if let Ok(overseer_core::web::WebStatus { error: Some(e), .. }) = served {
+                        tracing::warn!("cannot serve browsers as Settings say: {e}");
+                    }
+                });
             }
             if let Some(on_open) = on_open {
                 let handle = app.handle().clone();

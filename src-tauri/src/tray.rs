@@ -54,7 +54,8 @@ pub fn affects_count(event: &EngineEvent) -> bool {
         | EngineEvent::MessagePosted { .. }
         | EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
-        | EngineEvent::DeviceChanged { .. } => false,
+        | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::WebServingChanged { .. } => false,
     }
 }
 

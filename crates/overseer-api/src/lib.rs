@@ -161,6 +161,14 @@ macro_rules! operations {
                 /// Revokes a device: refused from now on, its connections
                 /// closed. Only the local owner may.
                 write revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
+                /// Whether and where the engine serves browsers, as set and
+                /// as it stands (its URL, or why it does not serve).
+                read web_serving => WebServingStatus -> WebStatus;
+                /// Switches serving browsers on or off, or moves it: a
+                /// loopback address, or any other with a TLS certificate and
+                /// key (plain HTTP off loopback is refused with why). Kept
+                /// across restarts; only the local owner may.
+                write set_web_serving => SetWebServing { settings: WebSettings as settings } -> WebStatus;
                 /// Every webhook, oldest first (never its secret).
                 read list_webhooks => ListWebhooks -> Vec<Webhook>;
                 /// Adds a webhook: an http(s) URL and the event kinds it gets

@@ -1266,6 +1266,27 @@ async fn serve(paths: Paths, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         tokio::spawn(web.serve(engine.clone()))
     });
+    if web.is_none() {
+        // No --web: browsers are served as the stored setting says
+        // (Settings, "Browsers and phones"), and follow its changes.
+        let host = engine.clone();
+        let status = tokio::task::spawn_blocking(move || {
+            host.serve_browsers(Arc::new(overseer_web::BrowserHost::new(&host)))
+        })
+        .await?;
+        match (&status.error, &status.url) {
+            (Some(e), _) => eprintln!(
+                "not serving browsers as set ({}): {e}",
+                status.settings.addr
+            ),
+            (None, Some(url)) if status.serving => {
+                eprintln!(
+                    "serving browsers on {url}, as set (pair one with `overseer devices pair`)"
+                )
+            }
+            _ => {}
+        }
+    }
     let orchestrator = engine.start_orchestrator(std::sync::Arc::new(overseer_server::RunSockets));
     let ticker = {
         let engine = engine.clone();

@@ -8,17 +8,12 @@ use common::*;
 use std::io::BufRead;
 use std::process::Stdio;
 
-#[test]
-fn serve_web_serves_browsers_and_pairing_names_its_address() {
-    let h = Home::new();
-    let mut child = h
-        .cmd(&["serve", "--web", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve");
+/// `overseer serve` with `args`, once it says where it serves browsers
+/// (its stderr read on its own thread to the end: the engine keeps it).
+fn serving(h: &Home, args: &[&str]) -> (Serve, String) {
+    let mut child = h.cmd(args).stderr(Stdio::piped()).spawn().expect("serve");
     let stderr = child.stderr.take().expect("stderr");
     let serve = Serve(child);
-    // Read on its own thread to the end: the engine keeps its stderr.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stderr)
@@ -28,14 +23,25 @@ fn serve_web_serves_browsers_and_pairing_names_its_address() {
             let _ = tx.send(line);
         }
     });
-    let url = rx
-        .iter()
-        .find_map(|l| {
-            l.strip_prefix("serving browsers on ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .map(str::to_owned)
-        })
-        .expect("the address it serves browsers on");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("`overseer serve` to say where it serves browsers, within 30 s");
+        let url = line
+            .strip_prefix("serving browsers on ")
+            .and_then(|rest| rest.split([' ', ',']).next());
+        if let Some(url) = url {
+            return (serve, url.to_owned());
+        }
+    }
+}
+
+#[test]
+fn serve_web_serves_browsers_and_pairing_names_its_address() {
+    let h = Home::new();
+    let (serve, url) = serving(&h, &["serve", "--web", "127.0.0.1:0"]);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     wait_for(&h.data().join("overseer.sock"));
 
@@ -77,4 +83,57 @@ fn serve_web_refuses_plain_http_off_loopback_before_the_engine_opens() {
     // A certificate without an address to serve it on is a usage error.
     let err = h.fails(&["serve", "--tls-cert", "cert.pem", "--tls-key", "key.pem"]);
     assert!(err.contains("--web"), "{err}");
+}
+
+#[test]
+fn serve_without_web_serves_browsers_as_the_stored_setting_says_and_the_flag_wins() {
+    use overseer_core::web::WebSettings;
+    let h = Home::new();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").to_string()
+    };
+    // Switched on as Settings would (stored in the engine's database).
+    {
+        let config_dir = h.dir.path().join("config");
+        std::fs::create_dir_all(&config_dir).expect("config dir");
+        let paths = overseer_engine::Paths {
+            data_dir: h.data(),
+            config_dir,
+        };
+        let engine = overseer_engine::Engine::open(
+            paths,
+            std::sync::Arc::new(overseer_engine::SystemClock),
+            std::sync::Arc::new(overseer_engine::LogNotifier),
+        )
+        .expect("engine");
+        let on = WebSettings {
+            enabled: true,
+            addr: addr.clone(),
+            ..WebSettings::default()
+        };
+        engine
+            .set_web_settings(on, &overseer_core::Actor::cli())
+            .expect("stored");
+        engine.shutdown().expect("shutdown");
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let (serve, url) = serving(&h, &["serve"]);
+    assert_eq!(url, format!("http://{addr}"), "as set");
+    let me = agent.get(format!("{url}/api/me")).call().expect("GET");
+    assert_eq!(me.status().as_u16(), 401);
+    drop(serve);
+
+    // --web wins over the setting: the stored address is not served.
+    let (serve, url) = serving(&h, &["serve", "--web", "127.0.0.1:0"]);
+    assert_ne!(url, format!("http://{addr}"));
+    let stored = std::net::TcpStream::connect(&addr);
+    assert!(
+        stored.is_err(),
+        "the stored address is not served: {stored:?}"
+    );
+    drop(serve);
 }

@@ -23,6 +23,7 @@
 //! - [`supervision`]: supervisor verdicts, policies, autonomy, vote resolution.
 //! - [`session`]: agents that reach us from outside (hooks, MCP): their asks and our answers.
 //! - [`message`]: agent-to-agent messages through the hub.
+//! - [`web`]: serving browsers: the owner's setting (loopback, or TLS) and how serving went.
 //! - [`view`]: the read models the UI and the CLI show, and the events pushed to them.
 
 // Domain matches list every variant: a new state or event must force a decision.
@@ -51,6 +52,7 @@ pub mod tool;
 pub mod unasked;
 pub mod usage;
 pub mod view;
+pub mod web;
 
 pub use activity::Activity;
 pub use actor::Actor;

@@ -285,6 +285,11 @@ pub enum EngineEvent {
     DeviceChanged {
         device: crate::device::DeviceView,
     },
+    /// Serving browsers was switched on or off, moved, or failed (the
+    /// address in use, a certificate that cannot be used): how it stands.
+    WebServingChanged {
+        status: crate::web::WebStatus,
+    },
 }
 
 /// Milliseconds a rank keeps for the time inside its group: 2^44 ms is

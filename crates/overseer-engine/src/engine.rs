@@ -159,7 +159,7 @@ impl Drop for GateWait<'_> {
 /// | [`Runs`] | live agents, their containment, limits and the disk floor | live runs, floods, disk | part of `orchestrator/mod.rs`, `containment.rs`, `disk/watch.rs` |
 /// | [`Merges`] | reviews and merges | | `merge.rs` |
 /// | [`Supervision`] | gates: rules, the supervisor, decisions, steering, flood pauses | itself (`Weak`) | `supervise.rs`, `decide.rs`, `flood/pause.rs` |
-/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop | external sessions, the runs' sockets | `orchestrator/`, `agents/` |
+/// | [`Engine`] | the handle: external sessions, messages, the orchestrator's start and stop, serving browsers as set | external sessions, the runs' sockets, the web server | `orchestrator/`, `agents/`, `web_serving/` |
 ///
 /// Each layer holds the one below in an `Arc` and derefs to it (a layer *is*
 /// its lower layers plus its own job), so the handle reaches every
@@ -178,6 +178,9 @@ pub struct Engine {
     /// Serves each run's own socket: the transport the host gave
     /// [`Engine::start_orchestrator`].
     pub(crate) voices: std::sync::OnceLock<Arc<dyn RunVoices>>,
+    /// Serving browsers: the host's way to, what it serves now
+    /// (`web_serving/`).
+    pub(crate) web: crate::web_serving::state::WebState,
 }
 
 /// Where a run's agent asks and reports (ask_user, request_plan_approval,
@@ -377,6 +380,7 @@ impl Engine {
             external: Default::default(),
             me: std::sync::OnceLock::new(),
             voices: std::sync::OnceLock::new(),
+            web: Default::default(),
         })
     }
 
@@ -591,7 +595,8 @@ impl Shared {
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
-                | EngineEvent::DeviceChanged { .. } => None,
+                | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::WebServingChanged { .. } => None,
             });
             let Some(run) = latest else { continue };
             // A run's row may be pushed more than once in a batch: only its
@@ -613,7 +618,8 @@ impl Shared {
                 | EngineEvent::MessagePosted { .. }
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
-                | EngineEvent::DeviceChanged { .. } => None,
+                | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::WebServingChanged { .. } => None,
             };
             let gate = match event {
                 EngineEvent::GateOpened { gate_id, .. } => Some(*gate_id),
@@ -674,7 +680,8 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         EngineEvent::MessagePosted { message } => message.from_run,
         EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
-        | EngineEvent::DeviceChanged { .. } => None,
+        | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::WebServingChanged { .. } => None,
     }
 }
 

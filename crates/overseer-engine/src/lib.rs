@@ -45,6 +45,7 @@ mod signed;
 mod snooze;
 mod supervise;
 mod waiting;
+pub mod web_serving;
 pub mod webhooks;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod work;
@@ -63,12 +64,14 @@ pub use notify::{
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
+pub use overseer_core::web::{WebSettings, WebStatus};
 pub use overseer_git::FileChange;
 pub use overseer_store::{Workspace, WorkspaceSettings};
 pub use paths::Paths;
 pub use settings::Scope;
 pub use settings::{RuleTexts, SettingsChange};
 pub use supervise::{GateStory, PolicyStatus, RunStory, TaskInfo};
+pub use web_serving::{WebHost, WebServing};
 pub use webhooks::{
     DeliveryStatus, Webhook, WebhookAdded, WebhookAttempt, WebhookBatch, WebhookBatchItem,
     WebhookBatchKind, WebhookBody, WebhookDelivery,

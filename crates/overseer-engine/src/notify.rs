@@ -431,7 +431,8 @@ pub(crate) fn notification_for(
         | EngineEvent::MessagePosted { .. }
         | EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
-        | EngineEvent::DeviceChanged { .. } => None,
+        | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::WebServingChanged { .. } => None,
     }
 }
 

@@ -506,6 +506,12 @@ impl Api for Served<'_> {
     fn revoke_device(&self, actor: &Actor, device: DeviceId) -> Result<DeviceView, ApiError> {
         self.0.revoke_device_as(device, actor)
     }
+    fn web_serving(&self, _actor: &Actor) -> Result<WebStatus, ApiError> {
+        Ok(self.0.web_status())
+    }
+    fn set_web_serving(&self, actor: &Actor, settings: WebSettings) -> Result<WebStatus, ApiError> {
+        self.0.set_web_settings(settings, actor)
+    }
 }
 
 /// The types the table names, for an adapter to import where it expands
@@ -531,6 +537,7 @@ pub mod vocabulary {
         Started, TaskInfo, TaskStart,
     };
     pub use overseer_engine::{RuleTexts, SettingsChange};
+    pub use overseer_engine::{WebSettings, WebStatus};
     pub use overseer_engine::{Webhook, WebhookAdded, WebhookDelivery, WebhookEvent};
     pub use overseer_engine::{Workspace, WorkspaceSettings};
     pub use std::path::PathBuf;

@@ -112,9 +112,16 @@ pub async fn upgrade(
     ws.max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| async move {
-            pump(socket, bus, device, hello, beat).await;
-            drop(slot);
+        .on_upgrade(move |socket| {
+            let mut closed = web.closed.clone();
+            async move {
+                // Serving browsers stopped: the socket ends with it.
+                tokio::select! {
+                    _ = pump(socket, bus, device, hello, beat) => {}
+                    _ = closed.changed() => {}
+                }
+                drop(slot);
+            }
         })
 }
 

@@ -37,12 +37,14 @@ pub mod assets;
 pub mod auth;
 pub mod calls;
 pub mod events;
+pub mod host;
 pub mod listen;
 pub mod reply;
 mod routes;
 mod state;
 pub mod throttle;
 
+pub use host::BrowserHost;
 pub use listen::{bind, TlsFiles, WebConfig, WebError, WebServer};
 
 /// Largest request body read; a larger one gets 413.

@@ -51,38 +51,20 @@ pub struct WebConfig {
 
 /// `url` as an origin (`scheme://host[:port]`, lowercase), or why not.
 fn origin_of(url: &str) -> Result<String, WebError> {
-    let bad = |why: &str| {
-        WebError::Origin(format!(
-            "{url:?} is not an origin ({why}): give the address the browser opens, like \
-             https://box.tailnet.ts.net or https://overseer.example.com:8443"
-        ))
-    };
-    let url = url.trim_end_matches('/');
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "https" && scheme != "http" {
-        return Err(bad("the scheme is neither https nor http"));
-    }
-    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
-        return Err(bad("only a scheme, a host and a port"));
-    }
-    Ok(format!("{scheme}://{}", rest.to_ascii_lowercase()))
+    overseer_core::web::check_origin(url).map_err(WebError::Origin)
 }
 
 /// Why the web transport cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
-    #[error(
-        "refusing to serve plain HTTP on {0}: it is not a loopback address, so device credentials \
-         and decisions would cross the network unencrypted. Either give a certificate \
-         (--tls-cert CERT.pem --tls-key KEY.pem), or serve on loopback (--web 127.0.0.1:PORT) and \
-         put TLS in front of it: `tailscale serve --bg http://127.0.0.1:PORT` for your tailnet, or \
-         a reverse proxy (Caddy, nginx) that terminates TLS and forwards to 127.0.0.1:PORT; \
-         then add --web-origin https://NAME, the address the browser opens"
-    )]
+    #[error("{}", overseer_core::web::plain_http_refusal(*.0))]
     PlainOffLoopback(SocketAddr),
-    #[error("TLS: {0}")]
-    Tls(String),
+    /// `field` names the setting it is about (`tls_cert`, `tls_key`).
+    #[error("TLS: {message}")]
+    Tls {
+        field: &'static str,
+        message: String,
+    },
     #[error("--web-origin: {0}")]
     Origin(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -102,8 +84,10 @@ pub struct WebServer {
 }
 
 fn read_pem(what: &str, path: &std::path::Path) -> Result<Vec<u8>, WebError> {
-    std::fs::read(path)
-        .map_err(|e| WebError::Tls(format!("cannot read the {what} {}: {e}", path.display())))
+    std::fs::read(path).map_err(|e| WebError::Tls {
+        field: if what == "key" { "tls_key" } else { "tls_cert" },
+        message: format!("cannot read the {what} {}: {e}", path.display()),
+    })
 }
 
 /// The TLS configuration of `files`: rustls with the ring provider,
@@ -115,36 +99,42 @@ fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, WebError> {
     let key = read_pem("key", &files.key)?;
     let chain = CertificateDer::pem_slice_iter(&cert)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            WebError::Tls(format!(
+        .map_err(|e| WebError::Tls {
+            field: "tls_cert",
+            message: format!(
                 "{} is not a PEM certificate chain: {e:?}",
                 files.cert.display()
-            ))
+            ),
         })?;
     if chain.is_empty() {
-        return Err(WebError::Tls(format!(
-            "{} holds no certificate (expected -----BEGIN CERTIFICATE-----)",
-            files.cert.display()
-        )));
+        return Err(WebError::Tls {
+            field: "tls_cert",
+            message: format!(
+                "{} holds no certificate (expected -----BEGIN CERTIFICATE-----)",
+                files.cert.display()
+            ),
+        });
     }
-    let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| {
-        WebError::Tls(format!(
-            "{} is not a PEM private key: {e:?}",
-            files.key.display()
-        ))
+    let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| WebError::Tls {
+        field: "tls_key",
+        message: format!("{} is not a PEM private key: {e:?}", files.key.display()),
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| WebError::Tls(e.to_string()))?
+        .map_err(|e| WebError::Tls {
+            field: "tls_cert",
+            message: e.to_string(),
+        })?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .map_err(|e| {
-            WebError::Tls(format!(
+        .map_err(|e| WebError::Tls {
+            field: "tls_key",
+            message: format!(
                 "the certificate {} and the key {} do not go together: {e}",
                 files.cert.display(),
                 files.key.display()
-            ))
+            ),
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
@@ -215,13 +205,26 @@ impl WebServer {
     pub fn serve(self, engine: Arc<Engine>) -> impl std::future::Future<Output = ()> + Send {
         crate::auth::announce(&engine, self.url());
         let announced = Unannounce(engine.clone());
+        let served = self.run(engine);
         async move {
             let _announced = announced;
-            self.accept(engine).await
+            served.await
         }
     }
 
-    async fn accept(self, engine: Arc<Engine>) {
+    /// Serves until the returned future is dropped or its task aborted:
+    /// then the listener is closed and every connection (WebSockets too)
+    /// dropped. Does not tell the engine its URL ([`WebServer::serve`] does).
+    pub fn run(self, engine: Arc<Engine>) -> impl std::future::Future<Output = ()> + Send {
+        // Dropped with the accept loop: every connection it started ends.
+        let (open, closed) = tokio::sync::watch::channel(());
+        async move {
+            let _open = open;
+            self.accept(engine, closed).await
+        }
+    }
+
+    async fn accept(self, engine: Arc<Engine>, closed: tokio::sync::watch::Receiver<()>) {
         let listener = match tokio::net::TcpListener::from_std(self.listener) {
             Ok(l) => l,
             Err(e) => {
@@ -235,6 +238,7 @@ impl WebServer {
             scheme,
             self.local.ip().is_loopback(),
             self.public_origins,
+            closed.clone(),
         );
         web.heartbeat = self.heartbeat;
         let app = router(web);
@@ -272,17 +276,26 @@ impl WebServer {
             let _ = stream.set_nodelay(true);
             let app = app.clone();
             let acceptor = acceptor.clone();
+            let mut closed = closed.clone();
             tokio::spawn(async move {
-                match acceptor {
-                    Some(acceptor) => {
-                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
-                        {
-                            Ok(Ok(tls)) => connection(tls, peer, app).await,
-                            Ok(Err(e)) => tracing::debug!("web: TLS handshake failed: {e}"),
-                            Err(_) => tracing::debug!("web: TLS handshake timed out"),
+                let served = async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                                .await
+                            {
+                                Ok(Ok(tls)) => connection(tls, peer, app).await,
+                                Ok(Err(e)) => tracing::debug!("web: TLS handshake failed: {e}"),
+                                Err(_) => tracing::debug!("web: TLS handshake timed out"),
+                            }
                         }
+                        None => connection(stream, peer, app).await,
                     }
-                    None => connection(stream, peer, app).await,
+                };
+                // Serving stopped: the connection ends with it.
+                tokio::select! {
+                    _ = served => {}
+                    _ = closed.changed() => {}
                 }
                 drop(slot);
                 drop(mine);

@@ -75,6 +75,8 @@ pub struct Web {
     pub pairing: Arc<crate::throttle::PairingThrottle>,
     /// Event sockets open per device.
     pub sockets: Arc<SocketCounts>,
+    /// Changes (closes) when serving stops: every WebSocket ends with it.
+    pub closed: tokio::sync::watch::Receiver<()>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -84,6 +86,7 @@ impl Web {
         scheme: &'static str,
         loopback: bool,
         public_origins: Vec<String>,
+        closed: tokio::sync::watch::Receiver<()>,
     ) -> Web {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -97,6 +100,7 @@ impl Web {
             heartbeat: crate::events::HEARTBEAT,
             pairing: Arc::default(),
             sockets: Arc::default(),
+            closed,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }

@@ -135,6 +135,8 @@ impl Engine {
         // Webhook deliveries still pending wait in the database for the
         // next start.
         self.webhooks.stop();
+        // Browsers too: the port is free once the app has closed.
+        self.stop_serving_browsers().await;
         stop_all(self).await
     }
 }

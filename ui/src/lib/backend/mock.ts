@@ -42,6 +42,8 @@ import type {
   TaskInfo,
   TaskSettings,
   Workspace,
+  WebSettings,
+  WebStatus,
   Webhook,
   WebhookDelivery,
   WebhookEvent,
@@ -576,6 +578,33 @@ export class MockBackend implements Backend {
         this.later([{ type: "device_changed", device: structuredClone(d) }]);
       }
       return d;
+    });
+  }
+
+  /** Serving browsers: off on loopback until switched on. */
+  web: WebStatus = {
+    settings: { enabled: false, addr: "127.0.0.1:8765", tls_cert: null, tls_key: null, public_origins: [] },
+    serving: false,
+    url: null,
+    error: null,
+  };
+
+  webServing() {
+    return this.answer("webServing", () => this.web);
+  }
+
+  setWebServing(settings: WebSettings) {
+    return this.answer(`setWebServing ${settings.enabled}`, (): WebStatus => {
+      // One sample of the engine's refusal, so the form's wiring runs.
+      const loopback = /^(127\.|\[::1\]|localhost)/.test(settings.addr);
+      if (settings.enabled && !loopback && !settings.tls_cert) {
+        const message = `refusing to serve plain HTTP on ${settings.addr}: it is not a loopback address`;
+        throw { ...fail("invalid_input", message), fields: [{ field: "addr", message }] };
+      }
+      const url = settings.enabled ? `${settings.tls_cert ? "https" : "http"}://${settings.addr}` : null;
+      this.web = { settings, serving: settings.enabled, url: settings.public_origins[0] ?? url, error: null };
+      this.later([{ type: "web_serving_changed", status: structuredClone(this.web) }]);
+      return this.web;
     });
   }
 

@@ -30,6 +30,8 @@ import type {
   SupervisorPolicy,
   TaskId,
   TaskInfo,
+  WebSettings,
+  WebStatus,
   Webhook,
   WebhookAdded,
   WebhookDelivery,
@@ -143,6 +145,18 @@ export interface Operations {
    * closed. Only the local owner may.
    */
   revokeDevice(deviceId: DeviceId): Promise<DeviceView>;
+  /**
+   * Whether and where the engine serves browsers, as set and
+   * as it stands (its URL, or why it does not serve).
+   */
+  webServing(): Promise<WebStatus>;
+  /**
+   * Switches serving browsers on or off, or moves it: a
+   * loopback address, or any other with a TLS certificate and
+   * key (plain HTTP off loopback is refused with why). Kept
+   * across restarts; only the local owner may.
+   */
+  setWebServing(settings: WebSettings): Promise<WebStatus>;
   /** Every webhook, oldest first (never its secret). */
   listWebhooks(): Promise<Array<Webhook>>;
   /**
@@ -226,6 +240,8 @@ export function operations(invoke: Invoke): Operations {
     pairDevice: (person, name) => invoke<Pairing>("pair_device", { person, name }),
     listDevices: () => invoke<Array<DeviceView>>("list_devices"),
     revokeDevice: (deviceId) => invoke<DeviceView>("revoke_device", { deviceId }),
+    webServing: () => invoke<WebStatus>("web_serving"),
+    setWebServing: (settings) => invoke<WebStatus>("set_web_serving", { settings }),
     listWebhooks: () => invoke<Array<Webhook>>("list_webhooks"),
     addWebhook: (url, events) => invoke<WebhookAdded>("add_webhook", { url, events }),
     removeWebhook: (id) => invoke<Webhook>("remove_webhook", { id }),
@@ -253,6 +269,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "set_notification_settings",
   "pair_device",
   "revoke_device",
+  "set_web_serving",
   "add_webhook",
   "remove_webhook",
   "set_webhook_enabled",

@@ -281,7 +281,7 @@ last_seen_at: number | null,
  */
 revoked_at: number | null, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, };
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, } | { "type": "web_serving_changed", status: WebStatus, };
 
 export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "unauthorized" | "rate_limited" | "internal";
 
@@ -1108,6 +1108,52 @@ resolved?: Array<Resolved>, };
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
+
+export type WebSettings = { 
+/**
+ * Serve browsers (at start too, until switched off).
+ */
+enabled: boolean, 
+/**
+ * `IP:PORT` to listen on: a loopback address (`127.0.0.1:8765`), or any
+ * other only with `tls_cert` and `tls_key`.
+ */
+addr: string, 
+/**
+ * The TLS certificate chain, a PEM file's path.
+ */
+tls_cert: string | null, 
+/**
+ * The TLS certificate's private key, a PEM file's path.
+ */
+tls_key: string | null, 
+/**
+ * Where a TLS-terminating proxy (`tailscale serve`, Caddy, nginx) serves
+ * this engine, such as `https://box.tailnet.ts.net`: its pages are
+ * answered too, and the first is the URL pairing shows.
+ */
+public_origins: Array<string>, };
+
+export type WebStatus = { 
+/**
+ * As the owner set it.
+ */
+settings: WebSettings, 
+/**
+ * Whether the engine serves browsers now.
+ */
+serving: boolean, 
+/**
+ * The page a browser opens, when it serves (what a pairing shows, with
+ * its QR code); null when it does not, or when it listens on every
+ * address and no public origin names it.
+ */
+url: string | null, 
+/**
+ * Why it does not serve as set: the address is in use, a certificate
+ * cannot be used, this engine's host cannot serve browsers.
+ */
+error: ApiError | null, };
 
 export type Webhook = { id: number, url: string, events: Array<WebhookEvent>, enabled: boolean, created_at: number, };
 

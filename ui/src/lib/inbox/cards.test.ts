@@ -8,7 +8,7 @@ import { Gates } from "./gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
 import { Nav } from "../nav.svelte";
 import { MockBackend, demoBackend, toolCallGate } from "../backend/mock";
-import type { GateView } from "../types";
+import type { DecisionRecord, GateView } from "../types";
 
 const NOW = 1_700_000_000_000;
 
@@ -135,6 +135,33 @@ describe("the inbox", () => {
     expect(body).toContain('data-testid="inbox-empty"');
     expect(body).toContain("overseer task start");
     expect(body).not.toContain('data-testid="approve-selected"');
+  });
+
+  it("name who approved a co-signed gate that waits for the co-sign (a person through a device, not \"You\")", async () => {
+    const backend = demoBackend(NOW);
+    const gate = { ...backend.gates.get(1)!, authority: "cosign" as const };
+    backend.gates.set(1, gate);
+    const story = backend.gateStory.bind(backend);
+    const vote = (actor: DecisionRecord["actor"], device?: DecisionRecord["device"]): DecisionRecord => ({
+      id: 1, run_id: gate.run_id, gate_id: 1, actor, verdict: "approve", option: "yes", rationale: null,
+      correction: null, rule_ref: null, provenance: null, model_id: null, prompt_version: null, confidence: null,
+      source_event: null, audit_seq: 9, at: NOW, ...(device ? { device } : {}),
+    });
+    let decisions = [vote({ kind: "user", name: "ana" }, { id: 3, name: "Ana's phone" })];
+    backend.gateStory = async (id) => ({ ...(await story(id)), decisions, awaiting_cosign: id === 1 });
+    const fleet = new Fleet(backend);
+    const gates = new Gates(backend, fleet);
+    await Promise.all([fleet.start(), gates.start()]);
+    await new Promise((r) => setTimeout(r, 0));
+    const card = () => render(GateCard, { props: { gate: gates.pending.get(1)!, gates, nav: new Nav(), now: NOW } }).body;
+    expect(card()).toContain("Approved by <bdi data-testid=\"gate-cosign-by\">user:ana through Ana's phone (device 3)</bdi>: waiting for the co-sign.");
+    expect(card()).not.toContain("You approved");
+    // The window's own approval is named as such too.
+    decisions = [vote({ kind: "user", name: "app" })];
+    backend.push({ type: "run_changed", run: backend.runs.get(gate.run_id)! });
+    await new Promise((r) => setTimeout(r, 0));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(card()).toContain(">user:app</bdi>: waiting for the co-sign.");
   });
 });
 

@@ -9,9 +9,10 @@
 // it answers.
 import type { Backend } from "../backend";
 import { toApiError } from "../backend";
-import type { ApiError, EngineEvent, GateKind, GateView, RequestedChoice, RunView } from "../types";
+import type { ApiError, EngineEvent, GateKind, GateStory, GateView, RequestedChoice, RunView } from "../types";
 import { LiveCollection, type Change } from "../live.svelte";
 import { askKind, batchOption, sortGates } from "./order";
+import { actorText } from "./story";
 
 /** Gates listed per page (the engine's default). */
 export const GATE_PAGE = 200;
@@ -25,8 +26,10 @@ export class Gates {
   /** Gate ids with a call in flight. */
   busy = $state(new Set<number>());
   /** Co-signed gates a human approved that wait for the supervisor's
-   * approval (the engine says so in each gate's story). */
-  awaitingCosign = $state(new Set<number>());
+   * approval (the engine says so in each gate's story), each with who
+   * approved (`user:ana through Ana's phone (device 3)`; null: the story
+   * names nobody). */
+  awaitingCosign = $state(new Map<number, string | null>());
   /** A refused call (the banner); a failed load shows here too. */
   #error = $state<ApiError | null>(null);
 
@@ -237,16 +240,18 @@ export class Gates {
     try {
       const story = await this.backend.gateStory(g.id);
       if (this.cosignAsked.get(g.id) !== asked) return;
-      this.setAwaiting(g.id, story.awaiting_cosign === true && (goingIn || this.pending.has(g.id)) && !this.decided.has(g.id));
+      const on = story.awaiting_cosign === true && (goingIn || this.pending.has(g.id)) && !this.decided.has(g.id);
+      this.setAwaiting(g.id, on, on ? cosignedBy(story) : null);
     } catch {
       // The card just does not say it; the gate itself is unaffected.
     }
   }
 
-  private setAwaiting(gateId: number, on: boolean): void {
-    if (this.awaitingCosign.has(gateId) === on) return;
-    const next = new Set(this.awaitingCosign);
-    if (on) next.add(gateId);
+  private setAwaiting(gateId: number, on: boolean, who: string | null = null): void {
+    if (!on && !this.awaitingCosign.has(gateId)) return;
+    if (on && this.awaitingCosign.has(gateId) && this.awaitingCosign.get(gateId) === who) return;
+    const next = new Map(this.awaitingCosign);
+    if (on) next.set(gateId, who);
     else next.delete(gateId);
     this.awaitingCosign = next;
   }
@@ -331,4 +336,13 @@ export class Gates {
  * them) as the typed choice a decision carries. */
 export function choiceOf(kind: GateKind, option: string): RequestedChoice {
   return { kind, choice: option } as RequestedChoice;
+}
+
+/** Who approved a co-signed gate that waits for the supervisor: the latest
+ * person's vote in its story (a person's refusal would have decided it), as
+ * the engine names it. */
+export function cosignedBy(story: GateStory): string | null {
+  const votes = story.decisions.filter((d) => d.actor.kind === "user");
+  const last = votes[votes.length - 1];
+  return last ? actorText(last.actor, last.device) : null;
 }
