@@ -9,6 +9,9 @@
 //! and the host user's HOME is its own (0700): nothing passes between them
 //! except what ssh carries.
 //!
+//! Only the network is the host's own (sshd enters the namespace with
+//! `nsenter --net`): the mounts, cgroups included, are the machine's.
+//!
 //! Needs root (`ip netns`, `useradd`) and `openssh-server` (`make setup`).
 //! Everything is removed on drop, a panicking test included: the user's
 //! processes (killed by pid), sshd, the namespace and its veth pair, the user
@@ -301,8 +304,11 @@ impl TestHost {
             ),
         )
         .expect("write sshd_config");
-        let sshd = Command::new("ip")
-            .args(["netns", "exec", &user, "/usr/sbin/sshd", "-D", "-f"])
+        // nsenter, not `ip netns exec`: only the network is the host's own;
+        // `ip netns exec` would also remount /sys and hide the cgroup mounts.
+        let sshd = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{user}"))
+            .args(["/usr/sbin/sshd", "-D", "-f"])
             .arg(&config)
             .arg("-E")
             .arg(host.sshd_dir.join("sshd.log"))
@@ -427,9 +433,14 @@ mod tests {
         let user = host.user.clone();
         assert_eq!(host.ssh_ok("id -un"), user);
         assert_eq!(host.ssh_ok("echo $HOME"), host.home.display().to_string());
-        // Its own network: only lo and its end of the veth pair.
-        let links = host.ssh_ok("ls /sys/class/net");
-        assert_eq!(links.lines().count(), 2, "links in the namespace: {links}");
+        // Its own network: only lo and its end of the veth pair (after
+        // /proc/net/dev's two header lines).
+        let links = host.ssh_ok("cat /proc/net/dev");
+        assert_eq!(links.lines().count(), 4, "links in the namespace: {links}");
+        // The machine's mounts, cgroups included, are the host's.
+        assert!(host
+            .ssh_ok("cat /proc/self/mountinfo")
+            .contains(" - cgroup2 "));
         // The test's files are not readable from the host.
         let out = host.ssh(&format!("cat {}", host.ssh_config().display()));
         assert!(!out.status.success(), "the host read the client's config");
