@@ -293,3 +293,156 @@ fn the_bridge_refuses_a_different_major_with_the_fix() {
     assert!(!ok_exit);
     assert_eq!(welcome["refused"]["code"], "bad_handshake", "{welcome}");
 }
+
+/// The host's pending gate of `kind` for `run`, once there is one.
+fn pending_on(home: &Home, host: &TestHost, name: &str, run: &str, kind: &str) -> String {
+    let mut found = None;
+    let started = Instant::now();
+    while found.is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            panic!(
+                "no pending {kind} gate of run {run} on the host: {}\n{}\nengine log:\n{}",
+                ok(home, host, &["--host", name, "runs", "show", run]),
+                ok(home, host, &["--host", name, "runs", "activity", run]),
+                host.ssh_ok(&format!("tail -40 {DIR}/serve.log"))
+            );
+        }
+        let gates = json(&ok(
+            home,
+            host,
+            &["--host", name, "gates", "list", "--json"],
+        ));
+        found = gates.as_array().and_then(|g| {
+            g.iter()
+                .find(|g| g["run_id"].to_string() == run && g["kind"] == kind)
+                .map(|g| g["id"].to_string())
+        });
+    }
+    found.expect("found")
+}
+
+#[test]
+fn a_demo_agent_on_the_host_asks_and_is_answered_through_host() {
+    let host = TestHost::start();
+    let home = Home::new();
+    // The host's own repository, agent and profile (read when its engine
+    // starts): put there over ssh. No network for the sandbox: the demo
+    // agent needs none, and slirp4netns cannot run for a user other than
+    // root on machines where /dev/net/tun is root's only (CI's).
+    host.ssh_ok("mkdir -p demo && mkdir -p -m 700 .config .config/overseer");
+    host.copy_to(
+        overseer_test_support::demo_agent(),
+        "demo/overseer-demo-agent",
+    );
+    let agent = host.home.join("demo/overseer-demo-agent");
+    host.ssh_ok(&format!(
+        "printf '[agents.demo]\\ncommand = \"{}\"\\nmode = \"default\"\\nnetwork = \"none\"\\n' > .config/overseer/overseer.toml && \
+         git init -q -b main repo && git -C repo -c user.name=T -c user.email=t@t \
+         commit -q --allow-empty -m init",
+        agent.display()
+    ));
+    add(&home, &host, "b4");
+    let repo = host.home.join("repo");
+    let refused = fails(&home, &host, &["--host", "b4", "workspace", "add", "repo"]);
+    assert!(refused.contains("absolute path on the host"), "{refused}");
+    ok(
+        &home,
+        &host,
+        &[
+            "--host",
+            "b4",
+            "workspace",
+            "add",
+            &repo.to_string_lossy(),
+            "--name",
+            "r",
+        ],
+    );
+    let run = ok(
+        &home,
+        &host,
+        &[
+            "--host",
+            "b4",
+            "task",
+            "start",
+            "--workspace",
+            "r",
+            "--agent",
+            "demo",
+            "--prompt",
+            "update the greeting",
+            "--scenario",
+            "happy",
+        ],
+    )
+    .trim()
+    .to_owned();
+    let plan = pending_on(&home, &host, "b4", &run, "plan");
+    // The agent asking runs on the host, as the host's user.
+    assert!(
+        host.command_lines()
+            .iter()
+            .any(|c| c.contains("overseer-demo-agent")),
+        "{:?}",
+        host.command_lines()
+    );
+    ok(
+        &home,
+        &host,
+        &[
+            "--host", "b4", "gates", "decide", &plan, "--option", "approve",
+        ],
+    );
+    // Its first edit asks; the answer from here reaches the agent there.
+    let call = pending_on(&home, &host, "b4", &run, "tool_call");
+    let t = Instant::now();
+    ok(
+        &home,
+        &host,
+        &["--host", "b4", "gates", "decide", &call, "--option", "yes"],
+    );
+    eprintln!(
+        "measured: a tool call decided with --host in {:?}",
+        t.elapsed()
+    );
+    let started = Instant::now();
+    loop {
+        let activity = ok(
+            &home,
+            &host,
+            &["--host", "b4", "runs", "activity", &run, "--json"],
+        );
+        let gate = json(&ok(
+            &home,
+            &host,
+            &["--host", "b4", "gates", "show", &call, "--json"],
+        ));
+        assert_eq!(gate["status"], "decided", "{gate}");
+        assert_eq!(gate["decision"]["option"], "yes", "{gate}");
+        // The agent went on past the allowed edit: a later step or gate.
+        let later = json(&ok(
+            &home,
+            &host,
+            &["--host", "b4", "gates", "list", "--all", "--json"],
+        ));
+        let after = later
+            .as_array()
+            .map(|g| {
+                g.iter()
+                    .filter(|g| g["run_id"].to_string() == run)
+                    .any(|g| g["id"].as_i64() > call.parse::<i64>().ok())
+            })
+            .unwrap_or(false);
+        if after {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the agent never went on after its tool call was allowed: {activity}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Stopped there from here.
+    ok(&home, &host, &["--host", "b4", "runs", "abort", &run]);
+}

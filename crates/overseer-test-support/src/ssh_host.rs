@@ -372,6 +372,26 @@ impl TestHost {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Copies a local file to `remote` (relative to the host user's HOME)
+    /// with `scp -F config`.
+    pub fn copy_to(&self, local: &Path, remote: &str) {
+        let out = Command::new("scp")
+            .arg("-F")
+            .arg(self.ssh_config())
+            .arg("-q")
+            .arg(local)
+            .arg(format!("{}@{}:{remote}", self.user, self.addr))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run scp");
+        assert!(
+            out.status.success(),
+            "scp {} to {remote}: {}",
+            local.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The pids of the host user's processes (sshd's session processes included).
     pub fn processes(&self) -> Vec<u32> {
         uid_of(&self.user).map(pids_of_uid).unwrap_or_default()
