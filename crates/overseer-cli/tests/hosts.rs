@@ -314,7 +314,7 @@ fn pending_on(home: &Home, host: &TestHost, name: &str, run: &str, kind: &str) -
         ));
         found = gates.as_array().and_then(|g| {
             g.iter()
-                .find(|g| g["run_id"].to_string() == run && g["kind"] == kind)
+                .find(|g| g["run_id"].as_i64() == run.parse::<i64>().ok() && g["kind"] == kind)
                 .map(|g| g["id"].to_string())
         });
     }
@@ -430,7 +430,7 @@ fn a_demo_agent_on_the_host_asks_and_is_answered_through_host() {
             .as_array()
             .map(|g| {
                 g.iter()
-                    .filter(|g| g["run_id"].to_string() == run)
+                    .filter(|g| g["run_id"].as_i64() == run.parse::<i64>().ok())
                     .any(|g| g["id"].as_i64() > call.parse::<i64>().ok())
             })
             .unwrap_or(false);
@@ -445,4 +445,22 @@ fn a_demo_agent_on_the_host_asks_and_is_answered_through_host() {
     }
     // Stopped there from here.
     ok(&home, &host, &["--host", "b4", "runs", "abort", &run]);
+}
+
+#[test]
+fn a_host_lacking_bubblewrap_is_told_what_to_install_and_nothing_is_installed() {
+    let host = TestHost::start_hiding(&["bwrap"]);
+    assert_eq!(host.ssh_ok("command -v bwrap || echo none"), "none");
+    let home = Home::new();
+    let err = fails(&home, &host, &["hosts", "add", "b5", &host.url()]);
+    assert!(err.contains("nothing was installed"), "{err}");
+    assert!(err.contains("bubblewrap"), "{err}");
+    assert!(err.contains("sudo apt-get install bubblewrap"), "{err}");
+    assert_eq!(
+        host.ssh_ok(&format!("test -e {DIR} && echo there || echo absent")),
+        "absent"
+    );
+    assert!(!engine_running(&host));
+    let listed = json(&ok(&home, &host, &["hosts", "list", "--json"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 }

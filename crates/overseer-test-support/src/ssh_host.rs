@@ -170,6 +170,13 @@ impl TestHost {
     /// Creates the user, the namespace and its link, the keys, and starts
     /// sshd; returns once sshd accepts connections.
     pub fn start() -> TestHost {
+        TestHost::start_hiding(&[])
+    }
+
+    /// [`TestHost::start`] on a host whose sessions' PATH lacks `programs`
+    /// (a directory of links to every other program of /usr/bin): a machine
+    /// where they are not installed.
+    pub fn start_hiding(programs: &[&str]) -> TestHost {
         static SWEEP: Once = Once::new();
         static N: AtomicU32 = AtomicU32::new(0);
         SWEEP.call_once(sweep_leftovers);
@@ -287,6 +294,22 @@ impl TestHost {
         )
         .expect("write the ssh config");
 
+        let mut set_env = String::new();
+        if !programs.is_empty() {
+            let bin = host.home.join(".hidden-bin");
+            std::fs::create_dir_all(&bin).expect("create the restricted PATH");
+            for entry in std::fs::read_dir("/usr/bin")
+                .expect("read /usr/bin")
+                .flatten()
+            {
+                let name = entry.file_name();
+                if !programs.iter().any(|p| name == *p) {
+                    let _ = std::os::unix::fs::symlink(entry.path(), bin.join(&name));
+                }
+            }
+            set_env = format!("SetEnv PATH={}\n", bin.display());
+        }
+
         // sshd, in the namespace, for this user only.
         std::fs::create_dir_all("/run/sshd").expect("create /run/sshd");
         let config = host.sshd_dir.join("sshd_config");
@@ -299,7 +322,7 @@ impl TestHost {
                  PubkeyAuthentication yes\nAuthorizedKeysFile .ssh/authorized_keys\n\
                  StrictModes yes\nX11Forwarding no\nAllowTcpForwarding no\n\
                  AllowAgentForwarding no\nPrintMotd no\nSubsystem sftp internal-sftp\n\
-                 LogLevel VERBOSE\n",
+                 LogLevel VERBOSE\n{set_env}",
                 host_key.display()
             ),
         )
