@@ -292,6 +292,15 @@ fn the_bridge_refuses_a_different_major_with_the_fix() {
     let (welcome, ok_exit, _) = handshake(&host, "{\"id\":1,\"op\":\"list_runs\"}\n");
     assert!(!ok_exit);
     assert_eq!(welcome["refused"]["code"], "bad_handshake", "{welcome}");
+
+    // `hosts upgrade`, the fix named above, restarts the host's engine on
+    // this version with its key unchanged.
+    let pid = host.ssh_ok(&format!("cat {DIR}/serve.pid"));
+    let upgraded = ok(&home, &host, &["hosts", "upgrade", "b3"]);
+    assert!(upgraded.contains("unchanged"), "{upgraded}");
+    assert_ne!(host.ssh_ok(&format!("cat {DIR}/serve.pid")), pid);
+    assert!(engine_running(&host));
+    ok(&home, &host, &["--host", "b3", "runs", "list"]);
 }
 
 /// The host's pending gate of `kind` for `run`, once there is one.

@@ -60,6 +60,27 @@ fn sh(program: &str, args: &[&str]) -> Output {
     run(Command::new(program).args(args))
 }
 
+/// `useradd args`, retried for a few seconds while /etc/passwd is locked
+/// by someone else.
+fn useradd(args: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let out = Command::new("useradd")
+            .args(args)
+            .output()
+            .expect("run useradd");
+        if out.status.success() {
+            return;
+        }
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            err.contains("lock") && started.elapsed() < Duration::from_secs(20),
+            "useradd {args:?} failed: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The pids of every process whose real uid is `uid`.
 fn pids_of_uid(uid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -202,19 +223,17 @@ impl TestHost {
 
         // The user and its HOME (its own, 0700; a password no one can type
         // that sshd does not count as a locked account).
-        sh(
-            "useradd",
-            &[
-                "-m",
-                "-d",
-                &host.home.to_string_lossy(),
-                "-s",
-                "/bin/sh",
-                "-p",
-                "*",
-                &user,
-            ],
-        );
+        // Retried: useradd fails while another process holds /etc/passwd's lock.
+        useradd(&[
+            "-m",
+            "-d",
+            &host.home.to_string_lossy(),
+            "-s",
+            "/bin/sh",
+            "-p",
+            "*",
+            &user,
+        ]);
         sh("chmod", &["700", &host.home.to_string_lossy()]);
 
         // The namespace and its link.
