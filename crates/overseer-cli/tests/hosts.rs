@@ -146,6 +146,14 @@ fn a_host_is_added_reached_with_host_and_removed() {
     }
     times.sort();
     eprintln!("measured: `--host box runs list` round trips {times:?}");
+    let mut bare = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        host.ssh_ok("true");
+        bare.push(t.elapsed());
+    }
+    bare.sort();
+    eprintln!("measured: a bare `ssh -F config host true` for comparison {bare:?}");
 
     // A decision through --host lands on the host's engine.
     let gates = json(&ok(
