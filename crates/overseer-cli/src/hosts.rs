@@ -305,6 +305,7 @@ struct Probe {
     arch: String,
     bwrap: bool,
     cgroup2: bool,
+    slirp: bool,
     missing_tools: Vec<String>,
     distro: String,
     systemd: bool,
@@ -315,6 +316,7 @@ const PROBE: &str = r#"echo "os=$(uname -s)"
 echo "arch=$(uname -m)"
 if command -v bwrap >/dev/null 2>&1; then echo bwrap=yes; else echo bwrap=no; fi
 if grep -q ' - cgroup2 ' /proc/self/mountinfo 2>/dev/null; then echo cgroup2=yes; else echo cgroup2=no; fi
+if command -v slirp4netns >/dev/null 2>&1; then echo slirp=yes; else echo slirp=no; fi
 for t in sha256sum setsid nohup; do command -v $t >/dev/null 2>&1 || echo "missing=$t"; done
 if [ -r /etc/os-release ]; then . /etc/os-release; echo "distro=$ID $ID_LIKE"; fi
 if command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then echo systemd=yes; else echo systemd=no; fi
@@ -334,6 +336,7 @@ fn probe(target: &Target) -> anyhow::Result<Probe> {
             "arch" => p.arch = v,
             "bwrap" => p.bwrap = v == "yes",
             "cgroup2" => p.cgroup2 = v == "yes",
+            "slirp" => p.slirp = v == "yes",
             "missing" => p.missing_tools.push(v),
             "distro" => p.distro = v,
             "systemd" => p.systemd = v == "yes",
@@ -411,6 +414,18 @@ fn shortfalls(p: &Probe) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the host can do without, said before installing: runs whose
+/// profile wants a private network share the host's instead.
+fn recommended(p: &Probe) -> Option<String> {
+    (!p.slirp).then(|| {
+        format!(
+            "slirp4netns (each run's private network; without it runs share the host's \
+             network, its loopback services in reach): {}",
+            install_line(&p.distro, &["slirp4netns"])
+        )
+    })
 }
 
 fn sha256_file(path: &Path) -> anyhow::Result<String> {
@@ -825,11 +840,17 @@ async fn add(
     let missing = shortfalls(&p);
     if !missing.is_empty() {
         bail!(
-            "{} cannot run Overseer yet; nothing was installed. It needs:\n  - {}\nthen run \
+            "{} cannot run Overseer yet; nothing was installed. It needs:\n  - {}\n{}then run \
              this again",
             target.url(),
-            missing.join("\n  - ")
+            missing.join("\n  - "),
+            recommended(&p)
+                .map(|r| format!("and should have:\n  - {r}\n"))
+                .unwrap_or_default()
         );
+    }
+    if let Some(r) = recommended(&p) {
+        println!("note: the host lacks {r}");
     }
     println!(
         "host {name}: {}, {} {}, bubblewrap, cgroup v2",

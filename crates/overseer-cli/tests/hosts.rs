@@ -465,14 +465,17 @@ fn a_demo_agent_on_the_host_asks_and_is_answered_through_host() {
 }
 
 #[test]
-fn a_host_lacking_bubblewrap_is_told_what_to_install_and_nothing_is_installed() {
-    let host = TestHost::start_hiding(&["bwrap"]);
+fn a_host_lacking_bubblewrap_and_slirp4netns_is_told_what_to_install_and_nothing_is_installed() {
+    let host = TestHost::start_hiding(&["bwrap", "slirp4netns"]);
     assert_eq!(host.ssh_ok("command -v bwrap || echo none"), "none");
     let home = Home::new();
     let err = fails(&home, &host, &["hosts", "add", "b5", &host.url()]);
     assert!(err.contains("nothing was installed"), "{err}");
     assert!(err.contains("bubblewrap"), "{err}");
     assert!(err.contains("sudo apt-get install bubblewrap"), "{err}");
+    // What it can do without is said too, as such.
+    assert!(err.contains("should have:"), "{err}");
+    assert!(err.contains("sudo apt-get install slirp4netns"), "{err}");
     assert_eq!(
         host.ssh_ok(&format!("test -e {DIR} && echo there || echo absent")),
         "absent"
