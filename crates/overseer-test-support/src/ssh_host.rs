@@ -137,6 +137,17 @@ fn remove_user_and_netns(user: &str) {
         .status();
 }
 
+/// Whether this process runs as root (its effective uid).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let uid = s.lines().find(|l| l.starts_with("Uid:"))?;
+            Some(uid.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -198,6 +209,10 @@ impl TestHost {
     /// (a directory of links to every other program of /usr/bin): a machine
     /// where they are not installed.
     pub fn start_hiding(programs: &[&str]) -> TestHost {
+        assert!(
+            is_root(),
+            "an ssh test host needs root (ip netns, useradd, sshd): run the tests as root, as CI does"
+        );
         static SWEEP: Once = Once::new();
         static N: AtomicU32 = AtomicU32::new(0);
         SWEEP.call_once(sweep_leftovers);
@@ -477,20 +492,8 @@ impl Drop for TestHost {
 mod tests {
     use super::*;
 
-    fn root() -> bool {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("Uid:"))
-                    .map(|l| l.split_whitespace().nth(1) == Some("0"))
-            })
-            .unwrap_or(false)
-    }
-
     #[test]
     fn a_host_answers_over_ssh_as_its_own_user_and_is_gone_after_drop() {
-        assert!(root(), "the ssh test host needs root (ip netns, useradd)");
         let host = TestHost::start();
         let user = host.user.clone();
         assert_eq!(host.ssh_ok("id -un"), user);
