@@ -531,8 +531,10 @@ fn start(target: &Target, dir: &str, systemd: bool) -> anyhow::Result<(String, S
     target.sh(
         "starting the engine",
         &format!(
-            "d={d}; if [ -f \"$d/serve.pid\" ] && kill -0 \"$(cat \"$d/serve.pid\")\" 2>/dev/null; \
-             then echo running; else cd \"$HOME\" && \
+            "d={d}; p=$(cat \"$d/serve.pid\" 2>/dev/null); \
+             if [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null && \
+             tr '\\0' ' ' </proc/$p/cmdline | grep -q 'overseer serve'; then echo running; \
+             else cd \"$HOME\" || exit 1; \
              setsid nohup \"$d/current/overseer\" serve >>\"$d/serve.log\" 2>&1 </dev/null & \
              echo $! >\"$d/serve.pid\"; echo started; fi"
         ),
@@ -584,11 +586,18 @@ async fn first_contact(target: &Target, dir: &str, name: &str) -> anyhow::Result
             Ok((_, welcome)) => return Ok(welcome),
             Err(Open::Refused(r)) if r.code == "engine_unavailable" => {
                 if started.elapsed() > START_WAIT {
+                    let log = target
+                        .sh(
+                            "reading the engine's log",
+                            &format!("tail -n 5 {}/serve.log 2>/dev/null || true", quote(dir)),
+                        )
+                        .unwrap_or_default();
                     bail!(
-                        "the engine on {} did not answer within {START_WAIT:?}: {}; its log is \
-                         {dir}/serve.log there",
+                        "the engine on {} did not answer within {START_WAIT:?}: {}; the end of \
+                         its log ({dir}/serve.log there):\n{}",
                         target.url(),
-                        r.message
+                        r.message,
+                        log.trim_end()
                     );
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
