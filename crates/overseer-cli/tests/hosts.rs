@@ -484,3 +484,22 @@ fn a_host_lacking_bubblewrap_and_slirp4netns_is_told_what_to_install_and_nothing
     let listed = json(&ok(&home, &host, &["hosts", "list", "--json"]));
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 }
+
+#[test]
+fn an_unreachable_host_is_reported_and_not_forgotten() {
+    let host = TestHost::start();
+    let home = Home::new();
+    add(&home, &host, "b6");
+    host.cut();
+    let err = fails(&home, &host, &["--host", "b6", "runs", "list"]);
+    assert!(err.contains("cannot reach host b6"), "{err}");
+    let err = fails(&home, &host, &["hosts", "remove", "b6"]);
+    assert!(err.contains("was not forgotten"), "{err}");
+    let listed = json(&ok(&home, &host, &["hosts", "list", "--json"]));
+    assert_eq!(listed[0]["name"], "b6", "{listed}");
+    // Back on the network: the same engine, still running, answers.
+    host.restore();
+    ok(&home, &host, &["--host", "b6", "runs", "list"]);
+    ok(&home, &host, &["hosts", "remove", "b6"]);
+    assert!(!engine_running(&host));
+}

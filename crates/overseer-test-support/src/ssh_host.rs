@@ -321,7 +321,7 @@ impl TestHost {
                 "Host *\n  IdentityFile {}\n  IdentitiesOnly yes\n  IdentityAgent none\n  \
                  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n  \
                  StrictHostKeyChecking yes\n  BatchMode yes\n  ControlMaster no\n  \
-                 ConnectTimeout 10\n  LogLevel ERROR\n",
+                 ConnectTimeout 5\n  LogLevel ERROR\n",
                 client_key.display(),
                 host.client_dir.join("known_hosts").display()
             ),
@@ -397,6 +397,17 @@ impl TestHost {
     /// `ssh://user@addr:22`.
     pub fn url(&self) -> String {
         format!("ssh://{}@{}:22", self.user, self.addr)
+    }
+
+    /// Cuts the host's link (its veth pair down): connections to it time
+    /// out, as to a machine gone from the network.
+    pub fn cut(&self) {
+        sh("ip", &["link", "set", &self.veth, "down"]);
+    }
+
+    /// Brings the link [`TestHost::cut`] took down back up.
+    pub fn restore(&self) {
+        sh("ip", &["link", "set", &self.veth, "up"]);
     }
 
     /// What sshd logged so far.
