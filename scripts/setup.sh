@@ -6,10 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# openssh-server: the hosts tests run a real sshd per test host.
 PKGS=(build-essential pkg-config curl file libwebkit2gtk-4.1-dev libssl-dev libxdo-dev
   libayatana-appindicator3-dev librsvg2-dev xvfb xauth x11-utils webkit2gtk-driver
   dbus dbus-x11 dunst imagemagick python3 git bubblewrap slirp4netns xdotool x11-xserver-utils
-  chromium chromium-driver openssl)
+  chromium chromium-driver openssl openssh-server)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -2,8 +2,10 @@
 //! through the running engine when there is one (so the window sees it live),
 //! otherwise through the same store transaction in this process.
 
+mod bridge;
 mod devices;
 mod hook;
+mod hosts;
 mod inbox;
 mod mcp;
 mod output;
@@ -37,6 +39,9 @@ struct Cli {
     /// Where the audit signing key lives [env: OVERSEER_CONFIG_DIR; default: XDG config dir]
     #[arg(long, global = true, value_name = "DIR")]
     config_dir: Option<PathBuf>,
+    /// Act on this host's engine (`overseer hosts add`) instead of this machine's
+    #[arg(long, global = true, value_name = "NAME")]
+    host: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -113,6 +118,12 @@ enum Command {
     /// Webhooks: tell a phone (ntfy, a receiver of your own) what the desktop is told
     #[command(subcommand)]
     Webhooks(webhooks::WebhooksCommand),
+    /// Engines on other Linux machines over ssh: add, list, upgrade, remove
+    #[command(subcommand)]
+    Hosts(hosts::HostsCommand),
+    /// Join stdin/stdout to this machine's engine (what `ssh HOST overseer
+    /// bridge` runs for a client elsewhere), after a version handshake
+    Bridge,
 }
 
 #[derive(Subcommand)]
@@ -500,7 +511,29 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir, cli.config_dir).map_err(anyhow::Error::msg)?;
+    if let Some(host) = cli.host {
+        // Only commands that act through the engine's operations reach a host.
+        if !matches!(
+            cli.command,
+            Command::Runs(_)
+                | Command::Gates(_)
+                | Command::Questions(_)
+                | Command::Messages(_)
+                | Command::Sessions(_)
+                | Command::Demo(_)
+                | Command::Task(_)
+                | Command::Workspace(_)
+        ) {
+            anyhow::bail!(
+                "--host works with runs, gates, questions, messages, sessions, task, workspace \
+                 and demo commands; run other commands on the host itself"
+            );
+        }
+        hosts::select(host);
+    }
     match cli.command {
+        Command::Hosts(cmd) => hosts::run(&paths, cmd).await,
+        Command::Bridge => bridge::run(&paths).await,
         Command::Serve(args) => serve(paths, args).await,
         Command::Hook(cmd) => hook::run(&paths, cmd).await,
         Command::Questions(cmd) => inbox::questions(&paths, cmd).await,
@@ -835,6 +868,12 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
             auto_advance,
         } => {
             // Resolve here: the engine may run with another working directory.
+            if hosts::selected().is_some() && !path.is_absolute() {
+                anyhow::bail!(
+                    "{}: give the repository's absolute path on the host",
+                    path.display()
+                );
+            }
             let path = std::path::absolute(&path).unwrap_or(path);
             let ws: overseer_store::Workspace = act(
                 paths,
@@ -1120,6 +1159,9 @@ where
     O: Operation + Into<Request>,
     O::Response: serde::de::DeserializeOwned,
 {
+    if let Some(host) = hosts::selected() {
+        return Ok(hosts::connect(paths, host).await?.perform(op).await?);
+    }
     if let Some(mut client) = Client::connect(&paths.socket()).await? {
         return Ok(client.perform(op).await?);
     }

@@ -3,14 +3,15 @@
 use crate::api::{Call, Operation, Request, ServerLine, MAX_LINE};
 use overseer_core::{ApiError, EngineEvent, ErrorCode};
 use std::path::Path;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 pub struct Client {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    reader: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
+    writer: Box<dyn AsyncWrite + Send + Unpin>,
     next_id: u64,
+    /// What must live as long as the connection (an `ssh` child process).
+    _keep: Option<Box<dyn std::any::Any + Send>>,
 }
 
 fn lost(e: impl std::fmt::Display) -> ApiError {
@@ -26,11 +27,7 @@ impl Client {
         match UnixStream::connect(socket).await {
             Ok(stream) => {
                 let (r, w) = stream.into_split();
-                Ok(Some(Client {
-                    reader: BufReader::new(r),
-                    writer: w,
-                    next_id: 1,
-                }))
+                Ok(Some(Client::over(r, w, None)))
             }
             Err(e)
                 if matches!(
@@ -44,6 +41,22 @@ impl Client {
                 ErrorCode::EngineUnavailable,
                 format!("cannot reach the engine at {}: {e}", socket.display()),
             )),
+        }
+    }
+
+    /// A client over any byte stream that speaks the socket's protocol (a
+    /// host's engine through `ssh HOST overseer bridge`); `keep` lives as
+    /// long as the client.
+    pub fn over(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        keep: Option<Box<dyn std::any::Any + Send>>,
+    ) -> Client {
+        Client {
+            reader: BufReader::new(Box::new(reader)),
+            writer: Box::new(writer),
+            next_id: 1,
+            _keep: keep,
         }
     }
 
@@ -73,6 +86,7 @@ impl Client {
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         bytes.push(b'\n');
         self.writer.write_all(&bytes).await.map_err(lost)?;
+        self.writer.flush().await.map_err(lost)?;
         loop {
             match self.read_line().await? {
                 ServerLine::Result {

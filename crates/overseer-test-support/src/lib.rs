@@ -5,6 +5,8 @@
 //! Only for `[dev-dependencies]`: every function panics with a message that
 //! says what failed, which is what a test wants.
 
+pub mod ssh_host;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
