@@ -38,8 +38,7 @@ use tokio::sync::mpsc;
 pub const QUEUE: usize = 256;
 /// How long one frame may take to be written before the browser is dropped.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
-/// How often the server sends a heartbeat frame and a ping.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
+pub use crate::state::HEARTBEAT;
 /// After how many heartbeat intervals of silence either side takes the
 /// connection for dead (2.5: two heartbeats missed, and some slack).
 pub const SILENCE: f64 = 2.5;

@@ -8,6 +8,10 @@ use tokio::sync::Semaphore;
 /// refused, the engine's threads stay free for everyone else).
 pub const MAX_IN_FLIGHT: usize = 32;
 
+/// How often the server sends a heartbeat frame and a ping on an event
+/// socket ([`crate::events`]).
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Event sockets one device may hold open at once (tabs, a phone and its
 /// reconnects): an upgraded socket leaves the connection caps behind, so
 /// without this one paired device could open them without end.
@@ -69,7 +73,7 @@ pub struct Web {
     pub public_origins: Arc<[String]>,
     /// This engine process's id, sent in the socket's hello.
     pub instance: Arc<str>,
-    /// How often a socket's heartbeat is sent ([`crate::events::HEARTBEAT`]).
+    /// How often a socket's heartbeat is sent ([`HEARTBEAT`]).
     pub heartbeat: std::time::Duration,
     /// Wrong pairing codes per address.
     pub pairing: Arc<crate::throttle::PairingThrottle>,
@@ -97,7 +101,7 @@ impl Web {
             loopback,
             public_origins: public_origins.into(),
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
-            heartbeat: crate::events::HEARTBEAT,
+            heartbeat: HEARTBEAT,
             pairing: Arc::default(),
             sockets: Arc::default(),
             closed,
