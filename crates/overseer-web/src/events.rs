@@ -79,7 +79,10 @@ pub async fn upgrade(
         Ok(d) => d,
         Err(e) => return reply::error(e),
     };
-    let Some(slot) = web.sockets.take(device.id) else {
+    let Some(slot) = web
+        .sockets
+        .take(device.id, crate::state::MAX_SOCKETS_PER_DEVICE)
+    else {
         return reply::error(ApiError::new(
             ErrorCode::RateLimited,
             format!(

@@ -36,6 +36,7 @@
 pub mod assets;
 pub mod auth;
 pub mod calls;
+mod counts;
 pub mod events;
 pub mod host;
 pub mod listen;

@@ -244,7 +244,7 @@ impl WebServer {
         let app = router(web);
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-        let per_address = PerAddress::default();
+        let per_address = crate::counts::Counts::<IpAddr>::default();
         let mut backoff = AcceptBackoff::default();
         loop {
             let (stream, peer) = match listener.accept().await {
@@ -265,7 +265,7 @@ impl WebServer {
             };
             // Closed at once (the browser retries; the others are served)
             // when every slot is taken, or this address's share.
-            let Some(mine) = per_address.take(peer.ip()) else {
+            let Some(mine) = per_address.take(peer.ip(), MAX_PER_ADDRESS) else {
                 drop(stream);
                 continue;
             };
@@ -310,45 +310,6 @@ struct Unannounce(Arc<Engine>);
 impl Drop for Unannounce {
     fn drop(&mut self) {
         crate::auth::announce(&self.0, None);
-    }
-}
-
-/// The connections open from each peer address.
-#[derive(Default, Clone)]
-struct PerAddress(Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>);
-
-/// One connection of an address, counted until dropped.
-struct AddressSlot {
-    of: PerAddress,
-    ip: IpAddr,
-}
-
-impl PerAddress {
-    /// A slot for one more connection from `ip`, unless it has
-    /// [`MAX_PER_ADDRESS`] open already.
-    fn take(&self, ip: IpAddr) -> Option<AddressSlot> {
-        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let count = open.entry(ip).or_insert(0);
-        if *count >= MAX_PER_ADDRESS {
-            return None;
-        }
-        *count += 1;
-        Some(AddressSlot {
-            of: self.clone(),
-            ip,
-        })
-    }
-}
-
-impl Drop for AddressSlot {
-    fn drop(&mut self) {
-        let mut open = self.of.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = open.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.ip);
-            }
-        }
     }
 }
 

@@ -17,47 +17,6 @@ pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
 /// without this one paired device could open them without end.
 pub const MAX_SOCKETS_PER_DEVICE: usize = 8;
 
-/// The event sockets open per device.
-#[derive(Default)]
-pub struct SocketCounts(
-    std::sync::Mutex<std::collections::HashMap<overseer_core::DeviceId, usize>>,
-);
-
-/// One open event socket of a device, given back when dropped.
-pub struct SocketSlot {
-    counts: Arc<SocketCounts>,
-    device: overseer_core::DeviceId,
-}
-
-impl SocketCounts {
-    /// A slot for `device`'s next socket, or None when it holds
-    /// [`MAX_SOCKETS_PER_DEVICE`] already.
-    pub fn take(self: &Arc<Self>, device: overseer_core::DeviceId) -> Option<SocketSlot> {
-        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let open = counts.entry(device).or_default();
-        if *open >= MAX_SOCKETS_PER_DEVICE {
-            return None;
-        }
-        *open += 1;
-        Some(SocketSlot {
-            counts: self.clone(),
-            device,
-        })
-    }
-}
-
-impl Drop for SocketSlot {
-    fn drop(&mut self) {
-        let mut counts = self.counts.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(open) = counts.get_mut(&self.device) {
-            *open = open.saturating_sub(1);
-            if *open == 0 {
-                counts.remove(&self.device);
-            }
-        }
-    }
-}
-
 /// The transport's state: the engine, how browsers reach it, the request slots.
 #[derive(Clone)]
 pub struct Web {
@@ -78,7 +37,7 @@ pub struct Web {
     /// Wrong pairing codes per address.
     pub pairing: Arc<crate::throttle::PairingThrottle>,
     /// Event sockets open per device.
-    pub sockets: Arc<SocketCounts>,
+    pub sockets: crate::counts::Counts<overseer_core::DeviceId>,
     /// Changes (closes) when serving stops: every WebSocket ends with it.
     pub closed: tokio::sync::watch::Receiver<()>,
     in_flight: Arc<Semaphore>,
@@ -103,7 +62,7 @@ impl Web {
             instance: format!("{:x}-{nanos:x}", std::process::id()).into(),
             heartbeat: HEARTBEAT,
             pairing: Arc::default(),
-            sockets: Arc::default(),
+            sockets: crate::counts::Counts::default(),
             closed,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
