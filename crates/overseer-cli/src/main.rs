@@ -10,6 +10,7 @@ mod inbox;
 mod mcp;
 mod output;
 mod snooze;
+mod web;
 mod webhooks;
 
 use anyhow::Context;
@@ -115,6 +116,9 @@ enum Command {
     /// Browsers and phones that act for a person: pair, list, revoke
     #[command(subcommand)]
     Devices(devices::DevicesCommand),
+    /// Serve the window to browsers and phones (as Settings does): status, on, off
+    #[command(subcommand)]
+    Web(web::WebCommand),
     /// Webhooks: tell a phone (ntfy, a receiver of your own) what the desktop is told
     #[command(subcommand)]
     Webhooks(webhooks::WebhooksCommand),
@@ -542,6 +546,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Devices(cmd) => devices::devices(&paths, cmd).await,
+        Command::Web(cmd) => web::run(&paths, cmd).await,
         Command::Webhooks(cmd) => webhooks::run(&paths, cmd).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {
             let ids: Vec<overseer_core::RunId> =

@@ -137,3 +137,54 @@ fn serve_without_web_serves_browsers_as_the_stored_setting_says_and_the_flag_win
     );
     drop(serve);
 }
+
+#[test]
+fn web_on_and_off_switch_a_running_engine_and_plain_http_off_loopback_is_refused() {
+    let h = Home::new();
+    let _serve = h.serve();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").to_string()
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    assert!(h.ok(&["web", "status"]).starts_with("not serving browsers"));
+
+    let on = h.ok(&["web", "on", "--addr", &addr]);
+    assert!(
+        on.starts_with(&format!("serving browsers at http://{addr}")),
+        "{on}"
+    );
+    let me = agent
+        .get(format!("http://{addr}/api/me"))
+        .call()
+        .expect("GET");
+    assert_eq!(me.status().as_u16(), 401, "served, and a device is needed");
+    // A pairing now names the address.
+    let pairing = h.ok(&["devices", "pair", "--name", "phone", "--person", "ana"]);
+    assert!(
+        pairing.contains(&format!("open http://{addr}")),
+        "{pairing}"
+    );
+
+    // Any other address without TLS: refused, saying why; still serving.
+    let why = h.fails(&["web", "on", "--addr", "0.0.0.0:0"]);
+    assert!(
+        why.contains("refusing to serve plain HTTP on 0.0.0.0:0"),
+        "{why}"
+    );
+    assert!(std::net::TcpStream::connect(&addr).is_ok(), "still serving");
+
+    let off = h.ok(&["web", "off"]);
+    assert!(off.starts_with("not serving browsers"), "{off}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{addr} still answers after `web off`"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
