@@ -169,7 +169,8 @@ macro_rules! operations {
                 /// key (plain HTTP off loopback is refused with why). Kept
                 /// across restarts; only the local owner may.
                 write set_web_serving => SetWebServing { settings: WebSettings as settings } -> WebStatus;
-                /// Every webhook, oldest first (never its secret).
+                /// Every webhook, oldest first (never its secret; to a paired
+                /// person, each URL cut to its scheme and host).
                 read list_webhooks => ListWebhooks -> Vec<Webhook>;
                 /// Adds a webhook: an http(s) URL and the event kinds it gets
                 /// (empty: every kind). The answer holds its secret, shown

@@ -750,6 +750,16 @@ async fn a_disabled_hook_gets_nothing_and_enabled_again_gets_what_comes_next() {
         assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
     }
     assert_eq!(w.engine.webhooks().expect("list").len(), 1);
+    // Listed to ana, a hook's URL keeps only where it goes (its path may be
+    // the secret: an ntfy topic); the owner sees it whole.
+    let seen = &w.engine.webhooks_seen_by(&ana).expect("list")[0];
+    let host = rx
+        .url
+        .strip_suffix("/hook")
+        .expect("the receiver's URL ends in /hook");
+    assert_eq!(seen.url, format!("{host}/…"));
+    let whole = &w.engine.webhooks_seen_by(&Actor::app()).expect("list")[0];
+    assert_eq!(whole.url, hook.webhook.url);
 
     let off = w
         .engine

@@ -411,8 +411,8 @@ impl Api for Served<'_> {
     fn agents(&self, _actor: &Actor) -> Result<Vec<AgentInfo>, ApiError> {
         Ok(self.0.agents())
     }
-    fn list_webhooks(&self, _actor: &Actor) -> Result<Vec<Webhook>, ApiError> {
-        self.0.webhooks()
+    fn list_webhooks(&self, actor: &Actor) -> Result<Vec<Webhook>, ApiError> {
+        self.0.webhooks_seen_by(actor)
     }
     fn add_webhook(
         &self,

@@ -16,6 +16,19 @@ impl Records {
         Ok(self.store().webhooks()?.into_iter().map(view).collect())
     }
 
+    /// Every hook as `actor` may see it: whole for the local owner; for a
+    /// person through a paired device, each URL cut to its scheme and host
+    /// (a URL's path often is the secret: an ntfy topic, a Slack hook).
+    pub fn webhooks_seen_by(&self, actor: &Actor) -> Result<Vec<Webhook>, ApiError> {
+        let mut hooks = self.webhooks()?;
+        if !actor.is_local_owner() {
+            for hook in &mut hooks {
+                hook.url = where_it_goes(&hook.url);
+            }
+        }
+        Ok(hooks)
+    }
+
     /// Adds a hook for `url` that gets `events` (none: every kind), with a
     /// new secret, returned this once. Only the local owner may.
     pub fn add_webhook(
@@ -229,5 +242,43 @@ impl Shared {
                 "a webhook delivery was not queued (not sent): {e}"
             ),
         }
+    }
+}
+
+/// A hook's URL without what may be secret: its user, path and query
+/// (`https://ntfy.sh/…`).
+fn where_it_goes(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "…".to_owned();
+    };
+    let (authority, more) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let hidden = more.trim_start_matches('/').is_empty();
+    format!("{scheme}://{host}/{}", if hidden { "" } else { "…" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::where_it_goes;
+
+    #[test]
+    fn a_url_shown_to_a_paired_person_keeps_only_where_it_goes() {
+        assert_eq!(
+            where_it_goes("https://ntfy.sh/my-secret-topic"),
+            "https://ntfy.sh/…"
+        );
+        assert_eq!(
+            where_it_goes("https://user:pw@hooks.example.com:8443/a?b=c"),
+            "https://hooks.example.com:8443/…"
+        );
+        assert_eq!(
+            where_it_goes("http://127.0.0.1:9000"),
+            "http://127.0.0.1:9000/"
+        );
+        assert_eq!(
+            where_it_goes("http://127.0.0.1:9000/"),
+            "http://127.0.0.1:9000/"
+        );
+        assert_eq!(where_it_goes("no scheme"), "…");
     }
 }

@@ -157,7 +157,10 @@ export interface Operations {
    * across restarts; only the local owner may.
    */
   setWebServing(settings: WebSettings): Promise<WebStatus>;
-  /** Every webhook, oldest first (never its secret). */
+  /**
+   * Every webhook, oldest first (never its secret; to a paired
+   * person, each URL cut to its scheme and host).
+   */
   listWebhooks(): Promise<Array<Webhook>>;
   /**
    * Adds a webhook: an http(s) URL and the event kinds it gets
