@@ -483,6 +483,7 @@ pub(crate) mod tests {
             batch_option: None,
             pending_effect: None,
             snoozed_until: None,
+            advice: None,
         }
     }
 

@@ -221,6 +221,21 @@ pub struct PendingEffect {
     pub rationale: Option<String>,
 }
 
+/// The supervisor's latest word on a gate: its vote, its advice, or its
+/// escalation, with why. Shown on the gate's card where the human decides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct SupervisorAdvice {
+    pub verdict: Verdict,
+    /// The gate option it would choose (or chose), when it named one.
+    #[serde(default)]
+    pub option: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    /// Which supervisor (`supervisor:rules`, `supervisor:openai:MODEL`).
+    pub by: String,
+    pub at: Millis,
+}
+
 impl PendingEffect {
     /// When a decision voted at `now` under `policy` takes effect, or None
     /// when it takes effect at once (a grace of 0).

@@ -182,6 +182,11 @@ pub struct GateView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub snoozed_until: Option<Millis>,
+    /// The supervisor's latest vote on the gate (advice, a vote awaiting a
+    /// co-sign, an escalation), shown on its card as it arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub advice: Option<crate::supervision::SupervisorAdvice>,
 }
 
 impl GateView {
@@ -402,6 +407,7 @@ mod tests {
             batch_option: None,
             pending_effect: None,
             snoozed_until: None,
+            advice: None,
         }
     }
 

@@ -1430,6 +1430,7 @@ mod tests {
             batch_option: None,
             pending_effect: None,
             snoozed_until: None,
+            advice: None,
         };
         EvaluationRequest {
             subject: Subject::Gate,

@@ -972,3 +972,49 @@ async fn holding_a_gate_within_the_grace_keeps_it_for_the_human() {
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("the human decides");
 }
+
+/// An advisory supervisor's vote is on the gate the human decides: its
+/// verdict, the option it would choose and why, read back with the gate (as
+/// the inbox card shows it), once the evaluator answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_advisory_supervisors_advice_is_on_the_gate_the_human_decides() {
+    let w = world_with(
+        supervised(policy(
+            Autonomy::Advisory,
+            sh_evaluator(
+                r#"cat >/dev/null; echo '{"verdict":"approve","rationale":"two small steps, declared files"}'"#,
+            ),
+        )),
+        Arc::new(LogNotifier),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let advice = until(&w, "the supervisor's advice on the plan", |e| {
+        e.gate(plan.id).ok()?.advice
+    })
+    .await;
+    assert_eq!(
+        advice.verdict,
+        Verdict::Advise,
+        "advisory: it advises, never decides"
+    );
+    assert_eq!(advice.option.as_deref(), Some("approve"));
+    assert_eq!(
+        advice.rationale.as_deref(),
+        Some("two small steps, declared files")
+    );
+    assert_eq!(advice.by, "supervisor:command:sh");
+    let gate = w.engine.gate(plan.id).expect("gate");
+    assert!(gate.decision.is_none(), "the human still decides");
+    // In the inbox's list too, not only when the gate is read alone.
+    let listed = w
+        .engine
+        .gates(true)
+        .expect("gates")
+        .into_iter()
+        .find(|g| g.id == plan.id)
+        .expect("listed");
+    assert_eq!(listed.advice, Some(advice));
+}

@@ -68,6 +68,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         batch_option: None,
         pending_effect: None,
         snoozed_until: None,
+        advice: None,
     };
     EvaluationRequest {
         subject,

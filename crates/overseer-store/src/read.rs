@@ -69,7 +69,12 @@ const GATE_SELECT: &str = "
     SELECT id, run_id, kind, status, title, options, opened_at,
            decided_option, decided_context, decided_by, decided_at, payload,
            auto_at, auto_decision, authority, effected_at, decided_device, pending_effect,
-           snoozed_until
+           snoozed_until,
+           (SELECT json_object('verdict', d.verdict, 'option', d.option,
+                               'rationale', d.rationale, 'by', d.actor, 'at', d.at)
+              FROM decisions d
+             WHERE d.gate_id = gates.id AND d.actor LIKE 'supervisor%'
+             ORDER BY d.id DESC LIMIT 1)
     FROM gates";
 
 /// A row as stored, before its text columns are checked.
@@ -308,6 +313,8 @@ struct RawGate {
     decided_device: Option<String>,
     authority: Option<String>,
     pending_effect: Option<String>,
+    /// The supervisor's latest decision on the gate, as a JSON object.
+    advice: Option<String>,
 }
 
 fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
@@ -334,6 +341,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
             batch_option: None,
             pending_effect: None,
             snoozed_until: r.get(18)?,
+            advice: None,
         },
         authority: r.get(14)?,
         kind: r.get(2)?,
@@ -346,6 +354,7 @@ fn raw_gate(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGate> {
         },
         decided_device: r.get(16)?,
         pending_effect: r.get(17)?,
+        advice: r.get(19)?,
     })
 }
 
@@ -387,6 +396,9 @@ fn finish_gate(raw: RawGate, path: &Path) -> Result<GateView, StoreError> {
     view.batch_option = overseer_core::view::batch_choice(&view).map(|c| c.as_str().to_owned());
     // Only a pending gate waits for an effect: once decided, the decision
     // says who decided.
+    // Shown only: a row that does not read as advice is left out, never a
+    // reason to refuse the gate ("Why?" shows every decision as recorded).
+    view.advice = raw.advice.and_then(|text| serde_json::from_str(&text).ok());
     if view.status == GateStatus::Pending {
         view.pending_effect = match raw.pending_effect {
             Some(text) => Some(

@@ -413,7 +413,12 @@ pending_effect?: PendingEffect,
  * Snoozed by the user until then: out of the inbox and "needs you"
  * until it wakes (and notifies again).
  */
-snoozed_until?: number, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+snoozed_until?: number, 
+/**
+ * The supervisor's latest vote on the gate (advice, a vote awaiting a
+ * co-sign, an escalation), shown on its card as it arrives.
+ */
+advice?: SupervisorAdvice, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
@@ -904,6 +909,16 @@ export type StepSensor = { command: string, passed: boolean,
  * None when the command did not exit (timed out, killed).
  */
 exit_code: number | null, };
+
+export type SupervisorAdvice = { verdict: Verdict, 
+/**
+ * The gate option it would choose (or chose), when it named one.
+ */
+option: string | null, rationale: string | null, 
+/**
+ * Which supervisor (`supervisor:rules`, `supervisor:openai:MODEL`).
+ */
+by: string, at: number, };
 
 export type SupervisorPauseChoice = "proceed" | "modify" | "abort";
 

@@ -98,6 +98,24 @@ describe("gate cards", () => {
     expect(await html(plan)).not.toContain("gate-supervisor-countdown");
   });
 
+  it("say what an advisory supervisor advises, which option and why, and when it hands the gate over", async () => {
+    const by = "supervisor:rules";
+    const tool = { ...demo(3), authority: "advisory" as const, advice: { verdict: "advise" as const, option: "no", rationale: "it deletes the build folder", by, at: NOW } };
+    const body = await html(tool);
+    expect(body).toContain('data-testid="gate-advice"');
+    expect(body).toContain("The supervisor advises “No”: it deletes the build folder");
+    expect(await html({ ...tool, advice: { ...tool.advice, verdict: "escalate" as const, option: null, rationale: "a human must look" } })).toContain(
+      "The supervisor hands this to you: a human must look",
+    );
+    // Agent text in a rationale stays text.
+    expect(await html({ ...tool, advice: { ...tool.advice, rationale: "<b>x</b>" } })).toContain("&lt;b>x&lt;/b>");
+    // A decision waiting for its grace says so in its countdown instead.
+    const waiting = { ...tool, pending_effect: { option: "no", verdict: "reject" as const, by: { kind: "supervisor" as const, name: "rules" }, at: NOW + 5_000, rationale: null } };
+    expect(await html(waiting)).not.toContain('data-testid="gate-advice"');
+    // Before the supervisor said anything: nothing.
+    expect(await html({ ...tool, advice: undefined })).not.toContain('data-testid="gate-advice"');
+  });
+
   it("show a payload an older version wrote as stored, with no details made up from it", async () => {
     const old = { tool: "Bash", command: "<b>npm install pg-migrate</b>" };
     const body = await html({ ...demo(3), kind: "tool_call", payload: toolCallGate({ tool: "", kind: "other" }), unreadable_payload: old });

@@ -60,6 +60,29 @@ export function supervisorCountdown(g: GateView, now: number): string | null {
     : `The supervisor's decision to ${what}${chosen} takes effect now`;
 }
 
+/** The supervisor's latest word on a gate, in words, for its card: its
+ * advice (which option, why), its approval awaiting a co-sign, or its
+ * hand-over to you. Null when it said nothing yet, or when its decision
+ * waits for its grace (the countdown says that). */
+export function supervisorAdvice(g: GateView): string | null {
+  const a = g.advice;
+  if (!a || g.pending_effect) return null;
+  const label = a.option ? optionLabel(g, a.option) || a.option : null;
+  const why = a.rationale ? `: ${a.rationale}` : "";
+  switch (a.verdict) {
+    case "advise":
+      return label ? `The supervisor advises “${label}”${why}` : `The supervisor advises${why}`;
+    case "approve":
+      return `The supervisor approves${label ? ` (“${label}”)` : ""}${why}`;
+    case "reject":
+      return `The supervisor would refuse${label ? ` (“${label}”)` : ""}${why}`;
+    case "escalate":
+      return `The supervisor hands this to you${why}`;
+    default:
+      return null;
+  }
+}
+
 /** A time of day with the date when it is not today. */
 export function clock(at: number, now: number): string {
   const d = new Date(at);

@@ -276,4 +276,21 @@ describe("Gates", () => {
     expect(await gates.hold(2)).toBe(true);
     expect(gates.pending.get(2)?.pending_effect).toBeUndefined();
   });
+
+  it("shows an advisory supervisor's advice as soon as the engine pushes its run's change, without polling", async () => {
+    const demo = demoBackend(NOW);
+    demo.gates.set(2, { ...demo.gates.get(2)!, authority: "advisory" });
+    const { backend, gates } = await started(demo);
+    const run = backend.runs.get(backend.gates.get(2)!.run_id)!;
+    expect(gates.pending.get(2)?.advice).toBeUndefined();
+    const advice = { verdict: "advise" as const, option: "approve", rationale: "the plan is small", by: "supervisor:rules", at: NOW };
+    backend.gates.set(2, { ...backend.gates.get(2)!, advice });
+    const asked = backend.calls.filter((c) => c === "showGate 2").length;
+    backend.push({ type: "run_changed", run });
+    await flush();
+    expect(gates.pending.get(2)?.advice).toEqual(advice);
+    expect(backend.calls.filter((c) => c === "showGate 2")).toHaveLength(asked + 1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(backend.calls.filter((c) => c === "showGate 2")).toHaveLength(asked + 1);
+  });
 });

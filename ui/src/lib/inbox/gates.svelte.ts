@@ -208,10 +208,10 @@ export class Gates {
       // run (from the window, the CLI or the socket alike).
       const g = this.forRun(e.run.id);
       if (g) void this.refreshCosign(g);
-      // An autonomous supervisor's vote is pushed as its run's change: the
-      // gate is read again for the decision waiting for its grace (or gone
-      // from it, held by someone).
-      if (g?.authority === "autonomous") {
+      // A supervisor's vote is pushed as its run's change: the gate is read
+      // again for its advice, or the decision waiting for its grace (or
+      // gone from it, held by someone).
+      if (g?.authority) {
         return this.backend.showGate(g.id).then((fresh) =>
           fresh.status === "pending" && !this.decided.has(fresh.id) && this.pending.has(fresh.id) ? { put: [fresh] } : null,
         );
