@@ -163,7 +163,7 @@ macro_rules! operations {
                 write revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
                 /// Whether and where the engine serves browsers, as set and
                 /// as it stands (its URL, or why it does not serve).
-                read web_serving => WebServingStatus -> WebStatus;
+                read web_serving => WebServing -> WebStatus;
                 /// Switches serving browsers on or off, or moves it: a
                 /// loopback address, or any other with a TLS certificate and
                 /// key (plain HTTP off loopback is refused with why). Kept

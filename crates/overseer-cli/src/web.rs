@@ -46,7 +46,7 @@ pub enum WebCommand {
 pub async fn run(paths: &Paths, cmd: WebCommand) -> anyhow::Result<ExitCode> {
     let status: WebStatus = match cmd {
         WebCommand::Status { json } => {
-            let status: WebStatus = act(paths, op::WebServingStatus {}).await?;
+            let status: WebStatus = act(paths, op::WebServing {}).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
                 return Ok(ExitCode::SUCCESS);
@@ -60,7 +60,7 @@ pub async fn run(paths: &Paths, cmd: WebCommand) -> anyhow::Result<ExitCode> {
             no_tls,
             origins,
         } => {
-            let now: WebStatus = act(paths, op::WebServingStatus {}).await?;
+            let now: WebStatus = act(paths, op::WebServing {}).await?;
             let mut settings = now.settings;
             settings.enabled = true;
             if let Some(addr) = addr {
@@ -79,7 +79,7 @@ pub async fn run(paths: &Paths, cmd: WebCommand) -> anyhow::Result<ExitCode> {
             set(paths, settings).await?
         }
         WebCommand::Off => {
-            let now: WebStatus = act(paths, op::WebServingStatus {}).await?;
+            let now: WebStatus = act(paths, op::WebServing {}).await?;
             set(
                 paths,
                 WebSettings {
