@@ -101,7 +101,9 @@ test("an external session's tool call: its badge in the fleet, refused with a re
   await press(find('[data-nav="inbox"]'));
   const card = `article[data-kind="tool_call"][data-run-id="${run}"]`;
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 1, 10_000, "the tool-call card");
-  assert.equal(await find(card).getAttribute("data-ask"), "blocking");
+  // An agent's questions expire (after a day unless it or the task says
+  // otherwise), declined then: a question item, not a blocking one.
+  assert.equal(await find(card).getAttribute("data-ask"), "question");
   assert.equal(await text(`${card} [data-testid=tool-command]`), "touch x");
   assert.equal(await text(`${card} [data-testid=session-badge]`), "Claude Code · external");
   assert.equal(await text(`${card} button[data-action=always]`), "Always for this session");
