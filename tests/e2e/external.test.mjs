@@ -101,9 +101,7 @@ test("an external session's tool call: its badge in the fleet, refused with a re
   await press(find('[data-nav="inbox"]'));
   const card = `article[data-kind="tool_call"][data-run-id="${run}"]`;
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 1, 10_000, "the tool-call card");
-  // An agent's questions expire (after a day unless it or the task says
-  // otherwise), declined then: a question item, not a blocking one.
-  assert.equal(await find(card).getAttribute("data-ask"), "question");
+  assert.equal(await find(card).getAttribute("data-ask"), "blocking");
   assert.equal(await text(`${card} [data-testid=tool-command]`), "touch x");
   assert.equal(await text(`${card} [data-testid=session-badge]`), "Claude Code · external");
   assert.equal(await text(`${card} button[data-action=always]`), "Always for this session");
@@ -155,7 +153,9 @@ test("its questions: one tab each, an Other answer reaches the session as its ow
   });
   const card = `article[data-kind="question"][data-run-id="${run}"]`;
   await eventually(driver, async () => (await driver.findElements(By.css(card))).length === 1, 10_000, "the question card");
-  assert.equal(await find(card).getAttribute("data-ask"), "blocking");
+  // An agent's questions expire (after a day unless it or the task says
+  // otherwise), declined then: a question item, not a blocking one.
+  assert.equal(await find(card).getAttribute("data-ask"), "question");
   const tabs = await driver.findElements(By.css(`${card} [data-testid=question-tab]`));
   assert.deepEqual(await Promise.all(tabs.map((t) => t.getAttribute("data-key"))), ["question_0", "question_1"], "Other is folded into its question's tab");
 
