@@ -76,17 +76,7 @@ fn fresh() -> (
     tokio::runtime::Runtime,
     Arc<Engine>,
 ) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let paths = Paths {
-        data_dir: dir.path().join("data"),
-        config_dir: dir.path().join("config"),
-    };
-    std::fs::create_dir_all(&paths.config_dir).expect("config dir");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (dir, paths, rt) = common::engine_dirs();
     let engine = open(&paths);
     (dir, paths, rt, engine)
 }

@@ -39,7 +39,9 @@ pub fn served_beating(beat: Duration) -> Served {
     serve(None, None, Some(beat))
 }
 
-fn serve(tls: Option<TlsFiles>, root: Option<&[u8]>, beat: Option<Duration>) -> Served {
+/// A temp dir with an engine's data and config dirs, and a runtime of two
+/// threads (as the app's).
+pub fn engine_dirs() -> (tempfile::TempDir, Paths, tokio::runtime::Runtime) {
     let dir = tempfile::tempdir().expect("tempdir");
     let paths = Paths {
         data_dir: dir.path().join("data"),
@@ -51,6 +53,11 @@ fn serve(tls: Option<TlsFiles>, root: Option<&[u8]>, beat: Option<Duration>) -> 
         .enable_all()
         .build()
         .expect("runtime");
+    (dir, paths, rt)
+}
+
+fn serve(tls: Option<TlsFiles>, root: Option<&[u8]>, beat: Option<Duration>) -> Served {
+    let (dir, paths, rt) = engine_dirs();
     let engine = Arc::new(
         Engine::open(paths, Arc::new(SystemClock), Arc::new(LogNotifier)).expect("engine"),
     );
