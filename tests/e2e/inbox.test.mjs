@@ -380,23 +380,32 @@ test("a decision written straight into the database is NOT VERIFIED in Why? and 
   assert.equal(execFileSync("python3", ["-c", py, join(app.dataDir, "overseer.db"), String(id)], { encoding: "utf8" }).trim(), "1");
 
   await press((await cardOf(id)).findElement(By.css('button[data-action="why"]')));
-  const summary = await driver.wait(until.elementLocated(By.css('[data-testid="why-verified"]')), 5_000);
-  await eventually(driver, async () => (await summary.getAttribute("data-verified")) === "false", 5_000, "the forged decision to fail verification");
+  // The drawer re-renders as events arrive (the sweep below among them), so
+  // it is read in one snapshot inside the page, never through element
+  // handles that a re-render leaves stale.
+  const drawer = await eventually(driver, async () => {
+    const seen = await driver.executeScript(`
+      const q = (t) => document.querySelector('[data-testid="why-drawer"] [data-testid="' + t + '"]');
+      const v = q("why-verified"), d = q("why-decision"), p = q("why-decision-problem");
+      return v && {
+        verified: v.getAttribute("data-verified"), said: v.innerText.trim(),
+        decisionVerified: d && d.getAttribute("data-verified"), decision: d ? d.innerText : "",
+        problem: p && p.getAttribute("data-problem"), problemText: p ? p.innerText : "",
+      };`);
+    return seen && seen.verified === "false" ? seen : null;
+  }, 5_000, "the forged decision to fail verification");
   // The engine looks at every waiting gate again each 5 s (FORGED_SWEEP): if
   // it already has, the story says the forged decision was caught, and the
   // rest of this test (the gate pending again, the security event) holds
   // all the same. Otherwise the drawer shows the forgery as not verified.
-  const said = await summary.getText();
-  if (/^TAMPERING DETECTED: a decision was written into the database outside Overseer/.test(said)) {
-    assert.match(said, /it was not acted on/);
+  if (/^TAMPERING DETECTED: a decision was written into the database outside Overseer/.test(drawer.said)) {
+    assert.match(drawer.said, /it was not acted on/);
   } else {
-    assert.match(said, /NOT VERIFIED: the decision shown was written into the database outside Overseer/);
-    const decision = await driver.findElement(By.css('[data-testid="why-decision"]'));
-    assert.equal(await decision.getAttribute("data-verified"), "false");
-    assert.match(await decision.getText(), /NOT VERIFIED/);
-    const problem = await driver.findElement(By.css('[data-testid="why-decision-problem"]'));
-    assert.equal(await problem.getAttribute("data-problem"), "no_record");
-    assert.match(await problem.getText(), /has no signed audit record/);
+    assert.match(drawer.said, /NOT VERIFIED: the decision shown was written into the database outside Overseer/);
+    assert.equal(drawer.decisionVerified, "false");
+    assert.match(drawer.decision, /NOT VERIFIED/);
+    assert.equal(drawer.problem, "no_record");
+    assert.match(drawer.problemText, /has no signed audit record/);
     await shot("why-forged-decision");
   }
 
@@ -407,8 +416,8 @@ test("a decision written straight into the database is NOT VERIFIED in Why? and 
   const [[events]] = app.sql("SELECT COUNT(*) FROM audit_log WHERE json_extract(payload, '$.type') = 'security_event' AND json_extract(payload, '$.event') = 'decision_without_record' AND json_extract(payload, '$.gate_id') = ?", id);
   assert.equal(events, 1);
   await eventually(driver, async () => (await driver.findElements(By.css('[data-testid="why-record"][data-type="security_event"]'))).length === 1, 10_000, "the security event in the story");
-  assert.match(await driver.findElement(By.css('[data-testid="why-verified"]')).getText(), /TAMPERING DETECTED/);
-  assert.match(await driver.findElement(By.css('[data-testid="why-decision"]')).getText(), /Still waiting for a decision/);
+  await eventually(driver, async () => /TAMPERING DETECTED/.test(await driver.findElement(By.css('[data-testid="why-verified"]')).getText()), 5_000, "the story to say tampering was detected");
+  await eventually(driver, async () => /Still waiting for a decision/.test(await driver.findElement(By.css('[data-testid="why-decision"]')).getText()), 5_000, "the decision to be waiting again");
   // Nothing ran past the plan.
   assert.deepEqual(app.sql("SELECT COUNT(*) FROM gates WHERE run_id = ? AND kind = 'tool_call'", runS), [[0]]);
   await press(driver.findElement(By.css('[data-testid="why-drawer"] button[data-action="close"]')));
