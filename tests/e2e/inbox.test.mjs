@@ -360,9 +360,12 @@ test("a record altered in the database is flagged loudly in the drawer and by th
   assert.equal(execFileSync("python3", ["-c", py, join(app.dataDir, "overseer.db"), String(id)], { encoding: "utf8" }).trim(), "1");
 
   await press((await cardOf(id)).findElement(By.css('button[data-action="why"]')));
-  const summary = await driver.wait(until.elementLocated(By.css('[data-testid="why-verified"]')), 5_000);
-  await eventually(driver, async () => (await summary.getAttribute("data-verified")) === "false", 5_000, "the story to fail verification");
-  assert.match(await summary.getText(), /VERIFICATION FAILED/);
+  // Looked up afresh on each read: the drawer re-renders as events arrive.
+  const said = await eventually(driver, async () => {
+    const summary = await driver.findElement(By.css('[data-testid="why-verified"]'));
+    return (await summary.getAttribute("data-verified")) === "false" && (await summary.getText());
+  }, 5_000, "the story to fail verification");
+  assert.match(said, /VERIFICATION FAILED/);
   const bad = await driver.findElement(By.css('[data-testid="why-record"][data-type="gate_opened"]'));
   assert.equal(await bad.getAttribute("data-verified"), "false");
   assert.match(await bad.findElement(By.css('[data-testid="why-problem"]')).getText(), /payload edited/);

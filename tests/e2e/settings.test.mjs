@@ -101,7 +101,7 @@ test("muting 'ready for review' in the page stops those notifications; blocking 
 
   await (await reveal(review)).click();
   await waitSaved("notifications");
-  await eventually(driver, async () => (await review.getAttribute("aria-checked")) === "false", 10_000, "the switch to show muted");
+  await eventually(driver, async () => (await driver.findElement(toggle("run_pending_review")).getAttribute("aria-checked")) === "false", 10_000, "the switch to show muted");
   assert.equal(await driver.findElement(toggle("run_failed")).getAttribute("aria-checked"), "true");
 
   // Three runs enter pending review through the app's engine, beside a run
@@ -122,7 +122,7 @@ test("muting 'ready for review' in the page stops those notifications; blocking 
   // Switched back on, it is stored as on.
   await (await reveal(review)).click();
   await waitSaved("notifications");
-  await eventually(driver, async () => (await review.getAttribute("aria-checked")) === "true", 10_000, "the switch to show on");
+  await eventually(driver, async () => (await driver.findElement(toggle("run_pending_review")).getAttribute("aria-checked")) === "true", 10_000, "the switch to show on");
 });
 
 test("a supervisor policy set in the page is what the CLI reads back", async () => {

@@ -188,8 +188,7 @@ test("workspace names full of markup show as text on the Settings page", async (
     for (const o of options) if ((await o.getAttribute("value")) === name) option = o;
     assert.ok(option, `the picker offers ${name}`);
     await option.click();
-    const header = await driver.findElement(By.css('[data-testid="workspace-settings"] h3'));
-    await eventually(driver, async () => (await header.getText()).includes(name), 5_000, `the header shows ${name}`);
+    await eventually(driver, async () => (await driver.findElement(By.css('[data-testid="workspace-settings"] h3')).getText()).includes(name), 5_000, `the header shows ${name}`);
     assert.ok((await driver.findElement(byTest("scope-name")).getText()).includes(name));
   }
   await assertInert("the Settings page");
