@@ -59,7 +59,7 @@ ui:
 ## The desktop app (UI embedded) and the CLI.
 app: ui
 	$(CARGO) build -p overseer-app
-	$(CARGO) build -p overseer-cli -p overseer-demo-agent
+	$(CARGO) build -p overseer-cli -p overseer-demo-agent -p overseer-test-support
 
 lint: ui
 	$(CARGO) fmt --all --check
