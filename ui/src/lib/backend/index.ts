@@ -26,7 +26,7 @@ export async function pickBackend(): Promise<Backend> {
 
 /** The app's hosts (`overseer hosts add`): only the app's window reaches
  * them (a browser talks to one engine). The dev server shows demo hosts
- * with `?hosts` in its URL (one live, one unreachable); without it none, as
+ * with `?hosts` in its URL (one live, one whose link drops); without it none, as
  * a machine with no hosts. */
 export async function pickHosts(): Promise<HostTransport | null> {
   if (typeof window !== "undefined" && "__TAURI_INTERNALS__" in window) return tauriHosts;

@@ -891,15 +891,12 @@ export class MockHosts implements HostTransport {
 
 /** Demo hosts for the dev server (`npm run dev`, `?hosts`): `build-box`
  * live with the recorded demo's runs (the same ids as this machine's), and
- * `gpu` unreachable since a minute ago. */
+ * `gpu` whose link drops two seconds after the page loads. */
 export function demoHosts(now: number): MockHosts {
   const hosts = new MockHosts(Date.now);
   hosts.add("build-box", demoBackend(now));
-  hosts.add("gpu", new MockBackend(demoRuns(now).slice(0, 2), Date.now), {
-    status: "down",
-    since_ms: now - 60_000,
-    retry_at_ms: now + 10_000,
-    reason: "ssh: connect to host gpu.lan port 22: No route to host",
-  });
+  hosts.add("gpu", new MockBackend(demoRuns(now).filter((r) => r.state.state === "pending_review"), Date.now));
+  // Its link drops a moment after the page loaded, and stays down.
+  setTimeout(() => hosts.cut("gpu", "ssh: connect to host gpu.lan port 22: No route to host"), 2_000);
   return hosts;
 }

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { Fleet } from "../fleet/fleet.svelte";
 import { Hosts } from "./hosts.svelte";
+import { HostInboxes, waitingTotal } from "./inboxes.svelte";
 import { Gates } from "../inbox/gates.svelte";
 import { IN_REVIEW, MockBackend, MockHosts, demoBackend } from "../backend/mock";
 import { LOCAL_HOST, rowKey } from "../fleet/fleet";
@@ -182,6 +183,84 @@ describe("one fleet over hosts", () => {
     expect(fleet.blocked(fleet.rows.get(1)!)).toBeNull();
     expect(await fleet.approve(2)).toBe(true);
     expect(local.calls).toContain("approveRun 2");
+    fleet.stop();
+  });
+});
+
+describe("one inbox over hosts", () => {
+  it("counts every host's waiting items and refuses a down host's decision on its card", async () => {
+    const { fleet, hosts, transport, local, build1, build2 } = await twoHosts();
+    local.gates.set(3, toolGate(3, 1));
+    build1.gates.set(3, toolGate(3, 1));
+    build2.gates.set(3, toolGate(3, 1));
+    build2.gates.set(4, toolGate(4, 2));
+    const gates = new Gates(local, fleet);
+    const inboxes = new HostInboxes();
+    await Promise.all([gates.start(), inboxes.add("build1", hosts.backend("build1")!, fleet.forHost("build1")), inboxes.add("build2", hosts.backend("build2")!, fleet.forHost("build2"))]);
+    // The same gate id on three engines: three cards, four items in all.
+    expect(waitingTotal(gates, inboxes)).toBe(4);
+    expect(inboxes.get("build2")?.sorted.map((g) => g.id).sort()).toEqual([3, 4]);
+
+    // A gate opened on build2 while the window looks: counted at once.
+    build2.runs.set(9, review(9));
+    build2.openGate(toolGate(9, 9));
+    await flush();
+    expect(waitingTotal(gates, inboxes)).toBe(5);
+
+    // build1 drops: its card's decision is refused with why, nothing sent.
+    transport.cut("build1", "ssh: Connection reset by peer");
+    const build1Gates = inboxes.get("build1")!;
+    expect(await build1Gates.decide(3, "yes", null)).toBe(false);
+    expect(build1Gates.errors.get(3)?.message).toMatch(/^build1 unreachable since \d\d:\d\d:\d\d \(ssh: Connection reset by peer\): nothing was sent/);
+    expect(build1.calls.some((c) => c.startsWith("decideGate"))).toBe(false);
+    // Its card stays (it still waits there) and is still counted.
+    expect(waitingTotal(gates, inboxes)).toBe(5);
+    // The same id on this machine is this machine's to decide.
+    expect(await gates.decide(3, "yes", null)).toBe(true);
+    expect(local.calls).toContain("decideGate 3 yes");
+    await flush();
+    expect(waitingTotal(gates, inboxes)).toBe(4);
+    inboxes.stop();
+    gates.stop();
+    fleet.stop();
+  });
+});
+
+describe("the hosts store", () => {
+  it("lists the hosts once, then follows the app's link reports only", async () => {
+    const transport = new MockHosts();
+    transport.add("build1", new MockBackend([review(1)], () => 42));
+    let listed = 0;
+    const links = transport.links.bind(transport);
+    transport.links = () => {
+      listed += 1;
+      // A change reported while the list is on its way applies after it.
+      transport.cut("build1", "reported during the listing");
+      return links();
+    };
+    const hosts = new Hosts(transport);
+    const fleet = new Fleet(new MockBackend([], () => 42));
+    const added: string[] = [];
+    hosts.onAdded((name, backend) => {
+      added.push(name);
+      void fleet.addHost(name, backend);
+    });
+    await Promise.all([fleet.start(), hosts.start()]);
+    expect(hosts.states.get("build1")).toMatchObject({ status: "down", reason: "reported during the listing" });
+
+    // A host added with the CLI while the window is open joins by its report.
+    transport.add("build2", new MockBackend([review(1, "on build2")], () => 42));
+    await flush();
+    expect(hosts.list.map((h) => h.name)).toEqual(["build1", "build2"]);
+    expect(added).toEqual(["build1", "build2"]);
+    expect(fleet.all.get("build2/1")?.task_title).toBe("on build2");
+    expect(hosts.list.find((h) => h.name === "build2")).toMatchObject({ url: "ssh://me@build2.lan", state: { status: "live" } });
+    expect(listed).toBe(1);
+
+    // Retry now asks the app to reach that host.
+    hosts.retry("build1");
+    expect(transport.retries).toEqual(["build1"]);
+    hosts.stop();
     fleet.stop();
   });
 });
