@@ -51,6 +51,9 @@ export interface RunFleet {
   readonly rows: ReadonlyMap<number, RunView>;
   /** The rows were read (a missing run is not there). */
   readonly ready: boolean;
+  /** Why nothing can be sent to its engine now (a host that cannot be
+   * reached); absent or null: actions go. */
+  readonly trouble?: string | null;
   readonly busy: { has(id: number): boolean };
   approve(id: number): Promise<boolean>;
   reject(id: number, reason: string): Promise<boolean>;
@@ -303,6 +306,10 @@ export class Fleet {
       },
       get ready() {
         return fleet.#sources.get(name)?.live.ready ?? false;
+      },
+      get trouble() {
+        const s = fleet.hostStates.get(name);
+        return s ? hostTrouble(name, s) : null;
       },
       busy: { has: (id) => fleet.busy.has(key(id)) },
       approve: (id) => fleet.approve(key(id)),

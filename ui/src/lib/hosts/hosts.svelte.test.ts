@@ -118,6 +118,9 @@ describe("one fleet over hosts", () => {
     expect(fleet.blocked(row)).toMatch(/^build1 unreachable since \d\d:\d\d, retrying$/);
     expect(fleet.blocked(fleet.all.get("build2/1")!)).toBeNull();
     expect(fleet.blocked(fleet.rows.get(1)!)).toBeNull();
+    // The run's page says the same.
+    expect(fleet.forHost("build1").trouble).toBe(fleet.blocked(row));
+    expect(fleet.forHost("build2").trouble).toBeNull();
 
     expect(await fleet.approve("build1/1")).toBe(false);
     expect(fleet.error?.code).toBe("engine_unavailable");
