@@ -2,11 +2,11 @@ import { mount } from "svelte";
 import "./app.css";
 import App from "./App.svelte";
 import WebRoot from "./WebRoot.svelte";
-import { pickBackend } from "./lib/backend";
+import { pickBackend, pickHosts } from "./lib/backend";
 
 const target = document.getElementById("app");
 if (!target) throw new Error("index.html has no #app element");
-void pickBackend().then((backend) =>
+void Promise.all([pickBackend(), pickHosts()]).then(([backend, hostTransport]) =>
   // A browser must be paired first; the app's window and the demo need not.
-  backend.link ? mount(WebRoot, { target, props: { backend, link: backend.link } }) : mount(App, { target, props: { backend } }),
+  backend.link ? mount(WebRoot, { target, props: { backend, link: backend.link } }) : mount(App, { target, props: { backend, hostTransport } }),
 );

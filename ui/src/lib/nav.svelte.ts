@@ -5,7 +5,8 @@ export type View =
   | { name: "fleet" }
   | { name: "inbox" }
   | { name: "messages" }
-  | { name: "run"; runId: number }
+  /** A run's page; `host`: a host's run (absent: this machine's). */
+  | { name: "run"; runId: number; host?: string }
   | { name: "settings" };
 
 export class Nav {
@@ -19,16 +20,20 @@ export class Nav {
   why = $state<number | null>(null);
   /** The run whose "Why?" drawer is open. */
   whyRun = $state<number | null>(null);
+  /** The host of the gate or run whose drawer is open (null: this
+   * machine's). */
+  whyHost = $state<string | null>(null);
 
   go(view: View): void {
     this.view = view;
   }
 
-  openRun(runId: number): void {
-    this.view = { name: "run", runId };
+  openRun(runId: number, host?: string): void {
+    this.view = host === undefined ? { name: "run", runId } : { name: "run", runId, host };
   }
 
-  openWhy(gateId: number): void {
+  openWhy(gateId: number, host?: string): void {
+    this.whyHost = host ?? null;
     this.why = gateId;
   }
 
@@ -36,7 +41,8 @@ export class Nav {
     this.why = null;
   }
 
-  openRunWhy(runId: number): void {
+  openRunWhy(runId: number, host?: string): void {
+    this.whyHost = host ?? null;
     this.whyRun = runId;
   }
 

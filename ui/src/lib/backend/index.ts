@@ -1,5 +1,6 @@
 import type { Backend } from "./backend";
-import { tauriBackend } from "./tauri";
+import { tauriBackend, tauriHosts } from "./tauri";
+import type { HostTransport } from "../hosts/link";
 import { browserBackend } from "./web";
 
 export type { Backend, Link, LinkState } from "./backend";
@@ -21,4 +22,17 @@ export async function pickBackend(): Promise<Backend> {
     return withExternalSessions(demoBackend(now), now);
   }
   return browserBackend();
+}
+
+/** The app's hosts (`overseer hosts add`): only the app's window reaches
+ * them (a browser talks to one engine). The dev server shows demo hosts
+ * with `?hosts` in its URL (one live, one whose link drops); without it none, as
+ * a machine with no hosts. */
+export async function pickHosts(): Promise<HostTransport | null> {
+  if (typeof window !== "undefined" && "__TAURI_INTERNALS__" in window) return tauriHosts;
+  if (import.meta.env.DEV && new URLSearchParams(location.search).has("hosts")) {
+    const { demoHosts } = await import("./mock");
+    return demoHosts(Date.now());
+  }
+  return null;
 }

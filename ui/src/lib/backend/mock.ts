@@ -5,6 +5,8 @@
 import type { Backend } from "./backend";
 import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
+import type { HostTransport } from "../hosts/link";
+import type { HostLinkState, HostLinkView } from "../hosts/types";
 import type {
   Activity,
   ActivityView,
@@ -791,4 +793,110 @@ export function withExternalSessions(mock: MockBackend, now: number): MockBacken
 /** The rows of {@link demoBackend}, for tests that only need runs. */
 export function demoRuns(now: number): RunView[] {
   return [...demoBackend(now).runs.values()];
+}
+
+/** The app's hosts in memory: each host an engine of its own (a
+ * {@link MockBackend}) behind a link a test can cut and restore. A call
+ * reaches the host's engine as the app's `host_call` does: by command name,
+ * with the args the window passes to that command. While a host is not
+ * live its calls are refused (nothing sent) and its events are lost, as
+ * over a cut SSH link. */
+export class MockHosts implements HostTransport {
+  engines = new Map<string, MockBackend>();
+  views = new Map<string, HostLinkView>();
+  /** Calls that reached a host's engine: `"build1 decide_gate"`. */
+  calls: string[] = [];
+  /** Hosts asked to retry now. */
+  retries: string[] = [];
+  private eventListeners = new Set<(host: string, e: EngineEvent) => void>();
+  private linkListeners = new Set<(v: HostLinkView) => void>();
+
+  constructor(private now: () => number = Date.now) {}
+
+  /** Adds a host whose engine is `engine` (live unless told otherwise);
+   * reported to listeners as the app reports a new host. */
+  add(name: string, engine: MockBackend, state: HostLinkState = { status: "live", engine: `${name}-1`, version: "0.1.0", resync: 0 }): MockBackend {
+    this.engines.set(name, engine);
+    void engine.subscribe((e) => {
+      if (this.views.get(name)?.state.status !== "live") return;
+      for (const on of [...this.eventListeners]) on(name, structuredClone(e));
+    });
+    this.setState(name, state);
+    return engine;
+  }
+
+  /** Changes a host's link (and reports it). */
+  setState(name: string, state: HostLinkState): void {
+    const view: HostLinkView = {
+      name,
+      url: `ssh://me@${name}.lan`,
+      fingerprint: `SHA256:${name.padEnd(43, "x").slice(0, 43)}`,
+      state,
+    };
+    this.views.set(name, view);
+    for (const on of [...this.linkListeners]) on(structuredClone(view));
+  }
+
+  /** Cuts a host's link. */
+  cut(name: string, reason = "the connection was lost"): void {
+    const since = this.now();
+    this.setState(name, { status: "down", since_ms: since, retry_at_ms: since + 5_000, reason });
+  }
+
+  /** Brings a host's link back: a reconnection (its `resync` grows). */
+  restore(name: string): void {
+    const prev = this.views.get(name)?.state;
+    const resync = prev?.status === "live" ? prev.resync + 1 : (this.resyncs.get(name) ?? 0) + 1;
+    this.resyncs.set(name, resync);
+    this.setState(name, { status: "live", engine: `${name}-1`, version: "0.1.0", resync });
+  }
+  private resyncs = new Map<string, number>();
+
+  async links(): Promise<HostLinkView[]> {
+    return structuredClone([...this.views.values()]);
+  }
+
+  async call(host: string, command: string, args: Record<string, unknown>): Promise<unknown> {
+    const engine = this.engines.get(host);
+    const view = this.views.get(host);
+    if (!engine || !view) throw fail("not_found", `${host} is not one of this machine's hosts: \`overseer hosts list\` shows them`);
+    if (view.state.status === "down") {
+      const since = new Date(view.state.since_ms).toTimeString().slice(0, 8);
+      throw fail("engine_unavailable", `${host} unreachable since ${since} (${view.state.reason}): nothing was sent`);
+    }
+    if (view.state.status === "connecting") throw fail("engine_unavailable", `still connecting to ${host}: nothing was sent`);
+    this.calls.push(`${host} ${command}`);
+    // The window's command names the engine's operation (`decide_gate`:
+    // decideGate), and its args are that operation's, in order.
+    const method = command.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    const f = (engine as unknown as Record<string, unknown>)[method];
+    if (typeof f !== "function") throw fail("invalid_input", `no window command \`${command}\``);
+    return (f as (...a: unknown[]) => Promise<unknown>).apply(engine, Object.values(args));
+  }
+
+  async retry(host: string): Promise<void> {
+    this.retries.push(host);
+  }
+
+  async onEvent(on: (host: string, e: EngineEvent) => void): Promise<() => void> {
+    this.eventListeners.add(on);
+    return () => this.eventListeners.delete(on);
+  }
+
+  async onLink(on: (v: HostLinkView) => void): Promise<() => void> {
+    this.linkListeners.add(on);
+    return () => this.linkListeners.delete(on);
+  }
+}
+
+/** Demo hosts for the dev server (`npm run dev`, `?hosts`): `build-box`
+ * live with the recorded demo's runs (the same ids as this machine's), and
+ * `gpu` whose link drops two seconds after the page loads. */
+export function demoHosts(now: number): MockHosts {
+  const hosts = new MockHosts(Date.now);
+  hosts.add("build-box", demoBackend(now));
+  hosts.add("gpu", new MockBackend(demoRuns(now).filter((r) => r.state.state === "pending_review"), Date.now));
+  // Its link drops a moment after the page loaded, and stays down.
+  setTimeout(() => hosts.cut("gpu", "ssh: connect to host gpu.lan port 22: No route to host"), 2_000);
+  return hosts;
 }

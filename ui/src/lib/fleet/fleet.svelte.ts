@@ -3,12 +3,16 @@
 // own: an action's result arrives as an event like any other change.
 // It also keeps what the user chose to look at (filter, sort, selected row),
 // so leaving the dashboard for a run and coming back loses nothing.
-import type { Backend } from "../backend";
+import type { Backend, LinkState } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, RunView, RunsHead } from "../types";
 import { LiveCollection } from "../live.svelte";
-import type { Counts, Filter, Sort, SortKey } from "./fleet";
+import { hostTrouble } from "../hosts/link";
+import type { Counts, Filter, FleetRun, RowKey, Sort, SortKey } from "./fleet";
 import {
+  parseRowKey,
+  rowKey,
+  sumCounts,
   DEFAULT_SORT,
   NO_FILTER,
   adjustCounts,
@@ -41,26 +45,69 @@ function nextFrame(): Promise<void> {
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
+/** What a run's page and the inbox need of one engine's runs (this
+ * machine's: the Fleet itself; a host's: {@link Fleet.forHost}). */
+export interface RunFleet {
+  readonly rows: ReadonlyMap<number, RunView>;
+  /** The rows were read (a missing run is not there). */
+  readonly ready: boolean;
+  /** Why nothing can be sent to its engine now (a host that cannot be
+   * reached); absent or null: actions go. */
+  readonly trouble?: string | null;
+  readonly busy: { has(id: number): boolean };
+  approve(id: number): Promise<boolean>;
+  reject(id: number, reason: string): Promise<boolean>;
+  abort(id: number): Promise<boolean>;
+}
+
+/** A host's runs, followed over its own backend. */
+interface HostSource {
+  backend: Backend;
+  live: LiveCollection<number, RunView>;
+  /** Its rows as the fleet holds them (tagged with the host), by run id. */
+  tagged: Map<number, FleetRun>;
+}
+
 export class Fleet {
-  /** Run ids with a call in flight. */
-  busy = $state(new Set<number>());
+  /** Row keys (this machine's run ids; `host/id`) with a call in flight. */
+  busy = $state(new Set<RowKey>());
 
   filter = $state.raw<Filter>(NO_FILTER);
-  /** The run the keyboard acts on (j/k move it). */
-  selected = $state<number | null>(null);
+  /** The row the keyboard acts on (j/k move it). */
+  selected = $state<RowKey | null>(null);
 
   // Kept up to date row by row as events arrive, not recomputed from all
   // rows: one pushed event costs a binary search and an array copy, not a
   // sort of 10,000 rows.
   /** Every row in the chosen order. */
-  sorted = $state.raw<readonly RunView[]>([]);
-  counts = $state.raw<Counts>(countRuns([]));
+  sorted = $state.raw<readonly FleetRun[]>([]);
   workspaces = $state.raw<readonly string[]>([]);
+
+  /** The hosts whose runs are in the fleet, by name (empty: this machine's
+   * engine only, exactly as before hosts). */
+  hosts = $state.raw<readonly string[]>([]);
+  /** Each host's link, as its backend reports it. */
+  hostStates = $state.raw(new Map<string, LinkState>());
+  /** This machine's counts, and each host's. */
+  #localCounts = $state.raw<Counts>(countRuns([]));
+  #hostCounts = $state.raw(new Map<string, Counts>());
+  /** Every host's rows, by row key. */
+  #hostRows = $state.raw(new Map<RowKey, FleetRun>());
+  #sources = new Map<string, HostSource>();
+
+  /** The counts of every engine's runs together. */
+  #counts = $derived(this.hosts.length === 0 ? this.#localCounts : sumCounts([this.#localCounts, ...this.#hostCounts.values()]));
+  get counts(): Counts {
+    return this.#counts;
+  }
+  set counts(c: Counts) {
+    this.#localCounts = c;
+  }
 
   filtered = $derived(isFiltered(this.filter));
   /** The rows as shown: sorted, then filtered (filtering keeps the order,
    * so typing in the search box never re-sorts). */
-  shown: readonly RunView[] = $derived(this.filtered ? filterRuns(this.sorted, this.filter) : this.sorted);
+  shown: readonly FleetRun[] = $derived(this.filtered ? filterRuns(this.sorted, this.filter) : this.sorted);
 
   #sort = $state.raw<Sort>(DEFAULT_SORT);
   /** A refused action (the banner); a failed load shows here too. */
@@ -75,25 +122,35 @@ export class Fleet {
       load: () => this.#list(),
       change: runChange,
       loaded: (rows) => {
-        this.sorted = sortRuns([...rows.values()], this.#sort);
+        const hostRows = this.#hostRows;
+        this.sorted = sortRuns(hostRows.size === 0 ? [...rows.values()] : [...rows.values(), ...hostRows.values()], this.#sort);
         // The engine's counts when it sent the whole fleet with them;
         // otherwise the tally of the rows it sent.
         this.counts = this.#shipped ?? countRuns(rows.values());
         this.#shipped = null;
-        this.workspaces = workspacesOf(rows.values());
+        this.workspaces = workspacesOf(hostRows.size === 0 ? rows.values() : [...rows.values(), ...hostRows.values()]);
       },
       changed: (prev, next) => {
         if (!next) return;
         this.sorted = replaceSorted(this.sorted, prev, next, comparator(this.#sort));
-        this.counts = adjustCounts(this.counts, prev, next);
+        this.#localCounts = adjustCounts(this.#localCounts, prev, next);
         this.workspaces = withWorkspace(this.workspaces, next.workspace);
       },
     });
   }
 
-  /** Every run by id; replaced (never mutated) on each change. */
+  /** This machine's runs by id; replaced (never mutated) on each change. */
   get rows(): ReadonlyMap<number, RunView> {
     return this.#live.items;
+  }
+  /** Every row of every engine by key (this machine's runs by id, as in
+   * {@link rows}); replaced (never mutated) on each change. */
+  get all(): ReadonlyMap<RowKey, FleetRun> {
+    return this.#all;
+  }
+  #all: ReadonlyMap<RowKey, FleetRun> = $derived(this.#allRows());
+  #allRows(): ReadonlyMap<RowKey, FleetRun> {
+    return this.hosts.length === 0 ? this.#live.items : new Map<RowKey, FleetRun>([...this.#live.items, ...this.#hostRows]);
   }
   get ready(): boolean {
     return this.#live.ready;
@@ -112,7 +169,7 @@ export class Fleet {
 
   set sort(s: Sort) {
     this.#sort = s;
-    this.sorted = sortRuns([...this.rows.values()], s);
+    this.sorted = sortRuns([...this.all.values()], s);
   }
 
   /** Until the whole list has arrived: the head's fleet size (the rows
@@ -127,7 +184,7 @@ export class Fleet {
 
   /** How many runs there are in all. */
   get total(): number {
-    return this.#headTotal ?? this.rows.size;
+    return (this.#headTotal ?? this.#live.items.size) + this.#hostRows.size;
   }
 
   /** Subscribes first, then lists, so no event between the two is lost.
@@ -185,18 +242,134 @@ export class Fleet {
 
   stop(): void {
     this.#live.stop();
+    for (const s of this.#sources.values()) s.live.stop();
+    for (const un of this.#unwatch) un();
+    this.#unwatch = [];
   }
 
-  approve(id: number) {
-    return this.act(id, () => this.backend.approveRun(id));
+  #unwatch: (() => void)[] = [];
+
+  /** Adds a host's runs to the fleet: followed over its backend (loaded,
+   * then kept by its pushed events; read again after each reconnection). */
+  addHost(name: string, backend: Backend): Promise<void> {
+    if (this.#sources.has(name)) return Promise.resolve();
+    const source: HostSource = {
+      backend,
+      tagged: new Map(),
+      live: new LiveCollection<number, RunView>(backend, {
+        key: (r) => r.id,
+        load: () => backend.listRuns(),
+        change: runChange,
+        loaded: (rows) => this.#hostLoaded(name, rows),
+        changed: (_prev, next) => {
+          // A run gone from a reload was dropped by the load itself.
+          if (next) this.#hostChanged(name, next);
+        },
+      }),
+    };
+    this.#sources.set(name, source);
+    this.hosts = [...this.hosts, name].sort();
+    const link = backend.link;
+    if (link) {
+      this.hostStates = new Map(this.hostStates).set(name, link.state);
+      this.#unwatch.push(link.onState((s) => (this.hostStates = new Map(this.hostStates).set(name, s))));
+    }
+    return source.live.start();
   }
 
-  reject(id: number, reason: string) {
-    return this.act(id, () => this.backend.rejectRun(id, reason));
+  /** Tries to reach a host now instead of waiting for its next retry. */
+  retryHost(name: string): void {
+    this.#sources.get(name)?.backend.link?.retryNow();
   }
 
-  abort(id: number) {
-    return this.act(id, () => this.backend.abortRun(id));
+  /** The backend a row's engine answers on. */
+  backendOf(r: FleetRun): Backend {
+    return r.host === undefined ? this.backend : (this.#sources.get(r.host)?.backend ?? this.backend);
+  }
+
+  /** Why a row's actions cannot be sent now (its host is not reachable),
+   * or null. */
+  blocked(r: FleetRun): string | null {
+    if (r.host === undefined) return null;
+    const s = this.hostStates.get(r.host);
+    return s ? hostTrouble(r.host, s) : null;
+  }
+
+  /** One host's runs as a run's page and the inbox use them. */
+  forHost(name: string): RunFleet {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const fleet = this;
+    const key = (id: number) => `${name}/${id}`;
+    return {
+      get rows() {
+        return fleet.#sources.get(name)?.live.items ?? new Map<number, RunView>();
+      },
+      get ready() {
+        return fleet.#sources.get(name)?.live.ready ?? false;
+      },
+      get trouble() {
+        const s = fleet.hostStates.get(name);
+        return s ? hostTrouble(name, s) : null;
+      },
+      busy: { has: (id) => fleet.busy.has(key(id)) },
+      approve: (id) => fleet.approve(key(id)),
+      reject: (id, reason) => fleet.reject(key(id), reason),
+      abort: (id) => fleet.abort(key(id)),
+    };
+  }
+
+  #hostLoaded(name: string, rows: ReadonlyMap<number, RunView>): void {
+    const source = this.#sources.get(name);
+    if (!source) return;
+    source.tagged = new Map([...rows.values()].map((r) => [r.id, { ...r, host: name }] as const));
+    const all = new Map<RowKey, FleetRun>();
+    for (const s of this.#sources.values()) for (const r of s.tagged.values()) all.set(rowKey(r), r);
+    this.#hostRows = all;
+    this.#hostCounts = new Map(this.#hostCounts).set(name, countRuns(source.tagged.values()));
+    this.sorted = sortRuns([...this.sorted.filter((r) => r.host !== name), ...source.tagged.values()], this.#sort);
+    this.workspaces = workspacesOf(this.all.values());
+  }
+
+  #hostChanged(name: string, next: RunView): void {
+    const source = this.#sources.get(name);
+    if (!source) return;
+    const prev = source.tagged.get(next.id);
+    const row: FleetRun = { ...next, host: name };
+    source.tagged.set(next.id, row);
+    this.#hostRows = new Map(this.#hostRows).set(rowKey(row), row);
+    this.sorted = replaceSorted(this.sorted, prev, row, comparator(this.#sort));
+    this.#hostCounts = new Map(this.#hostCounts).set(name, adjustCounts(this.#hostCounts.get(name) ?? countRuns([]), prev, row));
+    this.workspaces = withWorkspace(this.workspaces, row.workspace);
+  }
+
+  /** The engine a row key's run lives on, and its id there. */
+  #target(key: RowKey): { backend: Backend; id: number } {
+    const { host, id } = parseRowKey(key);
+    if (host === null) return { backend: this.backend, id };
+    const source = this.#sources.get(host);
+    if (!source) throw { code: "not_found", message: `${host} is not one of this machine's hosts: \`overseer hosts list\` shows them` } satisfies ApiError;
+    return { backend: source.backend, id };
+  }
+
+  approve(key: RowKey) {
+    return this.act(key, () => {
+      const { backend, id } = this.#target(key);
+      return backend.approveRun(id);
+    });
+  }
+
+  reject(key: RowKey, reason: string) {
+    return this.act(key, () => {
+      const { backend, id } = this.#target(key);
+      return backend.rejectRun(id, reason);
+    });
+  }
+
+  abort(key: RowKey) {
+    return this.act(key, () => {
+      const { backend, id } = this.#target(key);
+      return backend.abortRun(id);
+    });
   }
 
   setFilter(patch: Partial<Filter>): void {
@@ -213,12 +386,12 @@ export class Fleet {
 
   /** Moves the selection `delta` rows through the rows as shown; returns the
    * newly selected id. */
-  move(delta: number): number | null {
+  move(delta: number): RowKey | null {
     this.selected = moveSelection(this.shown, this.selected, delta);
     return this.selected;
   }
 
-  select(id: number | null): void {
+  select(id: RowKey | null): void {
     this.selected = id;
   }
 
@@ -227,7 +400,7 @@ export class Fleet {
   }
 
   /** True when the call succeeded. The row itself changes by event only. */
-  private async act(id: number, call: () => Promise<unknown>): Promise<boolean> {
+  private async act(id: RowKey, call: () => Promise<unknown>): Promise<boolean> {
     this.busy = new Set(this.busy).add(id);
     try {
       await call();

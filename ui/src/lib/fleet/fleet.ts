@@ -99,6 +99,39 @@ export function formatAge(since: number, now: number): string {
   return `${Math.floor(s / 86_400)}d`;
 }
 
+// ---------------------------------------------------------------------------
+// Hosts: one fleet over this machine's engine and every host's
+
+/** A row of the fleet: a run, with the host whose engine holds it (absent:
+ * this machine's). Run ids repeat across hosts; {@link rowKey} does not. */
+export type FleetRun = RunView & { readonly host?: string };
+
+/** A row's key in the one fleet: this machine's runs by their id (as before
+ * there were hosts), a host's as `host/id` (a host name has no `/`). */
+export type RowKey = number | string;
+
+export function rowKey(r: FleetRun): RowKey {
+  return r.host === undefined ? r.id : `${r.host}/${r.id}`;
+}
+
+/** The host and run id a key names (host null: this machine). */
+export function parseRowKey(key: RowKey): { host: string | null; id: number } {
+  if (typeof key === "number") return { host: null, id: key };
+  const at = key.lastIndexOf("/");
+  return at < 0 ? { host: null, id: Number(key) } : { host: key.slice(0, at), id: Number(key.slice(at + 1)) };
+}
+
+/** A row's element id: `run-row-7` for this machine's run 7 (as before
+ * hosts), `run-row-build1-7` for build1's. */
+export function rowDomId(key: RowKey): string {
+  return typeof key === "number" ? `run-row-${key}` : `run-row-${key.replace("/", "-")}`;
+}
+
+/** What the Host column says of this machine's engine. */
+export const THIS_MACHINE = "this machine";
+/** The host filter's value for this machine's runs (no host is named so). */
+export const LOCAL_HOST = "@local";
+
 /** Not released yet: the run can still be aborted. */
 export function isActive(r: RunView): boolean {
   return r.state.state !== "released";
@@ -226,12 +259,15 @@ export interface Filter {
   /** Free text; every word must match the title, workspace, agent, step,
    * note or `#id` (case-insensitive). */
   query: string;
+  /** Only one host's runs ({@link LOCAL_HOST}: this machine's); absent or
+   * empty: every host's. */
+  host?: string;
 }
 
 export const NO_FILTER: Filter = { state: "all", workspace: "", needsYou: false, query: "" };
 
 export function isFiltered(f: Filter): boolean {
-  return f.state !== "all" || f.workspace !== "" || f.needsYou || f.query.trim() !== "";
+  return f.state !== "all" || f.workspace !== "" || f.needsYou || f.query.trim() !== "" || Boolean(f.host);
 }
 
 export function matchesState(r: RunView, s: StateFilter): boolean {
@@ -245,10 +281,10 @@ export function matchesState(r: RunView, s: StateFilter): boolean {
 // text of a row object can be remembered for as long as the object lives.
 const haystacks = new WeakMap<RunView, string>();
 
-function haystack(r: RunView): string {
+function haystack(r: FleetRun): string {
   let h = haystacks.get(r);
   if (h === undefined) {
-    h = `#${r.id}\n${r.task_title}\n${r.workspace}\n${r.agent}\n${r.current_step ?? ""}\n${r.release_note ?? ""}${r.session ? `\n${ORIGIN_LABELS[r.origin]} external\n${r.session.session_id}\n${r.session.cwd}` : ""}`.toLowerCase();
+    h = `${r.host === undefined ? "" : `${r.host}\n`}#${r.id}\n${r.task_title}\n${r.workspace}\n${r.agent}\n${r.current_step ?? ""}\n${r.release_note ?? ""}${r.session ? `\n${ORIGIN_LABELS[r.origin]} external\n${r.session.session_id}\n${r.session.cwd}` : ""}`.toLowerCase();
     haystacks.set(r, h);
   }
   return h;
@@ -265,10 +301,12 @@ export function matchesQuery(r: RunView, words: readonly string[]): boolean {
   return true;
 }
 
-export function filterRuns(runs: Iterable<RunView>, f: Filter): RunView[] {
+export function filterRuns<R extends FleetRun>(runs: Iterable<R>, f: Filter): R[] {
   const words = queryWords(f.query);
-  const out: RunView[] = [];
+  const host = f.host ? (f.host === LOCAL_HOST ? undefined : f.host) : null;
+  const out: R[] = [];
   for (const r of runs) {
+    if (host !== null && r.host !== host) continue;
     if (f.needsYou && !r.needs_you) continue;
     if (f.workspace !== "" && r.workspace !== f.workspace) continue;
     if (!matchesState(r, f.state)) continue;
@@ -291,7 +329,7 @@ export function workspacesOf(runs: Iterable<RunView>): readonly string[] {
 /** `attention`: the engine's default order (needs-you first, longest waiting
  * first, then by state, then the most recent change), by the rank each row
  * carries; every other key sorts by that column. */
-export type SortKey = "attention" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors" | "cost";
+export type SortKey = "attention" | "host" | "id" | "task" | "workspace" | "agent" | "state" | "step" | "waiting" | "sensors" | "cost";
 export type SortDir = "asc" | "desc";
 export interface Sort {
   key: SortKey;
@@ -304,8 +342,17 @@ const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "bas
 
 /** The engine's order: each row carries its `attention_rank` (core's rule,
  * computed once in the engine); the window only compares the numbers. */
-function attention(a: RunView, b: RunView): number {
-  return a.attention_rank - b.attention_rank || a.id - b.id;
+function attention(a: FleetRun, b: FleetRun): number {
+  return a.attention_rank - b.attention_rank || a.id - b.id || byHost(a, b);
+}
+
+/** The last tie-break (reached only by runs of the same id, so never on
+ * this machine's alone): this machine first, then hosts by name. */
+function byHost(a: FleetRun, b: FleetRun): number {
+  if (a.host === b.host) return 0;
+  if (a.host === undefined) return -1;
+  if (b.host === undefined) return 1;
+  return a.host < b.host ? -1 : 1;
 }
 
 function stateKey(r: RunView): number {
@@ -322,7 +369,8 @@ function sensorKey(r: RunView): number {
   return s.failed > 0 ? -s.failed : s.passed;
 }
 
-const COMPARE: Record<Exclude<SortKey, "attention">, (a: RunView, b: RunView) => number> = {
+const COMPARE: Record<Exclude<SortKey, "attention">, (a: FleetRun, b: FleetRun) => number> = {
+  host: byHost,
   id: (a, b) => a.id - b.id,
   task: (a, b) => collator.compare(a.task_title, b.task_title),
   workspace: (a, b) => collator.compare(a.workspace, b.workspace),
@@ -413,21 +461,21 @@ export function costBreakdown(runs: readonly RunView[]): string {
 
 /** The order of a sort as a comparator. It is total (ties break by id), so
  * a row's place in a sorted array can be found by binary search. */
-export function comparator(sort: Sort = DEFAULT_SORT): (a: RunView, b: RunView) => number {
+export function comparator(sort: Sort = DEFAULT_SORT): (a: FleetRun, b: FleetRun) => number {
   if (sort.key === "attention") return attention;
   const cmp = COMPARE[sort.key];
   const sign = sort.dir === "asc" ? 1 : -1;
-  return (a, b) => sign * cmp(a, b) || a.id - b.id;
+  return (a, b) => sign * cmp(a, b) || a.id - b.id || byHost(a, b);
 }
 
 /** A new array in the requested order; ties break by id so the order is
  * stable across events. */
-export function sortRuns(runs: readonly RunView[], sort: Sort = DEFAULT_SORT): RunView[] {
+export function sortRuns<R extends FleetRun>(runs: readonly R[], sort: Sort = DEFAULT_SORT): R[] {
   return [...runs].sort(comparator(sort));
 }
 
 /** The first index whose row sorts at or after `r`. */
-function lowerBound(sorted: readonly RunView[], r: RunView, cmp: (a: RunView, b: RunView) => number): number {
+function lowerBound<R extends FleetRun>(sorted: readonly R[], r: R, cmp: (a: R, b: R) => number): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {
@@ -441,12 +489,12 @@ function lowerBound(sorted: readonly RunView[], r: RunView, cmp: (a: RunView, b:
 /** A copy of `sorted` with `prev` (the row as it was, if it was there)
  * replaced by `next` in its place by `cmp`: O(log n) comparisons instead of
  * re-sorting 10,000 rows on every pushed event. */
-export function replaceSorted(
-  sorted: readonly RunView[],
-  prev: RunView | undefined,
-  next: RunView,
-  cmp: (a: RunView, b: RunView) => number,
-): RunView[] {
+export function replaceSorted<R extends FleetRun>(
+  sorted: readonly R[],
+  prev: R | undefined,
+  next: R,
+  cmp: (a: R, b: R) => number,
+): R[] {
   const out = sorted.slice();
   if (prev) {
     let at = lowerBound(out, prev, cmp);
@@ -576,16 +624,18 @@ export function checksCell(sensors: SensorSummary | null | undefined): ChecksCel
 /** The run selected after moving `delta` rows (j: +1, k: -1) from `current`
  * in the rows as shown. With nothing (or a row no longer shown) selected,
  * moving starts at the first row. Stops at either end. */
-export function moveSelection(rows: readonly RunView[], current: number | null, delta: number): number | null {
+export function moveSelection(rows: readonly FleetRun[], current: RowKey | null, delta: number): RowKey | null {
   if (rows.length === 0) return null;
   const at = current === null ? -1 : indexOfRun(rows, current);
-  if (at < 0) return rows[0]!.id;
+  if (at < 0) return rowKey(rows[0]!);
   const next = Math.min(rows.length - 1, Math.max(0, at + delta));
-  return rows[next]!.id;
+  return rowKey(rows[next]!);
 }
 
-export function indexOfRun(rows: readonly RunView[], id: number): number {
-  for (let i = 0; i < rows.length; i++) if (rows[i]!.id === id) return i;
+/** Where the row of `key` is in `rows` (a number: this machine's run of
+ * that id). */
+export function indexOfRun(rows: readonly FleetRun[], key: RowKey): number {
+  for (let i = 0; i < rows.length; i++) if (rowKey(rows[i]!) === key) return i;
   return -1;
 }
 
@@ -667,4 +717,11 @@ export function runChange(e: EngineEvent): Change<number, RunView> | null {
       // An event this build does not know (a newer engine): keep the rows.
       return null;
   }
+}
+
+/** The counts of several engines' fleets together. */
+export function sumCounts(all: Iterable<Counts>): Counts {
+  const c = countRuns([]);
+  for (const one of all) for (const k of Object.keys(c) as (keyof Counts)[]) c[k] += one[k];
+  return c;
 }
