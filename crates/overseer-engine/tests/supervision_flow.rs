@@ -432,3 +432,92 @@ async fn a_step_is_retried_at_most_ten_times() {
         .decide_gate(capped.id, "stop", None, &Actor::cli())
         .expect("stop");
 }
+
+/// A workspace rule naming a risk level: `Risk(low)` lets a command known
+/// only to read run without asking (the rule named in the timeline), a
+/// medium-risk command still asks and says its risk, and an allow rule
+/// naming `critical` is refused with the field it is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_risk_low_lets_a_read_only_command_through_and_a_riskier_one_asks() {
+    use overseer_core::rules::RiskLevel;
+    let script = Script::new(vec![Turn::new(vec![
+        Act::Ask(scripted::call(
+            "status",
+            "execute",
+            "Run git status",
+            serde_json::json!({"command": "git status"}),
+        )),
+        Act::Ask(scripted::call(
+            "tests",
+            "execute",
+            "Run npm test",
+            serde_json::json!({"command": "npm test"}),
+        )),
+        say("Checked."),
+    ])]);
+    let settings = WorkspaceSettings {
+        permissions: RuleSet::parse(&["Risk(low)".to_owned()], &[], &[]).expect("rules"),
+        ..Default::default()
+    };
+    let w = scripted::scripted_world_telling(settings, "", &script, Arc::new(Captured::default()))
+        .await;
+    let run = start_scripted(
+        &w,
+        TaskSettings {
+            plan: Some(overseer_core::agent::PlanStrategy::Skip),
+            ..Default::default()
+        },
+    );
+    let asked = pending_gate(&w, run, GateKind::ToolCall).await;
+    let overseer_core::GateBody::ToolCall(gate) = &asked.body else {
+        panic!("a tool call: {:?}", asked.body)
+    };
+    assert_eq!(
+        gate.tool_call.id.as_deref(),
+        Some("tests"),
+        "only the riskier command asks"
+    );
+    assert_eq!(gate.risk.as_ref().map(|r| r.level), Some(RiskLevel::Medium));
+    assert_eq!(
+        script.answers(),
+        [(
+            "status".to_owned(),
+            overseer_acp::PermissionReply::Selected {
+                option_id: "opt-allow_once".into()
+            }
+        )],
+        "git status was allowed without a gate"
+    );
+    let allowed = w
+        .engine
+        .activity(run, 0)
+        .expect("activity")
+        .into_iter()
+        .find(|a| a.kind() == "tool_allowed")
+        .expect("the allow in the timeline");
+    assert_eq!(
+        allowed.payload()["provenance"][0]["rule"],
+        "Risk(low)",
+        "{:?}",
+        allowed.payload()
+    );
+    let errors = w
+        .engine
+        .check_settings(&overseer_engine::SettingsChange::Permissions {
+            scope: overseer_engine::Scope {
+                workspace: "demo".into(),
+                task: None,
+            },
+            rules: overseer_engine::settings::RuleTexts {
+                allow: vec!["Bash(ls)".into(), "Risk(critical)".into()],
+                ..Default::default()
+            },
+        })
+        .expect("checked");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].field, "rules.allow[1]");
+    assert!(errors[0].message.contains("always ask"), "{errors:?}");
+    w.engine
+        .decide_gate(asked.id, "no", None, &Actor::cli())
+        .expect("no");
+}

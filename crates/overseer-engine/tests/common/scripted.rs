@@ -84,6 +84,18 @@ pub enum Act {
     Die,
 }
 
+/// A tool call the agent asks about (pending), as ACP describes it.
+pub fn call(id: &str, kind: &str, title: &str, raw_input: serde_json::Value) -> ToolCallInfo {
+    ToolCallInfo {
+        id: id.to_owned(),
+        title: Some(title.to_owned()),
+        kind: Some(kind.into()),
+        status: Some(overseer_core::ToolCallStatus::Pending),
+        raw_input: Some(raw_input),
+        ..Default::default()
+    }
+}
+
 /// One turn: what the agent does, then how the turn ends.
 #[derive(Debug, Clone)]
 pub struct Turn {
