@@ -60,6 +60,18 @@ async fn another_gate(w: &World, run: RunId, kind: GateKind, not: &GateView) -> 
     .await
 }
 
+/// The gate's timer is set `ms` after it opened (its deadline is reckoned
+/// just before the gate is written, so a few ms less at most); its deadline.
+fn assert_timer(gate: &GateView, ms: i64) -> i64 {
+    let at = gate.auto_at.expect("the gate has a timer");
+    let after = at - gate.opened_at;
+    assert!(
+        (ms - 500..=ms).contains(&after),
+        "a timer {after} ms after the gate opened, not {ms}"
+    );
+    at
+}
+
 impl Captured {
     fn of(&self, kind: NotificationKind) -> Vec<overseer_engine::Notification> {
         self.0
@@ -75,21 +87,28 @@ impl Captured {
 /// A step whose only tool call failed scores 0.75 (no sensors, no
 /// supervisor: retries 0.2, not destructive 0.1, tool calls 0/1): the
 /// medium band, a step review that proceeds by itself when its timer ends
-/// (the task's `auto_proceed_seconds`, 1 s here). Nobody acts: the engine
-/// decides "proceed", recorded as the timer's, and the next step runs. The
-/// review told the user as an informational ask (`agent_question_pending`).
+/// (the task's `auto_proceed_seconds`, 1 s here; 10 s unless set). Nobody
+/// acts: the engine decides "proceed", recorded as the timer's, and the
+/// next step runs. The review told the user as an informational ask
+/// (`agent_question_pending`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_medium_confidence_step_review_proceeds_by_itself_when_nobody_acts() {
-    let script = Script::new(vec![
-        Turn::new(vec![say(PLAN)]),
+    let failed_read = || {
         Turn::new(vec![
             Act::ToolEnded {
                 id: "src/missing.txt".into(),
                 ok: false,
             },
             say("The file I wanted to read is not there; wrote nothing."),
-        ]),
+        ])
+    };
+    let script = Script::new(vec![
+        Turn::new(vec![say(PLAN)]),
+        failed_read(),
         Turn::new(vec![say("Mentioned it.")]),
+        // A second run, with the default timer.
+        Turn::new(vec![say(PLAN)]),
+        failed_read(),
     ]);
     let notes = Arc::new(Captured::default());
     let w = scripted(&script, notes.clone()).await;
@@ -113,10 +132,7 @@ async fn a_medium_confidence_step_review_proceeds_by_itself_when_nobody_acts() {
         "{}",
         review.body.payload_json()
     );
-    let at = review
-        .auto_at
-        .expect("a medium-confidence review has a timer");
-    assert_eq!(at - review.opened_at, 1_000, "the task's auto-proceed");
+    let at = assert_timer(&review, 1_000);
     let told = until(&w, "the review's notification", |_| {
         notes
             .of(NotificationKind::AgentQuestionPending)
@@ -152,6 +168,16 @@ async fn a_medium_confidence_step_review_proceeds_by_itself_when_nobody_acts() {
         "{:?}",
         story.decisions
     );
+
+    // Unless the task says otherwise, the review waits 10 s.
+    let second = start_scripted(&w, TaskSettings::default());
+    let plan = pending_gate(&w, second, GateKind::Plan).await;
+    w.engine
+        .decide_gate(plan.id, "approve", None, &Actor::cli())
+        .expect("approve");
+    let review = pending_gate(&w, second, GateKind::StepReview).await;
+    assert_timer(&review, 10_000);
+    w.engine.abort_run(second, &Actor::cli()).expect("abort");
 }
 
 /// The supervisor pauses a run whose step keeps drifting (the rules
@@ -180,8 +206,7 @@ async fn a_supervisor_pause_nobody_answers_terminates_the_run_at_its_timeout() {
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("approve");
     let pause = pending_gate(&w, run, GateKind::SupervisorPause).await;
-    let at = pause.auto_at.expect("a pause waits a limited time");
-    assert_eq!(at - pause.opened_at, 1_000, "the policy's pause timeout");
+    assert_timer(&pause, 1_000);
     state(
         &w,
         run,
