@@ -127,6 +127,16 @@ fn a_pause_timeout_from_overseer_toml_terminates_an_unanswered_pause() {
         out.contains("1 reorients") && out.contains("pause waits 1 s"),
         "{out}"
     );
+    // No rule can allow what always asks.
+    let err = h.fails(&[
+        "workspace",
+        "rules",
+        "--workspace",
+        "r",
+        "--allow",
+        "Risk(critical)",
+    ]);
+    assert!(err.contains("always ask a human"), "{err}");
     // The edits need no answer: only the pause waits for one.
     h.ok(&[
         "workspace",
