@@ -46,6 +46,15 @@
 //!   subdomains.
 //! - `mcp__server` and `mcp__server__*` match every tool of that MCP server;
 //!   `mcp__server__tool` matches that tool only.
+//! - `Risk(low)`, `Risk(medium)`, `Risk(high)`, `Risk(critical)` match every
+//!   call of that risk level ([`risk_of`], the level its card shows), whatever
+//!   the tool: `Risk(low)` in an allow list lets reads and known read-only
+//!   commands (`git status`, `ls`) through. An allow rule can never name
+//!   `high` or `critical` ([`RuleSet::parse`] refuses it, and such a rule
+//!   matches no call as an allow rule): always-gated operations and paths
+//!   that lead out of the worktree ask whatever the rules say. As a deny or
+//!   ask rule any level applies: `Risk(critical)` in a deny list refuses
+//!   destructive calls outright instead of asking.
 //!
 //! # Order of checks in [`decide`]
 //!
@@ -193,7 +202,15 @@ pub enum RuleError {
     BadPattern { rule: String, why: String },
     #[error("rule '{0}' names no host: write WebFetch(domain:example.com)")]
     NoDomain(String),
+    #[error("rule '{0}' names no risk level: write Risk(low), Risk(medium), Risk(high) or Risk(critical)")]
+    BadRisk(String),
+    #[error("rule '{0}' cannot allow: high and critical tool calls always ask a human; allow Risk(low) or Risk(medium), or put it in the deny list")]
+    RiskAllow(String),
 }
+
+/// The tool name of risk rules (`Risk(low)`): not a tool, the risk level of
+/// any call.
+pub const RISK_RULE: &str = "Risk";
 
 /// Tools whose specifier is a path glob, checked when the rule is parsed.
 fn is_path_tool(tool: &str) -> bool {
@@ -252,6 +269,9 @@ impl Rule {
         if !valid_tool_name(tool) {
             return Err(RuleError::BadTool(text.to_owned()));
         }
+        if tool == RISK_RULE && spec.as_deref().and_then(RiskLevel::parse).is_none() {
+            return Err(RuleError::BadRisk(text.to_owned()));
+        }
         if let Some(spec) = &spec {
             if tool == "Bash" && spec.strip_suffix(":*").is_some_and(|p| p.trim().is_empty()) {
                 return Err(RuleError::EmptySpecifier(text.to_owned()));
@@ -306,7 +326,25 @@ impl Rule {
         self.test(req, worktree, Quantifier::Any)
     }
 
+    /// The risk level a risk rule (`Risk(low)`) names; None for other rules.
+    pub fn risk_level(&self) -> Option<RiskLevel> {
+        (self.tool == RISK_RULE)
+            .then(|| self.spec.as_deref().and_then(RiskLevel::parse))
+            .flatten()
+    }
+
     fn test(&self, req: &ToolRequest, worktree: &str, q: Quantifier) -> bool {
+        if self.tool == RISK_RULE {
+            let Some(level) = self.risk_level() else {
+                return false;
+            };
+            // As an allow rule it never covers a high or critical call,
+            // whatever list it was put in by hand.
+            if q == Quantifier::All && level >= RiskLevel::High {
+                return false;
+            }
+            return risk_of_call(req, worktree).level == level;
+        }
         if !tool_covers(&self.tool, &req.tool) {
             return false;
         }
@@ -939,18 +977,26 @@ pub struct RuleSet {
     pub deny: Vec<Rule>,
 }
 
+/// A rule of an allow list: any rule, except one naming a risk level that
+/// always asks (`Risk(high)`, `Risk(critical)`).
+fn allow_rule(text: &str) -> Result<Rule, RuleError> {
+    let rule = Rule::parse(text)?;
+    match rule.risk_level() {
+        Some(level) if level >= RiskLevel::High => Err(RuleError::RiskAllow(rule.text)),
+        Some(_) | None => Ok(rule),
+    }
+}
+
 impl RuleSet {
     /// Parses three lists of rule texts; the first invalid rule is the error.
     pub fn parse(allow: &[String], ask: &[String], deny: &[String]) -> Result<RuleSet, RuleError> {
-        let list = |v: &[String]| {
-            v.iter()
-                .map(|s| Rule::parse(s))
-                .collect::<Result<Vec<_>, _>>()
+        let list = |v: &[String], parse: fn(&str) -> Result<Rule, RuleError>| {
+            v.iter().map(|s| parse(s)).collect::<Result<Vec<_>, _>>()
         };
         Ok(RuleSet {
-            allow: list(allow)?,
-            ask: list(ask)?,
-            deny: list(deny)?,
+            allow: list(allow, allow_rule)?,
+            ask: list(ask, Rule::parse)?,
+            deny: list(deny, Rule::parse)?,
         })
     }
 
@@ -966,7 +1012,12 @@ impl RuleSet {
         let mut list = |name: &str, v: &[String]| {
             let mut rules = Vec::new();
             for (i, text) in v.iter().enumerate() {
-                match Rule::parse(text) {
+                let parsed = if name == "allow" {
+                    allow_rule(text)
+                } else {
+                    Rule::parse(text)
+                };
+                match parsed {
                     Ok(r) => rules.push(r),
                     Err(e) => errors.push(crate::FieldError::new(
                         format!("{name}[{i}]"),
@@ -1015,6 +1066,19 @@ pub enum RiskLevel {
     Medium,
     High,
     Critical,
+}
+
+impl RiskLevel {
+    /// From its name (`low`, `medium`, `high`, `critical`; any case).
+    pub fn parse(name: &str) -> Option<RiskLevel> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "low" => Some(RiskLevel::Low),
+            "medium" => Some(RiskLevel::Medium),
+            "high" => Some(RiskLevel::High),
+            "critical" => Some(RiskLevel::Critical),
+            _ => None,
+        }
+    }
 }
 
 /// A tool call's risk and why, in words.
@@ -1066,6 +1130,14 @@ pub fn risk_of(req: &ToolRequest, always_gated: Option<AlwaysGated>, rule: Optio
             risk(RiskLevel::Medium, "a tool Overseer cannot classify")
         }
     }
+}
+
+/// The risk of a call as [`decide`] would see it: its always-gated category
+/// and whether it leads out of the worktree, found as `decide` finds them.
+pub fn risk_of_call(req: &ToolRequest, worktree: &str) -> Risk {
+    let gated = always_gated(req, worktree).map(|(g, _)| g);
+    let leaves = req.paths.iter().any(|p| !inside(worktree, p)) || req.leaves_worktree().is_some();
+    risk_of(req, gated, leaves.then_some(CONFINEMENT))
 }
 
 /// Operations a human sees every time, whatever the rules or the confidence.

@@ -2,9 +2,9 @@
 //! checks, always-gated operations, and read-only sessions.
 
 use overseer_core::rules::{
-    always_gated, always_rule, decide, is_read_only_kind, AlwaysGated, Permission, Provenance,
-    Resolved, Rule, RuleError, RuleLayer, RuleProvenance, RuleSet, SessionMode, ToolRequest,
-    CONFINEMENT,
+    always_gated, always_rule, decide, is_read_only_kind, risk_of_call, AlwaysGated, Permission,
+    Provenance, Resolved, RiskLevel, Rule, RuleError, RuleLayer, RuleProvenance, RuleSet,
+    SessionMode, ToolRequest, CONFINEMENT,
 };
 
 const WT: &str = "/data/worktrees/web/run-7";
@@ -1594,5 +1594,148 @@ fn each_tool_call_asked_of_a_human_has_a_risk_and_its_reason() {
     assert_eq!(
         level(&bash("npm i x"), Some(AlwaysGated::InstallPackages), None),
         RiskLevel::High
+    );
+}
+
+// Rules that name a risk level (`Risk(low)`): they match every call of
+// that level, as `risk_of` computes it for the call's card, and an allow
+// rule can never let a high or critical call through.
+
+fn delete(path: &str) -> ToolRequest {
+    ToolRequest {
+        paths: vec![path.into()],
+        ..tool("Delete", "delete")
+    }
+}
+
+fn decided(req: &ToolRequest, set: &RuleSet) -> Permission {
+    decide(req, &[(RuleLayer::Workspace, set)], SessionMode::Normal, WT)
+}
+
+fn allowed_by(p: &Permission) -> Option<String> {
+    match p {
+        Permission::Allow { rule } => Some(rule.rule()),
+        Permission::Ask { .. } | Permission::Deny { .. } => None,
+    }
+}
+
+#[test]
+fn a_risk_rule_names_one_of_the_four_levels() {
+    for level in ["low", "medium", "high", "critical", "LOW", " medium "] {
+        let text = format!("Risk({level})");
+        let rule = Rule::parse(&text).expect(&text);
+        assert!(rule.risk_level().is_some(), "{text}");
+    }
+    assert_eq!(
+        Rule::parse("Risk(low)").expect("rule").risk_level(),
+        Some(RiskLevel::Low)
+    );
+    for bad in ["Risk", "Risk(severe)", "Risk(low, medium)"] {
+        let err = Rule::parse(bad).expect_err(bad);
+        assert_eq!(err, RuleError::BadRisk(bad.to_owned()));
+        assert!(err.to_string().contains("Risk(low)"), "{err}");
+    }
+    assert_eq!(Rule::parse("Bash(ls)").expect("rule").risk_level(), None);
+}
+
+#[test]
+fn an_allow_list_refuses_high_and_critical_risk_rules() {
+    for level in ["high", "critical"] {
+        let text = format!("Risk({level})");
+        let err = RuleSet::parse(std::slice::from_ref(&text), &[], &[]).expect_err(&text);
+        assert_eq!(err, RuleError::RiskAllow(text.clone()));
+        assert!(err.to_string().contains("always ask"), "{err}");
+        let fields =
+            RuleSet::parse_fields(&["Bash(ls)".into(), text.clone()], &[], &[]).expect_err(&text);
+        assert_eq!(fields.len(), 1, "{fields:?}");
+        assert_eq!(fields[0].field, "allow[1]");
+        // As a deny or ask rule any level is fine.
+        RuleSet::parse(
+            &[],
+            std::slice::from_ref(&text),
+            std::slice::from_ref(&text),
+        )
+        .expect("ask and deny");
+    }
+}
+
+#[test]
+fn allow_risk_low_lets_reads_and_read_only_commands_through_and_nothing_else() {
+    let set = rules(&["Risk(low)"], &[], &[]);
+    for low in [
+        bash("git status"),
+        bash("ls -la src"),
+        bash("git status && ls"),
+    ] {
+        assert_eq!(risk_of_call(&low, WT).level, RiskLevel::Low, "{low:?}");
+        assert_eq!(
+            allowed_by(&decided(&low, &set)).as_deref(),
+            Some("Risk(low)"),
+            "{low:?}"
+        );
+    }
+    for medium in [bash("npm test"), edit("src/a.rs"), bash("ls; npm test")] {
+        assert!(
+            matches!(decided(&medium, &set), Permission::Ask { .. }),
+            "{medium:?} still asks"
+        );
+    }
+}
+
+#[test]
+fn allow_risk_medium_never_covers_an_always_gated_or_escaping_call() {
+    let set = rules(&["Risk(medium)"], &[], &[]);
+    assert_eq!(
+        allowed_by(&decided(&edit("src/a.rs"), &set)).as_deref(),
+        Some("Risk(medium)")
+    );
+    for gated in [
+        bash("rm -rf build"),
+        bash("npm install left-pad"),
+        edit(".env"),
+        delete("src/a.rs"),
+    ] {
+        match decided(&gated, &set) {
+            Permission::Ask { always_gated, .. } => {
+                assert!(always_gated.is_some(), "{gated:?}")
+            }
+            other => panic!("{gated:?} must ask: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_risk_rule_smuggled_into_an_allow_list_allows_nothing_high() {
+    // Lists read back from storage are not re-checked per list: the rule
+    // itself refuses to allow a high or critical call.
+    let smuggled: RuleSet =
+        serde_json::from_value(serde_json::json!({"allow": ["Risk(critical)", "Risk(high)"]}))
+            .expect("set");
+    let high = edit(".env");
+    let rule = &smuggled.allow[1];
+    assert_eq!(risk_of_call(&high, WT).level, RiskLevel::High);
+    assert!(!rule.matches(&high, WT), "never as an allow rule");
+    assert!(rule.matches_any(&high, WT), "as a deny or ask rule it does");
+    assert!(matches!(
+        decided(&bash("rm -rf build"), &smuggled),
+        Permission::Ask { .. }
+    ));
+}
+
+#[test]
+fn deny_risk_critical_refuses_destructive_calls_instead_of_asking() {
+    let set = rules(&[], &[], &["Risk(critical)"]);
+    match decided(&bash("rm -rf build"), &set) {
+        Permission::Deny { rule, .. } => assert_eq!(rule.rule(), "Risk(critical)"),
+        other => panic!("denied: {other:?}"),
+    }
+    assert!(matches!(
+        decided(&bash("npm test"), &set),
+        Permission::Ask { .. }
+    ));
+    let ask = rules(&["Bash(npm test)"], &["Risk(medium)"], &[]);
+    assert!(
+        matches!(decided(&bash("npm test"), &ask), Permission::Ask { .. }),
+        "ask beats allow within a layer"
     );
 }

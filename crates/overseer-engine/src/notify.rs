@@ -325,8 +325,13 @@ pub(crate) fn notification_for(
             })
         }
         // Something to read, not to decide: never as loud as a blocking ask.
+        // An info item is not "needs you" (it asks nothing), so it is told
+        // while it is still there to read, not by the run's row.
         EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you && ask == Some(overseer_core::AskKind::Info) =>
+            if ask == Some(overseer_core::AskKind::Info)
+                && opened.is_some_and(|g| {
+                    g.status == overseer_core::GateStatus::Pending && g.snoozed_until.is_none()
+                }) =>
         {
             Some(Notification {
                 kind: NotificationKind::AgentQuestionPending,

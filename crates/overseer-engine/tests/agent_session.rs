@@ -9,12 +9,12 @@ mod common;
 mod scripted;
 
 use common::{git, pending_gate, start_as, state, until, World};
-use overseer_acp::{PermissionReply, QuestionReply, ToolCallInfo};
+use overseer_acp::{PermissionReply, QuestionReply};
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, DeviationGate, GateBody, GateKind, ReleaseReason, RunState};
 use overseer_engine::{Engine, LogNotifier, SystemClock};
 use overseer_store::{TaskSettings, WorkspaceSettings};
-use scripted::{Act, Script, Scripted, Turn};
+use scripted::{call, Act, Script, Scripted, Turn};
 use std::sync::Arc;
 
 /// A world whose `scripted` agent is a real process (`sleep`) whose session
@@ -163,17 +163,6 @@ async fn a_proposed_plan_is_approved_then_each_step_runs_and_the_work_waits_for_
             .then_some(())
     })
     .await;
-}
-
-fn call(id: &str, kind: &str, title: &str, raw_input: serde_json::Value) -> ToolCallInfo {
-    ToolCallInfo {
-        id: id.to_owned(),
-        title: Some(title.to_owned()),
-        kind: Some(kind.into()),
-        status: Some(overseer_core::ToolCallStatus::Pending),
-        raw_input: Some(raw_input),
-        ..Default::default()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

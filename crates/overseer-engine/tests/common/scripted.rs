@@ -26,13 +26,29 @@ pub async fn scripted_world(
     extra_config: &str,
     script: &Arc<Script>,
 ) -> crate::common::World {
+    scripted_world_telling(
+        settings,
+        extra_config,
+        script,
+        Arc::new(overseer_engine::LogNotifier),
+    )
+    .await
+}
+
+/// [`scripted_world`] whose engine tells `notifier`.
+pub async fn scripted_world_telling(
+    settings: overseer_store::WorkspaceSettings,
+    extra_config: &str,
+    script: &Arc<Script>,
+    notifier: Arc<dyn overseer_engine::Notifier>,
+) -> crate::common::World {
     let sleep = ["/bin/sleep", "/usr/bin/sleep"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .expect("sleep");
     let w = crate::common::world_with(
         settings,
-        Arc::new(overseer_engine::LogNotifier),
+        notifier,
         &format!(
             "{extra_config}\n[agents.scripted]\ncommand = {sleep:?}\nargs = [\"600\"]\nmode = \"default\"\n"
         ),
@@ -60,9 +76,24 @@ pub enum Act {
         message: String,
         schema: serde_json::Value,
     },
+    /// Reports how one of its tool calls ended (`tool_call_update` with
+    /// `completed` or `failed`), as agents do after running it.
+    ToolEnded { id: String, ok: bool },
     /// The session dies: the turn fails as when the agent exits mid-turn,
     /// and nothing more arrives from it.
     Die,
+}
+
+/// A tool call the agent asks about (pending), as ACP describes it.
+pub fn call(id: &str, kind: &str, title: &str, raw_input: serde_json::Value) -> ToolCallInfo {
+    ToolCallInfo {
+        id: id.to_owned(),
+        title: Some(title.to_owned()),
+        kind: Some(kind.into()),
+        status: Some(overseer_core::ToolCallStatus::Pending),
+        raw_input: Some(raw_input),
+        ..Default::default()
+    }
 }
 
 /// One turn: what the agent does, then how the turn ends.
@@ -273,6 +304,21 @@ impl ScriptedSession {
                 let answer = answer.await.unwrap_or(QuestionReply::Cancel);
                 self.script.replies.lock().expect("replies").push(answer);
                 Ok(())
+            }
+            Act::ToolEnded { id, ok } => {
+                let status = if ok {
+                    overseer_core::ToolCallStatus::Completed
+                } else {
+                    overseer_core::ToolCallStatus::Failed
+                };
+                self.send(AgentSignal::ToolCall(ToolCallInfo {
+                    id: id.clone(),
+                    title: Some(format!("Read {id}")),
+                    kind: Some(overseer_core::ToolKind::Read),
+                    status: Some(status),
+                    ..ToolCallInfo::default()
+                }))
+                .await
             }
             Act::Die => {
                 self.dead.store(true, Ordering::SeqCst);
