@@ -5,6 +5,7 @@
 mod bridge;
 mod devices;
 mod hook;
+mod host_ops;
 mod hosts;
 mod inbox;
 mod mcp;
@@ -486,6 +487,10 @@ enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A consistent copy of the database and its checkpoint in DIR, for
+    /// `overseer hosts verify` on another machine to check with its pinned key
+    #[command(hide = true)]
+    Snapshot { dir: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -561,6 +566,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(cmd) => runs(&paths, cmd).await,
         Command::Gates(cmd) => gates(&paths, cmd).await,
         Command::Audit(AuditCommand::Verify { json }) => verify(&paths, json),
+        Command::Audit(AuditCommand::Snapshot { dir }) => host_ops::snapshot(&paths, &dir),
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
