@@ -5,7 +5,7 @@
 use crate::hosts::{self, fingerprint, quote, Host, Target};
 use anyhow::{bail, Context};
 use overseer_engine::Paths;
-use overseer_store::snapshot::{snapshot_audit, verify_snapshot};
+use overseer_store::snapshot::{snapshot_audit, verify_snapshot, SNAPSHOT_CHECKPOINT, SNAPSHOT_DB};
 use overseer_store::Keyring;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -108,7 +108,7 @@ fn fetch_snapshot(host: &Host, into: &Path) -> anyhow::Result<SnapshotInfo> {
     let untar = std::process::Command::new("tar")
         .arg("-C")
         .arg(into)
-        .arg("-xf")
+        .args(["--no-same-owner", "--no-same-permissions", "-xf"])
         .arg(&tar_path)
         .output()
         .context("cannot run `tar`")?;
@@ -118,6 +118,19 @@ fn fetch_snapshot(host: &Host, into: &Path) -> anyhow::Result<SnapshotInfo> {
             host.name,
             String::from_utf8_lossy(&untar.stderr).trim()
         );
+    }
+    // What the host sent is untrusted: only plain files are read (a link
+    // would point this machine's reads elsewhere).
+    for name in [INFO, SNAPSHOT_DB, SNAPSHOT_CHECKPOINT] {
+        let path = into.join(name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !meta.file_type().is_file() {
+                bail!(
+                    "host {}'s audit log copy holds {name} as something other than a plain                      file; nothing was verified",
+                    host.name
+                );
+            }
+        }
     }
     let info = into.join(INFO);
     let text = std::fs::read(&info).with_context(|| {
