@@ -1,6 +1,7 @@
 //! `overseer hosts start` (a host's engine started again after it died or
-//! the host rebooted) and `overseer hosts verify` (a host's signed audit log
-//! checked on this machine with the key pinned when the host was added).
+//! the host rebooted), `overseer hosts verify` (a host's signed audit log
+//! checked on this machine with the key pinned when the host was added), and
+//! one ssh connection for all of a `--host` command's operations.
 
 use crate::hosts::{self, fingerprint, quote, Host, Target};
 use anyhow::{bail, Context};
@@ -10,6 +11,39 @@ use overseer_store::Keyring;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{ExitCode, Stdio};
+
+/// The connection to the selected host, opened by a command's first
+/// operation and used by the rest (`gates decide` asks twice): one ssh
+/// handshake per command, not one per operation.
+static LINK: tokio::sync::Mutex<Option<overseer_server::client::Client>> =
+    tokio::sync::Mutex::const_new(None);
+
+/// Performs `op` on host `name`'s engine over this command's connection.
+/// A failed operation drops the connection (the next one opens another)
+/// and is never sent again: a decision is applied once or reported failed.
+pub async fn perform<O>(paths: &Paths, name: &str, op: O) -> anyhow::Result<O::Response>
+where
+    O: overseer_server::api::Operation + Into<overseer_server::api::Request>,
+    O::Response: serde::de::DeserializeOwned,
+{
+    let mut link = LINK.lock().await;
+    let client = match link.as_mut() {
+        Some(client) => client,
+        None => link.insert(hosts::connect(paths, name).await?),
+    };
+    match client.perform(op).await {
+        Ok(out) => Ok(out),
+        Err(e) => {
+            *link = None;
+            Err(e.into())
+        }
+    }
+}
+
+/// Closes the command's connection to its host (its ssh ends).
+pub async fn close() {
+    LINK.lock().await.take();
+}
 
 /// What `overseer audit snapshot` says on stdout, beside the copy.
 #[derive(Debug, Serialize, Deserialize)]

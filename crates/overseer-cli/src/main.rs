@@ -509,7 +509,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let done = runtime.block_on(async {
+        let done = run(cli).await;
+        host_ops::close().await;
+        done
+    });
+    match done {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -1171,7 +1176,7 @@ where
     O::Response: serde::de::DeserializeOwned,
 {
     if let Some(host) = hosts::selected() {
-        return Ok(hosts::connect(paths, host).await?.perform(op).await?);
+        return host_ops::perform(paths, host, op).await;
     }
     if let Some(mut client) = Client::connect(&paths.socket()).await? {
         return Ok(client.perform(op).await?);

@@ -137,10 +137,18 @@ fn a_run_on_a_host_survives(fault: Fault) {
     let again = pending_on(&home, &host, "f", &run, "tool_call");
     assert_ne!(again, call);
     assert_eq!(gate(&home, &host, &again)["title"], title, "{fault:?}");
+    // One ssh connection for the whole command (it asks the engine twice).
+    let logins = || host.sshd_log().matches("Accepted publickey").count();
+    let before_decide = logins();
     ok(
         &home,
         &host,
         &["--host", "f", "gates", "decide", &again, "--option", "yes"],
+    );
+    assert_eq!(
+        logins() - before_decide,
+        1,
+        "ssh connections for one decision"
     );
     went_on_after(&home, &host, "f", &run, &again);
     assert_eq!(gate(&home, &host, &again)["decision"]["option"], "yes");
