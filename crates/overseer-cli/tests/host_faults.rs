@@ -264,3 +264,59 @@ fn fingerprint(key_hex: &str) -> String {
     let bytes = hex::decode(key_hex).expect("a hex key");
     format!("SHA256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
+
+#[test]
+fn a_decision_to_a_cut_host_is_refused_and_applied_once_when_it_is_back() {
+    let host = TestHost::start();
+    let home = Home::new();
+    ok(&home, &host, &["hosts", "add", "x", &host.url()]);
+    ok(&home, &host, &["--host", "x", "demo", "seed"]);
+    let gates = json(&ok(
+        &home,
+        &host,
+        &["--host", "x", "gates", "list", "--json"],
+    ));
+    let call = gates
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["kind"] == "tool_call"))
+        .map(|g| g["id"].to_string())
+        .expect("a pending tool call in the demo fleet");
+
+    // The link is cut: the decision is refused with the reason, not queued.
+    host.cut();
+    let err = fails(
+        &home,
+        &host,
+        &["--host", "x", "gates", "decide", &call, "--option", "yes"],
+    );
+    assert!(err.contains("cannot reach host x"), "{err}");
+    host.restore();
+    let gate = json(&ok(
+        &home,
+        &host,
+        &["--host", "x", "gates", "show", &call, "--json"],
+    ));
+    assert_eq!(gate["status"], "pending", "nothing was applied: {gate}");
+    assert_eq!(decided_records(&host, &call), 0);
+
+    // Back: decided once.
+    ok(
+        &home,
+        &host,
+        &["--host", "x", "gates", "decide", &call, "--option", "yes"],
+    );
+    assert_eq!(decided_records(&host, &call), 1);
+    let again = fails(
+        &home,
+        &host,
+        &["--host", "x", "gates", "decide", &call, "--option", "no"],
+    );
+    assert!(!again.is_empty());
+    assert_eq!(decided_records(&host, &call), 1);
+    let gate = json(&ok(
+        &home,
+        &host,
+        &["--host", "x", "gates", "show", &call, "--json"],
+    ));
+    assert_eq!(gate["decision"]["option"], "yes", "{gate}");
+}
