@@ -419,7 +419,7 @@ impl TestHost {
     /// once): a relay on the test's end of the link, what `tc qdisc add dev
     /// <veth> root netem delay` on that end does, for kernels without netem.
     /// Its host key is pinned in the client's known_hosts; `ssh://` it with
-    /// [`DelayedLink::url`]. Connections through it end when it is dropped.
+    /// [`DelayedLink::url`]. It takes no new connection once dropped.
     pub fn delayed_link(&self, delay: Duration) -> DelayedLink {
         let listener = std::net::TcpListener::bind((self.client_addr.as_str(), 0))
             .expect("bind the delaying relay");
