@@ -540,7 +540,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ) {
             anyhow::bail!(
                 "--host works with runs, gates, questions, messages, sessions, task, workspace \
-                 and demo commands; run other commands on the host itself"
+                 and demo commands; run other commands on the host itself (its audit log is \
+                 verified from here with `overseer hosts verify {host}`)"
             );
         }
         hosts::select(host);

@@ -189,6 +189,8 @@ fn a_host_audit_log_is_verified_here_with_the_pinned_key() {
         .expect("a key")
         .to_owned();
 
+    let pointed = fails(&home, &host, &["--host", "v", "audit", "verify"]);
+    assert!(pointed.contains("overseer hosts verify v"), "{pointed}");
     let report = json(&ok(&home, &host, &["hosts", "verify", "v", "--json"]));
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["key_changed"], false, "{report}");
