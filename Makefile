@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: run test bench setup ui app lint rust-test ui-test e2e e2e-web clean-demo types fuzz fuzz-smoke dist dist-test chaos
+.PHONY: run test bench bench-hosts setup ui app lint rust-test ui-test e2e e2e-web clean-demo types fuzz fuzz-smoke dist dist-test chaos
 
 ## Install what is missing, build, seed a demo fleet on first start, open the window.
 run: setup app
@@ -42,6 +42,14 @@ bench: setup ui
 	BENCH_PROFILE=release tests/e2e/bench/run.sh
 	BENCH_PROFILE=release tests/e2e/web/bench.sh
 	node scripts/bench-summary.mjs
+
+## A decision's round trip to an agent on a host over real OpenSSH (a test host: an sshd in
+## its own network namespace, needs root), from `overseer --host NAME gates decide` to the
+## demo agent there holding the answer, direct and with 50 ms added to every byte going to the
+## host; p50/p99 over OVERSEER_BENCH_DECISIONS (20) decisions each, and a bare `ssh host true`
+## beside them; written to target/bench/hosts.json (crates/overseer-cli/tests/host_bench.rs).
+bench-hosts: setup
+	$(CARGO) test --release -p overseer-cli --test host_bench
 
 setup:
 	scripts/setup.sh

@@ -50,6 +50,14 @@ pub enum HostsCommand {
     Upgrade { name: String },
     /// Stop a host's engine and forget the host (its files stay there)
     Remove { name: String },
+    /// Start a host's engine again if it is not running (after a reboot)
+    Start { name: String },
+    /// Verify a host's signed audit log here, with the key pinned when it was added
+    Verify {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A host as this machine knows it.
@@ -71,8 +79,8 @@ pub struct Host {
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct HostsFile {
-    hosts: Vec<Host>,
+pub(crate) struct HostsFile {
+    pub(crate) hosts: Vec<Host>,
 }
 
 /// The host every engine call of this process goes to (`--host NAME`).
@@ -96,7 +104,7 @@ fn hosts_path(paths: &Paths) -> PathBuf {
     paths.data_dir.join(HOSTS_FILE)
 }
 
-fn load(paths: &Paths) -> anyhow::Result<HostsFile> {
+pub(crate) fn load(paths: &Paths) -> anyhow::Result<HostsFile> {
     let path = hosts_path(paths);
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).with_context(|| {
@@ -134,7 +142,7 @@ fn save(paths: &Paths, file: &HostsFile) -> anyhow::Result<()> {
 
 /// Where and how to reach a host with the system ssh.
 #[derive(Debug, Clone)]
-struct Target {
+pub(crate) struct Target {
     user: Option<String>,
     address: String,
     port: Option<u16>,
@@ -192,7 +200,7 @@ fn parse_url(url: &str) -> anyhow::Result<(Option<String>, String, Option<u16>)>
 }
 
 impl Target {
-    fn of(host: &Host) -> Target {
+    pub(crate) fn of(host: &Host) -> Target {
         Target {
             user: host.user.clone(),
             address: host.address.clone(),
@@ -201,7 +209,7 @@ impl Target {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let addr = if self.address.contains(':') {
             format!("[{}]", self.address)
         } else {
@@ -233,7 +241,7 @@ impl Target {
     }
 
     /// `ssh [-F config] [-p port] dest -- command` (run by the remote user's shell).
-    fn ssh_args(&self, command: &str) -> Vec<String> {
+    pub(crate) fn ssh_args(&self, command: &str) -> Vec<String> {
         let mut args = self.config_args();
         if let Some(p) = self.port {
             args.extend(["-p".into(), p.to_string()]);
@@ -244,7 +252,7 @@ impl Target {
 
     /// Runs `script` with `sh` on the host; its stdout, or an error with ssh's
     /// or the script's stderr.
-    fn sh(&self, what: &str, script: &str) -> anyhow::Result<String> {
+    pub(crate) fn sh(&self, what: &str, script: &str) -> anyhow::Result<String> {
         let out = std::process::Command::new("ssh")
             .args(self.ssh_args(&format!("sh -c {}", quote(script))))
             .stdin(Stdio::null())
@@ -294,7 +302,7 @@ impl Target {
 }
 
 /// `s` as one single-quoted sh word.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -503,7 +511,7 @@ fn install(target: &Target, dir: &str) -> anyhow::Result<(String, bool)> {
 /// Starts the host's engine unless it runs: a systemd user unit where the
 /// user's systemd answers, else detached (setsid + nohup, pid in serve.pid).
 /// Returns the way it runs and a note for the user.
-fn start(target: &Target, dir: &str, systemd: bool) -> anyhow::Result<(String, String)> {
+pub(crate) fn start(target: &Target, dir: &str, systemd: bool) -> anyhow::Result<(String, String)> {
     let d = quote(dir);
     if systemd {
         let out = target.sh(
@@ -579,7 +587,11 @@ fn stop(target: &Target, dir: &str, service: &str) -> anyhow::Result<()> {
 
 /// The engine's welcome through a bridge that `start` just started: retried
 /// while the engine is still opening.
-async fn first_contact(target: &Target, dir: &str, name: &str) -> anyhow::Result<Welcome> {
+pub(crate) async fn first_contact(
+    target: &Target,
+    dir: &str,
+    name: &str,
+) -> anyhow::Result<Welcome> {
     let started = Instant::now();
     loop {
         match open(target, dir, name).await {
@@ -734,7 +746,7 @@ pub async fn connect(paths: &Paths, name: &str) -> anyhow::Result<Client> {
     Ok(client)
 }
 
-fn check_key(host: &Host, welcome: &Welcome) -> anyhow::Result<()> {
+pub(crate) fn check_key(host: &Host, welcome: &Welcome) -> anyhow::Result<()> {
     let got = welcome.engine_key.as_deref().unwrap_or("");
     if got != host.engine_key {
         bail!(
@@ -792,6 +804,8 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         HostsCommand::Upgrade { name } => upgrade(paths, &name).await,
+        HostsCommand::Start { name } => crate::host_ops::start(paths, &name).await,
+        HostsCommand::Verify { name, json } => crate::host_ops::verify(paths, &name, json).await,
         HostsCommand::Remove { name } => {
             let mut file = load(paths)?;
             let Some(i) = file.hosts.iter().position(|h| h.name == name) else {

@@ -5,6 +5,7 @@
 mod bridge;
 mod devices;
 mod hook;
+mod host_ops;
 mod hosts;
 mod inbox;
 mod mcp;
@@ -486,6 +487,10 @@ enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A consistent copy of the database and its checkpoint in DIR, for
+    /// `overseer hosts verify` on another machine to check with its pinned key
+    #[command(hide = true)]
+    Snapshot { dir: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -504,7 +509,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let done = runtime.block_on(async {
+        let done = run(cli).await;
+        host_ops::close().await;
+        done
+    });
+    match done {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -530,7 +540,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ) {
             anyhow::bail!(
                 "--host works with runs, gates, questions, messages, sessions, task, workspace \
-                 and demo commands; run other commands on the host itself"
+                 and demo commands; run other commands on the host itself (its audit log is \
+                 verified from here with `overseer hosts verify {host}`)"
             );
         }
         hosts::select(host);
@@ -561,6 +572,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(cmd) => runs(&paths, cmd).await,
         Command::Gates(cmd) => gates(&paths, cmd).await,
         Command::Audit(AuditCommand::Verify { json }) => verify(&paths, json),
+        Command::Audit(AuditCommand::Snapshot { dir }) => host_ops::snapshot(&paths, &dir),
         Command::Workspace(cmd) => workspace(&paths, cmd).await,
         Command::Supervisor(cmd) => supervisor(&paths, cmd).await,
         Command::Agents(AgentsCommand::List { json }) => agents(&paths, json).await,
@@ -1165,7 +1177,7 @@ where
     O::Response: serde::de::DeserializeOwned,
 {
     if let Some(host) = hosts::selected() {
-        return Ok(hosts::connect(paths, host).await?.perform(op).await?);
+        return host_ops::perform(paths, host, op).await;
     }
     if let Some(mut client) = Client::connect(&paths.socket()).await? {
         return Ok(client.perform(op).await?);

@@ -25,9 +25,13 @@ pub struct Checkpoint {
 const KEY_FILE: &str = "audit-signing.key";
 const CHECKPOINT_DIR: &str = "checkpoints";
 
-/// The signing key plus where checkpoints are kept.
+/// The signing key plus where checkpoints are kept; or, to verify another
+/// machine's log ([`crate::snapshot`]), only a public key pinned earlier.
 pub struct Keyring {
-    key: SigningKey,
+    /// `None` in a verifying-only keyring: it is never given to a store that
+    /// writes, and what it would sign carries no signature (never verifies).
+    key: Option<SigningKey>,
+    public: VerifyingKey,
     dir: PathBuf,
 }
 
@@ -56,8 +60,27 @@ impl Keyring {
             });
         }
         Ok(Keyring {
-            key,
+            public: key.verifying_key(),
+            key: Some(key),
             dir: config_dir.to_owned(),
+        })
+    }
+
+    /// A keyring that only verifies, with the public key `public_hex`.
+    pub(crate) fn verifying_only(public_hex: &str, dir: &Path) -> Result<Keyring, StoreError> {
+        let bad = |problem: &str| StoreError::Key {
+            path: dir.to_owned(),
+            problem: format!("the public key {public_hex:?} {problem}"),
+        };
+        let bytes = hex::decode(public_hex.trim()).map_err(|_| bad("is not hex"))?;
+        let arr: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| bad("does not hold 32 bytes"))?;
+        let public = VerifyingKey::from_bytes(&arr).map_err(|_| bad("is not an ed25519 key"))?;
+        Ok(Keyring {
+            key: None,
+            public,
+            dir: dir.to_owned(),
         })
     }
 
@@ -67,20 +90,23 @@ impl Keyring {
     }
 
     pub fn public_key_hex(&self) -> String {
-        hex::encode(self.key.verifying_key().as_bytes())
+        hex::encode(self.public.as_bytes())
     }
 
     pub(crate) fn sign(&self, msg: &[u8]) -> String {
-        hex::encode(self.key.sign(msg).to_bytes())
+        self.key
+            .as_ref()
+            .map(|k| hex::encode(k.sign(msg).to_bytes()))
+            .unwrap_or_default()
     }
 
     /// The public half, to verify many records on several threads.
     pub(crate) fn verifying_key(&self) -> VerifyingKey {
-        self.key.verifying_key()
+        self.public
     }
 
     pub(crate) fn verify(&self, msg: &[u8], signature_hex: &str) -> bool {
-        verify_with(&self.key.verifying_key(), msg, signature_hex)
+        verify_with(&self.public, msg, signature_hex)
     }
 
     fn checkpoint_path(&self, db_id: &str) -> PathBuf {

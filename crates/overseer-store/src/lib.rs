@@ -29,6 +29,7 @@ mod progress;
 mod read;
 mod schema;
 mod session;
+pub mod snapshot;
 mod snooze;
 mod supervise;
 mod verify;

@@ -5,6 +5,7 @@
 //! Only for `[dev-dependencies]`: every function panics with a message that
 //! says what failed, which is what a test wants.
 
+pub mod model_server;
 pub mod ssh_host;
 
 use std::path::{Path, PathBuf};

@@ -37,6 +37,9 @@ pub struct TestHost {
     pub home: PathBuf,
     /// The host's address inside its namespace.
     pub addr: String,
+    /// The test's end of the link (the host reaches this machine there: a
+    /// server the host should reach listens on it).
+    pub client_addr: String,
     /// The test's side: ssh config, client key, known_hosts (root only).
     client_dir: PathBuf,
     /// sshd's config, host key and log (root only).
@@ -224,6 +227,7 @@ impl TestHost {
         let mut host = TestHost {
             home: Path::new("/home").join(&user),
             addr: theirs.clone(),
+            client_addr: ours.clone(),
             client_dir: std::env::temp_dir().join(&user).join("client"),
             sshd_dir: std::env::temp_dir().join(&user).join("sshd"),
             veth: format!("vh{pid}x{n}"),
@@ -410,6 +414,48 @@ impl TestHost {
         sh("ip", &["link", "set", &self.veth, "up"]);
     }
 
+    /// A second way to the host's sshd that holds every byte going to the
+    /// host `delay` before passing it on (one way; answers come back at
+    /// once): a relay on the test's end of the link, what `tc qdisc add dev
+    /// <veth> root netem delay` on that end does, for kernels without netem.
+    /// Its host key is pinned in the client's known_hosts; `ssh://` it with
+    /// [`DelayedLink::url`]. It takes no new connection once dropped.
+    pub fn delayed_link(&self, delay: Duration) -> DelayedLink {
+        let listener = std::net::TcpListener::bind((self.client_addr.as_str(), 0))
+            .expect("bind the delaying relay");
+        let port = listener.local_addr().expect("the relay's address").port();
+        let host_key =
+            std::fs::read_to_string(self.sshd_dir.join("host_ed25519.pub")).expect("host key");
+        let known = self.client_dir.join("known_hosts");
+        let mut lines = std::fs::read_to_string(&known).unwrap_or_default();
+        lines.push_str(&format!("[{}]:{port} {host_key}", self.client_addr));
+        std::fs::write(&known, lines).expect("pin the host key for the relay");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let upstream: std::net::SocketAddr =
+            format!("{}:22", self.addr).parse().expect("an address");
+        {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                        continue;
+                    };
+                    relay(client, server, delay);
+                }
+            });
+        }
+        DelayedLink {
+            user: self.user.clone(),
+            addr: self.client_addr.clone(),
+            port,
+            stop,
+        }
+    }
+
     /// What sshd logged so far.
     pub fn sshd_log(&self) -> String {
         std::fs::read_to_string(self.sshd_dir.join("sshd.log")).unwrap_or_default()
@@ -482,6 +528,72 @@ impl TestHost {
             })
             .collect()
     }
+}
+
+/// See [`TestHost::delayed_link`].
+pub struct DelayedLink {
+    user: String,
+    addr: String,
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DelayedLink {
+    /// `ssh://user@relay:port`: the same host, every byte to it delayed.
+    pub fn url(&self) -> String {
+        format!("ssh://{}@{}:{}", self.user, self.addr, self.port)
+    }
+}
+
+impl Drop for DelayedLink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop, which then ends.
+        let _ = std::net::TcpStream::connect((self.addr.as_str(), self.port));
+    }
+}
+
+/// Joins `client` to `server`: bytes to the server leave `delay` after
+/// they arrived (in order), bytes back pass at once.
+fn relay(client: std::net::TcpStream, server: std::net::TcpStream, delay: Duration) {
+    use std::io::{Read, Write};
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (Ok(mut client_in), Ok(mut server_out), Ok(mut server_in), Ok(mut client_out)) = (
+        client.try_clone(),
+        server.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+    ) else {
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = client_in.read(&mut buf) {
+            if n == 0
+                || tx
+                    .send((Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+            {
+                break;
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        for (due, bytes) in rx {
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            if server_out.write_all(&bytes).is_err() {
+                break;
+            }
+        }
+        let _ = server_out.shutdown(std::net::Shutdown::Write);
+    });
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut server_in, &mut client_out);
+        let _ = client_out.shutdown(std::net::Shutdown::Both);
+        let _ = client.shutdown(std::net::Shutdown::Both);
+    });
 }
 
 impl Drop for TestHost {

@@ -3,6 +3,8 @@
 //! the demo agent, and waiting for what the engine does by itself.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod remote;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
