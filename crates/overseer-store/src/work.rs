@@ -752,6 +752,19 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Links a consultation to the run that asked it (`consult`): its
+    /// fleet row is that run's child.
+    pub fn set_run_parent(&mut self, run_id: RunId, parent: RunId) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE runs SET parent_run_id = ?1 WHERE id = ?2",
+                params![parent, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.run_changed(run_id, false);
+        Ok(())
+    }
+
     /// Appends one timeline entry.
     pub fn record_run_event(
         &mut self,
