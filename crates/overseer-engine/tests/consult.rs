@@ -104,6 +104,19 @@ fn notices(w: &World, run: RunId) -> Vec<String> {
         .collect()
 }
 
+/// Waits until no process of `run`'s agent is left.
+async fn agent_gone(w: &World, run: RunId) {
+    let marker = w.engine.agent_marker(run);
+    until(w, &format!("run {run}'s agent to stop"), |_| {
+        marked_pids(&marker).is_empty().then_some(())
+    })
+    .await;
+}
+
+fn still_running(w: &World, run: RunId) {
+    assert_eq!(w.engine.run(run).expect("run").state, RunState::Running);
+}
+
 fn answered(answer: SessionAnswer) -> (String, RunId, bool) {
     match answer {
         SessionAnswer::Consult {
@@ -185,16 +198,9 @@ async fn a_consultation_answers_from_a_snapshot_of_the_asking_worktree_as_a_chil
     assert_eq!(status(&worktree), before);
     assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), head);
     // The child's agent is gone.
-    let marker = w.engine.agent_marker(child);
-    until(&w, "the consulted agent to stop", |_| {
-        marked_pids(&marker).is_empty().then_some(())
-    })
-    .await;
+    agent_gone(&w, child).await;
     // The asking run goes on, its plan gate still waiting.
-    assert_eq!(
-        w.engine.run(parent).expect("parent").state,
-        RunState::Running
-    );
+    still_running(&w, parent);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,24 +249,8 @@ async fn a_consultation_asks_in_the_inbox_cannot_consult_and_is_stopped_at_its_t
     let w = consult_world().await;
     let (parent, _) = asking_run(&w).await;
     let started = std::time::Instant::now();
-    let engine = w.engine.clone();
-    let asking = tokio::spawn(async move {
-        ask_as(
-            &engine,
-            parent,
-            consult("sheller", "Do the tests pass?", Some(5)),
-        )
-        .await
-    });
+    let (asking, child) = consultation_waiting(&w, parent, Some(5)).await;
     // Its shell command asks the user, in the inbox, on the child's row.
-    let child = until(&w, "the consultation's run", |e| {
-        e.runs()
-            .ok()?
-            .into_iter()
-            .find(|r| r.parent == Some(parent))
-            .map(|r| r.id)
-    })
-    .await;
     let gate = pending_gate(&w, child, GateKind::ToolCall).await;
     let GateBody::ToolCall(call) = &gate.body else {
         panic!("a tool call: {:?}", gate.body)
@@ -299,11 +289,7 @@ async fn a_consultation_asks_in_the_inbox_cannot_consult_and_is_stopped_at_its_t
         "the child's question is closed with it"
     );
     assert!(!view.needs_you);
-    let marker = w.engine.agent_marker(child);
-    until(&w, "the consulted agent to stop", |_| {
-        marked_pids(&marker).is_empty().then_some(())
-    })
-    .await;
+    agent_gone(&w, child).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -344,4 +330,77 @@ async fn a_consultation_of_an_unknown_profile_says_which_exist() {
         .await
         .expect_err("too short a wait");
     assert!(err.message.contains("timeout_seconds"), "{}", err.message);
+}
+
+/// Starts `sheller`'s consultation for `parent` on a task of its own, and
+/// returns it with the child run once its shell command waits in the inbox.
+async fn consultation_waiting(
+    w: &World,
+    parent: RunId,
+    timeout_seconds: Option<u64>,
+) -> (
+    tokio::task::JoinHandle<Result<SessionAnswer, ApiError>>,
+    RunId,
+) {
+    let engine = w.engine.clone();
+    let asking = tokio::spawn(async move {
+        ask_as(
+            &engine,
+            parent,
+            consult("sheller", "Do the tests pass?", timeout_seconds),
+        )
+        .await
+    });
+    let child = until(w, "the consultation's run", |e| {
+        e.runs()
+            .ok()?
+            .into_iter()
+            .find(|r| r.parent == Some(parent))
+            .map(|r| r.id)
+    })
+    .await;
+    pending_gate(w, child, GateKind::ToolCall).await;
+    (asking, child)
+}
+
+async fn failed_with(w: &World, child: RunId, note: &str) {
+    until(w, &format!("run {child} failed: {note}"), |e| {
+        let v = e.run(child).ok()?;
+        (v.state
+            == RunState::Released {
+                reason: ReleaseReason::Failed,
+            }
+            && v.release_note.as_deref().is_some_and(|n| n.contains(note)))
+        .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consultation_whose_asker_stops_waiting_is_stopped() {
+    let w = consult_world().await;
+    let (parent, _) = asking_run(&w).await;
+    let (asking, child) = consultation_waiting(&w, parent, None).await;
+    // The asking agent's call goes away (its MCP call cancelled): the
+    // connection to the run's socket closes.
+    asking.abort();
+    failed_with(&w, child, "stopped waiting").await;
+    agent_gone(&w, child).await;
+    still_running(&w, parent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consultation_is_not_carried_on_after_a_restart() {
+    let mut w = consult_world().await;
+    let (parent, _) = asking_run(&w).await;
+    let (_asking, child) = consultation_waiting(&w, parent, None).await;
+    restart(&mut w).await;
+    failed_with(&w, child, "engine stopped during this consultation").await;
+    // The asking run is carried on as any run is.
+    until(&w, "the asking run carried on", |e| {
+        (e.run(parent).ok()?.state == RunState::Running).then_some(())
+    })
+    .await;
+    let marker = w.engine.agent_marker(child);
+    assert!(marked_pids(&marker).is_empty(), "no consulted agent left");
 }
