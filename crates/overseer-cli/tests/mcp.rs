@@ -1186,6 +1186,11 @@ fn consult_answers_a_launched_agent_with_a_read_only_child_run_and_refuses_other
     );
     let answer = &r["result"]["structuredContent"];
     assert_eq!(answer["timed_out"], false, "{r}");
+    assert_eq!(
+        answer["cost"],
+        json!({"amount": 0.05, "currency": "USD"}),
+        "the cost its agent reported, checked against the output schema by the SDK: {r}"
+    );
     let child = &answer["run"];
     assert_ne!(child, &json!(run));
     let child_view = h.run(child);

@@ -59,7 +59,8 @@ pub(crate) enum Scenario {
     /// true (a negative cost, then a cost lower than before).
     Costly,
     /// Consulted (`consult`): answers a question in one turn, quoting the
-    /// first line of README.md as it reads it through the client.
+    /// first line of README.md as it reads it through the client, and
+    /// reports a cost of 0.05 USD.
     Consult,
     /// Consulted: tries to change README.md (asks to edit it, then writes
     /// it through the client), then answers with what happened.

@@ -310,6 +310,12 @@ impl Turn {
             }
             _ => {}
         }
+        if self.demo.scenario == Scenario::Consult {
+            // What answering cost, as agents that know report it.
+            self.update(acp::SessionUpdate::UsageUpdate(
+                acp::UsageUpdate::new(12_000, 200_000).cost(acp::Cost::new(0.05, "USD")),
+            ))?;
+        }
         let readme = self.readme_first_line().await;
         let mut answer = format!("ANSWER to {question:?}: README.md begins with {readme:?}");
         for f in found {

@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use overseer_core::session::{SessionAnswer, SessionAsk, SessionRef};
 use overseer_core::{
-    Activity, ApiError, ErrorCode, GateBody, GateKind, GateStatus, ReleaseReason, RunId, RunOrigin,
-    RunState,
+    Activity, ApiError, ErrorCode, GateBody, GateKind, GateStatus, ReleaseReason, RunCost, RunId,
+    RunOrigin, RunState,
 };
 use overseer_engine::Engine;
 use overseer_server::api::Request;
@@ -135,16 +135,32 @@ async fn a_consultation_answers_from_a_snapshot_of_the_asking_worktree_as_a_chil
     let (parent, worktree) = asking_run(&w).await;
     let before = status(&worktree);
     let head = git(&worktree, &["rev-parse", "HEAD"]);
-    let (text, child, timed_out) = answered(
-        ask_as(
-            &w.engine,
-            parent,
-            consult("expert", "What does the README say?", None),
-        )
-        .await
-        .expect("answered"),
-    );
+    let answer = ask_as(
+        &w.engine,
+        parent,
+        consult("expert", "What does the README say?", None),
+    )
+    .await
+    .expect("answered");
+    let SessionAnswer::Consult { cost, .. } = &answer else {
+        panic!("a consultation's answer: {answer:?}")
+    };
+    // What it cost, as its agent reported it, with the answer and on its row.
+    let reported = Some(RunCost {
+        amount: 0.05,
+        currency: "USD".into(),
+    });
+    assert_eq!(cost, &reported);
+    let (text, child, timed_out) = answered(answer);
     assert!(!timed_out);
+    assert_eq!(
+        w.engine
+            .run(child)
+            .expect("child")
+            .usage
+            .and_then(|u| u.cost),
+        reported
+    );
     // The consulted agent's final message is the tool result, and it read
     // the asking run's uncommitted README (the snapshot's, not the base's).
     assert!(text.starts_with("ANSWER"), "{text}");
