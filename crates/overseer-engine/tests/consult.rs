@@ -35,6 +35,8 @@ async fn consult_world() -> World {
         profile("expert", "consult"),
         profile("writer", "consult_write"),
         profile("sheller", "consult_shell"),
+        "[agents.missing]\ncommand = \"/nonexistent/overseer-test-agent\"\nmode = \"default\"\n"
+            .into(),
     ]
     .concat();
     world_with(
@@ -419,4 +421,37 @@ async fn a_consultation_is_not_carried_on_after_a_restart() {
     .await;
     let marker = w.engine.agent_marker(child);
     assert!(marked_pids(&marker).is_empty(), "no consulted agent left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consultation_whose_agent_does_not_start_fails_with_why() {
+    let w = consult_world().await;
+    let (parent, _) = asking_run(&w).await;
+    let err = ask_as(&w.engine, parent, consult("missing", "Hello?", None))
+        .await
+        .expect_err("failed");
+    assert!(
+        err.message.contains("the consultation (run") && err.message.contains("failed"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("/nonexistent/overseer-test-agent"),
+        "{}",
+        err.message
+    );
+    let child = w
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.parent == Some(parent))
+        .expect("the child row");
+    assert_eq!(
+        child.state,
+        RunState::Released {
+            reason: ReleaseReason::Failed
+        }
+    );
+    still_running(&w, parent);
 }
