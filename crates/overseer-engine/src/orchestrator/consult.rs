@@ -89,10 +89,18 @@ pub(crate) async fn consult(
         .await
         .map_err(|e| refused(ErrorCode::Internal, e.to_string()))??;
     let child = create_child(engine, &work, &profile, &question, parent)?;
+    // From here, this call going away before the child answered (the
+    // asker's connection closed) fails and stops the child.
+    let mut guard = Abandon {
+        engine: engine.clone(),
+        child,
+        armed: true,
+    };
     let child_work = make_worktree(engine, child, &worktree, &work, &snapshot).await;
     let child_work = match child_work {
         Ok(w) => w,
         Err(e) => {
+            guard.armed = false;
             end_run(engine, child, RunEvent::Fail, &e.message, &e.message).await;
             return Err(e);
         }
@@ -146,15 +154,10 @@ pub(crate) async fn consult(
         stop_child(&driver, child).await;
         let _ = done.send(result);
     });
-    // Stops the child if this call goes away before it answered (the
-    // asker's connection closed).
-    let mut guard = Abandon {
-        engine: engine.clone(),
-        child,
-        armed: true,
-    };
     let waited = tokio::time::timeout(Duration::from_secs(seconds), answer).await;
-    guard.armed = false;
+    // The driver ended the child (answered or failed); a timeout ends it
+    // below, still guarded until it has.
+    guard.armed = waited.is_err();
     let cost = || {
         engine
             .run(child)
@@ -202,6 +205,7 @@ pub(crate) async fn consult(
                 end_run(engine, child, RunEvent::Fail, &why, &why).await;
             }
             stop_child(engine, child).await;
+            guard.armed = false;
             engine.record_activity_or_warn(
                 parent,
                 Activity::Notice {
