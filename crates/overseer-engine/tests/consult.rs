@@ -275,6 +275,18 @@ async fn a_consultation_asks_in_the_inbox_cannot_consult_and_is_stopped_at_its_t
     };
     assert!(call.reason.contains("shell"), "{}", call.reason);
     assert!(w.engine.run(child).expect("child").needs_you);
+    // One at a time: the asking run's second consultation is refused.
+    let second = ask_as(&w.engine, parent, consult("expert", "Also?", None)).await;
+    let err = second.expect_err("one at a time");
+    assert!(err.message.contains("one at a time"), "{}", err.message);
+    let children = w
+        .engine
+        .runs()
+        .expect("runs")
+        .into_iter()
+        .filter(|r| r.parent == Some(parent))
+        .count();
+    assert_eq!(children, 1, "the refused one left no row");
     // A consultation cannot consult: its own socket refuses.
     let nested = ask_as(&w.engine, child, consult("expert", "And you?", None)).await;
     let err = nested.expect_err("refused");
