@@ -789,7 +789,7 @@ impl Shared {
         } else if self.breached.load(Ordering::SeqCst) {
             Some("the agent switched itself to a mode Overseer does not allow; nothing is written until the user decides")
         } else if self.read_only.load(Ordering::SeqCst) {
-            Some("this is a planning turn: propose a plan, change nothing until it is approved")
+            Some("this turn is read-only: change nothing (a planning turn proposes a plan and waits for its approval; a consultation answers a question)")
         } else {
             None
         };

@@ -307,7 +307,8 @@ fn tools_are_listed_with_schemas_and_bad_calls_are_tool_errors_even_without_an_e
             "request_plan_approval",
             "report_step",
             "send_message",
-            "read_messages"
+            "read_messages",
+            "consult"
         ]
     );
     for t in tools.as_array().expect("tools") {
@@ -326,6 +327,21 @@ fn tools_are_listed_with_schemas_and_bad_calls_are_tool_errors_even_without_an_e
         json!(["goal", "steps"])
     );
     assert_eq!(tools[4]["annotations"]["readOnlyHint"], true);
+    // consult's schemas come from its Rust types.
+    let consult = &tools[5];
+    assert_eq!(
+        consult["inputSchema"]["required"],
+        json!(["profile", "question"])
+    );
+    let timeout = &consult["inputSchema"]["properties"]["timeout_seconds"];
+    assert_eq!(
+        (&timeout["minimum"], &timeout["maximum"]),
+        (&json!(5), &json!(3600))
+    );
+    let output = &consult["outputSchema"]["properties"];
+    for field in ["text", "run", "cost", "timed_out"] {
+        assert!(output.get(field).is_some(), "{consult}");
+    }
 
     let r = c.outcome(Duration::from_secs(5));
     assert_eq!(r["result"]["isError"], true, "{r}");
@@ -1081,4 +1097,111 @@ fn a_step_the_supervisor_cannot_judge_waits_for_the_user_and_their_correction_re
         json!({"verdict": "REORIENT", "correction": "test the greeting first"}),
         "{r}"
     );
+}
+
+/// An engine whose overseer.toml also has `expert` (the demo agent
+/// answering consultations), and a launched run of the demo agent waiting
+/// on its plan gate in a fresh workspace: the engine and the run's id.
+fn launched_run_with_an_expert(h: &Home) -> (Kill, i64) {
+    let demo = overseer_test_support::demo_agent()
+        .to_string_lossy()
+        .into_owned();
+    std::fs::create_dir_all(h.config()).expect("config dir");
+    std::fs::write(
+        h.config().join("overseer.toml"),
+        format!(
+            "[agents.demo]\ncommand = {demo:?}\nmode = \"default\"\n\
+             [agents.expert]\ncommand = {demo:?}\nmode = \"default\"\n\
+             env = {{ OVERSEER_DEMO_SCENARIO = \"consult\" }}\n"
+        ),
+    )
+    .expect("config");
+    let engine = h.serve();
+    let repo = overseer_test_support::repo_with(
+        &h.dir.path().join("repo"),
+        &[("README.md", "# the repository under consultation\n")],
+    );
+    h.api(Request::AddWorkspace {
+        path: repo,
+        name: Some("r".into()),
+        settings: Default::default(),
+    });
+    let started = h.api(Request::StartTask {
+        task: overseer_engine::TaskStart {
+            workspace: "r".into(),
+            agent: "demo".into(),
+            prompt: "Update the greeting".into(),
+            title: None,
+            scenario: Some("happy".into()),
+            stage: None,
+            settings: Default::default(),
+        },
+    });
+    let run = started["run_id"].as_i64().expect("run id");
+    let start = Instant::now();
+    loop {
+        let gates = h.api(Request::ListGates {
+            pending_only: true,
+            limit: None,
+            after: None,
+        })["gates"]
+            .clone();
+        if gates
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|g| g["run_id"] == run && g["kind"] == "plan")
+        {
+            return (engine, run);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run {run} never asked for its plan: {}",
+            h.run(&json!(run))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn consult_answers_a_launched_agent_with_a_read_only_child_run_and_refuses_other_sessions() {
+    let h = Home::new();
+    let (_engine, run) = launched_run_with_an_expert(&h);
+    // `overseer mcp` as the run's agent starts it: on the run's own socket.
+    let socket = h.data().join("run-sockets").join(format!("run-{run}.sock"));
+    let socket = socket.to_string_lossy().into_owned();
+    let c = h.client(
+        json!([{"tool": "consult", "arguments": {
+            "profile": "expert", "question": "What is this repository about?"
+        }}]),
+        &["--socket", &socket],
+    );
+    let r = c.outcome(Duration::from_secs(90));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let said = text(&r);
+    assert!(said.contains("ANSWER"), "{said}");
+    assert!(
+        said.contains("# the repository under consultation"),
+        "the answer came from the run's snapshot: {said}"
+    );
+    let answer = &r["result"]["structuredContent"];
+    assert_eq!(answer["timed_out"], false, "{r}");
+    assert_eq!(
+        answer["cost"],
+        json!({"amount": 0.05, "currency": "USD"}),
+        "the cost its agent reported, checked against the output schema by the SDK: {r}"
+    );
+    let child = &answer["run"];
+    assert_ne!(child, &json!(run));
+    let child_view = h.run(child);
+    assert_eq!(child_view["parent"], run, "{child_view}");
+    assert_eq!(child_view["agent"], "expert", "{child_view}");
+    // The same tool from a session outside Overseer's runs: refused, with why.
+    let c = h.client(
+        json!([{"tool": "consult", "arguments": {"profile": "expert", "question": "Hello?"}}]),
+        &[],
+    );
+    let r = c.outcome(Duration::from_secs(30));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text(&r).contains("not tied to a run"), "{r}");
 }

@@ -219,6 +219,37 @@ pub enum SessionAsk {
         #[serde(default)]
         after: Option<i64>,
     },
+    /// A question for another agent profile (`consult`), answered by a
+    /// read-only child run on a snapshot of the asking run's worktree. Only
+    /// a run Overseer launched may ask it, and a consultation may not.
+    Consult {
+        /// The agent profile (a name in `overseer.toml`) that answers.
+        profile: String,
+        /// The question: the child run's prompt.
+        question: String,
+        /// How long the asker waits, [`CONSULT_TIMEOUT_MIN`] to
+        /// [`CONSULT_TIMEOUT_MAX`] seconds; none: [`CONSULT_TIMEOUT_DEFAULT`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_seconds: Option<u64>,
+    },
+}
+
+/// The shortest wait for a consultation's answer (seconds).
+pub const CONSULT_TIMEOUT_MIN: u64 = 5;
+/// The longest wait for a consultation's answer: an hour.
+pub const CONSULT_TIMEOUT_MAX: u64 = 3600;
+/// The wait for a consultation's answer when the asker sets none.
+pub const CONSULT_TIMEOUT_DEFAULT: u64 = 600;
+
+/// `Err(what to fix)` for a consultation's wait outside its bounds.
+pub fn check_consult_timeout(seconds: u64) -> Result<(), String> {
+    if (CONSULT_TIMEOUT_MIN..=CONSULT_TIMEOUT_MAX).contains(&seconds) {
+        Ok(())
+    } else {
+        Err(format!(
+            "timeout_seconds is {seconds}; it must be {CONSULT_TIMEOUT_MIN} to {CONSULT_TIMEOUT_MAX} (leave it out for {CONSULT_TIMEOUT_DEFAULT})"
+        ))
+    }
 }
 
 impl SessionAsk {
@@ -232,7 +263,8 @@ impl SessionAsk {
             SessionAsk::Notice { .. }
             | SessionAsk::End
             | SessionAsk::SendMessage { .. }
-            | SessionAsk::ReadMessages { .. } => None,
+            | SessionAsk::ReadMessages { .. }
+            | SessionAsk::Consult { .. } => None,
         }
     }
 }
@@ -307,7 +339,7 @@ pub enum StepVerdict {
 }
 
 /// What Overseer answers an external session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum SessionAnswer {
     Tool {
@@ -342,6 +374,20 @@ pub enum SessionAnswer {
     },
     Messages {
         messages: Vec<crate::message::MessageView>,
+    },
+    /// A consultation's answer: the child run's final message.
+    Consult {
+        /// The consulted agent's answer, as it said it (untrusted text).
+        text: String,
+        /// The child run that answered (its own timeline and cost).
+        run: RunId,
+        /// What the child run cost, when its agent reported a cost.
+        #[serde(default)]
+        cost: Option<crate::usage::RunCost>,
+        /// True when no answer came in time: the child run was stopped and
+        /// `text` says so.
+        #[serde(default)]
+        timed_out: bool,
     },
 }
 

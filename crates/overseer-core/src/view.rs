@@ -77,6 +77,11 @@ pub struct RunView {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub max_cost: Option<f64>,
+    /// For a consultation (a read-only child run answering another run's
+    /// `consult`): the run that asked.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub parent: Option<RunId>,
 }
 
 /// What a human can do with a run in its current state.

@@ -18,7 +18,9 @@
 //! - `OVERSEER_DEMO_SCENARIO`: `happy` (default), `questions`, `destructive`,
 //!   `flaky`, `drift`, `drift_twice`, `stubborn`, `garbage`, `permissions`,
 //!   `hijack`, `switch`, `unasked`, `lingering`, `fleeting`, `late_ask`, `dispatch`
-//!   or `costly` (reports its usage and cost after each tool call)
+//!   `costly` (reports its usage and cost after each tool call), or for a
+//!   consulted agent (`consult`) `consult`, `consult_write` (tries to change
+//!   a file first) or `consult_shell` (asks to run a command first)
 //!   (see `script`).
 //! - `OVERSEER_DEMO_STEP_MS`: the pause between steps, default 400 (tests use 0).
 //! - `OVERSEER_DEMO_START_MODE`: the mode a session starts in (default `auto`).

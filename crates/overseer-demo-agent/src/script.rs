@@ -58,6 +58,15 @@ pub(crate) enum Scenario {
     /// per call. After the first it also sends two reports that cannot be
     /// true (a negative cost, then a cost lower than before).
     Costly,
+    /// Consulted (`consult`): answers a question in one turn, quoting the
+    /// first line of README.md as it reads it through the client, and
+    /// reports a cost of 0.05 USD.
+    Consult,
+    /// Consulted: tries to change README.md (asks to edit it, then writes
+    /// it through the client), then answers with what happened.
+    ConsultWrite,
+    /// Consulted: asks to run `cargo test` before answering, and waits.
+    ConsultShell,
 }
 
 impl Scenario {
@@ -81,12 +90,15 @@ impl Scenario {
             "late_ask" => Scenario::LateAsk,
             "dispatch" => Scenario::Dispatch,
             "costly" => Scenario::Costly,
+            "consult" => Scenario::Consult,
+            "consult_write" => Scenario::ConsultWrite,
+            "consult_shell" => Scenario::ConsultShell,
             _ => return None,
         })
     }
 
     pub(crate) const NAMES: &'static str =
-        "happy, questions, destructive, flaky, drift, drift_twice, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask, costly";
+        "happy, questions, destructive, flaky, drift, drift_twice, stubborn, garbage, permissions, hijack, switch, unasked, lingering, fleeting, late_ask, costly, consult, consult_write, consult_shell";
 }
 
 impl fmt::Display for Scenario {
@@ -110,6 +122,9 @@ impl fmt::Display for Scenario {
             Scenario::LateAsk => "late_ask",
             Scenario::Dispatch => "dispatch",
             Scenario::Costly => "costly",
+            Scenario::Consult => "consult",
+            Scenario::ConsultWrite => "consult_write",
+            Scenario::ConsultShell => "consult_shell",
         })
     }
 }
@@ -242,6 +257,9 @@ impl Script {
         match scenario {
             Scenario::Happy
             | Scenario::Costly
+            | Scenario::Consult
+            | Scenario::ConsultWrite
+            | Scenario::ConsultShell
             | Scenario::Flaky
             | Scenario::Stubborn
             | Scenario::Garbage

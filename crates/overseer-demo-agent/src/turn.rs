@@ -229,12 +229,21 @@ impl Turn {
             | Scenario::Drift
             | Scenario::DriftTwice
             | Scenario::Dispatch
-            | Scenario::Costly => {}
+            | Scenario::Costly
+            | Scenario::Consult
+            | Scenario::ConsultWrite
+            | Scenario::ConsultShell => {}
         }
         self.run_remaining().await
     }
 
     async fn follow_up(&mut self, text: &str) -> Step<acp::StopReason> {
+        if matches!(
+            self.demo.scenario,
+            Scenario::Consult | Scenario::ConsultWrite | Scenario::ConsultShell
+        ) {
+            return self.answer_consultation(text).await;
+        }
         self.say(&format!("Understood: {text}"))?;
         if self.demo.with_session(|s| s.phase) == Phase::Idle {
             // No plan was asked for (plan = "skip"): the prompt is the task.
@@ -249,6 +258,82 @@ impl Turn {
             return self.run_remaining().await;
         }
         Ok(acp::StopReason::EndTurn)
+    }
+
+    /// A consultation's one turn: the `consult*` scenarios. The answer is
+    /// the turn's message, starting `ANSWER:`.
+    async fn answer_consultation(&mut self, text: &str) -> Step<acp::StopReason> {
+        let question = text
+            .split_once("Question:")
+            .map_or(text, |(_, q)| q)
+            .trim()
+            .to_owned();
+        let mut found = Vec::new();
+        match self.demo.scenario {
+            Scenario::ConsultWrite => {
+                let path = self.cwd.join("README.md");
+                let id = acp::ToolCallId::new("consult-edit");
+                let asked = self
+                    .ask_permission(
+                        &id,
+                        "Edit README.md",
+                        Some(acp::ToolKind::Edit),
+                        &serde_json::json!({"file_path": path, "content": "# changed by a consultant\n"}),
+                    )
+                    .await?;
+                found.push(match asked {
+                    Permission::Once | Permission::Always => "the edit was allowed".to_owned(),
+                    Permission::Reject => "the edit was refused".to_owned(),
+                });
+                // Then without asking, as a careless agent would.
+                found.push(
+                    match self.write_file(&path, "# changed by a consultant\n").await {
+                        Ok(()) => "the write went through".to_owned(),
+                        Err(e) => format!("the write was refused ({})", e.message),
+                    },
+                );
+            }
+            Scenario::ConsultShell => {
+                let id = acp::ToolCallId::new("consult-shell");
+                let asked = self
+                    .ask_permission(
+                        &id,
+                        "cargo test",
+                        Some(acp::ToolKind::Execute),
+                        &serde_json::json!({"command": "cargo test"}),
+                    )
+                    .await?;
+                found.push(match asked {
+                    Permission::Once | Permission::Always => "cargo test may run".to_owned(),
+                    Permission::Reject => "cargo test was refused".to_owned(),
+                });
+            }
+            _ => {}
+        }
+        if self.demo.scenario == Scenario::Consult {
+            // What answering cost, as agents that know report it.
+            self.update(acp::SessionUpdate::UsageUpdate(
+                acp::UsageUpdate::new(12_000, 200_000).cost(acp::Cost::new(0.05, "USD")),
+            ))?;
+        }
+        let readme = self.readme_first_line().await;
+        let mut answer = format!("ANSWER to {question:?}: README.md begins with {readme:?}");
+        for f in found {
+            answer.push_str("; ");
+            answer.push_str(&f);
+        }
+        self.say(&answer)?;
+        Ok(acp::StopReason::EndTurn)
+    }
+
+    /// README.md's first line as the client serves it (or why not).
+    async fn readme_first_line(&self) -> String {
+        let request =
+            acp::ReadTextFileRequest::new(self.session.clone(), self.cwd.join("README.md"));
+        match self.cx.send_request(request).block_task().await {
+            Ok(file) => file.content.lines().next().unwrap_or_default().to_owned(),
+            Err(e) => format!("(unreadable: {})", e.message),
+        }
     }
 
     /// Every step in one turn, for a client that asked for no plan.

@@ -141,6 +141,7 @@ mod tests {
             actions: Default::default(),
             usage: None,
             max_cost: None,
+            parent: None,
         }
     }
 

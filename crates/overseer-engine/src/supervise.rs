@@ -1411,6 +1411,7 @@ mod tests {
             actions: Default::default(),
             usage: None,
             max_cost: None,
+            parent: None,
         };
         let gate = GateView {
             id: overseer_core::GateId(12),

@@ -36,6 +36,7 @@ fn request(subject: Subject) -> EvaluationRequest {
         actions: Default::default(),
         usage: None,
         max_cost: None,
+        parent: None,
     };
     let gate = GateView {
         id: overseer_core::GateId(12),

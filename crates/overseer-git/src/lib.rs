@@ -923,6 +923,52 @@ pub fn commit_all(worktree: &Path, message: &str) -> Result<bool, GitError> {
     Ok(true)
 }
 
+/// A commit of the worktree as it is now, uncommitted changes and new
+/// files included (what `.gitignore` ignores left out), on top of its
+/// `HEAD`, made without touching the worktree, its index or any branch: the
+/// files are added to a copy of the index (`GIT_INDEX_FILE`), and the commit
+/// is written with `commit-tree` and named by no ref. What a consultation
+/// starts from.
+pub fn snapshot(worktree: &Path) -> Result<String, GitError> {
+    let git = Git::open(worktree)?;
+    let index =
+        PathBuf::from(git.run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?);
+    let scratch = tempfile::Builder::new()
+        .prefix("overseer-snapshot-index")
+        .tempfile()
+        .map_err(|source| GitError::Io {
+            dir: std::env::temp_dir(),
+            source,
+        })?;
+    if index.exists() {
+        // The index's file stats: only what changed is hashed again.
+        std::fs::copy(&index, scratch.path()).map_err(|source| GitError::Io {
+            dir: index.clone(),
+            source,
+        })?;
+    }
+    let env = [("GIT_INDEX_FILE", scratch.path().as_os_str())];
+    let with_scratch = |args: &[&str]| -> Result<String, GitError> {
+        let out = git.output_with_env(args, "", &env)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+        } else {
+            Err(git.failed(&args.join(" "), &out))
+        }
+    };
+    with_scratch(&["add", "-A"])?;
+    let tree = with_scratch(&["write-tree"])?;
+    let head = git.commit_of("HEAD")?;
+    git.run(&[
+        "commit-tree",
+        &tree,
+        "-p",
+        &head,
+        "-m",
+        "Overseer: the worktree as it was when a consultation started",
+    ])
+}
+
 /// The commit `branch` points at in the run's repository.
 pub fn branch_head(worktree: &Path, branch: &str) -> Result<String, GitError> {
     Git::open(worktree)?.commit_of(&format!("refs/heads/{branch}"))

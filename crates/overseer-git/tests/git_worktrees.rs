@@ -792,3 +792,52 @@ fn runs_from_the_same_base_share_its_pack_and_others_get_their_own() {
     let commit = merge_run(r.path(), &b, "overseer/run-16", "Merge run 16").expect("merge");
     assert_eq!(sh(r.path(), &["rev-parse", "main"]), commit);
 }
+
+#[test]
+fn a_snapshot_holds_uncommitted_work_and_touches_nothing_of_the_worktree() {
+    let r = repo();
+    let data = tempfile::tempdir().expect("data");
+    let run = run_with_change(r.path(), data.path(), "overseer/run-1", "a.txt", "a\n");
+    // Uncommitted work of every kind: staged, changed, new, ignored.
+    fs::write(run.join(".gitignore"), "secret.env\n").expect("ignore");
+    fs::write(run.join("README.md"), "staged\n").expect("edit");
+    sh(&run, &["add", "README.md"]);
+    fs::write(run.join("notes.txt"), "changed, not staged\n").expect("edit");
+    fs::write(run.join("new.txt"), "new\n").expect("new");
+    fs::write(run.join("secret.env"), "KEY=1\n").expect("ignored");
+    let before = (
+        sh(&run, &["status", "--porcelain"]),
+        sh(&run, &["rev-parse", "HEAD"]),
+        sh(&run, &["diff", "--cached", "--name-only"]),
+        sh(&run, &["for-each-ref"]),
+    );
+    let snapshot = git::snapshot(&run).expect("snapshot");
+    let after = (
+        sh(&run, &["status", "--porcelain"]),
+        sh(&run, &["rev-parse", "HEAD"]),
+        sh(&run, &["diff", "--cached", "--name-only"]),
+        sh(&run, &["for-each-ref"]),
+    );
+    assert_eq!(
+        before, after,
+        "the worktree, its index and its refs are untouched"
+    );
+    assert_eq!(
+        sh(&run, &["rev-parse", &format!("{snapshot}^")]),
+        before.1,
+        "the snapshot sits on the worktree's HEAD"
+    );
+    // A repository made from it (as a consultation's) has the work as it was.
+    let child = data.path().join("worktrees").join("overseer-run-2");
+    git::create_run_repo(&run, &child, "overseer/run-2", &snapshot).expect("child");
+    let read = |f: &str| fs::read_to_string(child.join(f)).ok();
+    assert_eq!(read("README.md").as_deref(), Some("staged\n"));
+    assert_eq!(read("notes.txt").as_deref(), Some("changed, not staged\n"));
+    assert_eq!(read("new.txt").as_deref(), Some("new\n"));
+    assert_eq!(read("a.txt").as_deref(), Some("a\n"));
+    assert_eq!(
+        read("secret.env"),
+        None,
+        "what .gitignore ignores stays out"
+    );
+}

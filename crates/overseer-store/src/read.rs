@@ -60,7 +60,8 @@ const RUN_SELECT: &str = concat!("
               ", shown_pending_gate!(), "),
            ", needs_you!(), ",
            r.usage,
-           COALESCE(json_extract(t.settings, '$.max_cost'), json_extract(w.settings, '$.max_cost'))
+           COALESCE(json_extract(t.settings, '$.max_cost'), json_extract(w.settings, '$.max_cost')),
+           r.parent_run_id
     FROM runs r
     JOIN tasks t ON t.id = r.task_id
     JOIN workspaces w ON w.id = t.workspace_id");
@@ -118,6 +119,7 @@ fn raw_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
             actions: Default::default(),
             usage: None,
             max_cost: r.get(21)?,
+            parent: r.get(22)?,
         },
         usage: r.get(20)?,
         origin: r.get(15)?,

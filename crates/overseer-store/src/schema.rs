@@ -375,6 +375,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE gates ADD COLUMN snoozed_until INTEGER;
     CREATE INDEX gates_snoozed ON gates(status, snoozed_until);
     "#,
+    // 18: a consultation's link to the run that asked it (`consult`: a
+    // read-only child run; NULL for every other run).
+    r#"
+    ALTER TABLE runs ADD COLUMN parent_run_id INTEGER REFERENCES runs(id);
+    CREATE INDEX runs_by_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -752,6 +752,37 @@ impl WriteTx<'_> {
         Ok(())
     }
 
+    /// Links a consultation to the run that asked it (`consult`): its
+    /// fleet row is that run's child. One at a time: refused while another
+    /// consultation of `parent` is under way (in the same transaction, so
+    /// two asked at once cannot both pass).
+    pub fn set_run_parent(&mut self, run_id: RunId, parent: RunId) -> Result<(), StoreError> {
+        let busy: Option<i64> = self
+            .conn()
+            .query_row(
+                "SELECT id FROM runs WHERE parent_run_id = ?1 AND id <> ?2
+                   AND state IN ('queued', 'claimed', 'running', 'retry_queued')
+                 ORDER BY id LIMIT 1",
+                params![parent, run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        if let Some(other) = busy {
+            return Err(StoreError::InvalidInput(format!(
+                "run {parent} already waits for a consultation (run {other}); one at a time: wait for its answer, then ask again"
+            )));
+        }
+        self.conn()
+            .execute(
+                "UPDATE runs SET parent_run_id = ?1 WHERE id = ?2",
+                params![parent, run_id],
+            )
+            .map_err(|e| self.sql(e))?;
+        self.run_changed(run_id, false);
+        Ok(())
+    }
+
     /// Appends one timeline entry.
     pub fn record_run_event(
         &mut self,

@@ -53,8 +53,9 @@ pub struct McpArgs {
 /// What `overseer mcp` tells the client about itself (`instructions`).
 const INSTRUCTIONS: &str = "Overseer supervises coding agents and puts every human decision in one inbox. \
 Use ask_user for questions only the user can answer, request_plan_approval before larger changes, report_step \
-after each step of an approved plan, and send_message / read_messages to talk with the supervisor or the user. \
-The first three wait until the user (or the supervisor) answers, which can take minutes.";
+after each step of an approved plan, send_message / read_messages to talk with the supervisor or the user, and \
+consult to ask another configured agent a question (read-only, on a snapshot of your repository). \
+ask_user, request_plan_approval, report_step and consult wait for their answer, which can take minutes.";
 
 struct Server {
     asker: Asker,
@@ -165,6 +166,7 @@ fn not_running(tool: &str, socket: &std::path::Path, detail: Option<&str>) -> St
             "Show the user your plan directly in this conversation and ask whether to go ahead"
         }
         tools::REPORT_STEP => "Tell the user directly what you did and ask whether to go on",
+        tools::CONSULT => "Answer the question yourself from what you can read",
         _ => "Talk to the user directly in this conversation instead",
     };
     let why = match detail {
@@ -258,6 +260,10 @@ impl Server {
             Err(AskError::NotRunning { detail }) => {
                 tools::Outcome::error(not_running(&tool, &self.asker.socket, detail.as_deref()))
             }
+            Err(AskError::Lost { detail }) if tool == tools::CONSULT => tools::Outcome::error(format!(
+                "The connection to Overseer dropped during the consultation ({detail}); its answer is lost. \
+                 Call consult again if you still need it, once Overseer is running."
+            )),
             Err(AskError::Lost { detail }) if !tools::retryable(&tool) => tools::Outcome::error(format!(
                 "The connection to Overseer dropped while sending ({detail}); the message may or may not \
                  have been stored. Ask the user whether it arrived before sending it again."

@@ -8,9 +8,10 @@
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
 use overseer_core::session::{
     AskOption, AskQuestion, PlanStepInput, PlanVerdict, QuestionsAction, SessionAnswer, SessionAsk,
-    StepVerdict, QUESTION_EXPIRY_MAX, QUESTION_EXPIRY_MIN,
+    StepVerdict, CONSULT_TIMEOUT_MAX, CONSULT_TIMEOUT_MIN, QUESTION_EXPIRY_MAX,
+    QUESTION_EXPIRY_MIN,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 pub const ASK_USER: &str = "ask_user";
@@ -18,6 +19,7 @@ pub const REQUEST_PLAN_APPROVAL: &str = "request_plan_approval";
 pub const REPORT_STEP: &str = "report_step";
 pub const SEND_MESSAGE: &str = "send_message";
 pub const READ_MESSAGES: &str = "read_messages";
+pub const CONSULT: &str = "consult";
 
 /// Longest question header: a tab label in the inbox.
 pub const MAX_HEADER: usize = 30;
@@ -85,7 +87,7 @@ labels were chosen and any words the user typed; action is \"declined\" when the
 (go on with your best judgment and say so) and \"cancelled\" when nobody answered. Questions expire (after \
 expires_in_seconds, else after the task's or Overseer's default): give a question a default (one of its option \
 labels) and an unanswered question takes it (action \"defaulted\"); without defaults it is declined.",
-            input: input_schema::<AskUserArgs>(),
+            input: schema_of::<AskUserArgs>(),
             output: json!({
                 "type": "object",
                 "properties": {
@@ -222,25 +224,44 @@ newer ones.",
             }),
             read_only: true,
         },
+        ToolSpec {
+            name: CONSULT,
+            title: "Consult another agent",
+            description: "Ask another agent (an agent profile the user configured in Overseer, e.g. a reviewer or a \
+specialist) a question about your work, and wait for its answer. It works read-only on a snapshot of your \
+repository as it is now, uncommitted changes included: it can read and search but not change files, and its \
+shell commands wait for the user's permission. Ask one self-contained question (it does not see this \
+conversation: say what you are doing and what you need to know). The call blocks until it answers, at most \
+timeout_seconds (default 600); the result is its answer as it said it, the run that answered (the user sees it \
+as a child of yours in Overseer) and what it cost when its agent reports a cost. timed_out true means no \
+answer came in time: it was stopped; go on without it. Only agents Overseer launched can consult, and a \
+consulted agent cannot consult in turn.",
+            input: schema_of::<ConsultArgs>(),
+            output: schema_of::<ConsultResult>(),
+            read_only: false,
+        },
     ]
 }
 
 /// Whether the tool's ask waits for a human (and so has a key and shows a
 /// gate) rather than answering at once.
 pub fn blocks(tool: &str) -> bool {
-    matches!(tool, ASK_USER | REQUEST_PLAN_APPROVAL | REPORT_STEP)
+    matches!(
+        tool,
+        ASK_USER | REQUEST_PLAN_APPROVAL | REPORT_STEP | CONSULT
+    )
 }
 
 /// Whether asking again after a lost connection is safe: a keyed ask finds
 /// its gate again, reading changes nothing; a message sent twice would be
-/// stored twice.
+/// stored twice, and a consultation asked again starts another.
 pub fn retryable(tool: &str) -> bool {
-    tool != SEND_MESSAGE
+    tool != SEND_MESSAGE && tool != CONSULT
 }
 
-/// A tool's input schema, derived from its arguments' Rust type (nested
+/// A tool's input or output schema, derived from its Rust type (nested
 /// types inline, as models read them best).
-fn input_schema<T: schemars::JsonSchema>() -> Value {
+fn schema_of<T: schemars::JsonSchema>() -> Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
@@ -308,6 +329,49 @@ struct AskUserOption {
     /// One line on what picking it means.
     #[serde(default)]
     description: Option<String>,
+}
+
+/// `consult`'s arguments (its input schema is derived from this type).
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ConsultArgs {
+    /// The agent profile to ask: a name from the user's Overseer
+    /// configuration (the user tells you which exist; a wrong name is
+    /// answered with the list).
+    #[schemars(length(min = 1, max = 64))]
+    profile: String,
+    /// The question, self-contained: what you are doing, what you need to
+    /// know, and where to look.
+    #[schemars(length(min = 1, max = MAX_TEXT))]
+    question: String,
+    /// How long to wait for the answer, in seconds: 5 to 3600. Leave it out
+    /// for 600. When it passes, the consulted agent is stopped and
+    /// timed_out is true.
+    #[serde(default)]
+    #[schemars(range(min = CONSULT_TIMEOUT_MIN, max = CONSULT_TIMEOUT_MAX))]
+    timeout_seconds: Option<u64>,
+}
+
+/// `consult`'s result (its output schema is derived from this type).
+#[derive(Serialize, schemars::JsonSchema)]
+struct ConsultResult {
+    /// The consulted agent's answer, as it said it (or, when timed_out,
+    /// that none came).
+    text: String,
+    /// The Overseer run that answered: a child of yours, with its own
+    /// timeline and cost.
+    run: i64,
+    /// What the consultation cost, when its agent reports a cost.
+    cost: Option<ConsultCost>,
+    /// No answer came in time: the consulted agent was stopped.
+    timed_out: bool,
+}
+
+/// A cost as the consulted agent reported it.
+#[derive(Serialize, schemars::JsonSchema)]
+struct ConsultCost {
+    amount: f64,
+    /// An ISO 4217 code such as USD, or another unit such as credits.
+    currency: String,
 }
 
 #[derive(Deserialize)]
@@ -501,8 +565,21 @@ pub fn to_ask(
             }
             Ok(SessionAsk::ReadMessages { after: a.after })
         }
+        CONSULT => {
+            let a: ConsultArgs = parse(tool, args)?;
+            let profile = text(tool, "profile", &a.profile)?;
+            if let Some(secs) = a.timeout_seconds {
+                overseer_core::session::check_consult_timeout(secs)
+                    .map_err(|e| format!("{tool}: {e}; fix it and call {tool} again."))?;
+            }
+            Ok(SessionAsk::Consult {
+                profile,
+                question: text(tool, "question", &a.question)?,
+                timeout_seconds: a.timeout_seconds,
+            })
+        }
         other => Err(format!(
-            "there is no tool named {other:?}; the tools are {ASK_USER}, {REQUEST_PLAN_APPROVAL}, {REPORT_STEP}, {SEND_MESSAGE} and {READ_MESSAGES}."
+            "there is no tool named {other:?}; the tools are {ASK_USER}, {REQUEST_PLAN_APPROVAL}, {REPORT_STEP}, {SEND_MESSAGE}, {READ_MESSAGES} and {CONSULT}."
         )),
     }
 }
@@ -716,6 +793,39 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
                 t
             }
         }
+        (
+            CONSULT,
+            SessionAnswer::Consult {
+                text,
+                run,
+                cost,
+                timed_out,
+            },
+        ) => {
+            let result = ConsultResult {
+                text: text.clone(),
+                run: run.0,
+                cost: cost.as_ref().map(|c| ConsultCost {
+                    amount: c.amount,
+                    currency: c.currency.clone(),
+                }),
+                timed_out: *timed_out,
+            };
+            let spent = cost
+                .as_ref()
+                .map(|c| format!(", cost {}", overseer_core::format_cost(c)))
+                .unwrap_or_default();
+            let said = if *timed_out {
+                format!("{text} Go on without it (run {run}{spent}).")
+            } else {
+                format!("The consulted agent (run {run}{spent}) answered:\n{text}")
+            };
+            return Outcome {
+                text: said,
+                structured: serde_json::to_value(result).ok(),
+                is_error: false,
+            };
+        }
         _ => {
             return Outcome::error(format!(
                 "Overseer answered {tool} with something else ({}); this is a bug in Overseer. Ask the user directly instead.",
@@ -847,6 +957,54 @@ mod tests {
         )
         .expect_err("empty status");
         assert!(err.contains("status is empty"), "{err}");
+    }
+
+    #[test]
+    fn consult_is_checked_and_its_answer_rendered() {
+        let ask = to_ask(
+            CONSULT,
+            args(json!({"profile": " expert ", "question": " Is the cache safe? "})),
+            "k".into(),
+        )
+        .expect("consult");
+        assert_eq!(
+            ask,
+            SessionAsk::Consult {
+                profile: "expert".into(),
+                question: "Is the cache safe?".into(),
+                timeout_seconds: None,
+            }
+        );
+        let err = to_ask(
+            CONSULT,
+            args(json!({"profile": "expert", "question": "Q?", "timeout_seconds": 4})),
+            "k".into(),
+        )
+        .expect_err("too short");
+        assert!(err.contains("5 to 3600"), "{err}");
+        let err = to_ask(CONSULT, args(json!({"profile": "expert"})), "k".into())
+            .expect_err("no question");
+        assert!(err.contains("missing field `question`"), "{err}");
+        let out = render(
+            CONSULT,
+            SessionAnswer::Consult {
+                text: "ANSWER: yes".into(),
+                run: overseer_core::RunId(7),
+                cost: Some(overseer_core::RunCost {
+                    amount: 0.5,
+                    currency: "USD".into(),
+                }),
+                timed_out: false,
+            },
+        );
+        assert!(!out.is_error);
+        assert!(out.text.contains("run 7, cost 0.50 USD"), "{}", out.text);
+        assert!(out.text.ends_with("ANSWER: yes"), "{}", out.text);
+        assert_eq!(
+            out.structured,
+            Some(json!({"text": "ANSWER: yes", "run": 7,
+                "cost": {"amount": 0.5, "currency": "USD"}, "timed_out": false}))
+        );
     }
 
     #[test]

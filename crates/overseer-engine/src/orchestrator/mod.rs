@@ -31,6 +31,7 @@
 
 mod agent;
 mod budget;
+mod consult;
 mod cost;
 pub(crate) mod live;
 mod modes;
@@ -45,6 +46,7 @@ mod unasked;
 
 use agent::{launch_agent, prepare_worktree};
 pub(crate) use agent::{stop_agent, stop_all};
+pub(crate) use consult::consult;
 use live::terminate_tree;
 use overseer_core::Activity;
 use steps::{execute, Executed, Steps};
@@ -282,12 +284,9 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     engine.reconcile_decisions_at_start()?;
     // An external session lives outside us: it was not interrupted, and its
     // askers come back for their gates (or they are withdrawn).
-    let carry_on = engine
-        .runs()?
-        .into_iter()
-        .filter(takes_work)
-        .map(|r| r.id)
-        .collect();
+    let runs = engine.runs()?;
+    consult::fail_orphans(engine, &runs);
+    let carry_on = runs.into_iter().filter(takes_work).map(|r| r.id).collect();
     engine.renotify_pending()?;
     crate::agents::external::withdraw_unclaimed_after_restart(engine);
     Ok(carry_on)
@@ -538,7 +537,9 @@ async fn finish(engine: &Arc<Engine>, work: &RunWork) -> Result<(), ApiError> {
 /// A run this engine drives (not an external session's) that is taking
 /// work: claimed, running, or queued for a retry.
 pub(crate) fn takes_work(r: &overseer_core::RunView) -> bool {
+    // A consultation is driven by its asker's call only (`consult`).
     !r.origin.is_external()
+        && r.parent.is_none()
         && matches!(
             r.state,
             RunState::Claimed | RunState::Running | RunState::RetryQueued

@@ -242,3 +242,23 @@ pub fn pair(engine: &Engine, person: &str, name: &str) -> overseer_engine::Paire
         .expect("a code");
     engine.redeem_pairing(&pairing.code).expect("paired")
 }
+
+/// The processes (not zombies) whose environment carries exactly `marker`
+/// (an agent's: [`Engine::agent_marker`]).
+pub fn marked_pids(marker: &str) -> Vec<u32> {
+    let marker = format!("OVERSEER_AGENT_MARKER={marker}\0");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            (String::from_utf8_lossy(&env).contains(&marker) && !zombie).then_some(pid)
+        })
+        .collect()
+}

@@ -591,21 +591,7 @@ impl Real {
 
     /// The processes whose environment carries exactly `marker`.
     fn marked_pids(&self, marker: &str) -> Vec<u32> {
-        let marker = format!("OVERSEER_AGENT_MARKER={marker}\0");
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-                let env = std::fs::read(e.path().join("environ")).ok()?;
-                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-                let zombie = stat
-                    .rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-                (String::from_utf8_lossy(&env).contains(&marker) && !zombie).then_some(pid)
-            })
-            .collect()
+        crate::common::marked_pids(marker)
     }
 
     /// Checks what every run of a real adapter must show: the session was

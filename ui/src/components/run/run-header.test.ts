@@ -60,3 +60,18 @@ describe("an external session's run page and row", () => {
     expect(launched).toMatch(/data-action="abort"[^>]*>Abort</);
   });
 });
+
+describe("a consultation's run page, row and inbox card", () => {
+  it("says which run consulted it", async () => {
+    const { fleet } = await started();
+    const child = { ...fleet.rows.get(3)!, parent: 2 };
+    const header = render(RunHeader, { props: { run: child, fleet, now: NOW } }).body;
+    expect(header).toMatch(/data-testid="consulted-by"[^>]*>run 2</);
+    const row = render(RunRow, { props: { ...rowProps, run: child } }).body;
+    expect(row).toMatch(/data-testid="consult-of"[^>]*>↳ 2</);
+    const plain = render(RunRow, { props: { ...rowProps, run: fleet.rows.get(3)! } }).body;
+    expect(plain).not.toContain("consult-of");
+    expect(render(RunHeader, { props: { run: fleet.rows.get(3)!, fleet, now: NOW } }).body).not.toContain("consulted-by");
+  });
+});
+

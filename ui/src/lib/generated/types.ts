@@ -788,7 +788,12 @@ usage?: RunUsage | null,
  * The budget this run's cost is held to (its task's `max_cost`, else
  * its workspace's), when one is set.
  */
-max_cost?: number | null, };
+max_cost?: number | null, 
+/**
+ * For a consultation (a read-only child run answering another run's
+ * `consult`): the run that asked.
+ */
+parent?: RunId | null, };
 
 export type RunsHead = { rows: Array<RunView>, total: number, counts: FleetCounts, };
 

@@ -49,6 +49,19 @@ describe("gate cards", () => {
     expect(body).toContain("required to request changes, optional otherwise");
   });
 
+  it("mark what a consultation asks as a consultation's", async () => {
+    const backend = demoBackend(NOW);
+    const gate = demo(4);
+    const run = backend.runs.get(gate.run_id)!;
+    backend.runs.set(run.id, { ...run, parent: 1 });
+    const fleet = new Fleet(backend);
+    const gates = new Gates(backend, fleet);
+    await Promise.all([fleet.start(), gates.start()]);
+    const body = render(GateCard, { props: { gate: gates.pending.get(gate.id)!, gates, nav: new Nav(), now: NOW } }).body;
+    expect(body).toMatch(/data-testid="consultation-badge"[^>]*>consultation for run 1</);
+    expect(await html(gate)).not.toContain("consultation-badge");
+  });
+
   it("hide Retry when the engine no longer offers it", async () => {
     const g = demo(5);
     const body = await html({ ...g, options: g.options.filter((o) => o.id !== "retry"), kind: "deviation", payload: { cause: "turn_failed", error: "boom", attempts: 10, max_attempts: 10 } });

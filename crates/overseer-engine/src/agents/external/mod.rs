@@ -143,6 +143,9 @@ impl Engine {
         peer: Option<u32>,
     ) -> Result<SessionAnswer, ApiError> {
         check_session(&session)?;
+        if matches!(ask, SessionAsk::Consult { .. }) {
+            return Err(consult_outside_a_run());
+        }
         let work = match self.session_work(&session, &ask)? {
             Found::Live(work) => work,
             Found::Stopped(run) => return Ok(stopped_answer(run, &ask)),
@@ -178,6 +181,15 @@ impl Engine {
                 ErrorCode::Forbidden,
                 "a launched agent does not end its run; finish the task and end the turn",
             ));
+        }
+        if let SessionAsk::Consult {
+            profile,
+            question,
+            timeout_seconds,
+        } = ask
+        {
+            return crate::orchestrator::consult(self, run, profile, question, timeout_seconds)
+                .await;
         }
         let work = self.store().run_work(run)?;
         let cwd = work.worktree.clone().unwrap_or_default();
@@ -253,6 +265,7 @@ impl Engine {
             SessionAsk::ReadMessages { after } => Ok(SessionAnswer::Messages {
                 messages: self.agent_inbox(work.run_id, after)?,
             }),
+            SessionAsk::Consult { .. } => Err(consult_outside_a_run()),
         }
     }
 
@@ -380,11 +393,21 @@ fn stopped_answer(run: RunId, ask: &SessionAsk) -> SessionAnswer {
         SessionAsk::Notice { .. }
         | SessionAsk::End
         | SessionAsk::SendMessage { .. }
-        | SessionAsk::ReadMessages { .. } => SessionAnswer::Noted {
+        | SessionAsk::ReadMessages { .. }
+        | SessionAsk::Consult { .. } => SessionAnswer::Noted {
             run,
             steering: None,
         },
     }
+}
+
+/// `consult` asked by anything but a run Overseer launched, through that
+/// run's own MCP server.
+fn consult_outside_a_run() -> ApiError {
+    ApiError::new(
+        ErrorCode::Forbidden,
+        "consult is only for agents Overseer launched: it runs a read-only child of the asking run on          a snapshot of that run's worktree, and this session is not tied to a run Overseer launched.          Ask the other agent yourself, or start the task in Overseer",
+    )
 }
 
 fn check_session(s: &SessionRef) -> Result<(), ApiError> {
