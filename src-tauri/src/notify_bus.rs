@@ -21,6 +21,8 @@ const PATH: &str = "/org/freedesktop/Notifications";
 
 /// How many notifications' buttons are remembered (the oldest go first).
 const REMEMBERED: usize = 512;
+/// How long a call to the notification server may take.
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a pressed button asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +72,13 @@ pub struct Bus {
 impl Bus {
     /// Connects to the session bus (`address`: another bus, for tests).
     pub async fn connect(address: Option<&str>) -> zbus::Result<Bus> {
-        let conn = match address {
-            Some(a) => zbus::connection::Builder::address(a).build().await?,
-            None => zbus::Connection::session().await?,
+        let builder = match address {
+            Some(a) => zbus::connection::Builder::address(a),
+            None => zbus::connection::Builder::session(),
         };
+        // A notification server that never answers costs one notification,
+        // not every later one.
+        let conn = builder.method_timeout(CALL_TIMEOUT).build().await?;
         Ok(Bus {
             conn,
             shown: Mutex::default(),
@@ -248,9 +253,11 @@ mod tests {
         let calls: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
         let kept = calls.clone();
         let answering = conn.clone();
+        // Made before this returns: a stream sees only what arrives after
+        // it exists, and the test's first Notify follows at once.
+        let mut stream = zbus::MessageStream::from(&answering);
         std::thread::spawn(move || {
             zbus::block_on(async move {
-                let mut stream = zbus::MessageStream::from(&answering);
                 while let Some(Ok(m)) = stream.next().await {
                     let header = m.header();
                     if header.message_type() != zbus::message::Type::MethodCall
