@@ -423,3 +423,62 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
     assert_eq!(old["result"]["decision"]["option"], "yes", "{old}");
     r.server.abort();
 }
+
+/// A connection that subscribed still calls (what a host's one link
+/// needs): its calls are answered on their ids, several at once, with the
+/// events they cause on the same connection.
+#[tokio::test]
+async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    async fn next(
+        lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    ) -> serde_json::Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read")
+            .expect("not closed");
+        serde_json::from_str(&line).expect("JSON")
+    }
+    write
+        .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
+        .await
+        .expect("write");
+    assert_eq!(next(&mut lines).await["id"], 1);
+    // Three calls written at once, before any answer is read.
+    let calls = format!(
+        "{{\"id\":7,\"method\":\"approve_run\",\"params\":{{\"run\":{}}}}}\n\
+         {{\"id\":8,\"method\":\"ping\"}}\n",
+        run.id
+    );
+    write.write_all(calls.as_bytes()).await.expect("write");
+    let mut answers = std::collections::HashMap::new();
+    let mut changed = false;
+    while answers.len() < 2 || !changed {
+        let line = next(&mut lines).await;
+        if let Some(id) = line["id"].as_u64() {
+            answers.insert(id, line);
+        } else if line["event"]["type"] == "run_changed"
+            && line["event"]["run"]["id"] == serde_json::json!(run.id)
+        {
+            changed = true;
+        }
+    }
+    assert_eq!(
+        answers[&7]["result"]["id"],
+        serde_json::json!(run.id),
+        "{:?}",
+        answers[&7]
+    );
+    assert_eq!(answers[&8]["result"], "pong");
+    assert_ne!(
+        r.engine.run(run.id).expect("run").state,
+        RunState::PendingReview
+    );
+}

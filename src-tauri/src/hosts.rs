@@ -1,0 +1,199 @@
+//! The app's links to hosts (engines on other machines, `overseer hosts
+//! add`): one [`Link`] per host in `hosts.json`, started with the app. The
+//! window reaches them through the host commands (declared with the
+//! contract, `overseer_api::host_commands!`, and generated here like the
+//! engine's commands): the links and how they stand, a window command
+//! performed on a host's engine, reconnecting now. Every host's events and
+//! every change of a link's state are pushed to the window, and a host's
+//! gate that would notify here notifies, naming the host.
+
+use overseer_core::{ApiError, EngineEvent, ErrorCode};
+use overseer_engine::{notification_for, Engine, Notification, Paths};
+use overseer_server::api::op;
+use overseer_server::remote::{registry, HostEvent, HostLinkView, Link, LinkOptions};
+use std::sync::Arc;
+use tauri::{AppHandle, State};
+
+type JsonValue = serde_json::Value;
+
+/// Shows a host's notification (`host`, what to tell).
+pub type HostNotify = Arc<dyn Fn(&str, Notification) + Send + Sync>;
+
+/// The app's links, one per host it knows.
+pub struct HostLinks {
+    links: Vec<Arc<Link>>,
+}
+
+impl HostLinks {
+    /// Starts a link to every host in `hosts.json` (inside the async
+    /// runtime). A hosts file that cannot be read leaves the app without
+    /// hosts, said in the log.
+    pub fn start(paths: &Paths) -> HostLinks {
+        let hosts = match registry::load(paths) {
+            Ok(file) => file.hosts,
+            Err(e) => {
+                tracing::warn!("no hosts are linked: {e}");
+                Vec::new()
+            }
+        };
+        HostLinks {
+            links: hosts
+                .into_iter()
+                .map(|h| Arc::new(Link::start(h, LinkOptions::default())))
+                .collect(),
+        }
+    }
+
+    fn link(&self, host: &str) -> Result<&Arc<Link>, ApiError> {
+        self.links.iter().find(|l| l.name() == host).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "no host named {host:?}: `overseer hosts list` shows the hosts this machine \
+                     knows (the app links to those it found when it started)"
+                ),
+            )
+        })
+    }
+
+    pub async fn host_links(&self) -> Result<Vec<HostLinkView>, ApiError> {
+        Ok(self.links.iter().map(|l| l.view()).collect())
+    }
+
+    pub async fn host_call(
+        &self,
+        host: String,
+        command: String,
+        args: JsonValue,
+    ) -> Result<JsonValue, ApiError> {
+        let link = self.link(&host)?;
+        let request = overseer_server::window::request(&command, &args)?;
+        link.call(request).await
+    }
+
+    pub async fn host_retry(&self, host: String) -> Result<(), ApiError> {
+        self.link(&host)?.retry_now();
+        Ok(())
+    }
+
+    /// Pushes every host's events and link states to the window, and tells
+    /// `notify` what a host's events call for (what this machine's
+    /// notification settings do not mute).
+    pub fn forward(&self, handle: &AppHandle, engine: &Arc<Engine>, notify: HostNotify) {
+        for link in &self.links {
+            let mut states = link.watch();
+            let (l, h) = (link.clone(), handle.clone());
+            tauri::async_runtime::spawn(async move {
+                loop {
+                    if let Err(e) = events::on_host_link(&h, &l.view()) {
+                        tracing::warn!("cannot push host {}'s link to the window: {e}", l.name());
+                    }
+                    if states.changed().await.is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut rx = link.events();
+            let (l, h, engine, notify) =
+                (link.clone(), handle.clone(), engine.clone(), notify.clone());
+            tauri::async_runtime::spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    let event = match rx.recv().await {
+                        Ok(e) => e,
+                        Err(RecvError::Lagged(n)) => {
+                            tracing::warn!(
+                                "the window fell {n} events of host {} behind",
+                                l.name()
+                            );
+                            continue;
+                        }
+                        Err(RecvError::Closed) => return,
+                    };
+                    let payload = HostEvent {
+                        host: l.name().to_owned(),
+                        event,
+                    };
+                    if let Err(e) = events::on_host_event(&h, &payload) {
+                        tracing::warn!("cannot push host {}'s event to the window: {e}", l.name());
+                    }
+                    if let Some(n) = notification(&l, &payload.event).await {
+                        if !engine.notifications().is_muted(n.kind) {
+                            notify(l.name(), n);
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// What a host's event calls for, as it would on that machine: the host's
+/// run and gate read through its link. No buttons: a decision about a
+/// host's gate is made in the window, through the link.
+async fn notification(link: &Link, event: &EngineEvent) -> Option<Notification> {
+    let n = match event {
+        EngineEvent::GateOpened {
+            gate_id, run_id, ..
+        } => {
+            let run = link.perform(op::ShowRun { run: *run_id }).await.ok()?;
+            let gate = link.perform(op::ShowGate { gate: *gate_id }).await.ok()?;
+            notification_for(event, &run, Some(&gate))
+        }
+        EngineEvent::RunChanged { run } => notification_for(event, run, None),
+        _ => None,
+    }?;
+    Some(Notification { quick: None, ..n })
+}
+
+/// Generates the host commands, their events' emitters and [`handler`]
+/// from the table (`overseer_api::host_commands!`): each command calls the
+/// [`HostLinks`] method of its name.
+macro_rules! host_adapter {
+    (
+        both {}
+        socket_only {}
+        window_only { $(
+            $(#[doc = $wdoc:literal])*
+            $wkind:ident $wcall:ident => $WOp:ident
+                $( { $( $(#[$wfattr:meta])* $wfield:ident : $wfty:ty as $warg:ident ),* $(,)? } )?
+                -> $wresp:ty, because $wwhy:literal;
+        )* }
+        streams {}
+        events { $(
+            $(#[doc = $edoc:literal])*
+            $event:ident $channel:literal => $payload:ty;
+        )* }
+        also_declared {}
+    ) => {
+        $(
+            $(#[doc = $wdoc])*
+            #[tauri::command]
+            async fn $wcall(
+                links: State<'_, HostLinks>,
+                $($( $warg: $wfty ),*)?
+            ) -> Result<$wresp, ApiError> {
+                links.$wcall($($( $warg ),*)?).await
+            }
+        )*
+
+        /// The host events the app pushes to the window.
+        pub mod events {
+            use super::*;
+            use tauri::Emitter;
+            $(
+                $(#[doc = $edoc])*
+                pub fn $event(handle: &AppHandle, payload: &$payload) -> tauri::Result<()> {
+                    handle.emit($channel, payload)
+                }
+            )*
+        }
+
+        /// The invoke handler of the host commands.
+        pub fn handler() -> impl Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$($wcall,)*]
+        }
+    };
+}
+
+overseer_api::host_commands!(host_adapter);
