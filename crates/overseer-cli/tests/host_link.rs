@@ -24,6 +24,7 @@ const OPTIONS: LinkOptions = LinkOptions {
     silence: Duration::from_secs(2),
     first_retry: Duration::from_millis(500),
     max_retry: Duration::from_secs(2),
+    confirm_within: Duration::from_secs(30),
 };
 
 fn overseer(home: &Home, host: &TestHost, args: &[&str]) -> String {
@@ -212,6 +213,20 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     // and why.
     let cut_at = registry_now();
     host.cut();
+    // A decision sent as the link drops: once the link is back, the gate is
+    // looked up and the decision reported as not applied (never resent).
+    let deciding = {
+        let link = link.clone();
+        let (gate, option) = pending[1].clone();
+        tokio::spawn(async move {
+            call(
+                &link,
+                "decide_gate",
+                json!({"gateId": gate, "option": option, "context": null}),
+            )
+            .await
+        })
+    };
     let in_flight = call(&link, "list_runs", json!({})).await;
     let lost = in_flight.expect_err("no answer through a cut link");
     assert_eq!(lost.code, ErrorCode::EngineUnavailable);
@@ -265,6 +280,17 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     host.restore();
     let (again, _) = live(&link, 1).await;
     assert_eq!(again, engine, "the same engine process answers");
+    let lost_decision = deciding
+        .await
+        .expect("task")
+        .expect_err("a decision whose answer was lost is not reported as made");
+    assert_eq!(lost_decision.code, ErrorCode::EngineUnavailable);
+    assert!(
+        lost_decision.message.contains("it was not applied")
+            && lost_decision.message.contains("still pending on lk"),
+        "{}",
+        lost_decision.message
+    );
     let gate = call(&link, "show_gate", json!({"gateId": gates[1]}))
         .await
         .expect("show_gate");

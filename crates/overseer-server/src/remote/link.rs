@@ -39,6 +39,9 @@ pub struct LinkOptions {
     pub first_retry: Duration,
     /// The longest wait between retries.
     pub max_retry: Duration,
+    /// A decision whose answer the link lost: how long to wait for the
+    /// link to come back and read the gate, to say whether it was applied.
+    pub confirm_within: Duration,
 }
 
 impl Default for LinkOptions {
@@ -48,6 +51,7 @@ impl Default for LinkOptions {
             silence: Duration::from_secs(15),
             first_retry: Duration::from_secs(1),
             max_retry: Duration::from_secs(30),
+            confirm_within: Duration::from_secs(10),
         }
     }
 }
@@ -96,6 +100,7 @@ pub struct HostEvent {
 /// One host's link. Dropping it closes the connection and stops retrying.
 pub struct Link {
     host: Host,
+    options: LinkOptions,
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -106,7 +111,15 @@ impl Drop for Link {
     }
 }
 
-type Answer = oneshot::Sender<Result<serde_json::Value, ApiError>>;
+type Answer = oneshot::Sender<Answered>;
+
+/// What became of a call that was sent.
+enum Answered {
+    /// The host's engine answered.
+    Done(Result<serde_json::Value, ApiError>),
+    /// The link dropped before its answer came (why).
+    Lost(String),
+}
 
 struct Shared {
     name: String,
@@ -142,7 +155,8 @@ impl Conn {
         let mut bytes = match serde_json::to_vec(&Call { id, request }) {
             Ok(b) => b,
             Err(e) => {
-                let _ = answer.send(Err(ApiError::new(ErrorCode::Internal, e.to_string())));
+                let error = ApiError::new(ErrorCode::Internal, e.to_string());
+                let _ = answer.send(Answered::Done(Err(error)));
                 return Ok(());
             }
         };
@@ -168,7 +182,7 @@ impl Conn {
     }
 
     /// Fails every waiting call: the link dropped after they were sent.
-    fn fail_all(&self, name: &str, reason: &str) {
+    fn fail_all(&self, reason: &str) {
         let pending: Vec<Answer> = self
             .pending
             .lock()
@@ -177,7 +191,7 @@ impl Conn {
             .map(|p| p.into_values().collect())
             .unwrap_or_default();
         for answer in pending {
-            let _ = answer.send(Err(lost(name, reason)));
+            let _ = answer.send(Answered::Lost(reason.to_owned()));
         }
     }
 
@@ -188,7 +202,7 @@ impl Conn {
             .ok()
             .and_then(|mut p| p.as_mut().and_then(|p| p.remove(&id)));
         if let Some(answer) = waiting {
-            let _ = answer.send(outcome);
+            let _ = answer.send(Answered::Done(outcome));
         }
     }
 }
@@ -239,7 +253,12 @@ impl Link {
             retry: Notify::new(),
         });
         let task = tokio::spawn(run(shared.clone(), host.clone(), options));
-        Link { host, shared, task }
+        Link {
+            host,
+            options,
+            shared,
+            task,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -281,8 +300,31 @@ impl Link {
     }
 
     /// Sends `request` to the host's engine and waits for its answer;
-    /// refused at once (nothing sent) when the link is not live.
+    /// refused at once (nothing sent) when the link is not live. A call
+    /// whose answer the link lost is never sent again; a decision's is
+    /// looked up once the link is back (within
+    /// [`LinkOptions::confirm_within`]) to say whether it was applied.
     pub async fn call(&self, request: Request) -> Result<serde_json::Value, ApiError> {
+        let decision = match &request {
+            Request::DecideGate {
+                gate,
+                option,
+                context,
+            } => Some((*gate, *option, context.clone())),
+            _ => None,
+        };
+        let reason = match self.exchange(request).await? {
+            Answered::Done(outcome) => return outcome,
+            Answered::Lost(reason) => reason,
+        };
+        match decision {
+            Some((gate, option, context)) => self.confirm(gate, option, context, &reason).await,
+            None => Err(lost(&self.host.name, &reason)),
+        }
+    }
+
+    /// Sends `request` once; what became of it. Err: refused, nothing sent.
+    async fn exchange(&self, request: Request) -> Result<Answered, ApiError> {
         let conn = self.shared.conn.lock().ok().and_then(|c| c.clone());
         let Some(conn) = conn else {
             return Err(self.refusal());
@@ -291,9 +333,67 @@ impl Link {
         if let Err(Unsent::Closed) = conn.send(request, tx).await {
             return Err(self.refusal());
         }
-        match rx.await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(lost(&self.host.name, "the connection ended")),
+        drop(conn);
+        Ok(rx
+            .await
+            .unwrap_or_else(|_| Answered::Lost("the connection ended".to_owned())))
+    }
+
+    /// Whether a decision whose answer was lost was applied: the gate read
+    /// once the link is back. Applied: the gate, as its answer would have
+    /// been. Else why not, or that it cannot be told yet.
+    async fn confirm(
+        &self,
+        gate: overseer_core::GateId,
+        option: overseer_core::RequestedChoice,
+        context: Option<String>,
+        reason: &str,
+    ) -> Result<serde_json::Value, ApiError> {
+        let name = &self.host.name;
+        let mut states = self.watch();
+        let back = tokio::time::timeout(self.options.confirm_within, async {
+            loop {
+                let live = matches!(*states.borrow_and_update(), HostLinkState::Live { .. });
+                if live && self.shared.conn.lock().is_ok_and(|c| c.is_some()) {
+                    return true;
+                }
+                if states.changed().await.is_err() {
+                    return false;
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        if !back {
+            return Err(lost(name, reason));
+        }
+        let Ok(Answered::Done(Ok(shown))) = self.exchange(Request::ShowGate { gate }).await else {
+            return Err(lost(name, reason));
+        };
+        let Ok(view) = serde_json::from_value::<overseer_core::GateView>(shown.clone()) else {
+            return Err(lost(name, reason));
+        };
+        let wanted = option
+            .for_gate(view.kind())
+            .ok()
+            .map(|c| c.as_str().to_owned());
+        match &view.decision {
+            None => Err(ApiError::new(
+                ErrorCode::EngineUnavailable,
+                format!(
+                    "the link to {name} dropped after the decision was sent ({reason}); it was \
+                     not applied: gate {gate} is still pending on {name}. Decide again"
+                ),
+            )),
+            Some(d) if Some(&d.option) == wanted.as_ref() && d.context == context => Ok(shown),
+            Some(d) => Err(ApiError::new(
+                ErrorCode::AlreadyDecided,
+                format!(
+                    "the link to {name} dropped after the decision was sent ({reason}); gate \
+                     {gate} was decided otherwise on {name} meanwhile ({} by {})",
+                    d.option, d.actor
+                ),
+            )),
         }
     }
 
@@ -469,9 +569,13 @@ async fn serve(shared: &Shared, options: &LinkOptions, bridge: Bridge, resync: u
                 Err(reason) => return with_ssh(reason),
             },
             outcome = &mut subscribed => match outcome {
-                Ok(Ok(_)) => break,
-                Ok(Err(e)) => return format!("the host's engine refused to subscribe: {}", e.message),
-                Err(_) => return "the connection closed while subscribing".to_owned(),
+                Ok(Answered::Done(Ok(_))) => break,
+                Ok(Answered::Done(Err(e))) => {
+                    return format!("the host's engine refused to subscribe: {}", e.message)
+                }
+                Ok(Answered::Lost(_)) | Err(_) => {
+                    return "the connection closed while subscribing".to_owned()
+                }
             },
             _ = &mut deadline => {
                 return format!("the host's engine did not answer within {:?}", options.silence)
@@ -517,7 +621,7 @@ async fn serve(shared: &Shared, options: &LinkOptions, bridge: Bridge, resync: u
     if let Ok(mut c) = shared.conn.lock() {
         *c = None;
     }
-    conn.fail_all(&shared.name, &reason);
+    conn.fail_all(&reason);
     reason
 }
 
