@@ -197,3 +197,85 @@ macro_rules! host_adapter {
 }
 
 overseer_api::host_commands!(host_adapter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overseer_server::remote::{HostLinkState, HostsFile};
+    use serde_json::json;
+
+    /// A hosts file with one host no ssh can reach (a closed local port).
+    fn unreachable_host() -> (tempfile::TempDir, Paths) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = Paths {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+        };
+        let host = registry::Host {
+            name: "gone".into(),
+            user: Some("nobody".into()),
+            address: "127.0.0.1".into(),
+            port: Some(1),
+            ssh_config: Some("/dev/null".into()),
+            dir: "/nonexistent/overseer".into(),
+            version: overseer_server::remote::VERSION.into(),
+            engine_key: "00".into(),
+            service: "detached".into(),
+            added_at: 0,
+        };
+        registry::save(&paths, &HostsFile { hosts: vec![host] }).expect("hosts.json");
+        (dir, paths)
+    }
+
+    #[tokio::test]
+    async fn a_host_call_names_what_is_wrong_and_is_refused_at_once_while_the_link_is_down() {
+        let (_dir, paths) = unreachable_host();
+        let links = HostLinks::start(&paths);
+        let views = links.host_links().await.expect("links");
+        assert_eq!(views.len(), 1);
+        assert_eq!(views[0].name, "gone");
+        assert_eq!(views[0].url, "ssh://nobody@127.0.0.1:1");
+
+        let unknown = links
+            .host_call("other".into(), "list_runs".into(), json!({}))
+            .await
+            .expect_err("no such host");
+        assert_eq!(unknown.code, ErrorCode::InvalidInput);
+        assert!(
+            unknown.message.contains("`overseer hosts list`"),
+            "{}",
+            unknown.message
+        );
+        let wrong = links
+            .host_call("gone".into(), "show_gate".into(), json!({"gateId": "four"}))
+            .await
+            .expect_err("a wrong argument");
+        assert_eq!(wrong.code, ErrorCode::InvalidInput);
+        assert!(wrong.message.contains("gateId"), "{}", wrong.message);
+
+        // Down (ssh cannot connect): refused at once, saying why and when.
+        let mut states = links.links[0].watch();
+        tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            while !matches!(*states.borrow_and_update(), HostLinkState::Down { .. }) {
+                states.changed().await.expect("the link runs");
+            }
+        })
+        .await
+        .expect("the link went down");
+        let started = std::time::Instant::now();
+        let refused = links
+            .host_call("gone".into(), "list_runs".into(), json!({}))
+            .await
+            .expect_err("refused");
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        assert_eq!(refused.code, ErrorCode::EngineUnavailable);
+        assert!(
+            refused.message.starts_with("gone is unreachable since")
+                && refused.message.contains("nothing was sent"),
+            "{}",
+            refused.message
+        );
+        links.host_retry("gone".into()).await.expect("retry");
+        assert!(links.host_retry("other".into()).await.is_err());
+    }
+}
