@@ -153,6 +153,7 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     let pending = pending_gates(&link).await;
     assert!(pending.len() >= 2, "the demo fleet has gates: {pending:?}");
     let gates: Vec<i64> = pending.iter().map(|(id, _)| *id).collect();
+    let t = Instant::now();
     let decided = call(
         &link,
         "decide_gate",
@@ -160,8 +161,26 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     )
     .await
     .expect("decide_gate");
+    let answered = t.elapsed();
     assert_eq!(decided["status"], "decided", "{decided}");
     decided_event(&mut events, gates[0]).await;
+    eprintln!(
+        "measured: a decision over the link answered in {answered:?}, its event back after {:?}",
+        t.elapsed()
+    );
+    let mut pings = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        link.call(overseer_server::api::Request::Ping)
+            .await
+            .expect("ping");
+        pings.push(t.elapsed());
+    }
+    pings.sort();
+    eprintln!(
+        "measured: 50 pings over the link: p50 {:?}, p99 {:?}",
+        pings[24], pings[49]
+    );
     // The head of the fleet is carried too.
     let head = call(&link, "list_runs_head", json!({"limit": 3}))
         .await
