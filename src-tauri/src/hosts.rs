@@ -98,6 +98,7 @@ impl HostLinks {
                 (link.clone(), handle.clone(), engine.clone(), notify.clone());
             tauri::async_runtime::spawn(async move {
                 use tokio::sync::broadcast::error::RecvError;
+                let mut told = Told::default();
                 loop {
                     let event = match rx.recv().await {
                         Ok(e) => e,
@@ -118,13 +119,37 @@ impl HostLinks {
                         tracing::warn!("cannot push host {}'s event to the window: {e}", l.name());
                     }
                     if let Some(n) = notification(&l, &payload.event).await {
-                        if !engine.notifications().is_muted(n.kind) {
+                        if told.first(&payload.event, &n)
+                            && !engine.notifications().is_muted(n.kind)
+                        {
                             notify(l.name(), n);
                         }
                     }
                 }
             });
         }
+    }
+}
+
+/// What a host's notifications told already: a run's row pushed twice (as
+/// an engine does within a batch) is one failure, one popup.
+#[derive(Default)]
+struct Told(std::collections::HashSet<String>);
+
+impl Told {
+    /// Whether `n`, called for by `event`, is told for the first time.
+    fn first(&mut self, event: &EngineEvent, n: &Notification) -> bool {
+        let key = match event {
+            EngineEvent::GateOpened { gate_id, .. } => format!("gate:{gate_id}"),
+            EngineEvent::RunChanged { run } => {
+                format!("{}:{}:{}", n.kind.as_str(), run.id, run.state_since)
+            }
+            _ => format!("{}:{}", n.kind.as_str(), n.run_id),
+        };
+        if self.0.len() > 10_000 {
+            self.0.clear();
+        }
+        self.0.insert(key)
     }
 }
 
@@ -225,6 +250,56 @@ mod tests {
         };
         registry::save(&paths, &HostsFile { hosts: vec![host] }).expect("hosts.json");
         (dir, paths)
+    }
+
+    #[test]
+    fn a_hosts_failed_run_pushed_twice_notifies_once_and_each_gate_once() {
+        let mut told = Told::default();
+        let n = |kind, run: i64| Notification {
+            kind,
+            run_id: overseer_core::RunId(run),
+            title: "t".into(),
+            body: "b".into(),
+            quick: None,
+        };
+        let opened = |gate: i64| EngineEvent::GateOpened {
+            gate_id: overseer_core::GateId(gate),
+            run_id: overseer_core::RunId(1),
+            kind: overseer_core::GateKind::ToolCall,
+        };
+        let blocking = overseer_engine::NotificationKind::AgentQuestionBlocking;
+        assert!(told.first(&opened(5), &n(blocking, 1)));
+        assert!(!told.first(&opened(5), &n(blocking, 1)));
+        assert!(told.first(&opened(6), &n(blocking, 1)));
+        let run: overseer_core::RunView =
+            serde_json::from_value(serde_json::to_value(demo_run()).expect("json")).expect("a run");
+        let failed = overseer_engine::NotificationKind::RunFailed;
+        let changed = EngineEvent::RunChanged { run: run.clone() };
+        assert!(told.first(&changed, &n(failed, run.id.0)));
+        assert!(!told.first(&changed, &n(failed, run.id.0)));
+        // Failed again later (resumed, failed again): told again.
+        let mut later = run.clone();
+        later.state_since += 1000;
+        let again = EngineEvent::RunChanged { run: later };
+        assert!(told.first(&again, &n(failed, run.id.0)));
+    }
+
+    /// A run as the demo fleet has them.
+    fn demo_run() -> overseer_core::RunView {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = Engine::open(
+            Paths {
+                data_dir: dir.path().join("data"),
+                config_dir: dir.path().join("config"),
+            },
+            std::sync::Arc::new(overseer_engine::SystemClock),
+            std::sync::Arc::new(overseer_engine::LogNotifier),
+        )
+        .expect("engine");
+        engine
+            .seed_demo(&overseer_core::Actor::cli(), true)
+            .expect("seed");
+        engine.runs().expect("runs").remove(0)
     }
 
     #[tokio::test]
