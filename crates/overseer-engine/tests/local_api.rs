@@ -482,3 +482,54 @@ async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
         RunState::PendingReview
     );
 }
+
+/// A subscribed connection that falls too far behind is told so (a line
+/// without id): a client keeping a view (a host's link) reads it again
+/// instead of showing what missed events left stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_falls_behind_is_told_it_missed_events() {
+    let r = start().await;
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    write
+        .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
+        .await
+        .expect("write");
+    // Nothing is read while far more events than the bus keeps are made.
+    let engine = r.engine.clone();
+    tokio::task::spawn_blocking(move || {
+        for i in 0..9000 {
+            engine
+                .send_message(
+                    overseer_core::message::MessageTo::Broadcast,
+                    &format!("note {i}"),
+                    None,
+                    &Actor::cli(),
+                )
+                .expect("send");
+        }
+    })
+    .await
+    .expect("messages");
+    let mut lines = BufReader::new(read).lines();
+    let told = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if v.get("id").is_some_and(|id| id.is_null()) && v.get("error").is_some() {
+                return v["error"].clone();
+            }
+        }
+        panic!("the connection closed without saying it fell behind");
+    })
+    .await
+    .expect("told in time");
+    assert_eq!(told["code"], "engine_unavailable", "{told}");
+    assert!(
+        told["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("events behind")),
+        "{told}"
+    );
+}

@@ -647,6 +647,23 @@ async fn serve_subscribed(
                 }
                 Err(RecvError::Lagged(n)) => {
                     tracing::warn!("a subscriber fell {n} events behind");
+                    // Said on the connection (a line without id): a client
+                    // that keeps a view of the engine reads it all again (a
+                    // host's link reconnects, and the window resyncs).
+                    let error = ApiError::new(
+                        ErrorCode::EngineUnavailable,
+                        format!(
+                            "this connection fell {n} events behind and missed them; read \
+                             what you show again"
+                        ),
+                    );
+                    if events
+                        .send(ServerLine::Error { id: None, error })
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
                 }
                 Err(RecvError::Closed) => return,
             }
