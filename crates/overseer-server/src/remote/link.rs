@@ -168,6 +168,10 @@ impl Conn {
             _ => return Err(Unsent::Closed),
         }
         let mut w = self.writer.lock().await;
+        // Waited for the writer while the connection ended: not written.
+        if self.pending.lock().map_or(true, |p| p.is_none()) {
+            return Err(Unsent::Closed);
+        }
         let written = async {
             w.write_all(&bytes).await?;
             w.flush().await
