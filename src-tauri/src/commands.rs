@@ -23,6 +23,11 @@ where
         .await
 }
 
+/// `f`, typed as an invoke handler (the type a generated one needs).
+fn handling<F: Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool>(f: F) -> F {
+    f
+}
+
 /// Generates the commands of the table's `both` and `window_only` entries
 /// and [`handler`]; `socket_only` entries and `streams` are not the
 /// window's (the window's events are pushed by the app, see `lib.rs`).
@@ -85,9 +90,18 @@ macro_rules! window_adapter {
             )*
         }
 
-        /// The invoke handler registering every command.
+        /// The invoke handler registering every command: the engine's, and
+        /// the app's host commands (`crate::hosts`).
         pub fn handler() -> impl Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool + Send + Sync + 'static {
-            tauri::generate_handler![$($call,)* $($wcall,)*]
+            let engine = handling(tauri::generate_handler![$($call,)* $($wcall,)*]);
+            let hosts = crate::hosts::handler();
+            move |invoke: tauri::ipc::Invoke<tauri::Wry>| {
+                if overseer_api::hosts::names::WINDOW_COMMANDS.contains(&invoke.message.command()) {
+                    hosts(invoke)
+                } else {
+                    engine(invoke)
+                }
+            }
         }
     };
 }

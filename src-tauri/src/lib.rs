@@ -3,6 +3,7 @@
 //! business logic lives here.
 
 mod commands;
+mod hosts;
 mod notifier;
 mod notify_bus;
 mod tray;
@@ -20,6 +21,7 @@ pub fn builder(
     engine: Arc<Engine>,
     listener: Option<server::Listener>,
     on_open: Option<notifier::OnOpen>,
+    host_notify: Option<hosts::HostNotify>,
 ) -> tauri::Builder<tauri::Wry> {
     tauri::Builder::default()
         .manage(engine)
@@ -47,7 +49,7 @@ pub fn builder(
             }
             if let Some(on_open) = on_open {
                 let handle = app.handle().clone();
-                let _ = on_open.set(Box::new(move |run| {
+                let _ = on_open.set(Box::new(move |run, host| {
                     if let Some(w) = handle.get_webview_window("main") {
                         let _ = w.unminimize();
                         let _ = w.show();
@@ -55,7 +57,7 @@ pub fn builder(
                     }
                     if let Err(e) = commands::events::on_open_request(
                         &handle,
-                        &overseer_server::api::OpenRun { run_id: run },
+                        &overseer_server::api::OpenRun { run_id: run, host },
                     ) {
                         tracing::warn!("cannot ask the window to open run {run}: {e}");
                     }
@@ -65,6 +67,13 @@ pub fn builder(
                 webview::tune(&w);
             }
             tray::install(app.handle(), engine.clone());
+            // A link to every host this machine knows, pushed to the window.
+            let paths = engine.paths().clone();
+            let links =
+                tauri::async_runtime::block_on(async move { hosts::HostLinks::start(&paths) });
+            let notify = host_notify.unwrap_or_else(|| std::sync::Arc::new(|_: &str, _| {}));
+            links.forward(app.handle(), &engine, notify);
+            app.manage(links);
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.
             let mut rx = engine.subscribe();
@@ -120,6 +129,7 @@ pub fn run() -> Result<(), String> {
     let desktop = notifier::DesktopNotifier::start();
     let on_open = desktop.on_open.clone();
     let deciding = desktop.deciding.clone();
+    let host_notify = desktop.for_hosts();
     let engine = Arc::new(
         Engine::open(paths.clone(), Arc::new(SystemClock), Arc::new(desktop))
             .map_err(|e| e.to_string())?,
@@ -128,9 +138,14 @@ pub fn run() -> Result<(), String> {
     // notifier).
     let _ = deciding.set(Arc::downgrade(&engine));
     let listener = server::bind(&paths.socket()).map_err(|e| e.to_string())?;
-    let app = builder(engine.clone(), Some(listener), Some(on_open))
-        .build(tauri::generate_context!())
-        .map_err(|e| format!("cannot start the window: {e}"))?;
+    let app = builder(
+        engine.clone(),
+        Some(listener),
+        Some(on_open),
+        Some(host_notify),
+    )
+    .build(tauri::generate_context!())
+    .map_err(|e| format!("cannot start the window: {e}"))?;
     // SIGTERM and SIGINT close the app as its window would: cleanly.
     let handle = app.handle().clone();
     tauri::async_runtime::spawn(async move {

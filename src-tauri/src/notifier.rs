@@ -30,22 +30,25 @@ fn hold_for(last_shown: Option<Instant>, now: Instant) -> Duration {
     }
 }
 
-/// What clicking a notification does (focus the window, open the run); set
-/// once the window exists.
-pub type OnOpen = Arc<OnceLock<Box<dyn Fn(RunId) + Send + Sync>>>;
+/// What clicking a notification does (focus the window, open the run, of
+/// a host when it names one); set once the window exists.
+pub type OnOpen = Arc<OnceLock<Box<dyn Fn(RunId, Option<String>) + Send + Sync>>>;
 
 /// The engine a notification's buttons decide on; set once it is open.
 pub type Deciding = Arc<OnceLock<Weak<Engine>>>;
 
+/// What to show, about a run of which host (none: this machine's).
+type Told = (Notification, Option<String>);
+
 pub struct DesktopNotifier {
-    tx: Mutex<mpsc::Sender<Notification>>,
+    tx: Mutex<mpsc::Sender<Told>>,
     pub on_open: OnOpen,
     pub deciding: Deciding,
 }
 
 impl DesktopNotifier {
     pub fn start() -> Self {
-        let (tx, rx) = mpsc::channel::<Notification>();
+        let (tx, rx) = mpsc::channel::<Told>();
         let on_open: OnOpen = Arc::new(OnceLock::new());
         let deciding: Deciding = Arc::new(OnceLock::new());
         let opener = on_open.clone();
@@ -77,8 +80,13 @@ impl DesktopNotifier {
                     batch.extend(rx.try_iter());
                     last_shown = Some(Instant::now());
                     let Some(bus) = &bus else { continue };
-                    for n in coalesce(batch) {
-                        let shown = zbus::block_on(bus.show(&n, &inert(&n.title), &inert(&n.body)));
+                    for (host, n) in by_host(batch) {
+                        let shown = zbus::block_on(bus.show(
+                            &n,
+                            host.as_deref(),
+                            &inert(&n.title),
+                            &inert(&n.body),
+                        ));
                         if let Err(e) = shown {
                             tracing::warn!("cannot show a notification ({}): {e}", n.kind.as_str());
                         }
@@ -93,6 +101,46 @@ impl DesktopNotifier {
             deciding,
         }
     }
+}
+
+impl DesktopNotifier {
+    /// Shows what a host's event calls for, naming the host (no buttons:
+    /// a host's gate is decided in the window, through its link).
+    pub fn for_hosts(&self) -> crate::hosts::HostNotify {
+        let tx = Mutex::new(self.tx.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        Arc::new(move |host: &str, n: Notification| {
+            let n = Notification { quick: None, ..n };
+            let tx = tx.lock().unwrap_or_else(|p| p.into_inner());
+            if tx.send((n, Some(host.to_owned()))).is_err() {
+                tracing::warn!("notifier thread is gone; dropped one of host {host}");
+            }
+        })
+    }
+}
+
+/// A batch coalesced per host (this machine's first): what arrived
+/// together from one engine is told together, each host's apart, its
+/// title naming the host.
+fn by_host(batch: Vec<Told>) -> Vec<(Option<String>, Notification)> {
+    let mut groups: Vec<(Option<String>, Vec<Notification>)> = Vec::new();
+    for (n, host) in batch {
+        match groups.iter_mut().find(|(h, _)| *h == host) {
+            Some((_, of_host)) => of_host.push(n),
+            None => groups.push((host, vec![n])),
+        }
+    }
+    groups.sort_by_key(|(h, _)| h.is_some());
+    groups
+        .into_iter()
+        .flat_map(|(host, of_host)| {
+            coalesce(of_host).into_iter().map(move |mut n| {
+                if let Some(host) = &host {
+                    n.title = format!("{} on {host}", n.title);
+                }
+                (host.clone(), n)
+            })
+        })
+        .collect()
 }
 
 /// Hears the buttons pressed on `bus`'s notifications, on a thread of its
@@ -110,9 +158,9 @@ pub(crate) fn listen(bus: Arc<Bus>, engine: Deciding, opener: OnOpen) {
                 let _ = std::thread::Builder::new()
                     .name("notification-answer".into())
                     .spawn(move || {
-                        carry_out(&engine, pressed, &|run| {
+                        carry_out(&engine, pressed, &|run, host| {
                             if let Some(open) = opener.get() {
-                                open(run);
+                                open(run, host);
                             }
                         })
                     });
@@ -132,25 +180,29 @@ pub(crate) const NO_FROM_NOTIFICATION: &str = "Denied from the desktop notificat
 /// Does what a pressed button asks, as the owner: opens the run, decides
 /// the tool call, approves the review. A refusal (decided meanwhile, the
 /// app closing) is logged: the window shows where things stand.
-pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId)) {
+pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId, Option<String>)) {
     let owner = Actor::app();
-    let done = match pressed {
+    let done = match &pressed {
         Pressed::Open(run) => {
-            open(run);
+            open(*run, None);
+            return;
+        }
+        Pressed::OpenOnHost(run, host) => {
+            open(*run, Some(host.clone()));
             return;
         }
         Pressed::Yes(gate) => engine
             .refuse_if_closing()
-            .and_then(|_| engine.decide_gate(gate, "yes", None, &owner).map(|_| ())),
+            .and_then(|_| engine.decide_gate(*gate, "yes", None, &owner).map(|_| ())),
         Pressed::No(gate) => engine.refuse_if_closing().and_then(|_| {
             // No needs a reason; the agent is told this one.
             engine
-                .decide_gate(gate, "no", Some(NO_FROM_NOTIFICATION), &owner)
+                .decide_gate(*gate, "no", Some(NO_FROM_NOTIFICATION), &owner)
                 .map(|_| ())
         }),
         Pressed::Approve(run) => engine
             .refuse_if_closing()
-            .and_then(|_| engine.approve_run(run, &owner).map(|_| ())),
+            .and_then(|_| engine.approve_run(*run, &owner).map(|_| ())),
     };
     if let Err(e) = done {
         tracing::warn!(
@@ -163,7 +215,7 @@ pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId))
 impl Notifier for DesktopNotifier {
     fn notify(&self, n: &Notification) {
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
-        if tx.send(n.clone()).is_err() {
+        if tx.send((n.clone(), None)).is_err() {
             tracing::warn!("notifier thread is gone; dropped {}", n.kind.as_str());
         }
     }
@@ -186,8 +238,37 @@ fn inert(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{hold_for, inert, COALESCE_WINDOW};
+    use super::{by_host, hold_for, inert, COALESCE_WINDOW};
+    use overseer_core::RunId;
+    use overseer_engine::{Notification, NotificationKind};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_hosts_notifications_are_told_apart_from_this_machines_and_name_the_host() {
+        let asks = |run: i64| Notification {
+            kind: NotificationKind::AgentQuestionBlocking,
+            run_id: RunId(run),
+            title: format!("Run {run} asks permission"),
+            body: "task".into(),
+            quick: None,
+        };
+        let told = by_host(vec![
+            (asks(1), Some("build-box".into())),
+            (asks(2), None),
+            (asks(3), None),
+        ]);
+        let titles: Vec<(Option<&str>, &str)> = told
+            .iter()
+            .map(|(h, n)| (h.as_deref(), n.title.as_str()))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                (None, "2 agents are waiting for you"),
+                (Some("build-box"), "Run 1 asks permission on build-box"),
+            ]
+        );
+    }
 
     #[test]
     fn the_first_of_a_burst_goes_at_once_and_what_follows_waits_for_the_window() {

@@ -25,10 +25,12 @@ const REMEMBERED: usize = 512;
 const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a pressed button asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pressed {
     /// The notification itself: open its run in the window.
     Open(RunId),
+    /// A host's notification itself: open that host's run in the window.
+    OpenOnHost(RunId, String),
     /// A tool call's Yes.
     Yes(GateId),
     /// A tool call's No.
@@ -61,12 +63,17 @@ pub fn pressed(run: RunId, quick: Option<QuickAnswer>, key: &str) -> Option<Pres
     }
 }
 
+/// A notification shown: its run, its buttons, its host (none: this
+/// machine's).
+type Shown = (RunId, Option<QuickAnswer>, Option<String>);
+
 /// One connection to the session bus: notifications are shown on it, and
 /// the server's signals about them arrive on it.
 pub struct Bus {
     conn: zbus::Connection,
-    /// Notifications shown and not yet pressed: their run and buttons.
-    shown: Mutex<HashMap<u32, (RunId, Option<QuickAnswer>)>>,
+    /// Notifications shown and not yet pressed: their run, buttons and
+    /// host (none: this machine's).
+    shown: Mutex<HashMap<u32, Shown>>,
 }
 
 impl Bus {
@@ -85,9 +92,15 @@ impl Bus {
         })
     }
 
-    /// Shows `n` (its title and text already made inert) with its buttons;
-    /// the server's id for it.
-    pub async fn show(&self, n: &Notification, summary: &str, body: &str) -> zbus::Result<u32> {
+    /// Shows `n` (its title and text already made inert) with its buttons,
+    /// about a run of `host` (none: this machine's); the server's id for it.
+    pub async fn show(
+        &self,
+        n: &Notification,
+        host: Option<&str>,
+        summary: &str,
+        body: &str,
+    ) -> zbus::Result<u32> {
         let actions: Vec<&str> = buttons(n.quick)
             .into_iter()
             .flat_map(|(key, label)| [key, label])
@@ -114,7 +127,7 @@ impl Bus {
                 shown.remove(&oldest);
             }
         }
-        shown.insert(id, (n.run_id, n.quick));
+        shown.insert(id, (n.run_id, n.quick, host.map(str::to_owned)));
         Ok(id)
     }
 
@@ -154,9 +167,14 @@ impl Bus {
             };
             let found = {
                 let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
-                let found = shown
-                    .get(&id)
-                    .and_then(|(run, quick)| pressed(*run, *quick, &key));
+                let found = shown.get(&id).and_then(|(run, quick, host)| {
+                    match (pressed(*run, *quick, &key)?, host) {
+                        (Pressed::Open(run), Some(host)) => {
+                            Some(Pressed::OpenOnHost(run, host.clone()))
+                        }
+                        (p, _) => Some(p),
+                    }
+                });
                 if found.is_some() && key.as_str() != "default" {
                     // Answered: its buttons are spent.
                     shown.remove(&id);
@@ -336,15 +354,19 @@ mod tests {
         let ours = bus.conn.unique_name().expect("a name").to_string();
         // Heard as the app hears them: the notifier's own listener, deciding
         // on the engine, opening through the window's hook.
-        let opened: Arc<Mutex<Vec<RunId>>> = Arc::default();
+        type Opened = Vec<(RunId, Option<String>)>;
+        let opened: Arc<Mutex<Opened>> = Arc::default();
         let opens = opened.clone();
         let on_open: crate::notifier::OnOpen = Arc::default();
-        let _ = on_open.set(Box::new(move |run| opens.lock().expect("lock").push(run)));
+        let _ = on_open.set(Box::new(move |run, host| {
+            opens.lock().expect("lock").push((run, host))
+        }));
         let deciding: crate::notifier::Deciding = Arc::default();
         let _ = deciding.set(Arc::downgrade(&engine));
         crate::notifier::listen(bus.clone(), deciding, on_open);
         let id = zbus::block_on(bus.show(
             &notification(gate.run_id, Some(QuickAnswer::ToolCall { gate: gate.id })),
+            None,
             "Run asks permission",
             "task",
         ))
@@ -356,17 +378,39 @@ mod tests {
         // The listener hears the server: a click on another
         // notification opens its run (so a forged press below would be
         // heard too).
-        let probe = zbus::block_on(bus.show(&notification(RunId(4242), None), "probe", "probe"))
-            .expect("shown");
+        let probe =
+            zbus::block_on(bus.show(&notification(RunId(4242), None), None, "probe", "probe"))
+                .expect("shown");
         assert_ne!(probe, id);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             zbus::block_on(press(&server, None, probe, "default"));
             std::thread::sleep(Duration::from_millis(100));
-            if opened.lock().expect("lock").contains(&RunId(4242)) {
+            if opened.lock().expect("lock").contains(&(RunId(4242), None)) {
                 break;
             }
             assert!(Instant::now() < deadline, "the listener hears nothing");
+        }
+        // A host's notification opens that host's run.
+        let remote = zbus::block_on(bus.show(
+            &notification(RunId(77), None),
+            Some("build-box"),
+            "Run 77 asks permission on build-box",
+            "task",
+        ))
+        .expect("shown");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            zbus::block_on(press(&server, None, remote, "default"));
+            std::thread::sleep(Duration::from_millis(100));
+            let opened = opened.lock().expect("lock").clone();
+            if opened.contains(&(RunId(77), Some("build-box".to_owned()))) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the host's run was not opened: {opened:?}"
+            );
         }
 
         // Another client of the bus presses Yes: broadcast, and sent

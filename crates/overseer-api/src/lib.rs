@@ -200,6 +200,11 @@ macro_rules! operations {
                     #[serde(default)]
                     limit: Option<u32> as limit,
                 } -> Vec<WebhookDelivery>;
+                /// The first `limit` rows of the dashboard's default order
+                /// (needs-you first), with the fleet's size and counts: the
+                /// first screen of a big fleet, before the whole list (the
+                /// window's, a host's through its link).
+                read list_runs_head => ListRunsHead { limit: usize as limit } -> RunsHead;
             }
             socket_only {
                 read ping => Ping -> String,
@@ -239,11 +244,6 @@ macro_rules! operations {
                     because "for scripts that stand in for the supervisor; a human in the window decides as themselves";
             }
             window_only {
-                /// The first `limit` rows of the dashboard's default order
-                /// (needs-you first), with the fleet's size and counts: the
-                /// first screen of a big fleet, before the whole list.
-                read list_runs_head => ListRunsHead { limit: usize as limit } -> RunsHead,
-                    because "what the window paints before the whole list arrives; a terminal lists every run";
             }
             streams {
                 /// Turns the connection into an event stream: answered once,
@@ -432,6 +432,29 @@ macro_rules! describe_adapter {
 
 operations!(describe_adapter);
 
+pub mod hosts;
+
+/// Every command the app registers: the contract's window operations, then
+/// the app's host commands ([`hosts`]); each a permission the main window's
+/// capability grants.
+pub fn app_commands() -> Vec<&'static str> {
+    WINDOW_COMMANDS
+        .iter()
+        .chain(hosts::names::WINDOW_COMMANDS)
+        .copied()
+        .collect()
+}
+
+/// Every operation the window has a command for, the host commands' too.
+fn window_operations() -> impl Iterator<Item = &'static OperationInfo> {
+    OPERATIONS.iter().chain(hosts::names::OPERATIONS)
+}
+
+/// Every event the app pushes, the host ones too.
+fn window_events() -> impl Iterator<Item = &'static EventInfo> {
+    EVENTS.iter().chain(hosts::names::EVENTS)
+}
+
 /// Reads the TypeScript side of the table off the types (ts-rs): where it
 /// expands, `ts_rs` and the table's types must be in scope. Expands to
 /// `typescript_signatures(cfg) -> (Vec<TsOperation>, Vec<TsEvent>)` (the
@@ -525,7 +548,7 @@ pub fn capability() -> String {
         "core:event:allow-unlisten".to_owned(),
     ];
     permissions.extend(
-        WINDOW_COMMANDS
+        app_commands()
             .iter()
             .map(|c| format!("allow-{}", c.replace('_', "-"))),
     );
@@ -564,11 +587,10 @@ pub fn typescript_client(
     declared: &[String],
 ) -> String {
     let docs_of = |name: &str| -> &'static [&'static str] {
-        OPERATIONS
-            .iter()
+        window_operations()
             .find(|o| o.window == Some(name))
             .map(|o| o.docs)
-            .or_else(|| EVENTS.iter().find(|e| e.name == name).map(|e| e.docs))
+            .or_else(|| window_events().find(|e| e.name == name).map(|e| e.docs))
             .unwrap_or(&[])
     };
     let jsdoc = |docs: &[&str]| -> String {
@@ -675,9 +697,7 @@ pub fn typescript_client(
          export const WRITES: ReadonlySet<string> = new Set([\n",
     );
     for o in operations {
-        let decides = OPERATIONS
-            .iter()
-            .any(|d| d.window == Some(o.command) && d.decides);
+        let decides = window_operations().any(|d| d.window == Some(o.command) && d.decides);
         if decides {
             out.push_str(&format!("  \"{}\",\n", o.command));
         }
@@ -689,8 +709,7 @@ pub fn typescript_client(
          export function events(listen: Listen): Events {\n  return {\n",
     );
     for e in events {
-        let channel = EVENTS
-            .iter()
+        let channel = window_events()
             .find(|d| d.name == e.name)
             .map(|d| d.channel)
             .unwrap_or_default();
@@ -735,7 +754,7 @@ pub fn snake_case(name: &str) -> String {
 
 /// The event channel the app emits `name`'s payloads on.
 pub fn event_channel(name: &str) -> Option<&'static str> {
-    EVENTS.iter().find(|e| e.name == name).map(|e| e.channel)
+    window_events().find(|e| e.name == name).map(|e| e.channel)
 }
 
 #[cfg(test)]
@@ -773,9 +792,14 @@ mod tests {
             .collect();
         let want: Vec<String> = WINDOW_COMMANDS
             .iter()
+            .chain(hosts::names::WINDOW_COMMANDS)
             .map(|c| c.replace('_', "-"))
             .collect();
         assert_eq!(granted, want);
+        assert_eq!(
+            hosts::names::WINDOW_COMMANDS,
+            ["host_links", "host_call", "host_retry"]
+        );
         assert!(cap.contains("\"core:event:allow-listen\""));
         assert!(!cap.contains(":default"), "no blanket default permissions");
     }

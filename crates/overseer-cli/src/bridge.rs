@@ -10,52 +10,9 @@
 //! the bytes are the socket's own protocol, untouched.
 
 use overseer_engine::Paths;
-use serde::{Deserialize, Serialize};
+use overseer_server::remote::handshake::{major, read_line, Hello, Refused, Welcome, VERSION};
 use std::process::ExitCode;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-
-/// This binary's version: the bridge's and, as they are installed together,
-/// its engine's.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The longest handshake line read.
-const HELLO_MAX: u64 = 4096;
-
-/// The client's first line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Hello {
-    /// The client's version.
-    pub overseer_bridge: String,
-}
-
-/// The bridge's first line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Welcome {
-    pub engine_version: String,
-    /// The engine's audit signing public key (hex), when it answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refused: Option<Refused>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Refused {
-    /// `version_mismatch`, `engine_unavailable` or `bad_handshake`.
-    pub code: String,
-    pub message: String,
-}
-
-/// The major version of `v` (`1.4.2` -> `1`).
-pub fn major(v: &str) -> &str {
-    v.trim().split('.').next().unwrap_or("")
-}
-
-/// Reads one handshake line of at most [`HELLO_MAX`] bytes (empty at EOF).
-pub async fn read_line<R: AsyncRead + Unpin>(r: &mut BufReader<R>) -> std::io::Result<String> {
-    let mut line = String::new();
-    r.take(HELLO_MAX).read_line(&mut line).await?;
-    Ok(line)
-}
+use tokio::io::{AsyncWriteExt, BufReader};
 
 pub async fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     let mut stdin = BufReader::new(tokio::io::stdin());
@@ -64,6 +21,7 @@ pub async fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     let refuse = |code: &str, message: String| Welcome {
         engine_version: VERSION.to_owned(),
         engine_key: None,
+        engine_instance: None,
         refused: Some(Refused {
             code: code.to_owned(),
             message,
@@ -104,6 +62,7 @@ pub async fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
             let welcome = Welcome {
                 engine_version: VERSION.to_owned(),
                 engine_key: Some(key),
+                engine_instance: instance(&socket),
                 refused: None,
             };
             write_line(&mut stdout, &welcome).await?;
@@ -134,6 +93,22 @@ async fn write_line(out: &mut tokio::io::Stdout, welcome: &Welcome) -> anyhow::R
     out.write_all(&bytes).await?;
     out.flush().await?;
     Ok(())
+}
+
+/// Which engine process answers on `socket`: its pid and start time (hex),
+/// another after the engine restarted.
+fn instance(socket: &tokio::net::UnixStream) -> Option<String> {
+    let pid = socket.peer_cred().ok()?.pid()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22; the fields after the command name (which may hold spaces) start at 3.
+    let started: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    Some(format!("{pid:x}-{started:x}"))
 }
 
 /// The engine's socket and its signing public key, or why not.

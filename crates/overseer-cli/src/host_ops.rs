@@ -3,9 +3,11 @@
 //! checked on this machine with the key pinned when the host was added), and
 //! one ssh connection for all of a `--host` command's operations.
 
-use crate::hosts::{self, fingerprint, quote, Host, Target};
+use crate::hosts::{self, Remote};
 use anyhow::{bail, Context};
 use overseer_engine::Paths;
+use overseer_server::remote::handshake;
+use overseer_server::remote::registry::{fingerprint, quote, Host};
 use overseer_store::snapshot::{snapshot_audit, verify_snapshot, SNAPSHOT_CHECKPOINT, SNAPSHOT_DB};
 use overseer_store::Keyring;
 use serde::{Deserialize, Serialize};
@@ -68,7 +70,7 @@ fn find(paths: &Paths, name: &str) -> anyhow::Result<Host> {
 /// add` did unless it runs, and checks its key is still the pinned one.
 pub async fn start(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
     let host = find(paths, name)?;
-    let target = Target::of(&host);
+    let target = host.target();
     let note = if host.service == "systemd" {
         target.sh(
             "starting the engine (systemd user unit)",
@@ -79,7 +81,7 @@ pub async fn start(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
         hosts::start(&target, &host.dir, false)?.1
     };
     let welcome = hosts::first_contact(&target, &host.dir, name).await?;
-    hosts::check_key(&host, &welcome)?;
+    handshake::check_key(&host, &welcome)?;
     println!("{}", note.replace("NAME", name));
     println!(
         "host {name}: engine running (overseer {}); key {} unchanged",
@@ -116,7 +118,7 @@ pub fn snapshot(paths: &Paths, dir: &Path) -> anyhow::Result<ExitCode> {
 
 /// Takes a snapshot on the host and unpacks it into `into` (a tar over ssh).
 fn fetch_snapshot(host: &Host, into: &Path) -> anyhow::Result<SnapshotInfo> {
-    let target = Target::of(host);
+    let target = host.target();
     let script = format!(
         "t=$(mktemp -d) || exit 1; trap 'rm -rf \"$t\"' EXIT; \
          {d}/current/overseer audit snapshot \"$t\" >&2 || exit 1; tar -C \"$t\" -cf - .",
@@ -232,7 +234,7 @@ pub async fn verify(paths: &Paths, name: &str, json: bool) -> anyhow::Result<Exi
              If the host's engine was reinstalled on purpose, `overseer hosts remove {name}` \
              and `overseer hosts add {name} {}` pin the new key",
             claimed.as_deref().unwrap_or("no key at all"),
-            Target::of(&host).url()
+            host.target().url()
         );
         return Ok(ExitCode::FAILURE);
     }

@@ -10,22 +10,19 @@
 //! with each engine's pinned signing key, are in `hosts.json` in the local
 //! data dir.
 
-use crate::bridge::{self, Hello, Welcome, VERSION};
 use anyhow::{bail, Context};
 use overseer_engine::Paths;
 use overseer_server::client::Client;
-use serde::{Deserialize, Serialize};
+use overseer_server::remote::handshake::{self, OpenError, Welcome, VERSION};
+use overseer_server::remote::registry::{
+    self, fingerprint, hosts_path, parse_url, quote, valid_name, Host, Target, SSH_CONFIG_ENV,
+};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-
-/// An ssh config file used instead of `~/.ssh/config` (`ssh -F`).
-pub const SSH_CONFIG_ENV: &str = "OVERSEER_SSH_CONFIG";
-const HOSTS_FILE: &str = "hosts.json";
 /// How long `hosts add` waits for a started engine to answer.
 const START_WAIT: Duration = Duration::from_secs(30);
 
@@ -60,29 +57,6 @@ pub enum HostsCommand {
     },
 }
 
-/// A host as this machine knows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Host {
-    pub name: String,
-    pub user: Option<String>,
-    pub address: String,
-    pub port: Option<u16>,
-    pub ssh_config: Option<PathBuf>,
-    /// The host's overseer data dir (absolute, on the host).
-    pub dir: String,
-    pub version: String,
-    /// The engine's audit signing public key (hex), pinned on first contact.
-    pub engine_key: String,
-    /// `systemd` (a user unit) or `detached` (setsid, pid in `serve.pid`).
-    pub service: String,
-    pub added_at: i64,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub(crate) struct HostsFile {
-    pub(crate) hosts: Vec<Host>,
-}
-
 /// The host every engine call of this process goes to (`--host NAME`).
 static SELECTED: OnceLock<String> = OnceLock::new();
 
@@ -94,165 +68,25 @@ pub fn selected() -> Option<&'static str> {
     SELECTED.get().map(String::as_str)
 }
 
-/// `SHA256:<hex>` of a hex public key, as `hosts add` and `hosts list` show it.
-pub fn fingerprint(key_hex: &str) -> String {
-    let bytes = hex::decode(key_hex).unwrap_or_else(|_| key_hex.as_bytes().to_vec());
-    format!("SHA256:{}", hex::encode(Sha256::digest(bytes)))
+/// Loads the hosts file (an error says what to do).
+pub(crate) fn load(paths: &Paths) -> anyhow::Result<registry::HostsFile> {
+    Ok(registry::load(paths)?)
 }
 
-fn hosts_path(paths: &Paths) -> PathBuf {
-    paths.data_dir.join(HOSTS_FILE)
+fn save(paths: &Paths, file: &registry::HostsFile) -> anyhow::Result<()> {
+    Ok(registry::save(paths, file)?)
 }
 
-pub(crate) fn load(paths: &Paths) -> anyhow::Result<HostsFile> {
-    let path = hosts_path(paths);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a hosts file Overseer can read; fix it, or delete it and add the \
-                 hosts again",
-                path.display()
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HostsFile::default()),
-        Err(e) => Err(e).with_context(|| format!("read {}", path.display())),
-    }
+/// What `hosts add` and `hosts upgrade` run on a host over ssh.
+pub(crate) trait Remote {
+    fn sh(&self, what: &str, script: &str) -> anyhow::Result<String>;
+    fn scp(&self, local: &Path, remote: &str) -> anyhow::Result<()>;
 }
 
-/// Written to a temp file (0600) and renamed over: never half a file.
-fn save(paths: &Paths, file: &HostsFile) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(&paths.data_dir)
-        .with_context(|| format!("create {}", paths.data_dir.display()))?;
-    let path = hosts_path(paths);
-    let tmp = path.with_extension("json.tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("write {}", tmp.display()))?;
-    f.write_all(&serde_json::to_vec_pretty(file)?)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))?;
-    Ok(())
-}
-
-/// Where and how to reach a host with the system ssh.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    user: Option<String>,
-    address: String,
-    port: Option<u16>,
-    ssh_config: Option<PathBuf>,
-}
-
-fn valid_part(s: &str, extra: &[char]) -> bool {
-    !s.is_empty()
-        && !s.starts_with('-')
-        && s.chars().all(|c| {
-            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') || extra.contains(&c)
-        })
-}
-
-/// `ssh://[user@]host[:port]` (an IPv6 address in brackets).
-fn parse_url(url: &str) -> anyhow::Result<(Option<String>, String, Option<u16>)> {
-    let bad = || {
-        anyhow::anyhow!(
-            "{url:?} is not a host address: write ssh://user@host or ssh://user@host:port"
-        )
-    };
-    let rest = url.strip_prefix("ssh://").ok_or_else(bad)?;
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let (user, hostport) = match rest.rsplit_once('@') {
-        Some((u, h)) => (Some(u.to_owned()), h),
-        None => (None, rest),
-    };
-    let (address, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        let (addr, after) = v6.split_once(']').ok_or_else(bad)?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => return Err(bad()),
-        };
-        (addr.to_owned(), port)
-    } else {
-        match hostport.split_once(':') {
-            Some((a, p)) => (a.to_owned(), Some(p)),
-            None => (hostport.to_owned(), None),
-        }
-    };
-    let port = match port {
-        Some(p) => Some(
-            p.parse::<u16>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| anyhow::anyhow!("{url:?}: {p:?} is not a port"))?,
-        ),
-        None => None,
-    };
-    if user.as_deref().is_some_and(|u| !valid_part(u, &[])) || !valid_part(&address, &[':']) {
-        return Err(bad());
-    }
-    Ok((user, address, port))
-}
-
-impl Target {
-    pub(crate) fn of(host: &Host) -> Target {
-        Target {
-            user: host.user.clone(),
-            address: host.address.clone(),
-            port: host.port,
-            ssh_config: host.ssh_config.clone(),
-        }
-    }
-
-    pub(crate) fn url(&self) -> String {
-        let addr = if self.address.contains(':') {
-            format!("[{}]", self.address)
-        } else {
-            self.address.clone()
-        };
-        let user = self
-            .user
-            .as_ref()
-            .map(|u| format!("{u}@"))
-            .unwrap_or_default();
-        match self.port {
-            Some(p) => format!("ssh://{user}{addr}:{p}"),
-            None => format!("ssh://{user}{addr}"),
-        }
-    }
-
-    fn dest(&self) -> String {
-        match &self.user {
-            Some(u) => format!("{u}@{}", self.address),
-            None => self.address.clone(),
-        }
-    }
-
-    fn config_args(&self) -> Vec<String> {
-        match &self.ssh_config {
-            Some(c) => vec!["-F".into(), c.display().to_string()],
-            None => Vec::new(),
-        }
-    }
-
-    /// `ssh [-F config] [-p port] dest -- command` (run by the remote user's shell).
-    pub(crate) fn ssh_args(&self, command: &str) -> Vec<String> {
-        let mut args = self.config_args();
-        if let Some(p) = self.port {
-            args.extend(["-p".into(), p.to_string()]);
-        }
-        args.extend([self.dest(), "--".into(), command.to_owned()]);
-        args
-    }
-
+impl Remote for Target {
     /// Runs `script` with `sh` on the host; its stdout, or an error with ssh's
     /// or the script's stderr.
-    pub(crate) fn sh(&self, what: &str, script: &str) -> anyhow::Result<String> {
+    fn sh(&self, what: &str, script: &str) -> anyhow::Result<String> {
         let out = std::process::Command::new("ssh")
             .args(self.ssh_args(&format!("sh -c {}", quote(script))))
             .stdin(Stdio::null())
@@ -274,11 +108,7 @@ impl Target {
         if let Some(p) = self.port {
             args.extend(["-P".into(), p.to_string()]);
         }
-        let addr = if self.address.contains(':') {
-            format!("[{}]", self.address)
-        } else {
-            self.address.clone()
-        };
+        let addr = self.bracketed();
         let dest = match &self.user {
             Some(u) => format!("{u}@{addr}:{remote}"),
             None => format!("{addr}:{remote}"),
@@ -299,11 +129,6 @@ impl Target {
         }
         Ok(())
     }
-}
-
-/// `s` as one single-quoted sh word.
-pub(crate) fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// What `hosts add` needs to know about a machine before installing.
@@ -594,9 +419,9 @@ pub(crate) async fn first_contact(
 ) -> anyhow::Result<Welcome> {
     let started = Instant::now();
     loop {
-        match open(target, dir, name).await {
-            Ok((_, welcome)) => return Ok(welcome),
-            Err(Open::Refused(r)) if r.code == "engine_unavailable" => {
+        match handshake::open(target, dir, name, &[]).await {
+            Ok(bridge) => return Ok(bridge.welcome),
+            Err(OpenError::Refused(r)) if r.code == "engine_unavailable" => {
                 if started.elapsed() > START_WAIT {
                     let log = target
                         .sh(
@@ -614,163 +439,25 @@ pub(crate) async fn first_contact(
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(e) => return Err(e.into_error(name)),
+            Err(e) => bail!("{}", e.message(name)),
         }
     }
 }
 
-enum Open {
-    Refused(bridge::Refused),
-    Failed(anyhow::Error),
-}
-
-impl Open {
-    fn into_error(self, name: &str) -> anyhow::Error {
-        match self {
-            Open::Failed(e) => e,
-            Open::Refused(r) if r.code == "version_mismatch" => anyhow::anyhow!(
-                "host {name} refused this overseer ({VERSION}): {}. Upgrade the host: \
-                 overseer hosts upgrade {name}",
-                r.message.split(";").next().unwrap_or(&r.message)
-            ),
-            Open::Refused(r) => anyhow::anyhow!("host {name}: {}", r.message),
-        }
-    }
-}
-
-impl From<anyhow::Error> for Open {
-    fn from(e: anyhow::Error) -> Open {
-        Open::Failed(e)
-    }
-}
-
-/// `ssh HOST DIR/current/overseer bridge` and its handshake: a client on
-/// the host's engine, and what the engine said.
-async fn open(target: &Target, dir: &str, name: &str) -> Result<(Client, Welcome), Open> {
-    let command = format!("exec {}/current/overseer bridge", quote(dir));
-    let mut child = tokio::process::Command::new("ssh")
-        .args(target.ssh_args(&command))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("cannot run `ssh`: install the OpenSSH client")?;
-    let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(anyhow::anyhow!("ssh started without its pipes").into());
-    };
-    // ssh's own messages, kept for an error (and so ssh never blocks on them).
-    let said = Arc::new(Mutex::new(Vec::new()));
-    {
-        let said = said.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut s) = said.lock() {
-                    if s.len() < 64 * 1024 {
-                        s.extend_from_slice(&buf[..n]);
-                    }
-                }
-            }
-        });
-    }
-    let mut hello = serde_json::to_vec(&Hello {
-        overseer_bridge: VERSION.to_owned(),
-    })
-    .map_err(anyhow::Error::from)?;
-    hello.push(b'\n');
-    // A write error means ssh is gone: what it said is read below.
-    let _ = stdin.write_all(&hello).await;
-    let _ = stdin.flush().await;
-    let mut reader = BufReader::new(stdout);
-    let line = bridge::read_line(&mut reader)
-        .await
-        .map_err(anyhow::Error::from)?;
-    let welcome: Welcome = match serde_json::from_str(line.trim()) {
-        Ok(w) => w,
-        Err(_) => {
-            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let said = said
-                .lock()
-                .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
-                .unwrap_or_default();
-            return Err(anyhow::anyhow!(
-                "cannot reach host {name}'s engine ({} via ssh): {}",
-                target.url(),
-                if said.is_empty() {
-                    format!("the bridge answered {:?}", line.trim())
-                } else {
-                    said
-                }
-            )
-            .into());
-        }
-    };
-    if let Some(r) = welcome.refused {
-        return Err(Open::Refused(r));
-    }
-    if bridge::major(&welcome.engine_version) != bridge::major(VERSION) {
-        return Err(Open::Refused(bridge::Refused {
-            code: "version_mismatch".into(),
-            message: format!("it runs overseer {}", welcome.engine_version),
-        }));
-    }
-    Ok((Client::over(reader, stdin, Some(Box::new(child))), welcome))
-}
-
-/// A client on host `name`'s engine, its signing key checked against the
-/// one pinned when it was added.
+/// A client on host `name`'s engine (one `ssh HOST overseer bridge`), its
+/// signing key checked against the one pinned when it was added.
 pub async fn connect(paths: &Paths, name: &str) -> anyhow::Result<Client> {
     let file = load(paths)?;
-    let host = file
-        .hosts
-        .iter()
-        .find(|h| h.name == name)
-        .with_context(|| {
-            format!(
-                "no host named {name:?}: `overseer hosts list` shows the hosts; add one with \
-             `overseer hosts add {name} ssh://user@host`"
-            )
-        })?;
-    let target = Target::of(host);
-    let (client, welcome) = open(&target, &host.dir, name)
+    let host = file.find(name)?;
+    let bridge = handshake::open(&host.target(), &host.dir, name, &[])
         .await
-        .map_err(|e| e.into_error(name))?;
-    check_key(host, &welcome)?;
-    Ok(client)
-}
-
-pub(crate) fn check_key(host: &Host, welcome: &Welcome) -> anyhow::Result<()> {
-    let got = welcome.engine_key.as_deref().unwrap_or("");
-    if got != host.engine_key {
-        bail!(
-            "HOST KEY CHANGED: host {name}'s engine signs with a different key than the one \
-             pinned when it was added (pinned {pinned}, now {now}). Someone else's engine may be \
-             answering at {url}; nothing was sent to it. If the host's engine was reinstalled \
-             on purpose, run `overseer hosts remove {name}` and `overseer hosts add {name} {url}` \
-             to pin the new key",
-            name = host.name,
-            pinned = fingerprint(&host.engine_key),
-            now = fingerprint(got),
-            url = Target::of(host).url()
-        );
-    }
-    Ok(())
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .map_err(|e| anyhow::anyhow!("{}", e.message(name)))?;
+    handshake::check_key(host, &bridge.welcome)?;
+    Ok(Client::over(
+        bridge.reader,
+        bridge.writer,
+        Some(Box::new(bridge.child)),
+    ))
 }
 
 pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
@@ -794,7 +481,7 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
                     println!(
                         "{:<12} {}  overseer {}  {}  key {}",
                         h.name,
-                        Target::of(h).url(),
+                        h.target().url(),
                         h.version,
                         h.service,
                         fingerprint(&h.engine_key)
@@ -804,15 +491,17 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         HostsCommand::Upgrade { name } => upgrade(paths, &name).await,
-        HostsCommand::Start { name } => crate::host_ops::start(paths, &name).await,
-        HostsCommand::Verify { name, json } => crate::host_ops::verify(paths, &name, json).await,
+        // Carried out by `host_ops`, which builds on this module.
+        HostsCommand::Start { .. } | HostsCommand::Verify { .. } => {
+            bail!("internal: hosts start and verify are host_ops' to carry out")
+        }
         HostsCommand::Remove { name } => {
             let mut file = load(paths)?;
             let Some(i) = file.hosts.iter().position(|h| h.name == name) else {
                 bail!("no host named {name:?}: `overseer hosts list` shows the hosts");
             };
             let host = file.hosts[i].clone();
-            let target = Target::of(&host);
+            let target = host.target();
             stop(&target, &host.dir, &host.service).with_context(|| {
                 format!(
                     "host {name} was not forgotten; when the host is gone for good, delete its \
@@ -924,7 +613,7 @@ async fn upgrade(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
         bail!("no host named {name:?}: `overseer hosts list` shows the hosts");
     };
     let host = file.hosts[i].clone();
-    let target = Target::of(&host);
+    let target = host.target();
     let p = probe(&target)?;
     let missing = shortfalls(&p);
     if !missing.is_empty() {
@@ -938,7 +627,7 @@ async fn upgrade(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
     stop(&target, &host.dir, &host.service)?;
     let (service, note) = start(&target, &host.dir, p.systemd)?;
     let welcome = first_contact(&target, &host.dir, name).await?;
-    check_key(&host, &welcome)?;
+    handshake::check_key(&host, &welcome)?;
     println!("{}", note.replace("NAME", name));
     println!(
         "host {name}: overseer {} (SHA-256 {sum}) running; key {} unchanged",
@@ -954,33 +643,6 @@ async fn upgrade(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_urls_are_parsed_and_option_like_parts_refused() {
-        assert_eq!(
-            parse_url("ssh://me@box.lan:2222").expect("parsed"),
-            (Some("me".into()), "box.lan".into(), Some(2222))
-        );
-        assert_eq!(
-            parse_url("ssh://box").expect("parsed"),
-            (None, "box".into(), None)
-        );
-        assert_eq!(
-            parse_url("ssh://u@[fd00::1]:22").expect("parsed"),
-            (Some("u".into()), "fd00::1".into(), Some(22))
-        );
-        for bad in [
-            "box",
-            "ssh://-oProxyCommand=x",
-            "ssh://me@-box",
-            "ssh://me@box:0",
-            "ssh://me@box:x",
-            "ssh://m e@box",
-            "ssh://",
-        ] {
-            assert!(parse_url(bad).is_err(), "{bad} accepted");
-        }
-    }
 
     #[test]
     fn a_host_lacking_pieces_is_told_what_to_install() {

@@ -547,6 +547,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         hosts::select(host);
     }
     match cli.command {
+        Command::Hosts(hosts::HostsCommand::Start { name }) => host_ops::start(&paths, &name).await,
+        Command::Hosts(hosts::HostsCommand::Verify { name, json }) => {
+            host_ops::verify(&paths, &name, json).await
+        }
         Command::Hosts(cmd) => hosts::run(&paths, cmd).await,
         Command::Bridge => bridge::run(&paths).await,
         Command::Serve(args) => serve(paths, args).await,

@@ -59,8 +59,8 @@ pub use fleet::{FleetCounts, RunsHead};
 pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
-    coalesce, LogNotifier, Notification, NotificationKind, NotificationSettings, Notifier,
-    QuickAnswer, WebhookEvent,
+    coalesce, notification_for, LogNotifier, Notification, NotificationKind, NotificationSettings,
+    Notifier, QuickAnswer, WebhookEvent,
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};

@@ -284,8 +284,9 @@ impl Notifier for LogNotifier {
 
 /// The notification an event calls for, if any, given the run as it stands
 /// after the whole batch of events.
-/// `opened` is the gate a `GateOpened` event opened.
-pub(crate) fn notification_for(
+/// `opened` is the gate a `GateOpened` event opened. (Public: the app asks
+/// the same of a host's events, so a host's gate notifies as a local one.)
+pub fn notification_for(
     event: &EngineEvent,
     run: &RunView,
     opened: Option<&overseer_core::GateView>,

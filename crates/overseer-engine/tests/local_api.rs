@@ -423,3 +423,113 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
     assert_eq!(old["result"]["decision"]["option"], "yes", "{old}");
     r.server.abort();
 }
+
+/// A connection that subscribed still calls (what a host's one link
+/// needs): its calls are answered on their ids, several at once, with the
+/// events they cause on the same connection.
+#[tokio::test]
+async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    async fn next(
+        lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    ) -> serde_json::Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read")
+            .expect("not closed");
+        serde_json::from_str(&line).expect("JSON")
+    }
+    write
+        .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
+        .await
+        .expect("write");
+    assert_eq!(next(&mut lines).await["id"], 1);
+    // Three calls written at once, before any answer is read.
+    let calls = format!(
+        "{{\"id\":7,\"method\":\"approve_run\",\"params\":{{\"run\":{}}}}}\n\
+         {{\"id\":8,\"method\":\"ping\"}}\n",
+        run.id
+    );
+    write.write_all(calls.as_bytes()).await.expect("write");
+    let mut answers = std::collections::HashMap::new();
+    let mut changed = false;
+    while answers.len() < 2 || !changed {
+        let line = next(&mut lines).await;
+        if let Some(id) = line["id"].as_u64() {
+            answers.insert(id, line);
+        } else if line["event"]["type"] == "run_changed"
+            && line["event"]["run"]["id"] == serde_json::json!(run.id)
+        {
+            changed = true;
+        }
+    }
+    assert_eq!(
+        answers[&7]["result"]["id"],
+        serde_json::json!(run.id),
+        "{:?}",
+        answers[&7]
+    );
+    assert_eq!(answers[&8]["result"], "pong");
+    assert_ne!(
+        r.engine.run(run.id).expect("run").state,
+        RunState::PendingReview
+    );
+}
+
+/// A subscribed connection that falls too far behind is told so (a line
+/// without id): a client keeping a view (a host's link) reads it again
+/// instead of showing what missed events left stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_falls_behind_is_told_it_missed_events() {
+    let r = start().await;
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    write
+        .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
+        .await
+        .expect("write");
+    // Nothing is read while far more events than the bus keeps are made.
+    let engine = r.engine.clone();
+    tokio::task::spawn_blocking(move || {
+        for i in 0..9000 {
+            engine
+                .send_message(
+                    overseer_core::message::MessageTo::Broadcast,
+                    &format!("note {i}"),
+                    None,
+                    &Actor::cli(),
+                )
+                .expect("send");
+        }
+    })
+    .await
+    .expect("messages");
+    let mut lines = BufReader::new(read).lines();
+    let told = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if v.get("id").is_some_and(|id| id.is_null()) && v.get("error").is_some() {
+                return v["error"].clone();
+            }
+        }
+        panic!("the connection closed without saying it fell behind");
+    })
+    .await
+    .expect("told in time");
+    assert_eq!(told["code"], "engine_unavailable", "{told}");
+    assert!(
+        told["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("events behind")),
+        "{told}"
+    );
+}

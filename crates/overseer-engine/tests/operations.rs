@@ -136,7 +136,9 @@ fn an_operation_on_one_surface_only_is_a_reviewed_one_and_says_why() {
         .map(|o| o.name)
         .collect();
     assert_eq!(streams, ["Subscribe", "Session"]);
-    assert_eq!(one_sided(true), ["ListRunsHead"]);
+    // The head of the fleet is the socket's too: a host's fleet paints it
+    // through the host's link.
+    assert!(one_sided(true).is_empty());
     for o in OPERATIONS {
         assert_eq!(
             o.window.is_some(),

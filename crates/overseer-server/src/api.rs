@@ -547,6 +547,10 @@ pub mod vocabulary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct OpenRun {
     pub run_id: RunId,
+    /// The host whose run it is; absent for this machine's engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub host: Option<String>,
 }
 
 /// A run's diff against its base: the files with their counts and the

@@ -446,8 +446,17 @@ enum Next {
     Closed,
 }
 
-/// Reads the next request line. Bytes, not String: invalid UTF-8 from a
-/// client is an error to answer, not a reason to drop the connection.
+/// What the next line of a connection was, before anything is written.
+enum Read {
+    Call(Box<Call>),
+    /// The line is answered with this; `true`: then the connection closes.
+    Reply(ServerLine, bool),
+    /// The peer closed.
+    Closed,
+}
+
+/// Reads the next request line and writes what it is answered with
+/// itself (a malformed one).
 async fn next_call<R, W>(
     reader: &mut BufReader<R>,
     line: &mut Vec<u8>,
@@ -457,24 +466,39 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    match read_call(reader, line).await? {
+        Read::Call(c) => Ok(Next::Call(c)),
+        Read::Reply(reply, close) => {
+            write_line(write, &reply).await?;
+            Ok(if close { Next::Closed } else { Next::Skipped })
+        }
+        Read::Closed => Ok(Next::Closed),
+    }
+}
+
+/// Reads the next request line. Bytes, not String: invalid UTF-8 from a
+/// client is an error to answer, not a reason to drop the connection.
+async fn read_call<R>(reader: &mut BufReader<R>, line: &mut Vec<u8>) -> std::io::Result<Read>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
     line.clear();
     let n = reader
         .take(MAX_LINE as u64 + 1)
         .read_until(b'\n', line)
         .await?;
     if n == 0 {
-        return Ok(Next::Closed);
+        return Ok(Read::Closed);
     }
     if n > MAX_LINE {
         let error = ApiError::new(
             ErrorCode::InvalidInput,
             format!("request longer than {MAX_LINE} bytes; the connection is closed"),
         );
-        write_line(write, &ServerLine::Error { id: None, error }).await?;
-        return Ok(Next::Closed);
+        return Ok(Read::Reply(ServerLine::Error { id: None, error }, true));
     }
     match serde_json::from_slice(line.trim_ascii_end()) {
-        Ok(c) => Ok(Next::Call(Box::new(c))),
+        Ok(c) => Ok(Read::Call(Box::new(c))),
         Err(e) => {
             let error = ApiError::new(
                 ErrorCode::InvalidInput,
@@ -486,12 +510,11 @@ where
             let id = serde_json::from_slice::<serde_json::Value>(line.trim_ascii_end())
                 .ok()
                 .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
-            let line = match id {
+            let reply = match id {
                 Some(id) => ServerLine::reply(id, Err(error)),
                 None => ServerLine::Error { id: None, error },
             };
-            write_line(write, &line).await?;
-            Ok(Next::Skipped)
+            Ok(Read::Reply(reply, false))
         }
     }
 }
@@ -537,26 +560,10 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
         let invocation = match call.request.route() {
             Route::Call(invocation) => invocation,
             Route::Stream(Stream::Subscribe(op::Subscribe {})) => {
-                let mut rx = engine.subscribe();
+                let rx = engine.subscribe();
                 let answer: <op::Subscribe as StreamOperation>::Answer = ();
                 write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
-                loop {
-                    match rx.recv().await {
-                        Ok(event) => {
-                            write_line(
-                                &mut write,
-                                &ServerLine::Event {
-                                    event: Box::new(event),
-                                },
-                            )
-                            .await?
-                        }
-                        Err(RecvError::Lagged(n)) => {
-                            tracing::warn!("a subscriber fell {n} events behind");
-                        }
-                        Err(RecvError::Closed) => return Ok(()),
-                    }
-                }
+                return serve_subscribed(engine, reader, write, rx, peer).await;
             }
             Route::Stream(Stream::Session(op::Session { session, ask })) => {
                 if let Err(error) = engine.refuse_if_closing() {
@@ -573,28 +580,149 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                 continue;
             }
         };
-        if let Err(error) = engine.refuse_if_closing() {
+        if let Err(error) = may_call(&engine, decides, peer) {
             write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
             continue;
-        }
-        if decides {
-            if let Some(session) = peer.and_then(|p| engine.external_ancestor(p)) {
-                let error = ApiError::new(
-                    ErrorCode::Forbidden,
-                    format!(
-                        "refused: this process was started by the agent of run {session} (an external session); \
-                         an agent can ask and report, never decide. Decide from the window or from a terminal \
-                         the agent did not start"
-                    ),
-                );
-                write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
-                continue;
-            }
         }
         let reply = engine
             .carry_out(move |e| dispatch(e, invocation, &Actor::cli()))
             .await;
         write_line(&mut write, &ServerLine::reply(id, reply)).await?;
+    }
+}
+
+/// Whether a call may be carried out for this connection: not once the
+/// engine is closing, and no decision from a process an external agent
+/// started.
+fn may_call(engine: &Engine, decides: bool, peer: Option<u32>) -> Result<(), ApiError> {
+    engine.refuse_if_closing()?;
+    if decides {
+        if let Some(session) = peer.and_then(|p| engine.external_ancestor(p)) {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "refused: this process was started by the agent of run {session} (an external session); \
+                     an agent can ask and report, never decide. Decide from the window or from a terminal \
+                     the agent did not start"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Calls carried out at once on one subscribed connection; more wait.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// A subscribed connection: every event the engine commits, in commit
+/// order, and calls still (what one persistent link to a host needs):
+/// each carried out as it comes, several at once, each answered on its id
+/// when it is done (so not necessarily in the order sent). An agent's ask
+/// (`session`) needs a connection of its own.
+async fn serve_subscribed(
+    engine: Arc<Engine>,
+    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut write: tokio::net::unix::OwnedWriteHalf,
+    mut rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
+    peer: Option<u32>,
+) -> std::io::Result<()> {
+    let (tx, mut out) = tokio::sync::mpsc::channel::<ServerLine>(256);
+    let writing = async move {
+        while let Some(line) = out.recv().await {
+            write_line(&mut write, &line).await?;
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let events = tx.clone();
+    let pumping = async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    let line = ServerLine::Event {
+                        event: Box::new(event),
+                    };
+                    if events.send(line).await.is_err() {
+                        return;
+                    }
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!("a subscriber fell {n} events behind");
+                    // Said on the connection (a line without id): a client
+                    // that keeps a view of the engine reads it all again (a
+                    // host's link reconnects, and the window resyncs).
+                    let error = ApiError::new(
+                        ErrorCode::EngineUnavailable,
+                        format!(
+                            "this connection fell {n} events behind and missed them; read \
+                             what you show again"
+                        ),
+                    );
+                    if events
+                        .send(ServerLine::Error { id: None, error })
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let reading = async move {
+        let mut line: Vec<u8> = Vec::new();
+        loop {
+            let call = match read_call(&mut reader, &mut line).await? {
+                Read::Call(c) => *c,
+                Read::Reply(reply, close) => {
+                    let _ = tx.send(reply).await;
+                    if close {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Read::Closed => return Ok(()),
+            };
+            let id = call.id;
+            let decides = call.request.decides();
+            let invocation = match call.request.route() {
+                Route::Call(invocation) => invocation,
+                Route::Stream(Stream::Subscribe(_)) => {
+                    let _ = tx.send(ServerLine::reply(id, json(()))).await;
+                    continue;
+                }
+                Route::Stream(Stream::Session(_)) => {
+                    let error = ApiError::new(
+                        ErrorCode::InvalidInput,
+                        "an agent's ask needs a connection of its own, not a subscribed one",
+                    );
+                    let _ = tx.send(ServerLine::reply(id, Err(error))).await;
+                    continue;
+                }
+            };
+            if let Err(error) = may_call(&engine, decides, peer) {
+                let _ = tx.send(ServerLine::reply(id, Err(error))).await;
+                continue;
+            }
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return Ok(());
+            };
+            let engine = engine.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let reply = engine
+                    .carry_out(move |e| dispatch(e, invocation, &Actor::cli()))
+                    .await;
+                let _ = tx.send(ServerLine::reply(id, reply)).await;
+                drop(slot);
+            });
+        }
+    };
+    tokio::select! {
+        written = writing => written,
+        () = pumping => Ok(()),
+        read = reading => read,
     }
 }
 

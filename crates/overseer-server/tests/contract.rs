@@ -14,6 +14,25 @@ use ts_rs::{Config, TypeVisitor, TS};
 
 overseer_api::operations!(typescript_adapter);
 
+/// The app's host commands and events, read off their types the same way.
+mod hosts {
+    #[allow(unused_imports)]
+    use super::*;
+    use overseer_server::remote::{HostEvent, HostLinkView};
+    type JsonValue = serde_json::Value;
+    overseer_api::host_commands!(typescript_adapter);
+
+    pub fn signatures(
+        cfg: &ts_rs::Config,
+    ) -> (Vec<overseer_api::TsOperation>, Vec<overseer_api::TsEvent>) {
+        typescript_signatures(cfg)
+    }
+
+    pub fn visit(v: &mut impl ts_rs::TypeVisitor) {
+        visit_contract(v)
+    }
+}
+
 /// Every declarable type the contract reaches, by TypeScript name.
 struct Reached<'a> {
     cfg: &'a Config,
@@ -55,6 +74,7 @@ fn generated() -> Vec<(&'static str, String)> {
         decls: BTreeMap::new(),
     };
     visit_contract(&mut reached);
+    hosts::visit(&mut reached);
     let mut types = String::from(TS_HEADER);
     for decl in reached.decls.values() {
         types.push_str("\nexport ");
@@ -62,7 +82,10 @@ fn generated() -> Vec<(&'static str, String)> {
         types.push('\n');
     }
     let declared: Vec<String> = reached.decls.keys().cloned().collect();
-    let (operations, events) = typescript_signatures(&cfg);
+    let (mut operations, mut events) = typescript_signatures(&cfg);
+    let (host_operations, host_events) = hosts::signatures(&cfg);
+    operations.extend(host_operations);
+    events.extend(host_events);
     vec![
         ("ui/src/lib/generated/types.ts", types),
         (

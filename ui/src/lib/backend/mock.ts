@@ -6,10 +6,13 @@ import type { Backend } from "./backend";
 import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type { HostTransport } from "../hosts/link";
-import type { HostLinkState, HostLinkView } from "../hosts/types";
+import type { HostLinkState } from "../hosts/types";
 import type {
   Activity,
   ActivityView,
+  HostEvent,
+  HostLinkView,
+  JsonValue,
   DeviceView,
   Pairing,
   RunActions,
@@ -615,6 +618,27 @@ export class MockBackend implements Backend {
     return () => {
       this.listeners.delete(onEvent);
     };
+  }
+
+  // The in-memory engine knows no hosts: the app's links are its own.
+  async hostLinks(): Promise<HostLinkView[]> {
+    return [];
+  }
+
+  async hostCall(host: string): Promise<JsonValue> {
+    throw fail("invalid_input", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+  }
+
+  async hostRetry(host: string): Promise<null> {
+    throw fail("invalid_input", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+  }
+
+  async onHostEvent(_on: (e: HostEvent) => void) {
+    return () => {};
+  }
+
+  async onHostLink(_on: (v: HostLinkView) => void) {
+    return () => {};
   }
 
   async onOpenRequest(onOpen: (open: OpenRun) => void) {

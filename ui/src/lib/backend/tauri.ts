@@ -7,7 +7,7 @@ import type { Backend } from "./backend";
 import { toApiError } from "./errors";
 import { events, operations } from "../generated/client";
 import type { HostTransport } from "../hosts/link";
-import { HOST_EVENT, HOST_LINK, type HostEvent, type HostLinkView } from "../hosts/types";
+import type { JsonValue } from "../types";
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
   try {
@@ -26,9 +26,11 @@ export const tauriBackend: Backend = { ...operations(call), ...events(on) };
 /** The app's hosts: their links and one multiplexed line to each host's
  * engine, kept by the app (see ../hosts/link.ts). */
 export const tauriHosts: HostTransport = {
-  links: () => call<HostLinkView[]>("host_links"),
-  call: (host, command, args) => call<unknown>("host_call", { host, command, args }),
-  retry: (host) => call<void>("host_retry", { host }),
-  onEvent: (on) => listen<HostEvent>(HOST_EVENT, (e) => on(e.payload.host, e.payload.event)),
-  onLink: (on) => listen<HostLinkView>(HOST_LINK, (e) => on(e.payload)),
+  links: () => tauriBackend.hostLinks(),
+  call: (host, command, args) => tauriBackend.hostCall(host, command, args as JsonValue),
+  retry: async (host) => {
+    await tauriBackend.hostRetry(host);
+  },
+  onEvent: (on) => tauriBackend.onHostEvent((e) => on(e.host, e.event)),
+  onLink: (on) => tauriBackend.onHostLink(on),
 };

@@ -11,6 +11,9 @@ import type {
   GatePage,
   GateStory,
   GateView,
+  HostEvent,
+  HostLinkView,
+  JsonValue,
   MessageTo,
   MessageView,
   NotificationSettings,
@@ -190,9 +193,33 @@ export interface Operations {
   /**
    * The first `limit` rows of the dashboard's default order
    * (needs-you first), with the fleet's size and counts: the
-   * first screen of a big fleet, before the whole list.
+   * first screen of a big fleet, before the whole list (the
+   * window's, a host's through its link).
    */
   listRunsHead(limit: number): Promise<RunsHead>;
+  /**
+   * Every host this machine knows (`overseer hosts add`), with
+   * how its link stands: connecting, live (its engine, version,
+   * and `resync`, which grows at each reconnection: re-read the
+   * host then), or down (since when, why, when it retries).
+   */
+  hostLinks(): Promise<Array<HostLinkView>>;
+  /**
+   * One of the window's commands (`command`: its name, such as
+   * `decide_gate`; `args`: the arguments the window passes it,
+   * camelCase) performed by host `host`'s engine through its
+   * link; its answer as that command's. Refused at once while
+   * the link is not live (`engine_unavailable`, saying since
+   * when and why; nothing was sent). An answer lost as the link
+   * dropped is an `engine_unavailable` saying it may have been
+   * applied: re-read the host when it is back.
+   */
+  hostCall(host: string, command: string, args: JsonValue): Promise<JsonValue>;
+  /**
+   * Reconnects host `host`'s link now instead of at its retry
+   * time (a live link is left alone).
+   */
+  hostRetry(host: string): Promise<null>;
 }
 
 /** The events the engine pushes to the window. Each listener resolves to
@@ -202,6 +229,10 @@ export interface Events {
   subscribe(on: (payload: EngineEvent) => void): Promise<() => void>;
   /** The user clicked an OS notification about a run: open it. */
   onOpenRequest(on: (payload: OpenRun) => void): Promise<() => void>;
+  /** Every event of every host's engine, named by its host. */
+  onHostEvent(on: (payload: HostEvent) => void): Promise<() => void>;
+  /** A host's link changed state (and at start, once per host). */
+  onHostLink(on: (payload: HostLinkView) => void): Promise<() => void>;
 }
 
 /** Calls a command by name with its camelCase arguments. */
@@ -252,6 +283,9 @@ export function operations(invoke: Invoke): Operations {
     testWebhook: (id) => invoke<WebhookDelivery>("test_webhook", { id }),
     webhookDeliveries: (id, limit) => invoke<Array<WebhookDelivery>>("webhook_deliveries", { id, limit }),
     listRunsHead: (limit) => invoke<RunsHead>("list_runs_head", { limit }),
+    hostLinks: () => invoke<Array<HostLinkView>>("host_links"),
+    hostCall: (host, command, args) => invoke<JsonValue>("host_call", { host, command, args }),
+    hostRetry: (host) => invoke<null>("host_retry", { host }),
   };
 }
 
@@ -277,6 +311,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "remove_webhook",
   "set_webhook_enabled",
   "test_webhook",
+  "host_call",
 ]);
 
 /** The events, each a listener on its channel. */
@@ -284,5 +319,7 @@ export function events(listen: Listen): Events {
   return {
     subscribe: (on) => listen<EngineEvent>("overseer://event", on),
     onOpenRequest: (on) => listen<OpenRun>("overseer://open", on),
+    onHostEvent: (on) => listen<HostEvent>("overseer://host-event", on),
+    onHostLink: (on) => listen<HostLinkView>("overseer://host-link", on),
   };
 }

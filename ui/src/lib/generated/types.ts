@@ -420,6 +420,20 @@ snoozed_until?: number,
  */
 advice?: SupervisorAdvice, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
 
+export type HostEvent = { host: string, event: EngineEvent, };
+
+export type HostLinkState = { "status": "connecting" } | { "status": "live", engine: string, version: string, resync: number, } | { "status": "down", since_ms: number, retry_at_ms: number, reason: string, };
+
+export type HostLinkView = { name: string, 
+/**
+ * `ssh://[user@]host[:port]`.
+ */
+url: string, 
+/**
+ * The fingerprint of the host engine's pinned signing key.
+ */
+fingerprint: string, state: HostLinkState, };
+
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
 export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };
@@ -489,7 +503,11 @@ webhook_muted: Array<WebhookEvent>,
  */
 webhooks_muted: boolean, };
 
-export type OpenRun = { run_id: RunId, };
+export type OpenRun = { run_id: RunId, 
+/**
+ * The host whose run it is; absent for this machine's engine.
+ */
+host?: string, };
 
 export type Pairing = { 
 /**
