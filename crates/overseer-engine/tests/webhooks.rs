@@ -979,12 +979,18 @@ async fn a_lone_event_arrives_at_once_with_its_body_unchanged() {
             "task_id",
             "text",
             "title",
+            "urgency",
             "workspace"
         ]
     );
     let body = got[0].body();
     assert_eq!(body.event, WebhookEvent::AgentQuestionBlocking);
     assert_eq!(body.gate_id, Some(plan.id));
+    assert_eq!(
+        body.urgency,
+        Some(overseer_engine::Urgency::Critical),
+        "a blocking ask"
+    );
     assert_eq!(got[0].header("x-overseer-event"), "agent_question_blocking");
     let log = deliveries_until(&w, hook.webhook.id, "delivered", |l| {
         l.len() == 1 && l[0].status == DeliveryStatus::Delivered

@@ -52,7 +52,13 @@ import type {
 const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
 
 /** Notification settings with nothing muted. */
-export const NO_MUTES: NotificationSettings = { muted: [], desktop_muted: false, webhook_muted: [], webhooks_muted: false };
+export const NO_MUTES: NotificationSettings = {
+  muted: [],
+  desktop_muted: false,
+  webhook_muted: [],
+  webhooks_muted: false,
+  urgency: { blocking: null, question: null, info: null },
+};
 
 /** Every event a hook can subscribe to (the engine's order). */
 const ALL_EVENTS: WebhookEvent[] = [

@@ -487,7 +487,13 @@ webhook_muted: Array<WebhookEvent>,
  * Webhooks muted whole: nothing is queued for any hook (a test still
  * goes out: the user asked for it).
  */
-webhooks_muted: boolean, };
+webhooks_muted: boolean, 
+/**
+ * How loudly each kind of inbox item is told (on the desktop and on
+ * webhooks); unset: `[notifications.urgency]` in `overseer.toml`, else
+ * as the notification's kind says. Blocking asks are always critical.
+ */
+urgency: UrgencySettings, };
 
 export type OpenRun = { run_id: RunId, };
 
@@ -1121,6 +1127,10 @@ paths: Array<string>,
 resolved?: Array<Resolved>, };
 
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
+
+export type Urgency = "silent" | "low" | "normal" | "critical";
+
+export type UrgencySettings = { blocking: Urgency | null, question: Urgency | null, info: Urgency | null, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
 
