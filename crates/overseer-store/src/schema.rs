@@ -375,6 +375,39 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE gates ADD COLUMN snoozed_until INTEGER;
     CREATE INDEX gates_snoozed ON gates(status, snoozed_until);
     "#,
+    // 18: a broadcast scoped to a workspace or a task (`recipient` gains
+    // 'workspace' and 'task', with the one they name). SQLite cannot widen
+    // a CHECK constraint in place: the table is rebuilt, its rows kept.
+    r#"
+    CREATE TABLE messages_scoped (
+        id             INTEGER PRIMARY KEY,
+        from_run       INTEGER REFERENCES runs(id),
+        sender         TEXT NOT NULL,
+        recipient      TEXT NOT NULL CHECK (recipient IN ('supervisor', 'user', 'broadcast', 'run', 'workspace', 'task')),
+        to_run         INTEGER REFERENCES runs(id),
+        to_workspace   INTEGER REFERENCES workspaces(id),
+        to_task        INTEGER REFERENCES tasks(id),
+        body           TEXT NOT NULL,
+        correlation_id TEXT,
+        status         TEXT NOT NULL CHECK (status IN ('delivered', 'blocked')),
+        blocked_reason TEXT,
+        at             INTEGER NOT NULL,
+        audit_seq      INTEGER NOT NULL,
+        CHECK ((recipient = 'workspace') = (to_workspace IS NOT NULL)),
+        CHECK ((recipient = 'task') = (to_task IS NOT NULL))
+    ) STRICT;
+    INSERT INTO messages_scoped(id, from_run, sender, recipient, to_run, body, correlation_id,
+                                status, blocked_reason, at, audit_seq)
+        SELECT id, from_run, sender, recipient, to_run, body, correlation_id,
+               status, blocked_reason, at, audit_seq
+        FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_scoped RENAME TO messages;
+    CREATE INDEX messages_by_run ON messages(from_run, id);
+    CREATE INDEX messages_to_run ON messages(to_run, id);
+    CREATE INDEX messages_to_workspace ON messages(to_workspace, id) WHERE to_workspace IS NOT NULL;
+    CREATE INDEX messages_to_task ON messages(to_task, id) WHERE to_task IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -5,6 +5,7 @@
 import type { Backend } from "./backend";
 import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
+import { concernsRun } from "../messages/messages";
 import type {
   Activity,
   ActivityView,
@@ -357,12 +358,9 @@ export class MockBackend implements Backend {
 
   listMessages(run: number | null, after: number | null) {
     return this.answer(`listMessages ${run ?? "all"}`, () => {
-      if (run !== null) this.run(run);
-      return this.messages.filter(
-        (m) =>
-          m.id > (after ?? 0) &&
-          (run === null || m.from_run === run || (m.to.to === "run" && m.to.run === run) || (m.to.to === "broadcast" && m.status === "delivered")),
-      );
+      const where = run !== null ? this.run(run) : null;
+      const scope = where ? { workspace: where.workspace, task: where.task_id } : undefined;
+      return this.messages.filter((m) => m.id > (after ?? 0) && (run === null || concernsRun(m, run, scope)));
     });
   }
 

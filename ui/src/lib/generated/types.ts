@@ -442,7 +442,7 @@ from: string, status: MessageStatus, blocked_reason: string | null, correlation_
 
 export type MessageStatus = "delivered" | "blocked";
 
-export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: RunId, };
+export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "workspace", workspace: string, } | { "to": "task", task: TaskId, } | { "to": "run", run: RunId, };
 
 export type MessageView = { id: number, 
 /**
