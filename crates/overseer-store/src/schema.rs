@@ -504,6 +504,47 @@ mod tests {
         }
     }
 
+    /// The migration scoping broadcasts rebuilds `messages` to widen its
+    /// CHECK: every message is kept, and a scope must name what it scopes to.
+    #[test]
+    fn scoped_broadcasts_keep_the_messages_from_before() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "foreign_keys", "ON").expect("fk");
+        // The version before it, wherever merges put it.
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.contains("CREATE TABLE messages_scoped"))
+            .expect("the migration");
+        for sql in MIGRATIONS.iter().take(before) {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", before as i64)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO messages(sender, recipient, body, status, at, audit_seq)
+             VALUES ('user:cli', 'broadcast', 'before', 'delivered', 1, 1);",
+        )
+        .expect("a message from before");
+        migrate(&mut conn, Path::new(":memory:")).expect("upgrade");
+        let kept: (String, String) = conn
+            .query_row(
+                "SELECT recipient, body FROM messages WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("kept");
+        assert_eq!(kept, ("broadcast".to_owned(), "before".to_owned()));
+        let unnamed = conn.execute(
+            "INSERT INTO messages(sender, recipient, body, status, at, audit_seq)
+             VALUES ('user:cli', 'workspace', 'to nowhere', 'delivered', 2, 2)",
+            [],
+        );
+        assert!(
+            unnamed.is_err(),
+            "a workspace broadcast names its workspace"
+        );
+    }
+
     #[test]
     fn a_database_from_a_newer_version_is_refused_untouched() {
         let mut conn = Connection::open_in_memory().expect("open");
