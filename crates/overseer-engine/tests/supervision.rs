@@ -1062,6 +1062,11 @@ async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
             !first.body.contains("supervisor"),
             "{autonomy:?}: {first:?}"
         );
+        assert_eq!(
+            first.kind,
+            NotificationKind::AgentQuestionBlocking,
+            "{autonomy:?}: a human must decide, so it asks"
+        );
         std::fs::write(&go, "").expect("let the supervisor answer");
         let again = until(&w, "the plan told again with the advice", |_| {
             of_plan(&notes).into_iter().nth(1)
