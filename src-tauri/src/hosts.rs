@@ -261,6 +261,8 @@ mod tests {
             title: "t".into(),
             body: "b".into(),
             quick: None,
+            urgency: overseer_engine::Urgency::Critical,
+            tag: None,
         };
         let opened = |gate: i64| EngineEvent::GateOpened {
             gate_id: overseer_core::GateId(gate),

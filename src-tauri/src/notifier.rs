@@ -251,6 +251,8 @@ mod tests {
             title: format!("Run {run} asks permission"),
             body: "task".into(),
             quick: None,
+            urgency: overseer_engine::Urgency::Critical,
+            tag: None,
         };
         let told = by_host(vec![
             (asks(1), Some("build-box".into())),

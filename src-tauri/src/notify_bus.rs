@@ -74,6 +74,10 @@ pub struct Bus {
     /// Notifications shown and not yet pressed: their run, buttons and
     /// host (none: this machine's).
     shown: Mutex<HashMap<u32, Shown>>,
+    /// The server's id of the last notification shown with each tag: one
+    /// with the same tag replaces it (a gate told again with the
+    /// supervisor's advice).
+    tagged: Mutex<HashMap<String, u32>>,
 }
 
 impl Bus {
@@ -89,6 +93,7 @@ impl Bus {
         Ok(Bus {
             conn,
             shown: Mutex::default(),
+            tagged: Mutex::default(),
         })
     }
 
@@ -110,6 +115,28 @@ impl Bus {
             "category",
             zbus::Variant::from(format!("overseer.{}", n.kind.as_str())),
         );
+        // The urgency the user chose for the item's kind (critical stays on
+        // screen until dismissed on most servers).
+        if let Some(level) = n.urgency.desktop_hint() {
+            hints.insert("urgency", zbus::Variant::from(level));
+        }
+        // Replaces the one shown with the same tag, if any (0: a new one).
+        // Tags name gates by id, and ids repeat across hosts: the host is
+        // part of the key.
+        let key = n.tag.as_ref().map(|t| match host {
+            Some(h) => format!("{h}/{t}"),
+            None => t.clone(),
+        });
+        let replaces = key
+            .as_ref()
+            .and_then(|t| {
+                self.tagged
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(t)
+                    .copied()
+            })
+            .unwrap_or(0u32);
         let reply = self
             .conn
             .call_method(
@@ -117,10 +144,25 @@ impl Bus {
                 PATH,
                 Some(SERVER),
                 "Notify",
-                &("Overseer", 0u32, "", summary, body, actions, hints, -1i32),
+                &(
+                    "Overseer", replaces, "", summary, body, actions, hints, -1i32,
+                ),
             )
             .await?;
         let id: u32 = reply.body().deserialize()?;
+        if let Some(tag) = &key {
+            let mut tagged = self.tagged.lock().unwrap_or_else(|p| p.into_inner());
+            if tagged.len() >= REMEMBERED && !tagged.contains_key(tag) {
+                if let Some(oldest) = tagged
+                    .iter()
+                    .min_by_key(|(_, id)| **id)
+                    .map(|(t, _)| t.clone())
+                {
+                    tagged.remove(&oldest);
+                }
+            }
+            tagged.insert(tag.clone(), id);
+        }
         let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
         if shown.len() >= REMEMBERED {
             if let Some(oldest) = shown.keys().min().copied() {
@@ -259,9 +301,13 @@ mod tests {
         }
     }
 
+    /// Each Notify call's `replaces_id` and `urgency` hint.
+    type Seen = Arc<Mutex<Vec<(u32, Option<u8>)>>>;
+
     /// A notification server of the test's own: owns the name, answers
-    /// Notify with ids from 1, keeps each call's buttons.
-    async fn server(address: &str) -> (zbus::Connection, Arc<Mutex<Vec<Vec<String>>>>) {
+    /// Notify with ids from 1, keeps each call's buttons (and what it
+    /// replaces, how urgent it is).
+    async fn server(address: &str) -> (zbus::Connection, Arc<Mutex<Vec<Vec<String>>>>, Seen) {
         use futures::StreamExt;
         let conn = zbus::connection::Builder::address(address)
             .build()
@@ -270,6 +316,8 @@ mod tests {
         conn.request_name(SERVER).await.expect("own the name");
         let calls: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
         let kept = calls.clone();
+        let seen: Seen = Arc::default();
+        let noted = seen.clone();
         let answering = conn.clone();
         // Made before this returns: a stream sees only what arrives after
         // it exists, and the test's first Notify follows at once.
@@ -295,9 +343,11 @@ mod tests {
                     );
                     let raw = m.body();
                     let parsed: zbus::Result<Notify> = raw.deserialize();
-                    let Ok(body) = parsed else {
+                    let Ok(mut body) = parsed else {
                         continue;
                     };
+                    let urgency = body.6.remove("urgency").and_then(|v| u8::try_from(v).ok());
+                    noted.lock().expect("lock").push((body.1, urgency));
                     let id = {
                         let mut calls = kept.lock().expect("lock");
                         calls.push(body.5);
@@ -307,7 +357,7 @@ mod tests {
                 }
             })
         });
-        (conn, calls)
+        (conn, calls, seen)
     }
 
     async fn press(from: &zbus::Connection, to: Option<&str>, id: u32, key: &str) {
@@ -323,7 +373,38 @@ mod tests {
             title: format!("Run {run} asks permission"),
             body: "task".into(),
             quick,
+            urgency: overseer_engine::Urgency::Critical,
+            tag: None,
         }
+    }
+
+    /// The urgency reaches the notification server as its `urgency` hint,
+    /// and a notification with the tag of one shown before (a gate told
+    /// again with the supervisor's advice) replaces it.
+    #[test]
+    fn a_notification_says_its_urgency_and_replaces_the_last_with_its_tag() {
+        use overseer_engine::Urgency;
+        let daemon = Daemon::start();
+        let (_server, _calls, seen) = zbus::block_on(server(&daemon.address));
+        let bus = zbus::block_on(Bus::connect(Some(&daemon.address))).expect("bus");
+        let mut gate = notification(RunId(1), None);
+        gate.tag = Some("gate:7".into());
+        let first = zbus::block_on(bus.show(&gate, None, "Run 1: approve the plan", "task"))
+            .expect("shown");
+        let mut low = notification(RunId(2), None);
+        low.urgency = Urgency::Low;
+        low.tag = Some("gate:8".into());
+        zbus::block_on(bus.show(&low, None, "Run 2 has a question", "task")).expect("shown");
+        gate.body = "task\nThe supervisor advises “Approve”".into();
+        zbus::block_on(bus.show(&gate, None, "Run 1: approve the plan", &gate.body))
+            .expect("shown");
+        let mut untagged = notification(RunId(1), None);
+        untagged.urgency = Urgency::Normal;
+        zbus::block_on(bus.show(&untagged, None, "Run 1 failed", "task")).expect("shown");
+        assert_eq!(
+            *seen.lock().expect("lock"),
+            [(0, Some(2)), (0, Some(0)), (first, Some(2)), (0, Some(1))]
+        );
     }
 
     #[test]
@@ -349,7 +430,7 @@ mod tests {
             .find(|g| g.kind() == GateKind::ToolCall)
             .expect("the demo's tool call");
 
-        let (server, calls) = zbus::block_on(server(&daemon.address));
+        let (server, calls, _) = zbus::block_on(server(&daemon.address));
         let bus = Arc::new(zbus::block_on(Bus::connect(Some(&daemon.address))).expect("bus"));
         let ours = bus.conn.unique_name().expect("a name").to_string();
         // Heard as the app hears them: the notifier's own listener, deciding

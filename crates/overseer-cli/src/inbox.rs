@@ -48,16 +48,23 @@ pub enum MessagesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Send a message to a run, or to every run
+    /// Send a message to a run, or to every run (of a workspace, of a task)
     Send {
         #[arg(
             long,
-            conflicts_with = "broadcast",
-            required_unless_present = "broadcast"
+            conflicts_with_all = ["broadcast", "workspace", "task"],
+            required_unless_present_any = ["broadcast", "workspace", "task"]
         )]
         run: Option<overseer_core::RunId>,
+        /// To every run (with --workspace or --task: every run there)
         #[arg(long)]
         broadcast: bool,
+        /// To every run of this workspace (its name)
+        #[arg(long, conflicts_with = "task")]
+        workspace: Option<String>,
+        /// To every run of this task
+        #[arg(long)]
+        task: Option<overseer_core::TaskId>,
         /// Answer message ID: the reply carries its correlation id
         #[arg(long, value_name = "ID")]
         reply_to: Option<i64>,
@@ -306,16 +313,20 @@ pub async fn messages(paths: &Paths, cmd: MessagesCommand) -> anyhow::Result<Exi
         MessagesCommand::Send {
             run,
             broadcast,
+            workspace,
+            task,
             reply_to,
             correlation_id,
             text,
         } => {
-            let to = match (run, broadcast) {
-                (Some(run), false) => MessageTo::Run { run },
-                (None, true) => MessageTo::Broadcast,
-                (Some(_), true) | (None, false) => {
-                    anyhow::bail!("send to one run (--run N) or to every run (--broadcast)")
-                }
+            let to = match (run, broadcast, workspace, task) {
+                (Some(run), false, None, None) => MessageTo::Run { run },
+                (None, _, Some(workspace), None) => MessageTo::Workspace { workspace },
+                (None, _, None, Some(task)) => MessageTo::Task { task },
+                (None, true, None, None) => MessageTo::Broadcast,
+                _ => anyhow::bail!(
+                    "send to one run (--run N), to every run (--broadcast), or to every run of a workspace (--workspace W) or of a task (--task T)"
+                ),
             };
             let correlation_id = match reply_to {
                 Some(id) => {
@@ -358,6 +369,10 @@ fn recipient(to: &MessageTo) -> String {
         MessageTo::Supervisor => "the supervisor".into(),
         MessageTo::User => "you".into(),
         MessageTo::Broadcast => "every run".into(),
+        MessageTo::Workspace { workspace } => {
+            format!("every run of workspace {}", inert(workspace))
+        }
+        MessageTo::Task { task } => format!("every run of task {task}"),
         MessageTo::Run { run } => format!("run {run}"),
     }
 }

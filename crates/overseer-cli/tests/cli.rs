@@ -964,6 +964,43 @@ fn questions_messages_and_sessions_from_the_command_line() {
     assert!(h.ok(&["messages", "list"]).contains("every run"));
     let err = h.fails(&["messages", "send", "--run", "999", "x"]);
     assert!(err.contains("999"), "{err}");
+
+    // A broadcast scoped to the run's task, or to its workspace: the run
+    // reads both; a scope that names nothing is refused.
+    let task = sessions[0]["task_id"].as_i64().expect("task").to_string();
+    let workspace = sessions[0]["workspace"].as_str().expect("workspace");
+    let sent = h.ok(&["messages", "send", "--task", &task, "this task only"]);
+    assert!(
+        sent.contains(&format!("every run of task {task}")),
+        "{sent}"
+    );
+    let sent = h.ok(&[
+        "messages",
+        "send",
+        "--workspace",
+        workspace,
+        "this workspace only",
+    ]);
+    assert!(sent.contains("every run of workspace"), "{sent}");
+    let read: Vec<serde_json::Value> =
+        serde_json::from_str(&h.ok(&["messages", "list", "--run", &run.to_string(), "--json"]))
+            .expect("json");
+    let bodies: Vec<&str> = read.iter().filter_map(|m| m["body"].as_str()).collect();
+    assert!(
+        bodies.contains(&"this task only") && bodies.contains(&"this workspace only"),
+        "{bodies:?}"
+    );
+    let err = h.fails(&["messages", "send", "--workspace", "nowhere", "x"]);
+    assert!(err.contains("nowhere"), "{err}");
+    h.fails(&[
+        "messages",
+        "send",
+        "--run",
+        &run.to_string(),
+        "--task",
+        &task,
+        "x",
+    ]);
 }
 
 #[test]

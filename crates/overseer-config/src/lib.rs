@@ -376,6 +376,23 @@ impl QuestionsConfig {
     }
 }
 
+/// `[notifications]`: how loudly each kind of inbox item is told when the
+/// user chose nothing in Settings (`[notifications.urgency]`: `question`,
+/// `info`, each `critical`, `normal`, `low` or `silent`; `blocking` is
+/// always `critical`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationsConfig {
+    #[serde(default)]
+    pub urgency: overseer_core::urgency::UrgencySettings,
+}
+
+impl NotificationsConfig {
+    pub fn is_default(&self) -> bool {
+        *self == NotificationsConfig::default()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -408,6 +425,9 @@ pub struct Config {
     /// set an expiry (`questions`).
     #[serde(default, skip_serializing_if = "QuestionsConfig::is_default")]
     pub questions: QuestionsConfig,
+    /// How loudly each kind of inbox item is told (`notifications`).
+    #[serde(default, skip_serializing_if = "NotificationsConfig::is_default")]
+    pub notifications: NotificationsConfig,
     #[serde(skip)]
     path: PathBuf,
 }
@@ -450,6 +470,9 @@ impl Config {
             if let Err(why) = overseer_contain::RunLimits::for_machine().with(&w.limits) {
                 errors.push(FieldError::new(format!("workspaces.{name}.limits"), why));
             }
+        }
+        if let Err(e) = config.notifications.urgency.validate() {
+            errors.extend(overseer_core::error::under("notifications.urgency", e));
         }
         for (name, p) in &config.agents {
             if let Err(e) = p.validate() {

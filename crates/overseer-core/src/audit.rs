@@ -185,6 +185,13 @@ pub enum AuditPayload {
         from_run: Option<RunId>,
         to: String,
         to_run: Option<RunId>,
+        /// A broadcast scoped to a workspace: its name (absent otherwise,
+        /// and in records written before scopes existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_workspace: Option<String>,
+        /// A broadcast scoped to a task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_task: Option<crate::TaskId>,
         body: String,
         correlation_id: Option<String>,
         status: String,

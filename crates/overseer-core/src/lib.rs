@@ -50,6 +50,7 @@ pub mod session;
 pub mod supervision;
 pub mod tool;
 pub mod unasked;
+pub mod urgency;
 pub mod usage;
 pub mod view;
 pub mod web;

@@ -7,13 +7,21 @@ use crate::{Millis, RunId};
 use serde::{Deserialize, Serialize};
 
 /// Whom a message is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "to", rename_all = "snake_case")]
 pub enum MessageTo {
     Supervisor,
     User,
     /// Every run (what each reads with `read_messages`).
     Broadcast,
+    /// A broadcast to every run of one workspace (by its name).
+    Workspace {
+        workspace: String,
+    },
+    /// A broadcast to every run of one task.
+    Task {
+        task: crate::TaskId,
+    },
     /// One run. From an agent this is a peer and is always held back; from
     /// the user or the supervisor it is a reply to that run.
     Run {

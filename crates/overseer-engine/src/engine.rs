@@ -521,6 +521,14 @@ impl Shared {
             .clone()
     }
 
+    /// How loudly each kind of inbox item is told: the user's choice, else
+    /// `[notifications.urgency]` in `overseer.toml`.
+    pub fn urgencies(&self) -> crate::UrgencySettings {
+        self.notifications()
+            .urgency
+            .over(self.config.notifications.urgency)
+    }
+
     /// Every agent profile, installed or not, with what it still needs.
     pub fn agents(&self) -> Vec<crate::config::AgentInfo> {
         self.config.agent_infos(|k| std::env::var(k).ok())
@@ -625,7 +633,10 @@ impl Shared {
                 EngineEvent::GateOpened { gate_id, .. } => Some(*gate_id),
                 _ => None,
             };
-            if let Some(n) = notification_for(event, run, opened.as_ref()) {
+            if let Some(mut n) = notification_for(event, run, opened.as_ref()) {
+                n.urgency = n
+                    .kind
+                    .urgency(opened.as_ref().map(|g| g.ask_kind), &self.urgencies());
                 // One key per thing told: a gate opened, a run failed.
                 let key = match gate {
                     Some(g) => format!("gate:{g}"),
@@ -652,6 +663,7 @@ impl Shared {
                             gate: None,
                             key: Some(format!("run_finished:{}", changed.id)),
                         },
+                        None,
                     );
                 }
             }
@@ -660,7 +672,12 @@ impl Shared {
 
     /// Tells the user `n` on every channel that did not mute its kind: the
     /// desktop (the notifier) and webhooks (queued, never sent here).
+    /// A `silent` one is told nowhere: the item is in the inbox only.
     pub(crate) fn tell(&self, n: &crate::Notification, about: crate::webhooks::About<'_>) {
+        if n.urgency == crate::Urgency::Silent {
+            tracing::debug!(kind = n.kind.as_str(), "silent: in the inbox only");
+            return;
+        }
         if self.notifications().is_muted(n.kind) {
             tracing::debug!(kind = n.kind.as_str(), "muted on the desktop by the user");
         } else {

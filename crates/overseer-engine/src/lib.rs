@@ -14,6 +14,7 @@
 //! - [`Clock`], [`Notifier`]: the outside world, as traits.
 
 mod activity;
+mod advice;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod agents;
 mod autorun;
@@ -64,6 +65,7 @@ pub use notify::{
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};
+pub use overseer_core::urgency::{Urgency, UrgencySettings};
 pub use overseer_core::web::{WebSettings, WebStatus};
 pub use overseer_git::FileChange;
 pub use overseer_store::{Workspace, WorkspaceSettings};

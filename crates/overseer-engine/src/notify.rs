@@ -1,6 +1,7 @@
 //! What the engine tells the user outside the window. The desktop shell
 //! implements [`Notifier`] with OS notifications; headless it only logs.
 
+use overseer_core::urgency::{Urgency, UrgencySettings};
 use overseer_core::{EngineEvent, GateKind, ReleaseReason, RunId, RunState, RunView};
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +73,33 @@ impl NotificationKind {
         !self.is_blocking()
             && self != NotificationKind::SecurityEvent
             && self != NotificationKind::DiskFull
+    }
+
+    /// How loudly this kind is told unless the user chose otherwise for
+    /// the kind of item it is about: critical for what stops an agent or
+    /// the runs, normal otherwise.
+    pub fn default_urgency(self) -> Urgency {
+        if self.can_mute() {
+            Urgency::Normal
+        } else {
+            Urgency::Critical
+        }
+    }
+
+    /// How loudly this kind is told about an item of kind `ask` (None: not
+    /// about an inbox item) under the user's `chosen` urgencies. A security
+    /// event and a full disk are always critical, and so is a blocking ask.
+    pub fn urgency(self, ask: Option<overseer_core::AskKind>, chosen: &UrgencySettings) -> Urgency {
+        match ask {
+            _ if self == NotificationKind::SecurityEvent || self == NotificationKind::DiskFull => {
+                Urgency::Critical
+            }
+            // Blocking asks told as something else (the supervisor will
+            // decide it) keep that kind's urgency: nobody is waited on.
+            Some(overseer_core::AskKind::Blocking) if !self.is_blocking() => self.default_urgency(),
+            Some(ask) => chosen.of(ask, self.default_urgency()),
+            None => self.default_urgency(),
+        }
     }
 }
 
@@ -186,6 +214,11 @@ pub struct NotificationSettings {
     /// goes out: the user asked for it).
     #[serde(default)]
     pub webhooks_muted: bool,
+    /// How loudly each kind of inbox item is told (on the desktop and on
+    /// webhooks); unset: `[notifications.urgency]` in `overseer.toml`, else
+    /// as the notification's kind says. Blocking asks are always critical.
+    #[serde(default)]
+    pub urgency: UrgencySettings,
 }
 
 impl NotificationSettings {
@@ -211,6 +244,9 @@ impl NotificationSettings {
                 )
             })
             .collect();
+        if let Err(e) = self.urgency.validate() {
+            errors.extend(overseer_core::error::under("urgency", e));
+        }
         errors.extend(
             self.webhook_muted
                 .iter()
@@ -250,6 +286,13 @@ pub struct Notification {
     /// What the notification itself can answer, as the owner (its
     /// buttons), if anything.
     pub quick: Option<QuickAnswer>,
+    /// How loudly it is sent (the OS notification's urgency); never
+    /// `silent`: a silent one is not sent.
+    pub urgency: Urgency,
+    /// What it is about (`gate:12`), when a later notification may say
+    /// more of the same thing (the supervisor's advice on that gate): a
+    /// notifier that can replaces the one it showed with the same tag.
+    pub tag: Option<String>,
 }
 
 /// A decision a notification's buttons can make: only the simplest two, where
@@ -286,7 +329,23 @@ impl Notifier for LogNotifier {
 /// after the whole batch of events.
 /// `opened` is the gate a `GateOpened` event opened. (Public: the app asks
 /// the same of a host's events, so a host's gate notifies as a local one.)
+/// Sent at its kind's urgency; the engine sets the one the user chose for
+/// the item's kind when it tells it.
 pub fn notification_for(
+    event: &EngineEvent,
+    run: &RunView,
+    opened: Option<&overseer_core::GateView>,
+) -> Option<Notification> {
+    notification_of(event, run, opened).map(|mut n| {
+        n.urgency = n.kind.default_urgency();
+        if let EngineEvent::GateOpened { gate_id, .. } = event {
+            n.tag = Some(format!("gate:{gate_id}"));
+        }
+        n
+    })
+}
+
+fn notification_of(
     event: &EngineEvent,
     run: &RunView,
     opened: Option<&overseer_core::GateView>,
@@ -311,6 +370,8 @@ pub fn notification_for(
                 title: format!("Run {run_id} flooded Overseer and was paused"),
                 body: opened.map(|g| g.title.clone()).unwrap_or(task),
                 quick: None,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         // A run paused at its budget: says so, with what it cost.
@@ -323,6 +384,8 @@ pub fn notification_for(
                 title: format!("Run {run_id} reached its budget and was paused"),
                 body: opened.map(|g| g.title.clone()).unwrap_or(task),
                 quick: None,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         // Something to read, not to decide: never as loud as a blocking ask.
@@ -340,6 +403,8 @@ pub fn notification_for(
                 title: format!("Run {run_id}: a note from {}", run.agent),
                 body: task,
                 quick: None,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         // The supervisor decides this gate on its own authority: the user is
@@ -360,6 +425,8 @@ pub fn notification_for(
                 ),
                 body: task,
                 quick: None,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
@@ -402,12 +469,20 @@ pub fn notification_for(
                 NotificationKind::RunPendingReview => Some(QuickAnswer::Review { run: *run_id }),
                 _ => None,
             };
+            // The supervisor's word, once it gave one (a gate told again
+            // when it arrives, or after a restart).
+            let body = match opened.and_then(crate::advice::advice_line) {
+                Some(advice) => format!("{task}\n{advice}"),
+                None => task,
+            };
             Some(Notification {
                 kind,
                 run_id: *run_id,
                 title,
-                body: task,
+                body,
                 quick,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         EngineEvent::RunChanged { run: changed }
@@ -427,6 +502,8 @@ pub fn notification_for(
                     .map(|n| format!("{task}: {n}"))
                     .unwrap_or(task),
                 quick: None,
+                urgency: Urgency::Normal,
+                tag: None,
             })
         }
         EngineEvent::GateOpened { .. }
@@ -486,6 +563,12 @@ pub fn coalesce(batch: Vec<Notification>) -> Vec<Notification> {
                     title,
                     body: body.join("\n"),
                     quick: None,
+                    urgency: many
+                        .iter()
+                        .map(|m| m.urgency)
+                        .max()
+                        .unwrap_or(kind.default_urgency()),
+                    tag: None,
                 });
             }
         }
@@ -504,6 +587,8 @@ mod tests {
             title: format!("t{run}"),
             body: format!("task {run}"),
             quick: None,
+            urgency: kind.default_urgency(),
+            tag: None,
         }
     }
 

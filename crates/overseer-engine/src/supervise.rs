@@ -289,7 +289,10 @@ impl Supervision {
         if outcome.decided && outcome.gate.kind() == GateKind::MergeReview {
             self.review_effect(&outcome.gate)?;
         }
-        self.gate(gate_id)
+        let gate = self.gate(gate_id)?;
+        // Its word reaches the notification too, not only the card.
+        self.tell_advice(&gate);
+        Ok(gate)
     }
 
     /// A human voting as the supervisor has the supervisor's authority, never

@@ -62,6 +62,8 @@ impl Records {
                 title,
                 body,
                 quick: None,
+                urgency: kind.default_urgency(),
+                tag: None,
             },
             crate::webhooks::About {
                 run: None,

@@ -1018,3 +1018,73 @@ async fn an_advisory_supervisors_advice_is_on_the_gate_the_human_decides() {
         .expect("listed");
     assert_eq!(listed.advice, Some(advice));
 }
+
+/// The supervisor in the notification: a gate's notification goes out when
+/// it opens, before the supervisor answered (the evaluator, a real child
+/// process, waits for the test's word); when its advice arrives the gate is
+/// told again with it, in one line, under the same tag (the desktop
+/// replaces the first), at the same urgency. Co-signed, it says that the
+/// supervisor approved and the gate passes once the user approves too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
+    for (autonomy, says) in [
+        (Autonomy::Advisory, "The supervisor advises “Approve”"),
+        (Autonomy::Cosign, "It passes once you approve too"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let go = dir.path().join("go");
+        let slow = sh_evaluator(&format!(
+            "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
+             printf '%s' '{{\"verdict\":\"approve\",\"rationale\":\"two small steps\\nand more prose\"}}'"
+        ));
+        let mut p = policy(autonomy, slow);
+        p.timeout_seconds = 120;
+        let notes = Arc::new(Captured::default());
+        let w = world_with(supervised(p), notes.clone(), "").await;
+        let run = start(&w, "happy");
+        let plan = pending_gate(&w, run, GateKind::Plan).await;
+        let tag = format!("gate:{}", plan.id);
+        let of_plan = |notes: &Captured| -> Vec<overseer_engine::Notification> {
+            notes
+                .0
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|n| n.tag.as_deref() == Some(tag.as_str()))
+                .cloned()
+                .collect()
+        };
+        let first = until(&w, "the plan's notification", |_| {
+            of_plan(&notes).into_iter().next()
+        })
+        .await;
+        assert!(
+            !first.body.contains("supervisor"),
+            "{autonomy:?}: {first:?}"
+        );
+        assert_eq!(
+            first.kind,
+            NotificationKind::AgentQuestionBlocking,
+            "{autonomy:?}: a human must decide, so it asks"
+        );
+        std::fs::write(&go, "").expect("let the supervisor answer");
+        let again = until(&w, "the plan told again with the advice", |_| {
+            of_plan(&notes).into_iter().nth(1)
+        })
+        .await;
+        assert_eq!(
+            (again.kind, &again.title, again.urgency),
+            (first.kind, &first.title, first.urgency),
+            "{autonomy:?}: the same notification, replaced"
+        );
+        assert!(
+            again.body.contains(says) && again.body.contains(": two small steps"),
+            "{autonomy:?}: {again:?}"
+        );
+        assert!(!again.body.contains("more prose"), "one line: {again:?}");
+        assert!(
+            w.engine.gate(plan.id).expect("gate").decision.is_none(),
+            "{autonomy:?}: the human still decides"
+        );
+    }
+}

@@ -979,12 +979,18 @@ async fn a_lone_event_arrives_at_once_with_its_body_unchanged() {
             "task_id",
             "text",
             "title",
+            "urgency",
             "workspace"
         ]
     );
     let body = got[0].body();
     assert_eq!(body.event, WebhookEvent::AgentQuestionBlocking);
     assert_eq!(body.gate_id, Some(plan.id));
+    assert_eq!(
+        body.urgency,
+        Some(overseer_engine::Urgency::Critical),
+        "a blocking ask"
+    );
     assert_eq!(got[0].header("x-overseer-event"), "agent_question_blocking");
     let log = deliveries_until(&w, hook.webhook.id, "delivered", |l| {
         l.len() == 1 && l[0].status == DeliveryStatus::Delivered
@@ -995,5 +1001,71 @@ async fn a_lone_event_arrives_at_once_with_its_body_unchanged() {
     assert!(
         waited < 1_000,
         "sent at once, not after the 30 s window: {waited} ms after it was queued"
+    );
+}
+
+/// A question item reaches webhooks at the urgency chosen for questions
+/// (`X-Priority` 2 for low, with `urgency` in the body), and a silent one
+/// reaches no hook, while a blocking ask still goes at 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_reaches_webhooks_at_its_chosen_urgency_and_a_silent_one_not_at_all() {
+    use overseer_engine::{NotificationSettings, Urgency, UrgencySettings};
+    let w = quiet_world(
+        "[webhooks]\nbatch_window_ms = 0\n[notifications.urgency]\nquestion = \"low\"\n",
+    )
+    .await;
+    let rx = Receiver::start(vec![], Reply::Status(200)).await;
+    every_kind(&w, &rx);
+    let timed = overseer_store::TaskSettings {
+        question_timeout_seconds: Some(600),
+        ..Default::default()
+    };
+    let low = start_with(&w, "questions", timed.clone());
+    pending_gate(&w, low, GateKind::Question).await;
+    let got = rx
+        .wait("the low question", |g| {
+            g.iter().any(|r| r.body().run_id == Some(low))
+        })
+        .await;
+    let asked = got
+        .iter()
+        .find(|r| r.body().run_id == Some(low))
+        .expect("received");
+    assert_eq!(asked.body().urgency, Some(Urgency::Low));
+    assert_eq!(asked.header("x-priority"), "2");
+
+    w.engine
+        .set_notifications(
+            NotificationSettings {
+                urgency: UrgencySettings {
+                    question: Some(Urgency::Silent),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            &Actor::app(),
+        )
+        .expect("silent questions");
+    let silent = start_with(&w, "questions", timed);
+    pending_gate(&w, silent, GateKind::Question).await;
+    // A blocking ask after it: once it arrived, the silent one would have too.
+    let blocking = start(&w, "questions");
+    pending_gate(&w, blocking, GateKind::Question).await;
+    let got = rx
+        .wait("the blocking question", |g| {
+            g.iter().any(|r| r.body().run_id == Some(blocking))
+        })
+        .await;
+    let asked = got
+        .iter()
+        .find(|r| r.body().run_id == Some(blocking))
+        .expect("received");
+    assert_eq!(asked.header("x-priority"), "4", "a blocking ask");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !rx.got()
+            .iter()
+            .any(|r| r.body().run_id == Some(silent) && r.body().gate_id.is_some()),
+        "a silent question reaches no hook"
     );
 }

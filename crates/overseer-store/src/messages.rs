@@ -4,8 +4,8 @@
 use crate::{Store, StoreError, WriteTx};
 use overseer_core::audit::AuditPayload;
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
-use overseer_core::{Actor, Millis, RunId};
-use rusqlite::{params, Row};
+use overseer_core::{Actor, Millis, RunId, TaskId};
+use rusqlite::{params, OptionalExtension, Row};
 
 /// A message as sent, before it is stored.
 #[derive(Debug, Clone)]
@@ -19,17 +19,23 @@ pub struct NewMessage<'a> {
 }
 
 const SELECT: &str = "SELECT id, from_run, sender, recipient, to_run, body, correlation_id, status,
-                             blocked_reason, at
+                             blocked_reason, at,
+                             (SELECT name FROM workspaces WHERE workspaces.id = messages.to_workspace),
+                             to_task
                       FROM messages";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<MessageView> {
     let recipient: String = r.get(3)?;
     let to_run: Option<RunId> = r.get(4)?;
-    let to = match (recipient.as_str(), to_run) {
-        ("run", Some(run)) => MessageTo::Run { run },
-        ("supervisor", _) => MessageTo::Supervisor,
-        ("user", _) => MessageTo::User,
-        // 'broadcast', and what the CHECK constraint keeps out anyway.
+    let to_workspace: Option<String> = r.get(10)?;
+    let to_task: Option<TaskId> = r.get(11)?;
+    let to = match (recipient.as_str(), to_run, to_workspace, to_task) {
+        ("run", Some(run), _, _) => MessageTo::Run { run },
+        ("supervisor", ..) => MessageTo::Supervisor,
+        ("user", ..) => MessageTo::User,
+        ("workspace", _, Some(workspace), _) => MessageTo::Workspace { workspace },
+        ("task", _, _, Some(task)) => MessageTo::Task { task },
+        // 'broadcast', and what the CHECK constraints keep out anyway.
         _ => MessageTo::Broadcast,
     };
     let status: String = r.get(7)?;
@@ -50,12 +56,14 @@ fn row(r: &Row<'_>) -> rusqlite::Result<MessageView> {
     })
 }
 
-fn recipient(to: MessageTo) -> (&'static str, Option<RunId>) {
+fn recipient(to: &MessageTo) -> (&'static str, Option<RunId>) {
     match to {
         MessageTo::Supervisor => ("supervisor", None),
         MessageTo::User => ("user", None),
         MessageTo::Broadcast => ("broadcast", None),
-        MessageTo::Run { run } => ("run", Some(run)),
+        MessageTo::Workspace { .. } => ("workspace", None),
+        MessageTo::Task { .. } => ("task", None),
+        MessageTo::Run { run } => ("run", Some(*run)),
     }
 }
 
@@ -67,7 +75,28 @@ impl WriteTx<'_> {
         actor: &Actor,
         now: Millis,
     ) -> Result<MessageView, StoreError> {
-        let (to, to_run) = recipient(m.to);
+        let (to, to_run) = recipient(&m.to);
+        let (to_workspace, to_task) = match &m.to {
+            MessageTo::Workspace { workspace } => {
+                let id: Option<i64> = self
+                    .conn()
+                    .query_row(
+                        "SELECT id FROM workspaces WHERE name = ?1",
+                        [workspace],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(|e| self.sql(e))?;
+                let id = id.ok_or_else(|| {
+                    StoreError::InvalidInput(format!(
+                        "no workspace named {workspace:?}: see `overseer workspace list`"
+                    ))
+                })?;
+                (Some((id, workspace.clone())), None)
+            }
+            MessageTo::Task { task } => (None, Some(*task)),
+            _ => (None, None),
+        };
         let status = if m.blocked.is_some() {
             "blocked"
         } else {
@@ -79,6 +108,8 @@ impl WriteTx<'_> {
                 from_run: m.from_run,
                 to: to.to_owned(),
                 to_run,
+                to_workspace: to_workspace.as_ref().map(|(_, name)| name.clone()),
+                to_task,
                 body: m.body.to_owned(),
                 correlation_id: m.correlation_id.map(str::to_owned),
                 status: status.to_owned(),
@@ -89,8 +120,8 @@ impl WriteTx<'_> {
         self.conn()
             .execute(
                 "INSERT INTO messages(from_run, sender, recipient, to_run, body, correlation_id, status,
-                                      blocked_reason, at, audit_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                      blocked_reason, at, audit_seq, to_workspace, to_task)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     m.from_run,
                     actor.to_string(),
@@ -101,7 +132,9 @@ impl WriteTx<'_> {
                     status,
                     m.blocked,
                     now,
-                    seq
+                    seq,
+                    to_workspace.as_ref().map(|(id, _)| *id),
+                    to_task
                 ],
             )
             .map_err(|e| self.sql(e))?;
@@ -119,7 +152,8 @@ impl WriteTx<'_> {
 
 impl Store {
     /// Messages after `after`, oldest first: all of them, or those `run`
-    /// sent, those addressed to it and the delivered broadcasts.
+    /// sent, those addressed to it and the delivered broadcasts (to every
+    /// run, or to its workspace or its task).
     pub fn messages(
         &self,
         run: Option<RunId>,
@@ -133,7 +167,13 @@ impl Store {
             Some(run) => conn
                 .prepare_cached(&format!(
                     "{SELECT} WHERE id > ?1 AND (from_run = ?2 OR to_run = ?2
-                        OR (recipient = 'broadcast' AND status = 'delivered'))
+                        OR (status = 'delivered' AND (recipient = 'broadcast'
+                            OR (recipient = 'task'
+                                AND to_task = (SELECT task_id FROM runs WHERE id = ?2))
+                            OR (recipient = 'workspace'
+                                AND to_workspace = (SELECT t.workspace_id FROM runs r
+                                                    JOIN tasks t ON t.id = r.task_id
+                                                    WHERE r.id = ?2)))))
                      ORDER BY id LIMIT ?3"
                 ))
                 .and_then(|mut s| s.query_map(params![after, run, limit], row)?.collect()),

@@ -381,6 +381,39 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN parent_run_id INTEGER REFERENCES runs(id);
     CREATE INDEX runs_by_parent ON runs(parent_run_id) WHERE parent_run_id IS NOT NULL;
     "#,
+    // 19: a broadcast scoped to a workspace or a task (`recipient` gains
+    // 'workspace' and 'task', with the one they name). SQLite cannot widen
+    // a CHECK constraint in place: the table is rebuilt, its rows kept.
+    r#"
+    CREATE TABLE messages_scoped (
+        id             INTEGER PRIMARY KEY,
+        from_run       INTEGER REFERENCES runs(id),
+        sender         TEXT NOT NULL,
+        recipient      TEXT NOT NULL CHECK (recipient IN ('supervisor', 'user', 'broadcast', 'run', 'workspace', 'task')),
+        to_run         INTEGER REFERENCES runs(id),
+        to_workspace   INTEGER REFERENCES workspaces(id),
+        to_task        INTEGER REFERENCES tasks(id),
+        body           TEXT NOT NULL,
+        correlation_id TEXT,
+        status         TEXT NOT NULL CHECK (status IN ('delivered', 'blocked')),
+        blocked_reason TEXT,
+        at             INTEGER NOT NULL,
+        audit_seq      INTEGER NOT NULL,
+        CHECK ((recipient = 'workspace') = (to_workspace IS NOT NULL)),
+        CHECK ((recipient = 'task') = (to_task IS NOT NULL))
+    ) STRICT;
+    INSERT INTO messages_scoped(id, from_run, sender, recipient, to_run, body, correlation_id,
+                                status, blocked_reason, at, audit_seq)
+        SELECT id, from_run, sender, recipient, to_run, body, correlation_id,
+               status, blocked_reason, at, audit_seq
+        FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_scoped RENAME TO messages;
+    CREATE INDEX messages_by_run ON messages(from_run, id);
+    CREATE INDEX messages_to_run ON messages(to_run, id);
+    CREATE INDEX messages_to_workspace ON messages(to_workspace, id) WHERE to_workspace IS NOT NULL;
+    CREATE INDEX messages_to_task ON messages(to_task, id) WHERE to_task IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -475,6 +508,47 @@ mod tests {
                 .expect("row kept");
             assert_eq!(kept, "/tmp/w");
         }
+    }
+
+    /// The migration scoping broadcasts rebuilds `messages` to widen its
+    /// CHECK: every message is kept, and a scope must name what it scopes to.
+    #[test]
+    fn scoped_broadcasts_keep_the_messages_from_before() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "foreign_keys", "ON").expect("fk");
+        // The version before it, wherever merges put it.
+        let before = MIGRATIONS
+            .iter()
+            .position(|m| m.contains("CREATE TABLE messages_scoped"))
+            .expect("the migration");
+        for sql in MIGRATIONS.iter().take(before) {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", before as i64)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO messages(sender, recipient, body, status, at, audit_seq)
+             VALUES ('user:cli', 'broadcast', 'before', 'delivered', 1, 1);",
+        )
+        .expect("a message from before");
+        migrate(&mut conn, Path::new(":memory:")).expect("upgrade");
+        let kept: (String, String) = conn
+            .query_row(
+                "SELECT recipient, body FROM messages WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("kept");
+        assert_eq!(kept, ("broadcast".to_owned(), "before".to_owned()));
+        let unnamed = conn.execute(
+            "INSERT INTO messages(sender, recipient, body, status, at, audit_seq)
+             VALUES ('user:cli', 'workspace', 'to nowhere', 'delivered', 2, 2)",
+            [],
+        );
+        assert!(
+            unnamed.is_err(),
+            "a workspace broadcast names its workspace"
+        );
     }
 
     #[test]

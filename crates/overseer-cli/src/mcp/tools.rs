@@ -692,10 +692,12 @@ fn quote(s: &str) -> String {
 }
 
 fn describe_message(m: &MessageView) -> String {
-    let to = match m.to {
+    let to = match &m.to {
         MessageTo::Supervisor => "the supervisor".to_owned(),
         MessageTo::User => "the user".to_owned(),
         MessageTo::Broadcast => "everyone".to_owned(),
+        MessageTo::Workspace { workspace } => format!("every run of workspace {workspace}"),
+        MessageTo::Task { task } => format!("every run of task {task}"),
         MessageTo::Run { run } => format!("run {run}"),
     };
     let corr = m

@@ -22,15 +22,19 @@ const READ_LIMIT: usize = 500;
 const MAX_CORRELATION: usize = 200;
 
 /// Why the hub holds back a message from an agent, if it does.
-pub fn hold_back(from_run: RunId, to: MessageTo) -> Option<String> {
-    match to {
+pub fn hold_back(from_run: RunId, to: &MessageTo) -> Option<String> {
+    match *to {
         MessageTo::Run { run } if run == from_run => {
             Some("an agent cannot send a message to itself".to_owned())
         }
         MessageTo::Run { run } => Some(format!(
             "agents talk through the hub, never to a peer directly: address the supervisor, the user or a broadcast, not run {run}"
         )),
-        MessageTo::Supervisor | MessageTo::User | MessageTo::Broadcast => None,
+        MessageTo::Supervisor
+        | MessageTo::User
+        | MessageTo::Broadcast
+        | MessageTo::Workspace { .. }
+        | MessageTo::Task { .. } => None,
     }
 }
 
@@ -69,17 +73,18 @@ impl Engine {
     }
 
     /// A message from the user (or the supervisor): to a run, or a
-    /// broadcast to every run.
+    /// broadcast to every run, or to every run of a workspace or a task.
     pub fn send_message(
         &self,
-        to: MessageTo,
+        mut to: MessageTo,
         body: &str,
         correlation_id: Option<String>,
         actor: &Actor,
     ) -> Result<MessageView, ApiError> {
         check(body, correlation_id.as_deref())?;
-        match to {
+        match &to.clone() {
             MessageTo::Run { run } => {
+                let run = *run;
                 let view = self.run(run)?;
                 if view.state.is_released() {
                     return Err(ApiError::new(
@@ -92,10 +97,18 @@ impl Engine {
                 }
             }
             MessageTo::Broadcast => {}
+            MessageTo::Workspace { workspace } => {
+                // By its name, whatever named it (a name or an id).
+                let name = self.store().workspace(workspace)?.name;
+                to = MessageTo::Workspace { workspace: name };
+            }
+            MessageTo::Task { task } => {
+                self.task(*task)?;
+            }
             MessageTo::Supervisor | MessageTo::User => {
                 return Err(ApiError::new(
                     ErrorCode::InvalidInput,
-                    "from here a message goes to a run (--run N) or to every run (--broadcast)",
+                    "from here a message goes to a run (--run N), to every run (--broadcast), or to every run of a workspace (--workspace W) or a task (--task T)",
                 ))
             }
         }
@@ -122,7 +135,7 @@ impl Engine {
     ) -> Result<MessageView, ApiError> {
         check(body, correlation_id.as_deref())?;
         self.flood_use(run, crate::flood::Use::Message)?;
-        let blocked = hold_back(run, to);
+        let blocked = hold_back(run, &to);
         let message = self.post(
             &NewMessage {
                 from_run: Some(run),
@@ -164,7 +177,7 @@ impl Engine {
         let message = self.write(|tx| tx.insert_message(m, actor, now))?;
         let entry = MessageEntry {
             text: message.body.clone(),
-            to: message.to,
+            to: message.to.clone(),
             from: message.from.clone(),
             status: message.status,
             blocked_reason: message.blocked_reason.clone(),
@@ -174,8 +187,8 @@ impl Engine {
         if let Some(run) = message.from_run {
             self.record_activity_or_warn(run, Activity::MessageSent(entry.clone()));
         }
-        if let (MessageTo::Run { run }, MessageStatus::Delivered) = (message.to, message.status) {
-            self.record_activity_or_warn(run, Activity::MessageReceived(entry));
+        if let (MessageTo::Run { run }, MessageStatus::Delivered) = (&message.to, message.status) {
+            self.record_activity_or_warn(*run, Activity::MessageReceived(entry));
         }
         Ok(message)
     }
@@ -342,20 +355,20 @@ mod tests {
     fn the_hub_holds_back_what_an_agent_addresses_to_a_peer() {
         assert!(hold_back(
             overseer_core::RunId(3),
-            MessageTo::Run {
+            &MessageTo::Run {
                 run: overseer_core::RunId(4)
             }
         )
         .is_some());
         assert!(hold_back(
             overseer_core::RunId(3),
-            MessageTo::Run {
+            &MessageTo::Run {
                 run: overseer_core::RunId(3)
             }
         )
         .is_some());
         for to in [MessageTo::Supervisor, MessageTo::User, MessageTo::Broadcast] {
-            assert_eq!(hold_back(overseer_core::RunId(3), to), None);
+            assert_eq!(hold_back(overseer_core::RunId(3), &to), None);
         }
     }
 

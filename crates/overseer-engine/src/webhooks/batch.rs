@@ -61,8 +61,8 @@ pub(crate) struct Request {
     pub(crate) delivery: String,
     /// `X-Title` (empty: none).
     pub(crate) title: String,
-    /// `X-Priority: 4` when any event stops an agent or the runs.
-    pub(crate) urgent: bool,
+    /// `X-Priority`: the highest of its events' ([`priority`]).
+    pub(crate) priority: u8,
 }
 
 /// The request carrying `members` (at least one), sent at `now`, and how
@@ -85,17 +85,29 @@ pub(crate) fn request(members: &[DeliveryRow], now: Millis) -> (Request, usize) 
                 event: String::new(),
                 delivery: String::new(),
                 title: String::new(),
-                urgent: false,
+                priority: 3,
             },
             0,
         ),
     }
 }
 
-fn urgent(b: &WebhookBody) -> bool {
-    b.event
+/// An event's `X-Priority`: its urgency's, else (a body queued before
+/// bodies said their urgency, `run_finished`) 4 for what stops an agent or
+/// the runs and 3 for the rest.
+fn priority(b: &WebhookBody) -> u8 {
+    if let Some(p) = b.urgency.and_then(|u| u.webhook_priority()) {
+        return p;
+    }
+    let urgent = b
+        .event
         .notification()
-        .is_some_and(|k| !k.can_mute() || k.is_blocking())
+        .is_some_and(|k| !k.can_mute() || k.is_blocking());
+    if urgent {
+        4
+    } else {
+        3
+    }
 }
 
 /// One delivery's body, exactly as queued.
@@ -106,7 +118,7 @@ fn single(d: &DeliveryRow) -> Request {
         event: d.event.clone(),
         delivery: d.id.to_string(),
         title: body.as_ref().map(|b| b.title.clone()).unwrap_or_default(),
-        urgent: body.as_ref().is_some_and(urgent),
+        priority: body.as_ref().map_or(3, priority),
     }
 }
 
@@ -127,7 +139,7 @@ fn batch(members: &[DeliveryRow], bodies: Vec<WebhookBody>, now: Millis) -> Opti
     if count > LISTED {
         lines.push(format!("… and {} more", count - LISTED));
     }
-    let urgent = bodies.iter().any(urgent);
+    let top = bodies.iter().map(priority).max().unwrap_or(3);
     let events = members
         .iter()
         .zip(bodies)
@@ -150,6 +162,6 @@ fn batch(members: &[DeliveryRow], bodies: Vec<WebhookBody>, now: Millis) -> Opti
         event: "batch".to_owned(),
         delivery: ids.join(","),
         title: batch.title,
-        urgent,
+        priority: top,
     })
 }

@@ -267,7 +267,7 @@ fn post(
             "x-overseer-signature",
             &signature(&hook.secret, at.div_euclid(1000), r.body.as_bytes()),
         )
-        .header("x-priority", if r.urgent { "4" } else { "3" });
+        .header("x-priority", &r.priority.to_string());
     if !r.title.is_empty() {
         request = request.header("x-title", &header_text(&r.title));
     }

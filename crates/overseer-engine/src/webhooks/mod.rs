@@ -22,7 +22,8 @@
 //! `X-Overseer-Event` (the kind), `X-Overseer-Delivery` (the delivery's
 //! id: an attempt may arrive twice, see below), and, for ntfy, `X-Title`
 //! (the title; RFC 2047-encoded when it is not ASCII) and `X-Priority`
-//! (4 for what stops an agent or the runs, else 3).
+//! (the notification's urgency: 4 critical, 3 normal, 2 low; without one,
+//! 4 for what stops an agent or the runs, else 3).
 //!
 //! Delivery is at least once: a delivery still pending when the engine
 //! stops (waiting for a retry, or in flight) stays pending in the
@@ -116,6 +117,12 @@ pub struct WebhookBody {
     pub workspace: Option<String>,
     /// When it happened (milliseconds since the Unix epoch).
     pub at: Millis,
+    /// How loudly it is told (a notification's; none for `run_finished`
+    /// and `test`): `X-Priority` says it as ntfy's 4 (critical), 3 (normal)
+    /// or 2 (low). A silent one is not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub urgency: Option<overseer_core::urgency::Urgency>,
 }
 
 /// What an event is about, to fill a body in and to recognize the same

@@ -135,6 +135,7 @@ impl Records {
             task_id: None,
             workspace: None,
             at: now,
+            urgency: None,
         };
         let text = serde_json::to_string(&body).map_err(internal)?;
         // Queued far in the future, so that the delivery thread leaves it
@@ -177,6 +178,7 @@ impl Shared {
             &n.body,
             n.run_id,
             about,
+            Some(n.urgency),
         );
     }
 
@@ -187,6 +189,7 @@ impl Shared {
         text: &str,
         run_id: RunId,
         about: About<'_>,
+        urgency: Option<overseer_core::urgency::Urgency>,
     ) {
         let hooks = match self.webhooks.subscribed(event, || self.store().webhooks()) {
             Ok(h) => h,
@@ -220,6 +223,7 @@ impl Shared {
             task_id: run.map(|r| r.task_id),
             workspace: run.map(|r| r.workspace.clone()),
             at: now,
+            urgency,
         };
         let text = match serde_json::to_string(&body) {
             Ok(t) => t,

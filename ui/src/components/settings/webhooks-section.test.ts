@@ -24,6 +24,14 @@ describe("webhooks in Settings", () => {
     expect(body).toContain('data-kind="webhook-agent_question_blocking"');
   });
 
+  it("offers an urgency per kind of inbox item, blocking asks fixed at critical", () => {
+    const { body } = render(NotificationsSection, { props: { backend: new MockBackend() } });
+    expect(body).toContain('data-kind="urgency-question"');
+    expect(body).toContain('data-kind="urgency-info"');
+    expect(body).toMatch(/<select[^>]*data-kind="urgency-blocking"[^>]*disabled/);
+    expect(body).toContain('<option value="silent">Silent</option>');
+  });
+
   it("shows a hook's On switch as the engine has it, and says what off means", () => {
     const hook = { id: 3, url: "https://ntfy.sh/t", events: [], enabled: true, created_at: 0 };
     const on = render(WebhookSwitch, { props: { hook, saving: false, onchange: () => {} } }).body;

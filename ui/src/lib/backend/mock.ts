@@ -7,6 +7,7 @@ import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type { HostTransport } from "../hosts/link";
 import type { HostLinkState } from "../hosts/types";
+import { concernsRun } from "../messages/messages";
 import type {
   Activity,
   ActivityView,
@@ -57,7 +58,13 @@ import type {
 const fail = (code: ApiError["code"], message: string): ApiError => ({ code, message });
 
 /** Notification settings with nothing muted. */
-export const NO_MUTES: NotificationSettings = { muted: [], desktop_muted: false, webhook_muted: [], webhooks_muted: false };
+export const NO_MUTES: NotificationSettings = {
+  muted: [],
+  desktop_muted: false,
+  webhook_muted: [],
+  webhooks_muted: false,
+  urgency: { blocking: null, question: null, info: null },
+};
 
 /** Every event a hook can subscribe to (the engine's order). */
 const ALL_EVENTS: WebhookEvent[] = [
@@ -356,12 +363,9 @@ export class MockBackend implements Backend {
 
   listMessages(run: number | null, after: number | null) {
     return this.answer(`listMessages ${run ?? "all"}`, () => {
-      if (run !== null) this.run(run);
-      return this.messages.filter(
-        (m) =>
-          m.id > (after ?? 0) &&
-          (run === null || m.from_run === run || (m.to.to === "run" && m.to.run === run) || (m.to.to === "broadcast" && m.status === "delivered")),
-      );
+      const where = run !== null ? this.run(run) : null;
+      const scope = where ? { workspace: where.workspace, task: where.task_id } : undefined;
+      return this.messages.filter((m) => m.id > (after ?? 0) && (run === null || concernsRun(m, run, scope)));
     });
   }
 

@@ -456,7 +456,7 @@ from: string, status: MessageStatus, blocked_reason: string | null, correlation_
 
 export type MessageStatus = "delivered" | "blocked";
 
-export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "run", run: RunId, };
+export type MessageTo = { "to": "supervisor" } | { "to": "user" } | { "to": "broadcast" } | { "to": "workspace", workspace: string, } | { "to": "task", task: TaskId, } | { "to": "run", run: RunId, };
 
 export type MessageView = { id: number, 
 /**
@@ -501,7 +501,13 @@ webhook_muted: Array<WebhookEvent>,
  * Webhooks muted whole: nothing is queued for any hook (a test still
  * goes out: the user asked for it).
  */
-webhooks_muted: boolean, };
+webhooks_muted: boolean, 
+/**
+ * How loudly each kind of inbox item is told (on the desktop and on
+ * webhooks); unset: `[notifications.urgency]` in `overseer.toml`, else
+ * as the notification's kind says. Blocking asks are always critical.
+ */
+urgency: UrgencySettings, };
 
 export type OpenRun = { run_id: RunId, 
 /**
@@ -1144,6 +1150,10 @@ paths: Array<string>,
 resolved?: Array<Resolved>, };
 
 export type UnrecognizedEntry = { kind: string, payload: JsonValue, };
+
+export type Urgency = "silent" | "low" | "normal" | "critical";
+
+export type UrgencySettings = { blocking: Urgency | null, question: Urgency | null, info: Urgency | null, };
 
 export type Verdict = "approve" | "reject" | "escalate" | "advise" | "continue" | "reorient" | "pause";
 

@@ -5,7 +5,7 @@ import type { Backend } from "../backend";
 import { toApiError } from "../backend";
 import type { ApiError, MessageTo, MessageView } from "../types";
 import { LiveCollection } from "../live.svelte";
-import { concernsRun, postedMessage } from "./messages";
+import { concernsRun, postedMessage, type RunScope } from "./messages";
 
 /** At most this many pages on load (the engine's pages hold 500). */
 const MAX_PAGES = 200;
@@ -17,17 +17,20 @@ export class Messages {
 
   readonly #live: LiveCollection<number, MessageView>;
 
-  /** `run`: only the messages a run sent or received (null: every one). */
+  /** `run`: only the messages a run sent or received (null: every one);
+   * `scope`: where that run is, for the broadcasts scoped to its workspace
+   * or task (pushed ones count only once it is known). */
   constructor(
     private backend: Backend,
     readonly run: number | null = null,
+    scope: () => RunScope | undefined = () => undefined,
   ) {
     this.#live = new LiveCollection(backend, {
       key: (m) => m.id,
       load: () => this.#loadAll(),
       change: (e) => {
         const m = postedMessage(e);
-        return m !== null && (run === null || concernsRun(m, run)) ? { put: [m] } : null;
+        return m !== null && (run === null || concernsRun(m, run, scope())) ? { put: [m] } : null;
       },
       order: (a, b) => a.id - b.id,
     });

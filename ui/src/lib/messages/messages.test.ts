@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MessageView } from "../types";
-import { composeTo, concernsRun, countMessages, postedMessage, replyTo, senderLabel, targetLabel } from "./messages";
+import { composeTarget, composeTo, concernsRun, countMessages, postedMessage, replyTo, senderLabel, targetLabel } from "./messages";
 
 const msg = (id: number, over: Partial<MessageView> = {}): MessageView => ({
   id,
@@ -34,6 +34,12 @@ describe("messages", () => {
     // A delivered broadcast reaches every run; a held-back one none.
     expect(concernsRun(msg(1, { from_run: 5, to: { to: "broadcast" } }), 3)).toBe(true);
     expect(concernsRun(msg(1, { from_run: 5, to: { to: "broadcast" }, status: "blocked" }), 3)).toBe(false);
+    // A broadcast scoped to a workspace or a task concerns the runs there only.
+    const here = { workspace: "web", task: 2 };
+    expect(concernsRun(msg(1, { from_run: null, to: { to: "workspace", workspace: "web" } }), 3, here)).toBe(true);
+    expect(concernsRun(msg(1, { from_run: null, to: { to: "workspace", workspace: "api" } }), 3, here)).toBe(false);
+    expect(concernsRun(msg(1, { from_run: null, to: { to: "task", task: 2 } }), 3, here)).toBe(true);
+    expect(concernsRun(msg(1, { from_run: null, to: { to: "task", task: 9 } }), 3, here)).toBe(false);
   });
 
   it("reply to the run that wrote, in the same conversation", () => {
@@ -56,5 +62,9 @@ describe("messages", () => {
   it("compose to a run or to everyone", () => {
     expect(composeTo({ kind: "broadcast" })).toEqual({ to: "broadcast" });
     expect(composeTo({ kind: "run", run: 8 })).toEqual({ to: "run", run: 8 });
+    expect(composeTo(composeTarget("workspace:web"))).toEqual({ to: "workspace", workspace: "web" });
+    expect(composeTo(composeTarget("task:4"))).toEqual({ to: "task", task: 4 });
+    expect(composeTo(composeTarget("broadcast"))).toEqual({ to: "broadcast" });
+    expect(composeTo(composeTarget("12"))).toEqual({ to: "run", run: 12 });
   });
 });

@@ -22,6 +22,10 @@ export function targetLabel(to: MessageTo): string {
       return "everyone";
     case "run":
       return `run ${to.run}`;
+    case "workspace":
+      return `every run of workspace ${to.workspace}`;
+    case "task":
+      return `every run of task ${to.task}`;
   }
 }
 
@@ -32,10 +36,29 @@ export function senderLabel(m: MessageView): string {
   return m.from;
 }
 
+/** Where a run is: what a broadcast scoped to a workspace or a task reaches. */
+export interface RunScope {
+  workspace: string;
+  task: number;
+}
+
 /** True when the message concerns `run`, as the engine's list of a run's
- * messages counts it: sent by it, addressed to it, or a delivered broadcast. */
-export function concernsRun(m: MessageView, run: number): boolean {
-  return m.from_run === run || (m.to.to === "run" && m.to.run === run) || (m.to.to === "broadcast" && m.status === "delivered");
+ * messages counts it: sent by it, addressed to it, or a delivered broadcast
+ * (to everyone, or to the run's workspace or task when `scope` says where
+ * the run is). */
+export function concernsRun(m: MessageView, run: number, scope?: RunScope): boolean {
+  if (m.from_run === run || (m.to.to === "run" && m.to.run === run)) return true;
+  if (m.status !== "delivered") return false;
+  switch (m.to.to) {
+    case "broadcast":
+      return true;
+    case "workspace":
+      return scope !== undefined && scope.workspace === m.to.workspace;
+    case "task":
+      return scope !== undefined && scope.task === m.to.task;
+    default:
+      return false;
+  }
 }
 
 /** Where a reply to `m` goes and the correlation id it carries, or null
@@ -48,11 +71,34 @@ export function replyTo(m: MessageView): { to: MessageTo; correlationId: string 
   return { to: { to: "run", run: m.from_run }, correlationId: m.correlation_id ?? `msg-${m.id}` };
 }
 
-/** What the compose box may address (the hub's targets the user can pick). */
-export type ComposeTarget = { kind: "broadcast" } | { kind: "run"; run: number };
+/** What the compose box may address (the hub's targets the user can pick):
+ * everyone, every run of a workspace or of a task, or one run. */
+export type ComposeTarget =
+  | { kind: "broadcast" }
+  | { kind: "workspace"; workspace: string }
+  | { kind: "task"; task: number }
+  | { kind: "run"; run: number };
 
 export function composeTo(t: ComposeTarget): MessageTo {
-  return t.kind === "broadcast" ? { to: "broadcast" } : { to: "run", run: t.run };
+  switch (t.kind) {
+    case "broadcast":
+      return { to: "broadcast" };
+    case "workspace":
+      return { to: "workspace", workspace: t.workspace };
+    case "task":
+      return { to: "task", task: t.task };
+    case "run":
+      return { to: "run", run: t.run };
+  }
+}
+
+/** The compose box's choice, as its select's value says it
+ * (`broadcast`, `workspace:NAME`, `task:N`, or a run's id). */
+export function composeTarget(value: string): ComposeTarget {
+  if (value === "broadcast") return { kind: "broadcast" };
+  if (value.startsWith("workspace:")) return { kind: "workspace", workspace: value.slice("workspace:".length) };
+  if (value.startsWith("task:")) return { kind: "task", task: Number(value.slice("task:".length)) };
+  return { kind: "run", run: Number(value) };
 }
 
 export interface Counts {

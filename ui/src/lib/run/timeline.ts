@@ -347,6 +347,10 @@ export function messageTarget(to: MessageTo): string {
       return "everyone";
     case "run":
       return `run ${to.run}`;
+    case "workspace":
+      return `every run of workspace ${to.workspace}`;
+    case "task":
+      return `every run of task ${to.task}`;
     default: {
       const unhandled: never = to;
       return unhandled;
