@@ -21,7 +21,6 @@ let app;
 let driver;
 let host; // { user, addr, url, home, ssh_config, send(line) }
 let fixture;
-let webdriverChild;
 let local; // this machine's run
 let remote; // the host's run
 
@@ -51,22 +50,6 @@ function onHost(...args) {
     encoding: "utf8",
     env: { ...process.env, OVERSEER_DATA_DIR: join(app.work, "data"), OVERSEER_CONFIG_DIR: app.configDir, OVERSEER_SSH_CONFIG: host.ssh_config },
   });
-}
-
-/** A WebKitWebDriver of this file's own, whose environment (the ssh config
- * of the test host) the app inherits. */
-async function webDriver(env) {
-  const port = Number(execFileSync("python3", ["-c", 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'], { encoding: "utf8" }).trim());
-  webdriverChild = spawn("WebKitWebDriver", [`--port=${port}`], { env, stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    try {
-      execFileSync("bash", ["-c", `echo > /dev/tcp/127.0.0.1/${port}`], { stdio: "ignore" });
-      return `http://127.0.0.1:${port}/`;
-    } catch {
-      await sleep(100);
-    }
-  }
-  throw new Error("WebKitWebDriver did not start");
 }
 
 const row = (id, hostName) => By.css(`[role="row"][data-run-id="${id}"][data-host="${hostName}"]`);
@@ -102,11 +85,11 @@ before(async () => {
   ssh(`printf '[agents.demo]\\ncommand = "${host.home}/demo/overseer-demo-agent"\\nmode = "default"\\nnetwork = "none"\\n' > .config/overseer/overseer.toml`);
   ssh("git init -q -b main repo && printf 'hello\\n' > repo/greeting.txt && git -C repo add -A && git -C repo -c user.name=T -c user.email=t@t commit -q -m init");
 
-  const url = await webDriver({ ...process.env, TAURI_WEBVIEW_AUTOMATION: "true", OVERSEER_SSH_CONFIG: host.ssh_config });
   app = await openApp({
-    webdriverUrl: url,
     configure(configDir, work) {
-      // Added before the app starts, as a user adds a host from a terminal.
+      // Added before the app starts, as a user adds a host from a terminal
+      // (the host keeps the ssh config it was added with: the app's link
+      // uses it too).
       execFileSync(OVERSEER_CLI, ["hosts", "add", "box", host.url], {
         encoding: "utf8",
         env: { ...process.env, OVERSEER_DATA_DIR: join(work, "data"), OVERSEER_CONFIG_DIR: configDir, OVERSEER_SSH_CONFIG: host.ssh_config },
@@ -125,7 +108,6 @@ before(async () => {
 
 after(async () => {
   await app?.quit();
-  webdriverChild?.kill();
   fixture?.stdin.end();
   if (fixture) await new Promise((resolve) => fixture.once("exit", resolve));
 });
@@ -135,6 +117,7 @@ test("the host's run is in the one fleet beside this machine's, with its host", 
   const there = await driver.wait(until.elementLocated(row(remote, "box")), 30_000);
   assert.match(await there.findElement(By.css('[data-testid="run-host"]')).getText(), /box/);
   assert.match(await there.getText(), /Greeting on box/);
+  await app.shot("hosts-fleet");
   // This machine's run keeps its own row (the ids may be the same number).
   await driver.wait(until.elementLocated(row(local, "")), 10_000);
   // The host filter shows the host's rows only.
@@ -174,6 +157,7 @@ test("a cut link greys the host's rows, says since when, refuses a decision with
   await eventually(driver, async () => /\bdown\b/.test(await driver.findElement(row(waiting, "box")).getAttribute("class")), 10_000, "the host's row greyed");
   // This machine's rows are untouched.
   assert.doesNotMatch(await driver.findElement(row(local, "")).getAttribute("class"), /\bdown\b/);
+  await app.shot("hosts-unreachable");
 
   // A decision on the host's card is refused with the reason, never queued.
   await driver.findElement(By.css('button[data-nav="inbox"]')).click();
