@@ -140,6 +140,22 @@ test("the host's plan and tool call are answered from the window and reach the a
   console.log(`measured: a host's tool call, click to decided on the host (with the CLI's own ssh read): ${Date.now() - clicked} ms`);
   const decided = gateOnHost(call);
   assert.equal(decided.decision.option, "yes");
+
+  // Its further asks answered from the window too, until its merge review;
+  // approved there, it merges on the host.
+  let seen = "";
+  const review = await eventually(driver, async () => {
+    seen = onHost("gates", "list").trim();
+    for (const el of await driver.findElements(card(`[data-host="box"][data-run-id="${remote}"][data-kind="tool_call"]`))) {
+      await press(el.findElement(By.css('button[data-action="yes"]')));
+    }
+    return hostGate(remote, "merge_review", 1_000).catch(() => null);
+  }, 90_000, "the host's run to wait for review").catch((e) => {
+    throw new Error(`${e.message}; pending on the host: ${seen}`);
+  });
+  await press((await hostCard(review)).findElement(By.css('button[data-action="approve"]')));
+  await eventually(driver, async () => ssh("git -C repo rev-list --count main") !== "1", 60_000, "the run's work merged into the host's main");
+  assert.equal(gateOnHost(review).decision.option, "approve");
 });
 
 test("a cut link greys the host's rows, says since when, refuses a decision with the reason; restored, it resyncs", async () => {

@@ -60,7 +60,8 @@ impl Default for LinkOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum HostLinkState {
-    /// Opening the connection (the first time, or again after it was down).
+    /// Opening the connection for the first time (a host that went down
+    /// stays `Down` while it is tried again).
     Connecting,
     /// Connected and subscribed. `engine`: which engine process answers
     /// (another after the host's engine restarted); `resync`: how many
@@ -71,7 +72,7 @@ pub enum HostLinkState {
         resync: u64,
     },
     /// Not connected: since when (ms since the epoch), why, and when it
-    /// tries again.
+    /// tries again (now, while it is trying).
     Down {
         since_ms: i64,
         retry_at_ms: i64,
@@ -459,7 +460,20 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
     let mut lives: u64 = 0;
     let mut since: Option<i64> = None;
     loop {
-        shared.state.send_replace(HostLinkState::Connecting);
+        // Connecting only the first time: a host that went down stays down
+        // (since when, why) while it is tried again, retrying now.
+        let last = since.and_then(|s| {
+            let d = shared.last_down.lock().ok()?.clone()?;
+            Some((s, d.1))
+        });
+        shared.state.send_replace(match last {
+            Some((since_ms, reason)) => HostLinkState::Down {
+                since_ms,
+                retry_at_ms: now_ms(),
+                reason,
+            },
+            None => HostLinkState::Connecting,
+        });
         let reason = match connect(&host, &options).await {
             Err(reason) => reason,
             Ok(bridge) => {
