@@ -48,8 +48,12 @@ bench: setup ui
 ## demo agent there holding the answer, direct and with 50 ms added to every byte going to the
 ## host; p50/p99 over OVERSEER_BENCH_DECISIONS (20) decisions each, and a bare `ssh host true`
 ## beside them; written to target/bench/hosts.json (crates/overseer-cli/tests/host_bench.rs).
-bench-hosts: setup
+## Then the window with 5 test hosts x 50 runs against 250 runs on this machine: reload to
+## every run counted, and a change to its row (tests/e2e/bench/hosts.bench.mjs).
+bench-hosts: setup ui
+	$(CARGO) build --release -p overseer-app -p overseer-cli -p overseer-demo-agent -p overseer-test-support
 	$(CARGO) test --release -p overseer-cli --test host_bench
+	tests/e2e/bench/run.sh hosts.bench.mjs
 
 setup:
 	scripts/setup.sh
