@@ -180,7 +180,18 @@ fn transcript_names(dir: &Path, text: &str) -> bool {
         match e.file_type() {
             Ok(t) if t.is_dir() => transcript_names(&p, text),
             Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => {
-                std::fs::read_to_string(&p).is_ok_and(|t| t.contains(text))
+                // The prompt as an entry of the agent's own transcript (a
+                // user message in its conversation tree), not the scripted
+                // server's request log beside it, which names the prompt at
+                // once and let the wait end before the agent wrote anything
+                // (a session resumed then found no message, seen under load).
+                std::fs::read_to_string(&p).is_ok_and(|t| {
+                    t.lines().any(|l| {
+                        l.contains(text)
+                            && l.contains("\"type\":\"user\"")
+                            && l.contains("\"parentUuid\"")
+                    })
+                })
             }
             _ => false,
         }
