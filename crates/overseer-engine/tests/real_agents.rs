@@ -850,6 +850,60 @@ async fn a_demo_agent_that_switches_itself_to_auto_is_stopped_and_audited() {
     );
 }
 
+/// `consult` with the real adapter on both sides: the launched Claude calls
+/// Overseer's MCP tool, the consulted Claude runs as a read-only child run of
+/// it, and its answer comes back as the tool's result to the asking model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launched_claude_consults_another_claude_and_gets_its_answer() {
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/overseer");
+    assert!(
+        cli.exists(),
+        "{} is missing: build the CLI (`cargo build -p overseer-cli`; `make test` does)",
+        cli.display()
+    );
+    let r = real_world(
+        "claude consult",
+        Adapter::Claude,
+        "engine-consult.json",
+        &[("CLAUDE_CODE_MAX_RETRIES", "1")],
+    )
+    .await;
+    let run = r.start("Consult through Overseer", Some(PlanStrategy::Skip));
+    r.gate(run, &[GateKind::MergeReview]).await;
+    let runs = r.engine().runs().expect("runs");
+    let child = runs
+        .iter()
+        .find(|v| v.parent == Some(run))
+        .unwrap_or_else(|| panic!("no consultation of run {run}: {}", r.dump(run)));
+    assert_eq!(
+        child.state,
+        RunState::Released {
+            reason: ReleaseReason::Ended
+        },
+        "{}",
+        r.dump(child.id)
+    );
+    // The consulted agent was asked the question, and the asker's model got
+    // its answer as the tool's result.
+    assert!(
+        r.server
+            .latest()
+            .iter()
+            .any(|l| l.contains("CONSULT-QUESTION")),
+        "{}",
+        r.dump(child.id)
+    );
+    assert!(
+        r.server
+            .latest()
+            .iter()
+            .any(|l| l.contains("CONSULT-ANSWER") && l.contains(&format!("{}", child.id))),
+        "the answer and its run reached the asking model: {}",
+        r.dump(run)
+    );
+    r.done();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_launched_claude_asks_through_overseers_own_mcp_tools_bound_to_its_run() {
     // Overseer puts `overseer mcp` in the agent's session/new, bound to the
