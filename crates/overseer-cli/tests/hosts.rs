@@ -7,47 +7,12 @@
 
 mod common;
 
+use common::remote::{engine_running, fails, json, ok, pending_on, DIR};
 use common::Home;
 use overseer_test_support::ssh_host::TestHost;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Where `hosts add` installs on a host (relative to its HOME).
-const DIR: &str = ".local/share/overseer";
-
-fn overseer(home: &Home, host: &TestHost, args: &[&str]) -> Output {
-    home.cmd(args)
-        .env("OVERSEER_SSH_CONFIG", host.ssh_config())
-        .output()
-        .expect("run overseer")
-}
-
-fn ok(home: &Home, host: &TestHost, args: &[&str]) -> String {
-    let out = overseer(home, host, args);
-    assert!(
-        out.status.success(),
-        "overseer {args:?} failed: {}\n{}\nsshd log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout),
-        host.sshd_log()
-    );
-    String::from_utf8(out.stdout).expect("utf8")
-}
-
-fn fails(home: &Home, host: &TestHost, args: &[&str]) -> String {
-    let out = overseer(home, host, args);
-    assert!(
-        !out.status.success(),
-        "overseer {args:?} should fail: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stderr).expect("utf8")
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
 
 /// `hosts add NAME` for the test host, with how long it took.
 fn add(home: &Home, host: &TestHost, name: &str) -> (String, Duration) {
@@ -84,12 +49,6 @@ fn engine_key_on(host: &TestHost) -> String {
     overseer_store::Keyring::load_or_create(&config)
         .expect("the host's key")
         .public_key_hex()
-}
-
-fn engine_running(host: &TestHost) -> bool {
-    host.command_lines()
-        .iter()
-        .any(|c| c.ends_with("/overseer serve"))
 }
 
 #[test]
@@ -309,33 +268,6 @@ fn the_bridge_refuses_a_different_major_with_the_fix() {
     assert_ne!(host.ssh_ok(&format!("cat {DIR}/serve.pid")), pid);
     assert!(engine_running(&host));
     ok(&home, &host, &["--host", "b3", "runs", "list"]);
-}
-
-/// The host's pending gate of `kind` for `run`, once there is one.
-fn pending_on(home: &Home, host: &TestHost, name: &str, run: &str, kind: &str) -> String {
-    let mut found = None;
-    let started = Instant::now();
-    while found.is_none() {
-        if started.elapsed() > Duration::from_secs(60) {
-            panic!(
-                "no pending {kind} gate of run {run} on the host: {}\n{}\nengine log:\n{}",
-                ok(home, host, &["--host", name, "runs", "show", run]),
-                ok(home, host, &["--host", name, "runs", "activity", run]),
-                host.ssh_ok(&format!("tail -40 {DIR}/serve.log"))
-            );
-        }
-        let gates = json(&ok(
-            home,
-            host,
-            &["--host", name, "gates", "list", "--json"],
-        ));
-        found = gates.as_array().and_then(|g| {
-            g.iter()
-                .find(|g| g["run_id"].as_i64() == run.parse::<i64>().ok() && g["kind"] == kind)
-                .map(|g| g["id"].to_string())
-        });
-    }
-    found.expect("found")
 }
 
 #[test]
