@@ -14,6 +14,20 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{ExitCode, Stdio};
 
+/// The `hosts` subcommands carried out here (beside `hosts::HostsCommand`,
+/// whose helpers they build on).
+#[derive(clap::Subcommand)]
+pub enum HostOpsCommand {
+    /// Start a host's engine again if it is not running (after a reboot)
+    Start { name: String },
+    /// Verify a host's signed audit log here, with the key pinned when it was added
+    Verify {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// The connection to the selected host, opened by a command's first
 /// operation and used by the rest (`gates decide` asks twice): one ssh
 /// handshake per command, not one per operation.

@@ -47,14 +47,6 @@ pub enum HostsCommand {
     Upgrade { name: String },
     /// Stop a host's engine and forget the host (its files stay there)
     Remove { name: String },
-    /// Start a host's engine again if it is not running (after a reboot)
-    Start { name: String },
-    /// Verify a host's signed audit log here, with the key pinned when it was added
-    Verify {
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 /// The host every engine call of this process goes to (`--host NAME`).
@@ -491,10 +483,6 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         HostsCommand::Upgrade { name } => upgrade(paths, &name).await,
-        // Carried out by `host_ops`, which builds on this module.
-        HostsCommand::Start { .. } | HostsCommand::Verify { .. } => {
-            bail!("internal: hosts start and verify are host_ops' to carry out")
-        }
         HostsCommand::Remove { name } => {
             let mut file = load(paths)?;
             let Some(i) = file.hosts.iter().position(|h| h.name == name) else {

@@ -123,9 +123,9 @@ enum Command {
     /// Webhooks: tell a phone (ntfy, a receiver of your own) what the desktop is told
     #[command(subcommand)]
     Webhooks(webhooks::WebhooksCommand),
-    /// Engines on other Linux machines over ssh: add, list, upgrade, remove
+    /// Engines on other Linux machines over ssh: add, list, upgrade, remove, start, verify
     #[command(subcommand)]
-    Hosts(hosts::HostsCommand),
+    Hosts(HostsCli),
     /// Join stdin/stdout to this machine's engine (what `ssh HOST overseer
     /// bridge` runs for a client elsewhere), after a version handshake
     Bridge,
@@ -493,6 +493,17 @@ enum AuditCommand {
     Snapshot { dir: PathBuf },
 }
 
+/// `overseer hosts ...`: one list of subcommands, carried out by `hosts`
+/// (add, list, upgrade, remove) and by `host_ops`, which builds on it
+/// (start, verify).
+#[derive(clap::Subcommand)]
+enum HostsCli {
+    #[command(flatten)]
+    Manage(hosts::HostsCommand),
+    #[command(flatten)]
+    Ops(host_ops::HostOpsCommand),
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -547,11 +558,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         hosts::select(host);
     }
     match cli.command {
-        Command::Hosts(hosts::HostsCommand::Start { name }) => host_ops::start(&paths, &name).await,
-        Command::Hosts(hosts::HostsCommand::Verify { name, json }) => {
+        Command::Hosts(HostsCli::Manage(cmd)) => hosts::run(&paths, cmd).await,
+        Command::Hosts(HostsCli::Ops(host_ops::HostOpsCommand::Start { name })) => {
+            host_ops::start(&paths, &name).await
+        }
+        Command::Hosts(HostsCli::Ops(host_ops::HostOpsCommand::Verify { name, json })) => {
             host_ops::verify(&paths, &name, json).await
         }
-        Command::Hosts(cmd) => hosts::run(&paths, cmd).await,
         Command::Bridge => bridge::run(&paths).await,
         Command::Serve(args) => serve(paths, args).await,
         Command::Hook(cmd) => hook::run(&paths, cmd).await,
