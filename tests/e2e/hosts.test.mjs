@@ -8,11 +8,10 @@
 // a restored one resyncs. Run by run.sh (Xvfb + session bus + WebKitWebDriver).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import { execFileSync } from "node:child_process";
 import { join, dirname } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { openApp, eventually, By, until } from "./lib.mjs";
+import { startHost, provision } from "./ssh-host.mjs";
 
 const { OVERSEER_CLI, OVERSEER_APP } = process.env;
 const bin = dirname(OVERSEER_APP);
@@ -20,29 +19,10 @@ const bin = dirname(OVERSEER_APP);
 let app;
 let driver;
 let host; // { user, addr, url, home, ssh_config, send(line) }
-let fixture;
 let local; // this machine's run
 let remote; // the host's run
 
-/** The ssh test host: started, told `cut` / `restore`, removed when its
- * stdin closes (also when this process dies). */
-async function startHost() {
-  const child = spawn(join(bin, "overseer-test-host"), [], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const first = await lines.next();
-  if (first.done) throw new Error("overseer-test-host exited before saying where its host is (it needs root)");
-  const info = JSON.parse(first.value);
-  info.send = async (command) => {
-    child.stdin.write(`${command}\n`);
-    const answer = await lines.next();
-    assert.equal(answer.value, "ok", `the host did ${command}`);
-  };
-  return { child, info };
-}
-
-function ssh(command) {
-  return execFileSync("ssh", ["-F", host.ssh_config, `${host.user}@${host.addr}`, "--", command], { encoding: "utf8" }).trim();
-}
+const ssh = (command) => host.ssh(command);
 
 /** The CLI on the host's engine, through ssh (as a user's terminal would). */
 function onHost(...args) {
@@ -75,15 +55,9 @@ const hostCard = (id) => driver.findElement(card(`[data-host="box"][data-gate-id
 const gateOnHost = (id) => JSON.parse(onHost("gates", "show", String(id), "--json"));
 
 before(async () => {
-  const started = await startHost();
-  fixture = started.child;
-  host = started.info;
-  // The host's own agent, profile and repository, put there over ssh. No
-  // network for the sandbox: the demo agent needs none.
-  ssh("mkdir -p demo && mkdir -p -m 700 .config .config/overseer");
-  execFileSync("scp", ["-F", host.ssh_config, "-q", join(bin, "overseer-demo-agent"), `${host.user}@${host.addr}:demo/overseer-demo-agent`]);
-  ssh(`printf '[agents.demo]\\ncommand = "${host.home}/demo/overseer-demo-agent"\\nmode = "default"\\nnetwork = "none"\\n' > .config/overseer/overseer.toml`);
-  ssh("git init -q -b main repo && printf 'hello\\n' > repo/greeting.txt && git -C repo add -A && git -C repo -c user.name=T -c user.email=t@t commit -q -m init");
+  host = (await startHost(bin)).info;
+  // The host's own agent, profile and repository, put there over ssh.
+  provision(host, bin);
 
   app = await openApp({
     configure(configDir, work) {
@@ -108,8 +82,7 @@ before(async () => {
 
 after(async () => {
   await app?.quit();
-  fixture?.stdin.end();
-  if (fixture) await new Promise((resolve) => fixture.once("exit", resolve));
+  await host?.stop();
 });
 
 test("the host's run is in the one fleet beside this machine's, with its host", async () => {
