@@ -247,9 +247,15 @@ macro_rules! operations {
             }
             streams {
                 /// Turns the connection into an event stream: answered once,
-                /// then every event the engine commits, in commit order.
+                /// then every event the engine commits, in commit order. Calls
+                /// on it are the owner's at a terminal (`user:cli`).
                 read subscribe => Subscribe -> (), then EngineEvent,
                     because "the app pushes events to the window itself (see `events`)";
+                /// `subscribe`, its calls carried out as the owner through
+                /// `surface`: a window's link to this host is the owner's
+                /// window (`app`, recorded as `user:app`).
+                read subscribe_as => SubscribeAs { surface: OwnerSurface } -> (), then EngineEvent,
+                    because "the app pushes events to the window itself; its links to hosts subscribe as the window";
                 /// An agent outside Overseer (a hook, `overseer mcp`) asks or reports;
                 /// answered with a `SessionAnswer` once decided (a blocking ask keeps
                 /// the call open until a human or the supervisor answers, and is

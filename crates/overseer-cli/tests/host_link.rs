@@ -9,7 +9,7 @@
 mod common;
 
 use common::Home;
-use overseer_core::{EngineEvent, ErrorCode};
+use overseer_core::{EngineEvent, ErrorCode, OwnerSurface};
 use overseer_engine::Paths;
 use overseer_server::remote::{registry, HostLinkState, Link, LinkOptions};
 use overseer_server::window;
@@ -25,6 +25,7 @@ const OPTIONS: LinkOptions = LinkOptions {
     first_retry: Duration::from_millis(500),
     max_retry: Duration::from_secs(2),
     confirm_within: Duration::from_secs(30),
+    surface: OwnerSurface::App,
 };
 
 fn overseer(home: &Home, host: &TestHost, args: &[&str]) -> String {
@@ -164,6 +165,24 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     let answered = t.elapsed();
     assert_eq!(decided["status"], "decided", "{decided}");
     decided_event(&mut events, gates[0]).await;
+    // Recorded on the host as the owner's window, not as a terminal: what
+    // "Why?" and the host's audit log show.
+    assert_eq!(
+        decided["decision"]["actor"],
+        json!({"kind": "user", "name": "app"}),
+        "{decided}"
+    );
+    let id = gates[0].to_string();
+    let shown = overseer(
+        &home,
+        &host,
+        &["--host", "lk", "gates", "show", &id, "--json"],
+    );
+    let shown: Value = serde_json::from_str(&shown).expect("gates show --json");
+    assert_eq!(
+        shown["decision"]["actor"],
+        json!({"kind": "user", "name": "app"})
+    );
     eprintln!(
         "measured: a decision over the link answered in {answered:?}, its event back after {:?}",
         t.elapsed()

@@ -44,6 +44,30 @@ pub enum Actor {
     Agent(String),
 }
 
+/// Which of the local owner's surfaces a connection to the engine's socket
+/// carries, said when it subscribes: a terminal's `overseer` (the default)
+/// or a window, the app's link to this host over `ssh HOST overseer bridge`.
+/// Only the owner reaches the socket, so it only names the owner's surface
+/// (`user:cli` or `user:app`); a process an agent started is refused
+/// decisions whatever it says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnerSurface {
+    #[default]
+    Cli,
+    App,
+}
+
+impl OwnerSurface {
+    /// The actor the owner acts as through this surface.
+    pub fn actor(self) -> Actor {
+        match self {
+            OwnerSurface::Cli => Actor::cli(),
+            OwnerSurface::App => Actor::app(),
+        }
+    }
+}
+
 impl Actor {
     /// The human at the app window.
     pub fn app() -> Self {

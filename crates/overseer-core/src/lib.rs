@@ -56,7 +56,7 @@ pub mod view;
 pub mod web;
 
 pub use activity::Activity;
-pub use actor::Actor;
+pub use actor::{Actor, OwnerSurface};
 pub use device::{DeviceRef, DeviceView};
 pub use error::{ApiError, ErrorCode, FieldError};
 pub use gate::{

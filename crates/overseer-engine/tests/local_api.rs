@@ -427,6 +427,18 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
 /// A connection that subscribed still calls (what a host's one link
 /// needs): its calls are answered on their ids, several at once, with the
 /// events they cause on the same connection.
+/// The next line a connection is sent, as JSON.
+async fn next(
+    lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+) -> serde_json::Value {
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("a line in time")
+        .expect("read")
+        .expect("not closed");
+    serde_json::from_str(&line).expect("JSON")
+}
+
 #[tokio::test]
 async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
     let r = start().await;
@@ -436,16 +448,6 @@ async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
         .expect("connect");
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
-    async fn next(
-        lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
-    ) -> serde_json::Value {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .expect("a line in time")
-            .expect("read")
-            .expect("not closed");
-        serde_json::from_str(&line).expect("JSON")
-    }
     write
         .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
         .await
@@ -481,6 +483,58 @@ async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
         r.engine.run(run.id).expect("run").state,
         RunState::PendingReview
     );
+    // A subscription that names no surface is a terminal's.
+    let gate = r
+        .engine
+        .gate(run.pending_gate.expect("gate").id)
+        .expect("gate");
+    assert_eq!(gate.decision.expect("decided").actor, Actor::cli());
+}
+
+/// A window's link to this host subscribes as the app: its decisions are
+/// the owner's window's (`user:app`), as the host's "Why?" and audit log
+/// say. A surface that is not the owner's is refused, and nothing changes.
+#[tokio::test]
+async fn a_subscription_as_the_window_decides_as_the_app_and_no_other_surface_is_taken() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let gate = run.pending_gate.expect("gate").id;
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    write
+        .write_all(
+            b"{\"id\":1,\"method\":\"subscribe_as\",\"params\":{\"surface\":\"supervisor\"}}\n",
+        )
+        .await
+        .expect("write");
+    let refused = next(&mut lines).await;
+    assert_eq!(refused["error"]["code"], "invalid_input", "{refused}");
+    assert!(r.engine.gate(gate).expect("gate").decision.is_none());
+
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let subscribe = format!(
+        "{{\"id\":1,\"method\":\"subscribe_as\",\"params\":{{\"surface\":\"app\"}}}}\n\
+         {{\"id\":2,\"method\":\"reject_run\",\"params\":{{\"run\":{},\"reason\":\"not this\"}}}}\n",
+        run.id
+    );
+    write.write_all(subscribe.as_bytes()).await.expect("write");
+    loop {
+        let line = next(&mut lines).await;
+        if line["id"] == 2 {
+            assert!(line.get("result").is_some(), "{line}");
+            break;
+        }
+    }
+    let gate = r.engine.gate(gate).expect("gate");
+    assert_eq!(gate.decision.expect("decided").actor, Actor::app());
+    r.server.abort();
 }
 
 /// A subscribed connection that falls too far behind is told so (a line

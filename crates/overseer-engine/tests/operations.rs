@@ -118,6 +118,7 @@ fn an_operation_on_one_surface_only_is_a_reviewed_one_and_says_why() {
         "Ping",
         "ShowRun",
         "Subscribe",
+        "SubscribeAs",
         "SeedDemo",
         "AddWorkspace",
         "StartTask",
@@ -135,7 +136,7 @@ fn an_operation_on_one_surface_only_is_a_reviewed_one_and_says_why() {
         .filter(|o| o.streams)
         .map(|o| o.name)
         .collect();
-    assert_eq!(streams, ["Subscribe", "Session"]);
+    assert_eq!(streams, ["Subscribe", "SubscribeAs", "Session"]);
     // The head of the fleet is the socket's too: a host's fleet paints it
     // through the host's link.
     assert!(one_sided(true).is_empty());

@@ -523,7 +523,7 @@ pub mod vocabulary {
     pub use overseer_core::supervision::SupervisorPolicy;
     pub use overseer_core::FieldError;
     pub use overseer_core::{
-        Activity, Actor, ApiError, EngineEvent, GateBody, GateChoice, RequestedChoice,
+        Activity, Actor, ApiError, EngineEvent, GateBody, GateChoice, OwnerSurface, RequestedChoice,
     };
     pub use overseer_core::{
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,

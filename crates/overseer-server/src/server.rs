@@ -563,7 +563,21 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                 let rx = engine.subscribe();
                 let answer: <op::Subscribe as StreamOperation>::Answer = ();
                 write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
-                return serve_subscribed(engine, reader, write, rx, peer).await;
+                let owner = Subscribed {
+                    peer,
+                    actor: Actor::cli(),
+                };
+                return serve_subscribed(engine, reader, write, rx, owner).await;
+            }
+            Route::Stream(Stream::SubscribeAs(op::SubscribeAs { surface })) => {
+                let rx = engine.subscribe();
+                let answer: <op::SubscribeAs as StreamOperation>::Answer = ();
+                write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
+                let owner = Subscribed {
+                    peer,
+                    actor: surface.actor(),
+                };
+                return serve_subscribed(engine, reader, write, rx, owner).await;
             }
             Route::Stream(Stream::Session(op::Session { session, ask })) => {
                 if let Err(error) = engine.refuse_if_closing() {
@@ -614,6 +628,13 @@ fn may_call(engine: &Engine, decides: bool, peer: Option<u32>) -> Result<(), Api
 /// Calls carried out at once on one subscribed connection; more wait.
 pub const MAX_IN_FLIGHT: usize = 64;
 
+/// Who a subscribed connection's calls come from: its peer process and the
+/// owner's surface it said it carries.
+struct Subscribed {
+    peer: Option<u32>,
+    actor: Actor,
+}
+
 /// A subscribed connection: every event the engine commits, in commit
 /// order, and calls still (what one persistent link to a host needs):
 /// each carried out as it comes, several at once, each answered on its id
@@ -624,8 +645,9 @@ async fn serve_subscribed(
     mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut write: tokio::net::unix::OwnedWriteHalf,
     mut rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
-    peer: Option<u32>,
+    owner: Subscribed,
 ) -> std::io::Result<()> {
+    let Subscribed { peer, actor } = owner;
     let (tx, mut out) = tokio::sync::mpsc::channel::<ServerLine>(256);
     let writing = async move {
         while let Some(line) = out.recv().await {
@@ -688,7 +710,7 @@ async fn serve_subscribed(
             let decides = call.request.decides();
             let invocation = match call.request.route() {
                 Route::Call(invocation) => invocation,
-                Route::Stream(Stream::Subscribe(_)) => {
+                Route::Stream(Stream::Subscribe(_) | Stream::SubscribeAs(_)) => {
                     let _ = tx.send(ServerLine::reply(id, json(()))).await;
                     continue;
                 }
@@ -710,9 +732,10 @@ async fn serve_subscribed(
             };
             let engine = engine.clone();
             let tx = tx.clone();
+            let actor = actor.clone();
             tokio::spawn(async move {
                 let reply = engine
-                    .carry_out(move |e| dispatch(e, invocation, &Actor::cli()))
+                    .carry_out(move |e| dispatch(e, invocation, &actor))
                     .await;
                 let _ = tx.send(ServerLine::reply(id, reply)).await;
                 drop(slot);

@@ -17,7 +17,7 @@
 use super::handshake::{self, Bridge, OpenError};
 use super::registry::Host;
 use crate::api::{Call, Operation, Request, ServerLine, MAX_LINE};
-use overseer_core::{ApiError, EngineEvent, ErrorCode};
+use overseer_core::{ApiError, EngineEvent, ErrorCode, OwnerSurface};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +42,9 @@ pub struct LinkOptions {
     /// A decision whose answer the link lost: how long to wait for the
     /// link to come back and read the gate, to say whether it was applied.
     pub confirm_within: Duration,
+    /// Whose calls the host's engine records them as: the owner's window
+    /// (`user:app`, the default: a link is the app's) or a terminal.
+    pub surface: OwnerSurface,
 }
 
 impl Default for LinkOptions {
@@ -52,6 +55,7 @@ impl Default for LinkOptions {
             first_retry: Duration::from_secs(1),
             max_retry: Duration::from_secs(30),
             confirm_within: Duration::from_secs(10),
+            surface: OwnerSurface::App,
         }
     }
 }
@@ -575,7 +579,10 @@ async fn serve(shared: &Shared, options: &LinkOptions, bridge: Bridge, resync: u
     let mut buf = Vec::new();
     // Subscribed before it is live: no event after "live" is missed.
     let (tx, mut subscribed) = oneshot::channel();
-    if conn.send(Request::Subscribe, tx).await.is_err() {
+    let subscribe = Request::SubscribeAs {
+        surface: options.surface,
+    };
+    if conn.send(subscribe, tx).await.is_err() {
         return with_ssh("the connection closed while subscribing".to_owned());
     }
     let deadline = tokio::time::sleep(options.silence);
