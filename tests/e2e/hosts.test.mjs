@@ -113,6 +113,8 @@ test("the host's plan and tool call are answered from the window and reach the a
   console.log(`measured: a host's tool call, click to decided on the host (with the CLI's own ssh read): ${Date.now() - clicked} ms`);
   const decided = gateOnHost(call);
   assert.equal(decided.decision.option, "yes");
+  // Recorded on the host as the owner's window, not a terminal.
+  assert.deepEqual(decided.decision.actor, { kind: "user", name: "app" });
 
   // Its further asks answered from the window too, until its merge review;
   // approved there, it merges on the host.

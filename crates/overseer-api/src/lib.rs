@@ -58,6 +58,16 @@ macro_rules! operations {
                 write approve_run => ApproveRun { run: RunId as run_id } -> RunView;
                 write reject_run => RejectRun { run: RunId as run_id, reason: String as reason } -> RunView;
                 write abort_run => AbortRun { run: RunId as run_id } -> RunView;
+                /// Registers the git repository at `path` (absolute, on the
+                /// engine's machine) as a workspace, named `name` (default:
+                /// the repository's directory name). The local owner only
+                /// (the window, the CLI): a paired device cannot.
+                write add_workspace => AddWorkspace {
+                    path: PathBuf as path,
+                    name: Option<String> as name,
+                    #[serde(default)]
+                    settings: WorkspaceSettings as settings,
+                } -> Workspace;
                 /// Gates oldest first, a page at a time: at most `limit` (null:
                 /// 200; at most 1,000) after gate `after` (null: from the first),
                 /// with how many there are in all and after the page. The cost is
@@ -221,13 +231,6 @@ macro_rules! operations {
                     runs: Option<u32>,
                 } -> Vec<RunId>,
                     because "demo and benchmark data, seeded from a terminal (`overseer demo seed`)";
-                write add_workspace => AddWorkspace {
-                    path: PathBuf,
-                    name: Option<String>,
-                    #[serde(default)]
-                    settings: WorkspaceSettings,
-                } -> Workspace,
-                    because "the window has no form to add a workspace yet (`overseer workspace add`)";
                 /// On the wire the task's fields are the params themselves.
                 write start_task => StartTask {
                     #[serde(flatten)]

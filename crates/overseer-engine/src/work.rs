@@ -110,6 +110,29 @@ impl Records {
             .join(format!("{safe}-run-{run}"))
     }
 
+    /// [`Engine::add_workspace`] asked for through the contract (the window,
+    /// the socket, a browser): the local owner only, and `path` absolute
+    /// (the caller's working directory is not the engine's).
+    pub fn add_workspace_for(
+        &self,
+        actor: &Actor,
+        path: &Path,
+        name: Option<&str>,
+        settings: WorkspaceSettings,
+    ) -> Result<Workspace, ApiError> {
+        crate::devices::owner_only(actor, "add a workspace")?;
+        if !path.is_absolute() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "{}: give the repository's absolute path on the engine's machine",
+                    path.display()
+                ),
+            ));
+        }
+        self.add_workspace(path, name, settings, actor)
+    }
+
     /// Registers the git repository at `path` (clear error when it is not one).
     pub fn add_workspace(
         &self,

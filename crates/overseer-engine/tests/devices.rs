@@ -358,6 +358,63 @@ fn the_contract_refuses_a_device_pairing_or_revoking_whatever_carries_it() {
     assert!(revoked["revoked_at"].is_number());
 }
 
+/// Adding a workspace is the owner's (the window, the CLI, a window's link
+/// to a host): a paired device cannot point agents at another repository of
+/// the machine; a relative path is refused, as the caller's working
+/// directory is not the engine's.
+#[test]
+fn only_the_owner_adds_a_workspace_and_only_by_an_absolute_path() {
+    use overseer_server::api::{Request, Route};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_on(dir.path(), TestClock::new());
+    let ana = pair(&engine, "ana", "Ana's phone");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .expect("git");
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "a\n").expect("write");
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "-m",
+        "init",
+    ]);
+    let call = |json: serde_json::Value, actor: &Actor| {
+        let request: Request = serde_json::from_value(json).expect("a request");
+        let Route::Call(call) = request.route() else {
+            panic!("a call")
+        };
+        call.perform(&engine, actor)
+    };
+    let add = |path: &str| serde_json::json!({"method": "add_workspace", "params": {"path": path, "name": "mine"}});
+    let path = repo.to_string_lossy().into_owned();
+    let e = call(add(&path), &ana.device.actor()).expect_err("a device cannot add");
+    assert_eq!(e.code, ErrorCode::Forbidden);
+    assert!(e.message.contains("add a workspace"), "{}", e.message);
+    let e = call(add("repo"), &Actor::app()).expect_err("relative");
+    assert_eq!(e.code, ErrorCode::InvalidInput);
+    assert!(e.message.contains("absolute path"), "{}", e.message);
+    assert!(
+        engine.workspaces().expect("list").is_empty(),
+        "nothing added"
+    );
+    let added = call(add(&path), &Actor::app()).expect("the window adds");
+    assert_eq!(added["name"], "mine");
+    assert_eq!(engine.workspaces().expect("list").len(), 1);
+}
+
 #[test]
 fn a_person_through_a_device_lists_only_their_own_devices_the_owner_all() {
     let dir = tempfile::tempdir().expect("tempdir");

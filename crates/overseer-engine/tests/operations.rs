@@ -120,7 +120,6 @@ fn an_operation_on_one_surface_only_is_a_reviewed_one_and_says_why() {
         "Subscribe",
         "SubscribeAs",
         "SeedDemo",
-        "AddWorkspace",
         "StartTask",
         "CleanRun",
         "ResumeRun",

@@ -469,7 +469,7 @@ impl Api for Served<'_> {
         settings: WorkspaceSettings,
     ) -> Result<Workspace, ApiError> {
         self.0
-            .add_workspace(&path, name.as_deref(), settings, actor)
+            .add_workspace_for(actor, &path, name.as_deref(), settings)
     }
     fn start_task(&self, actor: &Actor, task: TaskStart) -> Result<Started, ApiError> {
         self.0.start_task(&task, actor)

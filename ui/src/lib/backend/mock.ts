@@ -48,6 +48,7 @@ import type {
   TaskInfo,
   TaskSettings,
   Workspace,
+  WorkspaceSettings,
   WebSettings,
   WebStatus,
   Webhook,
@@ -389,6 +390,18 @@ export class MockBackend implements Backend {
 
   listWorkspaces() {
     return this.answer("listWorkspaces", () => this.workspaces);
+  }
+
+  addWorkspace(path: string, name: string | null, settings: WorkspaceSettings) {
+    return this.answer(`addWorkspace ${path}`, () => {
+      if (!path.startsWith("/")) throw fail("invalid_input", `${path}: give the repository's absolute path on the engine's machine`);
+      const chosen = name?.trim() || path.replace(/\/+$/, "").split("/").pop() || "workspace";
+      if (this.workspaces.some((w) => w.name === chosen)) throw fail("conflict", `a workspace named ${chosen} exists already`);
+      const ws: Workspace = { id: this.workspaces.length + 1, name: chosen, path, settings };
+      this.workspaces.push(ws);
+      this.changed({ workspace: chosen, task: null });
+      return ws;
+    });
   }
 
   showTask(taskId: number) {

@@ -40,6 +40,7 @@ import type {
   WebhookDelivery,
   WebhookEvent,
   Workspace,
+  WorkspaceSettings,
 } from "./types";
 
 /** Everything the window may call: one function per window operation of the
@@ -49,6 +50,13 @@ export interface Operations {
   approveRun(runId: RunId): Promise<RunView>;
   rejectRun(runId: RunId, reason: string): Promise<RunView>;
   abortRun(runId: RunId): Promise<RunView>;
+  /**
+   * Registers the git repository at `path` (absolute, on the
+   * engine's machine) as a workspace, named `name` (default:
+   * the repository's directory name). The local owner only
+   * (the window, the CLI): a paired device cannot.
+   */
+  addWorkspace(path: string, name: string | null, settings: WorkspaceSettings): Promise<Workspace>;
   /**
    * Gates oldest first, a page at a time: at most `limit` (null:
    * 200; at most 1,000) after gate `after` (null: from the first),
@@ -248,6 +256,7 @@ export function operations(invoke: Invoke): Operations {
     approveRun: (runId) => invoke<RunView>("approve_run", { runId }),
     rejectRun: (runId, reason) => invoke<RunView>("reject_run", { runId, reason }),
     abortRun: (runId) => invoke<RunView>("abort_run", { runId }),
+    addWorkspace: (path, name, settings) => invoke<Workspace>("add_workspace", { path, name, settings }),
     listGates: (pendingOnly, limit, after) => invoke<GatePage>("list_gates", { pendingOnly, limit, after }),
     showGate: (gateId) => invoke<GateView>("show_gate", { gateId }),
     decideGate: (gateId, option, context) => invoke<GateView>("decide_gate", { gateId, option, context }),
@@ -294,6 +303,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "approve_run",
   "reject_run",
   "abort_run",
+  "add_workspace",
   "decide_gate",
   "hold_gate",
   "snooze_gate",
