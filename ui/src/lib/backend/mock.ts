@@ -790,6 +790,32 @@ const recordedRun = (id: number): RunView => {
  * that works, one in review, and one released: as recorded. */
 export const WORKING: RunActions = recordedRun(2).actions;
 export const IN_REVIEW: RunActions = recordedRun(1).actions;
+/** Run `id` of the demo agent in workspace `w`, waiting for review: a row
+ * for tests. */
+export const reviewRun = (id: number, title = `task ${id}`): RunView => ({
+  id,
+  task_id: id,
+  task_title: title,
+  workspace: "w",
+  agent: "demo",
+  state: { state: "pending_review" },
+  state_since: 0,
+  created_at: 0,
+  needs_you: true,
+  attention_rank: 0,
+  release_note: null,
+  origin: "launched",
+  actions: IN_REVIEW,
+  pending_gate: null,
+});
+
+/** A pending tool-call gate `id` of run `runId` (the recorded demo's,
+ * renumbered): a card for tests. */
+export function pendingToolGate(id: number, runId: number): GateView {
+  const g = RECORDED.gates.find((g) => g.kind === "tool_call" && g.status === "pending");
+  if (!g) throw new Error("the recorded demo has no pending tool call");
+  return { ...structuredClone(g), id, run_id: runId };
+}
 /** A released run allows nothing but its diff. */
 export const released = (a: RunActions): RunActions => ({ ...recordedRun(7).actions, diff: a.diff });
 
