@@ -70,3 +70,27 @@ export function hostFormProblems(name: string, url: string, known: readonly stri
   if (!u.ok) problems.push({ field: "url", message: u.message.charAt(0).toUpperCase() + u.message.slice(1) + "." });
   return problems;
 }
+
+/** `s` as one sh word (quoted only when it needs to be). */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Why `path` cannot be a workspace's path, or null: the repository's
+ * absolute path on the machine it lives on. */
+export function workspacePathProblem(path: string, host: string | null): string | null {
+  const where = host === null ? "this machine" : host;
+  if (path === "") return `Give the repository's path on ${where}, such as /home/me/src/app.`;
+  if (!path.startsWith("/")) return `“${path}” is not an absolute path: give the repository's whole path on ${where}, starting with /.`;
+  return null;
+}
+
+/** The command that adds workspace `path` (named `name`, or after its
+ * folder when empty) on host `host` (null: this machine). */
+export function workspaceAddCommand(host: string | null, path: string, name: string): string {
+  const words = ["overseer"];
+  if (host !== null) words.push("--host", shellWord(host));
+  words.push("workspace", "add", shellWord(path));
+  if (name !== "") words.push("--name", shellWord(name));
+  return words.join(" ");
+}
