@@ -49,6 +49,8 @@ export class Hosts {
   #removed = new Set<(name: string) => void>();
   /** What to undo when a host leaves (its link's watcher). */
   #hostStops = new Map<string, () => void>();
+  /** Hosts removed and not set up again since. */
+  #gone = new Set<string>();
   #stops: (() => void)[] = [];
   #stopped = false;
 
@@ -154,6 +156,7 @@ export class Hosts {
 
   async #setup(host: string, action: SetupAction, work: () => Promise<void>): Promise<ApiError | null> {
     if (this.busy(host)) return { code: "conflict", message: `${host} is being set up already: wait for its steps to finish.` };
+    this.#gone.delete(host);
     this.#putSetup({ host, action, lines: [], running: true, error: null, ended: false });
     try {
       await work();
@@ -167,6 +170,7 @@ export class Hosts {
   }
 
   #step({ host, line }: HostSetupStep): void {
+    this.#gone.delete(host);
     const s = this.setups.get(host);
     // The window cannot tell where a terminal's steps end, except when the
     // host leaves or joins: steps go on the host's log until then.
@@ -195,6 +199,7 @@ export class Hosts {
   #drop(name: string): void {
     const backend = this.#backends.get(name);
     if (!backend) return;
+    this.#gone.add(name);
     this.#backends.delete(name);
     this.#listeners.delete(name);
     this.#hostStops.get(name)?.();
@@ -214,6 +219,9 @@ export class Hosts {
   }
 
   #report(v: HostLinkView): void {
+    // A removed host's link may still report as it closes: it stays gone
+    // until it is set up again (its steps come first, from here or a terminal).
+    if (this.#gone.has(v.name)) return;
     const at = this.list.findIndex((h) => h.name === v.name);
     this.list = at < 0 ? [...this.list, v].sort((a, b) => (a.name < b.name ? -1 : 1)) : this.list.map((h, i) => (i === at ? v : h));
     const known = this.#backends.get(v.name);

@@ -232,6 +232,24 @@ describe("adding, upgrading and removing a host from the window", () => {
     stop();
   });
 
+  it("keeps a removed host gone when its closing link still reports, until it is added again", async () => {
+    const { transport, fleet, hosts, stop } = await window_();
+    expect(await hosts.remove("build1")).toBeNull();
+    // The app's last word from the closed link, after host-removed.
+    transport.setState("build1", { status: "down", since_ms: 0, retry_at_ms: 1_000, reason: "the link was closed here" });
+    await flush();
+    expect(hosts.list.map((h) => h.name)).toEqual(["build2"]);
+    expect(fleet.hosts).toEqual(["build2"]);
+    transport.views.delete("build1");
+    // Added again (its steps come first): it is back.
+    transport.machines.set("build1", { engine: new MockBackend([reviewRun(4, "new build1")], () => 42) });
+    expect(await hosts.add("build1", "ssh://me@build1.lan")).toBeNull();
+    await flush();
+    expect(hosts.list.map((h) => h.name)).toEqual(["build1", "build2"]);
+    expect([...fleet.forHost("build1").rows.keys()]).toEqual([4]);
+    stop();
+  });
+
   it("refuses to remove a host it cannot reach, and keeps it", async () => {
     const { transport, fleet, hosts, stop } = await window_();
     transport.cut("build2", "ssh: connect to host build2.lan port 22: No route to host");
