@@ -219,9 +219,14 @@ export class Hosts {
   }
 
   #report(v: HostLinkView): void {
-    // A removed host's link may still report as it closes: it stays gone
-    // until it is set up again (its steps come first, from here or a terminal).
-    if (this.#gone.has(v.name)) return;
+    // A removed host's link may still report as it closes: the host stays
+    // gone until it is set up again (from here: its steps come first) or a
+    // new link to it starts (from a terminal: its first report is
+    // "connecting").
+    if (this.#gone.has(v.name)) {
+      if (v.state.status !== "connecting") return;
+      this.#gone.delete(v.name);
+    }
     const at = this.list.findIndex((h) => h.name === v.name);
     this.list = at < 0 ? [...this.list, v].sort((a, b) => (a.name < b.name ? -1 : 1)) : this.list.map((h, i) => (i === at ? v : h));
     const known = this.#backends.get(v.name);

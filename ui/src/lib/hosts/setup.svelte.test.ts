@@ -232,7 +232,7 @@ describe("adding, upgrading and removing a host from the window", () => {
     stop();
   });
 
-  it("keeps a removed host gone when its closing link still reports, until it is added again", async () => {
+  it("keeps a removed host gone when its closing link still reports, until it is added again here or from a terminal", async () => {
     const { transport, fleet, hosts, stop } = await window_();
     expect(await hosts.remove("build1")).toBeNull();
     // The app's last word from the closed link, after host-removed.
@@ -241,12 +241,22 @@ describe("adding, upgrading and removing a host from the window", () => {
     expect(hosts.list.map((h) => h.name)).toEqual(["build2"]);
     expect(fleet.hosts).toEqual(["build2"]);
     transport.views.delete("build1");
-    // Added again (its steps come first): it is back.
+    // Added again here (its steps come first): it is back.
     transport.machines.set("build1", { engine: new MockBackend([reviewRun(4, "new build1")], () => 42) });
     expect(await hosts.add("build1", "ssh://me@build1.lan")).toBeNull();
     await flush();
     expect(hosts.list.map((h) => h.name)).toEqual(["build1", "build2"]);
     expect([...fleet.forHost("build1").rows.keys()]).toEqual([4]);
+
+    // Removed, then added again from a terminal: the app only sees hosts.json
+    // change and starts a new link, whose first report is "connecting".
+    expect(await hosts.remove("build1")).toBeNull();
+    transport.add("build1", new MockBackend([reviewRun(5, "terminal build1")], () => 42), { status: "connecting" });
+    transport.restore("build1");
+    await flush();
+    expect(hosts.list.map((h) => h.name)).toEqual(["build1", "build2"]);
+    expect(hosts.states.get("build1")?.status).toBe("live");
+    expect([...fleet.forHost("build1").rows.keys()]).toEqual([5]);
     stop();
   });
 
