@@ -304,6 +304,8 @@ export class Fleet {
     if ([...this.busy].some(mine)) this.busy = new Set([...this.busy].filter((k) => !mine(k)));
     if (this.selected !== null && mine(this.selected)) this.selected = null;
     if (this.filter.host === name) this.setFilter({ host: "" });
+    // A workspace only that host had is no longer one to filter on.
+    if (this.filter.workspace !== "" && !this.workspaces.includes(this.filter.workspace)) this.setFilter({ workspace: "" });
   }
 
   /** Tries to reach a host now instead of waiting for its next retry. */

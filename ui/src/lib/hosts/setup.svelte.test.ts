@@ -193,8 +193,13 @@ describe("adding, upgrading and removing a host from the window", () => {
     const { transport, engines, fleet, gates, hosts, inboxes, messages, nav, stop } = await window_();
     expect(fleet.sorted.map(rowKey)).toEqual([1, "build1/1", "build2/1"]);
     expect(waitingTotal(gates, inboxes)).toBe(3);
+    // Every host's runs count toward "needs you".
+    expect(fleet.counts.needs_you).toBe(3);
     expect(everyMessage([], messages.list).map((m) => m.host)).toEqual(["build1", "build2"]);
-    fleet.setFilter({ host: "build1" });
+    engines.build1!.push({ type: "run_changed", run: { ...reviewRun(2, "only on build1"), workspace: "build1-only" } });
+    await flush();
+    expect(fleet.workspaces).toContain("build1-only");
+    fleet.setFilter({ host: "build1", workspace: "build1-only" });
     fleet.select("build1/1");
     nav.openWhy(3, "build1");
     const backend = hosts.backend("build1")!;
@@ -217,6 +222,8 @@ describe("adding, upgrading and removing a host from the window", () => {
     expect(fleet.counts.needs_you).toBe(2);
     expect(fleet.hostStates.has("build1")).toBe(false);
     expect(fleet.filter.host).toBe("");
+    expect(fleet.filter.workspace).toBe("");
+    expect(fleet.workspaces).not.toContain("build1-only");
     expect(fleet.selected).toBeNull();
     // Inbox and messages: its cards and messages gone, the badge lower.
     expect(inboxes.get("build1")).toBeUndefined();
