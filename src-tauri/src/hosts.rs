@@ -10,7 +10,9 @@
 use overseer_core::{ApiError, EngineEvent, ErrorCode};
 use overseer_engine::{notification_for, Engine, Notification, Paths};
 use overseer_server::api::op;
-use overseer_server::remote::{registry, HostEvent, HostLinkView, Link, LinkOptions};
+use overseer_server::remote::{
+    registry, HostEvent, HostLinkView, HostRemoved, HostSetupStep, Link, LinkOptions,
+};
 use std::sync::Arc;
 use tauri::{AppHandle, State};
 
@@ -74,6 +76,22 @@ impl HostLinks {
     pub async fn host_retry(&self, host: String) -> Result<(), ApiError> {
         self.link(&host)?.retry_now();
         Ok(())
+    }
+
+    // CONTRACT BRANCH PLACEHOLDERS: replaced by the h-hostsetup helper.
+    pub async fn host_add(&self, name: String, url: String) -> Result<HostLinkView, ApiError> {
+        let _ = (name, url);
+        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
+    }
+
+    pub async fn host_upgrade(&self, host: String) -> Result<HostLinkView, ApiError> {
+        let _ = host;
+        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
+    }
+
+    pub async fn host_remove(&self, host: String) -> Result<(), ApiError> {
+        let _ = host;
+        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
     }
 
     /// Pushes every host's events and link states to the window, and tells

@@ -10,7 +10,7 @@
 //! this table.
 //!
 //! The names the table uses resolve where it expands: `HostLinkView`,
-//! `HostEvent` (`overseer_server::remote`) and `JsonValue`
+//! `HostEvent`, `HostSetupStep`, `HostRemoved` (`overseer_server::remote`) and `JsonValue`
 //! (`serde_json::Value`).
 
 /// The table of the app's host commands (see the module's docs).
@@ -45,6 +45,27 @@ macro_rules! host_commands {
                 /// time (a live link is left alone).
                 read host_retry => HostRetry { host: String as host } -> (),
                     because "the app's links to other machines' engines; an engine knows no hosts";
+                /// Adds host `name` at `url` (`ssh://[user@]host[:port]`) as
+                /// `overseer hosts add` does: checks the machine (saying what
+                /// to install), copies this version's `overseer` there, starts
+                /// its engine, pins its signing key, and links to it. Each step
+                /// is told as an `overseer://host-setup` event as it happens;
+                /// the answer is the new host's link.
+                write host_add => HostAdd {
+                    name: String as name,
+                    url: String as url,
+                } -> HostLinkView,
+                    because "the app's links to other machines' engines; an engine knows no hosts";
+                /// Installs this version on host `host` and restarts its engine
+                /// there (`overseer hosts upgrade`); its key must be the pinned
+                /// one. Steps told as `overseer://host-setup`.
+                write host_upgrade => HostUpgrade { host: String as host } -> HostLinkView,
+                    because "the app's links to other machines' engines; an engine knows no hosts";
+                /// Stops host `host`'s engine and forgets the host (`overseer
+                /// hosts remove`; its files stay there): its link closes and
+                /// `overseer://host-removed` is pushed.
+                write host_remove => HostRemove { host: String as host } -> (),
+                    because "the app's links to other machines' engines; an engine knows no hosts";
             }
             streams {}
             events {
@@ -52,6 +73,12 @@ macro_rules! host_commands {
                 on_host_event "overseer://host-event" => HostEvent;
                 /// A host's link changed state (and at start, once per host).
                 on_host_link "overseer://host-link" => HostLinkView;
+                /// One step of adding, upgrading or removing a host, as it
+                /// happens (from the window or from `overseer hosts` in a terminal).
+                on_host_setup "overseer://host-setup" => HostSetupStep;
+                /// A host was forgotten (from the window or `overseer hosts
+                /// remove`): its link is closed; drop its rows.
+                on_host_removed "overseer://host-removed" => HostRemoved;
             }
             also_declared {}
         }

@@ -18,7 +18,7 @@ overseer_api::operations!(typescript_adapter);
 mod hosts {
     #[allow(unused_imports)]
     use super::*;
-    use overseer_server::remote::{HostEvent, HostLinkView};
+    use overseer_server::remote::{HostEvent, HostLinkView, HostRemoved, HostSetupStep};
     type JsonValue = serde_json::Value;
     overseer_api::host_commands!(typescript_adapter);
 

@@ -49,4 +49,14 @@ export class Nav {
   closeRunWhy(): void {
     this.whyRun = null;
   }
+
+  /** A host was removed: a "Why?" drawer about its gate or run closes
+   * (its engine can no longer be asked). A page of its run stays, saying
+   * the host is gone. */
+  hostRemoved(host: string): void {
+    if (this.whyHost !== host) return;
+    this.why = null;
+    this.whyRun = null;
+    this.whyHost = null;
+  }
 }

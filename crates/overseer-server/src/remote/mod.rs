@@ -6,15 +6,18 @@
 //! - [`handshake`]: `ssh HOST overseer bridge` and the bridge's handshake
 //!   (the version, the pinned signing key);
 //! - [`link`]: one persistent, multiplexed connection per host that
-//!   reconnects by itself and says how it stands.
+//!   reconnects by itself and says how it stands;
+//! - [`setup`]: adding, upgrading and removing a host, step by step.
 
 pub mod handshake;
 pub mod link;
 pub mod registry;
+pub mod setup;
 
 pub use handshake::{check_key, open, Bridge, OpenError, Welcome, VERSION};
 pub use link::{HostEvent, HostLinkState, HostLinkView, Link, LinkOptions};
 pub use registry::{fingerprint, Host, HostsFile, Target};
+pub use setup::{HostRemoved, HostSetupStep};
 
 /// What went wrong with a host's entry or its file, said for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]

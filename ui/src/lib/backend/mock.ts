@@ -7,12 +7,15 @@ import fixtures from "./fixtures.json";
 import { countRuns, sortRuns } from "../fleet/fleet";
 import type { HostTransport } from "../hosts/link";
 import type { HostLinkState } from "../hosts/types";
+import { hostNameProblem, parseHostUrl } from "../hosts/setup";
 import { concernsRun } from "../messages/messages";
 import type {
   Activity,
   ActivityView,
   HostEvent,
   HostLinkView,
+  HostRemoved,
+  HostSetupStep,
   JsonValue,
   DeviceView,
   Pairing,
@@ -637,25 +640,53 @@ export class MockBackend implements Backend {
     };
   }
 
-  // The in-memory engine knows no hosts: the app's links are its own.
+  /** The app's hosts, when this mock stands for the app (none unless a
+   * test or the dev server adds some): its host commands and events are
+   * theirs. */
+  readonly appHosts: MockHosts = new MockHosts(() => this.now());
+
   async hostLinks(): Promise<HostLinkView[]> {
-    return [];
+    return this.appHosts.links();
   }
 
-  async hostCall(host: string): Promise<JsonValue> {
-    throw fail("invalid_input", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+  async hostCall(host: string, command: string, args: JsonValue): Promise<JsonValue> {
+    const plain = typeof args === "object" && args !== null && !Array.isArray(args) ? args : {};
+    return (await this.appHosts.call(host, command, plain)) as JsonValue;
   }
 
   async hostRetry(host: string): Promise<null> {
-    throw fail("invalid_input", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+    if (!this.appHosts.views.has(host)) throw fail("not_found", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+    await this.appHosts.retry(host);
+    return null;
   }
 
-  async onHostEvent(_on: (e: HostEvent) => void) {
-    return () => {};
+  hostAdd(name: string, url: string): Promise<HostLinkView> {
+    return this.appHosts.addHost(name, url);
   }
 
-  async onHostLink(_on: (v: HostLinkView) => void) {
-    return () => {};
+  hostUpgrade(host: string): Promise<HostLinkView> {
+    return this.appHosts.upgradeHost(host);
+  }
+
+  async hostRemove(host: string): Promise<null> {
+    await this.appHosts.removeHost(host);
+    return null;
+  }
+
+  async onHostEvent(on: (e: HostEvent) => void) {
+    return this.appHosts.onEvent((host, event) => on({ host, event }));
+  }
+
+  async onHostLink(on: (v: HostLinkView) => void) {
+    return this.appHosts.onLink(on);
+  }
+
+  async onHostSetup(on: (step: HostSetupStep) => void) {
+    return this.appHosts.onSetup(on);
+  }
+
+  async onHostRemoved(on: (r: HostRemoved) => void) {
+    return this.appHosts.onRemoved((host) => on({ host }));
   }
 
   async onOpenRequest(onOpen: (open: OpenRun) => void) {
@@ -772,6 +803,32 @@ const recordedRun = (id: number): RunView => {
  * that works, one in review, and one released: as recorded. */
 export const WORKING: RunActions = recordedRun(2).actions;
 export const IN_REVIEW: RunActions = recordedRun(1).actions;
+/** Run `id` of the demo agent in workspace `w`, waiting for review: a row
+ * for tests. */
+export const reviewRun = (id: number, title = `task ${id}`): RunView => ({
+  id,
+  task_id: id,
+  task_title: title,
+  workspace: "w",
+  agent: "demo",
+  state: { state: "pending_review" },
+  state_since: 0,
+  created_at: 0,
+  needs_you: true,
+  attention_rank: 0,
+  release_note: null,
+  origin: "launched",
+  actions: IN_REVIEW,
+  pending_gate: null,
+});
+
+/** A pending tool-call gate `id` of run `runId` (the recorded demo's,
+ * renumbered): a card for tests. */
+export function pendingToolGate(id: number, runId: number): GateView {
+  const g = RECORDED.gates.find((g) => g.kind === "tool_call" && g.status === "pending");
+  if (!g) throw new Error("the recorded demo has no pending tool call");
+  return { ...structuredClone(g), id, run_id: runId };
+}
 /** A released run allows nothing but its diff. */
 export const released = (a: RunActions): RunActions => ({ ...recordedRun(7).actions, diff: a.diff });
 
@@ -854,14 +911,29 @@ export class MockHosts implements HostTransport {
 
   constructor(private now: () => number = Date.now) {}
 
+  /** What `addHost` finds at a host's address, by the name it is added
+   * as: its engine (a new empty one when absent), the tools it lacks, or
+   * that ssh cannot reach it. */
+  machines = new Map<string, { engine?: MockBackend; lacks?: string[]; unreachable?: string }>();
+  /** Each setup step waits this long before it is told (the dev server
+   * shows them arriving; tests leave it at 0). */
+  stepMs = 0;
+  private setupListeners = new Set<(step: HostSetupStep) => void>();
+  private removedListeners = new Set<(host: string) => void>();
+  private unsubscribes = new Map<string, Promise<() => void>>();
+  private urls = new Map<string, string>();
+
   /** Adds a host whose engine is `engine` (live unless told otherwise);
    * reported to listeners as the app reports a new host. */
   add(name: string, engine: MockBackend, state: HostLinkState = { status: "live", engine: `${name}-1`, version: "0.1.0", resync: 0 }): MockBackend {
     this.engines.set(name, engine);
-    void engine.subscribe((e) => {
-      if (this.views.get(name)?.state.status !== "live") return;
-      for (const on of [...this.eventListeners]) on(name, structuredClone(e));
-    });
+    this.unsubscribes.set(
+      name,
+      engine.subscribe((e) => {
+        if (this.views.get(name)?.state.status !== "live") return;
+        for (const on of [...this.eventListeners]) on(name, structuredClone(e));
+      }),
+    );
     this.setState(name, state);
     return engine;
   }
@@ -870,8 +942,8 @@ export class MockHosts implements HostTransport {
   setState(name: string, state: HostLinkState): void {
     const view: HostLinkView = {
       name,
-      url: `ssh://me@${name}.lan`,
-      fingerprint: `SHA256:${name.padEnd(43, "x").slice(0, 43)}`,
+      url: this.urls.get(name) ?? `ssh://me@${name}.lan`,
+      fingerprint: fingerprintOf(name),
       state,
     };
     this.views.set(name, view);
@@ -889,7 +961,7 @@ export class MockHosts implements HostTransport {
     const prev = this.views.get(name)?.state;
     const resync = prev?.status === "live" ? prev.resync + 1 : (this.resyncs.get(name) ?? 0) + 1;
     this.resyncs.set(name, resync);
-    this.setState(name, { status: "live", engine: `${name}-1`, version: "0.1.0", resync });
+    this.setState(name, { status: "live", engine: `${name}-${this.restarts.get(name) ?? 1}`, version: "0.1.0", resync });
   }
   private resyncs = new Map<string, number>();
 
@@ -928,6 +1000,92 @@ export class MockHosts implements HostTransport {
     this.linkListeners.add(on);
     return () => this.linkListeners.delete(on);
   }
+
+  async onSetup(on: (step: HostSetupStep) => void): Promise<() => void> {
+    this.setupListeners.add(on);
+    return () => this.setupListeners.delete(on);
+  }
+
+  async onRemoved(on: (host: string) => void): Promise<() => void> {
+    this.removedListeners.add(on);
+    return () => this.removedListeners.delete(on);
+  }
+
+  /** Tells one step of a host's setup, as the app does while it works
+   * (also for `overseer hosts ...` run in a terminal). */
+  async step(host: string, line: string): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.stepMs));
+    for (const on of [...this.setupListeners]) on({ host, line });
+  }
+
+  /** `host_add`, as `overseer hosts add` does it: checks the machine, copies
+   * the binary, starts the engine, pins its key, then links to it. */
+  async addHost(name: string, url: string): Promise<HostLinkView> {
+    const name_ = hostNameProblem(name, [...this.views.keys()]);
+    if (name_) throw fail(this.views.has(name) ? "conflict" : "invalid_input", name_);
+    const parsed = parseHostUrl(url);
+    if (!parsed.ok) throw fail("invalid_input", parsed.message);
+    const machine = this.machines.get(name) ?? {};
+    const dest = `${parsed.user ? `${parsed.user}@` : ""}${parsed.address}`;
+    await this.step(name, `checking ${dest} over ssh`);
+    if (machine.unreachable) throw fail("engine_unavailable", `ssh ${dest}: ${machine.unreachable}; nothing was installed`);
+    if (machine.lacks && machine.lacks.length > 0) {
+      const lacks = machine.lacks.join(", ");
+      await this.step(name, `${name} runs Linux x86_64 but lacks ${lacks}`);
+      throw fail("invalid_input", `${name} lacks ${lacks}: install with \`sudo apt-get install ${machine.lacks.join(" ")}\` there, then add it again; nothing was installed`);
+    }
+    await this.step(name, `${name} runs Linux x86_64 with bubblewrap, cgroup v2, sha256sum, setsid and nohup`);
+    await this.step(name, "copied overseer 0.1.0 to ~/.local/share/overseer/versions/0.1.0 (SHA-256 checked there)");
+    await this.step(name, "current -> versions/0.1.0");
+    await this.step(name, "started the engine detached (no systemd user session there); its log is ~/.local/share/overseer/serve.log");
+    await this.step(name, `pinned the engine's key ${fingerprintOf(name)}`);
+    this.urls.set(name, url);
+    this.add(name, machine.engine ?? new MockBackend([], this.now));
+    return structuredClone(this.views.get(name)!);
+  }
+
+  /** `host_upgrade`: installs this version again and restarts the engine
+   * there (a new engine process: the link reconnects, `resync` grown). */
+  async upgradeHost(host: string): Promise<HostLinkView> {
+    const view = this.reachable(host, "nothing was installed");
+    await this.step(host, "copied overseer 0.1.0 to ~/.local/share/overseer/versions/0.1.0 (SHA-256 checked there)");
+    await this.step(host, "current -> versions/0.1.0");
+    await this.step(host, "restarted the engine");
+    await this.step(host, `its key is still the pinned one (${view.fingerprint})`);
+    const prev = view.state.status === "live" ? view.state : null;
+    const restarts = (this.restarts.get(host) ?? 1) + 1;
+    this.restarts.set(host, restarts);
+    this.setState(host, { status: "live", engine: `${host}-${restarts}`, version: "0.1.0", resync: (prev?.resync ?? 0) + 1 });
+    return structuredClone(this.views.get(host)!);
+  }
+  private restarts = new Map<string, number>();
+
+  /** `host_remove`: stops the engine there and forgets the host (a host
+   * that cannot be reached is not forgotten). */
+  async removeHost(host: string): Promise<void> {
+    this.reachable(host, "it is not forgotten (its entry stays in hosts.json; delete it there when the machine is gone)");
+    await this.step(host, `stopped the engine on ${host}`);
+    await this.step(host, `forgot ${host}; its files stay there (~/.local/share/overseer, and the engine's key in ~/.config/overseer)`);
+    void this.unsubscribes.get(host)?.then((un) => un());
+    this.unsubscribes.delete(host);
+    this.engines.delete(host);
+    this.views.delete(host);
+    this.urls.delete(host);
+    for (const on of [...this.removedListeners]) on(host);
+  }
+
+  /** A host's view when its engine can be reached now, else the app's refusal. */
+  private reachable(host: string, otherwise: string): HostLinkView {
+    const view = this.views.get(host);
+    if (!view) throw fail("not_found", `no host named "${host}": \`overseer hosts list\` shows the hosts`);
+    if (view.state.status === "down") throw fail("engine_unavailable", `${host} cannot be reached (${view.state.reason}): ${otherwise}`);
+    return view;
+  }
+}
+
+/** The demo fingerprint of a host's pinned key. */
+function fingerprintOf(name: string): string {
+  return `SHA256:${name.padEnd(43, "x").slice(0, 43)}`;
 }
 
 /** Demo hosts for the dev server (`npm run dev`, `?hosts`): `build-box`
@@ -935,6 +1093,8 @@ export class MockHosts implements HostTransport {
  * `gpu` whose link drops two seconds after the page loads. */
 export function demoHosts(now: number): MockHosts {
   const hosts = new MockHosts(Date.now);
+  // Adding, upgrading or removing a host shows its steps arriving.
+  hosts.stepMs = 400;
   hosts.add("build-box", demoBackend(now));
   hosts.add("gpu", new MockBackend(demoRuns(now).filter((r) => r.state.state === "pending_review"), Date.now));
   // Its link drops a moment after the page loaded, and stays down.

@@ -6,8 +6,7 @@ import { listen } from "@tauri-apps/api/event";
 import type { Backend } from "./backend";
 import { toApiError } from "./errors";
 import { events, operations } from "../generated/client";
-import type { HostTransport } from "../hosts/link";
-import type { JsonValue } from "../types";
+import { backendHosts, type HostTransport } from "../hosts/link";
 
 async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
   try {
@@ -25,12 +24,4 @@ export const tauriBackend: Backend = { ...operations(call), ...events(on) };
 
 /** The app's hosts: their links and one multiplexed line to each host's
  * engine, kept by the app (see ../hosts/link.ts). */
-export const tauriHosts: HostTransport = {
-  links: () => tauriBackend.hostLinks(),
-  call: (host, command, args) => tauriBackend.hostCall(host, command, args as JsonValue),
-  retry: async (host) => {
-    await tauriBackend.hostRetry(host);
-  },
-  onEvent: (on) => tauriBackend.onHostEvent((e) => on(e.host, e.event)),
-  onLink: (on) => tauriBackend.onHostLink(on),
-};
+export const tauriHosts: HostTransport = backendHosts(tauriBackend);

@@ -243,11 +243,9 @@ export class Fleet {
   stop(): void {
     this.#live.stop();
     for (const s of this.#sources.values()) s.live.stop();
-    for (const un of this.#unwatch) un();
-    this.#unwatch = [];
+    for (const un of this.#hostUnwatch.values()) un();
+    this.#hostUnwatch.clear();
   }
-
-  #unwatch: (() => void)[] = [];
 
   /** Adds a host's runs to the fleet: followed over its backend (loaded,
    * then kept by its pushed events; read again after each reconnection). */
@@ -272,9 +270,42 @@ export class Fleet {
     const link = backend.link;
     if (link) {
       this.hostStates = new Map(this.hostStates).set(name, link.state);
-      this.#unwatch.push(link.onState((s) => (this.hostStates = new Map(this.hostStates).set(name, s))));
+      this.#hostUnwatch.set(
+        name,
+        link.onState((s) => (this.hostStates = new Map(this.hostStates).set(name, s))),
+      );
     }
     return source.live.start();
+  }
+
+  #hostUnwatch = new Map<string, () => void>();
+
+  /** Drops a host that was removed: its rows, counts and link, its rows'
+   * calls in flight and selection, and a filter on it. Nothing more is
+   * read from it. */
+  removeHost(name: string): void {
+    const source = this.#sources.get(name);
+    if (!source) return;
+    source.live.stop();
+    this.#hostUnwatch.get(name)?.();
+    this.#hostUnwatch.delete(name);
+    this.#sources.delete(name);
+    const mine = (key: RowKey) => parseRowKey(key).host === name;
+    this.#hostRows = new Map([...this.#hostRows].filter(([key]) => !mine(key)));
+    const counts = new Map(this.#hostCounts);
+    counts.delete(name);
+    this.#hostCounts = counts;
+    const states = new Map(this.hostStates);
+    states.delete(name);
+    this.hostStates = states;
+    this.hosts = this.hosts.filter((h) => h !== name);
+    this.sorted = this.sorted.filter((r) => r.host !== name);
+    this.workspaces = workspacesOf(this.all.values());
+    if ([...this.busy].some(mine)) this.busy = new Set([...this.busy].filter((k) => !mine(k)));
+    if (this.selected !== null && mine(this.selected)) this.selected = null;
+    if (this.filter.host === name) this.setFilter({ host: "" });
+    // A workspace only that host had is no longer one to filter on.
+    if (this.filter.workspace !== "" && !this.workspaces.includes(this.filter.workspace)) this.setFilter({ workspace: "" });
   }
 
   /** Tries to reach a host now instead of waiting for its next retry. */

@@ -13,6 +13,8 @@ import type {
   GateView,
   HostEvent,
   HostLinkView,
+  HostRemoved,
+  HostSetupStep,
   JsonValue,
   MessageTo,
   MessageView,
@@ -228,6 +230,27 @@ export interface Operations {
    * time (a live link is left alone).
    */
   hostRetry(host: string): Promise<null>;
+  /**
+   * Adds host `name` at `url` (`ssh://[user@]host[:port]`) as
+   * `overseer hosts add` does: checks the machine (saying what
+   * to install), copies this version's `overseer` there, starts
+   * its engine, pins its signing key, and links to it. Each step
+   * is told as an `overseer://host-setup` event as it happens;
+   * the answer is the new host's link.
+   */
+  hostAdd(name: string, url: string): Promise<HostLinkView>;
+  /**
+   * Installs this version on host `host` and restarts its engine
+   * there (`overseer hosts upgrade`); its key must be the pinned
+   * one. Steps told as `overseer://host-setup`.
+   */
+  hostUpgrade(host: string): Promise<HostLinkView>;
+  /**
+   * Stops host `host`'s engine and forgets the host (`overseer
+   * hosts remove`; its files stay there): its link closes and
+   * `overseer://host-removed` is pushed.
+   */
+  hostRemove(host: string): Promise<null>;
 }
 
 /** The events the engine pushes to the window. Each listener resolves to
@@ -241,6 +264,16 @@ export interface Events {
   onHostEvent(on: (payload: HostEvent) => void): Promise<() => void>;
   /** A host's link changed state (and at start, once per host). */
   onHostLink(on: (payload: HostLinkView) => void): Promise<() => void>;
+  /**
+   * One step of adding, upgrading or removing a host, as it
+   * happens (from the window or from `overseer hosts` in a terminal).
+   */
+  onHostSetup(on: (payload: HostSetupStep) => void): Promise<() => void>;
+  /**
+   * A host was forgotten (from the window or `overseer hosts
+   * remove`): its link is closed; drop its rows.
+   */
+  onHostRemoved(on: (payload: HostRemoved) => void): Promise<() => void>;
 }
 
 /** Calls a command by name with its camelCase arguments. */
@@ -295,6 +328,9 @@ export function operations(invoke: Invoke): Operations {
     hostLinks: () => invoke<Array<HostLinkView>>("host_links"),
     hostCall: (host, command, args) => invoke<JsonValue>("host_call", { host, command, args }),
     hostRetry: (host) => invoke<null>("host_retry", { host }),
+    hostAdd: (name, url) => invoke<HostLinkView>("host_add", { name, url }),
+    hostUpgrade: (host) => invoke<HostLinkView>("host_upgrade", { host }),
+    hostRemove: (host) => invoke<null>("host_remove", { host }),
   };
 }
 
@@ -322,6 +358,9 @@ export const WRITES: ReadonlySet<string> = new Set([
   "set_webhook_enabled",
   "test_webhook",
   "host_call",
+  "host_add",
+  "host_upgrade",
+  "host_remove",
 ]);
 
 /** The events, each a listener on its channel. */
@@ -331,5 +370,7 @@ export function events(listen: Listen): Events {
     onOpenRequest: (on) => listen<OpenRun>("overseer://open", on),
     onHostEvent: (on) => listen<HostEvent>("overseer://host-event", on),
     onHostLink: (on) => listen<HostLinkView>("overseer://host-link", on),
+    onHostSetup: (on) => listen<HostSetupStep>("overseer://host-setup", on),
+    onHostRemoved: (on) => listen<HostRemoved>("overseer://host-removed", on),
   };
 }

@@ -434,6 +434,15 @@ url: string,
  */
 fingerprint: string, state: HostLinkState, };
 
+export type HostRemoved = { host: string, };
+
+export type HostSetupStep = { host: string, 
+/**
+ * What was done or found, said for the user ("copied overseer 0.1.0
+ * to ...", "the host lacks slirp4netns ...").
+ */
+line: string, };
+
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
 export type LimitsStatus = { "state": "available", controllers: Array<string>, how: string, } | { "state": "missing", why: string, leaves_open: string, };

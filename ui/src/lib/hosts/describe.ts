@@ -28,5 +28,21 @@ export function hostStatus(state: LinkState | undefined, now: number): HostStatu
   }
 }
 
-/** The command that adds a host (the window does not add one yet). */
+/** The command that adds a host from a terminal (Settings adds one too). */
 export const ADD_HOST_COMMAND = "overseer hosts add NAME ssh://user@host";
+
+/** What a host's setup steps say of how it went. */
+export function setupOutcome(s: { action: "add" | "upgrade" | "remove" | null; running: boolean; error: { message: string } | null }): string {
+  if (s.running) return s.action === "add" ? "Adding…" : s.action === "upgrade" ? "Upgrading…" : "Removing…";
+  if (s.error) return "Stopped: nothing after the last step was done.";
+  switch (s.action) {
+    case "add":
+      return "Added.";
+    case "upgrade":
+      return "Upgraded.";
+    case "remove":
+      return "Removed.";
+    case null:
+      return "From a terminal (overseer hosts).";
+  }
+}

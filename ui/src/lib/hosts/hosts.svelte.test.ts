@@ -6,33 +6,8 @@ import { Fleet } from "../fleet/fleet.svelte";
 import { Hosts } from "./hosts.svelte";
 import { HostInboxes, waitingTotal } from "./inboxes.svelte";
 import { Gates } from "../inbox/gates.svelte";
-import { IN_REVIEW, MockBackend, MockHosts, demoBackend } from "../backend/mock";
+import { MockBackend, MockHosts, pendingToolGate, reviewRun } from "../backend/mock";
 import { LOCAL_HOST, rowKey } from "../fleet/fleet";
-import type { GateView, RunView } from "../types";
-
-/** A pending tool-call gate of run `runId` (the recorded demo's, renumbered). */
-function toolGate(id: number, runId: number): GateView {
-  const g = [...demoBackend(42).gates.values()].find((g) => g.kind === "tool_call" && g.status === "pending");
-  if (!g) throw new Error("the recorded demo has no pending tool call");
-  return { ...g, id, run_id: runId };
-}
-
-const review = (id: number, title = `task ${id}`): RunView => ({
-  id,
-  task_id: id,
-  task_title: title,
-  workspace: "w",
-  agent: "demo",
-  state: { state: "pending_review" },
-  state_since: 0,
-  created_at: 0,
-  needs_you: true,
-  attention_rank: 0,
-  release_note: null,
-  origin: "launched",
-  actions: IN_REVIEW,
-  pending_gate: null,
-});
 
 const flush = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
@@ -40,10 +15,10 @@ const flush = async () => {
 
 /** This machine with run 1, and two hosts each with a run 1 of its own. */
 async function twoHosts() {
-  const local = new MockBackend([review(1, "here")], () => 42);
+  const local = new MockBackend([reviewRun(1, "here")], () => 42);
   const transport = new MockHosts(() => Date.UTC(2026, 10, 27, 14, 2, 0));
-  const build1 = transport.add("build1", new MockBackend([review(1, "on build1")], () => 42));
-  const build2 = transport.add("build2", new MockBackend([review(1, "on build2"), review(2, "also on build2")], () => 42));
+  const build1 = transport.add("build1", new MockBackend([reviewRun(1, "on build1")], () => 42));
+  const build2 = transport.add("build2", new MockBackend([reviewRun(1, "on build2"), reviewRun(2, "also on build2")], () => 42));
   const fleet = new Fleet(local);
   const hosts = new Hosts(transport);
   const started: Promise<void>[] = [];
@@ -68,7 +43,7 @@ describe("one fleet over hosts", () => {
     expect(fleet.counts.needs_you).toBe(4);
 
     // An event of build1's run 1 changes that row only.
-    build1.push({ type: "run_changed", run: { ...review(1, "on build1"), state: { state: "running" }, needs_you: false, attention_rank: 5 } });
+    build1.push({ type: "run_changed", run: { ...reviewRun(1, "on build1"), state: { state: "running" }, needs_you: false, attention_rank: 5 } });
     expect(fleet.all.get("build1/1")?.state.state).toBe("running");
     expect(fleet.all.get("build2/1")?.state.state).toBe("pending_review");
     expect(fleet.rows.get(1)?.state.state).toBe("pending_review");
@@ -136,8 +111,8 @@ describe("one fleet over hosts", () => {
     const { fleet, transport, build1, hosts } = await twoHosts();
     transport.cut("build1");
     // Missed while down: the run was merged there.
-    build1.push({ type: "run_changed", run: { ...review(1, "on build1"), state: { state: "released", reason: "merged" }, needs_you: false } });
-    build1.runs.set(5, review(5, "new on build1"));
+    build1.push({ type: "run_changed", run: { ...reviewRun(1, "on build1"), state: { state: "released", reason: "merged" }, needs_you: false } });
+    build1.runs.set(5, reviewRun(5, "new on build1"));
     expect(fleet.all.get("build1/1")?.state.state).toBe("pending_review");
     const listed = build1.calls.filter((c) => c === "listRuns").length;
 
@@ -156,7 +131,7 @@ describe("one fleet over hosts", () => {
 
   it("sends a decision on a host's card to that host", async () => {
     const { fleet, hosts, local, build1, build2 } = await twoHosts();
-    build1.gates.set(7, toolGate(7, 1));
+    build1.gates.set(7, pendingToolGate(7, 1));
     const backend = hosts.backend("build1")!;
     const gates = new Gates(backend, fleet.forHost("build1"));
     await gates.start();
@@ -172,7 +147,7 @@ describe("one fleet over hosts", () => {
   });
 
   it("leaves a fleet without hosts as it was", async () => {
-    const local = new MockBackend([review(1), review(2)], () => 42);
+    const local = new MockBackend([reviewRun(1), reviewRun(2)], () => 42);
     const fleet = new Fleet(local);
     const hosts = new Hosts(new MockHosts());
     hosts.onAdded((name, backend) => void fleet.addHost(name, backend));
@@ -193,10 +168,10 @@ describe("one fleet over hosts", () => {
 describe("one inbox over hosts", () => {
   it("counts every host's waiting items and refuses a down host's decision on its card", async () => {
     const { fleet, hosts, transport, local, build1, build2 } = await twoHosts();
-    local.gates.set(3, toolGate(3, 1));
-    build1.gates.set(3, toolGate(3, 1));
-    build2.gates.set(3, toolGate(3, 1));
-    build2.gates.set(4, toolGate(4, 2));
+    local.gates.set(3, pendingToolGate(3, 1));
+    build1.gates.set(3, pendingToolGate(3, 1));
+    build2.gates.set(3, pendingToolGate(3, 1));
+    build2.gates.set(4, pendingToolGate(4, 2));
     const gates = new Gates(local, fleet);
     const inboxes = new HostInboxes();
     await Promise.all([gates.start(), inboxes.add("build1", hosts.backend("build1")!, fleet.forHost("build1")), inboxes.add("build2", hosts.backend("build2")!, fleet.forHost("build2"))]);
@@ -205,8 +180,8 @@ describe("one inbox over hosts", () => {
     expect(inboxes.get("build2")?.sorted.map((g) => g.id).sort()).toEqual([3, 4]);
 
     // A gate opened on build2 while the window looks: counted at once.
-    build2.runs.set(9, review(9));
-    build2.openGate(toolGate(9, 9));
+    build2.runs.set(9, reviewRun(9));
+    build2.openGate(pendingToolGate(9, 9));
     await flush();
     expect(waitingTotal(gates, inboxes)).toBe(5);
 
@@ -232,7 +207,7 @@ describe("one inbox over hosts", () => {
 describe("the hosts store", () => {
   it("lists the hosts once, then follows the app's link reports only", async () => {
     const transport = new MockHosts();
-    transport.add("build1", new MockBackend([review(1)], () => 42));
+    transport.add("build1", new MockBackend([reviewRun(1)], () => 42));
     let listed = 0;
     const links = transport.links.bind(transport);
     transport.links = () => {
@@ -252,7 +227,7 @@ describe("the hosts store", () => {
     expect(hosts.states.get("build1")).toMatchObject({ status: "down", reason: "reported during the listing" });
 
     // A host added with the CLI while the window is open joins by its report.
-    transport.add("build2", new MockBackend([review(1, "on build2")], () => 42));
+    transport.add("build2", new MockBackend([reviewRun(1, "on build2")], () => 42));
     await flush();
     expect(hosts.list.map((h) => h.name)).toEqual(["build1", "build2"]);
     expect(added).toEqual(["build1", "build2"]);

@@ -22,6 +22,15 @@ export class HostInboxes {
     return gates.start();
   }
 
+  /** Stops following a host that was removed: its cards leave the inbox
+   * and its items the count. */
+  remove(host: string): void {
+    const gone = this.list.find((h) => h.host === host);
+    if (!gone) return;
+    gone.gates.stop();
+    this.list = this.list.filter((h) => h !== gone);
+  }
+
   get(host: string): Gates | undefined {
     return this.list.find((h) => h.host === host)?.gates;
   }

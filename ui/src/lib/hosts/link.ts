@@ -14,8 +14,8 @@
 import type { Backend, Link, LinkState } from "../backend/backend";
 import { toApiError } from "../backend/errors";
 import { events, operations, WRITES } from "../generated/client";
-import type { ApiError, EngineEvent } from "../types";
-import type { HostLinkState, HostLinkView } from "./types";
+import type { ApiError, EngineEvent, JsonValue } from "../types";
+import type { HostLinkState, HostLinkView, HostSetupStep } from "./types";
 
 /** What the window needs of the app to reach its hosts (the app's Tauri
  * commands and events; tests and the dev server give their own). */
@@ -30,6 +30,39 @@ export interface HostTransport {
   onEvent(on: (host: string, event: EngineEvent) => void): Promise<() => void>;
   /** Each change of a host's link (`overseer://host-link`). */
   onLink(on: (view: HostLinkView) => void): Promise<() => void>;
+  /** Adds a host (`host_add`): checks the machine, installs, starts its
+   * engine, pins its key; each step comes on `onSetup`. Its new link. */
+  addHost(name: string, url: string): Promise<HostLinkView>;
+  /** Installs this version on a host and restarts its engine (`host_upgrade`). */
+  upgradeHost(host: string): Promise<HostLinkView>;
+  /** Stops a host's engine and forgets the host (`host_remove`). */
+  removeHost(host: string): Promise<void>;
+  /** Each step of adding, upgrading or removing a host, from the window or
+   * from a terminal (`overseer://host-setup`). */
+  onSetup(on: (step: HostSetupStep) => void): Promise<() => void>;
+  /** A host was forgotten: its link is closed (`overseer://host-removed`). */
+  onRemoved(on: (host: string) => void): Promise<() => void>;
+}
+
+/** The app's hosts as its commands and events carry them (the window's
+ * Tauri backend; a mock app in tests). */
+export function backendHosts(b: Backend): HostTransport {
+  return {
+    links: () => b.hostLinks(),
+    call: (host, command, args) => b.hostCall(host, command, args as JsonValue),
+    retry: async (host) => {
+      await b.hostRetry(host);
+    },
+    onEvent: (on) => b.onHostEvent((e) => on(e.host, e.event)),
+    onLink: (on) => b.onHostLink(on),
+    addHost: (name, url) => b.hostAdd(name, url),
+    upgradeHost: (host) => b.hostUpgrade(host),
+    removeHost: async (host) => {
+      await b.hostRemove(host);
+    },
+    onSetup: (on) => b.onHostSetup(on),
+    onRemoved: (on) => b.onHostRemoved((r) => on(r.host)),
+  };
 }
 
 /** "14:02" (with seconds when `seconds`). */
@@ -111,6 +144,21 @@ export class HostLink implements Link {
     return this.#state;
   }
 
+  /** Set once the host was removed: nothing is sent to it any more. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+  #closed = false;
+
+  /** The host was forgotten: its stores stop following it and no call
+   * goes to it. */
+  close(): void {
+    this.#closed = true;
+    this.#generation += 1;
+    this.#watchers.clear();
+    this.#resyncers.clear();
+  }
+
   onState(on: (state: LinkState) => void): () => void {
     this.#watchers.add(on);
     return () => this.#watchers.delete(on);
@@ -131,6 +179,7 @@ export class HostLink implements Link {
   /** The app's report of a change. Going live after anything but live (or
    * with a grown `resync`) rereads every store before the link is live. */
   report(s: HostLinkState): void {
+    if (this.#closed) return;
     if (s.status !== "live") {
       this.#generation += 1;
       this.#set(linkStateOf(s));
@@ -173,6 +222,7 @@ export function hostBackend(
 ): Backend & { link: HostLink } {
   const host = link.host;
   const call = async <T>(command: string, args?: Record<string, unknown>): Promise<T> => {
+    if (link.closed) throw { code: "not_found", message: `${host} was removed from this machine's hosts: nothing was sent` } satisfies ApiError;
     if (WRITES.has(command)) {
       const refused = hostRefusal(host, link.state);
       if (refused) throw refused;

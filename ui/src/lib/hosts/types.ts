@@ -1,3 +1,3 @@
 // The app's hosts, as its Tauri commands and events carry them: the types
 // generated from the Rust side's declaration (../generated/types.ts).
-export type { HostEvent, HostLinkState, HostLinkView } from "../generated/types";
+export type { HostEvent, HostLinkState, HostLinkView, HostRemoved, HostSetupStep } from "../generated/types";
