@@ -7,7 +7,7 @@ import { render } from "svelte/server";
 import { MockBackend, MockHosts } from "../backend/mock";
 import type { Workspace } from "../types";
 import { Hosts } from "./hosts.svelte";
-import { EveryWorkspace } from "./workspaces.svelte";
+import { EveryWorkspace, workspaceAddTarget } from "./workspaces.svelte";
 import { workspaceAddCommand, workspacePathProblem } from "./setup";
 import WorkspaceSection from "../../components/settings/WorkspaceSection.svelte";
 import WorkspaceAdd from "../../components/settings/WorkspaceAdd.svelte";
@@ -82,15 +82,40 @@ describe("workspaces over hosts", () => {
   });
 
   it("offers this machine and the live hosts to add a workspace on, with the command that does it", async () => {
-    const { transport, hosts } = await settings();
+    const { local, transport, hosts } = await settings();
     transport.add("down1", engine());
     transport.cut("down1");
-    const body = render(WorkspaceAdd, { props: { hosts } }).body;
+    const body = render(WorkspaceAdd, { props: { backend: local, hosts } }).body;
     expect(body).toMatch(/data-testid="workspace-host"[^]*<option value=""[^>]*>this machine<\/option>[^]*<option value="build1">build1<\/option>/);
     expect(body).not.toContain('value="down1"');
     expect(body).toContain('data-testid="workspace-add-command">overseer workspace add PATH</code>');
     // Without hosts: no host choice.
-    expect(render(WorkspaceAdd, { props: { hosts: null } }).body).not.toContain('data-testid="workspace-host"');
+    expect(render(WorkspaceAdd, { props: { backend: local, hosts: null } }).body).not.toContain('data-testid="workspace-host"');
+    hosts.stop();
+  });
+
+  it("adds a workspace through the chosen machine's engine, and it joins the list from that engine's event", async () => {
+    const { local, build1, hosts, every } = await settings();
+    const there = workspaceAddTarget(local, hosts, "build1", "/home/me/web");
+    if (!there.ok) throw new Error(there.problem.message);
+    const added = await there.engine.addWorkspace("/home/me/web", null, { sensors: [], auto_advance: null });
+    expect(added.name).toBe("web");
+    await flush();
+    expect(build1.workspaces.map((w) => w.name)).toContain("web");
+    expect(local.workspaces.map((w) => w.name)).toEqual(["app"]);
+    expect(every.all.map((p) => p.key)).toContain("build1/web");
+    // Here too, by this machine's engine.
+    const here = workspaceAddTarget(local, hosts, null, "/src/site");
+    if (!here.ok) throw new Error(here.problem.message);
+    await here.engine.addWorkspace("/src/site", "site", { sensors: [], auto_advance: null });
+    await flush();
+    expect(every.all.map((p) => p.key)).toContain("site");
+    // A relative path, or a host no longer linked: nothing is sent.
+    const relative = workspaceAddTarget(local, hosts, "build1", "src/app");
+    expect(relative.ok ? null : relative.problem.field).toBe("path");
+    const gone = workspaceAddTarget(local, hosts, "elsewhere", "/src/app");
+    expect(gone.ok ? null : gone.problem.message).toMatch(/no longer linked/);
+    every.stop();
     hosts.stop();
   });
 

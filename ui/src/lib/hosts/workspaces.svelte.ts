@@ -5,8 +5,9 @@
 // backend. A host that joins is listed; one removed leaves.
 import type { Backend } from "../backend/backend";
 import { WorkspaceList } from "../settings/workspaces.svelte";
-import type { Workspace } from "../types";
+import type { FieldError, Workspace } from "../types";
 import type { Hosts } from "./hosts.svelte";
+import { workspacePathProblem } from "./setup";
 
 /** One engine's workspaces: this machine's (`host` null) or a host's. */
 export interface EngineWorkspaces {
@@ -94,4 +95,18 @@ export class EveryWorkspace {
     gone.following.stop();
     this.engines = this.engines.filter((e) => e !== gone);
   }
+}
+
+/** Where "Add a workspace" adds: this machine's engine (`host` null) or a
+ * linked host's; a problem with the path or the host is said as a field
+ * error and nothing is sent. */
+export type WorkspaceAddPlan = { ok: true; engine: Pick<Backend, "addWorkspace"> } | { ok: false; problem: FieldError };
+
+export function workspaceAddTarget(local: Pick<Backend, "addWorkspace">, hosts: Hosts | null, host: string | null, path: string): WorkspaceAddPlan {
+  const missing = workspacePathProblem(path, host);
+  if (missing) return { ok: false, problem: { field: "path", message: missing } };
+  if (host === null) return { ok: true, engine: local };
+  const engine = hosts?.backend(host);
+  if (!engine) return { ok: false, problem: { field: "host", message: `${host} is no longer linked: pick another machine` } };
+  return { ok: true, engine };
 }
