@@ -79,8 +79,13 @@ impl HostLinks {
     }
 
     // CONTRACT BRANCH PLACEHOLDERS: replaced by the h-hostsetup helper.
-    pub async fn host_add(&self, name: String, url: String) -> Result<HostLinkView, ApiError> {
-        let _ = (name, url);
+    pub async fn host_add(
+        &self,
+        name: String,
+        url: String,
+        ssh_config: Option<String>,
+    ) -> Result<HostLinkView, ApiError> {
+        let _ = (name, url, ssh_config);
         Err(ApiError::new(ErrorCode::Internal, "not built yet"))
     }
 

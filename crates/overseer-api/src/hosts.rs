@@ -54,6 +54,9 @@ macro_rules! host_commands {
                 write host_add => HostAdd {
                     name: String as name,
                     url: String as url,
+                    /// An ssh config file to use instead of ~/.ssh/config, kept
+                    /// for this host (`hosts add --ssh-config`); null: the user's.
+                    ssh_config: Option<String> as ssh_config,
                 } -> HostLinkView,
                     because "the app's links to other machines' engines; an engine knows no hosts";
                 /// Installs this version on host `host` and restarts its engine

@@ -660,8 +660,8 @@ export class MockBackend implements Backend {
     return null;
   }
 
-  hostAdd(name: string, url: string): Promise<HostLinkView> {
-    return this.appHosts.addHost(name, url);
+  hostAdd(name: string, url: string, sshConfig: string | null): Promise<HostLinkView> {
+    return this.appHosts.addHost(name, url, sshConfig);
   }
 
   hostUpgrade(host: string): Promise<HostLinkView> {
@@ -1020,7 +1020,8 @@ export class MockHosts implements HostTransport {
 
   /** `host_add`, as `overseer hosts add` does it: checks the machine, copies
    * the binary, starts the engine, pins its key, then links to it. */
-  async addHost(name: string, url: string): Promise<HostLinkView> {
+  async addHost(name: string, url: string, sshConfig: string | null): Promise<HostLinkView> {
+    if (sshConfig !== null && !sshConfig.startsWith("/")) throw fail("invalid_input", `${sshConfig}: give the ssh config file's absolute path`);
     const name_ = hostNameProblem(name, [...this.views.keys()]);
     if (name_) throw fail(this.views.has(name) ? "conflict" : "invalid_input", name_);
     const parsed = parseHostUrl(url);

@@ -238,7 +238,7 @@ export interface Operations {
    * is told as an `overseer://host-setup` event as it happens;
    * the answer is the new host's link.
    */
-  hostAdd(name: string, url: string): Promise<HostLinkView>;
+  hostAdd(name: string, url: string, sshConfig: string | null): Promise<HostLinkView>;
   /**
    * Installs this version on host `host` and restarts its engine
    * there (`overseer hosts upgrade`); its key must be the pinned
@@ -328,7 +328,7 @@ export function operations(invoke: Invoke): Operations {
     hostLinks: () => invoke<Array<HostLinkView>>("host_links"),
     hostCall: (host, command, args) => invoke<JsonValue>("host_call", { host, command, args }),
     hostRetry: (host) => invoke<null>("host_retry", { host }),
-    hostAdd: (name, url) => invoke<HostLinkView>("host_add", { name, url }),
+    hostAdd: (name, url, sshConfig) => invoke<HostLinkView>("host_add", { name, url, sshConfig }),
     hostUpgrade: (host) => invoke<HostLinkView>("host_upgrade", { host }),
     hostRemove: (host) => invoke<null>("host_remove", { host }),
   };

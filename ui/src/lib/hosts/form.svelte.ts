@@ -9,6 +9,8 @@ import { hostFormProblems } from "./setup";
 export class HostAddForm {
   name = $state("");
   url = $state("");
+  /** An ssh config file to use instead of ~/.ssh/config ("": the user's). */
+  sshConfig = $state("");
   /** What the form's own checks found; nothing was sent. */
   problems = $state.raw<readonly FieldError[]>([]);
   /** The app's refusal of the last add, as it returned it. */
@@ -33,22 +35,29 @@ export class HostAddForm {
     if (this.running) return false;
     const name = this.name.trim();
     const url = this.url.trim();
-    this.problems = hostFormProblems(
-      name,
-      url,
-      this.hosts.list.map((h) => h.name),
-    );
+    const sshConfig = this.sshConfig.trim();
+    this.problems = [
+      ...hostFormProblems(
+        name,
+        url,
+        this.hosts.list.map((h) => h.name),
+      ),
+      ...(sshConfig !== "" && !sshConfig.startsWith("/")
+        ? [{ field: "ssh_config", message: `“${sshConfig}” is not an absolute path: give the ssh config file's whole path, starting with /, or leave it empty for ~/.ssh/config.` }]
+        : []),
+    ];
     if (this.problems.length > 0) {
       this.error = null;
       return false;
     }
     this.adding = name;
     this.error = null;
-    const refused = await this.hosts.add(name, url);
+    const refused = await this.hosts.add(name, url, sshConfig === "" ? null : sshConfig);
     this.error = refused;
     if (refused) return false;
     this.name = "";
     this.url = "";
+    this.sshConfig = "";
     return true;
   }
 }

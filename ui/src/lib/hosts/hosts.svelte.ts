@@ -116,13 +116,14 @@ export class Hosts {
     return this.setups.get(name)?.running ?? false;
   }
 
-  /** Adds host `name` at `url` (the app checks the machine, installs, starts
+  /** Adds host `name` at `url` (with `sshConfig` instead of the user's
+   * ~/.ssh/config when given; the app checks the machine, installs, starts
    * its engine and pins its key); its steps are told as they happen. The
    * app's refusal, or null once the host is added (it is then listed with
    * its link, as the app reported it). */
-  add(name: string, url: string): Promise<ApiError | null> {
+  add(name: string, url: string, sshConfig: string | null = null): Promise<ApiError | null> {
     return this.#setup(name, "add", async () => {
-      const view = await this.transport.addHost(name, url);
+      const view = await this.transport.addHost(name, url, sshConfig);
       // Its link's own reports may have come first (and be newer).
       if (!this.#backends.has(view.name)) this.#report(view);
     });

@@ -32,7 +32,7 @@ export interface HostTransport {
   onLink(on: (view: HostLinkView) => void): Promise<() => void>;
   /** Adds a host (`host_add`): checks the machine, installs, starts its
    * engine, pins its key; each step comes on `onSetup`. Its new link. */
-  addHost(name: string, url: string): Promise<HostLinkView>;
+  addHost(name: string, url: string, sshConfig: string | null): Promise<HostLinkView>;
   /** Installs this version on a host and restarts its engine (`host_upgrade`). */
   upgradeHost(host: string): Promise<HostLinkView>;
   /** Stops a host's engine and forgets the host (`host_remove`). */
@@ -55,7 +55,7 @@ export function backendHosts(b: Backend): HostTransport {
     },
     onEvent: (on) => b.onHostEvent((e) => on(e.host, e.event)),
     onLink: (on) => b.onHostLink(on),
-    addHost: (name, url) => b.hostAdd(name, url),
+    addHost: (name, url, sshConfig) => b.hostAdd(name, url, sshConfig),
     upgradeHost: (host) => b.hostUpgrade(host),
     removeHost: async (host) => {
       await b.hostRemove(host);

@@ -109,6 +109,33 @@ describe("the add-a-host form's own checks", () => {
     expect([form.name, form.url]).toEqual([" bare ", "ssh://me@bare.lan"]);
     stop();
   });
+
+  it("passes an ssh config file to the app as given, and refuses a relative one in the form", async () => {
+    const { transport, hosts, stop } = await window_();
+    const seen: (string | null)[] = [];
+    const addHost = transport.addHost.bind(transport);
+    transport.addHost = (name, url, sshConfig) => {
+      seen.push(sshConfig);
+      return addHost(name, url, sshConfig);
+    };
+    const form = new HostAddForm(hosts);
+    form.name = "build3";
+    form.url = "ssh://me@build3.lan";
+    form.sshConfig = "ssh/build.conf";
+    expect(await form.submit()).toBe(false);
+    expect(form.problems.map((p) => p.field)).toEqual(["ssh_config"]);
+    expect(seen).toEqual([]);
+    form.sshConfig = " /home/me/.ssh/build.conf ";
+    expect(await form.submit()).toBe(true);
+    expect(seen).toEqual(["/home/me/.ssh/build.conf"]);
+    expect(form.sshConfig).toBe("");
+    // Left empty: the user's own ~/.ssh/config (null to the app).
+    form.name = "build4";
+    form.url = "ssh://me@build4.lan";
+    expect(await form.submit()).toBe(true);
+    expect(seen).toEqual(["/home/me/.ssh/build.conf", null]);
+    stop();
+  });
 });
 
 describe("adding, upgrading and removing a host from the window", () => {
@@ -296,7 +323,7 @@ describe("hosts set up from a terminal", () => {
 
     // `overseer hosts add build2 ...` again: the same name, a new engine.
     transport.machines.set("build2", { engine: new MockBackend([reviewRun(7, "after reinstall")], () => 42) });
-    await transport.addHost("build2", "ssh://me@build2.lan");
+    await transport.addHost("build2", "ssh://me@build2.lan", null);
     await flush();
     expect(hosts.setups.get("build2")?.lines).toHaveLength(6);
     expect(hosts.setups.get("build2")?.action).toBeNull();
