@@ -1,19 +1,31 @@
 //! The app's links to hosts (engines on other machines, `overseer hosts
-//! add`): one [`Link`] per host in `hosts.json`, started with the app. The
-//! window reaches them through the host commands (declared with the
-//! contract, `overseer_api::host_commands!`, and generated here like the
-//! engine's commands): the links and how they stand, a window command
-//! performed on a host's engine, reconnecting now. Every host's events and
-//! every change of a link's state are pushed to the window, and a host's
-//! gate that would notify here notifies, naming the host.
+//! add`): one [`Link`] per host in `hosts.json`. The window reaches them
+//! through the host commands (declared with the contract,
+//! `overseer_api::host_commands!`, and generated here like the engine's
+//! commands): the links and how they stand, a window command performed on a
+//! host's engine, reconnecting now, and adding, upgrading and removing a
+//! host (`overseer_server::remote::setup`, as `overseer hosts` does, each
+//! step pushed as it happens). Every host's events and every change of a
+//! link's state are pushed to the window, and a host's gate that would
+//! notify here notifies, naming the host.
+//!
+//! Hosts come and go while the app runs: from the window, or from a
+//! terminal (`overseer hosts add|upgrade|remove` rewrites `hosts.json`),
+//! which the app follows by watching the data dir (inotify), never polling.
+//! Both end in [`HostLinks::follow`]: a link for each host in the file (a
+//! new one where its entry changed), none for a host no longer in it.
 
 use overseer_core::{ApiError, EngineEvent, ErrorCode};
 use overseer_engine::{notification_for, Engine, Notification, Paths};
 use overseer_server::api::op;
 use overseer_server::remote::{
-    registry, HostEvent, HostLinkView, HostRemoved, HostSetupStep, Link, LinkOptions,
+    registry, setup, Host, HostEvent, HostLinkState, HostLinkView, HostRemoved, HostSetupStep,
+    Link, LinkOptions,
 };
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 use tauri::{AppHandle, State};
 
 type JsonValue = serde_json::Value;
@@ -21,45 +33,171 @@ type JsonValue = serde_json::Value;
 /// Shows a host's notification (`host`, what to tell).
 pub type HostNotify = Arc<dyn Fn(&str, Notification) + Send + Sync>;
 
-/// The app's links, one per host it knows.
-pub struct HostLinks {
-    links: Vec<Arc<Link>>,
+/// Where the links' news go: the window (and the desktop's notifications)
+/// in the app, a recorder in tests.
+pub trait HostSink: Send + Sync + 'static {
+    /// An event of a host's engine.
+    fn event(&self, event: &HostEvent);
+    /// A host's link as it stands now (at its start, and at each change).
+    fn link(&self, view: &HostLinkView);
+    /// One step of adding, upgrading or removing a host.
+    fn setup(&self, step: &HostSetupStep);
+    /// A host was forgotten; its link is closed.
+    fn removed(&self, removed: &HostRemoved);
+    /// A host's event calls for this notification (told once per event).
+    fn notify(&self, host: &str, notification: Notification);
 }
 
-impl HostLinks {
-    /// Starts a link to every host in `hosts.json` (inside the async
-    /// runtime). A hosts file that cannot be read leaves the app without
-    /// hosts, said in the log.
-    pub fn start(paths: &Paths) -> HostLinks {
-        let hosts = match registry::load(paths) {
-            Ok(file) => file.hosts,
-            Err(e) => {
-                tracing::warn!("no hosts are linked: {e}");
-                Vec::new()
-            }
-        };
-        HostLinks {
-            links: hosts
-                .into_iter()
-                .map(|h| Arc::new(Link::start(h, LinkOptions::default())))
-                .collect(),
+/// The window's sink: the host events pushed to the web view; a host's
+/// notification shown unless this machine's settings mute its kind.
+pub struct WindowSink {
+    pub handle: AppHandle,
+    pub engine: Arc<Engine>,
+    pub notify: HostNotify,
+}
+
+impl HostSink for WindowSink {
+    fn event(&self, payload: &HostEvent) {
+        if let Err(e) = events::on_host_event(&self.handle, payload) {
+            tracing::warn!(
+                "cannot push host {}'s event to the window: {e}",
+                payload.host
+            );
         }
     }
 
-    fn link(&self, host: &str) -> Result<&Arc<Link>, ApiError> {
-        self.links.iter().find(|l| l.name() == host).ok_or_else(|| {
+    fn link(&self, view: &HostLinkView) {
+        if let Err(e) = events::on_host_link(&self.handle, view) {
+            tracing::warn!("cannot push host {}'s link to the window: {e}", view.name);
+        }
+    }
+
+    fn setup(&self, step: &HostSetupStep) {
+        if let Err(e) = events::on_host_setup(&self.handle, step) {
+            tracing::warn!(
+                "cannot push host {}'s setup step to the window: {e}",
+                step.host
+            );
+        }
+    }
+
+    fn removed(&self, removed: &HostRemoved) {
+        if let Err(e) = events::on_host_removed(&self.handle, removed) {
+            tracing::warn!(
+                "cannot tell the window host {} is removed: {e}",
+                removed.host
+            );
+        }
+    }
+
+    fn notify(&self, host: &str, n: Notification) {
+        if !self.engine.notifications().is_muted(n.kind) {
+            (self.notify)(host, n);
+        }
+    }
+}
+
+/// What adding and upgrading a host from the app installs there, and how
+/// its links behave.
+#[derive(Debug, Clone)]
+pub struct SetupOptions {
+    /// The `overseer` command line binary copied to a host (the one
+    /// installed beside the app); none found: adding and upgrading say so.
+    pub exe: Option<PathBuf>,
+    /// An ssh config file kept with a host added here (else
+    /// `$OVERSEER_SSH_CONFIG`, else the user's own).
+    pub ssh_config: Option<PathBuf>,
+    pub link: LinkOptions,
+}
+
+impl Default for SetupOptions {
+    fn default() -> Self {
+        SetupOptions {
+            exe: overseer_engine::agents::overseer_cli(),
+            ssh_config: None,
+            link: LinkOptions::default(),
+        }
+    }
+}
+
+/// How long adding or upgrading a host waits for its link to be live (on
+/// the engine just started) before answering with how it stands.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// The app's links, one per host it knows, following `hosts.json`.
+pub struct HostLinks {
+    inner: Arc<Inner>,
+    _watch: Option<Watch>,
+}
+
+struct Inner {
+    paths: Paths,
+    options: SetupOptions,
+    sink: Arc<dyn HostSink>,
+    links: Mutex<HashMap<String, Arc<Link>>>,
+}
+
+impl Drop for HostLinks {
+    fn drop(&mut self) {
+        if let Ok(links) = self.inner.links.lock() {
+            for link in links.values() {
+                link.stop();
+            }
+        }
+    }
+}
+
+impl HostLinks {
+    /// Starts a link to every host in `hosts.json` and follows the file
+    /// (inside the async runtime), each link's news told to `sink`. A hosts
+    /// file that cannot be read leaves the app without hosts, said in the
+    /// log (and read again when it changes).
+    pub fn start(paths: &Paths, options: SetupOptions, sink: Arc<dyn HostSink>) -> HostLinks {
+        let inner = Arc::new(Inner {
+            paths: paths.clone(),
+            options,
+            sink,
+            links: Mutex::new(HashMap::new()),
+        });
+        let watch = match watch(paths, Arc::downgrade(&inner)) {
+            Ok(watch) => Some(watch),
+            Err(e) => {
+                tracing::warn!(
+                    "hosts added or removed from a terminal are linked at the app's next start: \
+                     cannot watch {}: {e}",
+                    paths.data_dir.display()
+                );
+                None
+            }
+        };
+        inner.follow();
+        HostLinks {
+            inner,
+            _watch: watch,
+        }
+    }
+
+    /// The link to host `host` now.
+    pub fn get(&self, host: &str) -> Option<Arc<Link>> {
+        self.inner.get(host)
+    }
+
+    fn link(&self, host: &str) -> Result<Arc<Link>, ApiError> {
+        self.get(host).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::InvalidInput,
                 format!(
                     "no host named {host:?}: `overseer hosts list` shows the hosts this machine \
-                     knows (the app links to those it found when it started)"
+                     knows"
                 ),
             )
         })
     }
 
     pub async fn host_links(&self) -> Result<Vec<HostLinkView>, ApiError> {
-        Ok(self.links.iter().map(|l| l.view()).collect())
+        let mut views: Vec<HostLinkView> = self.inner.all().iter().map(|l| l.view()).collect();
+        views.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(views)
     }
 
     pub async fn host_call(
@@ -78,80 +216,269 @@ impl HostLinks {
         Ok(())
     }
 
-    // CONTRACT BRANCH PLACEHOLDERS: replaced by the h-hostsetup helper.
+    /// What adding or upgrading copies to the host, or why there is none.
+    fn exe(&self) -> Result<PathBuf, ApiError> {
+        self.inner.options.exe.clone().ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Internal,
+                "the `overseer` command line binary is not installed beside the app (it is \
+                 what a host runs): reinstall Overseer, or set OVERSEER_CLI to its path",
+            )
+        })
+    }
+
     pub async fn host_add(
         &self,
         name: String,
         url: String,
         ssh_config: Option<String>,
     ) -> Result<HostLinkView, ApiError> {
-        let _ = (name, url, ssh_config);
-        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
+        // The window's file, else the app's own (OVERSEER_SSH_CONFIG), else
+        // the user's ~/.ssh/config.
+        let ssh_config = match ssh_config.map(PathBuf::from) {
+            Some(file) if !file.is_absolute() => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "{}: give the ssh config file's absolute path, or none for                          ~/.ssh/config",
+                        file.display()
+                    ),
+                ))
+            }
+            Some(file) => Some(file),
+            None => self.inner.options.ssh_config.clone(),
+        };
+        let exe = self.exe()?;
+        let say = self.inner.teller(&name);
+        setup::add(&self.inner.paths, &exe, &name, &url, ssh_config, &say).await?;
+        self.inner.follow();
+        self.settled(&name, None).await
     }
 
     pub async fn host_upgrade(&self, host: String) -> Result<HostLinkView, ApiError> {
-        let _ = host;
-        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
+        let exe = self.exe()?;
+        let before = self.get(&host);
+        let engine = before.as_ref().and_then(|l| match l.state() {
+            HostLinkState::Live { engine, .. } => Some(engine),
+            _ => None,
+        });
+        let say = self.inner.teller(&host);
+        setup::upgrade(&self.inner.paths, &exe, &host, &say).await?;
+        self.inner.follow();
+        // Its entry unchanged, the same link: reconnect now to the
+        // restarted engine rather than at its retry time.
+        if let (Some(before), Some(now)) = (before, self.get(&host)) {
+            if Arc::ptr_eq(&before, &now) {
+                now.retry_now();
+            }
+        }
+        self.settled(&host, engine).await
     }
 
     pub async fn host_remove(&self, host: String) -> Result<(), ApiError> {
-        let _ = host;
-        Err(ApiError::new(ErrorCode::Internal, "not built yet"))
+        let say = self.inner.teller(&host);
+        setup::remove(&self.inner.paths, &host, &say).await?;
+        self.inner.follow();
+        Ok(())
     }
 
-    /// Pushes every host's events and link states to the window, and tells
-    /// `notify` what a host's events call for (what this machine's
-    /// notification settings do not mute).
-    pub fn forward(&self, handle: &AppHandle, engine: &Arc<Engine>, notify: HostNotify) {
-        for link in &self.links {
-            let mut states = link.watch();
-            let (l, h) = (link.clone(), handle.clone());
-            tauri::async_runtime::spawn(async move {
-                loop {
-                    if let Err(e) = events::on_host_link(&h, &l.view()) {
-                        tracing::warn!("cannot push host {}'s link to the window: {e}", l.name());
+    /// Host `name`'s link once it is live on an engine other than
+    /// `not_on` (the one before an upgrade restarted it), or as it stands
+    /// after [`SETTLE`].
+    async fn settled(&self, name: &str, not_on: Option<String>) -> Result<HostLinkView, ApiError> {
+        let link = self.link(name)?;
+        let mut states = link.watch();
+        let _ = tokio::time::timeout(
+            SETTLE,
+            states.wait_for(|s| {
+                matches!(s, HostLinkState::Live { engine, .. } if Some(engine) != not_on.as_ref())
+            }),
+        )
+        .await;
+        Ok(link.view())
+    }
+}
+
+impl Inner {
+    fn get(&self, host: &str) -> Option<Arc<Link>> {
+        self.links.lock().ok()?.get(host).cloned()
+    }
+
+    fn all(&self) -> Vec<Arc<Link>> {
+        self.links
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Tells each step of a setup of host `host` to the sink.
+    fn teller(&self, host: &str) -> impl Fn(&str) + Sync + use<> {
+        let (sink, host) = (self.sink.clone(), host.to_owned());
+        move |line: &str| {
+            sink.setup(&HostSetupStep {
+                host: host.clone(),
+                line: line.to_owned(),
+            })
+        }
+    }
+
+    /// Links as `hosts.json` says now: a link started for each new host
+    /// (and for a host whose entry changed, in place of its old one), the
+    /// link of a host no longer there stopped and its removal told. Run
+    /// after every change, whoever made it: a host is linked once.
+    fn follow(&self) {
+        let file = match registry::load(&self.paths) {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::warn!("the hosts' links are left as they are: {e}");
+                return;
+            }
+        };
+        let Ok(mut links) = self.links.lock() else {
+            return;
+        };
+        let gone: Vec<String> = links
+            .keys()
+            .filter(|name| !file.hosts.iter().any(|h| &h.name == *name))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(link) = links.remove(&name) {
+                link.stop();
+            }
+            tracing::info!(host = %name, "host forgotten: its link is closed");
+            self.sink.removed(&HostRemoved { host: name });
+        }
+        for host in &file.hosts {
+            if links.get(&host.name).is_some_and(|l| l.host() == host) {
+                continue;
+            }
+            if let Some(old) = links.remove(&host.name) {
+                tracing::info!(host = %host.name, "host changed: linking to it again");
+                old.stop();
+            }
+            let link = self.start_link(host.clone());
+            links.insert(host.name.clone(), link);
+        }
+    }
+
+    /// Starts `host`'s link and forwards its states and events to the sink
+    /// until it is stopped.
+    fn start_link(&self, host: Host) -> Arc<Link> {
+        let link = Arc::new(Link::start(host, self.options.link));
+        let mut states = link.watch();
+        let (l, sink) = (link.clone(), self.sink.clone());
+        tokio::spawn(async move {
+            loop {
+                sink.link(&l.view());
+                tokio::select! {
+                    changed = states.changed() => if changed.is_err() { return },
+                    _ = l.stopped() => return,
+                }
+            }
+        });
+        let mut rx = link.events();
+        let (l, sink) = (link.clone(), self.sink.clone());
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            let mut told = Told::default();
+            loop {
+                let received = tokio::select! {
+                    r = rx.recv() => r,
+                    _ = l.stopped() => return,
+                };
+                let event = match received {
+                    Ok(e) => e,
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::warn!("the window fell {n} events of host {} behind", l.name());
+                        continue;
                     }
-                    if states.changed().await.is_err() {
+                    Err(RecvError::Closed) => return,
+                };
+                let payload = HostEvent {
+                    host: l.name().to_owned(),
+                    event,
+                };
+                sink.event(&payload);
+                if let Some(n) = notification(&l, &payload.event).await {
+                    if told.first(&payload.event, &n) {
+                        sink.notify(l.name(), n);
+                    }
+                }
+            }
+        });
+        link
+    }
+}
+
+/// The watch on the data dir that follows `hosts.json`: its inotify fd
+/// (read by a thread of its own) and the watch, removed when the links go
+/// (which wakes the thread to end).
+struct Watch {
+    fd: Arc<std::os::fd::OwnedFd>,
+    wd: i32,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = rustix::fs::inotify::remove_watch(&*self.fd, self.wd);
+    }
+}
+
+/// Follows `hosts.json` in `paths`' data dir: each time it is replaced,
+/// written, or deleted (by `overseer hosts` in a terminal, by the window's
+/// own setups, by hand), the links follow it. Its thread ends with the
+/// links (inside the async runtime the links use).
+fn watch(paths: &Paths, inner: Weak<Inner>) -> std::io::Result<Watch> {
+    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+    std::fs::create_dir_all(&paths.data_dir)?;
+    let fd = Arc::new(inotify::init(CreateFlags::CLOEXEC)?);
+    let wd = inotify::add_watch(
+        &*fd,
+        &paths.data_dir,
+        WatchFlags::MOVED_TO
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::DELETE
+            | WatchFlags::MOVED_FROM,
+    )?;
+    let name = registry::hosts_path(paths)
+        .file_name()
+        .map(|n| n.as_encoded_bytes().to_vec())
+        .unwrap_or_default();
+    let runtime = tokio::runtime::Handle::current();
+    let reading = fd.clone();
+    std::thread::Builder::new()
+        .name("hosts.json".into())
+        .spawn(move || {
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+            let mut reader = inotify::Reader::new(&*reading, &mut buf);
+            let mut changed = false;
+            loop {
+                match reader.next() {
+                    Ok(event) => {
+                        let flags = event.events();
+                        if flags.contains(ReadFlags::IGNORED) {
+                            return;
+                        }
+                        changed |= flags.contains(ReadFlags::QUEUE_OVERFLOW)
+                            || event.file_name().is_some_and(|n| n.to_bytes() == name);
+                    }
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => {
+                        tracing::warn!("stopped following hosts.json: {e}");
                         return;
                     }
                 }
-            });
-            let mut rx = link.events();
-            let (l, h, engine, notify) =
-                (link.clone(), handle.clone(), engine.clone(), notify.clone());
-            tauri::async_runtime::spawn(async move {
-                use tokio::sync::broadcast::error::RecvError;
-                let mut told = Told::default();
-                loop {
-                    let event = match rx.recv().await {
-                        Ok(e) => e,
-                        Err(RecvError::Lagged(n)) => {
-                            tracing::warn!(
-                                "the window fell {n} events of host {} behind",
-                                l.name()
-                            );
-                            continue;
-                        }
-                        Err(RecvError::Closed) => return,
-                    };
-                    let payload = HostEvent {
-                        host: l.name().to_owned(),
-                        event,
-                    };
-                    if let Err(e) = events::on_host_event(&h, &payload) {
-                        tracing::warn!("cannot push host {}'s event to the window: {e}", l.name());
-                    }
-                    if let Some(n) = notification(&l, &payload.event).await {
-                        if told.first(&payload.event, &n)
-                            && !engine.notifications().is_muted(n.kind)
-                        {
-                            notify(l.name(), n);
-                        }
-                    }
+                // Every event read so far taken in: follow the file once.
+                if changed && reader.is_buffer_empty() {
+                    changed = false;
+                    let Some(inner) = inner.upgrade() else { return };
+                    let _in_runtime = runtime.enter();
+                    inner.follow();
                 }
-            });
-        }
-    }
+            }
+        })?;
+    Ok(Watch { fd, wd })
 }
 
 /// What a host's notifications told already: a run's row pushed twice (as
@@ -249,8 +576,55 @@ overseer_api::host_commands!(host_adapter);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overseer_server::remote::{HostLinkState, HostsFile};
+    use overseer_server::remote::HostsFile;
     use serde_json::json;
+
+    /// What the links told, in order (the window's sink, recorded).
+    #[derive(Default)]
+    pub(super) struct Recorder {
+        pub told: Mutex<Vec<Heard>>,
+    }
+
+    /// One thing told to a [`Recorder`].
+    #[derive(Debug, Clone)]
+    pub(super) enum Heard {
+        Event(Box<HostEvent>),
+        Link(HostLinkView),
+        Setup(HostSetupStep),
+        Removed(HostRemoved),
+        /// `host: title`.
+        Notify(String),
+    }
+
+    impl Recorder {
+        fn push(&self, t: Heard) {
+            if let Ok(mut told) = self.told.lock() {
+                told.push(t);
+            }
+        }
+
+        pub fn all(&self) -> Vec<Heard> {
+            self.told.lock().map(|t| t.clone()).unwrap_or_default()
+        }
+    }
+
+    impl HostSink for Recorder {
+        fn event(&self, e: &HostEvent) {
+            self.push(Heard::Event(Box::new(e.clone())))
+        }
+        fn link(&self, v: &HostLinkView) {
+            self.push(Heard::Link(v.clone()))
+        }
+        fn setup(&self, s: &HostSetupStep) {
+            self.push(Heard::Setup(s.clone()))
+        }
+        fn removed(&self, r: &HostRemoved) {
+            self.push(Heard::Removed(r.clone()))
+        }
+        fn notify(&self, host: &str, n: Notification) {
+            self.push(Heard::Notify(format!("{host}: {}", n.title)))
+        }
+    }
 
     /// A hosts file with one host no ssh can reach (a closed local port).
     fn unreachable_host() -> (tempfile::TempDir, Paths) {
@@ -330,7 +704,11 @@ mod tests {
     #[tokio::test]
     async fn a_host_call_names_what_is_wrong_and_is_refused_at_once_while_the_link_is_down() {
         let (_dir, paths) = unreachable_host();
-        let links = HostLinks::start(&paths);
+        let links = HostLinks::start(
+            &paths,
+            SetupOptions::default(),
+            Arc::new(Recorder::default()),
+        );
         let views = links.host_links().await.expect("links");
         assert_eq!(views.len(), 1);
         assert_eq!(views[0].name, "gone");
@@ -354,7 +732,7 @@ mod tests {
         assert!(wrong.message.contains("gateId"), "{}", wrong.message);
 
         // Down (ssh cannot connect): refused at once, saying why and when.
-        let mut states = links.links[0].watch();
+        let mut states = links.get("gone").expect("its link").watch();
         tokio::time::timeout(std::time::Duration::from_secs(20), async {
             while !matches!(*states.borrow_and_update(), HostLinkState::Down { .. }) {
                 states.changed().await.expect("the link runs");
@@ -379,3 +757,6 @@ mod tests {
         assert!(links.host_retry("other".into()).await.is_err());
     }
 }
+
+#[cfg(test)]
+mod setup_tests;

@@ -67,12 +67,18 @@ pub fn builder(
                 webview::tune(&w);
             }
             tray::install(app.handle(), engine.clone());
-            // A link to every host this machine knows, pushed to the window.
+            // A link to every host this machine knows (following hosts.json
+            // as it changes), pushed to the window.
             let paths = engine.paths().clone();
-            let links =
-                tauri::async_runtime::block_on(async move { hosts::HostLinks::start(&paths) });
             let notify = host_notify.unwrap_or_else(|| std::sync::Arc::new(|_: &str, _| {}));
-            links.forward(app.handle(), &engine, notify);
+            let sink = std::sync::Arc::new(hosts::WindowSink {
+                handle: app.handle().clone(),
+                engine: engine.clone(),
+                notify,
+            });
+            let links = tauri::async_runtime::block_on(async move {
+                hosts::HostLinks::start(&paths, hosts::SetupOptions::default(), sink)
+            });
             app.manage(links);
             let handle = app.handle().clone();
             // Push every engine event to the window, in commit order.

@@ -3,11 +3,11 @@
 //! checked on this machine with the key pinned when the host was added), and
 //! one ssh connection for all of a `--host` command's operations.
 
-use crate::hosts::{self, Remote};
+use crate::hosts;
 use anyhow::{bail, Context};
 use overseer_engine::Paths;
-use overseer_server::remote::handshake;
 use overseer_server::remote::registry::{fingerprint, quote, Host};
+use overseer_server::remote::{handshake, setup};
 use overseer_store::snapshot::{snapshot_audit, verify_snapshot, SNAPSHOT_CHECKPOINT, SNAPSHOT_DB};
 use overseer_store::Keyring;
 use serde::{Deserialize, Serialize};
@@ -86,15 +86,17 @@ pub async fn start(paths: &Paths, name: &str) -> anyhow::Result<ExitCode> {
     let host = find(paths, name)?;
     let target = host.target();
     let note = if host.service == "systemd" {
-        target.sh(
+        setup::sh(
+            &target,
             "starting the engine (systemd user unit)",
             "systemctl --user start overseer.service",
-        )?;
+        )
+        .await?;
         "the systemd user unit overseer.service is started".to_owned()
     } else {
-        hosts::start(&target, &host.dir, false)?.1
+        setup::start(&target, &host.dir, false).await?.1
     };
-    let welcome = hosts::first_contact(&target, &host.dir, name).await?;
+    let welcome = setup::first_contact(&target, &host.dir, name).await?;
     handshake::check_key(&host, &welcome)?;
     println!("{}", note.replace("NAME", name));
     println!(

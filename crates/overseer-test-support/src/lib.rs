@@ -18,28 +18,36 @@ use std::time::{Duration, Instant};
 /// directory, whatever the target dir): a release bench gets a release agent.
 pub fn demo_agent() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test's own executable");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("a test runs from target/<profile>/deps");
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "-q", "-p", "overseer-demo-agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build -p overseer-demo-agent failed"
-        );
-        let bin = profile_dir.join("overseer-demo-agent");
-        assert!(bin.exists(), "{} missing after the build", bin.display());
-        bin
-    })
+    BIN.get_or_init(|| built("overseer-demo-agent", "overseer-demo-agent"))
+}
+
+/// The `overseer` command line binary, built once per process in the
+/// caller's own profile like [`demo_agent`] (for a test outside its crate,
+/// such as the app's, which installs it on a test host).
+pub fn overseer_cli() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| built("overseer-cli", "overseer"))
+}
+
+/// `cargo build -p package` in the caller's profile; the path of its `bin`.
+fn built(package: &str, bin: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test runs from target/<profile>/deps");
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "-q", "-p", package])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(status.success(), "cargo build -p {package} failed");
+    let bin = profile_dir.join(bin);
+    assert!(bin.exists(), "{} missing after the build", bin.display());
+    bin
 }
 
 /// Runs `git -C dir args` as a fixed user (no signing, whatever the

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// The `overseer` command line binary: `$OVERSEER_CLI`, else beside this
 /// program (an install puts them together; in a build, `target/debug`,
 /// also one level up from a test binary in `deps/`).
-pub(crate) fn overseer_cli() -> Option<PathBuf> {
+pub fn overseer_cli() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("OVERSEER_CLI").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return overseer_contain::is_executable(&p).then_some(p);

@@ -102,7 +102,8 @@ pub struct HostEvent {
     pub event: EngineEvent,
 }
 
-/// One host's link. Dropping it closes the connection and stops retrying.
+/// One host's link. Dropping it, or [`Link::stop`], closes the connection
+/// and stops retrying.
 pub struct Link {
     host: Host,
     options: LinkOptions,
@@ -134,6 +135,8 @@ struct Shared {
     conn: Mutex<Option<Arc<Conn>>>,
     events: broadcast::Sender<EngineEvent>,
     retry: Notify,
+    /// True once the link is stopped for good.
+    stopped: watch::Sender<bool>,
 }
 
 /// A live connection: its writer and the calls waiting for their answer.
@@ -260,6 +263,7 @@ impl Link {
             conn: Mutex::new(None),
             events,
             retry: Notify::new(),
+            stopped: watch::channel(false).0,
         });
         let task = tokio::spawn(run(shared.clone(), host.clone(), options));
         Link {
@@ -306,6 +310,30 @@ impl Link {
     /// Tries again now instead of at its retry time (a live link is left alone).
     pub fn retry_now(&self) {
         self.shared.retry.notify_one();
+    }
+
+    /// Stops it for good (its host was forgotten, or its entry changed):
+    /// its ssh is killed, it no longer retries, a call waiting for its
+    /// answer is told the link was closed, and later calls are refused.
+    /// Whoever waits on [`Link::stopped`] is woken.
+    pub fn stop(&self) {
+        self.task.abort();
+        let conn = self.shared.conn.lock().ok().and_then(|mut c| c.take());
+        if let Some(conn) = conn {
+            conn.fail_all("the link was closed here");
+        }
+        self.shared.stopped.send_replace(true);
+    }
+
+    /// Whether [`Link::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.shared.stopped.borrow()
+    }
+
+    /// Returns once the link is stopped for good (at once if it is).
+    pub async fn stopped(&self) {
+        let mut rx = self.shared.stopped.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     /// Sends `request` to the host's engine and waits for its answer;
@@ -427,6 +455,15 @@ impl Link {
     /// Why a call is refused now (the link is not live).
     fn refusal(&self) -> ApiError {
         let name = &self.host.name;
+        if self.is_stopped() {
+            return ApiError::new(
+                ErrorCode::EngineUnavailable,
+                format!(
+                    "the link to {name} is closed (the host was removed or changed); nothing \
+                     was sent"
+                ),
+            );
+        }
         let message = match self.state() {
             HostLinkState::Down {
                 since_ms,

@@ -17,7 +17,7 @@ pub mod setup;
 pub use handshake::{check_key, open, Bridge, OpenError, Welcome, VERSION};
 pub use link::{HostEvent, HostLinkState, HostLinkView, Link, LinkOptions};
 pub use registry::{fingerprint, Host, HostsFile, Target};
-pub use setup::{HostRemoved, HostSetupStep};
+pub use setup::{HostRemoved, HostSetupStep, SetupError, SetupFailure};
 
 /// What went wrong with a host's entry or its file, said for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
