@@ -1,9 +1,10 @@
 // Hosts managed from the window: Settings -> Hosts adds a real ssh host
 // (an sshd in a network namespace of its own under a Unix user of its own),
-// telling each step as it happens; the host's run then shows in the fleet;
-// Upgrade reinstalls and restarts its engine; Remove stops it there and
-// drops its rows. A host added or removed from a terminal while the window
-// is open shows and goes without a reload. Run by run.sh.
+// telling each step as it happens; a workspace is added there from
+// Settings and the host's run shows in the fleet; Upgrade reinstalls and
+// restarts its engine; Remove stops it there and drops its rows. A host
+// added or removed from a terminal while the window is open shows and goes
+// without a reload. Run by run.sh.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -99,8 +100,19 @@ test("a host added in Settings is checked, installed and linked, step by step; i
   assert.equal(added[0].name, "box");
   assert.match(await driver.findElement(hostItem("box")).findElement(byTest("host-fingerprint")).getText(), /\S/);
 
+  // A workspace added on the host from Settings, through its engine there.
+  const picker = await reveal(await driver.findElement(byTest("workspace-host")));
+  await eventually(driver, async () => (await picker.findElements(By.css('option[value="box"]'))).length === 1, 10_000, "box offered for a workspace");
+  await picker.findElement(By.css('option[value="box"]')).click();
+  await fill(byTest("workspace-add-path"), `${host.home}/repo`);
+  await fill(byTest("workspace-add-name"), "there");
+  await click(byTest("workspace-add-submit"));
+  await driver.wait(until.elementLocated(By.css('[data-testid="workspace-added"][data-host="box"]')), 20_000);
+  const there = JSON.parse(cli("--host", "box", "workspace", "list", "--json")).find((w) => w.name === "there");
+  assert.equal(there?.path, `${host.home}/repo`, "the workspace is on the host's engine");
+  assert.equal(JSON.parse(app.cli("workspace", "list", "--json")).length, 0, "and not on this machine's");
+
   // The new host's engine serves runs the window follows.
-  cli("--host", "box", "workspace", "add", `${host.home}/repo`, "--name", "there");
   const out = cli("--host", "box", "task", "start", "--workspace", "there", "--agent", "demo", "--scenario", "happy",
     "--title", "Added from Settings", "--prompt", "Play the happy scenario");
   const run = Number(/(\d+)\s*$/.exec(out.trim())?.[1]);
