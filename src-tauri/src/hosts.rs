@@ -24,6 +24,7 @@ use overseer_server::remote::{
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tauri::{AppHandle, State};
@@ -135,6 +136,7 @@ struct Inner {
     options: SetupOptions,
     sink: Arc<dyn HostSink>,
     links: Mutex<HashMap<String, Arc<Link>>>,
+    started: AtomicU64,
 }
 
 impl Drop for HostLinks {
@@ -158,6 +160,7 @@ impl HostLinks {
             options,
             sink,
             links: Mutex::new(HashMap::new()),
+            started: AtomicU64::new(0),
         });
         let watch = match watch(paths, Arc::downgrade(&inner)) {
             Ok(watch) => Some(watch),
@@ -272,18 +275,31 @@ impl HostLinks {
 
     /// Host `name`'s link once it is live on an engine other than
     /// `not_on` (the one before an upgrade restarted it), or as it stands
-    /// after [`SETTLE`].
+    /// after [`SETTLE`]. A link replaced meanwhile (its entry changed
+    /// again) is followed by its successor.
     async fn settled(&self, name: &str, not_on: Option<String>) -> Result<HostLinkView, ApiError> {
-        let link = self.link(name)?;
-        let mut states = link.watch();
-        let _ = tokio::time::timeout(
-            SETTLE,
-            states.wait_for(|s| {
+        let deadline = tokio::time::Instant::now() + SETTLE;
+        loop {
+            let link = self.link(name)?;
+            let mut states = link.watch();
+            let live = states.wait_for(|s| {
                 matches!(s, HostLinkState::Live { engine, .. } if Some(engine) != not_on.as_ref())
-            }),
-        )
-        .await;
-        Ok(link.view())
+            });
+            tokio::select! {
+                _ = tokio::time::timeout_at(deadline, live) => return Ok(link.view()),
+                _ = link.stopped() => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(link.view());
+            }
+        }
+    }
+
+    /// How many links were started since these links were (each host's
+    /// first, and one each time its entry changed).
+    #[cfg(test)]
+    pub fn started(&self) -> u64 {
+        self.inner.started.load(Ordering::Relaxed)
     }
 }
 
@@ -353,6 +369,8 @@ impl Inner {
     /// Starts `host`'s link and forwards its states and events to the sink
     /// until it is stopped.
     fn start_link(&self, host: Host) -> Arc<Link> {
+        let started = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(host = %host.name, started, "linking to the host");
         let link = Arc::new(Link::start(host, self.options.link));
         let mut states = link.watch();
         let (l, sink) = (link.clone(), self.sink.clone());

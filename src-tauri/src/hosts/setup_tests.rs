@@ -189,6 +189,7 @@ async fn a_host_added_from_the_window_is_linked_upgraded_and_removed_each_step_t
     let link = links.get("w1").expect("w1's link");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(Arc::ptr_eq(&link, &links.get("w1").expect("w1's link")));
+    assert_eq!(links.started(), 1, "w1 was linked more than once");
     assert_eq!(links.host_links().await.expect("links").len(), 1);
 
     // Its engine's calls and events reach the window through it.
@@ -223,6 +224,9 @@ async fn a_host_added_from_the_window_is_linked_upgraded_and_removed_each_step_t
         }
         other => panic!("not live after the upgrade: {other:?}"),
     }
+    // Its entry the same (this version, detached): the same link, reconnected.
+    assert!(Arc::ptr_eq(&link, &links.get("w1").expect("w1's link")));
+    assert_eq!(links.started(), 1);
     assert!(
         steps(&rec, "w1")
             .iter()
@@ -275,6 +279,7 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
     // Added in a terminal: linked, live, pushed to the window.
     terminal(&paths, &host, &["hosts", "add", "t1", &host.url()]).await;
     live_engine(&links, "t1").await;
+    assert_eq!(links.started(), 1);
     until("t1's live link pushed to the window", || {
         rec.all()
             .iter()
@@ -298,6 +303,7 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
     .await;
     assert!(before.is_stopped());
     assert_eq!(after.host(), &file.hosts[0]);
+    assert_eq!(links.started(), 2);
     live_engine(&links, "t1").await;
 
     // Removed in a terminal: its link closed, its removal pushed.
