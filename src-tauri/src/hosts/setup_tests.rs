@@ -277,9 +277,21 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
     let links = HostLinks::start(&paths, options(&host), rec.clone());
 
     // Added in a terminal: linked, live, pushed to the window.
-    terminal(&paths, &host, &["hosts", "add", "t1", &host.url()]).await;
+    let printed = terminal(&paths, &host, &["hosts", "add", "t1", &host.url()]).await;
     live_engine(&links, "t1").await;
     assert_eq!(links.started(), 1);
+    // Its steps shown in the window as the terminal printed them.
+    let printed: Vec<String> = printed.lines().map(str::to_owned).collect();
+    until("t1's terminal steps pushed to the window", || {
+        (steps(&rec, "t1") == printed).then_some(())
+    })
+    .await;
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.contains("engine signing key pinned: SHA256:")),
+        "{printed:?}"
+    );
     until("t1's live link pushed to the window", || {
         rec.all()
             .iter()
@@ -306,10 +318,20 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
     assert_eq!(links.started(), 2);
     live_engine(&links, "t1").await;
 
-    // Removed in a terminal: its link closed, its removal pushed.
-    terminal(&paths, &host, &["hosts", "remove", "t1"]).await;
+    // Removed in a terminal: its link closed, its removal pushed, and the
+    // steps of this setup (another file) shown, not the add's again.
+    let removed = terminal(&paths, &host, &["hosts", "remove", "t1"]).await;
     until("t1's removal pushed", || {
         (removals(&rec) == ["t1"]).then_some(())
+    })
+    .await;
+    let both: Vec<String> = printed
+        .iter()
+        .cloned()
+        .chain(removed.lines().map(str::to_owned))
+        .collect();
+    until("t1's removal steps pushed to the window", || {
+        (steps(&rec, "t1") == both).then_some(())
     })
     .await;
     assert!(links.get("t1").is_none());
@@ -323,5 +345,5 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
         .await
         .expect_err("refused while the terminal sets t1 up");
     assert_eq!(refused.code, ErrorCode::Conflict);
-    assert!(steps(&rec, "t1").is_empty(), "{:?}", steps(&rec, "t1"));
+    assert_eq!(steps(&rec, "t1"), both, "the refused add told no step");
 }
