@@ -126,9 +126,14 @@ async fn a_host_added_from_the_window_is_linked_upgraded_and_removed_each_step_t
 
     // Two adds of one host at once: the second is refused at once, the
     // first goes on.
+    let t = Instant::now();
     let (first, second) = tokio::join!(
         links.host_add("w1".into(), host.url()),
         links.host_add("w1".into(), host.url())
+    );
+    eprintln!(
+        "measured: host_add from the window to its link live took {:?}",
+        t.elapsed()
     );
     let refused = second.expect_err("a second setup of w1 at once");
     assert_eq!(refused.code, ErrorCode::Conflict, "{refused:?}");
@@ -217,7 +222,13 @@ async fn a_host_added_from_the_window_is_linked_upgraded_and_removed_each_step_t
     .await;
 
     // Upgraded: told, its engine restarted, and the link live on the new one.
+    let t = Instant::now();
     let upgraded = links.host_upgrade("w1".into()).await.expect("w1 upgraded");
+    eprintln!(
+        "measured: host_upgrade (the same binary kept) to its link live on the restarted \
+         engine took {:?}",
+        t.elapsed()
+    );
     match &upgraded.state {
         HostLinkState::Live { engine: now, .. } => {
             assert_ne!(now, &engine, "the link is on the restarted engine")
@@ -320,11 +331,16 @@ async fn hosts_added_changed_and_removed_from_a_terminal_are_followed_by_the_run
 
     // Removed in a terminal: its link closed, its removal pushed, and the
     // steps of this setup (another file) shown, not the add's again.
+    let t = Instant::now();
     let removed = terminal(&paths, &host, &["hosts", "remove", "t1"]).await;
     until("t1's removal pushed", || {
         (removals(&rec) == ["t1"]).then_some(())
     })
     .await;
+    eprintln!(
+        "measured: overseer hosts remove in a terminal to the window told took {:?}",
+        t.elapsed()
+    );
     let both: Vec<String> = printed
         .iter()
         .cloned()
