@@ -12,8 +12,10 @@
 //! Hosts come and go while the app runs: from the window, or from a
 //! terminal (`overseer hosts add|upgrade|remove` rewrites `hosts.json`),
 //! which the app follows by watching the data dir (inotify), never polling.
-//! Both end in [`HostLinks::follow`]: a link for each host in the file (a
-//! new one where its entry changed), none for a host no longer in it.
+//! Both end in `Inner::follow`: a link for each host in the file (a new one
+//! where its entry changed), none for a host no longer in it. A terminal's
+//! setup steps reach the window too, read from its step log
+//! (`setup::StepLog`) as they are written.
 
 use overseer_core::{ApiError, EngineEvent, ErrorCode};
 use overseer_engine::{notification_for, Engine, Notification, Paths};
@@ -24,6 +26,7 @@ use overseer_server::remote::{
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tauri::{AppHandle, State};
@@ -135,6 +138,7 @@ struct Inner {
     options: SetupOptions,
     sink: Arc<dyn HostSink>,
     links: Mutex<HashMap<String, Arc<Link>>>,
+    started: AtomicU64,
 }
 
 impl Drop for HostLinks {
@@ -158,6 +162,7 @@ impl HostLinks {
             options,
             sink,
             links: Mutex::new(HashMap::new()),
+            started: AtomicU64::new(0),
         });
         let watch = match watch(paths, Arc::downgrade(&inner)) {
             Ok(watch) => Some(watch),
@@ -284,18 +289,31 @@ impl HostLinks {
 
     /// Host `name`'s link once it is live on an engine other than
     /// `not_on` (the one before an upgrade restarted it), or as it stands
-    /// after [`SETTLE`].
+    /// after [`SETTLE`]. A link replaced meanwhile (its entry changed
+    /// again) is followed by its successor.
     async fn settled(&self, name: &str, not_on: Option<String>) -> Result<HostLinkView, ApiError> {
-        let link = self.link(name)?;
-        let mut states = link.watch();
-        let _ = tokio::time::timeout(
-            SETTLE,
-            states.wait_for(|s| {
+        let deadline = tokio::time::Instant::now() + SETTLE;
+        loop {
+            let link = self.link(name)?;
+            let mut states = link.watch();
+            let live = states.wait_for(|s| {
                 matches!(s, HostLinkState::Live { engine, .. } if Some(engine) != not_on.as_ref())
-            }),
-        )
-        .await;
-        Ok(link.view())
+            });
+            tokio::select! {
+                _ = tokio::time::timeout_at(deadline, live) => return Ok(link.view()),
+                _ = link.stopped() => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(link.view());
+            }
+        }
+    }
+
+    /// How many links were started since these links were (each host's
+    /// first, and one each time its entry changed).
+    #[cfg(test)]
+    pub fn started(&self) -> u64 {
+        self.inner.started.load(Ordering::Relaxed)
     }
 }
 
@@ -365,6 +383,8 @@ impl Inner {
     /// Starts `host`'s link and forwards its states and events to the sink
     /// until it is stopped.
     fn start_link(&self, host: Host) -> Arc<Link> {
+        let started = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(host = %host.name, started, "linking to the host");
         let link = Arc::new(Link::start(host, self.options.link));
         let mut states = link.watch();
         let (l, sink) = (link.clone(), self.sink.clone());
@@ -427,8 +447,9 @@ impl Drop for Watch {
 
 /// Follows `hosts.json` in `paths`' data dir: each time it is replaced,
 /// written, or deleted (by `overseer hosts` in a terminal, by the window's
-/// own setups, by hand), the links follow it. Its thread ends with the
-/// links (inside the async runtime the links use).
+/// own setups, by hand), the links follow it; each step a terminal's setup
+/// writes to its step log is told to the sink. Its thread ends with the
+/// links (call it inside the async runtime the links use).
 fn watch(paths: &Paths, inner: Weak<Inner>) -> std::io::Result<Watch> {
     use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
     std::fs::create_dir_all(&paths.data_dir)?;
@@ -447,6 +468,9 @@ fn watch(paths: &Paths, inner: Weak<Inner>) -> std::io::Result<Watch> {
         .unwrap_or_default();
     let runtime = tokio::runtime::Handle::current();
     let reading = fd.clone();
+    let dir = paths.data_dir.clone();
+    // A terminal's setup steps from now on, not those of setups before.
+    let mut logs = StepLogs::at_start(&dir);
     std::thread::Builder::new()
         .name("hosts.json".into())
         .spawn(move || {
@@ -462,6 +486,23 @@ fn watch(paths: &Paths, inner: Weak<Inner>) -> std::io::Result<Watch> {
                         }
                         changed |= flags.contains(ReadFlags::QUEUE_OVERFLOW)
                             || event.file_name().is_some_and(|n| n.to_bytes() == name);
+                        let log = event
+                            .file_name()
+                            .and_then(|n| n.to_str().ok())
+                            .filter(|n| StepLogs::is_one(n))
+                            .map(|n| dir.join(n));
+                        if let Some(log) = log {
+                            if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+                                // The next setup's file (perhaps on the same
+                                // inode) is read from its start.
+                                logs.forget(&log);
+                            } else {
+                                let Some(inner) = inner.upgrade() else { return };
+                                for step in logs.read(&log) {
+                                    inner.sink.setup(&step);
+                                }
+                            }
+                        }
                     }
                     Err(rustix::io::Errno::INTR) => continue,
                     Err(e) => {
@@ -479,6 +520,67 @@ fn watch(paths: &Paths, inner: Weak<Inner>) -> std::io::Result<Watch> {
             }
         })?;
     Ok(Watch { fd, wd })
+}
+
+/// How far the app has read each terminal setup's step log
+/// (`setup::StepLog`): the file (its inode; a new setup writes another) and
+/// the bytes read.
+struct StepLogs(HashMap<PathBuf, (u64, u64)>);
+
+impl StepLogs {
+    fn is_one(name: &str) -> bool {
+        let (prefix, suffix) = setup::STEP_LOG;
+        name.starts_with(prefix) && name.ends_with(suffix)
+    }
+
+    /// The logs there now, as read to their end.
+    fn at_start(dir: &std::path::Path) -> StepLogs {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = HashMap::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let is_log = entry.file_name().to_str().is_some_and(StepLogs::is_one);
+            if let (true, Ok(meta)) = (is_log, entry.metadata()) {
+                seen.insert(entry.path(), (meta.ino(), meta.len()));
+            }
+        }
+        StepLogs(seen)
+    }
+
+    fn forget(&mut self, path: &std::path::Path) {
+        self.0.remove(path);
+    }
+
+    /// The whole lines written to `path` since it was last read (from its
+    /// start if it is another file than then).
+    fn read(&mut self, path: &std::path::Path) -> Vec<HostSetupStep> {
+        use std::io::{Read, Seek};
+        use std::os::unix::fs::MetadataExt;
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return Vec::new();
+        };
+        let Ok(meta) = file.metadata() else {
+            return Vec::new();
+        };
+        let (ino, read) = self.0.get(path).copied().unwrap_or((meta.ino(), 0));
+        let from = if ino == meta.ino() && read <= meta.len() {
+            read
+        } else {
+            0
+        };
+        let mut bytes = Vec::new();
+        if file.seek(std::io::SeekFrom::Start(from)).is_err()
+            || file.read_to_end(&mut bytes).is_err()
+        {
+            return Vec::new();
+        }
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        self.0
+            .insert(path.to_owned(), (meta.ino(), from + whole as u64));
+        bytes[..whole]
+            .split(|b| *b == b'\n')
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect()
+    }
 }
 
 /// What a host's notifications told already: a run's row pushed twice (as

@@ -76,10 +76,8 @@ macro_rules! host_commands {
                 on_host_event "overseer://host-event" => HostEvent;
                 /// A host's link changed state (and at start, once per host).
                 on_host_link "overseer://host-link" => HostLinkView;
-                /// One step of adding, upgrading or removing a host from the
-                /// window, as it happens (`overseer hosts` in a terminal prints
-                /// its own; the window then sees the host's link come, or
-                /// `overseer://host-removed`).
+                /// One step of adding, upgrading or removing a host, as it
+                /// happens (from the window or from `overseer hosts` in a terminal).
                 on_host_setup "overseer://host-setup" => HostSetupStep;
                 /// A host was forgotten (from the window or `overseer hosts
                 /// remove`): its link is closed; drop its rows.

@@ -86,7 +86,9 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
             ssh_config,
         } => {
             let exe = std::env::current_exe().context("cannot find this overseer's own binary")?;
-            setup::add(paths, &exe, &name, &url, ssh_config, &print).await?;
+            let log = setup::StepLog::new(paths, &name);
+            let say = |line: &str| tell(&log, line);
+            setup::add(paths, &exe, &name, &url, ssh_config, &say).await?;
         }
         HostsCommand::List { json } => {
             let file = load(paths)?;
@@ -112,16 +114,22 @@ pub async fn run(paths: &Paths, cmd: HostsCommand) -> anyhow::Result<ExitCode> {
         }
         HostsCommand::Upgrade { name } => {
             let exe = std::env::current_exe().context("cannot find this overseer's own binary")?;
-            setup::upgrade(paths, &exe, &name, &print).await?;
+            let log = setup::StepLog::new(paths, &name);
+            let say = |line: &str| tell(&log, line);
+            setup::upgrade(paths, &exe, &name, &say).await?;
         }
         HostsCommand::Remove { name } => {
-            setup::remove(paths, &name, &print).await?;
+            let log = setup::StepLog::new(paths, &name);
+            let say = |line: &str| tell(&log, line);
+            setup::remove(paths, &name, &say).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// A setup's step, as `overseer hosts` tells it: one line on stdout.
-fn print(line: &str) {
+/// A setup's step, as `overseer hosts` tells it: one line on stdout, and
+/// in the step log a running app shows in its window.
+fn tell(log: &setup::StepLog, line: &str) {
     println!("{line}");
+    log.write(line);
 }

@@ -11,7 +11,9 @@
 //! CLI prints, what the window shows as `overseer://host-setup`); a failure
 //! is a [`SetupError`] whose message says what to do. One setup of a host
 //! runs at a time on this machine, whoever runs it (a lock file per host in
-//! the data dir): a second one is refused as [`SetupFailure::Busy`].
+//! the data dir): a second one is refused as [`SetupFailure::Busy`]. A
+//! setup run in a terminal also writes its steps to a [`StepLog`], which a
+//! running app shows in its window.
 
 use super::handshake::{self, OpenError, Welcome, VERSION};
 use super::registry::{
@@ -581,6 +583,60 @@ pub fn lock(paths: &Paths, name: &str) -> Result<SetupLock, SetupError> {
                  again"
             ),
         )),
+    }
+}
+
+/// The steps of a setup run in a terminal, for the app to show as they
+/// happen: `.host-setup-NAME.steps` in the data dir, one [`HostSetupStep`]
+/// (JSON) a line. Created anew (another file) at a setup's first step, so a
+/// reader tells a new setup's file from the last one's; each line appended
+/// and the file closed, so a reader watching for closed writes sees each.
+/// Nothing here fails a setup: a step not written is only not shown.
+pub struct StepLog {
+    path: PathBuf,
+    host: String,
+    started: std::sync::atomic::AtomicBool,
+}
+
+/// The prefix and suffix of a step log's file name.
+pub const STEP_LOG: (&str, &str) = (".host-setup-", ".steps");
+
+impl StepLog {
+    pub fn new(paths: &Paths, host: &str) -> StepLog {
+        StepLog {
+            path: paths
+                .data_dir
+                .join(format!("{}{host}{}", STEP_LOG.0, STEP_LOG.1)),
+            host: host.to_owned(),
+            started: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Appends `line` (the first one of a setup to a new file).
+    pub fn write(&self, line: &str) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::Ordering;
+        let first = !self.started.swap(true, Ordering::SeqCst);
+        if first {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        let step = HostSetupStep {
+            host: self.host.clone(),
+            line: line.to_owned(),
+        };
+        let Ok(mut bytes) = serde_json::to_vec(&step) else {
+            return;
+        };
+        bytes.push(b'\n');
+        let opened = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&self.path);
+        if let Ok(mut f) = opened {
+            let _ = f.write_all(&bytes);
+        }
     }
 }
 

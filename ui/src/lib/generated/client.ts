@@ -265,10 +265,8 @@ export interface Events {
   /** A host's link changed state (and at start, once per host). */
   onHostLink(on: (payload: HostLinkView) => void): Promise<() => void>;
   /**
-   * One step of adding, upgrading or removing a host from the
-   * window, as it happens (`overseer hosts` in a terminal prints
-   * its own; the window then sees the host's link come, or
-   * `overseer://host-removed`).
+   * One step of adding, upgrading or removing a host, as it
+   * happens (from the window or from `overseer hosts` in a terminal).
    */
   onHostSetup(on: (payload: HostSetupStep) => void): Promise<() => void>;
   /**
