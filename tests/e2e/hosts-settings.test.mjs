@@ -146,9 +146,13 @@ test("Remove stops the host's engine there and drops its rows; nothing of it is 
 
 test("a host added and removed from a terminal shows and goes in the open window", async () => {
   await openSettings();
-  cli("hosts", "add", "fromterm", host.url);
+  const printed = cli("hosts", "add", "fromterm", host.url);
   await driver.wait(until.elementLocated(hostItem("fromterm")), 30_000);
   await eventually(driver, async () => (await statusOf("fromterm")) === "live", 60_000, "the terminal's host live in the window");
+  // The steps the terminal printed are told in the window too.
+  const pinned = /engine signing key pinned: (\S+)/.exec(printed)?.[1];
+  assert.ok(pinned, printed);
+  await eventually(driver, async () => ((await setupLog("fromterm")) ?? "").includes(pinned), 20_000, "the terminal's steps in the window");
   cli("hosts", "remove", "fromterm");
   await driver.wait(until.elementLocated(byTest("no-hosts")), 30_000);
 });
