@@ -807,7 +807,14 @@ mod tests {
         assert_eq!(granted, want);
         assert_eq!(
             hosts::names::WINDOW_COMMANDS,
-            ["host_links", "host_call", "host_retry"]
+            [
+                "host_links",
+                "host_call",
+                "host_retry",
+                "host_add",
+                "host_upgrade",
+                "host_remove"
+            ]
         );
         assert!(cap.contains("\"core:event:allow-listen\""));
         assert!(!cap.contains(":default"), "no blanket default permissions");

@@ -450,6 +450,22 @@ fn twenty_wrong_codes_from_many_addresses_burn_the_codes_and_a_new_one_pairs_at_
     assert_eq!(a.status, 200, "{a:?}");
 }
 
+/// Adding a workspace is the owner's: a browser cannot point the
+/// engine's agents at another repository of its machine.
+#[test]
+fn a_paired_browser_cannot_add_a_workspace() {
+    let s = served();
+    let (cookie, _) = pair(&s, "ana", "phone");
+    let repo = s.engine.paths().data_dir.clone();
+    let a = s.call(
+        Some(&cookie),
+        "add_workspace",
+        json!({ "path": repo, "name": "theirs", "settings": { "sensors": [], "auto_advance": null } }),
+    );
+    assert_eq!((a.status, a.code()), (403, "forbidden"), "{a:?}");
+    assert!(s.engine.workspaces().expect("list").is_empty());
+}
+
 #[test]
 fn a_paired_browser_cannot_pair_more_devices_or_revoke_one() {
     let s = served();

@@ -79,12 +79,7 @@ fn an_oversized_body_gets_413_an_unknown_command_404_a_socket_only_one_404() {
     let a = s.call(None, "no_such_command", json!({}));
     assert_eq!((a.status, a.code()), (404, "not_found"), "{a:?}");
     // The table's socket-only operations are not the window's: not here.
-    for command in [
-        "add_workspace",
-        "start_task",
-        "seed_demo",
-        "supervisor_vote",
-    ] {
+    for command in ["start_task", "seed_demo", "supervisor_vote"] {
         let a = s.call(None, command, json!({}));
         assert_eq!((a.status, a.code()), (404, "not_found"), "{command}: {a:?}");
     }
