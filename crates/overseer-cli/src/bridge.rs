@@ -7,10 +7,14 @@
 //! (this engine's version and its audit signing public key, which the client
 //! pins on first contact), or the same with `refused` and exits: a different
 //! major version, no engine running, or no handshake. After the handshake
-//! the bytes are the socket's own protocol, untouched.
+//! the bytes are the socket's own protocol, untouched. A persistent link
+//! names itself in its hello: its earlier bridge here, left over from a cut
+//! connection, is ended first (`handshake::supersede`).
 
 use overseer_engine::Paths;
-use overseer_server::remote::handshake::{major, read_line, Hello, Refused, Welcome, VERSION};
+use overseer_server::remote::handshake::{
+    major, read_line, supersede, Hello, Refused, Welcome, VERSION,
+};
 use std::process::ExitCode;
 use tokio::io::{AsyncWriteExt, BufReader};
 
@@ -43,9 +47,15 @@ pub async fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
                 hello.overseer_bridge
             ),
         )),
-        Ok(_) => connect(paths)
-            .await
-            .map_err(|m| refuse("engine_unavailable", m)),
+        Ok(hello) => match hello.link.as_deref().map(|link| {
+            supersede(&paths.data_dir.join("bridges"), link)
+                .map_err(|e| format!("cannot end this link's earlier bridge here: {e}"))
+        }) {
+            Some(Err(m)) => Err(refuse("bad_handshake", m)),
+            _ => connect(paths)
+                .await
+                .map_err(|m| refuse("engine_unavailable", m)),
+        },
     };
     match answer {
         Err(welcome) => {

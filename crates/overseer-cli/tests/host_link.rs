@@ -318,30 +318,42 @@ async fn a_link_carries_calls_and_events_goes_down_when_cut_and_comes_back() {
     host.restore();
     let (again, _) = live(&link, 1).await;
     assert_eq!(again, engine, "the same engine process answers");
-    let lost_decision = deciding
-        .await
-        .expect("task")
-        .expect_err("a decision whose answer was lost is not reported as made");
-    assert_eq!(lost_decision.code, ErrorCode::EngineUnavailable);
-    assert!(
-        lost_decision.message.contains("it was not applied")
-            && lost_decision.message.contains("still pending on lk"),
-        "{}",
-        lost_decision.message
-    );
+    // The decision written as the link dropped: what the link reports is
+    // what the host holds, now and later. The cut connection's bytes are
+    // still in this machine's kernel, resent once the network is back; the
+    // new bridge ended the old one on the host first, so they reach no
+    // engine. Given time to arrive, nothing changes.
+    let report = deciding.await.expect("task");
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let gate = call(&link, "show_gate", json!({"gateId": gates[1]}))
         .await
         .expect("show_gate");
-    assert_eq!(gate["status"], "pending", "{gate}");
-    let mut events = link.events();
-    call(
-        &link,
-        "decide_gate",
-        json!({"gateId": gates[1], "option": pending[1].1, "context": null}),
-    )
-    .await
-    .expect("decided after the link came back");
-    decided_event(&mut events, gates[1]).await;
+    match report {
+        Err(lost) => {
+            assert_eq!(lost.code, ErrorCode::EngineUnavailable);
+            assert!(
+                lost.message.contains("it was not applied")
+                    && lost.message.contains("still pending on lk"),
+                "{}",
+                lost.message
+            );
+            assert_eq!(gate["status"], "pending", "reported not applied: {gate}");
+            let mut events = link.events();
+            call(
+                &link,
+                "decide_gate",
+                json!({"gateId": gates[1], "option": pending[1].1, "context": null}),
+            )
+            .await
+            .expect("decided after the link came back");
+            decided_event(&mut events, gates[1]).await;
+        }
+        // It reached the host before the cut took hold: reported as made.
+        Ok(decided) => {
+            assert_eq!(decided["status"], "decided", "{decided}");
+            assert_eq!(gate["status"], "decided", "{gate}");
+        }
+    }
 
     // The host's engine is killed outright, then started again: the link
     // is down meanwhile and comes back to the new engine by itself.

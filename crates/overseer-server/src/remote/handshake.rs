@@ -25,6 +25,66 @@ const HELLO_MAX: u64 = 4096;
 pub struct Hello {
     /// The client's version.
     pub overseer_bridge: String,
+    /// A persistent link's id (the same at each of its reconnections): the
+    /// bridge ends that link's earlier bridge on the host before it answers
+    /// (see [`supersede`]). None for a one-shot client (`--host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+/// Whether `link` is a link id a bridge takes (it names a file).
+pub fn valid_link(link: &str) -> bool {
+    !link.is_empty()
+        && link.len() <= 64
+        && link.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// Ends link `link`'s earlier bridge on this host, if one still runs, and
+/// records this process as its bridge (`DIR/bridges/LINK.pid`).
+///
+/// When a link is cut, its old connection is not over on the host: sshd
+/// and the old bridge wait, and the client's kernel still holds what the
+/// client wrote just before the cut (a decision, say) and sends it again
+/// once the network is back, even though the client's ssh is gone. Ended
+/// here, before the new bridge answers, that old session delivers nothing
+/// more to the engine: a decision the client then reads back as pending
+/// stays not applied.
+pub fn supersede(bridges: &std::path::Path, link: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if !valid_link(link) {
+        return Err(std::io::Error::other(format!(
+            "{link:?} is not a link id (letters, digits and '-', at most 64)"
+        )));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(bridges)?;
+    let file = bridges.join(format!("{link}.pid"));
+    if let Some(pid) = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .filter(|p| *p != std::process::id() as i32)
+    {
+        if is_bridge(pid) {
+            if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+            // Gone once its command line is (a zombie's is empty).
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while is_bridge(pid) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    std::fs::write(&file, std::process::id().to_string())
+}
+
+/// Whether process `pid` is an `overseer bridge`.
+fn is_bridge(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| c.split(|b| *b == 0).any(|arg| arg == b"bridge"))
+        .unwrap_or(false)
 }
 
 /// The bridge's first line.
@@ -117,6 +177,18 @@ pub async fn open(
     name: &str,
     extra: &[String],
 ) -> Result<Bridge, OpenError> {
+    open_link(target, dir, name, extra, None).await
+}
+
+/// [`open`] for a persistent link: `link` (see [`Hello::link`]) ends that
+/// link's earlier bridge on the host first.
+pub async fn open_link(
+    target: &Target,
+    dir: &str,
+    name: &str,
+    extra: &[String],
+    link: Option<&str>,
+) -> Result<Bridge, OpenError> {
     let command = format!("exec {}/current/overseer bridge", quote(dir));
     let mut args: Vec<String> = extra.to_vec();
     args.extend(target.ssh_args(&command));
@@ -157,6 +229,7 @@ pub async fn open(
     }
     let mut hello = serde_json::to_vec(&Hello {
         overseer_bridge: VERSION.to_owned(),
+        link: link.map(str::to_owned),
     })
     .map_err(|e| OpenError::Failed(e.to_string()))?;
     hello.push(b'\n');
@@ -219,4 +292,60 @@ pub fn check_key(host: &Host, welcome: &Welcome) -> Result<(), HostError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process whose command line is an `overseer bridge`'s (`bridge` as an argument).
+    fn fake_bridge() -> std::process::Child {
+        std::process::Command::new("bash")
+            .args(["-c", "exec -a overseer sleep 30 bridge"])
+            .spawn()
+            .expect("spawn")
+    }
+
+    #[test]
+    fn a_links_new_bridge_ends_its_earlier_one_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bridges = dir.path().join("bridges");
+        let mut old = fake_bridge();
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::create_dir_all(&bridges).expect("mkdir");
+        std::fs::write(bridges.join("lk-1.pid"), old.id().to_string()).expect("pid");
+        // Another link's bridge, and a pid file naming a process that is not a bridge.
+        let mut other = fake_bridge();
+        std::fs::write(bridges.join("lk-2.pid"), other.id().to_string()).expect("pid");
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        std::fs::write(bridges.join("lk-3.pid"), stranger.id().to_string()).expect("pid");
+
+        supersede(&bridges, "lk-1").expect("superseded");
+        let status = old.wait().expect("wait");
+        assert!(
+            !status.success(),
+            "the earlier bridge was killed: {status:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(bridges.join("lk-1.pid")).expect("pid"),
+            std::process::id().to_string()
+        );
+        supersede(&bridges, "lk-3").expect("not a bridge: left alone");
+        assert!(
+            other.try_wait().expect("try_wait").is_none(),
+            "another link's bridge runs"
+        );
+        assert!(
+            stranger.try_wait().expect("try_wait").is_none(),
+            "a stranger runs"
+        );
+        assert!(supersede(&bridges, "../x").is_err(), "not a link id");
+        let _ = other.kill();
+        let _ = stranger.kill();
+        let _ = other.wait();
+        let _ = stranger.wait();
+    }
 }

@@ -232,6 +232,30 @@ fn lost(name: &str, reason: &str) -> ApiError {
 }
 
 /// Milliseconds since the epoch.
+/// An id no other link of this or another machine takes: this process, the
+/// time and a counter, with the machine's boot id where it can be read.
+fn link_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| {
+            b.trim()
+                .replace('-', "")
+                .chars()
+                .take(12)
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{boot}-{:x}-{nanos:x}-{:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -497,6 +521,10 @@ impl Link {
 
 /// Connects, serves, and reconnects with backoff, forever.
 async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
+    // This link's id on the host, the same at each reconnection: a new
+    // bridge ends the one a cut left there (`handshake::supersede`), so
+    // nothing written before the cut reaches the engine after it.
+    let id = link_id();
     let mut wait = options.first_retry;
     let mut lives: u64 = 0;
     let mut since: Option<i64> = None;
@@ -515,7 +543,7 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
             },
             None => HostLinkState::Connecting,
         });
-        let reason = match connect(&host, &options).await {
+        let reason = match connect(&host, &options, &id).await {
             Err(reason) => reason,
             Ok(bridge) => {
                 let resync = lives;
@@ -546,13 +574,13 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
 }
 
 /// Opens the bridge and checks the pinned key; Err: why not, for the user.
-async fn connect(host: &Host, options: &LinkOptions) -> Result<Bridge, String> {
+async fn connect(host: &Host, options: &LinkOptions, id: &str) -> Result<Bridge, String> {
     // ssh gives up on a connection that does not open (the host gone from
     // the network) instead of waiting for the system's TCP timeout.
     let timeout = options.silence.as_secs().max(1);
     let extra = vec!["-o".to_owned(), format!("ConnectTimeout={timeout}")];
     let target = host.target();
-    let opening = handshake::open(&target, &host.dir, &host.name, &extra);
+    let opening = handshake::open_link(&target, &host.dir, &host.name, &extra, Some(id));
     let bridge = match tokio::time::timeout(options.silence * 2, opening).await {
         Err(_) => {
             return Err(format!(
