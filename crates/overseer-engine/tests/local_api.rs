@@ -143,11 +143,7 @@ async fn an_actor_field_smuggled_into_a_request_is_ignored() {
 #[tokio::test]
 async fn malformed_lines_get_a_typed_error_and_the_connection_stays_usable() {
     let r = start().await;
-    let stream = tokio::net::UnixStream::connect(r.paths.socket())
-        .await
-        .expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let (mut lines, mut write) = connect_lines(&r).await;
     write
         .write_all(b"{not json\n\xff\xfe\n{\"id\":2,\"method\":\"explode\"}\n{\"id\":3,\"method\":\"ping\"}\n")
         .await
@@ -376,11 +372,7 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
         .into_iter()
         .find(|g| g.kind() == GateKind::ToolCall)
         .expect("the demo's tool call gate");
-    let stream = tokio::net::UnixStream::connect(r.paths.socket())
-        .await
-        .expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let (mut lines, mut write) = connect_lines(&r).await;
     let mut call = async |id: u32, option: serde_json::Value| -> serde_json::Value {
         let line = serde_json::json!({
             "id": id,
@@ -427,6 +419,20 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
 /// A connection that subscribed still calls (what a host's one link
 /// needs): its calls are answered on their ids, several at once, with the
 /// events they cause on the same connection.
+/// A raw connection to the engine's socket: its lines, and its writer.
+async fn connect_lines(
+    r: &Running,
+) -> (
+    tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    tokio::net::unix::OwnedWriteHalf,
+) {
+    let stream = tokio::net::UnixStream::connect(r.paths.socket())
+        .await
+        .expect("connect");
+    let (read, write) = stream.into_split();
+    (BufReader::new(read).lines(), write)
+}
+
 /// The next line a connection is sent, as JSON.
 async fn next(
     lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
@@ -443,11 +449,7 @@ async fn next(
 async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
     let r = start().await;
     let run = first_pending_review(&r.engine);
-    let stream = tokio::net::UnixStream::connect(r.paths.socket())
-        .await
-        .expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let (mut lines, mut write) = connect_lines(&r).await;
     write
         .write_all(b"{\"id\":1,\"method\":\"subscribe\"}\n")
         .await
@@ -499,11 +501,7 @@ async fn a_subscription_as_the_window_decides_as_the_app_and_no_other_surface_is
     let r = start().await;
     let run = first_pending_review(&r.engine);
     let gate = run.pending_gate.expect("gate").id;
-    let stream = tokio::net::UnixStream::connect(r.paths.socket())
-        .await
-        .expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let (mut lines, mut write) = connect_lines(&r).await;
     write
         .write_all(
             b"{\"id\":1,\"method\":\"subscribe_as\",\"params\":{\"surface\":\"supervisor\"}}\n",
@@ -514,11 +512,7 @@ async fn a_subscription_as_the_window_decides_as_the_app_and_no_other_surface_is
     assert_eq!(refused["error"]["code"], "invalid_input", "{refused}");
     assert!(r.engine.gate(gate).expect("gate").decision.is_none());
 
-    let stream = tokio::net::UnixStream::connect(r.paths.socket())
-        .await
-        .expect("connect");
-    let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
+    let (mut lines, mut write) = connect_lines(&r).await;
     let subscribe = format!(
         "{{\"id\":1,\"method\":\"subscribe_as\",\"params\":{{\"surface\":\"app\"}}}}\n\
          {{\"id\":2,\"method\":\"reject_run\",\"params\":{{\"run\":{},\"reason\":\"not this\"}}}}\n",

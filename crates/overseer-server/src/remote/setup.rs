@@ -134,11 +134,15 @@ fn remote(message: String) -> SetupError {
     SetupError::new(SetupFailure::Remote, message)
 }
 
-/// Runs `script` with `sh` on the host; its stdout, or an error with ssh's
-/// or the script's stderr.
-pub async fn sh(target: &Target, what: &str, script: &str) -> Result<String, SetupError> {
-    let out = tokio::process::Command::new("ssh")
-        .args(target.ssh_args(&format!("sh -c {}", quote(script))))
+/// Runs OpenSSH's `program` (`ssh`, `scp`) with `args`; its stdout, or an
+/// error `failed` words from what it said on stderr.
+async fn openssh(
+    program: &str,
+    args: &[String],
+    failed: impl FnOnce(&str) -> String,
+) -> Result<String, SetupError> {
+    let out = tokio::process::Command::new(program)
+        .args(args)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
@@ -146,17 +150,23 @@ pub async fn sh(target: &Target, what: &str, script: &str) -> Result<String, Set
         .map_err(|e| {
             SetupError::new(
                 SetupFailure::Local,
-                format!("cannot run `ssh` ({e}): install the OpenSSH client"),
+                format!("cannot run `{program}` ({e}): install the OpenSSH client"),
             )
         })?;
     if !out.status.success() {
-        return Err(remote(format!(
-            "{what} on {} failed: {}",
-            target.url(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(remote(failed(String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `script` with `sh` on the host; its stdout, or an error with ssh's
+/// or the script's stderr.
+pub async fn sh(target: &Target, what: &str, script: &str) -> Result<String, SetupError> {
+    let args = target.ssh_args(&format!("sh -c {}", quote(script)));
+    openssh("ssh", &args, |said| {
+        format!("{what} on {} failed: {said}", target.url())
+    })
+    .await
 }
 
 /// `scp [-F config] [-P port] local dest:remote`.
@@ -171,26 +181,14 @@ pub async fn scp(target: &Target, local: &Path, remote_path: &str) -> Result<(),
         None => format!("{addr}:{remote_path}"),
     };
     args.extend(["-q".into(), local.display().to_string(), dest]);
-    let out = tokio::process::Command::new("scp")
-        .args(&args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| {
-            SetupError::new(
-                SetupFailure::Local,
-                format!("cannot run `scp` ({e}): install the OpenSSH client"),
-            )
-        })?;
-    if !out.status.success() {
-        return Err(remote(format!(
-            "copying {} to {} failed: {}",
+    openssh("scp", &args, |said| {
+        format!(
+            "copying {} to {} failed: {said}",
             local.display(),
-            target.url(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+            target.url()
+        )
+    })
+    .await?;
     Ok(())
 }
 
