@@ -63,12 +63,14 @@ setup:
 ## mock backend's demo data recorded from the real engine (ui/src/lib/backend/fixtures.json).
 types:
 	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-server --test contract
-	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test ui_fixtures
+	OVERSEER_WRITE_TYPES=1 $(CARGO) test -p overseer-engine --test engine ui_fixtures::
 
 ui:
 	cd ui && npm run build
 
 ## The desktop app (UI embedded) and the CLI.
+# The second line builds the same set as BINARIES in crates/overseer-test-support,
+# so the tests' build and this one share their artifacts.
 app: ui
 	$(CARGO) build -p overseer-app
 	$(CARGO) build -p overseer-cli -p overseer-demo-agent -p overseer-test-support

@@ -11,7 +11,7 @@
 //! depends on `OVERSEER_BENCH_AGENT`:
 //!
 //! - `scripted` (the default): each run's process is `sleep` and its session
-//!   is the tests' scripted one (`tests/common/scripted.rs`) in place of
+//!   is the tests' scripted one (`tests/engine/common/scripted.rs`) in place of
 //!   ACP: one turn that asks before an edit and waits for the answer. The
 //!   agent costs a sleeping process, not an ACP peer.
 //! - `demo`: each run's process is the demo agent speaking ACP over its
@@ -60,10 +60,12 @@
 //! 17-20: p50 337 ms, p99 2.4 s, against 9.3 s and 21 s with the sleeps.
 //! A run that fails to start is counted, and the bench prints why.
 
-#[path = "../tests/common/mod.rs"]
+// The tests' shared module, of which this bench uses a part.
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/engine/common/mod.rs"]
 mod common;
-#[path = "../tests/common/scripted.rs"]
-mod scripted;
+
+use common::scripted;
 
 use overseer_acp::ToolCallInfo;
 use overseer_contain::process::MARKER_ENV;

@@ -29,8 +29,21 @@ pub fn overseer_cli() -> &'static Path {
     BIN.get_or_init(|| built("overseer-cli", "overseer"))
 }
 
-/// `cargo build -p package` in the caller's profile; the path of its `bin`.
+/// The packages whose binaries the tests run, built together: `make app`
+/// builds this same set, so the test's build and the Makefile's resolve the
+/// same features and share one set of artifacts (built one package at a
+/// time, each set of features is a build of its own, hundreds of MB on a CI
+/// disk that has none to spare).
+const BINARIES: [&str; 3] = [
+    "overseer-cli",
+    "overseer-demo-agent",
+    "overseer-test-support",
+];
+
+/// Builds [`BINARIES`] in the caller's profile (which holds `package`); the
+/// path of `bin`.
 fn built(package: &str, bin: &str) -> PathBuf {
+    assert!(BINARIES.contains(&package), "{package} is not in BINARIES");
     let exe = std::env::current_exe().expect("the test's own executable");
     let profile_dir = exe
         .parent()
@@ -38,13 +51,14 @@ fn built(package: &str, bin: &str) -> PathBuf {
         .expect("a test runs from target/<profile>/deps");
     let mut build = Command::new(env!("CARGO"));
     build
-        .args(["build", "-q", "-p", package])
+        .args(["build", "-q"])
+        .args(BINARIES.iter().flat_map(|p| ["-p", p]))
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         build.arg("--release");
     }
     let status = build.status().expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
+    assert!(status.success(), "cargo build of {BINARIES:?} failed");
     let bin = profile_dir.join(bin);
     assert!(bin.exists(), "{} missing after the build", bin.display());
     bin
