@@ -24,7 +24,14 @@
 // decided by a socket client in the same run (the desktop path) and their
 // ratio; the phone inbox's first paint and first card painted with the CPU
 // throttled 4x (and the card unthrottled, with the ratio); the engine's
-// RSS and PSS per connected browser (one WebSocket each).
+// RSS and PSS per connected browser (one WebSocket each). The host figures
+// (hosts.json, crates/overseer-cli/tests/host_bench.rs; hosts-window.json,
+// the window's host bench): a decision's round trip to an agent on a host
+// over ssh, direct and through 50 ms of added delay, beside a bare
+// `ssh host true` on each path; the window's reload and change-to-row with
+// a host against the same on this machine. The hostile-load figures
+// (hostile_load.json): the engine's `runs list` p99 while runs fork and
+// spin, with the run's limits and without.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -77,6 +84,22 @@ export const KEYS = [
   "web_phone_first_card_painted_ratio_cpu4x",
   "web_engine_rss_kib_per_socket",
   "web_engine_pss_kib_per_socket",
+  "host_decision_round_trip_p50_ms_direct",
+  "host_decision_round_trip_p99_ms_direct",
+  "host_decision_round_trip_p50_ms_plus_50ms",
+  "host_decision_round_trip_p99_ms_plus_50ms",
+  "host_bare_ssh_p50_ms_direct",
+  "host_bare_ssh_p50_ms_plus_50ms",
+  "hosts_reload_all_counted_p50_ms",
+  "local_reload_all_counted_p50_ms",
+  "hosts_change_to_row_p50_ms",
+  "local_change_to_row_p50_ms",
+  "hosts_cli_alone_p50_ms",
+  "hostile_load_runs_p99_ms_idle",
+  "hostile_load_runs_p99_ms_storm_unlimited",
+  "hostile_load_runs_p99_ms_storm_limited",
+  "hostile_load_runs_p99_ms_busy_unlimited",
+  "hostile_load_runs_p99_ms_busy_limited",
 ];
 
 /** The summary from every bench's figures: each key from the file that
