@@ -256,8 +256,15 @@ macro_rules! operations {
                     because "the app pushes events to the window itself (see `events`)";
                 /// `subscribe`, its calls carried out as the owner through
                 /// `surface`: a window's link to this host is the owner's
-                /// window (`app`, recorded as `user:app`).
-                read subscribe_as => SubscribeAs { surface: OwnerSurface } -> (), then EngineEvent,
+                /// window (`app`, recorded as `user:app`). A persistent link
+                /// names which of its connections this is: once it
+                /// subscribed, no call left from the link's earlier
+                /// connections is carried out.
+                read subscribe_as => SubscribeAs {
+                    surface: OwnerSurface,
+                    #[serde(default, skip_serializing_if = "Option::is_none")]
+                    link: Option<LinkConnection>,
+                } -> (), then EngineEvent,
                     because "the app pushes events to the window itself; its links to hosts subscribe as the window";
                 /// An agent outside Overseer (a hook, `overseer mcp`) asks or reports;
                 /// answered with a `SessionAnswer` once decided (a blocking ask keeps

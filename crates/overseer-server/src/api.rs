@@ -517,7 +517,7 @@ impl Api for Served<'_> {
 /// The types the table names, for an adapter to import where it expands
 /// the table.
 pub mod vocabulary {
-    pub use super::{OpenRun, RunDiff};
+    pub use super::{LinkConnection, OpenRun, RunDiff};
     pub use overseer_core::message::{MessageTo, MessageView};
     pub use overseer_core::rules::RuleSet;
     pub use overseer_core::supervision::SupervisorPolicy;
@@ -541,6 +541,18 @@ pub mod vocabulary {
     pub use overseer_engine::{Webhook, WebhookAdded, WebhookDelivery, WebhookEvent};
     pub use overseer_engine::{Workspace, WorkspaceSettings};
     pub use std::path::PathBuf;
+}
+
+/// Which connection of a persistent link (a window's link to this host
+/// over `overseer bridge`) a subscription is: the link's id, the same at
+/// each of its reconnections, and the connection's number, higher at each.
+/// A new connection fences the link's earlier ones: a call they left in
+/// the engine's socket buffer when they were cut is refused, not carried
+/// out after the client was told it was not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkConnection {
+    pub link: String,
+    pub number: u64,
 }
 
 /// Asks the window to open a run (the user clicked a notification about it).

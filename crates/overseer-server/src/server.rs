@@ -32,6 +32,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
 
+mod links;
+use links::{Fenced, Links};
+
 /// Connections served at once; more get an `engine_unavailable` line.
 pub const MAX_CONNECTIONS: usize = 256;
 /// A run refused again within this time is not recorded again (a process
@@ -189,6 +192,7 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
         }
     };
     let fence = Fence::of(&engine);
+    let links = Arc::new(Links::default());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut backoff = AcceptBackoff::default();
     let mut recorded: HashMap<RunId, (Instant, u64)> = HashMap::new();
@@ -278,9 +282,10 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
             continue;
         };
         let engine = engine.clone();
+        let links = links.clone();
         let peer = pid.and_then(|p| u32::try_from(p).ok());
         tokio::spawn(async move {
-            if let Err(e) = handle(engine, stream, peer).await {
+            if let Err(e) = handle(engine, links, stream, peer).await {
                 tracing::debug!("connection closed: {e}");
             }
             drop(slot);
@@ -545,7 +550,12 @@ async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &ServerLine) -> std:
     w.flush().await
 }
 
-async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> std::io::Result<()> {
+async fn handle(
+    engine: Arc<Engine>,
+    links: Arc<Links>,
+    stream: UnixStream,
+    peer: Option<u32>,
+) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut line: Vec<u8> = Vec::new();
@@ -566,16 +576,28 @@ async fn handle(engine: Arc<Engine>, stream: UnixStream, peer: Option<u32>) -> s
                 let owner = Subscribed {
                     peer,
                     actor: Actor::cli(),
+                    fenced: None,
                 };
                 return serve_subscribed(engine, reader, write, rx, owner).await;
             }
-            Route::Stream(Stream::SubscribeAs(op::SubscribeAs { surface })) => {
+            Route::Stream(Stream::SubscribeAs(op::SubscribeAs { surface, link })) => {
+                let fenced = match link {
+                    None => None,
+                    Some(link) => match links.enter(&link).await {
+                        Ok(fenced) => Some(fenced),
+                        Err(error) => {
+                            write_line(&mut write, &ServerLine::reply(id, Err(error))).await?;
+                            return Ok(());
+                        }
+                    },
+                };
                 let rx = engine.subscribe();
                 let answer: <op::SubscribeAs as StreamOperation>::Answer = ();
                 write_line(&mut write, &ServerLine::reply(id, json(answer))).await?;
                 let owner = Subscribed {
                     peer,
                     actor: surface.actor(),
+                    fenced,
                 };
                 return serve_subscribed(engine, reader, write, rx, owner).await;
             }
@@ -628,11 +650,13 @@ fn may_call(engine: &Engine, decides: bool, peer: Option<u32>) -> Result<(), Api
 /// Calls carried out at once on one subscribed connection; more wait.
 pub const MAX_IN_FLIGHT: usize = 64;
 
-/// Who a subscribed connection's calls come from: its peer process and the
-/// owner's surface it said it carries.
+/// Who a subscribed connection's calls come from: its peer process, the
+/// owner's surface it said it carries, and, for a persistent link's
+/// connection, its place in the link (see [`links`]).
 struct Subscribed {
     peer: Option<u32>,
     actor: Actor,
+    fenced: Option<Fenced>,
 }
 
 /// A subscribed connection: every event the engine commits, in commit
@@ -647,7 +671,11 @@ async fn serve_subscribed(
     mut rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
     owner: Subscribed,
 ) -> std::io::Result<()> {
-    let Subscribed { peer, actor } = owner;
+    let Subscribed {
+        peer,
+        actor,
+        fenced,
+    } = owner;
     let (tx, mut out) = tokio::sync::mpsc::channel::<ServerLine>(256);
     let writing = async move {
         while let Some(line) = out.recv().await {
@@ -730,6 +758,16 @@ async fn serve_subscribed(
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 return Ok(());
             };
+            let admitted = match &fenced {
+                None => None,
+                Some(fenced) => match fenced.admit().await {
+                    Ok(admitted) => Some(admitted),
+                    Err(error) => {
+                        let _ = tx.send(ServerLine::reply(id, Err(error))).await;
+                        continue;
+                    }
+                },
+            };
             let engine = engine.clone();
             let tx = tx.clone();
             let actor = actor.clone();
@@ -737,6 +775,8 @@ async fn serve_subscribed(
                 let reply = engine
                     .carry_out(move |e| dispatch(e, invocation, &actor))
                     .await;
+                // Carried out: a newer connection of the link may now take over.
+                drop(admitted);
                 let _ = tx.send(ServerLine::reply(id, reply)).await;
                 drop(slot);
             });

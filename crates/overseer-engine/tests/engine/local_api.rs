@@ -416,9 +416,6 @@ async fn a_decision_is_a_typed_choice_and_an_unknown_one_is_refused_saying_the_c
     r.server.abort();
 }
 
-/// A connection that subscribed still calls (what a host's one link
-/// needs): its calls are answered on their ids, several at once, with the
-/// events they cause on the same connection.
 /// A raw connection to the engine's socket: its lines, and its writer.
 async fn connect_lines(
     r: &Running,
@@ -445,6 +442,9 @@ async fn next(
     serde_json::from_str(&line).expect("JSON")
 }
 
+/// A connection that subscribed still calls (what a host's one link
+/// needs): its calls are answered on their ids, several at once, with the
+/// events they cause on the same connection.
 #[tokio::test]
 async fn a_subscribed_connection_still_calls_and_gets_the_events_they_cause() {
     let r = start().await;
@@ -528,6 +528,111 @@ async fn a_subscription_as_the_window_decides_as_the_app_and_no_other_surface_is
     }
     let gate = r.engine.gate(gate).expect("gate");
     assert_eq!(gate.decision.expect("decided").actor, Actor::app());
+    r.server.abort();
+}
+
+/// A link's connections are fenced by their number: once a newer one of
+/// the link subscribed, a call that arrives on an earlier one (what a cut
+/// connection left unread in the engine's socket) is refused and not
+/// carried out, so the link, reading the gate on its new connection, tells
+/// the user the truth. An earlier connection cannot subscribe after a newer
+/// one; other links are not touched.
+#[tokio::test]
+async fn a_call_left_on_a_links_replaced_connection_is_refused_and_not_carried_out() {
+    let r = start().await;
+    let run = first_pending_review(&r.engine);
+    let gate = run.pending_gate.expect("gate").id;
+    let subscribe = |link: &str, number: u64| {
+        format!(
+            "{{\"id\":1,\"method\":\"subscribe_as\",\"params\":{{\"surface\":\"app\",\
+             \"link\":{{\"link\":\"{link}\",\"number\":{number}}}}}}}\n"
+        )
+    };
+    async fn answer(
+        lines: &mut tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+        id: u64,
+    ) -> serde_json::Value {
+        loop {
+            let line = next(lines).await;
+            if line["id"] == id {
+                return line;
+            }
+        }
+    }
+    let (mut old, mut old_write) = connect_lines(&r).await;
+    old_write
+        .write_all(subscribe("lk-a", 0).as_bytes())
+        .await
+        .expect("write");
+    assert!(answer(&mut old, 1).await.get("result").is_some());
+    old_write
+        .write_all(b"{\"id\":2,\"method\":\"ping\"}\n")
+        .await
+        .expect("write");
+    assert_eq!(
+        answer(&mut old, 2).await["result"],
+        "pong",
+        "the link's only connection calls"
+    );
+
+    let (mut new, mut new_write) = connect_lines(&r).await;
+    new_write
+        .write_all(subscribe("lk-a", 1).as_bytes())
+        .await
+        .expect("write");
+    assert!(answer(&mut new, 1).await.get("result").is_some());
+    let left = format!(
+        "{{\"id\":3,\"method\":\"reject_run\",\"params\":{{\"run\":{},\"reason\":\"left over\"}}}}\n",
+        run.id
+    );
+    old_write.write_all(left.as_bytes()).await.expect("write");
+    let refused = answer(&mut old, 3).await;
+    assert_eq!(refused["error"]["code"], "engine_unavailable", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("replaced by a newer one") && m.contains("not carried out")),
+        "{refused}"
+    );
+    assert!(
+        r.engine.gate(gate).expect("gate").decision.is_none(),
+        "the replaced connection's call changed nothing"
+    );
+
+    // The earlier connection cannot come back as the newest.
+    let (mut late, mut late_write) = connect_lines(&r).await;
+    late_write
+        .write_all(subscribe("lk-a", 0).as_bytes())
+        .await
+        .expect("write");
+    let late = answer(&mut late, 1).await;
+    assert_eq!(late["error"]["code"], "conflict", "{late}");
+
+    // Another link, and the newest connection, decide as the window.
+    let (mut other, mut other_write) = connect_lines(&r).await;
+    other_write
+        .write_all(subscribe("lk-b", 0).as_bytes())
+        .await
+        .expect("write");
+    assert!(answer(&mut other, 1).await.get("result").is_some());
+    let approve = format!(
+        "{{\"id\":4,\"method\":\"approve_run\",\"params\":{{\"run\":{}}}}}\n",
+        run.id
+    );
+    new_write
+        .write_all(approve.as_bytes())
+        .await
+        .expect("write");
+    let approved = answer(&mut new, 4).await;
+    assert!(approved.get("result").is_some(), "{approved}");
+    let decided = r
+        .engine
+        .gate(gate)
+        .expect("gate")
+        .decision
+        .expect("decided");
+    assert_eq!(decided.actor, Actor::app());
+    assert_eq!(decided.option, "approve");
     r.server.abort();
 }
 

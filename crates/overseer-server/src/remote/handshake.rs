@@ -47,8 +47,9 @@ pub fn valid_link(link: &str) -> bool {
 /// client wrote just before the cut (a decision, say) and sends it again
 /// once the network is back, even though the client's ssh is gone. Ended
 /// here, before the new bridge answers, that old session delivers nothing
-/// more to the engine: a decision the client then reads back as pending
-/// stays not applied.
+/// more to the engine; what it delivered and the engine has not read yet is
+/// refused once the new connection subscribes (the server's link fence). A
+/// decision the client then reads back as pending stays not applied.
 pub fn supersede(bridges: &std::path::Path, link: &str) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if !valid_link(link) {

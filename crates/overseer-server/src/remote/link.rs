@@ -522,8 +522,10 @@ impl Link {
 /// Connects, serves, and reconnects with backoff, forever.
 async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
     // This link's id on the host, the same at each reconnection: a new
-    // bridge ends the one a cut left there (`handshake::supersede`), so
-    // nothing written before the cut reaches the engine after it.
+    // bridge ends the one a cut left there (`handshake::supersede`), and
+    // the new connection's subscription fences the earlier ones (the
+    // server's `links`), so nothing written before the cut is carried out
+    // after the link reads the outcome.
     let id = link_id();
     let mut wait = options.first_retry;
     let mut lives: u64 = 0;
@@ -550,7 +552,7 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
                 lives += 1;
                 since = None;
                 wait = options.first_retry;
-                serve(&shared, &options, bridge, resync).await
+                serve(&shared, &options, bridge, (&id, resync)).await
             }
         };
         let now = now_ms();
@@ -616,7 +618,15 @@ async fn read_line(
 
 /// Subscribes, goes live, and carries calls and events until the
 /// connection ends; returns why it ended.
-async fn serve(shared: &Shared, options: &LinkOptions, bridge: Bridge, resync: u64) -> String {
+/// Serves one connection of the link (`connection`: the link's id and this
+/// connection's number, its `resync`) until it ends; why it ended.
+async fn serve(
+    shared: &Shared,
+    options: &LinkOptions,
+    bridge: Bridge,
+    connection: (&str, u64),
+) -> String {
+    let (link, resync) = connection;
     let said = bridge.said.clone();
     let Bridge {
         mut reader,
@@ -644,8 +654,14 @@ async fn serve(shared: &Shared, options: &LinkOptions, bridge: Bridge, resync: u
     let mut buf = Vec::new();
     // Subscribed before it is live: no event after "live" is missed.
     let (tx, mut subscribed) = oneshot::channel();
+    // Named as the link's newest connection: from its subscription on,
+    // nothing the link's earlier connections left unread is carried out.
     let subscribe = Request::SubscribeAs {
         surface: options.surface,
+        link: Some(crate::api::LinkConnection {
+            link: link.to_owned(),
+            number: resync,
+        }),
     };
     if conn.send(subscribe, tx).await.is_err() {
         return with_ssh("the connection closed while subscribing".to_owned());
