@@ -55,6 +55,7 @@ pub fn affects_count(event: &EngineEvent) -> bool {
         | EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
         | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::PairingCodesBurned { .. }
         | EngineEvent::WebServingChanged { .. } => false,
     }
 }

@@ -295,6 +295,11 @@ pub enum EngineEvent {
     DeviceChanged {
         device: crate::device::DeviceView,
     },
+    /// Too many wrong pairing codes were typed: every outstanding code was
+    /// burned (a code still shown is dead; a new pairing works at once).
+    PairingCodesBurned {
+        codes: u32,
+    },
     /// Serving browsers was switched on or off, moved, or failed (the
     /// address in use, a certificate that cannot be used): how it stands.
     WebServingChanged {

@@ -604,6 +604,7 @@ impl Shared {
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
                 | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::PairingCodesBurned { .. }
                 | EngineEvent::WebServingChanged { .. } => None,
             });
             let Some(run) = latest else { continue };
@@ -627,6 +628,7 @@ impl Shared {
                 | EngineEvent::WorkspaceChanged { .. }
                 | EngineEvent::TaskChanged { .. }
                 | EngineEvent::DeviceChanged { .. }
+                | EngineEvent::PairingCodesBurned { .. }
                 | EngineEvent::WebServingChanged { .. } => None,
             };
             let gate = match event {
@@ -698,6 +700,7 @@ fn run_of(e: &EngineEvent) -> Option<RunId> {
         EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
         | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::PairingCodesBurned { .. }
         | EngineEvent::WebServingChanged { .. } => None,
     }
 }

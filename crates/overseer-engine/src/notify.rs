@@ -515,6 +515,7 @@ fn notification_of(
         | EngineEvent::WorkspaceChanged { .. }
         | EngineEvent::TaskChanged { .. }
         | EngineEvent::DeviceChanged { .. }
+        | EngineEvent::PairingCodesBurned { .. }
         | EngineEvent::WebServingChanged { .. } => None,
     }
 }

@@ -379,6 +379,7 @@ impl WriteTx<'_> {
             },
             now,
         )?;
+        self.happened(EngineEvent::PairingCodesBurned { codes });
         Ok(Some(codes))
     }
 

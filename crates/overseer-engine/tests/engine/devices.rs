@@ -177,9 +177,22 @@ fn twenty_wrong_codes_burn_the_outstanding_codes_and_never_lock_pairing() {
     let engine = Arc::new(
         Engine::open(paths, clock.clone(), Arc::new(overseer_engine::LogNotifier)).expect("reopen"),
     );
+    let mut events = engine.subscribe();
     let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("the 20th");
     assert_eq!(e.code, ErrorCode::Unauthorized);
     assert!(e.message.contains("burned"), "{}", e.message);
+    // Pushed: a window showing a code learns at once that it is dead.
+    let mut pushed = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        pushed.push(event);
+    }
+    assert!(
+        pushed.iter().any(|e| matches!(
+            e,
+            overseer_core::EngineEvent::PairingCodesBurned { codes: 2 }
+        )),
+        "{pushed:?}"
+    );
     // Both outstanding codes are burned, and say so.
     for code in [&first.code, &second.code] {
         let e = engine.redeem_pairing(code).expect_err("burned");

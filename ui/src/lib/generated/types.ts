@@ -281,7 +281,7 @@ last_seen_at: number | null,
  */
 revoked_at: number | null, };
 
-export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, } | { "type": "web_serving_changed", status: WebStatus, };
+export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, } | { "type": "pairing_codes_burned", codes: number, } | { "type": "web_serving_changed", status: WebStatus, };
 
 export type ErrorCode = "not_found" | "invalid_transition" | "already_decided" | "conflict" | "invalid_input" | "storage" | "engine_unavailable" | "forbidden" | "unauthorized" | "rate_limited" | "internal";
 

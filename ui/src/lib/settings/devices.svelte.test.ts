@@ -18,6 +18,9 @@ function engine(initial: DeviceView[]) {
     devices.set(d.id, d);
     for (const l of listeners) l({ type: "device_changed", device: d });
   };
+  const burn = (codes: number) => {
+    for (const l of listeners) l({ type: "pairing_codes_burned", codes });
+  };
   const calls: string[] = [];
   const backend: DevicesBackend = {
     subscribe: async (on) => {
@@ -36,7 +39,7 @@ function engine(initial: DeviceView[]) {
       return d;
     },
   } as DevicesBackend;
-  return { backend, push, calls };
+  return { backend, push, burn, calls };
 }
 
 describe("Devices", () => {
@@ -61,6 +64,20 @@ describe("Devices", () => {
     expect(d.pairing).toBeNull();
     expect(d.paired?.id).toBe(4);
     expect(d.list.map((x) => x.id)).toEqual([4, 1]);
+  });
+
+  it("a shown code the engine burned says so, and a new pairing shows its code again", async () => {
+    const { backend, burn } = engine([]);
+    const d = new Devices(backend);
+    await d.start();
+    burn(1);
+    expect(d.burned).toBe(false); // no code shown: nothing to mark
+    expect(await d.startPairing("ana", "Ana's phone")).toBe(true);
+    burn(2);
+    expect(d.burned).toBe(true);
+    expect(d.pairing?.code).toBe("ABCD-EFGH");
+    expect(await d.startPairing("ana", "Ana's phone")).toBe(true);
+    expect(d.burned).toBe(false);
   });
 
   it("a revocation shows when the engine says so", async () => {

@@ -1,7 +1,8 @@
 // The paired browsers and phones, as Settings lists them: loaded once, then
 // kept in step by the engine's device_changed events (a pairing redeemed, a
 // revocation, from this window or the CLI alike). Never polled; "last seen"
-// is as fresh as the last event or load.
+// is as fresh as the last event or load. The code shown is marked dead when
+// the engine says the outstanding codes were burned (pairing_codes_burned).
 import type { Backend } from "../backend";
 import { toApiError } from "../backend/errors";
 import { LiveCollection } from "../live.svelte";
@@ -26,6 +27,8 @@ export class Devices {
   pairing = $state<Pairing | null>(null);
   /** The device the shown pairing became (it was redeemed). */
   paired = $state<DeviceView | null>(null);
+  /** The shown pairing's code was burned (too many wrong codes typed). */
+  burned = $state(false);
   starting = $state(false);
   /** Device ids with a revocation under way. */
   busy = $state(new Set<number>());
@@ -43,6 +46,8 @@ export class Devices {
       key: (d) => d.id,
       load: () => backend.listDevices(),
       change: (e) => {
+        // Every code outstanding was burned, the shown one with them.
+        if (e.type === "pairing_codes_burned" && this.pairing) this.burned = true;
         const d = deviceChanged(e);
         if (d === null) return null;
         if (this.pairing && d.revoked_at === null && d.name === this.#name && !this.#known.has(d.id)) {
@@ -81,6 +86,7 @@ export class Devices {
       this.#name = name;
       this.pairing = await this.backend.pairDevice(person, name);
       this.paired = null;
+      this.burned = false;
       this.error = null;
       return true;
     } catch (e) {
@@ -95,6 +101,7 @@ export class Devices {
   dismissPairing(): void {
     this.pairing = null;
     this.paired = null;
+    this.burned = false;
   }
 
   /** Revokes a device; the list changes when the engine says so. */
