@@ -21,7 +21,7 @@ use overseer_core::supervision::{
     EvaluatorOutput, PendingEffect, StepFacts, Subject, SupervisorPolicy, Verdict,
 };
 use overseer_core::{
-    Actor, ApiError, EngineEvent, ErrorCode, GateBody, GateId, GateKind, GateOption, GateView,
+    Actor, ApiError, ErrorCode, GateBody, GateId, GateKind, GateOption, GateView,
     MergeReviewChoice, RunId, StepReviewChoice, SupervisorPauseChoice,
 };
 use overseer_evaluate::{
@@ -1048,11 +1048,20 @@ pub(crate) fn start_timers(engine: Arc<Engine>) {
             let wait = next.map_or(Duration::from_secs(3600), |at| {
                 Duration::from_millis(u64::try_from(at - now).unwrap_or(0))
             });
+            // Any change may set or clear a timer (a gate opened, a
+            // supervisor's vote with its grace, a decision): the timers are
+            // read again after each, but once per burst, not once per event
+            // (fifty runs changing at once is one read).
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 ev = rx.recv() => match ev {
-                    Ok(EngineEvent::GateOpened { .. }) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Ok(_) => continue,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => loop {
+                        match rx.try_recv() {
+                            Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
+                            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => break,
+                            Err(tokio::sync::broadcast::error::TryRecvError::Closed) => return,
+                        }
+                    },
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 },
             }
