@@ -428,6 +428,12 @@ impl Shared {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether another connection committed to the database since the
+    /// last look ([`Writer::written_elsewhere`]).
+    pub(crate) fn written_elsewhere(&self) -> Result<bool, StoreError> {
+        self.writer.written_elsewhere()
+    }
+
     /// Runs `f` in a write transaction, shared with the writes other
     /// threads make at the same time, and returns once it is committed
     /// (its error, or the commit's, otherwise: then nothing of it is kept).

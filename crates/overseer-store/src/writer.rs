@@ -57,6 +57,9 @@ pub struct Writer {
     on_full: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// Told, after each commit, which gates' rows the batch changed.
     on_gates: std::sync::OnceLock<GatesWatcher>,
+    /// SQLite's `data_version` of this connection at the last
+    /// [`Writer::written_elsewhere`] (-1: never read).
+    data_version: std::sync::atomic::AtomicI64,
 }
 
 /// What [`Writer::on_gates_changed`] calls.
@@ -147,7 +150,23 @@ impl Writer {
             checkpoints,
             on_full: std::sync::OnceLock::new(),
             on_gates: std::sync::OnceLock::new(),
+            data_version: std::sync::atomic::AtomicI64::new(-1),
         }
+    }
+
+    /// Whether another connection to the database (another process with
+    /// the file: someone editing it by hand, say) committed since the last
+    /// call; true at the first. This writer's own commits do not count
+    /// (SQLite's `data_version` of this connection moves only for others'),
+    /// so a check of the database against what the engine wrote can be
+    /// skipped while nothing else wrote.
+    pub fn written_elsewhere(&self) -> Result<bool, StoreError> {
+        let version: i64 = self
+            .lock()
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.sql(e))?;
+        Ok(self.data_version.swap(version, Ordering::SeqCst) != version)
     }
 
     /// Sets what is told, right after each commit, the gates whose rows it

@@ -322,3 +322,42 @@ fn many_openers_of_one_fresh_database_all_open_it_bound_to_one_key() {
         );
     }
 }
+
+/// The writer tells a write from another connection (someone with the
+/// database file) from its own: the engine looks for forged rows only after
+/// one, so a fleet's waiters cost nothing while nobody else writes.
+#[test]
+fn the_writer_tells_another_connections_commit_from_its_own() {
+    let f = Fixture::new();
+    let writer = f.store.writer();
+    assert!(
+        writer.written_elsewhere().expect("read"),
+        "the first look looks"
+    );
+    assert!(!writer.written_elsewhere().expect("read"), "nothing since");
+    for i in 0..3 {
+        writer
+            .write(|tx| {
+                tx.append_untyped_audit(&Actor::cli(), &json!({"type": "test", "i": i}), 1_000)
+            })
+            .expect("write");
+    }
+    assert!(
+        !writer.written_elsewhere().expect("read"),
+        "the writer's own commits are not another's"
+    );
+    let outside = rusqlite::Connection::open(f.db_path()).expect("open the file");
+    outside
+        .busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
+    outside
+        .execute_batch(
+            "CREATE TABLE IF NOT EXISTS outside_mark(x); INSERT INTO outside_mark VALUES (1);",
+        )
+        .expect("a write from outside");
+    assert!(
+        writer.written_elsewhere().expect("read"),
+        "the outside commit is seen"
+    );
+    assert!(!writer.written_elsewhere().expect("read"), "and only once");
+}
