@@ -107,7 +107,7 @@ fuzz: setup
 fuzz-smoke: setup
 	scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 
-## The crash campaign (crates/overseer-cli/tests/chaos.rs): `overseer serve` killed with
+## The crash campaign (crates/overseer-cli/tests/cli/chaos.rs): `overseer serve` killed with
 ## SIGKILL at random points (before, during, after a decision; during a merge; while agents
 ## work), decisions made offline, the engine restarted, CHAOS_ITERATIONS times; prints lost /
 ## changed / doubled decisions, audit failures, stuck runs and orphaned processes, all 0.
@@ -116,7 +116,7 @@ CHAOS_ITERATIONS ?= 1000
 
 chaos:
 	OVERSEER_CHAOS_ITERATIONS=$(CHAOS_ITERATIONS) $(if $(CHAOS_SEED),OVERSEER_CHAOS_SEED=$(CHAOS_SEED)) \
-		$(CARGO) test -p overseer-cli --test chaos -- --nocapture
+		$(CARGO) test -p overseer-cli --test cli chaos:: -- --nocapture
 
 ## Forget the demo fleet; the next `make run` seeds a fresh one.
 clean-demo:

@@ -1,5 +1,5 @@
 // The official MCP TypeScript SDK client (pinned in package.json) driving
-// `overseer mcp` over stdio, for crates/overseer-cli/tests/mcp.rs.
+// `overseer mcp` over stdio, for crates/overseer-cli/tests/cli/mcp.rs.
 //
 //   node mcp-client.mjs '<json>'
 //

@@ -13,6 +13,9 @@
 //! The agent stamps when it got each answer (`OVERSEER_DEMO_LATENCY_FILE`);
 //! the host shares this machine's clock (only its network is its own).
 
+// The tests' shared module, of which this bench uses a part.
+#[allow(dead_code)]
+#[path = "cli/common/mod.rs"]
 mod common;
 
 use common::remote::{add_with_workspace, ok, pending_on, prepare_demo, start_demo};

@@ -3,7 +3,7 @@
 //! sqlite3 UPDATE or INSERT), then checks that nothing acts on it, that
 //! `audit verify` names the row, and that the gate's checks say so.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::supervision::{Autonomy, Verdict};

@@ -3,7 +3,7 @@
 //! overrides until the effect, timers that fire once and never after a human
 //! acted, and a gate's story with every record checked.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::supervision::{Autonomy, Verdict};

@@ -4,7 +4,7 @@
 //! transport's [`BrowserHost`] on a real TCP port, over a real SQLite file,
 //! answered to a real HTTP client.
 
-mod common;
+use crate::common;
 
 use common::Served;
 use overseer_core::web::{WebSettings, WebStatus};

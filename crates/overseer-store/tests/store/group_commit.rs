@@ -2,7 +2,7 @@
 //! every write lands (or fails) on its own, every caller gets its own
 //! outcome, and the audit log stays signed and chained record by record.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::{Actor, GateKind, GateOption, RunEvent};

@@ -5,7 +5,7 @@
 //! secure), never shows it to scripts (`HttpOnly`), sends it back on calls
 //! and on the WebSocket, and gets the hello frame.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! `overseer serve` running; the code is redeemed as the web transport
 //! would, through the engine on the same data.
 
-mod common;
+use crate::common;
 
 use common::*;
 use overseer_engine::{Engine, LogNotifier, Paths, SystemClock};

@@ -3,7 +3,7 @@
 //! gates it changed, told to their watcher right after the commit. A write
 //! that is rolled back tells nothing.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::{

@@ -7,7 +7,7 @@
 //! log verified here with the key pinned when it was added, never with the
 //! key the host claims now.
 
-mod common;
+use crate::common;
 
 use common::remote::{
     add_with_workspace, audit_records, decided_records, engine_running, fails, json, ok,

@@ -3,7 +3,7 @@
 //! recorded as done is never started again; a run's repository and the
 //! commits it started from and was reviewed at are kept with it.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::Actor;

@@ -2,7 +2,7 @@
 //! WebSocket: what a browser that is not paired, or a page of another site,
 //! or a bad request gets.
 
-mod common;
+use crate::common;
 
 use common::{connect_from, refused_status, served, served_with};
 use serde_json::json;

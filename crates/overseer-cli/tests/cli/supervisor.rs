@@ -3,7 +3,7 @@
 //! shape the policy `configure` writes, and `supervisor approve|reject`
 //! decide a gate with the supervisor's authority.
 
-mod common;
+use crate::common;
 use common::{approve_plan, demo_home, eventually, Home};
 
 /// Appends `lines` to the home's overseer.toml.

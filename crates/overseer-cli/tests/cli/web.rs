@@ -2,7 +2,7 @@
 //! socket, says where, tells pairing codes the address, and refuses plain
 //! HTTP off loopback before the engine opens.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::BufRead;

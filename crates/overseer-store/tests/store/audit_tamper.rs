@@ -1,7 +1,7 @@
 //! The audit log catches every kind of tampering, naming the first bad seq.
 //! Each test edits the real database file the way an attacker would.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::Actor;

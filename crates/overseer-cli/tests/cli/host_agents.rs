@@ -5,7 +5,7 @@
 //! over the veth pair, as a model endpoint on the network). Its plan and its
 //! edit are answered from here with `--host`, and the run merges there.
 
-mod common;
+use crate::common;
 
 use common::remote::{add_with_workspace, json, ok, pending_on, DIR};
 use common::Home;

@@ -6,7 +6,7 @@
 //! and the host engine's events on one connection, says when it is down
 //! and why, refuses calls then, and comes back by itself.
 
-mod common;
+use crate::common;
 
 use common::Home;
 use overseer_core::{EngineEvent, ErrorCode, OwnerSurface};

@@ -1,7 +1,7 @@
 //! The `overseer` binary as a user runs it: real child processes, a real data
 //! dir, and `overseer serve` as a real engine beside the CLI.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::{Child, Command, Stdio};

@@ -5,7 +5,7 @@
 //! built; `hosts add` copies it to the host, whose engine then runs there as
 //! that user.
 
-mod common;
+use crate::common;
 
 use common::remote::{engine_running, fails, json, ok, pending_on, DIR};
 use common::Home;

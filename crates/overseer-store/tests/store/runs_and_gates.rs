@@ -1,7 +1,7 @@
 //! Runs and gates on a real SQLite file: compare-and-set transitions, gates
 //! decided exactly once, and the errors a user sees.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::{

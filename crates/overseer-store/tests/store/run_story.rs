@@ -3,7 +3,7 @@
 //! log; the same records the per-gate stories hold, and none of another
 //! run's. With `--nocapture` it prints the time beside one scan per gate.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::{Actor, GateKind, GateOption};

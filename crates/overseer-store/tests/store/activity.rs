@@ -3,7 +3,7 @@
 //! build cannot read is kept as it was stored, and the fleet columns still
 //! read the plan and sensor rows.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::activity::{Activity, SensorRun, UnrecognizedEntry};

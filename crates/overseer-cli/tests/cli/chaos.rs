@@ -11,7 +11,7 @@
 //! though the timing of a kill against the engine's work never repeats
 //! exactly). `OVERSEER_CHAOS_KEEP=1` keeps the data dir for a post-mortem.
 
-mod common;
+use crate::common;
 
 use common::{demo_agent, procs_with, Home, Serve};
 use rusqlite::OptionalExtension;

@@ -3,7 +3,7 @@
 //! events, and it is cut off at once when revoked; a browser that never
 //! reads its events is dropped while another is served.
 
-mod common;
+use crate::common;
 
 use common::{refused_status, served, served_beating, Frame, Served};
 use overseer_core::message::MessageTo;

@@ -2,7 +2,7 @@
 //! set in `[supervision]` of overseer.toml, kept in the store while the
 //! decision waits, and surviving `kill -9` of the engine mid-grace.
 
-mod common;
+use crate::common;
 use common::{demo_home, eventually, kill_9};
 
 /// The milliseconds since the epoch, as the engine counts them.

@@ -2,7 +2,7 @@
 //! database and its checkpoint, checked with a public key alone (the one
 //! pinned earlier), never with the key the other machine holds.
 
-mod common;
+use crate::common;
 
 use common::Fixture;
 use overseer_core::Actor;

@@ -1,0 +1,10 @@
+//! The crate's integration tests, one binary (each module was a test
+//! binary of its own, each linking the same crates again: disk and link
+//! time on CI). Run one part with `cargo test -p overseer-web --test web MODULE::`.
+
+mod common;
+
+mod chromium;
+mod embedded;
+mod paired;
+mod web;
