@@ -17,12 +17,11 @@
 //! setup steps reach the window too, read from its step log
 //! (`setup::StepLog`) as they are written.
 
-use overseer_core::{ApiError, EngineEvent, ErrorCode};
-use overseer_engine::{notification_for, Engine, Notification, Paths};
-use overseer_server::api::op;
+use overseer_core::{ApiError, ErrorCode};
+use overseer_engine::{Engine, Notification, Paths};
 use overseer_server::remote::{
-    registry, setup, Host, HostEvent, HostLinkState, HostLinkView, HostRemoved, HostSetupStep,
-    Link, LinkOptions,
+    registry, setup, Host, HostEvent, HostLinkState, HostLinkView, HostNotifications, HostRemoved,
+    HostSetupStep, Link, LinkOptions,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -401,7 +400,7 @@ impl Inner {
         let (l, sink) = (link.clone(), self.sink.clone());
         tokio::spawn(async move {
             use tokio::sync::broadcast::error::RecvError;
-            let mut told = Told::default();
+            let mut told = HostNotifications::default();
             loop {
                 let received = tokio::select! {
                     r = rx.recv() => r,
@@ -420,10 +419,8 @@ impl Inner {
                     event,
                 };
                 sink.event(&payload);
-                if let Some(n) = notification(&l, &payload.event).await {
-                    if told.first(&payload.event, &n) {
-                        sink.notify(l.name(), n);
-                    }
+                if let Some(n) = told.for_event(&l, &payload.event).await {
+                    sink.notify(l.name(), n);
                 }
             }
         });
@@ -583,46 +580,6 @@ impl StepLogs {
     }
 }
 
-/// What a host's notifications told already: a run's row pushed twice (as
-/// an engine does within a batch) is one failure, one popup.
-#[derive(Default)]
-struct Told(std::collections::HashSet<String>);
-
-impl Told {
-    /// Whether `n`, called for by `event`, is told for the first time.
-    fn first(&mut self, event: &EngineEvent, n: &Notification) -> bool {
-        let key = match event {
-            EngineEvent::GateOpened { gate_id, .. } => format!("gate:{gate_id}"),
-            EngineEvent::RunChanged { run } => {
-                format!("{}:{}:{}", n.kind.as_str(), run.id, run.state_since)
-            }
-            _ => format!("{}:{}", n.kind.as_str(), n.run_id),
-        };
-        if self.0.len() > 10_000 {
-            self.0.clear();
-        }
-        self.0.insert(key)
-    }
-}
-
-/// What a host's event calls for, as it would on that machine: the host's
-/// run and gate read through its link. No buttons: a decision about a
-/// host's gate is made in the window, through the link.
-async fn notification(link: &Link, event: &EngineEvent) -> Option<Notification> {
-    let n = match event {
-        EngineEvent::GateOpened {
-            gate_id, run_id, ..
-        } => {
-            let run = link.perform(op::ShowRun { run: *run_id }).await.ok()?;
-            let gate = link.perform(op::ShowGate { gate: *gate_id }).await.ok()?;
-            notification_for(event, &run, Some(&gate))
-        }
-        EngineEvent::RunChanged { run } => notification_for(event, run, None),
-        _ => None,
-    }?;
-    Some(Notification { quick: None, ..n })
-}
-
 /// Generates the host commands, their events' emitters and [`handler`]
 /// from the table (`overseer_api::host_commands!`): each command calls the
 /// [`HostLinks`] method of its name.
@@ -749,58 +706,6 @@ mod tests {
         };
         registry::save(&paths, &HostsFile { hosts: vec![host] }).expect("hosts.json");
         (dir, paths)
-    }
-
-    #[test]
-    fn a_hosts_failed_run_pushed_twice_notifies_once_and_each_gate_once() {
-        let mut told = Told::default();
-        let n = |kind, run: i64| Notification {
-            kind,
-            run_id: overseer_core::RunId(run),
-            title: "t".into(),
-            body: "b".into(),
-            quick: None,
-            urgency: overseer_engine::Urgency::Critical,
-            tag: None,
-        };
-        let opened = |gate: i64| EngineEvent::GateOpened {
-            gate_id: overseer_core::GateId(gate),
-            run_id: overseer_core::RunId(1),
-            kind: overseer_core::GateKind::ToolCall,
-        };
-        let blocking = overseer_engine::NotificationKind::AgentQuestionBlocking;
-        assert!(told.first(&opened(5), &n(blocking, 1)));
-        assert!(!told.first(&opened(5), &n(blocking, 1)));
-        assert!(told.first(&opened(6), &n(blocking, 1)));
-        let run: overseer_core::RunView =
-            serde_json::from_value(serde_json::to_value(demo_run()).expect("json")).expect("a run");
-        let failed = overseer_engine::NotificationKind::RunFailed;
-        let changed = EngineEvent::RunChanged { run: run.clone() };
-        assert!(told.first(&changed, &n(failed, run.id.0)));
-        assert!(!told.first(&changed, &n(failed, run.id.0)));
-        // Failed again later (resumed, failed again): told again.
-        let mut later = run.clone();
-        later.state_since += 1000;
-        let again = EngineEvent::RunChanged { run: later };
-        assert!(told.first(&again, &n(failed, run.id.0)));
-    }
-
-    /// A run as the demo fleet has them.
-    fn demo_run() -> overseer_core::RunView {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let engine = Engine::open(
-            Paths {
-                data_dir: dir.path().join("data"),
-                config_dir: dir.path().join("config"),
-            },
-            std::sync::Arc::new(overseer_engine::SystemClock),
-            std::sync::Arc::new(overseer_engine::LogNotifier),
-        )
-        .expect("engine");
-        engine
-            .seed_demo(&overseer_core::Actor::cli(), true)
-            .expect("seed");
-        engine.runs().expect("runs").remove(0)
     }
 
     #[tokio::test]

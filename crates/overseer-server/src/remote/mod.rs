@@ -7,15 +7,18 @@
 //!   (the version, the pinned signing key);
 //! - [`link`]: one persistent, multiplexed connection per host that
 //!   reconnects by itself and says how it stands;
-//! - [`setup`]: adding, upgrading and removing a host, step by step.
+//! - [`setup`]: adding, upgrading and removing a host, step by step;
+//! - [`notify`]: what a host's events call for on this machine's desktop.
 
 pub mod handshake;
 pub mod link;
+pub mod notify;
 pub mod registry;
 pub mod setup;
 
 pub use handshake::{check_key, open, Bridge, OpenError, Welcome, VERSION};
 pub use link::{HostEvent, HostLinkState, HostLinkView, Link, LinkOptions};
+pub use notify::HostNotifications;
 pub use registry::{fingerprint, Host, HostsFile, Target};
 pub use setup::{HostRemoved, HostSetupStep, SetupError, SetupFailure};
 
