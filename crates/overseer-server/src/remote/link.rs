@@ -616,10 +616,9 @@ async fn read_line(
         .map_err(|e| format!("the host sent a line that is not the engine's protocol: {e}"))
 }
 
-/// Subscribes, goes live, and carries calls and events until the
-/// connection ends; returns why it ended.
-/// Serves one connection of the link (`connection`: the link's id and this
-/// connection's number, its `resync`) until it ends; why it ended.
+/// Subscribes as the link's newest connection (`connection`: the link's id
+/// and this connection's number, its `resync`), goes live, and carries
+/// calls and events until the connection ends; returns why it ended.
 async fn serve(
     shared: &Shared,
     options: &LinkOptions,
