@@ -168,7 +168,7 @@ async fn a_host_added_from_the_window_is_linked_upgraded_and_removed_each_step_t
     );
     assert_eq!(
         lines.last().map(String::as_str),
-        Some("added host w1: `overseer --host w1 runs list`")
+        Some("host w1 ready: `overseer --host w1 runs list`")
     );
     let entry = registry::load(&paths)
         .expect("hosts.json")

@@ -770,6 +770,11 @@ pub async fn add(
         service,
         added_at: now_ms(),
     };
+    // Every step is told before the host joins `hosts.json`: a window
+    // following a terminal's setup takes the join as the end of its steps.
+    say(&format!(
+        "host {name} ready: `overseer --host {name} runs list`"
+    ));
     update(paths, |file| {
         if file.hosts.iter().any(|h| h.name == name) {
             return Err(already_added(name));
@@ -777,9 +782,6 @@ pub async fn add(
         file.hosts.push(host.clone());
         Ok(())
     })?;
-    say(&format!(
-        "added host {name}: `overseer --host {name} runs list`"
-    ));
     Ok(host)
 }
 
@@ -846,17 +848,20 @@ pub async fn remove(paths: &Paths, name: &str, say: Say<'_>) -> Result<Host, Set
                 hosts_path(paths).display()
             ))
         })?;
-    update(paths, |file| {
-        file.hosts.retain(|h| h.name != name);
-        Ok(())
-    })?;
-    say(&format!("host {name}: engine stopped and host forgotten"));
+    // Told before the host leaves `hosts.json` (see `add`).
+    say(&format!(
+        "host {name}: engine stopped; forgetting the host here"
+    ));
     say(&format!(
         "left on the host: {dir} (overseer's versions, the engine's database, audit log and \
          runs' repositories) and the engine's signing key in its config dir \
          (~/.config/overseer); delete them there when you no longer need them",
         dir = host.dir
     ));
+    update(paths, |file| {
+        file.hosts.retain(|h| h.name != name);
+        Ok(())
+    })?;
     Ok(host)
 }
 
