@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// directory, whatever the target dir): a release bench gets a release agent.
 pub fn demo_agent() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| built("overseer-demo-agent", "overseer-demo-agent"))
+    BIN.get_or_init(|| built("overseer-demo-agent"))
 }
 
 /// The `overseer` command line binary, built once per process in the
@@ -26,7 +26,7 @@ pub fn demo_agent() -> &'static Path {
 /// such as the app's, which installs it on a test host).
 pub fn overseer_cli() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| built("overseer-cli", "overseer"))
+    BIN.get_or_init(|| built("overseer"))
 }
 
 /// The packages whose binaries the tests run, built together: `make app`
@@ -40,10 +40,9 @@ const BINARIES: [&str; 3] = [
     "overseer-test-support",
 ];
 
-/// Builds [`BINARIES`] in the caller's profile (which holds `package`); the
-/// path of `bin`.
-fn built(package: &str, bin: &str) -> PathBuf {
-    assert!(BINARIES.contains(&package), "{package} is not in BINARIES");
+/// Builds [`BINARIES`] in the caller's profile; the path of `bin`, one of
+/// theirs.
+fn built(bin: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test's own executable");
     let profile_dir = exe
         .parent()

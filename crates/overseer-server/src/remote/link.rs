@@ -231,7 +231,6 @@ fn lost(name: &str, reason: &str) -> ApiError {
     )
 }
 
-/// Milliseconds since the epoch.
 /// An id no other link of this or another machine takes: this process, the
 /// time and a counter, with the machine's boot id where it can be read.
 fn link_id() -> String {
@@ -256,6 +255,7 @@ fn link_id() -> String {
     )
 }
 
+/// Milliseconds since the epoch.
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
