@@ -35,7 +35,7 @@ macro_rules! host_commands {
                 /// when and why; nothing was sent). An answer lost as the link
                 /// dropped is an `engine_unavailable` saying it may have been
                 /// applied: re-read the host when it is back.
-                write host_call => HostCall {
+                own host_call => HostCall {
                     host: String as host,
                     command: String as command,
                     args: JsonValue as args,
@@ -51,7 +51,7 @@ macro_rules! host_commands {
                 /// its engine, pins its signing key, and links to it. Each step
                 /// is told as an `overseer://host-setup` event as it happens;
                 /// the answer is the new host's link.
-                write host_add => HostAdd {
+                own host_add => HostAdd {
                     name: String as name,
                     url: String as url,
                     /// An ssh config file to use instead of ~/.ssh/config, kept
@@ -62,12 +62,12 @@ macro_rules! host_commands {
                 /// Installs this version on host `host` and restarts its engine
                 /// there (`overseer hosts upgrade`); its key must be the pinned
                 /// one. Steps told as `overseer://host-setup`.
-                write host_upgrade => HostUpgrade { host: String as host } -> HostLinkView,
+                own host_upgrade => HostUpgrade { host: String as host } -> HostLinkView,
                     because "the app's links to other machines' engines; an engine knows no hosts";
                 /// Stops host `host`'s engine and forgets the host (`overseer
                 /// hosts remove`; its files stay there): its link closes and
                 /// `overseer://host-removed` is pushed.
-                write host_remove => HostRemove { host: String as host } -> (),
+                own host_remove => HostRemove { host: String as host } -> (),
                     because "the app's links to other machines' engines; an engine knows no hosts";
             }
             streams {}

@@ -31,13 +31,18 @@
 /// `adapter! { both {..} socket_only {..} window_only {..} streams {..} events {..} also_declared {..} }`.
 ///
 /// An operation reads
-/// `read|write name => Type { field: FieldType as window_arg, .. } -> Response;`
+/// `read|decide|own name => Type { field: FieldType as window_arg, .. } -> Response;`
 /// (`, because "why"` after the response when it is on one surface only;
 /// socket-only entries have no window argument names). `name` is the Tauri
 /// command and the `Api` method; the socket's method is serde's snake_case
 /// of `Type`. Without braces it takes no parameters (a socket request
-/// without `params`). `write` means it decides or changes something: what
-/// a process an external agent started may not send.
+/// without `params`). The first word is who may call it ([`Access`]):
+/// `read` every paired person; `decide` (it decides or acts within one
+/// workspace: a gate, a run, a message, a task) an approver of that
+/// workspace; `own` (it configures the machine or who is told) the owner
+/// only. The transports enforce it from here, in the one place every call
+/// passes; `decide` and `own` also mean it changes something: what a
+/// process an external agent started may not send.
 ///
 /// `streams` are socket operations the transport answers itself, holding
 /// the connection: `-> Answer, then Item` pushes items after answering. They
@@ -55,14 +60,14 @@ macro_rules! operations {
         $adapter! {
             both {
                 read list_runs => ListRuns -> Vec<RunView>;
-                write approve_run => ApproveRun { run: RunId as run_id } -> RunView;
-                write reject_run => RejectRun { run: RunId as run_id, reason: String as reason } -> RunView;
-                write abort_run => AbortRun { run: RunId as run_id } -> RunView;
+                decide approve_run => ApproveRun { run: RunId as run_id } -> RunView;
+                decide reject_run => RejectRun { run: RunId as run_id, reason: String as reason } -> RunView;
+                decide abort_run => AbortRun { run: RunId as run_id } -> RunView;
                 /// Registers the git repository at `path` (absolute, on the
                 /// engine's machine) as a workspace, named `name` (default:
                 /// the repository's directory name). The local owner only
                 /// (the window, the CLI): a paired device cannot.
-                write add_workspace => AddWorkspace {
+                own add_workspace => AddWorkspace {
                     path: PathBuf as path,
                     name: Option<String> as name,
                     #[serde(default)]
@@ -86,17 +91,17 @@ macro_rules! operations {
                 /// the engine; older clients' bare option id is still read).
                 /// `context` is the optional free text (reason, feedback,
                 /// guidance, or for a question the JSON object of answers).
-                write decide_gate => DecideGate {
+                decide decide_gate => DecideGate {
                     gate: GateId as gate_id,
                     option: RequestedChoice as option,
                     context: Option<String> as context,
                 } -> GateView;
                 /// Stop a gate's timer (auto-proceed, expiry): it waits for a human.
-                write hold_gate => HoldGate { gate: GateId as gate_id } -> GateView;
+                decide hold_gate => HoldGate { gate: GateId as gate_id } -> GateView;
                 /// Snooze a pending gate until `until` (ms since the epoch, 5 s to
                 /// 30 days ahead): out of the inbox and "needs you" until then,
                 /// when it is told again as opened (and notifies again).
-                write snooze_gate => SnoozeGate { gate: GateId as gate_id, until: i64 as until } -> GateView;
+                decide snooze_gate => SnoozeGate { gate: GateId as gate_id, until: i64 as until } -> GateView;
                 /// The chronological story of a gate, each record's signature checked.
                 read gate_story => GateStory { gate: GateId as gate_id } -> GateStory;
                 /// Everything that decided anything on a run (step verdicts,
@@ -109,7 +114,7 @@ macro_rules! operations {
                 /// text, and the files other tools run on their own.
                 read run_diff => RunDiff { run: RunId as run_id } -> RunDiff;
                 /// An instruction for a running agent's next turn; answers the run.
-                write steer_run => SteerRun { run: RunId as run_id, text: String as text } -> RunView;
+                decide steer_run => SteerRun { run: RunId as run_id, text: String as text } -> RunView;
                 /// Messages after `after` (null: all), oldest first: all, or one
                 /// run's (sent by it, to it, delivered broadcasts).
                 read list_messages => ListMessages {
@@ -120,7 +125,7 @@ macro_rules! operations {
                 } -> Vec<MessageView>;
                 /// A message from the user to a run, or a broadcast; a reply
                 /// carries the correlation id of what it answers.
-                write send_message => SendMessage {
+                decide send_message => SendMessage {
                     to: MessageTo as to,
                     body: String as body,
                     #[serde(default)]
@@ -130,33 +135,33 @@ macro_rules! operations {
                 read show_task => ShowTask { task: TaskId as task_id } -> TaskInfo;
                 read list_workspaces => ListWorkspaces -> Vec<Workspace>;
                 /// Replace a workspace's sensors and auto-advance override.
-                write set_workspace_checks => SetWorkspaceChecks {
+                own set_workspace_checks => SetWorkspaceChecks {
                     workspace: String as workspace,
                     sensors: Vec<String> as sensors,
                     auto_advance: Option<bool> as auto_advance,
                 } -> Workspace;
                 read supervisor_status => SupervisorStatus { scope: Scope as scope } -> PolicyStatus;
                 /// Set (or with null remove) the supervisor policy at a scope.
-                write set_supervisor => SetSupervisor {
+                own set_supervisor => SetSupervisor {
                     scope: Scope as scope,
                     policy: Option<SupervisorPolicy> as policy,
                 } -> PolicyStatus;
                 /// Set (or with null remove) the budget at a scope: the most
                 /// each run may cost (in the currency its agent reports)
                 /// before it is paused at its next turn.
-                write set_max_cost => SetMaxCost {
+                own set_max_cost => SetMaxCost {
                     scope: Scope as scope,
                     max_cost: Option<f64> as max_cost,
                 } -> Option<f64>;
                 /// Rules as typed, parsed by the engine: a rule that is not one
                 /// is a typed `invalid_input` naming it.
-                write set_permissions => SetPermissions { scope: Scope as scope, rules: RuleTexts as rules } -> RuleSet;
+                own set_permissions => SetPermissions { scope: Scope as scope, rules: RuleTexts as rules } -> RuleSet;
                 /// A settings write checked, not made: the field errors it
                 /// would be refused with (empty: it would be saved). The
                 /// window calls it as the user types. Writes nothing.
                 read check_settings => CheckSettings { change: SettingsChange as change } -> Vec<FieldError>;
                 read notification_settings => Notifications -> NotificationSettings;
-                write set_notification_settings => SetNotifications { settings: NotificationSettings as settings } -> NotificationSettings;
+                own set_notification_settings => SetNotifications { settings: NotificationSettings as settings } -> NotificationSettings;
                 /// Every agent profile: installed or not, its mode, what it still needs.
                 read agents => Agents -> Vec<AgentInfo>;
                 /// A one-time code (5 minutes) that pairs a browser or phone
@@ -164,13 +169,35 @@ macro_rules! operations {
                 /// `ana`), with the URL to open when the engine serves
                 /// browsers. Only the local owner may: a paired device is
                 /// refused `forbidden`.
-                write pair_device => PairDevice { person: String as person, name: String as name } -> Pairing;
+                own pair_device => PairDevice {
+                    person: String as person,
+                    name: String as name,
+                    /// The person's role (`approver`, `observer`; null:
+                    /// keep theirs, a new person is an approver).
+                    #[serde(default)]
+                    role: Option<Role> as role,
+                    /// For an approver, the workspaces it holds in (null:
+                    /// every one).
+                    #[serde(default)]
+                    workspaces: Option<Vec<String>> as workspaces,
+                } -> Pairing;
+                /// Every person with a role (a person sees only their own).
+                read list_people => ListPeople -> Vec<PersonView>;
+                /// Gives a person a role: `approver` (in `workspaces`, null:
+                /// every one) or `observer`. A signed record; their devices
+                /// act by it from their next request. Only the owner may.
+                own set_person_role => SetPersonRole {
+                    person: String as person,
+                    role: Role as role,
+                    #[serde(default)]
+                    workspaces: Option<Vec<String>> as workspaces,
+                } -> PersonView;
                 /// Every paired device, revoked ones too, with when each was
                 /// last seen; a person through a device sees only their own.
                 read list_devices => ListDevices -> Vec<DeviceView>;
                 /// Revokes a device: refused from now on, its connections
                 /// closed. Only the local owner may.
-                write revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
+                own revoke_device => RevokeDevice { device: DeviceId as device_id } -> DeviceView;
                 /// Whether and where the engine serves browsers, as set and
                 /// as it stands (its URL, or why it does not serve).
                 read web_serving => WebServing -> WebStatus;
@@ -178,31 +205,31 @@ macro_rules! operations {
                 /// loopback address, or any other with a TLS certificate and
                 /// key (plain HTTP off loopback is refused with why). Kept
                 /// across restarts; only the local owner may.
-                write set_web_serving => SetWebServing { settings: WebSettings as settings } -> WebStatus;
+                own set_web_serving => SetWebServing { settings: WebSettings as settings } -> WebStatus;
                 /// Every webhook, oldest first (never its secret; to a paired
                 /// person, each URL cut to its scheme and host).
                 read list_webhooks => ListWebhooks -> Vec<Webhook>;
                 /// Adds a webhook: an http(s) URL and the event kinds it gets
                 /// (empty: every kind). The answer holds its secret, shown
                 /// this once.
-                write add_webhook => AddWebhook {
+                own add_webhook => AddWebhook {
                     url: String as url,
                     #[serde(default)]
                     events: Vec<WebhookEvent> as events,
                 } -> WebhookAdded;
                 /// Removes a webhook and its delivery log.
-                write remove_webhook => RemoveWebhook { id: i64 as id } -> Webhook;
+                own remove_webhook => RemoveWebhook { id: i64 as id } -> Webhook;
                 /// Turns a webhook off (`enabled` false: it gets nothing, and
                 /// what was pending for it is given up on) or on again; its
                 /// secret and its log stay. Only the local owner may.
-                write set_webhook_enabled => SetWebhookEnabled {
+                own set_webhook_enabled => SetWebhookEnabled {
                     id: i64 as id,
                     enabled: bool as enabled,
                 } -> Webhook;
                 /// Sends a test event to a webhook now; answers with its
                 /// delivery once the first attempt ended (within the
                 /// receiver's timeout). A write: it sends outside the machine.
-                write test_webhook => TestWebhook { id: i64 as id } -> WebhookDelivery;
+                own test_webhook => TestWebhook { id: i64 as id } -> WebhookDelivery;
                 /// A webhook's latest deliveries (at most `limit`, null: 50),
                 /// newest first, each with its attempts.
                 read webhook_deliveries => WebhookDeliveries {
@@ -221,7 +248,7 @@ macro_rules! operations {
                     because "a client's check that an engine answers; the window embeds its engine";
                 read show_run => ShowRun { run: RunId } -> RunView,
                     because "the window keeps every run from list_runs and the pushed events";
-                write seed_demo => SeedDemo {
+                own seed_demo => SeedDemo {
                     /// Only runs that wait for review or are released: no fictional
                     /// agents in active states for a live orchestrator to find.
                     #[serde(default)]
@@ -232,18 +259,18 @@ macro_rules! operations {
                 } -> Vec<RunId>,
                     because "demo and benchmark data, seeded from a terminal (`overseer demo seed`)";
                 /// On the wire the task's fields are the params themselves.
-                write start_task => StartTask {
+                decide start_task => StartTask {
                     #[serde(flatten)]
                     task: TaskStart,
                 } -> Started,
                     because "the window has no form to start a task yet (`overseer task start`)";
-                write clean_run => CleanRun { run: RunId } -> RunView,
+                decide clean_run => CleanRun { run: RunId } -> RunView,
                     because "removing a released run's worktree and branch is a terminal chore (`overseer runs clean`)";
-                write resume_run => ResumeRun { run: RunId } -> Started,
+                decide resume_run => ResumeRun { run: RunId } -> Started,
                     because "the window does not resume runs; an interrupted run is resumed from a terminal (`overseer runs resume`)";
                 /// A vote as the supervisor (for scripted setups): it obeys the
                 /// user-always-wins rule like the real supervisor.
-                write supervisor_vote => SupervisorVote { gate: GateId, approve: bool, rationale: String } -> GateView,
+                own supervisor_vote => SupervisorVote { gate: GateId, approve: bool, rationale: String } -> GateView,
                     because "for scripts that stand in for the supervisor; a human in the window decides as themselves";
             }
             window_only {
@@ -311,9 +338,11 @@ pub struct OperationInfo {
     /// The Tauri command, when the window has one.
     pub window: Option<&'static str>,
     pub surfaces: Surfaces,
-    /// Whether it decides or changes anything (`write`), else it only
-    /// reads or asks.
+    /// Whether it decides or changes anything (`decide`, `own`), else it
+    /// only reads or asks.
     pub decides: bool,
+    /// Who may call it.
+    pub access: Access,
     /// Whether the transport answers it itself on a held connection.
     pub streams: bool,
     /// The window's argument names (snake_case; the window passes them in
@@ -332,6 +361,19 @@ impl OperationInfo {
         }
         Some(snake_case(self.name))
     }
+}
+
+/// Who may call an operation: the first word of its entry in the table.
+/// (`overseer_core::role::Access` is the same, for the engine's check;
+/// this crate depends on nothing.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// `read`: every paired person.
+    Read,
+    /// `decide`: an approver of the workspace it acts in.
+    Decide,
+    /// `own`: the owner only.
+    Own,
 }
 
 /// One event the app pushes to the window.
@@ -389,6 +431,7 @@ macro_rules! describe_adapter {
                 window: Some(stringify!($call)),
                 surfaces: Surfaces::Both,
                 decides: $crate::describe_adapter!(@decides $kind),
+                access: $crate::describe_adapter!(@access $kind),
                 streams: false,
                 args: &[$($(stringify!($arg)),*)?],
                 docs: &[$($doc),*],
@@ -399,6 +442,7 @@ macro_rules! describe_adapter {
                 window: None,
                 surfaces: Surfaces::SocketOnly($swhy),
                 decides: $crate::describe_adapter!(@decides $skind),
+                access: $crate::describe_adapter!(@access $skind),
                 streams: false,
                 args: &[],
                 docs: &[$($sdoc),*],
@@ -409,6 +453,7 @@ macro_rules! describe_adapter {
                 window: Some(stringify!($wcall)),
                 surfaces: Surfaces::WindowOnly($wwhy),
                 decides: $crate::describe_adapter!(@decides $wkind),
+                access: $crate::describe_adapter!(@access $wkind),
                 streams: false,
                 args: &[$($(stringify!($warg)),*)?],
                 docs: &[$($wdoc),*],
@@ -419,6 +464,7 @@ macro_rules! describe_adapter {
                 window: None,
                 surfaces: Surfaces::SocketOnly($twhy),
                 decides: $crate::describe_adapter!(@decides $tkind),
+                access: $crate::describe_adapter!(@access $tkind),
                 streams: true,
                 args: &[],
                 docs: &[$($tdoc),*],
@@ -443,7 +489,11 @@ macro_rules! describe_adapter {
         ];
     };
     (@decides read) => { false };
-    (@decides write) => { true };
+    (@decides decide) => { true };
+    (@decides own) => { true };
+    (@access read) => { $crate::Access::Read };
+    (@access decide) => { $crate::Access::Decide };
+    (@access own) => { $crate::Access::Own };
 }
 
 operations!(describe_adapter);
@@ -709,7 +759,7 @@ pub fn typescript_client(
     // A transport that can lose its engine (a browser's) refuses these
     // while it cannot see the engine, instead of deciding on a stale view.
     out.push_str(
-        "/** The commands that decide or change something (the contract's `write`). */\n\
+        "/** The commands that decide or change something (the contract's `decide` and `own`). */\n\
          export const WRITES: ReadonlySet<string> = new Set([\n",
     );
     for o in operations {

@@ -1,13 +1,15 @@
 //! `overseer devices pair|list|revoke`: browsers and phones that act for a
 //! person. Pairing shows a one-time code (and, when the engine serves
 //! browsers, its address as a QR code); the browser exchanges the code for
-//! its own credential.
+//! its own credential. `overseer people list|set`: what each person may do
+//! (approver in some workspaces or all, or observer).
 
 use crate::output::{age, inert};
 use crate::{act, now_ms};
 use clap::Subcommand;
 use overseer_core::device::utc_text;
-use overseer_core::{DeviceId, DeviceView};
+use overseer_core::{DeviceId, DeviceView, Role};
+use overseer_engine::people::PersonView;
 use overseer_engine::{Pairing, Paths};
 use overseer_server::api::op;
 use std::fmt::Write;
@@ -24,6 +26,15 @@ pub enum DevicesCommand {
         /// recorded as user:NAME) [default: your login name]
         #[arg(long)]
         person: Option<String>,
+        /// The person's role: approver (decides gates and reviews runs in
+        /// the workspaces granted) or observer (reads only) [default: keep
+        /// theirs; a new person is an approver of every workspace]
+        #[arg(long)]
+        role: Option<String>,
+        /// A workspace an approver decides in (repeat for more) [default:
+        /// every workspace]
+        #[arg(long = "workspace")]
+        workspaces: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -41,12 +52,29 @@ pub enum DevicesCommand {
 
 pub async fn devices(paths: &Paths, cmd: DevicesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        DevicesCommand::Pair { name, person, json } => {
+        DevicesCommand::Pair {
+            name,
+            person,
+            role,
+            workspaces,
+            json,
+        } => {
             let person = match person {
                 Some(p) => p,
                 None => login_name()?,
             };
-            let pairing: Pairing = act(paths, op::PairDevice { person, name }).await?;
+            let role = role.as_deref().map(parse_role).transpose()?;
+            let workspaces = (!workspaces.is_empty()).then_some(workspaces);
+            let pairing: Pairing = act(
+                paths,
+                op::PairDevice {
+                    person,
+                    name,
+                    role,
+                    workspaces,
+                },
+            )
+            .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&pairing)?);
             } else {
@@ -72,6 +100,92 @@ pub async fn devices(paths: &Paths, cmd: DevicesCommand) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A role as typed: `approver` or `observer`.
+fn parse_role(text: &str) -> anyhow::Result<Role> {
+    Role::parse_person_role(text).map_err(|e| anyhow::anyhow!(e))
+}
+
+#[derive(Subcommand)]
+pub enum PeopleCommand {
+    /// Every person with a role, and what it allows
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a person a role (only the owner may): their devices act by it
+    /// from their next request
+    Set {
+        /// The person (as paired: `ana`)
+        person: String,
+        /// approver (decides gates and reviews runs in the workspaces
+        /// granted) or observer (reads only)
+        #[arg(long)]
+        role: String,
+        /// A workspace an approver decides in (repeat for more) [default:
+        /// every workspace]
+        #[arg(long = "workspace")]
+        workspaces: Vec<String>,
+    },
+}
+
+pub async fn people(paths: &Paths, cmd: PeopleCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        PeopleCommand::List { json } => {
+            let people: Vec<PersonView> = act(paths, op::ListPeople {}).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&people)?);
+            } else {
+                print!("{}", people_table(&people));
+            }
+        }
+        PeopleCommand::Set {
+            person,
+            role,
+            workspaces,
+        } => {
+            let role = parse_role(&role)?;
+            let workspaces = (!workspaces.is_empty()).then_some(workspaces);
+            let p: PersonView = act(
+                paths,
+                op::SetPersonRole {
+                    person,
+                    role,
+                    workspaces,
+                },
+            )
+            .await?;
+            println!("{} is now {}", inert(&p.person), inert(&p.grant.describe()));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn people_table(people: &[PersonView]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<12} {:<40} SET BY", "PERSON", "ROLE");
+    for p in people {
+        let by = if p.migrated {
+            "paired before roles existed: was given every workspace".to_owned()
+        } else {
+            format!("{} at {}", p.set_by, utc_text(p.set_at))
+        };
+        let _ = writeln!(
+            out,
+            "{:<12} {:<40} {}",
+            inert(&p.person),
+            inert(&p.grant.describe()),
+            inert(&by)
+        );
+    }
+    if people.is_empty() {
+        out.push_str(
+            "no person has a role yet: pair a device (`overseer devices pair --person ana \
+             --role approver --workspace web`)\n",
+        );
+    }
+    out
 }
 
 /// `--person` left out: the login name, when it is a valid person.
@@ -134,8 +248,8 @@ fn devices_table(devices: &[DeviceView], now: i64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>4}  {:<12} {:<24} {:>6}  {:>9}  STATUS",
-        "ID", "PERSON", "NAME", "PAIRED", "LAST SEEN"
+        "{:>4}  {:<12} {:<24} {:<28} {:>6}  {:>9}  STATUS",
+        "ID", "PERSON", "NAME", "ROLE", "PAIRED", "LAST SEEN"
     );
     for d in devices {
         let seen = d
@@ -147,10 +261,11 @@ fn devices_table(devices: &[DeviceView], now: i64) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>4}  {:<12} {:<24} {:>6}  {:>9}  {status}",
+            "{:>4}  {:<12} {:<24} {:<28} {:>6}  {:>9}  {status}",
             d.id,
             inert(&d.person),
             inert(&d.name),
+            inert(&d.grant.describe()),
             age(d.created_at, now),
             seen
         );

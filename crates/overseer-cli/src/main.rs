@@ -117,6 +117,9 @@ enum Command {
     /// Browsers and phones that act for a person: pair, list, revoke
     #[command(subcommand)]
     Devices(devices::DevicesCommand),
+    /// What each paired person may do: approver (in some workspaces or all) or observer
+    #[command(subcommand)]
+    People(devices::PeopleCommand),
     /// Serve the window to browsers and phones (as Settings does): status, on, off
     #[command(subcommand)]
     Web(web::WebCommand),
@@ -574,6 +577,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => inbox::sessions(&paths, cmd).await,
         Command::Mcp(args) => mcp::run(&paths, args).await,
         Command::Devices(cmd) => devices::devices(&paths, cmd).await,
+        Command::People(cmd) => devices::people(&paths, cmd).await,
         Command::Web(cmd) => web::run(&paths, cmd).await,
         Command::Webhooks(cmd) => webhooks::run(&paths, cmd).await,
         Command::Demo(DemoCommand::Seed { settled, runs }) => {

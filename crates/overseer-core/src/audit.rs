@@ -218,6 +218,13 @@ pub enum AuditPayload {
         person: String,
         name: String,
     },
+    /// The owner gave `person` a role (and for an approver, the
+    /// workspaces it holds in; `None`: every one).
+    PersonRoleSet {
+        person: String,
+        role: crate::Role,
+        workspaces: Option<Vec<String>>,
+    },
     /// Someone typed `wrong_tries` wrong pairing codes while `codes` codes
     /// were outstanding: those codes were burned (refused from now on; the
     /// owner makes new ones).
@@ -368,6 +375,7 @@ impl AuditPayload {
             AuditPayload::SecurityEvent(_) => "security_event",
             AuditPayload::DevicePaired { .. } => "device_paired",
             AuditPayload::DeviceRevoked { .. } => "device_revoked",
+            AuditPayload::PersonRoleSet { .. } => "person_role_set",
             AuditPayload::PairingCodesBurned { .. } => "pairing_codes_burned",
         }
     }
@@ -404,6 +412,7 @@ impl AuditPayload {
             | AuditPayload::SecurityEvent(_)
             | AuditPayload::DevicePaired { .. }
             | AuditPayload::DeviceRevoked { .. }
+            | AuditPayload::PersonRoleSet { .. }
             | AuditPayload::PairingCodesBurned { .. } => None,
         }
     }
@@ -437,6 +446,7 @@ impl AuditPayload {
             | AuditPayload::Message { .. }
             | AuditPayload::DevicePaired { .. }
             | AuditPayload::DeviceRevoked { .. }
+            | AuditPayload::PersonRoleSet { .. }
             | AuditPayload::PairingCodesBurned { .. } => None,
         }
     }

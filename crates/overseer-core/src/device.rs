@@ -36,6 +36,10 @@ pub struct DeviceView {
     pub last_seen_at: Option<Millis>,
     /// When it was revoked: from then on it is refused.
     pub revoked_at: Option<Millis>,
+    /// What its person may do (the owner gives it; a person with none
+    /// recorded only reads).
+    #[serde(default = "crate::role::Grant::nothing")]
+    pub grant: crate::role::Grant,
 }
 
 impl DeviceView {
@@ -236,6 +240,7 @@ mod tests {
             created_at: 1,
             last_seen_at: None,
             revoked_at: None,
+            grant: crate::role::Grant::nothing(),
         };
         let actor = d.actor();
         assert_eq!(actor.to_string(), "user:ana");

@@ -14,6 +14,7 @@
 //! - [`gate_payload`]: what each kind of gate is about (its typed payload).
 //! - [`actor`]: who did something (user via app or CLI, a person via a device, supervisor, engine, agent).
 //! - [`device`]: paired devices (browsers, phones), their persons, pairing codes.
+//! - [`role`]: who may do what: the owner, approvers (per workspace), observers.
 //! - [`audit`]: what each signed audit record says (its typed payload).
 //! - [`error`]: error codes that cross the IPC boundary as `{code, message}`.
 //! - [`rules`]: permission rules in Claude Code's syntax, always-gated operations.
@@ -44,6 +45,7 @@ pub mod plan;
 pub mod progress;
 pub mod questions;
 pub mod repo_grants;
+pub mod role;
 pub mod rules;
 pub mod run;
 pub mod session;
@@ -69,6 +71,7 @@ pub use gate_payload::{
     AgentOption, AgentToolCall, DeviationCause, DeviationGate, GateBody, MergeReviewGate,
     QuestionGate, StepRecord, StepSensor, SupervisorPauseGate, ToolCallGate,
 };
+pub use role::{Access, Grant, Role, Target};
 pub use run::{
     apply, InvalidTransition, ReleaseReason, RetryPolicy, RunEvent, RunState, Transition,
 };

@@ -7,8 +7,9 @@
 //! presents ([`Records::device_by_credential`]). Only the local owner may
 //! pair or revoke: a request acting through a device is refused
 //! `forbidden` here, whichever transport carried it. The store keeps codes
-//! and credentials hashed, burns the outstanding codes after too many wrong
-//! tries (never locking pairing: a new code works at once), and signs
+//! (under a keyed hash) and credentials hashed; wrong tries are counted
+//! here, in memory, and too many burn the outstanding codes older than a
+//! minute (never locking pairing: a new code works at once), and the store signs
 //! every pairing, revocation and burn; each is pushed as
 //! [`EngineEvent::DeviceChanged`](overseer_core::EngineEvent) once
 //! committed (the web transport closes a revoked device's connections on
@@ -16,7 +17,7 @@
 
 use crate::Records;
 use overseer_core::{Actor, ApiError, DeviceId, ErrorCode, Millis};
-use overseer_store::devices::{BURN_AFTER, PAIRING_TTL};
+use overseer_store::devices::{BURN_AFTER, BURN_GRACE, PAIRING_TTL};
 use overseer_store::{Redeemed, Refusal};
 use serde::{Deserialize, Serialize};
 
@@ -35,9 +36,10 @@ pub struct Pairing {
     pub url: Option<String>,
 }
 
-/// A device just paired, and its credential: shown this once (the web
-/// transport sets it as the device's cookie); the engine keeps only its
-/// hash.
+/// A device just paired, and its credential: shown this once (two halves
+/// joined by a `.`: the web transport sets the first as the device's cookie
+/// and gives the second to the page that paired, which keeps it in its own
+/// origin's storage); the engine keeps only the hash of the whole.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Paired {
     pub device: DeviceView,
@@ -53,9 +55,20 @@ impl std::fmt::Debug for Paired {
     }
 }
 
+/// The wrong pairing codes typed against the codes outstanding, kept in
+/// memory (a flood of wrong codes writes nothing; a restart starts the
+/// count over, which only the owner can do).
+#[derive(Debug, Default)]
+pub(crate) struct WrongTries {
+    /// Wrong tries since the count last started over.
+    count: i64,
+    /// When the last one was counted.
+    last: Option<Millis>,
+}
+
 /// Refuses anyone but the local owner (the window's `user:app`, the CLI's
 /// `user:cli`): a paired device cannot pair more devices or revoke others.
-pub(crate) fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
+pub fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
     if actor.is_local_owner() {
         return Ok(());
     }
@@ -74,21 +87,55 @@ pub(crate) fn owner_only(actor: &Actor, what: &str) -> Result<(), ApiError> {
 impl Records {
     /// Issues a one-time code that pairs a device named `device_name` for
     /// `person` (a short lowercase name such as `ana`; `app` and `cli` are
-    /// the local owner's), good for 5 minutes. Only the local owner may.
+    /// the local owner's), good for 5 minutes. `grant` gives the person a
+    /// role in the same transaction (a signed record); `None` keeps the
+    /// role a person has, and makes a new person an approver of every
+    /// workspace. Only the local owner may.
+    pub fn pair_device_with(
+        &self,
+        person: &str,
+        device_name: &str,
+        grant: Option<&overseer_core::Grant>,
+        actor: &Actor,
+    ) -> Result<Pairing, ApiError> {
+        owner_only(actor, "pair a device")?;
+        let now = self.clock.now();
+        let issued = self.write(|tx| {
+            let issued = tx.issue_pairing_code(person, device_name, actor, now)?;
+            match grant {
+                Some(grant) => {
+                    tx.set_grant(person, grant, actor, now)?;
+                }
+                None => {
+                    let every = overseer_core::Grant {
+                        role: overseer_core::Role::Approver,
+                        workspaces: None,
+                    };
+                    if tx.person_has_grant(person)? {
+                        // Kept as the owner set it.
+                    } else {
+                        tx.set_grant(person, &every, actor, now)?;
+                    }
+                }
+            }
+            Ok(issued)
+        })?;
+        Ok(Pairing {
+            code: issued.code,
+            expires_at: issued.expires_at,
+            url: self.web_url(),
+        })
+    }
+
+    /// [`Records::pair_device_with`] keeping the person's role (a new
+    /// person: approver of every workspace).
     pub fn pair_device(
         &self,
         person: &str,
         device_name: &str,
         actor: &Actor,
     ) -> Result<Pairing, ApiError> {
-        owner_only(actor, "pair a device")?;
-        let now = self.clock.now();
-        let issued = self.write(|tx| tx.issue_pairing_code(person, device_name, actor, now))?;
-        Ok(Pairing {
-            code: issued.code,
-            expires_at: issued.expires_at,
-            url: self.web_url(),
-        })
+        self.pair_device_with(person, device_name, None, actor)
     }
 
     /// [`Records::pair_device`] as the owner at the window (`user:app`).
@@ -97,16 +144,78 @@ impl Records {
     }
 
     /// Exchanges a code for a device and its credential. A wrong, expired,
-    /// used or burned code is refused `unauthorized`; the 20th wrong try
-    /// while codes are outstanding burns them all (a signed record, and a
-    /// warning in the log), and a new code works at once. How many tries
-    /// one address may make is the transport's to limit.
+    /// used or burned code is refused `unauthorized`. The code is looked
+    /// up with a read; only a right code writes (the pairing). Wrong tries
+    /// are counted in memory ([`WrongTries`]): the 20th while codes are
+    /// outstanding burns those issued at least a minute before (a signed
+    /// record, and a warning in the log); a newer code is spared, and a new
+    /// code works at once. How many tries one address may make is the
+    /// transport's to limit.
     pub fn redeem_pairing(&self, code: &str) -> Result<Paired, ApiError> {
         let now = self.clock.now();
-        match self.write(|tx| tx.redeem_pairing_code(code, now))? {
-            Redeemed::Paired { device, credential } => Ok(Paired { device, credential }),
-            Redeemed::Refused(why) => Err(refused(why)),
+        let refusal = match self.store().pairing_code(code, now)? {
+            // Right: paired in a write, which looks again (another request
+            // may have redeemed it, or a burn hit it, since).
+            None => match self.write(|tx| tx.redeem_pairing_code(code, now))? {
+                Redeemed::Paired { device, credential } => {
+                    return Ok(Paired { device, credential })
+                }
+                Redeemed::Refused(why) => why,
+            },
+            Some(why) => why,
+        };
+        let why = match refusal {
+            // A burned code tells a guesser nothing: not counted.
+            Refusal::Burned => Refusal::Burned,
+            Refusal::Wrong { .. } => Refusal::Wrong {
+                burned: self.count_wrong_try(now)?,
+            },
+            Refusal::Expired { .. } => Refusal::Expired {
+                burned: self.count_wrong_try(now)?,
+            },
+            Refusal::Used { .. } => Refusal::Used {
+                burned: self.count_wrong_try(now)?,
+            },
+        };
+        Err(refused(why))
+    }
+
+    /// One more wrong try against the outstanding codes, in memory; the
+    /// one that makes [`BURN_AFTER`] burns those issued [`BURN_GRACE`]
+    /// ago or more (how many: returned) and starts the count over. With no
+    /// code outstanding there is nothing to guess: the count starts over;
+    /// so it does when every code outstanding is newer than the last
+    /// counted try (none of them faced it).
+    fn count_wrong_try(&self, now: Millis) -> Result<Option<u32>, ApiError> {
+        let outstanding = self
+            .store()
+            .outstanding_pairing_codes(now, now - BURN_GRACE)?;
+        let wrong = {
+            let mut tries = self.wrong_pairing.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(oldest) = outstanding.oldest_issued else {
+                *tries = WrongTries::default();
+                return Ok(None);
+            };
+            if tries.last.is_none_or(|last| oldest > last) {
+                tries.count = 0;
+            }
+            tries.count = tries.count.saturating_add(1);
+            tries.last = Some(now);
+            if tries.count < BURN_AFTER || outstanding.burnable == 0 {
+                // Below the bound, or only codes in their first minute:
+                // the count stays, and the first try after a code's
+                // minute burns it.
+                return Ok(None);
+            }
+            tries.count
+        };
+        let codes = self.write(|tx| tx.burn_pairing_codes(now, now - BURN_GRACE, wrong))?;
+        if codes == 0 {
+            return Ok(None);
         }
+        let mut tries = self.wrong_pairing.lock().unwrap_or_else(|p| p.into_inner());
+        tries.count = 0;
+        Ok(Some(codes))
     }
 
     /// The device a credential belongs to, unless it is unknown or revoked

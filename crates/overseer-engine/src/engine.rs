@@ -223,6 +223,9 @@ pub struct Runs {
     pub(crate) floods: crate::flood::Floods,
     /// The data dir's free space: its reserve, its floor, runs paused on it.
     pub(crate) disk: Arc<crate::disk::Disk>,
+    /// The slirp4netns this engine's runs use instead of the machine's
+    /// ([`Runs::use_slirp4netns`]).
+    pub(crate) slirp: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 /// What a run did and where it stands: the timeline, transitions,
@@ -232,6 +235,8 @@ pub struct Records {
     /// Where the web transport serves browsers, if it does: what a
     /// pairing's URL says (`devices.rs`).
     pub(crate) web_url: Mutex<Option<String>>,
+    /// Wrong pairing codes typed, counted in memory (`devices.rs`).
+    pub(crate) wrong_pairing: Mutex<crate::devices::WrongTries>,
 }
 
 /// What every layer shares: the one writer of the store, the event bus,
@@ -313,6 +318,13 @@ impl Engine {
         notifier: Arc<dyn Notifier>,
     ) -> Result<Engine, EngineError> {
         overseer_contain::process::raise_fd_limit();
+        // The owner's alone, whoever made the dirs and files first.
+        for fixed in paths.make_private().map_err(|e| EngineError::Io {
+            path: paths.data_dir.clone(),
+            source: std::io::Error::other(e),
+        })? {
+            tracing::warn!("{fixed}");
+        }
         let config = Config::load(&paths.config_dir)?;
         let keyring = Keyring::load_or_create(&paths.config_dir)?;
         let store = match Store::open(&paths.db(), keyring) {
@@ -365,12 +377,15 @@ impl Engine {
         let records = Arc::new(Records {
             below: Arc::new(shared),
             web_url: Mutex::new(None),
+            wrong_pairing: Mutex::default(),
         });
+        records.tell_migrated_people();
         let runs = Arc::new(Runs {
             below: records,
             live: Default::default(),
             floods: Default::default(),
             disk,
+            slirp: std::sync::OnceLock::new(),
         });
         Ok(Engine {
             below: Arc::new_cyclic(|me| Supervision {

@@ -39,6 +39,7 @@ mod notify;
 pub mod ops;
 #[deny(clippy::wildcard_enum_match_arm)]
 mod orchestrator;
+pub mod people;
 pub use overseer_config::paths;
 #[deny(clippy::wildcard_enum_match_arm)]
 pub mod settings;
@@ -60,8 +61,8 @@ pub use fleet::{FleetCounts, RunsHead};
 pub use gate_page::{GatePage, GATE_PAGE, GATE_PAGE_MAX};
 pub use merge::{hidden_ref, MergeOutcome};
 pub use notify::{
-    coalesce, notification_for, LogNotifier, Notification, NotificationKind, NotificationSettings,
-    Notifier, QuickAnswer, WebhookEvent,
+    coalesce, notification_for, quick_answer, what_it_decides, LogNotifier, Notification,
+    NotificationKind, NotificationSettings, Notifier, QuickAnswer, WebhookEvent,
 };
 pub use orchestrator::MAX_RETRIES;
 pub use overseer_contain::process::{raise_fd_limit, started_fd_limit};

@@ -11,6 +11,7 @@
 //! [`Request`], [`op`], the [`Api`] trait and each call's [`Operation`], and
 //! implements [`Api`] for the [`Engine`].
 
+use overseer_core::role::Target;
 use overseer_core::ErrorCode;
 use overseer_engine::Engine;
 use serde::{Deserialize, Serialize};
@@ -27,8 +28,22 @@ pub trait Operation {
     /// what a process an external agent started may not send, and what an
     /// offline CLI checkpoints after.
     const DECIDES: bool;
-    /// Calls the engine as `actor`, which the caller's connection implies.
+    /// Who may call it: the first word of its entry in the table.
+    const ACCESS: Access;
+    /// Refuses `actor` (`forbidden`) unless their role permits this call
+    /// where it acts: the one check every call passes, from the table's
+    /// declaration. [`Operation::perform`] calls it first.
+    fn authorize(&self, engine: &Engine, actor: &Actor) -> Result<(), ApiError>;
+    /// Calls the engine as `actor`, which the caller's connection implies,
+    /// once [`Operation::authorize`] let it.
     fn perform(self, engine: &Engine, actor: &Actor) -> Result<Self::Response, ApiError>;
+}
+
+/// Where a `decide` operation acts: the workspace of the run, gate, task
+/// or message it names. Every `decide` entry of the table needs one (the
+/// compiler demands it), so none can skip the approver's workspace check.
+pub trait Scoped {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError>;
 }
 
 /// What a stream is: the transport answers it itself, holding the
@@ -219,6 +234,22 @@ macro_rules! wire_adapter {
         }
 
         impl Invocation {
+            /// Whether `actor` may call it (see [`Operation::authorize`]).
+            pub fn authorize(&self, engine: &Engine, actor: &Actor) -> Result<(), ApiError> {
+                match self {
+                    $( Invocation::$Op(o) => o.authorize(engine, actor), )*
+                    $( Invocation::$SOp(o) => o.authorize(engine, actor), )*
+                }
+            }
+
+            /// Who may call it.
+            pub fn access(&self) -> Access {
+                match self {
+                    $( Invocation::$Op(_) => <op::$Op as Operation>::ACCESS, )*
+                    $( Invocation::$SOp(_) => <op::$SOp as Operation>::ACCESS, )*
+                }
+            }
+
             /// Runs the operation as `actor`; its typed answer as JSON.
             pub fn perform(self, engine: &Engine, actor: &Actor) -> Result<serde_json::Value, ApiError> {
                 match self {
@@ -233,14 +264,27 @@ macro_rules! wire_adapter {
         impl Operation for op::$Op {
             type Response = $resp;
             const DECIDES: bool = wire_adapter!(@decides $kind);
+            const ACCESS: Access = wire_adapter!(@access $kind);
+            fn authorize(&self, engine: &Engine, actor: &Actor) -> Result<(), ApiError> {
+                engine.authorize(actor, Self::ACCESS, stringify!($call), || {
+                    wire_adapter!(@target $kind self engine)
+                })
+            }
             fn perform(self, engine: &Engine, actor: &Actor) -> Result<$resp, ApiError> {
+                self.authorize(engine, actor)?;
                 let op::$Op { $($field),* } = self;
                 <Served<'_> as Api>::$call(&Served(engine), actor $(, $field)*)
             }
         }
     };
     (@decides read) => { false };
-    (@decides write) => { true };
+    (@decides decide) => { true };
+    (@decides own) => { true };
+    (@access read) => { Access::Read };
+    (@access decide) => { Access::Decide };
+    (@access own) => { Access::Own };
+    (@target decide $op:ident $engine:ident) => { Scoped::target($op, $engine) };
+    (@target $other:ident $op:ident $engine:ident) => { Ok(Target::Anywhere) };
     (@item) => { () };
     (@item $item:ty) => { $item };
 }
@@ -249,6 +293,18 @@ overseer_api::operations!(wire_adapter);
 
 /// The table's operations and events, without their types.
 pub use overseer_api::{EventInfo, OperationInfo, Surfaces, EVENTS, OPERATIONS};
+pub use overseer_core::role::Access;
+
+/// Who may call an operation of the table, as the engine's check reads it
+/// (the table's own [`overseer_api::Access`] mirrors it: that crate
+/// depends on nothing).
+pub fn access_of(info: &OperationInfo) -> Access {
+    match info.access {
+        overseer_api::Access::Read => Access::Read,
+        overseer_api::Access::Decide => Access::Decide,
+        overseer_api::Access::Own => Access::Own,
+    }
+}
 
 /// The engine as its clients reach it: the contract's calls, each a thin
 /// delegation to the service that does it. Kept apart from [`Engine`]
@@ -497,8 +553,26 @@ impl Api for Served<'_> {
         actor: &Actor,
         person: String,
         name: String,
+        role: Option<Role>,
+        workspaces: Option<Vec<String>>,
     ) -> Result<Pairing, ApiError> {
-        self.0.pair_device(&person, &name, actor)
+        let grant = grant_given(role, workspaces)?;
+        self.0
+            .pair_device_with(&person, &name, grant.as_ref(), actor)
+    }
+    fn list_people(&self, actor: &Actor) -> Result<Vec<PersonView>, ApiError> {
+        self.0.people_seen_by(actor)
+    }
+    fn set_person_role(
+        &self,
+        actor: &Actor,
+        person: String,
+        role: Role,
+        workspaces: Option<Vec<String>>,
+    ) -> Result<PersonView, ApiError> {
+        let grant = grant_given(Some(role), workspaces)?
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidInput, "name the role to give"))?;
+        self.0.set_grant(&person, &grant, actor)
     }
     fn list_devices(&self, actor: &Actor) -> Result<Vec<DeviceView>, ApiError> {
         self.0.list_devices_as(actor)
@@ -511,6 +585,103 @@ impl Api for Served<'_> {
     }
     fn set_web_serving(&self, actor: &Actor, settings: WebSettings) -> Result<WebStatus, ApiError> {
         self.0.set_web_settings(settings, actor)
+    }
+}
+
+/// A run's workspace, for the `decide` calls that name a run.
+fn run_target(engine: &Engine, run: RunId) -> Result<Target, ApiError> {
+    Ok(Target::Workspace(engine.run_workspace(run)?))
+}
+
+fn gate_target(engine: &Engine, gate: GateId) -> Result<Target, ApiError> {
+    Ok(Target::Workspace(engine.gate_workspace(gate)?))
+}
+
+impl Scoped for op::ApproveRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::RejectRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::AbortRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::SteerRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::CleanRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::ResumeRun {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        run_target(engine, self.run)
+    }
+}
+impl Scoped for op::DecideGate {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        gate_target(engine, self.gate)
+    }
+}
+impl Scoped for op::HoldGate {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        gate_target(engine, self.gate)
+    }
+}
+impl Scoped for op::SnoozeGate {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        gate_target(engine, self.gate)
+    }
+}
+impl Scoped for op::StartTask {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        Ok(Target::Workspace(
+            engine.workspace_name(&self.task.workspace)?,
+        ))
+    }
+}
+/// A message acts where it lands: one run's workspace, one workspace, one
+/// task's; a broadcast to every run, or to the supervisor or the user,
+/// reaches beyond one workspace.
+impl Scoped for op::SendMessage {
+    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+        match &self.to {
+            MessageTo::Run { run } => run_target(engine, *run),
+            MessageTo::Workspace { workspace } => {
+                Ok(Target::Workspace(engine.workspace_name(workspace)?))
+            }
+            MessageTo::Task { task } => Ok(Target::Workspace(engine.task_workspace(*task)?)),
+            MessageTo::Broadcast | MessageTo::Supervisor | MessageTo::User => Ok(Target::Anywhere),
+        }
+    }
+}
+
+/// A role as a call gives it, checked: workspaces only for an approver.
+fn grant_given(
+    role: Option<Role>,
+    workspaces: Option<Vec<String>>,
+) -> Result<Option<overseer_core::Grant>, ApiError> {
+    match (role, workspaces) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "workspaces are granted with a role: give `approver` with them",
+        )),
+        (Some(Role::Observer), Some(_)) => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "an observer reads every workspace and decides in none: give workspaces only to an \
+             approver",
+        )),
+        (Some(role), workspaces) => Ok(Some(overseer_core::Grant { role, workspaces })),
     }
 }
 
@@ -529,8 +700,9 @@ pub mod vocabulary {
         ActivityView, GateId, GateView, RunId, RunView, SessionAnswer, SessionAsk, SessionRef,
         TaskId,
     };
-    pub use overseer_core::{DeviceId, DeviceView};
+    pub use overseer_core::{DeviceId, DeviceView, Role};
     pub use overseer_engine::config::AgentInfo;
+    pub use overseer_engine::people::PersonView;
     pub use overseer_engine::Pairing;
     pub use overseer_engine::{
         GatePage, GateStory, NotificationSettings, PolicyStatus, RunStory, RunsHead, Scope,

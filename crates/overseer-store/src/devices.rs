@@ -2,20 +2,24 @@
 //!
 //! - A pairing code is 8 letters of an alphabet without look-alikes
 //!   (`ABCD-EFGH`), valid for [`PAIRING_TTL`], good once, and kept only as
-//!   its SHA-256 hash.
-//! - Redeeming it makes the device and its credential: 32 random bytes
-//!   (hex), given to the caller once and kept only as their SHA-256 hash,
-//!   which is how a request's credential is looked up.
-//! - Wrong tries (a wrong, expired or used code) made while codes are
-//!   outstanding are counted; the [`BURN_AFTER`]th burns every outstanding
-//!   code (a signed record says so) and starts the count over. Codes are
-//!   not named in a wrong try, so the count is for all of them: each code
-//!   faces at most that many guesses in its life, and a new code works at
-//!   once (nobody can keep pairing locked, as a time lockout of every code
-//!   would let them). The count lives in the database
-//!   (`pairing_lockout.failures`), so a restart does not reset it, and a
-//!   refusal is committed like any write (it is an outcome of the write,
-//!   not an error that rolls it back). Limiting tries per address is the
+//!   its HMAC-SHA256 under a random key of the database ([`code_hash`]).
+//! - Redeeming it makes the device and its credential: two halves of 32
+//!   random bytes each (hex, joined by [`CREDENTIAL_JOIN`]), given to the
+//!   caller once and kept only as the SHA-256 hash of the whole, which is
+//!   how a request's credential is looked up. The web transport keeps the
+//!   halves apart (a cookie, and a secret the page keeps in its own
+//!   origin's storage): a request presents both or is nobody. A device
+//!   paired before the halves (one 64-hex credential) matches no
+//!   credential of this shape: it pairs again.
+//! - Looking a code up is a read ([`crate::Store::pairing_code`]); only a
+//!   right code writes (the pairing). Wrong tries (a wrong, expired or
+//!   used code) are counted by the caller in memory (the engine), so a
+//!   flood of wrong codes writes nothing; the [`BURN_AFTER`]th while codes
+//!   are outstanding burns the ones issued at least [`BURN_GRACE`] before
+//!   ([`WriteTx::burn_pairing_codes`], a signed record). Codes are not
+//!   named in a wrong try, so the count is for all of them; a new code
+//!   works at once, and for its first [`BURN_GRACE`] no flood can burn it
+//!   (the owner types it meanwhile). Limiting tries per address is the
 //!   transport's (it knows addresses).
 //! - Pairing and revoking are signed audit records; a revoked device is
 //!   refused from the moment its revocation commits.
@@ -36,11 +40,24 @@ pub const PAIRING_TTL: Millis = 5 * 60 * 1000;
 /// guessing a code are at most this many in 31^8 (about 1 in 4 * 10^10).
 pub const BURN_AFTER: i64 = 20;
 
+/// How long a new code is spared by burns: whoever issued it has this long
+/// to type it while wrong codes flood in (the tries in that time are what
+/// bounds a guesser then: see `docs/browsers.md`).
+pub const BURN_GRACE: Millis = 60 * 1000;
+
 /// A device's last-seen time is written at most this often.
 pub const SEEN_EVERY: Millis = 60 * 1000;
 
-/// Bytes of randomness in a device credential.
+/// Bytes of randomness in each half of a device credential.
 const CREDENTIAL_BYTES: usize = 32;
+
+/// What joins a credential's two halves (`<cookie half>.<origin half>`).
+pub const CREDENTIAL_JOIN: char = '.';
+
+/// Whether `half` could be a half of a credential (64 hex digits).
+fn is_half(half: &str) -> bool {
+    half.len() == CREDENTIAL_BYTES * 2 && half.bytes().all(|b| b.is_ascii_hexdigit())
+}
 
 /// A pairing code just issued: the code as shown (`ABCD-EFGH`) and when it
 /// stops working.
@@ -50,8 +67,8 @@ pub struct IssuedCode {
     pub expires_at: Millis,
 }
 
-/// What redeeming a code came to. A refusal is an outcome, not an error:
-/// the write that counts it (and may lock pairing out) is committed.
+/// What redeeming a code came to. A refusal is an outcome, not an error
+/// (it writes nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redeemed {
     /// The device is paired; its credential is shown this once.
@@ -87,9 +104,92 @@ pub fn credential_hash(credential: &str) -> String {
     hex::encode(Sha256::digest(credential.as_bytes()))
 }
 
-/// The SHA-256 of a code's letters, as the database keeps it.
-fn code_hash(letters: &str) -> String {
-    hex::encode(Sha256::digest(format!("pairing-code:{letters}").as_bytes()))
+/// Bytes of the database's pairing key ([`code_hash`]).
+const PAIRING_KEY_BYTES: usize = 32;
+
+/// A code's letters as the database keeps them: HMAC-SHA256 under the
+/// database's own random key (`pairing_key`, made with the first code).
+/// The code space is small (31^8): an unkeyed hash read from a copy of the
+/// database could be reversed by trying every code; without the key it
+/// cannot. `None` only if the HMAC refused the key (it takes any length).
+fn code_hash(key: &[u8], letters: &str) -> Option<String> {
+    use hmac::{Hmac, Mac};
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+    mac.update(b"pairing-code:");
+    mac.update(letters.as_bytes());
+    Some(hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The database's pairing key, once a code was issued.
+fn pairing_key(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.prepare_cached("SELECT key FROM pairing_key WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()
+}
+
+/// A code outstanding, as looked up.
+struct Outstanding {
+    id: i64,
+    person: String,
+    name: String,
+    issued_by: String,
+}
+
+/// The code `typed` names at `now`: outstanding (it pairs), or why not.
+/// Reads only.
+fn look_up_code(
+    conn: &Connection,
+    typed: &str,
+    now: Millis,
+) -> rusqlite::Result<Result<Outstanding, Refusal>> {
+    let wrong = Err(Refusal::Wrong { burned: None });
+    let Some(letters) = device::normalize_code(typed) else {
+        return Ok(wrong);
+    };
+    // No key: no code was ever issued under one.
+    let Some(key) = pairing_key(conn)? else {
+        return Ok(wrong);
+    };
+    let Some(hash) = code_hash(&key, &letters) else {
+        return Ok(wrong);
+    };
+    let found = conn
+        .prepare_cached(
+            "SELECT id, person, device_name, issued_by, expires_at, redeemed_at, burned_at
+             FROM pairing_codes WHERE code_hash = ?1 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([hash], |r| {
+            Ok((
+                Outstanding {
+                    id: r.get(0)?,
+                    person: r.get(1)?,
+                    name: r.get(2)?,
+                    issued_by: r.get(3)?,
+                },
+                r.get::<_, Millis>(4)?,
+                r.get::<_, Option<Millis>>(5)?,
+                r.get::<_, Option<Millis>>(6)?,
+            ))
+        })
+        .optional()?;
+    Ok(match found {
+        None => wrong,
+        Some((_, _, Some(_), _)) => Err(Refusal::Used { burned: None }),
+        Some((_, _, None, Some(_))) => Err(Refusal::Burned),
+        Some((code, expires_at, None, None)) if expires_at > now => Ok(code),
+        Some(_) => Err(Refusal::Expired { burned: None }),
+    })
+}
+
+/// The codes outstanding at a moment ([`crate::Store::outstanding_pairing_codes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutstandingCodes {
+    /// How many.
+    pub codes: i64,
+    /// When the oldest of them was issued.
+    pub oldest_issued: Option<Millis>,
+    /// How many of them a burn may hit (issued at or before the time asked).
+    pub burnable: i64,
 }
 
 fn random(buf: &mut [u8], path: &Path) -> Result<(), StoreError> {
@@ -117,8 +217,11 @@ fn new_code(path: &Path) -> Result<String, StoreError> {
     Ok(letters)
 }
 
+/// A device with its person's grant (`people` has no `id` or
+/// `credential_hash`: the `WHERE`s after it name the device's).
 const DEVICE_SELECT: &str =
-    "SELECT id, person, name, created_at, last_seen_at, revoked_at FROM devices";
+    "SELECT id, devices.person, name, created_at, last_seen_at, revoked_at, people.role, \
+     people.workspaces FROM devices LEFT JOIN people ON people.person = devices.person";
 
 fn device_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceView> {
     Ok(DeviceView {
@@ -128,10 +231,11 @@ fn device_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceView> {
         created_at: r.get(3)?,
         last_seen_at: r.get(4)?,
         revoked_at: r.get(5)?,
+        grant: crate::people::grant_of(r.get(6)?, r.get(7)?),
     })
 }
 
-fn device_of(conn: &Connection, id: DeviceId) -> rusqlite::Result<Option<DeviceView>> {
+pub(crate) fn device_of(conn: &Connection, id: DeviceId) -> rusqlite::Result<Option<DeviceView>> {
     conn.prepare_cached(&format!("{DEVICE_SELECT} WHERE id = ?1"))?
         .query_row([id], device_row)
         .optional()
@@ -161,9 +265,11 @@ impl crate::Store {
     /// The device a credential belongs to (revoked or not), if any: looked
     /// up by the credential's hash.
     pub fn device_by_credential(&self, credential: &str) -> Result<Option<DeviceView>, StoreError> {
-        // Not one of ours: no need to ask the database.
-        if credential.len() != CREDENTIAL_BYTES * 2
-            || !credential.bytes().all(|b| b.is_ascii_hexdigit())
+        // Not one of ours (both halves, or nothing): no need to ask the
+        // database.
+        if !credential
+            .split_once(CREDENTIAL_JOIN)
+            .is_some_and(|(a, b)| is_half(a) && is_half(b))
         {
             return Ok(None);
         }
@@ -172,6 +278,40 @@ impl crate::Store {
             .and_then(|mut s| {
                 s.query_row([credential_hash(credential)], device_row)
                     .optional()
+            })
+            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+    }
+}
+
+impl crate::Store {
+    /// What the code `typed` is at `now`, with reads only: `None` when it
+    /// is outstanding (redeeming it pairs), else why it would be refused.
+    pub fn pairing_code(&self, typed: &str, now: Millis) -> Result<Option<Refusal>, StoreError> {
+        look_up_code(&self.conn, typed, now)
+            .map(Result::err)
+            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+    }
+
+    /// The codes outstanding at `now`, and how many of them were issued at
+    /// or before `issued_by` (reads only).
+    pub fn outstanding_pairing_codes(
+        &self,
+        now: Millis,
+        issued_by: Millis,
+    ) -> Result<OutstandingCodes, StoreError> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT count(*), min(created_at), coalesce(sum(created_at <= ?2), 0)
+                 FROM pairing_codes WHERE {OUTSTANDING}"
+            ))
+            .and_then(|mut s| {
+                s.query_row([now, issued_by], |r| {
+                    Ok(OutstandingCodes {
+                        codes: r.get(0)?,
+                        oldest_issued: r.get(1)?,
+                        burnable: r.get(2)?,
+                    })
+                })
             })
             .map_err(|e| StoreError::from_sqlite(e, self.path()))
     }
@@ -191,20 +331,25 @@ impl WriteTx<'_> {
         let name = device::check_device_name(device_name).map_err(StoreError::InvalidInput)?;
         let letters = new_code(self.path())?;
         let expires_at = now + PAIRING_TTL;
+        // The database's pairing key, made with its first code.
+        let mut fresh = [0u8; PAIRING_KEY_BYTES];
+        random(&mut fresh, self.path())?;
         let conn = self.conn();
-        // Wrong tries count against the codes outstanding: a first code
-        // after none starts the count over.
-        let outstanding: i64 = conn
-            .query_row(
-                &format!("SELECT count(*) FROM pairing_codes WHERE {OUTSTANDING}"),
-                [now],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sql(e))?;
-        if outstanding == 0 {
-            conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
-                .map_err(|e| self.sql(e))?;
-        }
+        conn.execute(
+            "INSERT OR IGNORE INTO pairing_key(id, key) VALUES (1, ?1)",
+            [&fresh[..]],
+        )
+        .map_err(|e| self.sql(e))?;
+        let hash = pairing_key(conn)
+            .map_err(|e| self.sql(e))?
+            .and_then(|key| code_hash(&key, &letters))
+            .ok_or_else(|| {
+                StoreError::InvalidInput(
+                    "the database's pairing key could not be read: try again, or restore the \
+                     database from a backup"
+                        .to_owned(),
+                )
+            })?;
         // Codes nobody redeemed are of no use a day later.
         conn.execute(
             "DELETE FROM pairing_codes WHERE redeemed_at IS NULL AND expires_at < ?1",
@@ -214,7 +359,7 @@ impl WriteTx<'_> {
         conn.execute(
             "INSERT INTO pairing_codes(code_hash, person, device_name, issued_by, created_at, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![code_hash(&letters), person, name, issued_by.to_string(), now, expires_at],
+            params![hash, person, name, issued_by.to_string(), now, expires_at],
         )
         .map_err(|e| self.sql(e))?;
         Ok(IssuedCode {
@@ -224,58 +369,19 @@ impl WriteTx<'_> {
     }
 
     /// Redeems a code as typed: pairs its device (signed, and told as
-    /// [`EngineEvent::DeviceChanged`]) or says why not, counting a wrong,
-    /// expired or used code against the outstanding codes (which the
-    /// [`BURN_AFTER`]th burns).
+    /// [`EngineEvent::DeviceChanged`]) or says why not. Nothing is written
+    /// for a refusal: counting wrong tries (and burning codes after
+    /// [`BURN_AFTER`] of them, [`WriteTx::burn_pairing_codes`]) is the
+    /// caller's, in memory. Callers look the code up first with a read
+    /// ([`crate::Store::pairing_code`]) and write only for a right one.
     pub fn redeem_pairing_code(
         &mut self,
         typed: &str,
         now: Millis,
     ) -> Result<Redeemed, StoreError> {
-        let conn = self.conn();
-        let found = match device::normalize_code(typed) {
-            None => None,
-            Some(letters) => conn
-                .prepare_cached(
-                    "SELECT id, person, device_name, issued_by, expires_at, redeemed_at, burned_at
-                     FROM pairing_codes WHERE code_hash = ?1 ORDER BY id DESC LIMIT 1",
-                )
-                .and_then(|mut s| {
-                    s.query_row([code_hash(&letters)], |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                            r.get::<_, String>(3)?,
-                            r.get::<_, Millis>(4)?,
-                            r.get::<_, Option<Millis>>(5)?,
-                            r.get::<_, Option<Millis>>(6)?,
-                        ))
-                    })
-                    .optional()
-                })
-                .map_err(|e| self.sql(e))?,
-        };
-        match found {
-            // A burned code tells a guesser nothing: not counted.
-            Some((_, _, _, _, _, None, Some(_))) => Ok(Redeemed::Refused(Refusal::Burned)),
-            Some((code_id, person, name, issued_by, expires_at, None, None))
-                if expires_at > now =>
-            {
-                self.pair(code_id, &person, &name, &issued_by, now)
-            }
-            Some((_, _, _, _, _, Some(_), _)) => {
-                let burned = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Used { burned }))
-            }
-            Some(_) => {
-                let burned = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Expired { burned }))
-            }
-            None => {
-                let burned = self.count_wrong_try(now)?;
-                Ok(Redeemed::Refused(Refusal::Wrong { burned }))
-            }
+        match look_up_code(self.conn(), typed, now).map_err(|e| self.sql(e))? {
+            Err(refusal) => Ok(Redeemed::Refused(refusal)),
+            Ok(code) => self.pair(code.id, &code.person, &code.name, &code.issued_by, now),
         }
     }
 
@@ -287,9 +393,14 @@ impl WriteTx<'_> {
         issued_by: &str,
         now: Millis,
     ) -> Result<Redeemed, StoreError> {
-        let mut bytes = [0u8; CREDENTIAL_BYTES];
+        let mut bytes = [0u8; CREDENTIAL_BYTES * 2];
         random(&mut bytes, self.path())?;
-        let credential = hex::encode(bytes);
+        let (cookie, bound) = bytes.split_at(CREDENTIAL_BYTES);
+        let credential = format!(
+            "{}{CREDENTIAL_JOIN}{}",
+            hex::encode(cookie),
+            hex::encode(bound)
+        );
         let conn = self.conn();
         conn.execute(
             "INSERT INTO devices(person, name, credential_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -297,6 +408,10 @@ impl WriteTx<'_> {
         )
         .map_err(|e| self.sql(e))?;
         let id = DeviceId(conn.last_insert_rowid());
+        // A code issued before roles existed named no grant: its person
+        // gets what the people paired then got.
+        self.grant_if_none(person, now)?;
+        let conn = self.conn();
         // Single use: a compare-and-set, so two redeems of one code racing
         // each other cannot both pair.
         let changed = conn
@@ -334,53 +449,39 @@ impl WriteTx<'_> {
         Ok(Redeemed::Paired { device, credential })
     }
 
-    /// One more wrong try against the outstanding codes; the one that
-    /// makes [`BURN_AFTER`] burns them (signed; returned: how many) and
-    /// starts the count over. With no code outstanding there is nothing to
-    /// guess: the count starts over.
-    fn count_wrong_try(&mut self, now: Millis) -> Result<Option<u32>, StoreError> {
-        let conn = self.conn();
-        let outstanding: i64 = conn
-            .query_row(
-                &format!("SELECT count(*) FROM pairing_codes WHERE {OUTSTANDING}"),
-                [now],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sql(e))?;
-        if outstanding == 0 {
-            conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
-                .map_err(|e| self.sql(e))?;
-            return Ok(None);
-        }
-        let failures: i64 = conn
-            .query_row(
-                "UPDATE pairing_lockout SET failures = failures + 1 WHERE id = 1 RETURNING failures",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.sql(e))?;
-        if failures < BURN_AFTER {
-            return Ok(None);
-        }
-        let burned = conn
+    /// Burns the outstanding codes issued at or before `issued_by`, after
+    /// `wrong_tries` wrong tries against them (signed, told as
+    /// [`EngineEvent::PairingCodesBurned`]): how many. None old enough:
+    /// nothing is written, 0.
+    pub fn burn_pairing_codes(
+        &mut self,
+        now: Millis,
+        issued_by: Millis,
+        wrong_tries: i64,
+    ) -> Result<u32, StoreError> {
+        let burned = self
+            .conn()
             .execute(
-                &format!("UPDATE pairing_codes SET burned_at = ?1 WHERE {OUTSTANDING}"),
-                [now],
+                &format!(
+                    "UPDATE pairing_codes SET burned_at = ?1 WHERE {OUTSTANDING} AND created_at <= ?2"
+                ),
+                [now, issued_by],
             )
             .map_err(|e| self.sql(e))?;
-        conn.execute("UPDATE pairing_lockout SET failures = 0 WHERE id = 1", [])
-            .map_err(|e| self.sql(e))?;
+        if burned == 0 {
+            return Ok(0);
+        }
         let codes = u32::try_from(burned).unwrap_or(u32::MAX);
         self.append_audit(
             &Actor::Engine,
             &AuditPayload::PairingCodesBurned {
                 codes,
-                wrong_tries: u32::try_from(failures).unwrap_or(u32::MAX),
+                wrong_tries: u32::try_from(wrong_tries).unwrap_or(u32::MAX),
             },
             now,
         )?;
         self.happened(EngineEvent::PairingCodesBurned { codes });
-        Ok(Some(codes))
+        Ok(codes)
     }
 
     /// Revokes a device (signed, and told as [`EngineEvent::DeviceChanged`]);

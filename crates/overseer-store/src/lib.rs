@@ -25,6 +25,7 @@ pub mod devices;
 mod error;
 pub mod keys;
 mod messages;
+pub mod people;
 mod progress;
 mod read;
 mod schema;
@@ -66,6 +67,40 @@ use std::time::Duration;
 /// How long a writer waits for another process's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Makes the database at `path` and its `-wal` and `-shm` files 0600,
+/// whoever created them: they hold webhook secrets and pairing-code hashes.
+/// The file is created empty (0600) when missing, so SQLite's own creation
+/// never leaves it open for a moment.
+fn owner_only(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |source| StoreError::Io { path: p, source }
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(io(path))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        let meta = match std::fs::metadata(&file) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(&file)(e)),
+        };
+        if meta.permissions().mode() & 0o7177 != 0 {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .map_err(io(&file))?;
+        }
+    }
+    Ok(())
+}
+
 /// The database file name inside the data dir.
 pub const DB_FILE: &str = "overseer.db";
 
@@ -105,7 +140,11 @@ impl Store {
             Self::configure(&conn).map_err(|e| StoreError::from_sqlite(e, path))?;
             Ok::<_, StoreError>(conn)
         };
+        // Owner-only before SQLite opens it: the -wal and -shm files it
+        // makes take the database's mode.
+        owner_only(path)?;
         let mut wconn = open()?;
+        owner_only(path)?;
         schema::migrate(&mut wconn, path)?;
         Self::bind_key(&wconn, &keyring, path)?;
         let keyring = Arc::new(keyring);

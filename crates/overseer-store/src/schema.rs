@@ -414,6 +414,40 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_to_workspace ON messages(to_workspace, id) WHERE to_workspace IS NOT NULL;
     CREATE INDEX messages_to_task ON messages(to_task, id) WHERE to_task IS NOT NULL;
     "#,
+    // 20: what each person may do (`people`): a role the owner gives
+    // (`approver`, in the workspaces named as a JSON array, NULL: every one;
+    // or `observer`). The people paired before roles existed become
+    // approvers of every workspace, marked `migrated` so the engine says so
+    // once at start and Settings shows it; they lose only the owner's powers.
+    r#"
+    CREATE TABLE people (
+        person     TEXT PRIMARY KEY,
+        role       TEXT NOT NULL CHECK (role IN ('approver', 'observer')),
+        workspaces TEXT,
+        set_by     TEXT NOT NULL,
+        set_at     INTEGER NOT NULL,
+        migrated   INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    INSERT INTO people(person, role, workspaces, set_by, set_at, migrated)
+        SELECT DISTINCT person, 'approver', NULL, 'engine', 0, 1 FROM devices;
+    "#,
+    // 21: pairing codes are kept under a keyed hash: HMAC-SHA256 with a
+    // random key of this database (`pairing_key`, one row, made by the
+    // store with the first code issued after this), so a copy of the
+    // database no longer lets the small code space be tried one by one.
+    // The codes outstanding from before were hashed without a key: they
+    // are deleted (invalidated: the owner makes a new one), and the used
+    // ones keep no hash. Wrong tries are counted in the engine's memory
+    // now, not written each: `pairing_lockout` goes.
+    r#"
+    CREATE TABLE pairing_key (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        key BLOB NOT NULL
+    ) STRICT;
+    DELETE FROM pairing_codes WHERE redeemed_at IS NULL;
+    UPDATE pairing_codes SET code_hash = 'retired';
+    DROP TABLE pairing_lockout;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -18,7 +18,10 @@ import type {
   HostSetupStep,
   JsonValue,
   DeviceView,
+  Grant,
   Pairing,
+  PersonView,
+  Role,
   RunActions,
   GateBody,
   GateKind,
@@ -580,7 +583,7 @@ export class MockBackend implements Backend {
   /** Paired devices (the engine keeps them; the mock keeps a list). */
   devices: DeviceView[] = [];
 
-  pairDevice(person: string, name: string) {
+  pairDevice(person: string, name: string, _role: Role | null = null, _workspaces: string[] | null = null) {
     return this.answer(`pairDevice ${person}`, (): Pairing => {
       if (!/^[a-z][a-z0-9_-]{0,31}$/.test(person) || person === "app" || person === "cli") {
         throw fail("invalid_input", `person \`${person}\` is not a valid name: a short lowercase name such as \`ana\``);
@@ -592,6 +595,29 @@ export class MockBackend implements Backend {
 
   listDevices() {
     return this.answer("listDevices", () => this.devices);
+  }
+
+  listPeople() {
+    return this.answer("listPeople", (): PersonView[] => {
+      const names = [...new Set(this.devices.map((d) => d.person))];
+      return names.map((person) => ({
+        person,
+        grant: this.devices.find((d) => d.person === person)?.grant ?? { role: "observer", workspaces: null },
+        set_by: "user:app",
+        set_at: 0,
+        migrated: false,
+      }));
+    });
+  }
+
+  setPersonRole(person: string, role: Role, workspaces: string[] | null) {
+    return this.answer(`setPersonRole ${person} ${role}`, (): PersonView => {
+      const grant: Grant = { role, workspaces: role === "approver" ? workspaces : null };
+      const changed = this.devices.filter((d) => d.person === person);
+      for (const d of changed) d.grant = grant;
+      this.later(changed.map((d) => ({ type: "device_changed", device: structuredClone(d) })));
+      return { person, grant, set_by: "user:app", set_at: this.now(), migrated: false };
+    });
   }
 
   revokeDevice(deviceId: number) {

@@ -1,13 +1,22 @@
 // The "Browsers and phones" list follows the engine's device_changed events;
 // a pairing's code gives way to "Paired" when the device it became arrives.
 import { describe, expect, it } from "vitest";
-import { Devices, type DevicesBackend } from "./devices.svelte";
+import { Devices, grantText, workspaceList, type DevicesBackend } from "./devices.svelte";
 import type { DeviceView, EngineEvent, Pairing } from "../types";
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
 function device(id: number, fields: Partial<DeviceView> = {}): DeviceView {
-  return { id, person: "ana", name: `Device ${id}`, created_at: 1_000 * id, last_seen_at: null, revoked_at: null, ...fields };
+  return {
+    id,
+    person: "ana",
+    name: `Device ${id}`,
+    created_at: 1_000 * id,
+    last_seen_at: null,
+    revoked_at: null,
+    grant: { role: "approver", workspaces: null },
+    ...fields,
+  };
 }
 
 /** An engine with devices: pairing and revoking push device_changed. */
@@ -28,9 +37,16 @@ function engine(initial: DeviceView[]) {
       return () => listeners.delete(on);
     },
     listDevices: async () => [...devices.values()],
-    pairDevice: async (person: string, name: string): Promise<Pairing> => {
-      calls.push(`pair ${person} ${name}`);
+    listPeople: async () => [],
+    pairDevice: async (person: string, name: string, role: string | null, workspaces: string[] | null): Promise<Pairing> => {
+      calls.push(`pair ${person} ${name}` + (role ? ` ${role}` : "") + (workspaces ? ` ${workspaces.join(",")}` : ""));
       return { code: "ABCD-EFGH", expires_at: 9_000_000, url: "http://127.0.0.1:8765/" };
+    },
+    setPersonRole: async (person: string, role: "approver" | "observer", workspaces: string[] | null) => {
+      calls.push(`role ${person} ${role}` + (workspaces ? ` ${workspaces.join(",")}` : ""));
+      const changed = [...devices.values()].filter((d) => d.person === person);
+      queueMicrotask(() => changed.forEach((d) => push({ ...d, grant: { role, workspaces } })));
+      return { person, grant: { role, workspaces }, set_by: "user:app", set_at: 1, migrated: false };
     },
     revokeDevice: async (id: number) => {
       calls.push(`revoke ${id}`);
@@ -88,5 +104,29 @@ describe("Devices", () => {
     expect(calls).toEqual(["revoke 1"]);
     await flush();
     expect(d.list[0]?.revoked_at).toBe(5_000);
+  });
+
+  it("pairs with the role chosen and shows a role change when the engine pushes it", async () => {
+    const { backend, calls } = engine([device(1, { name: "Ana's phone" }), device(2, { person: "bo" })]);
+    const d = new Devices(backend);
+    await d.start();
+    expect(await d.startPairing("cy", "Cy's phone", "approver", ["web-app"])).toBe(true);
+    // An observer's workspaces mean nothing: not sent.
+    expect(await d.startPairing("dee", "Dee's tablet", "observer", ["web-app"])).toBe(true);
+    expect(calls).toEqual(["pair cy Cy's phone approver web-app", "pair dee Dee's tablet observer"]);
+    expect(await d.setRole("ana", "observer")).toBe(true);
+    // Not before the engine says so.
+    expect(d.list.find((x) => x.id === 1)?.grant.role).toBe("approver");
+    await flush();
+    expect(d.list.find((x) => x.id === 1)?.grant.role).toBe("observer");
+    expect(d.list.find((x) => x.id === 2)?.grant.role).toBe("approver");
+  });
+
+  it("reads grants and typed workspace lists as the engine words them", () => {
+    expect(grantText({ role: "approver", workspaces: null })).toBe("approver of every workspace");
+    expect(grantText({ role: "approver", workspaces: ["web", "api"] })).toBe("approver of web, api");
+    expect(grantText({ role: "observer", workspaces: null })).toBe("observer");
+    expect(workspaceList(" web, ,api ")).toEqual(["web", "api"]);
+    expect(workspaceList("  ")).toBeNull();
   });
 });

@@ -6,10 +6,32 @@
 import type { Backend } from "../backend";
 import { toApiError } from "../backend/errors";
 import { LiveCollection } from "../live.svelte";
-import type { ApiError, DeviceView, EngineEvent, Pairing } from "../types";
+import type { ApiError, DeviceView, EngineEvent, Grant, Pairing, PersonView, Role } from "../types";
 
 /** What the section asks of the engine. */
-export type DevicesBackend = Pick<Backend, "subscribe" | "link" | "pairDevice" | "listDevices" | "revokeDevice">;
+export type DevicesBackend = Pick<
+  Backend,
+  "subscribe" | "link" | "pairDevice" | "listDevices" | "revokeDevice" | "setPersonRole" | "listPeople"
+>;
+
+/** A grant as a person reads it (the engine's own wording, `Grant::describe`). */
+export function grantText(g: Grant): string {
+  if (g.role === "approver") {
+    if (g.workspaces === null) return "approver of every workspace";
+    if (g.workspaces.length === 0) return "approver of no workspace";
+    return `approver of ${g.workspaces.join(", ")}`;
+  }
+  return g.role;
+}
+
+/** Workspace names as typed (comma-separated); empty: every workspace. */
+export function workspaceList(text: string): string[] | null {
+  const names = text
+    .split(",")
+    .map((w) => w.trim())
+    .filter((w) => w !== "");
+  return names.length === 0 ? null : names;
+}
 
 /** Live devices first (newest first), then the revoked ones. */
 export function deviceOrder(a: DeviceView, b: DeviceView): number {
@@ -34,6 +56,9 @@ export class Devices {
   busy = $state(new Set<number>());
   /** The last refused call. */
   error = $state<ApiError | null>(null);
+  /** The people paired before roles existed, who were made approvers of
+   * every workspace by the upgrade (until the owner gives them a role). */
+  migrated = $state<string[]>([]);
 
   readonly #live: LiveCollection<number, DeviceView>;
   /** The devices known when the shown pairing started, and its name: a new
@@ -50,6 +75,8 @@ export class Devices {
         if (e.type === "pairing_codes_burned" && this.pairing) this.burned = true;
         const d = deviceChanged(e);
         if (d === null) return null;
+        // A role given changes the person's devices: read who is left from before.
+        void this.#readPeople();
         if (this.pairing && d.revoked_at === null && d.name === this.#name && !this.#known.has(d.id)) {
           this.paired = d;
           this.pairing = null;
@@ -70,21 +97,37 @@ export class Devices {
     return this.#live.error;
   }
 
-  start(): Promise<void> {
-    return this.#live.start();
+  async start(): Promise<void> {
+    await Promise.all([this.#live.start(), this.#readPeople()]);
+  }
+
+  async #readPeople(): Promise<void> {
+    try {
+      const people: PersonView[] = await this.backend.listPeople();
+      this.migrated = people.filter((p) => p.migrated).map((p) => p.person);
+    } catch {
+      // A browser's page may not see every person: it shows no notice.
+      this.migrated = [];
+    }
   }
 
   stop(): void {
     this.#live.stop();
   }
 
-  /** Asks the engine for a one-time code for `person`'s device `name`. */
-  async startPairing(person: string, name: string): Promise<boolean> {
+  /** Asks the engine for a one-time code for `person`'s device `name`, giving
+   * the person `role` (in `workspaces`, null: every one). */
+  async startPairing(
+    person: string,
+    name: string,
+    role: Role | null = null,
+    workspaces: string[] | null = null,
+  ): Promise<boolean> {
     this.starting = true;
     try {
       this.#known = new Set(this.#live.items.keys());
       this.#name = name;
-      this.pairing = await this.backend.pairDevice(person, name);
+      this.pairing = await this.backend.pairDevice(person, name, role, role === "approver" ? workspaces : null);
       this.paired = null;
       this.burned = false;
       this.error = null;
@@ -119,6 +162,18 @@ export class Devices {
       const next = new Set(this.busy);
       next.delete(id);
       this.busy = next;
+    }
+  }
+
+  /** Gives `person` a role; their devices change when the engine says so. */
+  async setRole(person: string, role: Role, workspaces: string[] | null = null): Promise<boolean> {
+    try {
+      await this.backend.setPersonRole(person, role, role === "approver" ? workspaces : null);
+      this.error = null;
+      return true;
+    } catch (e) {
+      this.error = toApiError(e);
+      return false;
     }
   }
 }
