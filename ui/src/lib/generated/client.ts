@@ -21,8 +21,10 @@ import type {
   NotificationSettings,
   OpenRun,
   Pairing,
+  PersonView,
   PolicyStatus,
   RequestedChoice,
+  Role,
   RuleSet,
   RuleTexts,
   RunDiff,
@@ -147,7 +149,15 @@ export interface Operations {
    * browsers. Only the local owner may: a paired device is
    * refused `forbidden`.
    */
-  pairDevice(person: string, name: string): Promise<Pairing>;
+  pairDevice(person: string, name: string, role: Role | null, workspaces: Array<string> | null): Promise<Pairing>;
+  /** Every person with a role (a person sees only their own). */
+  listPeople(): Promise<Array<PersonView>>;
+  /**
+   * Gives a person a role: `approver` (in `workspaces`, null:
+   * every one) or `observer`. A signed record; their devices
+   * act by it from their next request. Only the owner may.
+   */
+  setPersonRole(person: string, role: Role, workspaces: Array<string> | null): Promise<PersonView>;
   /**
    * Every paired device, revoked ones too, with when each was
    * last seen; a person through a device sees only their own.
@@ -313,7 +323,9 @@ export function operations(invoke: Invoke): Operations {
     notificationSettings: () => invoke<NotificationSettings>("notification_settings"),
     setNotificationSettings: (settings) => invoke<NotificationSettings>("set_notification_settings", { settings }),
     agents: () => invoke<Array<AgentInfo>>("agents"),
-    pairDevice: (person, name) => invoke<Pairing>("pair_device", { person, name }),
+    pairDevice: (person, name, role, workspaces) => invoke<Pairing>("pair_device", { person, name, role, workspaces }),
+    listPeople: () => invoke<Array<PersonView>>("list_people"),
+    setPersonRole: (person, role, workspaces) => invoke<PersonView>("set_person_role", { person, role, workspaces }),
     listDevices: () => invoke<Array<DeviceView>>("list_devices"),
     revokeDevice: (deviceId) => invoke<DeviceView>("revoke_device", { deviceId }),
     webServing: () => invoke<WebStatus>("web_serving"),
@@ -334,7 +346,7 @@ export function operations(invoke: Invoke): Operations {
   };
 }
 
-/** The commands that decide or change something (the contract's `write`). */
+/** The commands that decide or change something (the contract's `decide` and `own`). */
 export const WRITES: ReadonlySet<string> = new Set([
   "approve_run",
   "reject_run",
@@ -351,6 +363,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "set_permissions",
   "set_notification_settings",
   "pair_device",
+  "set_person_role",
   "revoke_device",
   "set_web_serving",
   "add_webhook",

@@ -279,7 +279,12 @@ last_seen_at: number | null,
 /**
  * When it was revoked: from then on it is refused.
  */
-revoked_at: number | null, };
+revoked_at: number | null, 
+/**
+ * What its person may do (the owner gives it; a person with none
+ * recorded only reads).
+ */
+grant: Grant, };
 
 export type EngineEvent = { "type": "run_changed", run: RunView, } | { "type": "gate_opened", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "gate_decided", gate_id: GateId, run_id: RunId, kind: GateKind, } | { "type": "run_activity", activity: ActivityView, } | { "type": "orchestration_aborted", run_id: RunId, killed: Array<number>, } | { "type": "message_posted", message: MessageView, } | { "type": "workspace_changed", name: string, } | { "type": "task_changed", task_id: TaskId, } | { "type": "device_changed", device: DeviceView, } | { "type": "pairing_codes_burned", codes: number, } | { "type": "web_serving_changed", status: WebStatus, };
 
@@ -419,6 +424,12 @@ snoozed_until?: number,
  * co-sign, an escalation), shown on its card as it arrives.
  */
 advice?: SupervisorAdvice, } & ({ "kind": "plan", "payload": PlanProposal } | { "kind": "tool_call", "payload": ToolCallGate } | { "kind": "step_review", "payload": StepRecord } | { "kind": "supervisor_pause", "payload": SupervisorPauseGate } | { "kind": "deviation", "payload": DeviationGate } | { "kind": "merge_review", "payload": MergeReviewGate } | { "kind": "question", "payload": QuestionGate });
+
+export type Grant = { role: Role, 
+/**
+ * Workspace names; `None`: all of them.
+ */
+workspaces: Array<string> | null, };
 
 export type HostEvent = { host: string, event: EngineEvent, };
 
@@ -570,6 +581,18 @@ export type PendingGate = { id: GateId, kind: GateKind,
  */
 ask_kind: AskKind, };
 
+export type PersonView = { person: string, grant: Grant, 
+/**
+ * Who set it (`user:cli`, or `engine` for the people paired before
+ * roles existed).
+ */
+set_by: string, set_at: number, 
+/**
+ * Paired before roles existed: made an approver of every workspace
+ * by the upgrade, until the owner says otherwise.
+ */
+migrated: boolean, };
+
 export type PlanChoice = "approve" | "request_changes" | "reject";
 
 export type PlanProposal = { goal: string, steps: Array<PlanStep>, files: Array<string>, risks: Array<string>, 
@@ -656,6 +679,8 @@ backoff_seconds: number, };
 export type Risk = { level: RiskLevel, why: string, };
 
 export type RiskLevel = "low" | "medium" | "high" | "critical";
+
+export type Role = "owner" | "approver" | "observer";
 
 export type RuleDecision = { 
 /**

@@ -45,7 +45,7 @@ function engine(initial: DeviceView[]) {
     setPersonRole: async (person: string, role: "approver" | "observer", workspaces: string[] | null) => {
       calls.push(`role ${person} ${role}` + (workspaces ? ` ${workspaces.join(",")}` : ""));
       const changed = [...devices.values()].filter((d) => d.person === person);
-      queueMicrotask(() => changed.forEach((d) => push({ ...d, grant: { role, workspaces } })));
+      setTimeout(() => changed.forEach((d) => push({ ...d, grant: { role, workspaces } })), 0);
       return { person, grant: { role, workspaces }, set_by: "user:app", set_at: 1, migrated: false };
     },
     revokeDevice: async (id: number) => {
