@@ -140,6 +140,13 @@ macro_rules! operations {
                     sensors: Vec<String> as sensors,
                     auto_advance: Option<bool> as auto_advance,
                 } -> Workspace;
+                /// Two-person merges on or off for a workspace: with it on, a
+                /// run merges only on the approval of a person who did not
+                /// start it (never the supervisor's alone).
+                own set_workspace_merge => SetWorkspaceMerge {
+                    workspace: String as workspace,
+                    two_person: bool as two_person,
+                } -> Workspace;
                 read supervisor_status => SupervisorStatus { scope: Scope as scope } -> PolicyStatus;
                 /// Set (or with null remove) the supervisor policy at a scope.
                 own set_supervisor => SetSupervisor {

@@ -270,6 +270,14 @@ enum WorkspaceCommand {
         #[arg(long, value_name = "on|off|default", default_value = "default")]
         auto_advance: String,
     },
+    /// How a workspace merges: --two-person on makes a run merge only on
+    /// the approval of a person who did not start it (never the supervisor's)
+    Merge {
+        #[arg(long)]
+        workspace: String,
+        #[arg(long, value_name = "on|off")]
+        two_person: String,
+    },
     /// The registered workspaces
     List {
         #[arg(long)]
@@ -956,6 +964,33 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
             println!("deny:  {}", output::inert(&show(&set.deny)));
             println!("ask:   {}", output::inert(&show(&set.ask)));
             println!("allow: {}", output::inert(&show(&set.allow)));
+        }
+        WorkspaceCommand::Merge {
+            workspace,
+            two_person,
+        } => {
+            let two_person = match two_person.as_str() {
+                "on" => true,
+                "off" => false,
+                other => anyhow::bail!("--two-person {other}: say on or off"),
+            };
+            let ws: overseer_store::Workspace = act(
+                paths,
+                op::SetWorkspaceMerge {
+                    workspace,
+                    two_person,
+                },
+            )
+            .await?;
+            println!(
+                "workspace {}: {}",
+                output::inert(&ws.name),
+                if ws.settings.two_person_merge {
+                    "a run merges only on the approval of a person who did not start it"
+                } else {
+                    "one approval merges a run"
+                }
+            );
         }
         WorkspaceCommand::Checks {
             workspace,

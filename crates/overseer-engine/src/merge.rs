@@ -365,6 +365,9 @@ impl Merges {
         if gate.authority == Some(Autonomy::Cosign) {
             return self.cosign_approval(&gate, actor);
         }
+        if let Some(why) = self.second_person_missing(id, Some(gate.id), actor)? {
+            return Err(ApiError::new(ErrorCode::Forbidden, why));
+        }
         self.merge_or_deviation(id, actor)?;
         self.approve_recorded(id, actor)
     }
@@ -428,6 +431,9 @@ impl Merges {
                     ),
                 ));
             }
+        }
+        if let Some(why) = self.second_person_missing(gate.run_id, Some(gate.id), actor)? {
+            return Err(ApiError::new(ErrorCode::Forbidden, why));
         }
         let now = self.clock.now();
         let gate = self.write(|tx| tx.mark_effected(gate.id, now))?;

@@ -12,6 +12,13 @@
 use crate::Records;
 use overseer_core::role::{refusal, Access, Grant, Target};
 use overseer_core::{Actor, ApiError, ErrorCode};
+
+/// Whether two human actors are one person: the owner through any of
+/// their surfaces (`user:app`, `user:cli`), or one person by name.
+fn same_person(a: &Actor, b: &Actor) -> bool {
+    (a.is_local_owner() && b.is_local_owner())
+        || matches!((a.user_name(), b.user_name()), (Some(x), Some(y)) if x == y)
+}
 pub use overseer_store::people::PersonView;
 
 impl Records {
@@ -76,6 +83,73 @@ impl Records {
     /// The workspace a task belongs to.
     pub fn task_workspace(&self, task: overseer_core::TaskId) -> Result<String, ApiError> {
         Ok(self.store().task_workspace(task)?)
+    }
+
+    /// Turns a workspace's two-person merges on or off (the owner only).
+    pub fn set_two_person_merge(
+        &self,
+        workspace: &str,
+        on: bool,
+        actor: &Actor,
+    ) -> Result<overseer_store::Workspace, ApiError> {
+        crate::devices::owner_only(actor, "change how a workspace merges")?;
+        let now = self.clock.now();
+        let ws = self.store().workspace(workspace)?;
+        let mut settings = ws.settings.clone();
+        settings.two_person_merge = on;
+        self.write(|tx| tx.set_workspace_settings(ws.id, &settings, actor, now))?;
+        Ok(self.store().workspace(workspace)?)
+    }
+
+    /// Why approving `run` now cannot merge it under its workspace's
+    /// two-person rule, or `None` when it can: it needs a human approver
+    /// (`actor`, or a human's approving vote on `gate`) who did not start
+    /// the run. The owner is one person whichever surface they use (the
+    /// window, the CLI); the supervisor never counts.
+    pub(crate) fn second_person_missing(
+        &self,
+        run: overseer_core::RunId,
+        gate: Option<overseer_core::GateId>,
+        actor: &Actor,
+    ) -> Result<Option<String>, ApiError> {
+        let work = self.store().run_work(run)?;
+        if !work.workspace.settings.two_person_merge {
+            return Ok(None);
+        }
+        let starter = self
+            .store()
+            .task_starter(work.task_id)?
+            .and_then(|a| Actor::parse(&a));
+        let mut approvers: Vec<Actor> = Vec::new();
+        if actor.is_user() {
+            approvers.push(actor.clone());
+        }
+        if let Some(gate) = gate {
+            approvers.extend(
+                self.store()
+                    .decisions_of_gate(gate)?
+                    .into_iter()
+                    .filter(|d| {
+                        d.actor.is_user()
+                            && d.option.as_deref()
+                                == Some(overseer_core::GateKind::MergeReview.approve_option())
+                    })
+                    .map(|d| d.actor),
+            );
+        }
+        let second = approvers
+            .iter()
+            .any(|a| starter.as_ref().is_none_or(|s| !same_person(a, s)));
+        if second {
+            return Ok(None);
+        }
+        let started = starter.map_or_else(|| "someone unrecorded".to_owned(), |s| s.to_string());
+        Ok(Some(format!(
+            "workspace `{}` merges only with a second person's approval: run {run} was started \
+             by {started}, so another approver (not {started}, and not the supervisor) must \
+             approve it (`overseer people list` names who may)",
+            work.workspace.name
+        )))
     }
 
     /// Gives `person` a role (and for an approver, the workspaces it holds

@@ -418,6 +418,14 @@ impl Api for Served<'_> {
         self.0
             .set_workspace_checks(&workspace, sensors, auto_advance, actor)
     }
+    fn set_workspace_merge(
+        &self,
+        actor: &Actor,
+        workspace: String,
+        two_person: bool,
+    ) -> Result<Workspace, ApiError> {
+        self.0.set_two_person_merge(&workspace, two_person, actor)
+    }
     fn supervisor_status(&self, _actor: &Actor, scope: Scope) -> Result<PolicyStatus, ApiError> {
         self.0.supervisor_status(&scope)
     }

@@ -116,6 +116,20 @@ impl crate::Store {
             })
     }
 
+    /// Who started a task: the actor of its signed `task_created` record
+    /// (`user:cli`, `user:ana`), if it has one.
+    pub fn task_starter(&self, task: TaskId) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT actor FROM audit_log
+                 WHERE json_extract(payload, '$.type') = 'task_created'
+                   AND json_extract(payload, '$.task_id') = ?1
+                 ORDER BY seq LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row([task], |r| r.get(0)).optional())
+            .map_err(|e| StoreError::from_sqlite(e, self.path()))
+    }
+
     /// The workspace a task belongs to (by name).
     pub fn task_workspace(&self, task: TaskId) -> Result<String, StoreError> {
         self.conn

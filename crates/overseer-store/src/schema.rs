@@ -448,6 +448,12 @@ const MIGRATIONS: &[&str] = &[
     UPDATE pairing_codes SET code_hash = 'retired';
     DROP TABLE pairing_lockout;
     "#,
+    // 22: who started a task, found fast: the actor of its signed
+    // `task_created` record (two-person merges ask it at each approval).
+    r#"
+    CREATE INDEX audit_task_created ON audit_log(json_extract(payload, '$.task_id'))
+        WHERE json_extract(payload, '$.type') = 'task_created';
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -41,6 +41,10 @@ pub struct WorkspaceSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub max_cost: Option<f64>,
+    /// Two-person merges: a run merges into the base branch only on the
+    /// approval of a person who neither started it nor is the supervisor.
+    #[serde(default)]
+    pub two_person_merge: bool,
 }
 
 /// Per-task settings, which override the workspace's.

@@ -419,3 +419,69 @@ async fn a_merge_that_cannot_happen_changes_nothing_and_its_retry_merges_once() 
         "my uncommitted work\n"
     );
 }
+
+/// Two-person merges: the owner started the run, so neither of the owner's
+/// surfaces (window, CLI) nor the supervisor can merge it; a paired approver
+/// can, through the same call the browser makes, and "Why?" shows both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_person_workspace_merges_only_on_a_second_persons_approval() {
+    use overseer_server::api::{op, Operation};
+    let w = world_with(
+        WorkspaceSettings {
+            two_person_merge: true,
+            ..Default::default()
+        },
+        Arc::new(LogNotifier),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    to_review(&w, run.into()).await;
+    for owner in [Actor::cli(), Actor::app()] {
+        let e = w
+            .engine
+            .approve_run(run, &owner)
+            .expect_err("the starter cannot be the second person");
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        assert!(
+            e.message.contains("started by user:cli") && e.message.contains("second person"),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(merges_on_main(&w.repo), 0, "nothing merged");
+    assert_eq!(
+        w.engine.run(run).expect("run").state,
+        RunState::PendingReview
+    );
+
+    // An observer may not; an approver of the workspace may.
+    let dee = common::pair(&w.engine, "dee", "Dee's tablet")
+        .device
+        .actor();
+    w.engine
+        .set_grant(
+            "dee",
+            &overseer_core::Grant {
+                role: overseer_core::Role::Observer,
+                workspaces: None,
+            },
+            &Actor::cli(),
+        )
+        .expect("observer");
+    let e = op::ApproveRun { run }
+        .perform(&w.engine, &dee)
+        .expect_err("an observer");
+    assert_eq!(e.code, ErrorCode::Forbidden);
+    let ana = common::pair(&w.engine, "ana", "Ana's phone").device.actor();
+    let view = op::ApproveRun { run }
+        .perform(&w.engine, &ana)
+        .expect("a second person merges");
+    assert_eq!(view.state, merged());
+    assert_eq!(merges_on_main(&w.repo), 1);
+    let story = w.engine.run_story(run).expect("story");
+    let text = serde_json::to_string(&story).expect("json");
+    assert!(text.contains("user:ana"), "the approver is in the story");
+    assert!(text.contains("user:cli"), "so is the one who started it");
+    w.engine.verify_audit().expect("read").expect("verifies");
+}
