@@ -430,6 +430,16 @@ export class MockBackend implements Backend {
     });
   }
 
+  setWorkspaceMerge(workspace: string, twoPerson: boolean) {
+    return this.answer(`setWorkspaceMerge ${workspace}`, () => {
+      const ws = this.workspaces.find((w) => w.name === workspace);
+      if (!ws) throw fail("not_found", `workspace ${workspace} does not exist`);
+      ws.settings = { ...ws.settings, two_person_merge: twoPerson };
+      this.changed({ workspace, task: null });
+      return ws;
+    });
+  }
+
   /** What the engine pushes when a scope's settings changed. */
   private changed(scope: Scope) {
     this.later([scope.task === null ? { type: "workspace_changed", name: scope.workspace } : { type: "task_changed", task_id: scope.task }]);

@@ -118,6 +118,12 @@ export interface Operations {
   listWorkspaces(): Promise<Array<Workspace>>;
   /** Replace a workspace's sensors and auto-advance override. */
   setWorkspaceChecks(workspace: string, sensors: Array<string>, autoAdvance: boolean | null): Promise<Workspace>;
+  /**
+   * Two-person merges on or off for a workspace: with it on, a
+   * run merges only on the approval of a person who did not
+   * start it (never the supervisor's alone).
+   */
+  setWorkspaceMerge(workspace: string, twoPerson: boolean): Promise<Workspace>;
   supervisorStatus(scope: Scope): Promise<PolicyStatus>;
   /** Set (or with null remove) the supervisor policy at a scope. */
   setSupervisor(scope: Scope, policy: SupervisorPolicy | null): Promise<PolicyStatus>;
@@ -315,6 +321,7 @@ export function operations(invoke: Invoke): Operations {
     showTask: (taskId) => invoke<TaskInfo>("show_task", { taskId }),
     listWorkspaces: () => invoke<Array<Workspace>>("list_workspaces"),
     setWorkspaceChecks: (workspace, sensors, autoAdvance) => invoke<Workspace>("set_workspace_checks", { workspace, sensors, autoAdvance }),
+    setWorkspaceMerge: (workspace, twoPerson) => invoke<Workspace>("set_workspace_merge", { workspace, twoPerson }),
     supervisorStatus: (scope) => invoke<PolicyStatus>("supervisor_status", { scope }),
     setSupervisor: (scope, policy) => invoke<PolicyStatus>("set_supervisor", { scope, policy }),
     setMaxCost: (scope, maxCost) => invoke<number | null>("set_max_cost", { scope, maxCost }),
@@ -358,6 +365,7 @@ export const WRITES: ReadonlySet<string> = new Set([
   "steer_run",
   "send_message",
   "set_workspace_checks",
+  "set_workspace_merge",
   "set_supervisor",
   "set_max_cost",
   "set_permissions",

@@ -1294,4 +1294,9 @@ retry?: RetryPolicy,
  * The most each run of the workspace may cost (in the currency its
  * agent reports), unless its task sets its own: reaching it pauses the run.
  */
-max_cost?: number, };
+max_cost?: number, 
+/**
+ * Two-person merges: a run merges into the base branch only on the
+ * approval of a person who neither started it nor is the supervisor.
+ */
+two_person_merge: boolean, };

@@ -16,7 +16,7 @@ const flush = async () => {
   for (let i = 0; i < 8; i++) await new Promise((r) => setTimeout(r, 0));
 };
 
-const ws = (id: number, name: string, path = `/src/${name}`): Workspace => ({ id, name, path, settings: { sensors: [], auto_advance: null } });
+const ws = (id: number, name: string, path = `/src/${name}`): Workspace => ({ id, name, path, settings: { sensors: [], auto_advance: null, two_person_merge: false } });
 
 function engine(...workspaces: Workspace[]): MockBackend {
   const b = new MockBackend([], () => 0);
@@ -98,7 +98,7 @@ describe("workspaces over hosts", () => {
     const { local, build1, hosts, every } = await settings();
     const there = workspaceAddTarget(local, hosts, "build1", "/home/me/web");
     if (!there.ok) throw new Error(there.problem.message);
-    const added = await there.engine.addWorkspace("/home/me/web", null, { sensors: [], auto_advance: null });
+    const added = await there.engine.addWorkspace("/home/me/web", null, { sensors: [], auto_advance: null, two_person_merge: false });
     expect(added.name).toBe("web");
     await flush();
     expect(build1.workspaces.map((w) => w.name)).toContain("web");
@@ -107,7 +107,7 @@ describe("workspaces over hosts", () => {
     // Here too, by this machine's engine.
     const here = workspaceAddTarget(local, hosts, null, "/src/site");
     if (!here.ok) throw new Error(here.problem.message);
-    await here.engine.addWorkspace("/src/site", "site", { sensors: [], auto_advance: null });
+    await here.engine.addWorkspace("/src/site", "site", { sensors: [], auto_advance: null, two_person_merge: false });
     await flush();
     expect(every.all.map((p) => p.key)).toContain("site");
     // A relative path, or a host no longer linked: nothing is sent.

@@ -6,7 +6,7 @@ const flush = () => new Promise((r) => setTimeout(r, 0));
 
 function backend() {
   const b = new MockBackend([], () => 0);
-  b.workspaces = [{ id: 1, name: "web", path: "/src/web", settings: { sensors: [], auto_advance: null } }];
+  b.workspaces = [{ id: 1, name: "web", path: "/src/web", settings: { sensors: [], auto_advance: null, two_person_merge: false } }];
   return b;
 }
 
@@ -19,7 +19,7 @@ describe("the workspace list in Settings", () => {
     expect(b.calls.filter((c) => c === "listWorkspaces")).toHaveLength(1);
 
     // Added from the CLI: the engine pushes the event.
-    b.workspaces.push({ id: 2, name: "api", path: "/src/api", settings: { sensors: ["cargo test"], auto_advance: null } });
+    b.workspaces.push({ id: 2, name: "api", path: "/src/api", settings: { sensors: ["cargo test"], auto_advance: null, two_person_merge: false } });
     b.push({ type: "workspace_changed", name: "api" });
     await flush();
     expect(list.list?.map((w) => w.name)).toEqual(["web", "api"]);
