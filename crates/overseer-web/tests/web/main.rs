@@ -4,7 +4,10 @@
 
 mod common;
 
+mod bound;
 mod chromium;
 mod embedded;
+mod flood;
 mod paired;
+mod roles;
 mod web;
