@@ -8,7 +8,6 @@ use crate::common;
 use common::*;
 use overseer_core::{Actor, DeviceId, EngineEvent, ErrorCode};
 use overseer_engine::Engine;
-use std::sync::Arc;
 
 const FIVE_MINUTES: i64 = 5 * 60 * 1000;
 
@@ -55,7 +54,10 @@ fn a_redeemed_code_gives_a_credential_that_authenticates_and_neither_is_kept_in_
     assert_eq!(paired.device.person, "ana");
     assert_eq!(paired.device.name, "Ana's phone");
     assert_eq!(paired.device.revoked_at, None);
-    assert_eq!(paired.credential.len(), 64, "32 random bytes, hex");
+    // Two halves of 32 random bytes, hex: the cookie's and the page's own.
+    let (cookie_half, origin_half) = paired.credential.split_once('.').expect("two halves");
+    assert_eq!((cookie_half.len(), origin_half.len()), (64, 64));
+    assert_ne!(cookie_half, origin_half);
     assert!(!format!("{paired:?}").contains(&paired.credential));
     assert_eq!(paired.device.actor().to_string(), "user:ana");
 
@@ -77,6 +79,10 @@ fn a_redeemed_code_gives_a_credential_that_authenticates_and_neither_is_kept_in_
     let other = String::from_utf8(other).expect("hex");
     assert_eq!(engine.device_by_credential(&other).expect("lookup"), None);
     assert_eq!(engine.device_by_credential("").expect("lookup"), None);
+    // Either half alone is nobody.
+    for half in [cookie_half, origin_half] {
+        assert_eq!(engine.device_by_credential(half).expect("lookup"), None);
+    }
     assert_eq!(
         engine
             .device_by_credential("not a credential")
@@ -91,6 +97,12 @@ fn a_redeemed_code_gives_a_credential_that_authenticates_and_neither_is_kept_in_
         !contains(&bytes, &paired.credential),
         "the credential is in the database file in clear"
     );
+    for half in [cookie_half, origin_half] {
+        assert!(
+            !contains(&bytes, half),
+            "a half is in the database file in clear"
+        );
+    }
     assert!(
         !contains(&bytes, &letters),
         "the pairing code is in the database file in clear"
@@ -108,6 +120,35 @@ fn a_redeemed_code_gives_a_credential_that_authenticates_and_neither_is_kept_in_
     // Pairing is signed, and the log still verifies.
     let report = engine.verify_audit().expect("read").expect("verifies");
     assert!(report.records >= 1);
+}
+
+/// A device paired before credentials had two halves (one 64-hex
+/// credential, its hash in the database) is no one now, whatever half is
+/// put beside its credential: it pairs again (docs/browsers.md).
+#[test]
+fn a_device_paired_with_a_one_part_credential_must_pair_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_on(dir.path(), TestClock::new());
+    let old = "ab".repeat(32);
+    rusqlite::Connection::open(engine.paths().db())
+        .expect("db")
+        .execute(
+            "INSERT INTO devices(person, name, credential_hash, created_at) VALUES ('ana', 'old phone', ?1, 1)",
+            [overseer_store::devices::credential_hash(&old)],
+        )
+        .expect("an old device");
+    assert_eq!(engine.list_devices().expect("list").len(), 1);
+    for presented in [
+        old.clone(),
+        format!("{old}.{}", "cd".repeat(32)),
+        format!("{}.{old}", "cd".repeat(32)),
+    ] {
+        assert_eq!(
+            engine.device_by_credential(&presented).expect("lookup"),
+            None,
+            "{presented}"
+        );
+    }
 }
 
 #[test]
@@ -166,17 +207,13 @@ fn twenty_wrong_codes_burn_the_outstanding_codes_and_never_lock_pairing() {
     let second = engine
         .pair_device("bo", "Bo's phone", &Actor::cli())
         .expect("a code");
+    // Past their first minute, when burns spare a new code.
+    clock.advance(overseer_store::devices::BURN_GRACE);
     for i in 1..20 {
         let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("wrong");
         assert_eq!(e.code, ErrorCode::Unauthorized, "try {i}");
         assert!(!e.message.contains("burned"), "{}", e.message);
     }
-    // The count is in the database: a restarted engine goes on with it.
-    let paths = engine.paths().clone();
-    drop(engine);
-    let engine = Arc::new(
-        Engine::open(paths, clock.clone(), Arc::new(overseer_engine::LogNotifier)).expect("reopen"),
-    );
     let mut events = engine.subscribe();
     let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("the 20th");
     assert_eq!(e.code, ErrorCode::Unauthorized);
@@ -224,6 +261,90 @@ fn twenty_wrong_codes_burn_the_outstanding_codes_and_never_lock_pairing() {
     engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("wrong");
     let paired = engine.redeem_pairing(&fresh.code).expect("pairs at once");
     assert_eq!(paired.device.name, "Ana's phone");
+}
+
+/// Wrong codes are counted in memory: a flood of them writes nothing. A
+/// code in its first minute is spared by burns (whoever issued it types it
+/// meanwhile); the first wrong try after its minute burns it.
+#[test]
+fn wrong_codes_write_nothing_and_a_new_code_is_spared_for_its_first_minute() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = TestClock::new();
+    let engine = engine_on(dir.path(), clock.clone());
+    let young = engine
+        .pair_device("ana", "Ana's phone", &Actor::cli())
+        .expect("a code");
+    let db = rusqlite::Connection::open(engine.paths().db()).expect("db");
+    let version = || -> i64 {
+        db.query_row("PRAGMA data_version", [], |r| r.get(0))
+            .expect("version")
+    };
+    let audit = || -> i64 {
+        db.query_row("SELECT count(*) FROM audit_log", [], |r| r.get(0))
+            .expect("audit")
+    };
+    let (before, records) = (version(), audit());
+    for _ in 0..200 {
+        let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("wrong");
+        assert!(!e.message.contains("burned"), "{}", e.message);
+    }
+    assert_eq!(version(), before, "200 wrong codes committed nothing");
+    assert_eq!(audit(), records);
+    // Its minute nearly over, it still pairs.
+    clock.advance(overseer_store::devices::BURN_GRACE - 1000);
+    let second = engine
+        .pair_device("bo", "Bo's phone", &Actor::cli())
+        .expect("a code");
+    engine.redeem_pairing(&young.code).expect("spared");
+    // The second faced none of those tries: its count starts over, and
+    // 20 wrong ones in its first minute do not burn it either.
+    for _ in 0..20 {
+        let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("wrong");
+        assert!(!e.message.contains("burned"), "{}", e.message);
+    }
+    // Past its minute, the next wrong try burns it.
+    clock.advance(overseer_store::devices::BURN_GRACE);
+    let e = engine.redeem_pairing("ZZZZ-ZZZZ").expect_err("wrong");
+    assert!(e.message.contains("burned"), "{}", e.message);
+    let e = engine.redeem_pairing(&second.code).expect_err("burned");
+    assert!(e.message.contains("burned"), "{}", e.message);
+    let burns: i64 = db
+        .query_row(
+            "SELECT count(*) FROM audit_log WHERE payload LIKE '%pairing_codes_burned%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("audit");
+    assert_eq!(burns, 1, "the burn is signed");
+    engine.verify_audit().expect("read").expect("verifies");
+}
+
+/// Codes are kept under a key of the database: the stored hash is not the
+/// code's plain SHA-256, and the database holds the key.
+#[test]
+fn pairing_codes_are_kept_under_a_keyed_hash() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = engine_on(dir.path(), TestClock::new());
+    let pairing = engine
+        .pair_device("ana", "Ana's phone", &Actor::cli())
+        .expect("a code");
+    let letters = pairing.code.replace('-', "");
+    let db = rusqlite::Connection::open(engine.paths().db()).expect("db");
+    let stored: String = db
+        .query_row("SELECT code_hash FROM pairing_codes", [], |r| r.get(0))
+        .expect("hash");
+    let key: Vec<u8> = db
+        .query_row("SELECT key FROM pairing_key", [], |r| r.get(0))
+        .expect("key");
+    assert_eq!(key.len(), 32);
+    for unkeyed in [letters.clone(), format!("pairing-code:{letters}")] {
+        assert_ne!(
+            stored,
+            hex::encode(sha2::Sha256::digest(unkeyed.as_bytes()))
+        );
+    }
+    engine.redeem_pairing(&pairing.code).expect("pairs");
 }
 
 #[tokio::test]
@@ -415,7 +536,11 @@ fn only_the_owner_adds_a_workspace_and_only_by_an_absolute_path() {
     let path = repo.to_string_lossy().into_owned();
     let e = call(add(&path), &ana.device.actor()).expect_err("a device cannot add");
     assert_eq!(e.code, ErrorCode::Forbidden);
-    assert!(e.message.contains("add a workspace"), "{}", e.message);
+    assert!(
+        e.message.contains("`add_workspace`") && e.message.contains("only the owner"),
+        "{}",
+        e.message
+    );
     let e = call(add("repo"), &Actor::app()).expect_err("relative");
     assert_eq!(e.code, ErrorCode::InvalidInput);
     assert!(e.message.contains("absolute path"), "{}", e.message);
