@@ -6,29 +6,50 @@
 //! the proxy forwards to it.
 //!
 //! Connections are accepted here, at most [`MAX_CONNECTIONS`] at once and
-//! at most [`MAX_PER_ADDRESS`] from one peer address (more are closed at
-//! once), each TLS handshake and each request's headers within
-//! [`HANDSHAKE_TIMEOUT`], so a slow or idle client holds one slot, never
-//! the loop, and one address opening connections it never uses
-//! ("slowloris") cannot hold every slot: the others are still served.
-
+//! at most [`MAX_PER_ADDRESS`] from one peer address ([`MAX_FROM_LOOPBACK`]
+//! from this machine: every loopback address counts as one,
+//! [`crate::throttle::key`]); each TLS handshake and each request's headers
+//! within [`HANDSHAKE_TIMEOUT`], each request's body within
+//! [`BODY_TIMEOUT`] (`routes`).
+//!
+//! At a cap, a new connection takes the place of the oldest one that is
+//! doing nothing for anybody: waiting for a request's headers, between
+//! requests, or sending a body without a device credential (it is closed).
+//! A connection serving a request, or one whose last request carried a
+//! credential the engine knows, is never closed for another. If none can
+//! go, the new one is closed at once. So slow clients ("slowloris": a byte
+//! of headers or body now and then) hold nothing a browser needs: its new
+//! connection sends its request at once and is served; theirs are the
+//! oldest idle ones, closed first. On loopback the owner's browser and a
+//! local flood are one address, which is why the cap there replaces
+//! rather than refuses.
 use crate::routes::{router, Web};
 use overseer_engine::Engine;
 use overseer_server::server::AcceptBackoff;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio_rustls::rustls;
 
 /// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = 512;
 /// Connections served at once from one peer address (an IP address; its
-/// port aside). Behind a proxy on loopback every browser shares the
-/// proxy's address, and so this bound.
+/// port aside; an IPv6 address by its /64).
 pub const MAX_PER_ADDRESS: usize = 32;
+/// Connections served at once from this machine (every loopback address
+/// is one): a browser's tabs (six connections per host each), and a proxy
+/// on loopback forwarding many browsers. Large, because the owner's
+/// browser and any local flood share it: a new connection survives as
+/// many newer ones taking an idle place as this, time enough to send its
+/// request.
+pub const MAX_FROM_LOOPBACK: usize = 256;
 /// How long a TLS handshake, or a request's headers, may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request's body may take, in all.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A certificate chain and its private key, PEM files.
 #[derive(Debug, Clone)]
@@ -243,8 +264,7 @@ impl WebServer {
         web.heartbeat = self.heartbeat;
         let app = router(web);
         let acceptor = self.tls.map(tokio_rustls::TlsAcceptor::from);
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-        let per_address = crate::counts::Counts::<IpAddr>::default();
+        let conns = Arc::new(Conns::default());
         let mut backoff = AcceptBackoff::default();
         loop {
             let (stream, peer) = match listener.accept().await {
@@ -263,13 +283,9 @@ impl WebServer {
                     continue;
                 }
             };
-            // Closed at once (the browser retries; the others are served)
-            // when every slot is taken, or this address's share.
-            let Some(mine) = per_address.take(peer.ip(), MAX_PER_ADDRESS) else {
-                drop(stream);
-                continue;
-            };
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // At a cap, it takes the oldest idle connection's place; if
+            // none is idle, it is closed at once (the browser retries).
+            let Some(mine) = conns.admit(peer.ip()) else {
                 drop(stream);
                 continue;
             };
@@ -277,6 +293,7 @@ impl WebServer {
             let app = app.clone();
             let acceptor = acceptor.clone();
             let mut closed = closed.clone();
+            let (state, evicted) = (mine.state.clone(), mine.evicted.clone());
             tokio::spawn(async move {
                 let served = async move {
                     match acceptor {
@@ -284,20 +301,21 @@ impl WebServer {
                             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
                                 .await
                             {
-                                Ok(Ok(tls)) => connection(tls, peer, app).await,
+                                Ok(Ok(tls)) => connection(tls, peer, state, app).await,
                                 Ok(Err(e)) => tracing::debug!("web: TLS handshake failed: {e}"),
                                 Err(_) => tracing::debug!("web: TLS handshake timed out"),
                             }
                         }
-                        None => connection(stream, peer, app).await,
+                        None => connection(stream, peer, state, app).await,
                     }
                 };
-                // Serving stopped: the connection ends with it.
+                // Serving stopped, or another connection took its place:
+                // the connection ends.
                 tokio::select! {
                     _ = served => {}
                     _ = closed.changed() => {}
+                    _ = evicted.notified() => {}
                 }
-                drop(slot);
                 drop(mine);
             });
         }
@@ -318,8 +336,180 @@ impl Drop for Unannounce {
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub SocketAddr);
 
+/// What a connection is doing, as the caps see it (an extension of every
+/// request: `routes::guard` says when a request carries a credential the
+/// engine knows, and when its body is in).
+pub struct ConnState {
+    /// Serving a request (its headers in, and its body, or a credential
+    /// the engine knows): not to be closed for another.
+    busy: AtomicBool,
+    /// Its last request carried a credential the engine knows.
+    trusted: AtomicBool,
+    /// When it last became idle, in ms after `epoch`.
+    since: AtomicU64,
+    epoch: Instant,
+}
+
+impl ConnState {
+    fn new(epoch: Instant) -> ConnState {
+        ConnState {
+            busy: AtomicBool::new(false),
+            trusted: AtomicBool::new(false),
+            since: AtomicU64::new(elapsed_ms(epoch)),
+            epoch,
+        }
+    }
+
+    /// Whether a new connection may take its place.
+    fn idle(&self) -> bool {
+        !self.busy.load(Ordering::Acquire) && !self.trusted.load(Ordering::Acquire)
+    }
+
+    /// A request's credential was checked: `known` when the engine knows
+    /// it (the connection is kept from now on, its body read as busy);
+    /// otherwise it stays idle until its body is in.
+    pub fn credential(&self, known: bool) {
+        self.trusted.store(known, Ordering::Release);
+        self.busy.store(known, Ordering::Release);
+    }
+
+    /// The request's body is in: it is being served.
+    pub fn serving(&self) {
+        self.busy.store(true, Ordering::Release);
+    }
+
+    /// The request is answered: idle from now (unless trusted).
+    fn answered(&self) {
+        self.since.store(elapsed_ms(self.epoch), Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+    }
+}
+
+fn elapsed_ms(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The connections open, per [`crate::throttle::key`] of their peers.
+struct Conns {
+    open: Mutex<Open>,
+    epoch: Instant,
+}
+
+#[derive(Default)]
+struct Open {
+    next: u64,
+    conns: HashMap<u64, OpenConn>,
+    per_key: HashMap<IpAddr, usize>,
+}
+
+struct OpenConn {
+    key: IpAddr,
+    state: Arc<ConnState>,
+    evicted: Arc<tokio::sync::Notify>,
+}
+
+impl Default for Conns {
+    fn default() -> Self {
+        Conns {
+            open: Mutex::default(),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+/// One admitted connection, counted until dropped.
+struct Admitted {
+    conns: Arc<Conns>,
+    id: u64,
+    state: Arc<ConnState>,
+    /// Told when a new connection took its place.
+    evicted: Arc<tokio::sync::Notify>,
+}
+
+impl Open {
+    /// Closes the oldest idle connection (of `key`, or of anyone): false
+    /// when none is idle.
+    fn evict(&mut self, key: Option<IpAddr>) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|(_, c)| key.is_none_or(|k| c.key == k) && c.state.idle())
+            .min_by_key(|(_, c)| c.state.since.load(Ordering::Acquire))
+            .map(|(id, _)| *id);
+        match oldest.and_then(|id| self.remove(id)) {
+            Some(gone) => {
+                gone.evicted.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<OpenConn> {
+        let gone = self.conns.remove(&id)?;
+        if let Some(n) = self.per_key.get_mut(&gone.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per_key.remove(&gone.key);
+            }
+        }
+        Some(gone)
+    }
+}
+
+impl Conns {
+    /// Admits a connection from `ip`, closing the oldest idle one at a cap
+    /// (this address's, then everyone's); `None` when none is idle.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admitted> {
+        let key = crate::throttle::key(ip);
+        let cap = if crate::throttle::is_loopback(ip) {
+            MAX_FROM_LOOPBACK
+        } else {
+            MAX_PER_ADDRESS
+        };
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.per_key.get(&key).copied().unwrap_or(0) >= cap && !open.evict(Some(key)) {
+            return None;
+        }
+        if open.conns.len() >= MAX_CONNECTIONS && !open.evict(None) {
+            return None;
+        }
+        let id = open.next;
+        open.next += 1;
+        let state = Arc::new(ConnState::new(self.epoch));
+        let evicted = Arc::new(tokio::sync::Notify::new());
+        open.conns.insert(
+            id,
+            OpenConn {
+                key,
+                state: state.clone(),
+                evicted: evicted.clone(),
+            },
+        );
+        *open.per_key.entry(key).or_insert(0) += 1;
+        Some(Admitted {
+            conns: self.clone(),
+            id,
+            state,
+            evicted,
+        })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.conns.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.remove(self.id);
+    }
+}
+
+/// The state of the connection a request came on (an extension of every
+/// request).
+#[derive(Clone)]
+pub struct Conn(pub Arc<ConnState>);
+
 /// Serves one connection's HTTP/1.1 requests (and its WebSocket upgrade).
-async fn connection<I>(io: I, peer: SocketAddr, app: axum::Router)
+async fn connection<I>(io: I, peer: SocketAddr, state: Arc<ConnState>, app: axum::Router)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -327,7 +517,25 @@ where
     let service =
         hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(Peer(peer));
-            app.clone().oneshot(request)
+            request.extensions_mut().insert(Conn(state.clone()));
+            // Its headers are in: one claiming a credential is kept while
+            // `routes::guard` checks it (which says what holds then).
+            if crate::auth::credential(request.headers()).is_some() {
+                state.serving();
+            }
+            let (app, state) = (app.clone(), state.clone());
+            async move {
+                let response = app.oneshot(request).await;
+                // An upgraded connection leaves the caps when its upgrade
+                // is through; until then it stays busy.
+                let upgraded = response
+                    .as_ref()
+                    .is_ok_and(|r| r.status() == hyper::StatusCode::SWITCHING_PROTOCOLS);
+                if !upgraded {
+                    state.answered();
+                }
+                response
+            }
         });
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())

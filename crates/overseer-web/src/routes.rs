@@ -1,7 +1,10 @@
 //! The HTTP routes and the checks every request passes first (Origin, Host,
-//! body size, the number of calls at once).
+//! body size and deadline, the number of calls at once: paired devices and
+//! everyone else in pools of their own).
 
-pub use crate::state::{Web, MAX_IN_FLIGHT};
+use crate::listen::{Conn, BODY_TIMEOUT};
+pub use crate::state::{Known, Web, MAX_IN_FLIGHT};
+use crate::state::{ANONYMOUS_WAIT, MAX_ANONYMOUS_IN_FLIGHT};
 use crate::{assets, auth, calls, events, reply, MAX_BODY};
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -30,16 +33,28 @@ fn forbidden(message: String) -> Response {
 }
 
 fn too_large() -> Response {
+    too_large_for(MAX_BODY)
+}
+
+/// The 413 of a body over `limit` (a paired device's, [`MAX_BODY`], or
+/// anyone else's, [`MAX_ANONYMOUS_BODY`]).
+fn too_large_for(limit: usize) -> Response {
+    let text = if limit >= MAX_BODY {
+        format!(
+            "the request body is over {} MiB: send less (a decision's context, a message) \
+             and retry",
+            limit >> 20
+        )
+    } else {
+        format!(
+            "the request body is over {} KiB, more than a request without a device credential \
+             may send: pair this browser first",
+            limit >> 10
+        )
+    };
     reply::error_with(
         StatusCode::PAYLOAD_TOO_LARGE,
-        ApiError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "the request body is over {} MiB: send less (a decision's context, a message) \
-                 and retry",
-                MAX_BODY >> 20
-            ),
-        ),
+        ApiError::new(ErrorCode::InvalidInput, text),
     )
 }
 
@@ -59,11 +74,19 @@ fn is_loopback_name(name: &str) -> bool {
 }
 
 /// The checks before any `/api` handler: the Host (on loopback), the Origin
-/// (on every POST and the WebSocket upgrade), the declared body size, and
-/// a slot among the calls served at once.
+/// (on every POST and the WebSocket upgrade), the declared body size, the
+/// credential (a device the engine knows, or nobody), the body (read
+/// whole, within [`BODY_TIMEOUT`], before any slot is taken), and a slot
+/// among the calls served at once: a paired device's among
+/// [`MAX_IN_FLIGHT`], anyone else's among [`MAX_ANONYMOUS_IN_FLIGHT`], so
+/// requests without a credential never take a paired device's slot.
 async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response {
+    let conn = request.extensions().get::<Conn>().cloned();
     let path = request.uri().path();
     if path != "/api" && !path.starts_with("/api/") {
+        if let Some(conn) = &conn {
+            conn.0.serving();
+        }
         return next.run(request).await;
     }
     let headers = request.headers();
@@ -114,18 +137,68 @@ async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response
         }
         return too_large();
     }
-    let Ok(_slot) = web.in_flight().try_acquire_owned() else {
-        return reply::error(ApiError::new(
-            ErrorCode::RateLimited,
-            format!(
-                "the engine is answering {MAX_IN_FLIGHT} requests at once already: wait a moment \
-                 and retry"
-            ),
-        ));
+    // A device the engine knows (one read), or nobody: which pool.
+    let known = match auth::credential(headers) {
+        Some(_) => auth::device(&web.engine, headers).await.ok(),
+        None => None,
     };
+    if let Some(conn) = &conn {
+        conn.0.credential(known.is_some());
+    }
+    // The body, whole and within its deadline, before any slot: a slow
+    // body holds its connection only (which a new one may take: `listen`).
+    let (mut parts, incoming) = request.into_parts();
+    let bytes = if parts.method == Method::GET || parts.method == Method::HEAD {
+        axum::body::Bytes::new()
+    } else {
+        let limit = if known.is_some() {
+            MAX_BODY
+        } else {
+            MAX_ANONYMOUS_BODY
+        };
+        match body(incoming, limit).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        }
+    };
+    if let Some(conn) = &conn {
+        conn.0.serving();
+    }
     // Held until the answer (for the socket: until its upgrade is answered).
-    next.run(request).await
+    let _slot = if known.is_some() {
+        let Ok(slot) = web.in_flight().try_acquire_owned() else {
+            return reply::error(ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "the engine is answering {MAX_IN_FLIGHT} requests at once already: wait a \
+                     moment and retry"
+                ),
+            ));
+        };
+        slot
+    } else {
+        match tokio::time::timeout(ANONYMOUS_WAIT, web.anonymous().acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            _ => {
+                return reply::error(ApiError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "the engine is answering {MAX_ANONYMOUS_IN_FLIGHT} requests without a \
+                         device credential at once already (paired devices are served apart): \
+                         wait a moment and retry"
+                    ),
+                ))
+            }
+        }
+    };
+    parts.extensions.insert(Known(known));
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
+
+/// Largest body read from a request without a credential the engine knows
+/// (a pairing code is a few bytes); a larger one gets 413.
+const MAX_ANONYMOUS_BODY: usize = 16 << 10;
 
 /// How much of an oversized body is read and dropped before the 413 (a
 /// larger one gets it at once, and the connection is closed).
@@ -147,42 +220,74 @@ async fn drain(body: Body, mut seen: usize) {
     let _ = tokio::time::timeout(crate::listen::HANDSHAKE_TIMEOUT, reading).await;
 }
 
-/// A body of at most [`MAX_BODY`] bytes, or the 413 to answer.
-async fn body(body: Body) -> Result<axum::body::Bytes, Response> {
+/// A body of at most `limit` bytes, read within [`BODY_TIMEOUT`], or the
+/// 413 or 408 to answer.
+async fn body(body: Body, limit: usize) -> Result<axum::body::Bytes, Response> {
     use futures::StreamExt;
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::new();
-    while let Some(chunk) = stream.next().await {
+    let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => {
+                return Err(reply::error_with(
+                    StatusCode::REQUEST_TIMEOUT,
+                    ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!(
+                            "the request body did not arrive within {} s: send it again, \
+                             whole",
+                            BODY_TIMEOUT.as_secs()
+                        ),
+                    ),
+                ))
+            }
+            Ok(None) => break,
+            Ok(Some(chunk)) => chunk,
+        };
         let Ok(chunk) = chunk else {
             return Err(reply::error(ApiError::new(
                 ErrorCode::InvalidInput,
                 "the request body could not be read; send it again",
             )));
         };
-        if bytes.len() + chunk.len() > MAX_BODY {
+        if bytes.len() + chunk.len() > limit {
             let seen = bytes.len() + chunk.len();
             drain(Body::from_stream(stream), seen).await;
-            return Err(too_large());
+            return Err(too_large_for(limit));
         }
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes.into())
 }
 
+/// The device `guard` found for the request, else `auth`'s refusal.
+async fn known_device(
+    web: &Web,
+    known: Option<axum::Extension<Known>>,
+    headers: &HeaderMap,
+) -> Result<overseer_core::DeviceView, ApiError> {
+    match known.and_then(|k| k.0 .0) {
+        Some(device) => Ok(device),
+        None => auth::device(&web.engine, headers).await,
+    }
+}
+
 async fn call(
     State(web): State<Web>,
     Path(command): Path<String>,
+    known: Option<axum::Extension<Known>>,
     headers: HeaderMap,
     request: Body,
 ) -> Response {
     if !calls::COMMANDS.contains(&command.as_str()) {
         return unknown(&command);
     }
-    let device = match auth::device(&web.engine, &headers).await {
+    let device = match known_device(&web, known, &headers).await {
         Ok(d) => d,
         Err(e) => return reply::error(e),
     };
-    let bytes = match body(request).await {
+    let bytes = match body(request, MAX_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -214,10 +319,15 @@ async fn pair(
     request: Body,
 ) -> Response {
     let ip = peer.map(|p| p.0 .0.ip());
-    if let Some(Err(e)) = ip.map(|ip| web.pairing.check(ip)) {
+    // Off loopback, an address that typed its share of wrong codes is
+    // refused before its code is looked up. On loopback (the owner's
+    // browser and any local flood are one address) the code is looked up
+    // first: a right one always pairs (`throttle`).
+    let remote = ip.filter(|ip| !crate::throttle::is_loopback(*ip));
+    if let Some(Err(e)) = remote.map(|ip| web.pairing.check(ip)) {
         return reply::error(e);
     }
-    let bytes = match body(request).await {
+    let bytes = match body(request, MAX_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -234,7 +344,13 @@ async fn pair(
         Ok(paired) => paired,
         Err(e) => {
             if let (Some(ip), ErrorCode::Unauthorized) = (ip, e.code) {
+                // Wrong, from an address over its share: told to stop.
+                let limited = web.pairing.check(ip);
                 web.pairing.wrong(ip);
+                if let Err(limited) = limited {
+                    let why = format!("{}. This code: {}", limited.message, e.message);
+                    return reply::error(ApiError::new(ErrorCode::RateLimited, why));
+                }
             }
             return reply::error(e);
         }
@@ -248,8 +364,12 @@ async fn pair(
     response
 }
 
-async fn me(State(web): State<Web>, headers: HeaderMap) -> Response {
-    match auth::device(&web.engine, &headers).await {
+async fn me(
+    State(web): State<Web>,
+    known: Option<axum::Extension<Known>>,
+    headers: HeaderMap,
+) -> Response {
+    match known_device(&web, known, &headers).await {
         Ok(device) => reply::json(StatusCode::OK, &serde_json::json!({ "device": device })),
         Err(e) => reply::error(e),
     }

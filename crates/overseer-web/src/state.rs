@@ -4,9 +4,20 @@ use overseer_engine::Engine;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// `/api` requests served at once; more get 429 at once (a flood is
-/// refused, the engine's threads stay free for everyone else).
+/// `/api` requests of paired devices (a credential the engine knows)
+/// served at once; more get 429 at once (a flood is refused, the engine's
+/// threads stay free for everyone else).
 pub const MAX_IN_FLIGHT: usize = 32;
+
+/// `/api` requests without a known credential (pairing, a browser asking
+/// who it is, anything refused) served at once: a pool of their own, so
+/// they never take a paired device's slot. Each is short (its body was
+/// read before it takes a slot, and a pairing try is one read): more wait
+/// for a slot, in order, up to [`ANONYMOUS_WAIT`], then get 429.
+pub const MAX_ANONYMOUS_IN_FLIGHT: usize = 8;
+
+/// How long a request without a credential waits for a slot.
+pub const ANONYMOUS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How often the server sends a heartbeat frame and a ping on an event
 /// socket ([`crate::events`]).
@@ -41,7 +52,14 @@ pub struct Web {
     /// Changes (closes) when serving stops: every WebSocket ends with it.
     pub closed: tokio::sync::watch::Receiver<()>,
     in_flight: Arc<Semaphore>,
+    anonymous: Arc<Semaphore>,
 }
+
+/// The device a request's credential names, found by the checks before
+/// its handler (`routes::guard`; an extension of the request). `None`: it
+/// carries no credential the engine knows.
+#[derive(Clone)]
+pub struct Known(pub Option<overseer_core::DeviceView>);
 
 impl Web {
     pub fn new(
@@ -65,11 +83,17 @@ impl Web {
             sockets: crate::counts::Counts::default(),
             closed,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            anonymous: Arc::new(Semaphore::new(MAX_ANONYMOUS_IN_FLIGHT)),
         }
     }
 
-    /// The slots of the `/api` requests served at once.
+    /// The slots of the paired devices' `/api` requests served at once.
     pub fn in_flight(&self) -> Arc<Semaphore> {
         self.in_flight.clone()
+    }
+
+    /// The slots of the `/api` requests without a known credential.
+    pub fn anonymous(&self) -> Arc<Semaphore> {
+        self.anonymous.clone()
     }
 }

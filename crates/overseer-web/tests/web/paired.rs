@@ -347,8 +347,9 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
     s.engine
         .seed_demo(&Actor::cli(), false)
         .expect("demo fleet");
+    // Fewer than this machine's 256 connections (every loopback address is
+    // one), more than the 32 calls served at once.
     let clients = 100;
-    // From four addresses: one address may hold only 32 connections.
     let statuses: Vec<u16> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..clients)
             .map(|n| {
@@ -378,77 +379,8 @@ fn a_flood_of_calls_is_refused_with_429_and_everyone_is_served_after() {
     println!("{clients} clients x 5 calls: {served} served, {refused} refused with 429");
 }
 
-#[test]
-fn wrong_codes_from_one_address_are_refused_there_while_another_address_pairs() {
-    let s = served();
-    let right = s.engine.start_pairing("ana", "phone").expect("code").code;
-    let mut statuses = Vec::new();
-    for n in 0..7 {
-        let a = s.post_via(
-            "127.0.0.1",
-            None,
-            "/api/pair",
-            &json!({ "code": format!("WRNG-{n:04}") }),
-        );
-        assert!(a.cookies.is_empty(), "{a:?}");
-        statuses.push((a.status, a.code().to_owned()));
-    }
-    let wrong = (401, "unauthorized".to_owned());
-    let limited = (429, "rate_limited".to_owned());
-    assert_eq!(
-        statuses,
-        [vec![wrong; 5], vec![limited; 2]].concat(),
-        "five wrong codes, then that address is refused"
-    );
-    // From there, the right code is refused too, and pairs nothing.
-    let a = s.post_via("127.0.0.1", None, "/api/pair", &json!({ "code": right }));
-    assert_eq!((a.status, a.code()), (429, "rate_limited"), "{a:?}");
-    assert!(a.body["message"]
-        .as_str()
-        .is_some_and(|m| m.contains("this address")));
-    assert!(s.engine.list_devices().expect("devices").is_empty());
-    // Another address pairs with it at once: one address cannot keep
-    // everyone from pairing.
-    let a = s.post_via("127.0.0.2", None, "/api/pair", &json!({ "code": right }));
-    assert_eq!(a.status, 200, "{a:?}");
-    assert!(a.cookies.iter().any(|c| c.starts_with("overseer_device=")));
-    // Only pairing is limited: everything else is answered as before.
-    let me = s.get(None, "/api/me");
-    assert_eq!((me.status, me.code()), (401, "unauthorized"), "{me:?}");
-}
-
-#[test]
-fn twenty_wrong_codes_from_many_addresses_burn_the_codes_and_a_new_one_pairs_at_once() {
-    let s = served();
-    let right = s.engine.start_pairing("ana", "phone").expect("code").code;
-    // Four addresses, each within its own limit: 20 wrong codes in all.
-    for n in 0..20 {
-        let source = format!("127.0.0.{}", 1 + n / 5);
-        let a = s.post_via(
-            &source,
-            None,
-            "/api/pair",
-            &json!({ "code": format!("WRNG-{n:04}") }),
-        );
-        assert_eq!(
-            (a.status, a.code()),
-            (401, "unauthorized"),
-            "try {n}: {a:?}"
-        );
-    }
-    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": right }));
-    assert_eq!((a.status, a.code()), (401, "unauthorized"), "{a:?}");
-    let message = a.body["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("burned") && message.contains("20 wrong codes"),
-        "{message}"
-    );
-    assert!(s.engine.list_devices().expect("devices").is_empty());
-    // No lockout: a new code pairs at once.
-    let fresh = s.engine.start_pairing("ana", "phone").expect("code").code;
-    let a = s.post_via("127.0.0.9", None, "/api/pair", &json!({ "code": fresh }));
-    assert_eq!(a.status, 200, "{a:?}");
-}
+// Wrong codes per address, and burns sparing a code's first minute:
+// `flood.rs` (every loopback address is one address now).
 
 /// Adding a workspace is the owner's: a browser cannot point the
 /// engine's agents at another repository of its machine.
