@@ -5,13 +5,17 @@
 //! short window is coalesced per kind, so fifty agents finishing at once make
 //! two popups, not fifty.
 //!
-//! A notification can answer: a tool call's has Yes and No, a pending
-//! review's Approve; pressed, they decide as the owner (`user:app`), as the
-//! window would. Only presses from the notification server count.
+//! A notification can answer: a low or medium risk tool call's has Yes and
+//! No, a pending review's Approve when its diff has no file other tools run
+//! on their own (the engine decides: `overseer_engine::quick_answer`);
+//! pressed, they decide as the owner (`user:app`) through the contract's
+//! `decide_gate`, as the window would. Only presses from the notification
+//! server count.
 
 use crate::notify_bus::{Bus, Pressed};
-use overseer_core::{Actor, RunId};
+use overseer_core::{Actor, GateId, RunId};
 use overseer_engine::{coalesce, Engine, Notification, Notifier};
+use overseer_server::api::{op::DecideGate, Operation};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -178,10 +182,27 @@ pub(crate) fn listen(bus: Arc<Bus>, engine: Deciding, opener: OnOpen) {
 pub(crate) const NO_FROM_NOTIFICATION: &str = "Denied from the desktop notification";
 
 /// Does what a pressed button asks, as the owner: opens the run, decides
-/// the tool call, approves the review. A refusal (decided meanwhile, the
+/// the tool call, approves the review, each decision through the
+/// contract's `decide_gate` with the gate's typed choice (the check every
+/// surface gets). Yes and Approve count only while the gate is still one a
+/// notification may answer ([`overseer_engine::quick_answer`], asked again
+/// now, and for a review its diff checked again for auto-run files): else
+/// the window opens on the run instead. A refusal (decided meanwhile, the
 /// app closing) is logged: the window shows where things stand.
 pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId, Option<String>)) {
+    use overseer_core::{GateChoice, MergeReviewChoice, ToolCallChoice};
     let owner = Actor::app();
+    let decide = |gate: GateId, choice: GateChoice, context: Option<&str>| {
+        engine.refuse_if_closing().and_then(|_| {
+            DecideGate {
+                gate,
+                option: choice.into(),
+                context: context.map(str::to_owned),
+            }
+            .perform(engine, &owner)
+            .map(|_| ())
+        })
+    };
     let done = match &pressed {
         Pressed::Open(run) => {
             open(*run, None);
@@ -191,24 +212,55 @@ pub(crate) fn carry_out(engine: &Engine, pressed: Pressed, open: &dyn Fn(RunId, 
             open(*run, Some(host.clone()));
             return;
         }
-        Pressed::Yes(gate) => engine
-            .refuse_if_closing()
-            .and_then(|_| engine.decide_gate(*gate, "yes", None, &owner).map(|_| ())),
-        Pressed::No(gate) => engine.refuse_if_closing().and_then(|_| {
-            // No needs a reason; the agent is told this one.
-            engine
-                .decide_gate(*gate, "no", Some(NO_FROM_NOTIFICATION), &owner)
-                .map(|_| ())
-        }),
-        Pressed::Approve(run) => engine
-            .refuse_if_closing()
-            .and_then(|_| engine.approve_run(*run, &owner).map(|_| ())),
+        Pressed::Yes(gate) => match still_quick(engine, *gate) {
+            Ok(()) => decide(*gate, ToolCallChoice::Yes.into(), None),
+            Err(run) => return refused(run, open),
+        },
+        // No needs a reason; the agent is told this one. Refusing never
+        // runs anything: it counts whatever the call's risk.
+        Pressed::No(gate) => decide(*gate, ToolCallChoice::No.into(), Some(NO_FROM_NOTIFICATION)),
+        Pressed::Approve(gate) => match still_quick(engine, *gate) {
+            Ok(()) => decide(*gate, MergeReviewChoice::Approve.into(), None),
+            Err(run) => return refused(run, open),
+        },
     };
     if let Err(e) = done {
         tracing::warn!(
             "a notification's button was not carried out ({pressed:?}): {}",
             e.message
         );
+    }
+}
+
+/// Whether `gate` may still be answered from a notification, as it stands
+/// now; else the run to open instead (None: the gate is gone).
+fn still_quick(engine: &Engine, gate: GateId) -> Result<(), Option<RunId>> {
+    let Ok(g) = engine.gate(gate) else {
+        return Err(None);
+    };
+    if overseer_engine::quick_answer(&g).is_none() {
+        return Err(Some(g.run_id));
+    }
+    // A review: its diff checked again (a review opened without the check,
+    // or one that could not be checked, is never merged from here).
+    if g.kind() == overseer_core::GateKind::MergeReview {
+        match engine.run_auto_run(g.run_id) {
+            Ok(files) if files.is_empty() => {}
+            Ok(_) | Err(_) => return Err(Some(g.run_id)),
+        }
+    }
+    Ok(())
+}
+
+/// A Yes or Approve the notification may no longer give: logged, and the
+/// window opened on the run, where the whole call or diff is shown.
+fn refused(run: Option<RunId>, open: &dyn Fn(RunId, Option<String>)) {
+    tracing::warn!(
+        "a notification's Yes or Approve was not carried out: the gate needs the window \
+         (a high or critical call, a merge with files other tools run, or already decided)"
+    );
+    if let Some(run) = run {
+        open(run, None);
     }
 }
 
@@ -238,10 +290,58 @@ fn inert(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{by_host, hold_for, inert, COALESCE_WINDOW};
-    use overseer_core::RunId;
-    use overseer_engine::{Notification, NotificationKind};
+    use super::{by_host, carry_out, hold_for, inert, COALESCE_WINDOW, NO_FROM_NOTIFICATION};
+    use crate::notify_bus::Pressed;
+    use overseer_core::{Actor, GateKind, RunId};
+    use overseer_engine::{
+        Engine, LogNotifier, Notification, NotificationKind, Paths, SystemClock,
+    };
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
+
+    /// A Yes (or Approve) pressed on a notification whose gate a
+    /// notification may not answer (a high-risk call: a stale notification,
+    /// or one from before this check) decides nothing and opens the window
+    /// on the run; No still refuses it, through the contract's typed door.
+    #[test]
+    fn a_stale_yes_on_a_high_risk_call_opens_the_window_and_decides_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = Engine::open(
+            Paths {
+                data_dir: dir.path().join("data"),
+                config_dir: dir.path().join("config"),
+            },
+            Arc::new(SystemClock),
+            Arc::new(LogNotifier),
+        )
+        .expect("engine");
+        engine.seed_demo(&Actor::cli(), false).expect("seed");
+        let gate = engine
+            .gates(true)
+            .expect("gates")
+            .into_iter()
+            .find(|g| g.kind() == GateKind::ToolCall)
+            .expect("the demo's tool call (npm install: high risk)");
+        assert_eq!(overseer_engine::quick_answer(&gate), None);
+        let opened: Mutex<Vec<RunId>> = Mutex::default();
+        let open = |run: RunId, _host: Option<String>| opened.lock().expect("lock").push(run);
+        carry_out(&engine, Pressed::Yes(gate.id), &open);
+        carry_out(&engine, Pressed::Approve(gate.id), &open);
+        assert_eq!(*opened.lock().expect("lock"), [gate.run_id, gate.run_id]);
+        assert!(
+            engine.gate(gate.id).expect("gate").decision.is_none(),
+            "nothing decided"
+        );
+        carry_out(&engine, Pressed::No(gate.id), &open);
+        let decided = engine
+            .gate(gate.id)
+            .expect("gate")
+            .decision
+            .expect("No refuses it");
+        assert_eq!(decided.option, "no");
+        assert_eq!(decided.context.as_deref(), Some(NO_FROM_NOTIFICATION));
+        assert_eq!(decided.actor, Actor::app());
+    }
 
     #[test]
     fn a_hosts_notifications_are_told_apart_from_this_machines_and_name_the_host() {

@@ -35,8 +35,8 @@ pub enum Pressed {
     Yes(GateId),
     /// A tool call's No.
     No(GateId),
-    /// A pending review's Approve.
-    Approve(RunId),
+    /// A pending review's Approve (its gate).
+    Approve(GateId),
 }
 
 /// The buttons a notification has: (key, label), the first the click on
@@ -58,7 +58,7 @@ pub fn pressed(run: RunId, quick: Option<QuickAnswer>, key: &str) -> Option<Pres
         ("default", _) => Some(Pressed::Open(run)),
         ("yes", Some(QuickAnswer::ToolCall { gate })) => Some(Pressed::Yes(gate)),
         ("no", Some(QuickAnswer::ToolCall { gate })) => Some(Pressed::No(gate)),
-        ("approve", Some(QuickAnswer::Review { run })) => Some(Pressed::Approve(run)),
+        ("approve", Some(QuickAnswer::Review { gate, .. })) => Some(Pressed::Approve(gate)),
         _ => None,
     }
 }
@@ -249,7 +249,10 @@ mod tests {
         let gate = GateId(7);
         let run = RunId(3);
         let tool = Some(QuickAnswer::ToolCall { gate });
-        let review = Some(QuickAnswer::Review { run });
+        let review = Some(QuickAnswer::Review {
+            run,
+            gate: GateId(8),
+        });
         assert_eq!(
             buttons(tool),
             [("default", "Open"), ("yes", "Yes"), ("no", "No")]
@@ -262,7 +265,10 @@ mod tests {
         assert_eq!(pressed(run, tool, "yes"), Some(Pressed::Yes(gate)));
         assert_eq!(pressed(run, tool, "no"), Some(Pressed::No(gate)));
         assert_eq!(pressed(run, tool, "approve"), None, "not a button it had");
-        assert_eq!(pressed(run, review, "approve"), Some(Pressed::Approve(run)));
+        assert_eq!(
+            pressed(run, review, "approve"),
+            Some(Pressed::Approve(GateId(8)))
+        );
         assert_eq!(pressed(run, review, "yes"), None);
         assert_eq!(pressed(run, None, "default"), Some(Pressed::Open(run)));
         assert_eq!(pressed(run, None, "always"), None);

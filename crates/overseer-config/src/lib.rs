@@ -311,9 +311,26 @@ pub struct SupervisionConfig {
     /// Seconds an autonomous supervisor's decision waits before it takes
     /// effect (a human may decide otherwise meanwhile); 0: at once.
     pub grace_seconds: Option<u64>,
+    /// Environment variables an evaluator may use (a policy's `api_key_env`
+    /// may name one; a command evaluator gets them), besides `api_key_env`
+    /// above and any variable named `OVERSEER_EVAL_...`. An evaluator never
+    /// gets the engine's other variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl SupervisionConfig {
+    /// The variables the owner named as secrets an evaluator may use:
+    /// `secrets` and `api_key_env` (any `OVERSEER_EVAL_...` variable too,
+    /// by its name alone).
+    pub fn evaluator_secrets(&self) -> Vec<String> {
+        self.secrets
+            .iter()
+            .chain(self.api_key_env.iter())
+            .cloned()
+            .collect()
+    }
+
     /// A (disabled) policy with these defaults.
     pub fn base_policy(&self) -> overseer_core::supervision::SupervisorPolicy {
         use overseer_core::supervision::{EvaluatorConfig, SupervisorPolicy};

@@ -295,14 +295,158 @@ pub struct Notification {
     pub tag: Option<String>,
 }
 
-/// A decision a notification's buttons can make: only the simplest two, where
-/// the title says all there is to decide.
+/// A decision a notification's buttons can make: only the simplest two,
+/// where the notification shows all there is to decide ([`quick_answer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuickAnswer {
-    /// A tool call waits for permission: Yes or No.
+    /// A tool call of low or medium risk waits for permission: Yes or No.
     ToolCall { gate: overseer_core::GateId },
-    /// A run waits for review: Approve (merge).
-    Review { run: RunId },
+    /// A run whose diff has no file other tools run on their own waits for
+    /// review (`gate`): Approve (merge).
+    Review {
+        run: RunId,
+        gate: overseer_core::GateId,
+    },
+}
+
+/// The longest command (or tool and paths) a notification quotes, in
+/// characters.
+const QUOTED: usize = 200;
+/// The most auto-run files a notification names one by one.
+const NAMED_FILES: usize = 8;
+
+/// What a notification's buttons may answer on `gate` from the
+/// notification itself, if anything: a tool call's Yes and No when its risk
+/// is low or medium, a merge review's Approve when its diff has no file
+/// other tools run on their own. A high or critical call, a flagged merge,
+/// a gate whose payload cannot be read, every other kind: nothing (the
+/// notification opens the window, where the whole call or diff is shown).
+/// The desktop asks this again when a button is pressed, on the gate as it
+/// stands then.
+pub fn quick_answer(gate: &overseer_core::GateView) -> Option<QuickAnswer> {
+    if gate.unreadable_payload.is_some() || gate.status != overseer_core::GateStatus::Pending {
+        return None;
+    }
+    match &gate.body {
+        // Only a risk assessed when the gate opened counts (one opened
+        // before risk was assessed is decided in the window).
+        overseer_core::GateBody::ToolCall(call) => call
+            .risk
+            .as_ref()
+            .is_some_and(|r| r.level <= overseer_core::rules::RiskLevel::Medium)
+            .then_some(QuickAnswer::ToolCall { gate: gate.id }),
+        overseer_core::GateBody::MergeReview(review) => {
+            review.auto_run.is_empty().then_some(QuickAnswer::Review {
+                run: gate.run_id,
+                gate: gate.id,
+            })
+        }
+        overseer_core::GateBody::Plan(_)
+        | overseer_core::GateBody::StepReview(_)
+        | overseer_core::GateBody::SupervisorPause(_)
+        | overseer_core::GateBody::Deviation(_)
+        | overseer_core::GateBody::Question(_) => None,
+    }
+}
+
+/// A tool call's risk: as assessed when its gate opened, else (a gate
+/// opened before risk was assessed) from what it asks, its paths judged
+/// from the root (its worktree is not at hand here).
+fn risk_of_call(call: &overseer_core::ToolCallGate) -> overseer_core::rules::Risk {
+    call.risk.clone().unwrap_or_else(|| {
+        let gated = call
+            .always_gated
+            .or_else(|| overseer_core::rules::always_gated(&call.request, "/").map(|(g, _)| g));
+        overseer_core::rules::risk_of(&call.request, gated, call.rule.as_deref())
+    })
+}
+
+fn level_name(level: overseer_core::rules::RiskLevel) -> &'static str {
+    match level {
+        overseer_core::rules::RiskLevel::Low => "low",
+        overseer_core::rules::RiskLevel::Medium => "medium",
+        overseer_core::rules::RiskLevel::High => "high",
+        overseer_core::rules::RiskLevel::Critical => "critical",
+    }
+}
+
+/// Agent text quoted on one line: control characters become spaces, bidi
+/// controls are spelled out (`\u{202e}`) so they cannot reorder what is
+/// shown, and it is cut at `max` characters.
+fn quoted(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{061C}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What the gate's notification shows of what would happen, one line each:
+/// the command (or the tool and its paths) and its risk for a tool call;
+/// each file other tools run on their own for a merge review. Empty for
+/// other gates.
+pub fn what_it_decides(gate: &overseer_core::GateView) -> Vec<String> {
+    match &gate.body {
+        overseer_core::GateBody::ToolCall(call) => {
+            let req = &call.request;
+            let what = match (&req.command, req.paths.as_slice()) {
+                (Some(command), _) => format!("$ {}", quoted(command, QUOTED)),
+                (None, []) => quoted(&req.tool, QUOTED),
+                (None, paths) => quoted(&format!("{} {}", req.tool, paths.join(", ")), QUOTED),
+            };
+            let risk = risk_of_call(call);
+            let mut lines = vec![
+                what,
+                format!("Risk: {}: {}", level_name(risk.level), risk.why),
+            ];
+            if quick_answer(gate).is_none() && gate.status == overseer_core::GateStatus::Pending {
+                lines
+                    .push("Decide it in the window: it is not answered from a notification".into());
+            }
+            lines
+        }
+        overseer_core::GateBody::MergeReview(review) if !review.auto_run.is_empty() => {
+            let n = review.auto_run.len();
+            let mut lines = vec![format!(
+                "AUTO-RUN: the diff has {n} file{} other tools run on their own, outside any sandbox: review it in the window",
+                if n == 1 { "" } else { "s" }
+            )];
+            lines.extend(review.auto_run.iter().take(NAMED_FILES).map(|f| {
+                let change = match f.change {
+                    overseer_core::autorun::PathChange::Added => "added",
+                    overseer_core::autorun::PathChange::Changed => "changed",
+                    overseer_core::autorun::PathChange::Deleted => "deleted",
+                };
+                format!(
+                    "AUTO-RUN {} ({change}): {}",
+                    quoted(&f.path, QUOTED),
+                    f.runs
+                )
+            }));
+            if n > NAMED_FILES {
+                lines.push(format!("and {} more", n - NAMED_FILES));
+            }
+            lines
+        }
+        overseer_core::GateBody::MergeReview(_)
+        | overseer_core::GateBody::Plan(_)
+        | overseer_core::GateBody::StepReview(_)
+        | overseer_core::GateBody::SupervisorPause(_)
+        | overseer_core::GateBody::Deviation(_)
+        | overseer_core::GateBody::Question(_) => Vec::new(),
+    }
 }
 
 pub trait Notifier: Send + Sync {
@@ -423,7 +567,10 @@ fn notification_of(
                     "Run {run_id}: the supervisor will decide: {}",
                     opened.map(|g| g.title.as_str()).unwrap_or_default()
                 ),
-                body: task,
+                body: std::iter::once(task)
+                    .chain(opened.map(what_it_decides).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
                 quick: None,
                 urgency: Urgency::Normal,
                 tag: None,
@@ -460,21 +607,18 @@ fn notification_of(
                     format!("Run {run_id} was paused by the supervisor"),
                 ),
             };
-            let quick = match kind {
-                NotificationKind::AgentQuestionBlocking
-                    if opened.is_some_and(|g| g.kind() == GateKind::ToolCall) =>
-                {
-                    opened.map(|g| QuickAnswer::ToolCall { gate: g.id })
-                }
-                NotificationKind::RunPendingReview => Some(QuickAnswer::Review { run: *run_id }),
-                _ => None,
-            };
-            // The supervisor's word, once it gave one (a gate told again
-            // when it arrives, or after a restart).
-            let body = match opened.and_then(crate::advice::advice_line) {
-                Some(advice) => format!("{task}\n{advice}"),
-                None => task,
-            };
+            // Buttons only where the notification shows all there is to
+            // decide: a low or medium risk call, a merge with no auto-run
+            // file (never a review it cannot read).
+            let quick = opened.and_then(quick_answer);
+            // What would run, its risk, the auto-run files; then the
+            // supervisor's word, once it gave one (a gate told again when
+            // it arrives, or after a restart).
+            let body = std::iter::once(task)
+                .chain(opened.map(what_it_decides).unwrap_or_default())
+                .chain(opened.and_then(crate::advice::advice_line))
+                .collect::<Vec<_>>()
+                .join("\n");
             Some(Notification {
                 kind,
                 run_id: *run_id,

@@ -546,25 +546,46 @@ impl Supervision {
 }
 
 /// The evaluator a policy names.
-pub(crate) fn evaluator(policy: &SupervisorPolicy) -> Arc<dyn Evaluator> {
+pub(crate) fn evaluator(
+    policy: &SupervisorPolicy,
+    supervision: &crate::config::SupervisionConfig,
+) -> Arc<dyn Evaluator> {
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
+    // The secrets the owner named (overseer.toml): the only variables of
+    // the engine's an evaluator may use (issue 37, item 2).
+    let named = supervision.evaluator_secrets();
     match &policy.evaluator {
         EvaluatorConfig::Rules => Arc::new(RulesEvaluator),
         EvaluatorConfig::Command { command, args } => Arc::new(CommandEvaluator {
             command: command.clone(),
             args: args.clone(),
             timeout,
+            env: overseer_evaluate::evaluator_env(std::env::vars(), &named),
         }),
         EvaluatorConfig::Openai {
             base_url,
             model,
             api_key_env,
-        } => Arc::new(OpenAiEvaluator::from_config(
-            base_url,
-            model,
-            api_key_env.as_deref(),
-            timeout,
-        )),
+        } => {
+            if let Some(Err(e)) = api_key_env
+                .as_deref()
+                .map(|name| overseer_evaluate::check_secret_name(name, &named))
+            {
+                return Arc::new(overseer_evaluate::RefusedEvaluator {
+                    id: format!("openai:{model}"),
+                    why: match e {
+                        overseer_evaluate::EvaluatorError::Secret(why) => why,
+                        other => other.to_string(),
+                    },
+                });
+            }
+            Arc::new(OpenAiEvaluator::from_config(
+                base_url,
+                model,
+                api_key_env.as_deref(),
+                timeout,
+            ))
+        }
     }
 }
 
@@ -596,7 +617,7 @@ async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: Superv
             .filter(|v| v.fits(Subject::Gate))
             .collect(),
     };
-    let ev = evaluator(&policy);
+    let ev = evaluator(&policy, &engine.config.supervision);
     let actor = Actor::Supervisor(ev.id());
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let result = evaluate_with_timeout(&*ev, &req, timeout).await;
@@ -774,7 +795,7 @@ pub(crate) async fn evaluate_step(
             .filter(|v| v.fits(Subject::Step))
             .collect(),
     };
-    let ev = evaluator(policy);
+    let ev = evaluator(policy, &engine.config.supervision);
     let actor = Actor::Supervisor(ev.id());
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let source = Some(format!("step_finished:{}:{step_no}", work.run_id));

@@ -61,6 +61,8 @@ pub enum EvaluatorError {
     Transport(String),
     #[error("the supervisor answered {}, which does not apply to a {}; it must answer one of {}", verdict.as_str().to_uppercase(), subject_word(*subject), verdict_list(&fitting(*subject)))]
     Unfit { verdict: Verdict, subject: Subject },
+    #[error("{0}: name the variable OVERSEER_EVAL_..., or list it in `secrets` under [supervision] in overseer.toml")]
+    Secret(String),
 }
 
 impl EvaluatorError {
@@ -74,6 +76,7 @@ impl EvaluatorError {
             EvaluatorError::Http { .. } => "http",
             EvaluatorError::Transport(_) => "transport",
             EvaluatorError::Unfit { .. } => "unfit",
+            EvaluatorError::Secret(_) => "secret",
         }
     }
 }
@@ -279,12 +282,93 @@ fn strip_fences(text: &str) -> &str {
 /// An external reviewer: the request JSON on stdin, one verdict on stdout.
 ///
 /// It runs in its own process group, which is killed when it times out,
-/// floods stdout, or is abandoned: its helpers do not outlive it.
-#[derive(Debug, Clone)]
+/// floods stdout, or is abandoned: its helpers do not outlive it. It never
+/// inherits the engine's environment: it gets `env` alone (see
+/// [`evaluator_env`]).
+#[derive(Clone)]
 pub struct CommandEvaluator {
     pub command: String,
     pub args: Vec<String>,
     pub timeout: Duration,
+    /// Its whole environment.
+    pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for CommandEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Values may be secrets the owner named: only the names are shown.
+        f.debug_struct("CommandEvaluator")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("timeout", &self.timeout)
+            .field(
+                "env",
+                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// What every evaluator process may have of the engine's environment,
+/// whatever else is named: where programs are, the owner's home, the
+/// language.
+pub const EVALUATOR_BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// The prefix that names a variable as a secret an evaluator may use,
+/// without listing it (`OVERSEER_EVAL_OPENAI_KEY`).
+pub const EVALUATOR_SECRET_PREFIX: &str = "OVERSEER_EVAL_";
+
+/// The environment an evaluator command gets, read from `vars` (the
+/// engine's): [`EVALUATOR_BASE_ENV`], every `OVERSEER_EVAL_*` variable, and
+/// the variables `named` (the owner's `[supervision] secrets` and
+/// `api_key_env` in overseer.toml); nothing else (the engine's other
+/// variables, API keys among them, never reach it).
+pub fn evaluator_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    named: &[String],
+) -> Vec<(String, String)> {
+    vars.into_iter()
+        .filter(|(k, _)| {
+            EVALUATOR_BASE_ENV.contains(&k.as_str())
+                || k.starts_with(EVALUATOR_SECRET_PREFIX)
+                || named.iter().any(|n| n == k)
+        })
+        .collect()
+}
+
+/// Whether an evaluator may read the variable `name` for its key: one the
+/// owner named (`named`: `[supervision] secrets` and `api_key_env` in
+/// overseer.toml) or one starting with `OVERSEER_EVAL_`. Else the error
+/// says what to do.
+pub fn check_secret_name(name: &str, named: &[String]) -> Result<(), EvaluatorError> {
+    if name.starts_with(EVALUATOR_SECRET_PREFIX) || named.iter().any(|n| n == name) {
+        return Ok(());
+    }
+    Err(EvaluatorError::Secret(format!(
+        "api_key_env names '{name}', which the owner did not name as a secret an evaluator may use"
+    )))
+}
+
+/// An evaluator that cannot run as configured (it names a secret the owner
+/// did not): every evaluation fails with why, so the human decides.
+#[derive(Debug, Clone)]
+pub struct RefusedEvaluator {
+    pub id: String,
+    pub why: String,
+}
+
+impl Evaluator for RefusedEvaluator {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn evaluate<'a>(
+        &'a self,
+        _req: &'a EvaluationRequest,
+    ) -> BoxFuture<'a, Result<EvaluatorOutput, EvaluatorError>> {
+        let why = self.why.clone();
+        Box::pin(async move { Err(EvaluatorError::Secret(why)) })
+    }
 }
 
 /// Kills a reviewer's process group when dropped (kill_on_drop only reaches
@@ -351,6 +435,8 @@ impl CommandEvaluator {
         input.push(b'\n');
         let mut child = tokio::process::Command::new(&self.command)
             .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

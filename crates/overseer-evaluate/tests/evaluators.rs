@@ -6,8 +6,9 @@ use overseer_core::plan::{PlanProposal, PlanSource, PlanStep};
 use overseer_core::supervision::{Subject, SupervisorPolicy, Verdict};
 use overseer_core::{GateBody, GateOption, GateStatus, GateView, RunState, RunView};
 use overseer_evaluate::{
-    evaluate_with_timeout, parse_verdict, CommandEvaluator, EvaluationRequest, Evaluator,
-    EvaluatorError, OpenAiEvaluator, PROMPT_VERSION,
+    check_secret_name, evaluate_with_timeout, evaluator_env, parse_verdict, CommandEvaluator,
+    EvaluationRequest, Evaluator, EvaluatorError, OpenAiEvaluator, RefusedEvaluator,
+    PROMPT_VERSION,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -422,7 +423,117 @@ fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> CommandEvaluator {
         command: "sh".into(),
         args: vec![path.to_string_lossy().into_owned()],
         timeout: Duration::from_secs(5),
+        env: base_env(),
     }
+}
+
+/// The environment a reviewer command gets in these tests: what the
+/// engine would give it from this process's.
+fn base_env() -> Vec<(String, String)> {
+    evaluator_env(std::env::vars(), &[])
+}
+
+fn pairs(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+    vars.iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Issue 37, item 2: a reviewer command never gets the engine's
+/// environment: PATH, HOME, LANG, the `OVERSEER_EVAL_*` variables and the
+/// ones the owner named, nothing else.
+#[test]
+fn an_evaluator_gets_only_the_base_variables_and_the_secrets_the_owner_named() {
+    let engine = pairs(&[
+        ("PATH", "/usr/bin:/bin"),
+        ("HOME", "/home/owner"),
+        ("LANG", "C.UTF-8"),
+        ("AWS_SECRET_ACCESS_KEY", "leaked"),
+        ("OPENAI_API_KEY", "sk-owner"),
+        ("OVERSEER_EVAL_TOKEN", "for-the-evaluator"),
+        ("SSH_AUTH_SOCK", "/run/user/1000/ssh"),
+    ]);
+    let got = evaluator_env(engine.clone(), &[]);
+    let names: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["PATH", "HOME", "LANG", "OVERSEER_EVAL_TOKEN"]);
+    let got = evaluator_env(engine, &["OPENAI_API_KEY".to_owned()]);
+    let names: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "PATH",
+            "HOME",
+            "LANG",
+            "OPENAI_API_KEY",
+            "OVERSEER_EVAL_TOKEN"
+        ]
+    );
+
+    // A key may come only from a variable the owner named.
+    assert!(check_secret_name("OVERSEER_EVAL_OPENAI", &[]).is_ok());
+    assert!(check_secret_name("OPENAI_API_KEY", &["OPENAI_API_KEY".to_owned()]).is_ok());
+    let err = check_secret_name("AWS_SECRET_ACCESS_KEY", &["OPENAI_API_KEY".to_owned()])
+        .expect_err("not named");
+    assert_eq!(err.code(), "secret");
+    assert!(err.to_string().contains("AWS_SECRET_ACCESS_KEY"), "{err}");
+    assert!(err.to_string().contains("overseer.toml"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_command_runs_with_its_environment_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seen = dir.path().join("env");
+    let mut ev = script(
+        &dir,
+        "env.sh",
+        &format!(
+            "cat >/dev/null; env > {}; echo '{{\"verdict\": \"escalate\", \"rationale\": \"ok\"}}'",
+            seen.display()
+        ),
+    );
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
+    ev.env = evaluator_env(
+        pairs(&[
+            ("PATH", &path),
+            ("HOME", "/home/owner"),
+            ("AWS_SECRET_ACCESS_KEY", "leaked"),
+            ("OVERSEER_EVAL_TOKEN", "for-the-evaluator"),
+        ]),
+        &[],
+    );
+    evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect("verdict");
+    let text = std::fs::read_to_string(&seen).expect("the command's env");
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        // What sh sets for itself.
+        .filter(|k| !["PWD", "SHLVL", "_", "OLDPWD"].contains(k))
+        .collect();
+    assert_eq!(names.len(), 3, "{text}");
+    for name in ["PATH", "HOME", "OVERSEER_EVAL_TOKEN"] {
+        assert!(names.contains(&name), "{name} in {text}");
+    }
+    // Nothing of this test process's own environment beyond those.
+    for (k, _) in std::env::vars() {
+        if !["PATH", "HOME", "PWD", "SHLVL", "_", "OLDPWD"].contains(&k.as_str()) {
+            assert!(!names.contains(&k.as_str()), "{k} leaked: {text}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_evaluator_fails_with_what_to_do() {
+    let ev = RefusedEvaluator {
+        id: "openai:llama3.1".into(),
+        why: "api_key_env names 'AWS_SECRET_ACCESS_KEY', which the owner did not name".into(),
+    };
+    let err = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code(), "secret");
+    assert!(err.to_string().contains("[supervision]"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -480,6 +591,7 @@ async fn reviewer_command_failures_are_errors_with_what_went_wrong() {
         command: "/nonexistent/reviewer".into(),
         args: vec![],
         timeout: Duration::from_secs(5),
+        env: base_env(),
     };
     let err = evaluate_with_timeout(&missing, &request(Subject::Gate), Duration::from_secs(5))
         .await
@@ -636,6 +748,7 @@ async fn a_reviewer_that_is_not_executable_is_a_spawn_error() {
         command: path.to_string_lossy().into_owned(),
         args: vec![],
         timeout: Duration::from_secs(5),
+        env: base_env(),
     };
     let err = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
         .await

@@ -153,7 +153,9 @@ impl WriteTx<'_> {
 impl Store {
     /// Messages after `after`, oldest first: all of them, or those `run`
     /// sent, those addressed to it and the delivered broadcasts (to every
-    /// run, or to its workspace or its task).
+    /// run, or to its workspace or its task; an agent's broadcast to every
+    /// run, stored before agents' broadcasts were scoped, only when it came
+    /// from a run of the same workspace).
     pub fn messages(
         &self,
         run: Option<RunId>,
@@ -167,7 +169,16 @@ impl Store {
             Some(run) => conn
                 .prepare_cached(&format!(
                     "{SELECT} WHERE id > ?1 AND (from_run = ?2 OR to_run = ?2
-                        OR (status = 'delivered' AND (recipient = 'broadcast'
+                        OR (status = 'delivered' AND ((recipient = 'broadcast'
+                                -- An agent's broadcast stored before agents' were
+                                -- scoped reaches its own workspace only.
+                                AND (from_run IS NULL
+                                     OR (SELECT t.workspace_id FROM runs r
+                                         JOIN tasks t ON t.id = r.task_id
+                                         WHERE r.id = messages.from_run)
+                                      = (SELECT t.workspace_id FROM runs r
+                                         JOIN tasks t ON t.id = r.task_id
+                                         WHERE r.id = ?2)))
                             OR (recipient = 'task'
                                 AND to_task = (SELECT task_id FROM runs WHERE id = ?2))
                             OR (recipient = 'workspace'

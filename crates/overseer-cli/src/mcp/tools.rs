@@ -185,7 +185,7 @@ and wait for the user; tell them why you stopped).",
             name: SEND_MESSAGE,
             title: "Send a message",
             description: "Send a message through Overseer's hub to the supervisor, to the user, or as a broadcast to \
-every agent Overseer runs. You cannot address another agent directly. To reply to a message, pass its \
+every agent Overseer runs in your workspace (never beyond it). You cannot address another agent directly. To reply to a message, pass its \
 correlation_id (or, if it has none, its id as a string). Returns the stored message at once (it does not wait \
 for a reply; read replies with read_messages); status \"blocked\" means Overseer's policy held it back, with the \
 reason.",
@@ -545,7 +545,7 @@ pub fn to_ask(
                 "broadcast" => MessageTo::Broadcast,
                 other => {
                     return Err(format!(
-                        "{tool}: to is {other:?}; it must be \"supervisor\", \"user\" or \"broadcast\" (you cannot address another agent directly; broadcast reaches every agent)."
+                        "{tool}: to is {other:?}; it must be \"supervisor\", \"user\" or \"broadcast\" (you cannot address another agent directly; broadcast reaches every agent of your workspace)."
                     ))
                 }
             };

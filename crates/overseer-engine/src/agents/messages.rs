@@ -38,6 +38,39 @@ pub fn hold_back(from_run: RunId, to: &MessageTo) -> Option<String> {
     }
 }
 
+/// Where an agent's message goes, sent from `from` (its run): an agent talks
+/// within its workspace (issue 37, item 11). Its broadcast is scoped to its
+/// run's workspace, so it is stored and audited as such; a broadcast to its
+/// own workspace or its own task goes as addressed; one to another
+/// workspace or task is held back, with why (one project's agent never puts
+/// text into another project's prompts). Everything else goes as addressed
+/// (to a peer it is then held back by [`hold_back`]).
+pub fn scope_of_agent(from: &overseer_core::RunView, to: MessageTo) -> (MessageTo, Option<String>) {
+    let own = || MessageTo::Workspace {
+        workspace: from.workspace.clone(),
+    };
+    match to {
+        MessageTo::Broadcast => (own(), None),
+        MessageTo::Workspace { workspace } if workspace == from.workspace => (own(), None),
+        MessageTo::Task { task } if task == from.task_id => (MessageTo::Task { task }, None),
+        MessageTo::Workspace { workspace } => {
+            let why = format!(
+                "an agent's broadcast reaches the runs of its own workspace ({}) only, not workspace {workspace}: the user may broadcast anywhere",
+                from.workspace
+            );
+            (MessageTo::Workspace { workspace }, Some(why))
+        }
+        MessageTo::Task { task } => {
+            let why = format!(
+                "an agent's broadcast reaches the runs of its own workspace ({}) or task ({}) only, not task {task}: the user may broadcast anywhere",
+                from.workspace, from.task_id
+            );
+            (MessageTo::Task { task }, Some(why))
+        }
+        to @ (MessageTo::Supervisor | MessageTo::User | MessageTo::Run { .. }) => (to, None),
+    }
+}
+
 fn check(body: &str, correlation_id: Option<&str>) -> Result<(), ApiError> {
     let bad = |m: String| Err(ApiError::new(ErrorCode::InvalidInput, m));
     if body.trim().is_empty() {
@@ -135,7 +168,12 @@ impl Engine {
     ) -> Result<MessageView, ApiError> {
         check(body, correlation_id.as_deref())?;
         self.flood_use(run, crate::flood::Use::Message)?;
-        let blocked = hold_back(run, &to);
+        let (to, out_of_scope) = scope_of_agent(&self.run(run)?, to);
+        if let (MessageTo::Task { task }, Some(_)) = (&to, &out_of_scope) {
+            // Held back or not, a task that does not exist is an error.
+            self.task(*task)?;
+        }
+        let blocked = hold_back(run, &to).or(out_of_scope);
         let message = self.post(
             &NewMessage {
                 from_run: Some(run),
@@ -250,7 +288,7 @@ impl Engine {
                 .filter(|v| v.fits(Subject::Message))
                 .collect(),
         };
-        let ev = crate::supervise::evaluator(policy);
+        let ev = crate::supervise::evaluator(policy, &self.config.supervision);
         let actor = Actor::Supervisor(ev.id());
         let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
         let (input, reading) = match evaluate_with_timeout(&*ev, &req, timeout).await {

@@ -339,3 +339,56 @@ async fn a_cosigned_review_of_auto_run_files_merges_with_the_humans_approval() {
     state(&w, run, merged()).await;
     assert_ne!(git(&w.repo, &["rev-parse", "main"]), base);
 }
+
+/// A review whose diff plants auto-run files is never approved blind from a
+/// notification: "ready for review" has no Approve and names the files
+/// (issue 37, item 8); the review still merges from the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviews_notification_names_its_auto_run_files_and_offers_no_approve() {
+    let told = Arc::new(common::Captured::default());
+    let w = scripted::scripted_world_telling(
+        WorkspaceSettings {
+            sensors: vec![PLANTING_SENSOR.into()],
+            ..Default::default()
+        },
+        "",
+        &script(true),
+        told.clone(),
+    )
+    .await;
+    let run = start(&w);
+    approve_plan(&w, run).await;
+    let review = pending_gate(&w, run, GateKind::MergeReview).await;
+    let ready = until(&w, "ready for review told", |_| {
+        told.0
+            .lock()
+            .expect("lock")
+            .iter()
+            .find(|n| {
+                n.run_id == run && n.kind == overseer_engine::NotificationKind::RunPendingReview
+            })
+            .cloned()
+    })
+    .await;
+    assert_eq!(
+        ready.quick, None,
+        "no Approve on a flagged merge: {ready:?}"
+    );
+    assert_eq!(
+        ready.tag.as_deref(),
+        Some(format!("gate:{}", review.id).as_str())
+    );
+    for path in [".envrc", ".vscode/tasks.json", "package.json"] {
+        assert!(
+            ready.body.contains(&format!("AUTO-RUN {path} (added)")),
+            "{path} in {}",
+            ready.body
+        );
+    }
+    assert!(
+        ready.body.contains("review it in the window"),
+        "{}",
+        ready.body
+    );
+    assert_eq!(overseer_engine::quick_answer(&review), None);
+}

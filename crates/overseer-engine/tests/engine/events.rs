@@ -268,11 +268,13 @@ async fn deciding_one_of_a_runs_waiting_asks_wakes_only_its_asker() {
     );
 }
 
-/// A tool call's notification can be answered Yes or No from the
-/// notification itself, a review's Approve; every other notification only
-/// opens its run (the desktop shell makes the buttons from this).
+/// A tool call's notification shows the command and its risk, and can be
+/// answered Yes or No from the notification itself only when its risk is
+/// low or medium (the demo's `npm install` is high: it opens the window); a
+/// review's notification can Approve; every other notification only opens
+/// its run (the desktop shell makes the buttons from this).
 #[test]
-fn a_tool_calls_notification_carries_its_gate_and_a_reviews_its_run() {
+fn a_tool_calls_notification_shows_what_would_run_and_a_reviews_carries_its_gate() {
     use overseer_engine::{Engine, NotificationKind, Paths, QuickAnswer, SystemClock};
     let dir = tempfile::tempdir().expect("tempdir");
     let told = Arc::new(common::Captured::default());
@@ -302,21 +304,191 @@ fn a_tool_calls_notification_carries_its_gate_and_a_reviews_its_run() {
             .find(|n| n.run_id == run)
             .unwrap_or_else(|| panic!("run {run} was notified: {notes:?}"))
     };
-    assert_eq!(
-        of(tool.run_id).quick,
-        Some(QuickAnswer::ToolCall { gate: tool.id })
+    let asked = of(tool.run_id);
+    assert_eq!(asked.quick, None, "a high-risk call has no one-tap answer");
+    assert!(
+        asked.body.contains("$ npm install pg-migrate") && asked.body.contains("Risk: high"),
+        "{}",
+        asked.body
+    );
+    assert!(
+        asked.body.contains("Decide it in the window"),
+        "{}",
+        asked.body
     );
     assert_eq!(
         of(review.run_id).quick,
-        Some(QuickAnswer::Review { run: review.run_id })
+        Some(QuickAnswer::Review {
+            run: review.run_id,
+            gate: review.id
+        })
     );
     for n in &notes {
         if n.run_id != tool.run_id && n.run_id != review.run_id {
-            let answerable = n.kind == NotificationKind::RunPendingReview
-                || gates
-                    .iter()
-                    .any(|g| g.run_id == n.run_id && g.kind() == overseer_core::GateKind::ToolCall);
+            let answerable = n.kind == NotificationKind::RunPendingReview;
             assert_eq!(n.quick.is_some(), answerable, "{n:?}");
         }
     }
+}
+
+/// What a gate's notification offers, judged on the demo's real views with
+/// the call or the diff swapped: a critical call (`rm -rf build/`) and a
+/// high one have no Yes, and say the command and its risk; a low-risk call
+/// (`ls`) and a medium one (an edit) keep Yes and No; a review whose diff
+/// adds `.envrc` has no Approve and names the file; a gate already decided
+/// offers nothing.
+#[test]
+fn notifications_answer_from_the_desktop_only_low_and_medium_calls_and_unflagged_merges() {
+    use overseer_core::autorun::{AutoRunFile, PathChange};
+    use overseer_core::rules::{risk_of_call, RiskLevel, ToolRequest};
+    use overseer_core::{EngineEvent, GateBody, GateKind, MergeReviewGate, ToolCallGate, ToolKind};
+    use overseer_engine::{
+        notification_for, quick_answer, Engine, Paths, QuickAnswer, SystemClock,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::open(
+        Paths {
+            data_dir: dir.path().join("data"),
+            config_dir: dir.path().join("config"),
+        },
+        Arc::new(SystemClock),
+        Arc::new(overseer_engine::LogNotifier),
+    )
+    .expect("engine");
+    engine.seed_demo(&Actor::cli(), false).expect("seed");
+    let gates = engine.gates(true).expect("gates");
+    let tool = gates
+        .iter()
+        .find(|g| g.kind() == GateKind::ToolCall)
+        .expect("the demo's tool call")
+        .clone();
+    let review = gates
+        .iter()
+        .find(|g| g.kind() == GateKind::MergeReview)
+        .expect("the demo's review")
+        .clone();
+    let told = |gate: &GateView| {
+        let run = engine.run(gate.run_id).expect("run");
+        let opened = EngineEvent::GateOpened {
+            gate_id: gate.id,
+            run_id: gate.run_id,
+            kind: gate.kind(),
+        };
+        notification_for(&opened, &run, Some(gate)).expect("a gate that asks is told")
+    };
+    let asking = |command: Option<&str>, kind: ToolKind, tool_name: &str, paths: &[&str]| {
+        let request = ToolRequest {
+            tool: tool_name.to_owned(),
+            kind,
+            command: command.map(str::to_owned),
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            resolved: Vec::new(),
+        };
+        let risk = risk_of_call(&request, "/work");
+        let mut gate = tool.clone();
+        gate.body = GateBody::ToolCall(ToolCallGate {
+            tool_call: Default::default(),
+            request,
+            reason: "no rule decided it".into(),
+            rule: None,
+            always_gated: None,
+            always_gated_why: None,
+            agent_options: Vec::new(),
+            ask_kind: None,
+            risk: Some(risk),
+        });
+        gate
+    };
+
+    // Critical: the command and its risk are shown; no Yes, no No.
+    let rm = asking(Some("rm -rf build/"), ToolKind::Execute, "Bash", &[]);
+    let GateBody::ToolCall(call) = &rm.body else {
+        unreachable!()
+    };
+    assert_eq!(
+        call.risk.as_ref().map(|r| r.level),
+        Some(RiskLevel::Critical)
+    );
+    let n = told(&rm);
+    assert_eq!(n.quick, None, "{n:?}");
+    assert!(n.body.contains("$ rm -rf build/"), "{}", n.body);
+    assert!(n.body.contains("Risk: critical"), "{}", n.body);
+    assert!(n.body.contains("Decide it in the window"), "{}", n.body);
+    // A gate opened before risk was assessed is judged from its request.
+    let mut unassessed = rm.clone();
+    if let GateBody::ToolCall(call) = &mut unassessed.body {
+        call.risk = None;
+    }
+    assert_eq!(quick_answer(&unassessed), None);
+    assert!(
+        told(&unassessed).body.contains("Risk: critical"),
+        "{}",
+        told(&unassessed).body
+    );
+
+    // Low and medium: Yes and No, with what would run.
+    let ls = asking(Some("ls -la"), ToolKind::Execute, "Bash", &[]);
+    let n = told(&ls);
+    assert_eq!(n.quick, Some(QuickAnswer::ToolCall { gate: ls.id }));
+    // Unassessed, even a low one is decided in the window (fail closed).
+    let mut ls_unassessed = ls.clone();
+    if let GateBody::ToolCall(call) = &mut ls_unassessed.body {
+        call.risk = None;
+    }
+    assert_eq!(quick_answer(&ls_unassessed), None);
+    assert!(
+        n.body.contains("$ ls -la") && n.body.contains("Risk: low"),
+        "{}",
+        n.body
+    );
+    let edit = asking(None, ToolKind::Edit, "Edit", &["src/main.rs"]);
+    let n = told(&edit);
+    assert_eq!(n.quick, Some(QuickAnswer::ToolCall { gate: edit.id }));
+    assert!(
+        n.body.contains("Edit src/main.rs") && n.body.contains("Risk: medium"),
+        "{}",
+        n.body
+    );
+
+    // Agent text stays one line, its bidi controls spelled out.
+    let sly = asking(
+        Some("echo hi\nrm -rf ~ \u{202E}txt.exe"),
+        ToolKind::Execute,
+        "Bash",
+        &[],
+    );
+    let n = told(&sly);
+    assert!(
+        n.body.contains("$ echo hi rm -rf ~ \\u{202e}txt.exe"),
+        "{}",
+        n.body
+    );
+    assert_eq!(n.quick, None, "rm -rf is critical");
+
+    // A review whose diff adds `.envrc`: no Approve, the file named.
+    let mut flagged = review.clone();
+    flagged.body = GateBody::MergeReview(MergeReviewGate {
+        auto_run: vec![AutoRunFile {
+            path: ".envrc".into(),
+            change: PathChange::Added,
+            runs: "direnv runs it as shell code on entering the directory".into(),
+        }],
+    });
+    let n = told(&flagged);
+    assert_eq!(n.quick, None, "{n:?}");
+    assert!(n.body.contains("AUTO-RUN .envrc (added)"), "{}", n.body);
+    assert!(n.body.contains("review it in the window"), "{}", n.body);
+    // Unflagged, the same review keeps its Approve.
+    assert_eq!(
+        told(&review).quick,
+        Some(QuickAnswer::Review {
+            run: review.run_id,
+            gate: review.id
+        })
+    );
+
+    // Decided already: nothing to answer from a notification.
+    let mut decided = ls.clone();
+    decided.status = overseer_core::GateStatus::Decided;
+    assert_eq!(quick_answer(&decided), None);
 }

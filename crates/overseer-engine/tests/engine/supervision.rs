@@ -1065,3 +1065,83 @@ async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
         );
     }
 }
+
+/// Issue 37, item 2: a command evaluator never gets the engine's
+/// environment, only PATH, HOME, LANG and what the owner named (here:
+/// nothing more); the engine's other variables (this test process's) are
+/// not in its environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_evaluator_runs_without_the_engines_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seen = dir.path().join("env");
+    let dump = sh_evaluator(&format!(
+        "cat >/dev/null; env > '{}'; echo '{{\"verdict\": \"escalate\", \"rationale\": \"looked\"}}'",
+        seen.display()
+    ));
+    let w = world_with(
+        supervised(policy(Autonomy::Advisory, dump)),
+        Arc::new(LogNotifier),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    until(&w, "the evaluator's vote", |e| {
+        let s = e.gate_story(plan.id).ok()?;
+        (!s.decisions.is_empty()).then_some(())
+    })
+    .await;
+    let text = std::fs::read_to_string(&seen).expect("the evaluator's environment");
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    assert!(names.contains(&"PATH"), "{text}");
+    let unexpected: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|k| {
+            !["PATH", "HOME", "LANG", "PWD", "SHLVL", "_", "OLDPWD"].contains(k)
+                && !k.starts_with("OVERSEER_EVAL_")
+        })
+        .collect();
+    assert_eq!(unexpected, Vec::<&str>::new(), "{text}");
+}
+
+/// Issue 37, item 2: an `openai` evaluator whose `api_key_env` names a
+/// variable the owner did not name (here HOME) does not run: its gate is
+/// escalated to the human as a `secret` failure saying what to do, and no
+/// request leaves with the variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evaluator_key_from_a_variable_the_owner_did_not_name_is_refused() {
+    let notes = Arc::new(Captured::default());
+    let evaluator = EvaluatorConfig::Openai {
+        base_url: "http://127.0.0.1:9/v1".into(),
+        model: "llama3.1".into(),
+        api_key_env: Some("HOME".into()),
+    };
+    let w = world_with(
+        supervised(policy(Autonomy::Autonomous, evaluator)),
+        notes.clone(),
+        "",
+    )
+    .await;
+    let run = start(&w, "happy");
+    let plan = pending_gate(&w, run, GateKind::Plan).await;
+    let story = until(&w, "the escalation", |e| {
+        let s = e.gate_story(plan.id).ok()?;
+        (!s.decisions.is_empty()).then_some(s)
+    })
+    .await;
+    let d = &story.decisions[0];
+    assert_eq!(d.verdict, Verdict::Escalate);
+    assert_eq!(d.rule_ref.as_deref(), Some("evaluator_failed:secret"));
+    let why = d.rationale.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("HOME") && why.contains("overseer.toml"),
+        "{why}"
+    );
+    assert!(story.gate.decision.is_none(), "the human decides");
+    assert!(notes.wait_for(NotificationKind::SupervisorFailed).await);
+}
