@@ -65,7 +65,9 @@ fn frame<T: serde::Serialize>(channel: &str, payload: &T) -> Option<Message> {
         .map(|s| Message::Text(s.into()))
 }
 
-/// The upgrade: a paired device only (Origin was checked before).
+/// The upgrade: a paired device only, both halves of its credential (the
+/// cookie, and the page's half among the offered protocols); Origin was
+/// checked before.
 pub async fn upgrade(
     State(web): State<Web>,
     headers: HeaderMap,
@@ -111,7 +113,10 @@ pub async fn upgrade(
     );
     // The browser sends next to nothing: a small read buffer (tungstenite
     // allocates 128 KiB per socket by default), frames written as they come.
-    ws.max_message_size(MAX_INCOMING)
+    // The page offers `overseer` and its credential's half
+    // (`auth::PROTOCOL_PREFIX`): the answer names `overseer`, never the half.
+    ws.protocols([auth::PROTOCOL])
+        .max_message_size(MAX_INCOMING)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
         .on_upgrade(move |socket| {

@@ -8,8 +8,10 @@
 //!   commands ([`calls`]); the body is the args object the window passes to
 //!   `invoke` (camelCase keys).
 //! - `POST /api/pair`, `GET /api/me`: pairing a browser and asking who it is
-//!   ([`auth`]); wrong codes are limited per address ([`throttle`]). Every other `/api` request needs the device cookie, loopback
-//!   included: loopback is not an identity (a run's processes may share it).
+//!   ([`auth`]); wrong codes are limited per address ([`throttle`]). Every other `/api` request needs the device's credential,
+//!   loopback included: loopback is not an identity (a run's processes may
+//!   share it). Its two halves, a cookie and a secret the page keeps in its
+//!   own origin's storage, keep it from acting for a page on another port.
 //! - `GET /api/events`: a WebSocket; a hello frame naming this engine
 //!   process, then every engine event in commit order ([`events`]).
 //! - any other `GET`: the UI from `ui/dist`, built in at compile time

@@ -340,7 +340,7 @@ async fn pair(
             ))
         }
     };
-    let (device, credential) = match auth::pair(&web.engine, code).await {
+    let (device, cookie_half, key) = match auth::pair(&web.engine, code).await {
         Ok(paired) => paired,
         Err(e) => {
             if let (Some(ip), ErrorCode::Unauthorized) = (ip, e.code) {
@@ -355,11 +355,17 @@ async fn pair(
             return reply::error(e);
         }
     };
-    let cookie = match auth::set_cookie(&credential) {
+    let cookie = match auth::set_cookie(&cookie_half) {
         Ok(c) => c,
         Err(e) => return reply::error(e),
     };
-    let mut response = reply::json(StatusCode::OK, &serde_json::json!({ "device": device }));
+    // The credential's second half, to this page only (the answer is
+    // readable by this origin's scripts alone): it keeps it in its own
+    // origin's storage and sends it with every request (`auth`).
+    let mut response = reply::json(
+        StatusCode::OK,
+        &serde_json::json!({ "device": device, "key": key }),
+    );
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     response
 }

@@ -181,7 +181,9 @@ test("a revoked phone is shown the pairing screen at once, saying why", async ()
   assert.match(await reason.getText(), /revoked/i);
   assert.equal((await driver.findElements(By.css('[data-testid="inbox"]'))).length, 0, "nothing of the app is left");
   await phone.shot("phone-revoked");
-  // Its cookie no longer opens anything.
-  const status = await driver.executeAsyncScript("const done = arguments[arguments.length - 1]; fetch('/api/me').then((r) => done(r.status), () => done(0));");
+  // Its credential (the cookie and the page's key) no longer opens anything.
+  const status = await driver.executeAsyncScript(
+    "const done = arguments[arguments.length - 1]; fetch('/api/me', {headers: {'X-Overseer-Device': localStorage.getItem('overseer.deviceKey')}}).then((r) => done(r.status), () => done(0));",
+  );
   assert.equal(status, 401);
 });

@@ -176,7 +176,7 @@ const [n, done] = arguments;
 window.__sockets = [];
 let open = 0;
 for (let i = 0; i < n; i++) {
-  const w = new WebSocket(location.origin.replace('http', 'ws') + '/api/events');
+  const w = new WebSocket(location.origin.replace('http', 'ws') + '/api/events', ['overseer', 'overseer-device.' + localStorage.getItem('overseer.deviceKey')]);
   w.onmessage = () => { w.onmessage = null; if (++open === n) done(open); };
   window.__sockets.push(w);
 }
@@ -202,7 +202,8 @@ async function main() {
     const code = engine.pairingCode("bench", "Bench phone");
     await driver.get(engine.url);
     const paired = await driver.executeAsyncScript(
-      "const [code, done] = arguments; fetch('/api/pair', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({code})}).then((r) => done(r.status), (e) => done(String(e)));",
+      // The key goes where the page keeps it (its origin's localStorage).
+      "const [code, done] = arguments; fetch('/api/pair', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({code})}).then(async (r) => { if (r.ok) localStorage.setItem('overseer.deviceKey', (await r.json()).key); done(r.status); }, (e) => done(String(e)));",
       code,
     );
     if (paired !== 200 && paired !== 204) throw new Error(`pairing failed: ${paired}`);

@@ -1,9 +1,11 @@
 //! The web endpoint in a real browser: Chromium (Debian's `chromium` and
 //! `chromium-driver`, which `make setup` installs), driven over WebDriver,
-//! pairs with a code, keeps the device cookie (`Secure` although the page
-//! is plain HTTP on loopback: Chromium counts 127.0.0.1 and localhost as
-//! secure), never shows it to scripts (`HttpOnly`), sends it back on calls
-//! and on the WebSocket, and gets the hello frame.
+//! pairs with a code, keeps the device cookie (`__Host-` and `Secure`
+//! although the page is plain HTTP on loopback: Chromium counts 127.0.0.1
+//! and localhost as secure), never shows it to scripts (`HttpOnly`), sends
+//! it back on calls and on the WebSocket beside the page's own half (a
+//! header, an offered protocol), and gets the hello frame. A page on
+//! another port is tested in tests/e2e/web/ports.test.mjs.
 
 use crate::common;
 
@@ -89,12 +91,14 @@ const [code, done] = [arguments[0], arguments[arguments.length - 1]];
   const json = {'Content-Type': 'application/json'};
   const pair = await fetch('/api/pair', {method: 'POST', headers: json, body: JSON.stringify({code})});
   out.pair = pair.status;
+  const key = (await pair.json()).key;
   out.cookieSeenByScript = document.cookie;
-  const me = await fetch('/api/me');
+  out.meWithoutKey = (await fetch('/api/me')).status;
+  const me = await fetch('/api/me', {headers: {'X-Overseer-Device': key}});
   out.me = me.status;
   out.person = (await me.json()).device?.person ?? null;
-  out.listRuns = (await fetch('/api/call/list_runs', {method: 'POST', headers: json, body: '{}'})).status;
-  const ws = new WebSocket(location.origin.replace('http', 'ws') + '/api/events');
+  out.listRuns = (await fetch('/api/call/list_runs', {method: 'POST', headers: {...json, 'X-Overseer-Device': key}, body: '{}'})).status;
+  const ws = new WebSocket(location.origin.replace('http', 'ws') + '/api/events', ['overseer', 'overseer-device.' + key]);
   ws.onmessage = (m) => { out.first = JSON.parse(m.data).channel; ws.close(); done(out); };
   ws.onerror = () => { out.first = 'error'; done(out); };
 })().catch((e) => done({error: String(e)}));
@@ -144,6 +148,7 @@ fn chromium_pairs_keeps_the_secure_cookie_on_loopback_and_gets_the_events() {
             json!({
                 "pair": 200,
                 "cookieSeenByScript": "",
+                "meWithoutKey": 401,
                 "me": 200,
                 "person": person,
                 "listRuns": 200,

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 /// Pairs a browser for `person` through `POST /api/pair` with a code the
-/// engine made: its credential (from the cookie) and its device.
+/// engine made: its credential (the cookie's half and the page's, joined
+/// as `common`'s helpers take it) and its device.
 fn pair(s: &Served, person: &str, name: &str) -> (String, Value) {
     let pairing = s
         .engine
@@ -23,7 +24,7 @@ fn pair(s: &Served, person: &str, name: &str) -> (String, Value) {
     let cookie = a
         .cookies
         .iter()
-        .find(|c| c.starts_with("overseer_device="))
+        .find(|c| c.starts_with(&format!("{}=", common::COOKIE)))
         .unwrap_or_else(|| panic!("no device cookie: {a:?}"));
     for attribute in [
         "HttpOnly",
@@ -37,12 +38,7 @@ fn pair(s: &Served, person: &str, name: &str) -> (String, Value) {
             "{attribute} in {cookie}"
         );
     }
-    let credential = cookie
-        .split(';')
-        .next()
-        .and_then(|c| c.strip_prefix("overseer_device="))
-        .expect("credential")
-        .to_owned();
+    let credential = common::pair_credential(&a).unwrap_or_else(|| panic!("no credential: {a:?}"));
     (credential, a.body["device"].clone())
 }
 
@@ -258,10 +254,7 @@ fn sleeping_socket(s: &Served, cookie: &str) -> common::Socket {
         request
             .headers_mut()
             .insert("origin", s.base.parse().expect("origin"));
-        request.headers_mut().insert(
-            "cookie",
-            format!("overseer_device={cookie}").parse().expect("cookie"),
-        );
+        common::socket_credential(&mut request, cookie);
         let (socket, _) = tokio_tungstenite::client_async(
             request,
             tokio_tungstenite::MaybeTlsStream::Plain(stream),

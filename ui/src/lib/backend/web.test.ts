@@ -4,7 +4,7 @@
 // on top are the real ones: these tests show what a user of a browser sees
 // when the connection drops or the engine restarts.
 import { describe, expect, it } from "vitest";
-import { BACKOFF, HEARTBEAT, HELLO, REVOKED, webBackend, whoAmI, pair, type SocketLike, type WebDeps } from "./web";
+import { BACKOFF, DEVICE_HEADER, DEVICE_PROTOCOL, HEARTBEAT, HELLO, PROTOCOL, REVOKED, webBackend, whoAmI, pair, type SocketLike, type WebDeps } from "./web";
 import { demoBackend, MockBackend } from "./mock";
 import { Gates } from "../inbox/gates.svelte";
 import { Fleet } from "../fleet/fleet.svelte";
@@ -26,7 +26,10 @@ class FakeSocket implements SocketLike {
   onclose: ((ev: { code: number; reason: string }) => void) | null = null;
   onerror: ((ev: unknown) => void) | null = null;
   closed = false;
-  constructor(readonly url: string) {}
+  constructor(
+    readonly url: string,
+    readonly protocols: string[] = [],
+  ) {}
   frame(channel: string, payload: unknown): void {
     if (!this.closed) this.onmessage?.({ data: JSON.stringify({ channel, payload }) });
   }
@@ -50,6 +53,10 @@ class FakeServer {
   heartbeat: number | null = null;
   up = true;
   paired = true;
+  /** The device key the engine knows for the cookie this browser holds. */
+  key = "k-ana";
+  /** What the page keeps in its origin's storage. */
+  stored: string | null = "k-ana";
   sockets: FakeSocket[] = [];
   posts: { command: string; body: unknown }[] = [];
   timers: { f: () => void; ms: number; id: number }[] = [];
@@ -107,8 +114,14 @@ class FakeServer {
       clearTimeout: (id) => {
         this.timers = this.timers.filter((t) => t.id !== id);
       },
-      socket: (url) => {
-        const s = new FakeSocket(url);
+      deviceKey: {
+        get: () => this.stored,
+        set: (key) => {
+          this.stored = key;
+        },
+      },
+      socket: (url, protocols) => {
+        const s = new FakeSocket(url, protocols);
         this.sockets.push(s);
         if (!this.up) queueMicrotask(() => s.drop());
         return s;
@@ -117,7 +130,8 @@ class FakeServer {
         if (!this.up) throw new TypeError("Failed to fetch");
         expect(url.startsWith("https://box.test:8443/api/")).toBe(true);
         const path = url.slice("https://box.test:8443".length);
-        if (!this.paired) return json(401, { code: "unauthorized", message: "This browser is not paired." });
+        const key = new Headers(init?.headers).get(DEVICE_HEADER);
+        if (!this.paired || key !== this.key) return json(401, { code: "unauthorized", message: "This browser is not paired." });
         if (path === "/api/me") return json(200, { device: { id: 1, person: "ana", name: "Ana's phone" } });
         const command = path.replace("/api/call/", "");
         expect(init?.method).toBe("POST");
@@ -447,5 +461,40 @@ describe("pairing", () => {
     await expect(pair({ ...deps, fetch: locked }, "AAAA-BBBB")).rejects.toMatchObject({ code: "rate_limited" });
     server.paired = true;
     expect(await whoAmI(deps)).toMatchObject({ person: "ana" });
+  });
+
+  it("keeps the key pairing gives in the origin's storage and sends it on every call and the socket", async () => {
+    const server = new FakeServer();
+    server.stored = null;
+    const deps = server.deps();
+    const noKey = async () => json(200, { device: { id: 2, person: "ana" } });
+    await expect(pair({ ...deps, fetch: noKey }, "AAAA-BBBB")).rejects.toMatchObject({ code: "internal" });
+    expect(server.stored).toBeNull();
+    const paired = async () => json(200, { device: { id: 2, person: "ana" }, key: "k-ana" });
+    expect(await pair({ ...deps, fetch: paired }, "AAAA-BBBB")).toMatchObject({ id: 2 });
+    expect(server.stored).toBe("k-ana");
+    expect(await whoAmI(deps)).toMatchObject({ person: "ana" });
+    const backend = webBackend(deps);
+    const listening = backend.subscribe(() => {});
+    await flush();
+    expect(server.socket?.protocols).toEqual([PROTOCOL, DEVICE_PROTOCOL + "k-ana"]);
+    server.accept();
+    await listening;
+    await backend.listRuns();
+    expect(backend.link.state.status).toBe("live");
+  });
+
+  it("a cookie another port planted does not go with this page's key: the page is unpaired, not someone else", async () => {
+    const server = new FakeServer();
+    const backend = webBackend(server.deps());
+    const listening = backend.subscribe(() => {});
+    await flush();
+    server.accept();
+    await listening;
+    // The cookie is now another device's: the engine knows another key for it.
+    server.key = "k-planted";
+    await expect(backend.listRuns()).rejects.toMatchObject({ code: "unauthorized" });
+    expect(backend.link.state.status).toBe("unpaired");
+    expect(await whoAmI(server.deps())).toBeNull();
   });
 });

@@ -17,6 +17,15 @@
 //   live again. Until then a call that decides or changes something (the
 //   contract's `write` operations) is refused with the reason, never queued:
 //   it would be made on a view the page cannot vouch for.
+// - Who this browser is takes two halves: the device cookie (HttpOnly: no
+//   script reads it, but browsers share a host's cookies among its ports)
+//   and the device key, which pairing gives this page and which it keeps in
+//   its own origin's localStorage (no other port reads it). Every call sends
+//   the key as DEVICE_HEADER, and the socket offers it as a protocol
+//   (`overseer-device.<key>`, beside `overseer`): a page cannot set a
+//   WebSocket's headers. A cookie another local port planted does not go
+//   with this key: the engine refuses it, and the page shows the pairing
+//   screen rather than act as someone else's device.
 import type { Backend, Link, LinkState } from "./backend";
 import { toApiError } from "./errors";
 import { events, operations, WRITES } from "../generated/client";
@@ -30,13 +39,30 @@ export const HEARTBEAT = "overseer://heartbeat";
 export const SILENCE = 2.5;
 /** The close code the server uses when this browser's device is revoked. */
 export const REVOKED = 4401;
+/** The header that carries this page's device key on every call. */
+export const DEVICE_HEADER = "X-Overseer-Device";
+/** The protocol the events socket speaks; the key is offered beside it as
+ * `DEVICE_PROTOCOL + key`. */
+export const PROTOCOL = "overseer";
+export const DEVICE_PROTOCOL = "overseer-device.";
+/** Where this origin's localStorage keeps the device key. */
+export const DEVICE_KEY = "overseer.deviceKey";
+
+/** Where the page keeps its device key (tests give their own). */
+export interface DeviceKey {
+  get(): string | null;
+  set(key: string): void;
+}
+
 /** Waits between tries after a drop (ms); the last one repeats. */
 export const BACKOFF: readonly number[] = [250, 1_000, 2_000, 5_000, 10_000, 15_000];
 
 /** What the transport needs of a browser (tests give their own). */
 export interface WebDeps {
   fetch: (url: string, init?: RequestInit) => Promise<Response>;
-  socket: (url: string) => SocketLike;
+  socket: (url: string, protocols: string[]) => SocketLike;
+  /** This page's half of its device credential. */
+  deviceKey: DeviceKey;
   /** The page's origin, e.g. `https://box.example:8443`. */
   origin: string;
   now: () => number;
@@ -80,6 +106,13 @@ export async function errorOf(res: Response): Promise<ApiError> {
   }
   const code = STATUS_CODES[res.status] ?? (res.status >= 500 ? "engine_unavailable" : "internal");
   return { code, message: `The engine's web server answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}.` };
+}
+
+/** The headers that say which device this page is (its key; the cookie
+ * goes by itself). */
+function keyHeaders(key: DeviceKey): Record<string, string> {
+  const k = key.get();
+  return k ? { [DEVICE_HEADER]: k } : {};
 }
 
 /** The fetch failed: no answer at all. */
@@ -194,7 +227,7 @@ export class WebLink implements Link {
       res = await this.deps.fetch(`${this.deps.origin}/api/call/${command}`, {
         method: "POST",
         credentials: "same-origin",
-        headers: { "Content-Type": "application/json" },
+        headers: { "Content-Type": "application/json", ...keyHeaders(this.deps.deviceKey) },
         body: JSON.stringify(args ?? {}),
       });
     } catch (e) {
@@ -286,7 +319,7 @@ export class WebLink implements Link {
     if (this.#tries > 0) {
       let res: Response;
       try {
-        res = await this.deps.fetch(`${this.deps.origin}/api/me`, { credentials: "same-origin" });
+        res = await this.deps.fetch(`${this.deps.origin}/api/me`, { credentials: "same-origin", headers: keyHeaders(this.deps.deviceKey) });
       } catch (e) {
         this.#dropped(unreachable(e).message);
         return;
@@ -304,7 +337,8 @@ export class WebLink implements Link {
     const url = this.deps.origin.replace(/^http/, "ws") + "/api/events";
     let socket: SocketLike;
     try {
-      socket = this.deps.socket(url);
+      const key = this.deps.deviceKey.get();
+      socket = this.deps.socket(url, key ? [PROTOCOL, DEVICE_PROTOCOL + key] : [PROTOCOL]);
     } catch (e) {
       this.#dropped(e instanceof Error ? e.message : String(e));
       return;
@@ -399,11 +433,36 @@ export function webBackend(deps: WebDeps): Backend & { link: WebLink } {
   return { ...operations(call), ...events(on), link };
 }
 
-/** The browser's own fetch, WebSocket and clock. */
+/** This origin's localStorage (per scheme, host and port: a page on another
+ * port of this host has its own); the page's memory when storage is
+ * refused (the key then lasts as long as the page). */
+let kept: string | null = null;
+export function browserKey(): DeviceKey {
+  return {
+    get: () => {
+      try {
+        return localStorage.getItem(DEVICE_KEY) ?? kept;
+      } catch {
+        return kept;
+      }
+    },
+    set: (key) => {
+      kept = key;
+      try {
+        localStorage.setItem(DEVICE_KEY, key);
+      } catch {
+        // Kept in memory only.
+      }
+    },
+  };
+}
+
+/** The browser's own fetch, WebSocket, device key and clock. */
 export function browserDeps(): WebDeps {
   return {
     fetch: (url, init) => fetch(url, init),
-    socket: (url) => new WebSocket(url) as unknown as SocketLike,
+    socket: (url, protocols) => new WebSocket(url, protocols) as unknown as SocketLike,
+    deviceKey: browserKey(),
     origin: location.origin,
     now: () => Date.now(),
     setTimeout: (f, ms) => setTimeout(f, ms),
@@ -424,10 +483,10 @@ export function browserBackend(): Backend & { link: WebLink } {
 
 /** Who this browser is: its device, or null when it is not paired (the
  * pairing screen shows). */
-export async function whoAmI(deps: Pick<WebDeps, "fetch" | "origin">): Promise<unknown> {
+export async function whoAmI(deps: Pick<WebDeps, "fetch" | "origin" | "deviceKey">): Promise<unknown> {
   let res: Response;
   try {
-    res = await deps.fetch(`${deps.origin}/api/me`, { credentials: "same-origin" });
+    res = await deps.fetch(`${deps.origin}/api/me`, { credentials: "same-origin", headers: keyHeaders(deps.deviceKey) });
   } catch (e) {
     throw unreachable(e);
   }
@@ -436,8 +495,10 @@ export async function whoAmI(deps: Pick<WebDeps, "fetch" | "origin">): Promise<u
   return ((await res.json()) as { device: unknown }).device;
 }
 
-/** Exchanges a pairing code for this browser's device cookie. */
-export async function pair(deps: Pick<WebDeps, "fetch" | "origin">, code: string): Promise<unknown> {
+/** Exchanges a pairing code for this browser's device: its cookie (set by
+ * the answer) and its key (in the answer's body, kept in this origin's
+ * storage). */
+export async function pair(deps: Pick<WebDeps, "fetch" | "origin" | "deviceKey">, code: string): Promise<unknown> {
   let res: Response;
   try {
     res = await deps.fetch(`${deps.origin}/api/pair`, {
@@ -450,5 +511,13 @@ export async function pair(deps: Pick<WebDeps, "fetch" | "origin">, code: string
     throw unreachable(e);
   }
   if (!res.ok) throw await errorOf(res);
-  return ((await res.json()) as { device: unknown }).device;
+  const body = (await res.json()) as { device: unknown; key?: unknown };
+  if (typeof body.key !== "string" || body.key === "") {
+    throw {
+      code: "internal",
+      message: "The engine paired this browser but sent no device key: it is older or newer than this page. Reload the page and pair again.",
+    } satisfies ApiError;
+  }
+  deps.deviceKey.set(body.key);
+  return body.device;
 }

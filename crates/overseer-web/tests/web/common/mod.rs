@@ -97,6 +97,43 @@ fn serve(tls: Option<TlsFiles>, root: Option<&[u8]>, beat: Option<Duration>) -> 
     }
 }
 
+/// The device cookie's name.
+pub const COOKIE: &str = overseer_web::auth::COOKIE;
+
+/// The headers a paired page sends with `credential` (`<cookie half>.<origin
+/// half>`, as [`pair_credential`] gives it): the cookie, and its origin's
+/// half as `X-Overseer-Device`. A credential without a `.` goes as the
+/// cookie alone (a made-up one, or half of one).
+pub fn credential_headers(credential: &str) -> Vec<(&'static str, String)> {
+    match credential.split_once('.') {
+        Some((cookie, half)) => vec![
+            ("cookie", format!("{COOKIE}={cookie}")),
+            (overseer_web::auth::HEADER, half.to_owned()),
+        ],
+        None => vec![("cookie", format!("{COOKIE}={credential}"))],
+    }
+}
+
+/// The whole credential a pairing answer gave: its cookie's half (from the
+/// `Set-Cookie`) and the page's half (the body's `key`), joined as the
+/// helpers take them.
+pub fn pair_credential(a: &Answer) -> Option<String> {
+    let cookie = a
+        .cookies
+        .iter()
+        .find_map(|c| c.split(';').next()?.strip_prefix(&format!("{COOKIE}=")))?;
+    let key = a.body["key"].as_str()?;
+    Some(format!("{cookie}.{key}"))
+}
+
+/// The offered WebSocket protocols that carry a page's half of `credential`
+/// (none for a credential without one).
+pub fn socket_protocols(credential: &str) -> Option<String> {
+    credential
+        .split_once('.')
+        .map(|(_, half)| format!("overseer, overseer-device.{half}"))
+}
+
 /// An answer: its status, its JSON body (Null when not JSON), its
 /// Set-Cookie headers.
 #[derive(Debug)]
@@ -151,8 +188,8 @@ impl Served {
         if let Some(origin) = origin {
             request = request.header("origin", origin);
         }
-        if let Some(cookie) = cookie {
-            request = request.header("cookie", format!("overseer_device={cookie}"));
+        for (name, value) in cookie.map(credential_headers).unwrap_or_default() {
+            request = request.header(name, value);
         }
         answer(request.send(body).expect("POST"))
     }
@@ -170,8 +207,12 @@ impl Served {
     pub fn post_via(&self, source: &str, cookie: Option<&str>, path: &str, body: &Value) -> Answer {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let body = body.to_string();
-        let cookie =
-            cookie.map_or_else(String::new, |c| format!("Cookie: overseer_device={c}\r\n"));
+        let cookie: String = cookie
+            .map(credential_headers)
+            .unwrap_or_default()
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
         let request = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: {base}\r\n{cookie}\
              Content-Type: application/json\r\nContent-Length: {len}\r\n\
@@ -228,8 +269,8 @@ impl Served {
 
     pub fn get(&self, cookie: Option<&str>, path: &str) -> Answer {
         let mut request = self.agent.get(format!("{}{path}", self.base));
-        if let Some(cookie) = cookie {
-            request = request.header("cookie", format!("overseer_device={cookie}"));
+        for (name, value) in cookie.map(credential_headers).unwrap_or_default() {
+            request = request.header(name, value);
         }
         answer(request.call().expect("GET"))
     }
@@ -247,10 +288,7 @@ impl Served {
             .headers_mut()
             .insert("origin", origin.parse().expect("origin"));
         if let Some(cookie) = cookie {
-            request.headers_mut().insert(
-                "cookie",
-                format!("overseer_device={cookie}").parse().expect("cookie"),
-            );
+            socket_credential(&mut request, cookie);
         }
         self.rt
             .block_on(tokio_tungstenite::connect_async(request))
@@ -289,6 +327,22 @@ pub enum Frame {
     /// Closed, with the close code when a close frame came.
     Ended(Option<u16>),
     Nothing,
+}
+
+/// Puts `credential` on a WebSocket upgrade as a browser's page does: the
+/// cookie, and its origin's half among the offered protocols.
+pub fn socket_credential(request: &mut tungstenite::handshake::client::Request, credential: &str) {
+    let cookie = credential.split_once('.').map_or(credential, |(c, _)| c);
+    request.headers_mut().insert(
+        "cookie",
+        format!("{COOKIE}={cookie}").parse().expect("cookie"),
+    );
+    if let Some(protocols) = socket_protocols(credential) {
+        request.headers_mut().insert(
+            "sec-websocket-protocol",
+            protocols.parse().expect("protocols"),
+        );
+    }
 }
 
 /// The HTTP status a refused WebSocket upgrade got.
