@@ -7,7 +7,7 @@ use crate::hosts;
 use anyhow::{bail, Context};
 use overseer_engine::Paths;
 use overseer_server::remote::registry::{fingerprint, quote, Host};
-use overseer_server::remote::{handshake, setup};
+use overseer_server::remote::{self, handshake, setup};
 use overseer_store::snapshot::{snapshot_audit, verify_snapshot, SNAPSHOT_CHECKPOINT, SNAPSHOT_DB};
 use overseer_store::Keyring;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,11 @@ static LINK: tokio::sync::Mutex<Option<overseer_server::client::Client>> =
 /// Performs `op` on host `name`'s engine over this command's connection.
 /// A failed operation drops the connection (the next one opens another)
 /// and is never sent again: a decision is applied once or reported failed.
+///
+/// Everything the host answers is made inert before this command prints
+/// it (control characters and bidi controls escaped, in every string of
+/// the answer and in its error): a host's run titles, messages and errors
+/// cannot drive this terminal.
 pub async fn perform<O>(paths: &Paths, name: &str, op: O) -> anyhow::Result<O::Response>
 where
     O: overseer_server::api::Operation + Into<overseer_server::api::Request>,
@@ -47,10 +52,23 @@ where
         Some(client) => client,
         None => link.insert(hosts::connect(paths, name).await?),
     };
-    match client.perform(op).await {
-        Ok(out) => Ok(out),
-        Err(e) => {
+    match client.call(op.into()).await {
+        Ok(mut value) => {
+            remote::inert_json(&mut value);
+            serde_json::from_value(value).map_err(|e| {
+                anyhow::anyhow!(
+                    "unreadable answer from host {name} ({e}); are both the same version? \
+                     `overseer hosts upgrade {name}` installs this one there"
+                )
+            })
+        }
+        Err(mut e) => {
             *link = None;
+            e.message = remote::inert(&e.message);
+            for f in &mut e.fields {
+                f.field = remote::inert(&f.field);
+                f.message = remote::inert(&f.message);
+            }
             Err(e.into())
         }
     }
@@ -154,7 +172,7 @@ fn fetch_snapshot(host: &Host, into: &Path) -> anyhow::Result<SnapshotInfo> {
             "taking a copy of host {}'s audit log on {} failed: {}",
             host.name,
             target.url(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            remote::inert(String::from_utf8_lossy(&out.stderr).trim())
         );
     }
     let untar = std::process::Command::new("tar")
@@ -168,7 +186,7 @@ fn fetch_snapshot(host: &Host, into: &Path) -> anyhow::Result<SnapshotInfo> {
         bail!(
             "the copy of host {}'s audit log is not a whole tar archive: {}",
             host.name,
-            String::from_utf8_lossy(&untar.stderr).trim()
+            remote::inert(String::from_utf8_lossy(&untar.stderr).trim())
         );
     }
     // What the host sent is untrusted: only plain files are read (a link

@@ -684,9 +684,26 @@ async fn serve_subscribed(
         Ok::<(), std::io::Error>(())
     };
     let events = tx.clone();
+    // A link's connection replaced by a newer one is told so, once, on a
+    // line without id: its client reconnects (see `links`).
+    let replaced = fenced.as_ref().map(Fenced::replaced);
     let pumping = async move {
+        let replaced = async move {
+            match replaced {
+                Some(replaced) => replaced.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(replaced);
         loop {
-            match rx.recv().await {
+            let received = tokio::select! {
+                r = rx.recv() => r,
+                error = &mut replaced => {
+                    let _ = events.send(ServerLine::Error { id: None, error }).await;
+                    return std::future::pending().await;
+                }
+            };
+            match received {
                 Ok(event) => {
                     let line = ServerLine::Event {
                         event: Box::new(event),

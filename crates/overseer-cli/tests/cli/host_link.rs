@@ -123,7 +123,7 @@ async fn pending_gates(link: &Link) -> Vec<(i64, Value)> {
 }
 
 /// The next event of gate `gate` being decided.
-async fn decided_event(rx: &mut tokio::sync::broadcast::Receiver<EngineEvent>, gate: i64) {
+async fn decided_event(rx: &mut overseer_server::remote::HostEvents, gate: i64) {
     let wait = async {
         loop {
             match rx.recv().await {

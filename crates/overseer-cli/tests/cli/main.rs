@@ -12,6 +12,7 @@ mod hooks;
 mod host_agents;
 mod host_faults;
 mod host_link;
+mod host_reach;
 mod hosts;
 mod mcp;
 mod supervisor;

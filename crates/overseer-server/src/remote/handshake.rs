@@ -134,6 +134,10 @@ pub enum OpenError {
 impl OpenError {
     /// What to tell the user about host `name`.
     pub fn message(&self, name: &str) -> String {
+        super::inert(&self.said(name))
+    }
+
+    fn said(&self, name: &str) -> String {
         match self {
             OpenError::Failed(e) => e.clone(),
             OpenError::Refused(r) if r.code == "version_mismatch" => format!(
@@ -302,7 +306,10 @@ mod tests {
     /// A process whose command line is an `overseer bridge`'s (`bridge` as an argument).
     fn fake_bridge() -> std::process::Child {
         std::process::Command::new("bash")
-            .args(["-c", "exec -a overseer sleep 30 bridge"])
+            // bash -c's own process stays (`; :`), named `overseer` with
+            // `bridge` as an argument (`sleep 30 bridge` would exit at once:
+            // GNU sleep refuses `bridge` as an interval).
+            .args(["-c", "exec -a overseer bash -c 'sleep 30; :' bridge"])
             .spawn()
             .expect("spawn")
     }

@@ -14,7 +14,7 @@
 //! is never sent again (so never doubled): it is reported as possibly
 //! applied, to re-read when the host is back.
 
-use super::handshake::{self, Bridge, OpenError};
+use super::handshake::{self, Bridge};
 use super::registry::Host;
 use crate::api::{Call, Operation, Request, ServerLine, MAX_LINE};
 use overseer_core::{ApiError, EngineEvent, ErrorCode, OwnerSurface};
@@ -137,6 +137,112 @@ struct Shared {
     retry: Notify,
     /// True once the link is stopped for good.
     stopped: watch::Sender<bool>,
+    /// The `resync` of its live state: grows at each reconnection and each
+    /// time a reader of its events fell behind (see [`HostEvents`]).
+    resyncs: AtomicU64,
+    /// Whether it was live once (the first time live is not a resync).
+    was_live: std::sync::atomic::AtomicBool,
+    /// While live: the engine's instance and version (said again when the
+    /// events overflow and the window must re-read).
+    live: Mutex<Option<(String, String)>>,
+    /// When an overflow last had the window re-read, and whether one more
+    /// is due after it (at most one a [`RESYNC_EVERY`]).
+    overflow: Mutex<Overflow>,
+}
+
+/// How many events of a host wait for the slowest reader before the
+/// oldest are dropped (and the window re-reads the host instead).
+pub const QUEUE: usize = 1024;
+
+/// The window re-reads a host at most this often for its events'
+/// overflows (a host flooding events would have it re-read without end).
+pub const RESYNC_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Overflow {
+    last: Option<Instant>,
+    due: bool,
+}
+
+/// A host engine's events as a reader of the link gets them. Fallen more
+/// than [`QUEUE`] events behind, the reader is told how many it missed
+/// (`RecvError::Lagged`), the rest of its backlog is dropped (it goes on
+/// from the newest event), and the link's live state says to re-read the
+/// host (its `resync` grows): the window lists the host's runs and gates
+/// again instead of missing those whose events were dropped.
+pub struct HostEvents {
+    rx: broadcast::Receiver<EngineEvent>,
+    shared: Arc<Shared>,
+}
+
+impl HostEvents {
+    /// The next event, or how many were dropped (see [`HostEvents`]), or
+    /// that the link is gone.
+    pub async fn recv(&mut self) -> Result<EngineEvent, broadcast::error::RecvError> {
+        match self.rx.recv().await {
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                self.rx = self.rx.resubscribe();
+                tracing::warn!(host = %self.shared.name, "a reader fell {n} events behind: resyncing");
+                overflowed(&self.shared);
+                Err(broadcast::error::RecvError::Lagged(n))
+            }
+            other => other,
+        }
+    }
+}
+
+/// The events overflowed: the live state's `resync` grows now, or once
+/// [`RESYNC_EVERY`] after the last time it did for an overflow.
+fn overflowed(shared: &Arc<Shared>) {
+    let wait = {
+        let Ok(mut o) = shared.overflow.lock() else {
+            return;
+        };
+        match o.last {
+            Some(last) if last.elapsed() < RESYNC_EVERY => {
+                if o.due {
+                    return;
+                }
+                o.due = true;
+                RESYNC_EVERY - last.elapsed()
+            }
+            _ => {
+                o.last = Some(Instant::now());
+                drop(o);
+                resync_live(shared);
+                return;
+            }
+        }
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(wait).await;
+        if let Ok(mut o) = shared.overflow.lock() {
+            o.due = false;
+            o.last = Some(Instant::now());
+        }
+        resync_live(&shared);
+    });
+}
+
+/// Says the link is live again with a grown `resync` (a reader re-reads
+/// the host); nothing while it is not live (it resyncs when it is back).
+fn resync_live(shared: &Shared) {
+    // Said holding `live`: a connection that ends clears it first, so this
+    // never says live after the link went down.
+    let Ok(live) = shared.live.lock() else {
+        return;
+    };
+    let Some((engine, version)) = live.clone() else {
+        return;
+    };
+    let resync = shared.resyncs.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.state.send_replace(HostLinkState::Live {
+        engine,
+        version,
+        resync,
+    });
+    drop(live);
 }
 
 /// A live connection: its writer and the calls waiting for their answer.
@@ -279,7 +385,7 @@ impl Link {
     /// once, reconnecting by itself.
     pub fn start(host: Host, options: LinkOptions) -> Link {
         let (state, _) = watch::channel(HostLinkState::Connecting);
-        let (events, _) = broadcast::channel(4096);
+        let (events, _) = broadcast::channel(QUEUE);
         let shared = Arc::new(Shared {
             name: host.name.clone(),
             state,
@@ -288,6 +394,10 @@ impl Link {
             events,
             retry: Notify::new(),
             stopped: watch::channel(false).0,
+            resyncs: AtomicU64::new(0),
+            was_live: std::sync::atomic::AtomicBool::new(false),
+            live: Mutex::new(None),
+            overflow: Mutex::new(Overflow::default()),
         });
         let task = tokio::spawn(run(shared.clone(), host.clone(), options));
         Link {
@@ -326,9 +436,14 @@ impl Link {
         self.shared.state.subscribe()
     }
 
-    /// The host engine's events, from now (while live).
-    pub fn events(&self) -> broadcast::Receiver<EngineEvent> {
-        self.shared.events.subscribe()
+    /// The host engine's events, from now (while live); a reader that
+    /// falls too far behind skips ahead and the link resyncs (see
+    /// [`HostEvents`]).
+    pub fn events(&self) -> HostEvents {
+        HostEvents {
+            rx: self.shared.events.subscribe(),
+            shared: self.shared.clone(),
+        }
     }
 
     /// Tries again now instead of at its retry time (a live link is left alone).
@@ -525,10 +640,17 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
     // bridge ends the one a cut left there (`handshake::supersede`), and
     // the new connection's subscription fences the earlier ones (the
     // server's `links`), so nothing written before the cut is carried out
-    // after the link reads the outcome.
-    let id = link_id();
+    // after the link reads the outcome. Its connections are numbered from
+    // 0. When the host's engine refuses the number (another process on the
+    // host took the link's id with a higher one, or the engine restarted
+    // and this number is more than it takes for a link it does not know),
+    // the link takes a new id, numbered from 0 again, and reconnects at
+    // once: no process can keep it out by naming its id. Its earlier
+    // connections are fenced already (by the number that was refused).
+    let mut id = link_id();
+    let mut number: u64 = 0;
+    let mut renumbered = false;
     let mut wait = options.first_retry;
-    let mut lives: u64 = 0;
     let mut since: Option<i64> = None;
     loop {
         // Connecting only the first time: a host that went down stays down
@@ -548,11 +670,28 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
         let reason = match connect(&host, &options, &id).await {
             Err(reason) => reason,
             Ok(bridge) => {
-                let resync = lives;
-                lives += 1;
                 since = None;
                 wait = options.first_retry;
-                serve(&shared, &options, bridge, (&id, resync)).await
+                let this = number;
+                number += 1;
+                match serve(&shared, &options, bridge, (&id, this)).await {
+                    Ended::Over(reason) => {
+                        renumbered = false;
+                        reason
+                    }
+                    Ended::Renumber(reason) => {
+                        tracing::warn!(host = %host.name, "link renumbered: {reason}");
+                        id = link_id();
+                        number = 0;
+                        // At once the first time; a new id refused too
+                        // (an engine that refuses every link) waits as
+                        // any failure does, so the link never spins.
+                        if !std::mem::replace(&mut renumbered, true) {
+                            continue;
+                        }
+                        reason
+                    }
+                }
             }
         };
         let now = now_ms();
@@ -575,6 +714,15 @@ async fn run(shared: Arc<Shared>, host: Host, options: LinkOptions) {
     }
 }
 
+/// How a connection ended.
+enum Ended {
+    /// Why (for the user); the link retries after its wait.
+    Over(String),
+    /// The host's engine refused the connection's number: the link takes a
+    /// new id and reconnects at once.
+    Renumber(String),
+}
+
 /// Opens the bridge and checks the pinned key; Err: why not, for the user.
 async fn connect(host: &Host, options: &LinkOptions, id: &str) -> Result<Bridge, String> {
     // ssh gives up on a connection that does not open (the host gone from
@@ -590,7 +738,6 @@ async fn connect(host: &Host, options: &LinkOptions, id: &str) -> Result<Bridge,
                 options.silence * 2
             ))
         }
-        Ok(Err(OpenError::Failed(e))) => return Err(e),
         Ok(Err(e)) => return Err(e.message(&host.name)),
         Ok(Ok(b)) => b,
     };
@@ -617,15 +764,15 @@ async fn read_line(
 }
 
 /// Subscribes as the link's newest connection (`connection`: the link's id
-/// and this connection's number, its `resync`), goes live, and carries
-/// calls and events until the connection ends; returns why it ended.
+/// and this connection's number), goes live, and carries calls and events
+/// until the connection ends; returns how it ended.
 async fn serve(
     shared: &Shared,
     options: &LinkOptions,
     bridge: Bridge,
     connection: (&str, u64),
-) -> String {
-    let (link, resync) = connection;
+) -> Ended {
+    let (link, number) = connection;
     let said = bridge.said.clone();
     let Bridge {
         mut reader,
@@ -646,7 +793,7 @@ async fn serve(
             .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
             .unwrap_or_default();
         match s.lines().last() {
-            Some(last) if !last.is_empty() => format!("{reason}; ssh: {last}"),
+            Some(last) if !last.is_empty() => format!("{reason}; ssh: {}", super::inert(last)),
             _ => reason,
         }
     };
@@ -659,11 +806,13 @@ async fn serve(
         surface: options.surface,
         link: Some(crate::api::LinkConnection {
             link: link.to_owned(),
-            number: resync,
+            number,
         }),
     };
     if conn.send(subscribe, tx).await.is_err() {
-        return with_ssh("the connection closed while subscribing".to_owned());
+        return Ended::Over(with_ssh(
+            "the connection closed while subscribing".to_owned(),
+        ));
     }
     let deadline = tokio::time::sleep(options.silence);
     tokio::pin!(deadline);
@@ -671,28 +820,50 @@ async fn serve(
         tokio::select! {
             line = read_line(&mut reader, &mut buf) => match line {
                 Ok(line) => dispatch(shared, &conn, line),
-                Err(reason) => return with_ssh(reason),
+                Err(reason) => return Ended::Over(with_ssh(reason)),
             },
             outcome = &mut subscribed => match outcome {
                 Ok(Answered::Done(Ok(_))) => break,
                 Ok(Answered::Done(Err(e))) => {
-                    return format!("the host's engine refused to subscribe: {}", e.message)
+                    let reason = format!(
+                        "the host's engine refused to subscribe: {}",
+                        super::inert(&e.message)
+                    );
+                    return match e.code {
+                        ErrorCode::Conflict | ErrorCode::InvalidInput => Ended::Renumber(reason),
+                        _ => Ended::Over(reason),
+                    };
                 }
                 Ok(Answered::Lost(_)) | Err(_) => {
-                    return "the connection closed while subscribing".to_owned()
+                    return Ended::Over("the connection closed while subscribing".to_owned())
                 }
             },
             _ = &mut deadline => {
-                return format!("the host's engine did not answer within {:?}", options.silence)
+                return Ended::Over(format!(
+                    "the host's engine did not answer within {:?}",
+                    options.silence
+                ))
             }
         }
     }
     if let Ok(mut c) = shared.conn.lock() {
         *c = Some(conn.clone());
     }
+    // The first time live: 0; each time after, and each time the events
+    // overflowed meanwhile, higher (the window re-reads the host).
+    let resync = if shared.was_live.swap(true, Ordering::SeqCst) {
+        shared.resyncs.fetch_add(1, Ordering::SeqCst) + 1
+    } else {
+        shared.resyncs.load(Ordering::SeqCst)
+    };
+    let engine = super::inert(&welcome.engine_instance.clone().unwrap_or_default());
+    let version = super::inert(&welcome.engine_version);
+    if let Ok(mut live) = shared.live.lock() {
+        *live = Some((engine.clone(), version.clone()));
+    }
     shared.state.send_replace(HostLinkState::Live {
-        engine: welcome.engine_instance.clone().unwrap_or_default(),
-        version: welcome.engine_version.clone(),
+        engine,
+        version,
         resync,
     });
     tracing::info!(host = %shared.name, resync, "link live");
@@ -726,8 +897,11 @@ async fn serve(
     if let Ok(mut c) = shared.conn.lock() {
         *c = None;
     }
+    if let Ok(mut live) = shared.live.lock() {
+        *live = None;
+    }
     conn.fail_all(&reason);
-    reason
+    Ended::Over(reason)
 }
 
 /// A line before the link is live.
@@ -751,7 +925,10 @@ fn dispatch_live(shared: &Shared, conn: &Conn, line: ServerLine) -> Result<(), S
             let _ = shared.events.send(*event);
         }
         ServerLine::Error { id: None, error } => {
-            return Err(format!("the host's engine said: {}", error.message))
+            return Err(format!(
+                "the host's engine said: {}",
+                super::inert(&error.message)
+            ))
         }
         ServerLine::Result { id: None, .. } => {}
     }

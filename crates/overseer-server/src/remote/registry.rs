@@ -217,12 +217,17 @@ impl Target {
         }
     }
 
-    /// `-F config` when the host keeps one.
+    /// What every `ssh` and `scp` Overseer starts takes first: the
+    /// [`SSH_OPTIONS`], then `-F config` when the host keeps one.
     pub fn config_args(&self) -> Vec<String> {
-        match &self.ssh_config {
-            Some(c) => vec!["-F".into(), c.display().to_string()],
-            None => Vec::new(),
+        let mut args: Vec<String> = SSH_OPTIONS
+            .iter()
+            .flat_map(|o| ["-o".to_owned(), (*o).to_owned()])
+            .collect();
+        if let Some(c) = &self.ssh_config {
+            args.extend(["-F".into(), c.display().to_string()]);
         }
+        args
     }
 
     /// `ssh [-F config] [-p port] dest -- command` (run by the remote user's shell).
@@ -235,6 +240,31 @@ impl Target {
         args
     }
 }
+
+/// The options every ssh Overseer starts (a link, `--host`, `hosts add`,
+/// `upgrade`, `remove`, `start`, `verify`, and scp's) is given, over
+/// whatever the user's `~/.ssh/config` or the host's own config says (the
+/// command line's value wins in OpenSSH):
+///
+/// - nothing of this desktop is forwarded to a host: a compromised host
+///   cannot use the desktop's ssh agent (`ForwardAgent`), its X display
+///   (`ForwardX11`), or a port forwarding from the config
+///   (`ClearAllForwardings`), and no local command runs on connecting
+///   (`PermitLocalCommand`);
+/// - a host that drops packets fails within `ConnectTimeout` seconds
+///   (the TCP connection and the server's SSH banner), not the system's
+///   TCP timeout of minutes;
+/// - a connection whose host vanished ends after `ServerAliveInterval` x
+///   `ServerAliveCountMax` seconds without an answer.
+pub const SSH_OPTIONS: &[&str] = &[
+    "ForwardAgent=no",
+    "ForwardX11=no",
+    "ClearAllForwardings=yes",
+    "PermitLocalCommand=no",
+    "ConnectTimeout=10",
+    "ServerAliveInterval=15",
+    "ServerAliveCountMax=3",
+];
 
 /// `s` as one single-quoted sh word.
 pub fn quote(s: &str) -> String {

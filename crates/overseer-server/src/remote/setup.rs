@@ -130,8 +130,9 @@ fn local(e: super::HostError) -> SetupError {
     SetupError::new(SetupFailure::Local, e.0)
 }
 
+/// A failure on the host: what it (or ssh) said, made inert.
 fn remote(message: String) -> SetupError {
-    SetupError::new(SetupFailure::Remote, message)
+    SetupError::new(SetupFailure::Remote, super::inert(&message))
 }
 
 /// Runs OpenSSH's `program` (`ssh`, `scp`) with `args`; its stdout, or an
