@@ -605,51 +605,22 @@ fn gate_target(engine: &Engine, gate: GateId) -> Result<Target, ApiError> {
     Ok(Target::Workspace(engine.gate_workspace(gate)?))
 }
 
-impl Scoped for op::ApproveRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
+/// The `decide` calls that name a run (`run`) or a gate (`gate`): they act
+/// in its workspace.
+macro_rules! scoped_by {
+    ($target:ident, $field:ident: $($Op:ident),+) => {
+        $(
+            impl Scoped for op::$Op {
+                fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
+                    $target(engine, self.$field)
+                }
+            }
+        )+
+    };
 }
-impl Scoped for op::RejectRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
-}
-impl Scoped for op::AbortRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
-}
-impl Scoped for op::SteerRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
-}
-impl Scoped for op::CleanRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
-}
-impl Scoped for op::ResumeRun {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        run_target(engine, self.run)
-    }
-}
-impl Scoped for op::DecideGate {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        gate_target(engine, self.gate)
-    }
-}
-impl Scoped for op::HoldGate {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        gate_target(engine, self.gate)
-    }
-}
-impl Scoped for op::SnoozeGate {
-    fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
-        gate_target(engine, self.gate)
-    }
-}
+scoped_by!(run_target, run: ApproveRun, RejectRun, AbortRun, SteerRun, CleanRun, ResumeRun);
+scoped_by!(gate_target, gate: DecideGate, HoldGate, SnoozeGate);
+
 impl Scoped for op::StartTask {
     fn target(&self, engine: &Engine) -> Result<Target, ApiError> {
         Ok(Target::Workspace(

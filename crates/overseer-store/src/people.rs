@@ -87,33 +87,42 @@ impl crate::Store {
 
     /// The workspace a run belongs to (by name).
     pub fn run_workspace(&self, run: RunId) -> Result<String, StoreError> {
-        self.conn
-            .prepare_cached(
-                "SELECT w.name FROM runs r JOIN tasks t ON t.id = r.task_id
-                 JOIN workspaces w ON w.id = t.workspace_id WHERE r.id = ?1",
-            )
-            .and_then(|mut s| s.query_row([run], |r| r.get(0)).optional())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))?
-            .ok_or(StoreError::NotFound {
-                what: "run",
-                id: run.into(),
-            })
+        self.workspace_by(
+            "SELECT w.name FROM runs r JOIN tasks t ON t.id = r.task_id
+             JOIN workspaces w ON w.id = t.workspace_id WHERE r.id = ?1",
+            "run",
+            run.into(),
+        )
     }
 
     /// The workspace a gate's run belongs to (by name).
     pub fn gate_workspace(&self, gate: GateId) -> Result<String, StoreError> {
+        self.workspace_by(
+            "SELECT w.name FROM gates g JOIN runs r ON r.id = g.run_id
+             JOIN tasks t ON t.id = r.task_id
+             JOIN workspaces w ON w.id = t.workspace_id WHERE g.id = ?1",
+            "gate",
+            gate.into(),
+        )
+    }
+
+    /// The workspace a task belongs to (by name).
+    pub fn task_workspace(&self, task: TaskId) -> Result<String, StoreError> {
+        self.workspace_by(
+            "SELECT w.name FROM tasks t JOIN workspaces w ON w.id = t.workspace_id
+             WHERE t.id = ?1",
+            "task",
+            task.into(),
+        )
+    }
+
+    /// The workspace name `sql` finds for `what` number `id`.
+    fn workspace_by(&self, sql: &str, what: &'static str, id: i64) -> Result<String, StoreError> {
         self.conn
-            .prepare_cached(
-                "SELECT w.name FROM gates g JOIN runs r ON r.id = g.run_id
-                 JOIN tasks t ON t.id = r.task_id
-                 JOIN workspaces w ON w.id = t.workspace_id WHERE g.id = ?1",
-            )
-            .and_then(|mut s| s.query_row([gate], |r| r.get(0)).optional())
+            .prepare_cached(sql)
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
             .map_err(|e| StoreError::from_sqlite(e, self.path()))?
-            .ok_or(StoreError::NotFound {
-                what: "gate",
-                id: gate.into(),
-            })
+            .ok_or(StoreError::NotFound { what, id })
     }
 
     /// Who started a task: the actor of its signed `task_created` record
@@ -128,21 +137,6 @@ impl crate::Store {
             )
             .and_then(|mut s| s.query_row([task], |r| r.get(0)).optional())
             .map_err(|e| StoreError::from_sqlite(e, self.path()))
-    }
-
-    /// The workspace a task belongs to (by name).
-    pub fn task_workspace(&self, task: TaskId) -> Result<String, StoreError> {
-        self.conn
-            .prepare_cached(
-                "SELECT w.name FROM tasks t JOIN workspaces w ON w.id = t.workspace_id
-                 WHERE t.id = ?1",
-            )
-            .and_then(|mut s| s.query_row([task], |r| r.get(0)).optional())
-            .map_err(|e| StoreError::from_sqlite(e, self.path()))?
-            .ok_or(StoreError::NotFound {
-                what: "task",
-                id: task.into(),
-            })
     }
 }
 
