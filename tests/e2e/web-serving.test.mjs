@@ -96,8 +96,12 @@ test("switched on in Settings, the app serves browsers: the URL, the page, a pai
   // A pairing shows that URL and its QR code.
   await fill("pair-person", "ana");
   await fill("pair-name", "Ana's phone");
+  // She reads only: the role chosen in the form is the one the engine gives.
+  await (await reveal(byTest("pair-role", ' option[value="observer"]'))).click();
+  assert.equal((await driver.findElements(byTest("pair-workspaces"))).length, 0, "an observer is granted no workspace");
   await (await reveal(byTest("pair-start"))).click();
   const pairingUrl = await driver.wait(until.elementLocated(byTest("pairing-url")), 10_000);
+  assert.deepEqual(app.sql("SELECT role, workspaces FROM people WHERE person = 'ana'"), [["observer", null]]);
   assert.equal(await pairingUrl.getText(), url);
   assert.equal((await driver.findElements(byTest("pairing-qr"))).length, 1, "the QR code");
   assert.equal((await driver.findElements(byTest("pairing-no-url"))).length, 0);
