@@ -206,11 +206,8 @@ mod tests {
         assert_eq!(Role::parse_person_role(" Approver "), Ok(Role::Approver));
         assert_eq!(Role::parse_person_role("observer"), Ok(Role::Observer));
         assert!(Role::parse_person_role("owner")
-            .unwrap_err()
-            .contains("stay at the engine's machine"));
-        assert!(Role::parse_person_role("admin")
-            .unwrap_err()
-            .contains("`approver`"));
+            .is_err_and(|e| e.contains("stay at the engine's machine")));
+        assert!(Role::parse_person_role("admin").is_err_and(|e| e.contains("`approver`")));
     }
 
     #[test]
