@@ -15,6 +15,7 @@
 //! committed (the web transport closes a revoked device's connections on
 //! it).
 
+use crate::engine::WrongTries;
 use crate::Records;
 use overseer_core::{Actor, ApiError, DeviceId, ErrorCode, Millis};
 use overseer_store::devices::{BURN_AFTER, BURN_GRACE, PAIRING_TTL};
@@ -53,17 +54,6 @@ impl std::fmt::Debug for Paired {
             .field("credential", &"(hidden)")
             .finish()
     }
-}
-
-/// The wrong pairing codes typed against the codes outstanding, kept in
-/// memory (a flood of wrong codes writes nothing; a restart starts the
-/// count over, which only the owner can do).
-#[derive(Debug, Default)]
-pub(crate) struct WrongTries {
-    /// Wrong tries since the count last started over.
-    count: i64,
-    /// When the last one was counted.
-    last: Option<Millis>,
 }
 
 /// Refuses anyone but the local owner (the window's `user:app`, the CLI's

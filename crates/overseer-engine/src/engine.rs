@@ -236,7 +236,20 @@ pub struct Records {
     /// pairing's URL says (`devices.rs`).
     pub(crate) web_url: Mutex<Option<String>>,
     /// Wrong pairing codes typed, counted in memory (`devices.rs`).
-    pub(crate) wrong_pairing: Mutex<crate::devices::WrongTries>,
+    pub(crate) wrong_pairing: Mutex<WrongTries>,
+}
+
+/// The wrong pairing codes typed against the codes outstanding, kept in
+/// memory (a flood of wrong codes writes nothing; a restart starts the
+/// count over, which only the owner can do). Counted by `devices.rs`;
+/// kept here, beside the layer that holds it, so that this file needs
+/// nothing of that one.
+#[derive(Debug, Default)]
+pub(crate) struct WrongTries {
+    /// Wrong tries since the count last started over.
+    pub(crate) count: i64,
+    /// When the last one was counted.
+    pub(crate) last: Option<overseer_core::Millis>,
 }
 
 /// What every layer shares: the one writer of the store, the event bus,

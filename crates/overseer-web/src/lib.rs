@@ -38,6 +38,7 @@
 pub mod assets;
 pub mod auth;
 pub mod calls;
+pub mod conn;
 mod counts;
 pub mod events;
 pub mod host;

@@ -23,13 +23,14 @@
 //! oldest idle ones, closed first. On loopback the owner's browser and a
 //! local flood are one address, which is why the cap there replaces
 //! rather than refuses.
+pub use crate::conn::{Conn, ConnState, Peer, BODY_TIMEOUT, HANDSHAKE_TIMEOUT};
 use crate::routes::{router, Web};
 use overseer_engine::Engine;
 use overseer_server::server::AcceptBackoff;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_rustls::rustls;
@@ -46,10 +47,6 @@ pub const MAX_PER_ADDRESS: usize = 32;
 /// many newer ones taking an idle place as this, time enough to send its
 /// request.
 pub const MAX_FROM_LOOPBACK: usize = 256;
-/// How long a TLS handshake, or a request's headers, may take.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a request's body may take, in all.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A certificate chain and its private key, PEM files.
 #[derive(Debug, Clone)]
@@ -331,64 +328,6 @@ impl Drop for Unannounce {
     }
 }
 
-/// The peer address of the connection a request came on (an extension of
-/// every request).
-#[derive(Debug, Clone, Copy)]
-pub struct Peer(pub SocketAddr);
-
-/// What a connection is doing, as the caps see it (an extension of every
-/// request: `routes::guard` says when a request carries a credential the
-/// engine knows, and when its body is in).
-pub struct ConnState {
-    /// Serving a request (its headers in, and its body, or a credential
-    /// the engine knows): not to be closed for another.
-    busy: AtomicBool,
-    /// Its last request carried a credential the engine knows.
-    trusted: AtomicBool,
-    /// When it last became idle, in ms after `epoch`.
-    since: AtomicU64,
-    epoch: Instant,
-}
-
-impl ConnState {
-    fn new(epoch: Instant) -> ConnState {
-        ConnState {
-            busy: AtomicBool::new(false),
-            trusted: AtomicBool::new(false),
-            since: AtomicU64::new(elapsed_ms(epoch)),
-            epoch,
-        }
-    }
-
-    /// Whether a new connection may take its place.
-    fn idle(&self) -> bool {
-        !self.busy.load(Ordering::Acquire) && !self.trusted.load(Ordering::Acquire)
-    }
-
-    /// A request's credential was checked: `known` when the engine knows
-    /// it (the connection is kept from now on, its body read as busy);
-    /// otherwise it stays idle until its body is in.
-    pub fn credential(&self, known: bool) {
-        self.trusted.store(known, Ordering::Release);
-        self.busy.store(known, Ordering::Release);
-    }
-
-    /// The request's body is in: it is being served.
-    pub fn serving(&self) {
-        self.busy.store(true, Ordering::Release);
-    }
-
-    /// The request is answered: idle from now (unless trusted).
-    fn answered(&self) {
-        self.since.store(elapsed_ms(self.epoch), Ordering::Release);
-        self.busy.store(false, Ordering::Release);
-    }
-}
-
-fn elapsed_ms(epoch: Instant) -> u64 {
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
 /// The connections open, per [`crate::throttle::key`] of their peers.
 struct Conns {
     open: Mutex<Open>,
@@ -502,11 +441,6 @@ impl Drop for Admitted {
         open.remove(self.id);
     }
 }
-
-/// The state of the connection a request came on (an extension of every
-/// request).
-#[derive(Clone)]
-pub struct Conn(pub Arc<ConnState>);
 
 /// Serves one connection's HTTP/1.1 requests (and its WebSocket upgrade).
 async fn connection<I>(io: I, peer: SocketAddr, state: Arc<ConnState>, app: axum::Router)

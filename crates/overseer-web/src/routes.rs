@@ -2,7 +2,7 @@
 //! body size and deadline, the number of calls at once: paired devices and
 //! everyone else in pools of their own).
 
-use crate::listen::{Conn, BODY_TIMEOUT};
+use crate::conn::{Conn, BODY_TIMEOUT};
 pub use crate::state::{Known, Web, MAX_IN_FLIGHT};
 use crate::state::{ANONYMOUS_WAIT, MAX_ANONYMOUS_IN_FLIGHT};
 use crate::{assets, auth, calls, events, reply, MAX_BODY};
@@ -217,7 +217,7 @@ async fn drain(body: Body, mut seen: usize) {
             }
         }
     };
-    let _ = tokio::time::timeout(crate::listen::HANDSHAKE_TIMEOUT, reading).await;
+    let _ = tokio::time::timeout(crate::conn::HANDSHAKE_TIMEOUT, reading).await;
 }
 
 /// A body of at most `limit` bytes, read within [`BODY_TIMEOUT`], or the
@@ -315,7 +315,7 @@ struct PairBody {
 
 async fn pair(
     State(web): State<Web>,
-    peer: Option<axum::Extension<crate::listen::Peer>>,
+    peer: Option<axum::Extension<crate::conn::Peer>>,
     request: Body,
 ) -> Response {
     let ip = peer.map(|p| p.0 .0.ip());
