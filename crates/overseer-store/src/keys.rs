@@ -49,15 +49,19 @@ impl Keyring {
             path: path.clone(),
             source,
         })?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(StoreError::Key {
-                path: path.clone(),
-                problem: format!(
-                    "is readable by other users (mode {mode:o}); run `chmod 600 {}`",
-                    path.display()
-                ),
-            });
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & !0o600 != 0 {
+            // The owner's alone at every start, whoever created the file.
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(|e| {
+                StoreError::Key {
+                    path: path.clone(),
+                    problem: format!(
+                        "is readable by other users (mode {mode:o}) and cannot be made \
+                         private ({e}); run `chmod 600 {}` as its owner",
+                        path.display()
+                    ),
+                }
+            })?;
         }
         Ok(Keyring {
             public: key.verifying_key(),
@@ -300,13 +304,15 @@ mod tests {
     }
 
     #[test]
-    fn a_key_readable_by_others_is_refused_with_the_fix() {
+    fn a_key_readable_by_others_is_made_owner_only_at_load() {
         let dir = tempfile::tempdir().expect("tempdir");
-        Keyring::load_or_create(dir.path()).expect("create");
+        let a = Keyring::load_or_create(dir.path()).expect("create");
         let path = Keyring::key_path(dir.path());
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
-        let err = Keyring::load_or_create(dir.path()).err().expect("refused");
-        assert!(err.to_string().contains("chmod 600"), "{err}");
+        let b = Keyring::load_or_create(dir.path()).expect("loaded and fixed");
+        assert_eq!(a.public_key_hex(), b.public_key_hex());
+        let mode = fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]
