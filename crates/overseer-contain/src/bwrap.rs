@@ -178,6 +178,17 @@ impl SandboxPlan {
         if self.network != NetworkMode::Host {
             a.push("--unshare-net".into());
         }
+        // Started by root, bwrap keeps every capability inside (started by
+        // anyone else, it keeps none): a run could then change its own
+        // network's routes (the unreachable ones to this machine's own
+        // addresses, `net`). Only CAP_SETFCAP stays, which a nested user
+        // namespace mapping root needs (an agent's own sandbox) and which
+        // reaches nothing of ours.
+        if rustix::process::geteuid().is_root() {
+            for s in ["--cap-drop", "ALL", "--cap-add", "CAP_SETFCAP"] {
+                a.push(s.into());
+            }
+        }
         // The root is bwrap's own empty tmpfs (read-only at the end): the
         // system directories are among the mounts.
         for s in ["--dev", "/dev", "--proc", "/proc"] {

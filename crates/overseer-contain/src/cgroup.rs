@@ -450,6 +450,67 @@ impl RunCgroup {
     }
 }
 
+/// Freezes (`true`) or thaws every process of the cgroup v2 directory
+/// `dir` and below (`cgroup.freeze`): a frozen process runs nothing and
+/// writes nothing more until thawed; SIGKILL (`cgroup.kill`) still ends it.
+pub fn set_frozen(dir: &Path, frozen: bool) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.freeze"))
+        .and_then(|mut f| f.write_all(if frozen { b"1" } else { b"0" }))
+}
+
+/// Whether the cgroup v2 directory `dir` is frozen (asked: its
+/// `cgroup.freeze` is 1).
+pub fn is_frozen(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.freeze")).is_ok_and(|t| t.trim() == "1")
+}
+
+/// SIGKILL to every process of the cgroup v2 directory `dir` at once,
+/// frozen ones included (`cgroup.kill`, Linux 5.14+).
+pub fn kill_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.kill"))
+        .and_then(|mut f| f.write_all(b"1"))
+}
+
+/// The processes of the cgroup `dir` (and below) that hold open a deleted
+/// regular file of the filesystem `dev`: its space comes back only when
+/// they close it, which a frozen process never does.
+pub fn holding_deleted(dir: &Path, dev: u64) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let mut pids = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        if let Ok(text) = std::fs::read_to_string(d.join("cgroup.procs")) {
+            pids.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+        }
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            dirs.extend(
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    pids.into_iter()
+        .filter(|pid| {
+            let fds = format!("/proc/{pid}/fd");
+            std::fs::read_dir(&fds).is_ok_and(|entries| {
+                entries.filter_map(Result::ok).any(|e| {
+                    std::fs::read_link(e.path()).is_ok_and(|t| {
+                        t.to_string_lossy().ends_with(" (deleted)")
+                            && std::fs::metadata(e.path())
+                                .is_ok_and(|m| m.is_file() && m.dev() == dev && m.nlink() == 0)
+                    })
+                })
+            })
+        })
+        .collect()
+}
+
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
         stat.rsplit_once(')')

@@ -98,12 +98,24 @@ fn find_slirp() -> Option<PathBuf> {
 
 /// What a private network needs on this machine.
 pub fn probe() -> NetStatus {
-    match find_slirp() {
+    status(find_slirp())
+}
+
+/// Whether the slirp4netns at `path` gives private networks.
+pub fn probe_at(path: &Path) -> NetStatus {
+    status(Some(path.to_owned()))
+}
+
+fn status(found: Option<PathBuf>) -> NetStatus {
+    match found {
         Some(p) if super::is_executable(&p) => NetStatus::Available {
             helper: p.to_string_lossy().into_owned(),
         },
         Some(p) => NetStatus::Missing {
-            why: format!("{SLIRP_ENV}={} is not an executable file", p.display()),
+            why: format!(
+                "{} is not an executable file (slirp4netns is not installed there)",
+                p.display()
+            ),
             leaves_open: LEAVES_OPEN.to_owned(),
         },
         None => NetStatus::Missing {
@@ -115,8 +127,9 @@ pub fn probe() -> NetStatus {
     }
 }
 
-const LEAVES_OPEN: &str = "runs whose profile wants a private network share this machine's \
-     network instead: its loopback services (databases, web endpoints on 127.0.0.1) are in reach";
+const LEAVES_OPEN: &str = "runs whose profile wants a private network (the default) are not \
+     started; a profile may share this machine's network instead (network = \"host\"), its \
+     loopback services and Overseer's web endpoint then in reach";
 
 /// slirp4netns, when private networks work here.
 pub fn helper() -> Option<&'static Path> {
@@ -238,12 +251,193 @@ impl Pending {
                 err.lines().last().unwrap_or("it said nothing").trim()
             ));
         }
+        // This machine's own addresses are out of reach too (a web endpoint
+        // served on one, a database listening on all of them): routes
+        // to them that fail, in the run's namespace, before anything of the
+        // run's runs there. Nothing in the sandbox may change its routes.
+        let own = own_addresses();
+        if let Err(why) = unreachable_routes(pid, &own, helper).await {
+            let _ = child.start_kill();
+            return Err(format!(
+                "cannot keep this machine's own addresses out of the run's network: {why}"
+            ));
+        }
         rustix::io::write(&block_w, b"1").map_err(|e| format!("cannot start the sandbox: {e}"))?;
         drop(block_w);
         Ok(PrivateNetwork {
             _helper: child,
             _exit: exit_w,
         })
+    }
+}
+
+/// This machine's own IPv4 addresses but loopback (those of every
+/// interface of the engine's network namespace: the kernel's local routes,
+/// `/proc/net/fib_trie`). slirp4netns forwards a run's connection to any of
+/// them from this machine, so a service listening there (a web endpoint on
+/// `0.0.0.0` or on the LAN address) would be in reach. A run's network has
+/// no IPv6 (slirp4netns is not given `--enable-ipv6`).
+pub fn own_addresses() -> Vec<std::net::Ipv4Addr> {
+    let text = std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default();
+    own_addresses_in(&text)
+}
+
+fn own_addresses_in(fib_trie: &str) -> Vec<std::net::Ipv4Addr> {
+    let mut out: Vec<std::net::Ipv4Addr> = Vec::new();
+    let mut last: Option<std::net::Ipv4Addr> = None;
+    for line in fib_trie.lines() {
+        let line = line.trim();
+        if let Some(addr) = line.strip_prefix("|-- ") {
+            last = addr.trim().parse().ok();
+        } else if line.starts_with('/') {
+            if let Some(a) = last.filter(|a| !a.is_loopback()) {
+                if line.starts_with("/32 host LOCAL") && !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        } else {
+            last = None;
+        }
+    }
+    out
+}
+
+/// One `RTM_NEWROUTE` request: `addr`/32 unreachable, in the main table.
+fn unreachable_route(addr: std::net::Ipv4Addr, seq: u32) -> [u8; 36] {
+    const RTM_NEWROUTE: u16 = 24;
+    const NLM_F_REQUEST: u16 = 0x1;
+    const NLM_F_ACK: u16 = 0x4;
+    const NLM_F_EXCL: u16 = 0x200;
+    const NLM_F_CREATE: u16 = 0x400;
+    const AF_INET: u8 = 2;
+    const RT_TABLE_MAIN: u8 = 254;
+    const RTPROT_STATIC: u8 = 4;
+    const RT_SCOPE_UNIVERSE: u8 = 0;
+    const RTN_UNREACHABLE: u8 = 7;
+    const RTA_DST: u16 = 1;
+    let mut m = [0u8; 36];
+    m[0..4].copy_from_slice(&36u32.to_ne_bytes());
+    m[4..6].copy_from_slice(&RTM_NEWROUTE.to_ne_bytes());
+    m[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE).to_ne_bytes());
+    m[8..12].copy_from_slice(&seq.to_ne_bytes());
+    // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope,
+    // type, flags (u32, 0).
+    m[16..24].copy_from_slice(&[
+        AF_INET,
+        32,
+        0,
+        0,
+        RT_TABLE_MAIN,
+        RTPROT_STATIC,
+        RT_SCOPE_UNIVERSE,
+        RTN_UNREACHABLE,
+    ]);
+    // RTA_DST: the address.
+    m[28..30].copy_from_slice(&8u16.to_ne_bytes());
+    m[30..32].copy_from_slice(&RTA_DST.to_ne_bytes());
+    m[32..36].copy_from_slice(&addr.octets());
+    m
+}
+
+/// Adds an unreachable route for each of `addrs` in the network namespace
+/// of the sandbox `pid` (entered with its user namespace, which this user
+/// made and so commands), from a child process that then execs `true`
+/// (or `slirp4netns --version`). A connect from the
+/// run to one of them fails at once (`EHOSTUNREACH`), UDP too. The sandbox's
+/// processes have no capabilities over their namespace (bwrap drops them),
+/// so they cannot remove the routes.
+async fn unreachable_routes(
+    pid: u32,
+    addrs: &[std::net::Ipv4Addr],
+    helper: &Path,
+) -> Result<(), String> {
+    if addrs.is_empty() {
+        return Ok(());
+    }
+    let open_ns = |kind: &str| {
+        let path = format!("/proc/{pid}/ns/{kind}");
+        rustix::fs::open(
+            path.as_str(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| format!("cannot open {path}: {e}"))
+    };
+    let user = open_ns("user")?;
+    let net = open_ns("net")?;
+    let requests: Vec<[u8; 36]> = addrs
+        .iter()
+        .zip(1u32..)
+        .map(|(a, seq)| unreachable_route(*a, seq))
+        .collect();
+    // What the child execs once the routes are in: `true`, else the
+    // helper's `--version`.
+    let (program, arg) = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| super::is_executable(p))
+        .map_or((helper, Some("--version")), |t| (t, None));
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(arg)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    add_routes_before_exec(&mut cmd, user, net, requests);
+    let status = tokio::time::timeout(SETUP_LIMIT, cmd.status())
+        .await
+        .map_err(|_| "the routes were not added within 10 s".to_owned())?
+        .map_err(|e| format!("the routes were refused: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the child that added them ended with {status}"))
+    }
+}
+
+/// Between fork and exec: enter the sandbox's user and network namespaces
+/// and send each prepared `RTM_NEWROUTE`, reading the kernel's answer to
+/// each. A refusal fails the spawn with the kernel's error.
+#[allow(unsafe_code)]
+fn add_routes_before_exec(
+    cmd: &mut tokio::process::Command,
+    user: OwnedFd,
+    net: OwnedFd,
+    requests: Vec<[u8; 36]>,
+) {
+    use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
+    use std::os::fd::AsFd;
+    // SAFETY: the closure runs in the forked child, which has one thread,
+    // before exec; it makes only system calls (setns, socket, write, read) on
+    // descriptors and buffers made in the parent, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            move_into_link_name_space(user.as_fd(), Some(LinkNameSpaceType::User))?;
+            move_into_link_name_space(net.as_fd(), Some(LinkNameSpaceType::Network))?;
+            let sock = rustix::net::socket(
+                rustix::net::AddressFamily::NETLINK,
+                rustix::net::SocketType::RAW,
+                None,
+            )?;
+            let mut answer = [0u8; 512];
+            for request in &requests {
+                rustix::io::write(&sock, request)?;
+                let n = rustix::io::read(&sock, &mut answer)?;
+                // NLMSG_ERROR (2) with its error code (0: done) after the
+                // 16-byte header.
+                if n < 20 || u16::from_ne_bytes([answer[4], answer[5]]) != 2 {
+                    return Err(std::io::Error::from_raw_os_error(
+                        rustix::io::Errno::PROTO.raw_os_error(),
+                    ));
+                }
+                let code = i32::from_ne_bytes([answer[16], answer[17], answer[18], answer[19]]);
+                if code != 0 {
+                    return Err(std::io::Error::from_raw_os_error(-code));
+                }
+            }
+            Ok(())
+        });
     }
 }
 
@@ -371,6 +565,27 @@ async fn read_byte(fd: OwnedFd, deadline: tokio::time::Instant) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_machines_own_addresses_are_read_from_its_local_routes() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n\
+                    \x20          |-- 127.0.0.1\n              /32 host LOCAL\n\
+                    \x20          |-- 192.0.2.0\n              /24 link UNICAST\n\
+                    \x20          |-- 192.0.2.2\n              /32 host LOCAL\n\
+                    \x20       |-- 192.0.2.255\n           /32 link BROADCAST\n\
+                    Local:\n           |-- 192.0.2.2\n              /32 host LOCAL\n\
+                    \x20          |-- 172.17.0.1\n              /32 host LOCAL\n";
+        assert_eq!(
+            own_addresses_in(trie),
+            vec![
+                std::net::Ipv4Addr::new(192, 0, 2, 2),
+                std::net::Ipv4Addr::new(172, 17, 0, 1)
+            ]
+        );
+        let m = unreachable_route(std::net::Ipv4Addr::new(192, 0, 2, 2), 7);
+        assert_eq!(&m[32..36], &[192, 0, 2, 2]);
+        assert_eq!(m[23], 7, "RTN_UNREACHABLE");
+    }
 
     #[test]
     fn network_settings_old_and_new() {

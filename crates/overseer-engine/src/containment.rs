@@ -51,6 +51,14 @@ impl Runs {
         );
     }
 
+    /// This engine's runs use the slirp4netns at `path` (a path that is not
+    /// an executable: private networks are missing) instead of the one the
+    /// machine has: set once, before runs start (tests of a machine without
+    /// it; `OVERSEER_SLIRP4NETNS` does this for the whole process).
+    pub fn use_slirp4netns(&self, path: &Path) {
+        let _ = self.slirp.set(path.to_owned());
+    }
+
     /// This engine's cgroup directory (the parent of every `run-*` cgroup),
     /// when cgroups work here. One per database: engines on other data dirs
     /// never touch it.
@@ -174,7 +182,7 @@ impl Runs {
         inputs.env = env.to_vec();
         inputs.read_paths = profile.read_paths.clone();
         inputs.write_paths = profile.write_paths.clone();
-        inputs.network = self.run_network(run, &work.agent, profile.network, true);
+        inputs.network = self.run_network(&work.agent, profile.network)?;
         inputs.resolv_conf = self.resolv_conf(inputs.network);
         inputs.agent_socket = voice.socket.clone();
         inputs.overseer_bin = voice.overseer_bin.clone();
@@ -220,7 +228,7 @@ impl Runs {
         inputs.private_home = Some(home);
         inputs.read_paths = profile.read_paths.clone();
         inputs.write_paths = profile.write_paths.clone();
-        inputs.network = self.run_network(run, &work.agent, profile.network, false);
+        inputs.network = self.run_network(&work.agent, profile.network)?;
         inputs.resolv_conf = self.resolv_conf(inputs.network);
         out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
             format!(
@@ -231,31 +239,36 @@ impl Runs {
         Ok(out)
     }
 
-    /// The network a run of `profile` gets: what the profile asks for, but
-    /// the host's when a private network cannot be made here (said on the
-    /// run's timeline once, by its agent's launch: `tell`).
+    /// The network a run of `profile` gets: what the profile asks for. A
+    /// private network that cannot be made here (no slirp4netns) is never
+    /// traded for this machine's: the run does not start, with the install
+    /// line (Err: the note it fails with). Sharing the machine's network is
+    /// the owner's choice, per profile (`network = "host"`).
     fn run_network(
         &self,
-        run: RunId,
         profile: &str,
         wanted: net::NetworkMode,
-        tell: bool,
-    ) -> net::NetworkMode {
-        match (wanted, &probe().private_network) {
-            (net::NetworkMode::Private, NetStatus::Missing { why, leaves_open }) => {
-                if tell {
-                    self.note_security(
-                        run,
-                        format!(
-                            "the run shares this machine's network: no private network here \
-                             ({why}); {leaves_open}. Install slirp4netns, or set network = \
-                             \"none\" or \"host\" in [agents.{profile}] to choose"
-                        ),
-                    );
-                }
-                net::NetworkMode::Host
-            }
-            (mode, _) => mode,
+    ) -> Result<net::NetworkMode, String> {
+        match (wanted, &self.private_network()) {
+            (net::NetworkMode::Private, NetStatus::Missing { why, .. }) => Err(format!(
+                "not started: the run's private network cannot be made here ({why}). Install \
+                 slirp4netns (`apt-get install slirp4netns` on Debian/Ubuntu, `dnf install \
+                 slirp4netns` on Fedora) and start the run again; or, to let profile \
+                 `{profile}` share this machine's network (its loopback services, Overseer's \
+                 web endpoint included, in reach), set network = \"host\" in \
+                 [agents.{profile}] of overseer.toml, or network = \"none\" for no network"
+            )),
+            (mode, _) => Ok(mode),
+        }
+    }
+
+    /// Whether private networks work for this engine's runs: the machine's
+    /// ([`overseer_contain::net::probe`]), unless the engine was told which
+    /// slirp4netns to use ([`crate::Runs::use_slirp4netns`], tests).
+    pub(crate) fn private_network(&self) -> NetStatus {
+        match self.slirp.get() {
+            Some(path) => net::probe_at(path),
+            None => probe().private_network.clone(),
         }
     }
 

@@ -495,6 +495,17 @@ pub(crate) async fn stop_agent(engine: Arc<Runs>, run: RunId) {
     let Some(live) = engine.live.get(run) else {
         return;
     };
+    // A run frozen for the disk cannot take SIGTERM: killed at once.
+    if let Some(root) = engine.run_cgroup_root() {
+        for name in [format!("run-{run}"), format!("run-{run}-sensors")] {
+            let dir = root.join(name);
+            if overseer_contain::cgroup::is_frozen(&dir) {
+                if let Err(e) = overseer_contain::cgroup::kill_dir(&dir) {
+                    tracing::warn!(run = %run, "cannot kill the frozen {}: {e}", dir.display());
+                }
+            }
+        }
+    }
     let _ = live.conn.cancel().await;
     let killed = terminate_tree(run, &live, engine.config.abort_timeout(), "on abort").await;
     engine.live.set(run, None);

@@ -28,9 +28,28 @@ pub(crate) struct LiveRuns {
     pub(super) orphans: Mutex<HashMap<GateId, (RunId, String)>>,
     /// How agent sessions start; None: over ACP ([`AcpSessions`]).
     pub(crate) sessions: Mutex<Option<Arc<dyn StartSession>>>,
+    /// Runs stopped by an abort whose record is not written yet: their
+    /// driver records nothing of its own ending, and nothing launches them.
+    pub(crate) aborting: Mutex<HashSet<RunId>>,
 }
 
 impl LiveRuns {
+    pub(crate) fn set_aborting(&self, run: RunId, on: bool) {
+        let mut set = self.aborting.lock().unwrap_or_else(|p| p.into_inner());
+        if on {
+            set.insert(run);
+        } else {
+            set.remove(&run);
+        }
+    }
+
+    pub(crate) fn is_aborting(&self, run: RunId) -> bool {
+        self.aborting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&run)
+    }
+
     pub(crate) fn get(&self, run: RunId) -> Option<Arc<Live>> {
         self.agents
             .lock()

@@ -70,25 +70,234 @@ use tokio::sync::broadcast::error::RecvError;
 pub use turn::MAX_RETRIES;
 use turn::{end_run, still_active, Supervision, Turn};
 impl Runs {
-    /// Abort: the decision is committed first, then the agent's whole process
-    /// tree is stopped (SIGTERM, abort_timeout, SIGKILL) and
-    /// `orchestration_aborted` is published. Called from a blocking context
-    /// (CLI, window) it returns once the tree is gone.
+    /// Abort. While the run's agent lives, its whole process tree is stopped FIRST
+    /// (SIGTERM, abort_timeout, SIGKILL; a frozen run at once), and the
+    /// abort recorded after: a full disk never keeps the user from stopping
+    /// a run. A record that cannot be written yet (the disk is full even
+    /// after the reserve was freed) is retried once there is room, and the
+    /// next start records it if this engine could not (a marker in the data
+    /// dir that needs no room); meanwhile nothing relaunches the run, and the
+    /// answer says the run is aborted. Called on a current-thread runtime
+    /// (which cannot wait here), the record comes first and the stop
+    /// follows on its own task, also when the record fails.
     pub fn abort_run(self: &Arc<Self>, id: RunId, actor: &Actor) -> Result<RunView, ApiError> {
         let now = self.clock.now();
-        let out = ops::abort_run(&mut self.store(), id, actor, now)?;
-        self.publish(out.events);
-        if let (Some(handle), Some(_)) = (self.runtime.get(), self.live.get(id)) {
-            let stop = stop_agent(self.clone(), id);
-            if tokio::runtime::Handle::try_current().is_ok() {
-                // Finishes even if the engine is stopping (which waits for it).
-                self.tasks.spawn_on(stop, handle);
-            } else {
-                handle.block_on(stop);
+        // Only a current-thread runtime cannot wait here for the stop.
+        let flavor = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|h| h.runtime_flavor());
+        let blocking = flavor != Some(tokio::runtime::RuntimeFlavor::CurrentThread);
+        let (Some(handle), Some(_)) = (self.runtime.get().cloned(), self.live.get(id)) else {
+            let out = ops::abort_run(&mut self.store(), id, actor, now)?;
+            self.publish(out.events);
+            return Ok(out.run);
+        };
+        if !blocking {
+            let recorded = ops::abort_run(&mut self.store(), id, actor, now);
+            let failed_for_room = matches!(&recorded, Err(e) if e.code() == ErrorCode::Storage);
+            if recorded.is_err() && !failed_for_room {
+                return recorded.map(|o| o.run).map_err(ApiError::from);
+            }
+            if failed_for_room {
+                self.live.set_aborting(id, true);
+                let _ = self.abort_marker(id, actor);
+            }
+            let engine = self.clone();
+            let actor = actor.clone();
+            let run_now = self.run(id);
+            self.tasks.spawn_on(
+                async move {
+                    stop_agent(engine.clone(), id).await;
+                    if failed_for_room {
+                        engine.record_abort_until_written(id, actor, now).await;
+                    }
+                },
+                &handle,
+            );
+            return match recorded {
+                Ok(out) => {
+                    self.publish(out.events);
+                    Ok(out.run)
+                }
+                Err(_) => run_now.map(|r| aborted_view(r, now)),
+            };
+        }
+        // Refused before anything is killed: a run that cannot be aborted.
+        let before = self.run(id)?;
+        if let Err(source) = overseer_core::apply(before.state, RunEvent::Abort, now) {
+            return Err(
+                overseer_store::StoreError::InvalidTransition { run_id: id, source }.into(),
+            );
+        }
+        self.live.set_aborting(id, true);
+        let marker = self.abort_marker(id, actor);
+        let stop = || handle.block_on(stop_agent(self.clone(), id));
+        if flavor.is_some() {
+            // On a runtime's thread (a transport's blocking task, an engine
+            // task): the runtime carries on without this thread meanwhile.
+            tokio::task::block_in_place(stop);
+        } else {
+            stop();
+        }
+        match self.record_abort(id, actor, now) {
+            Ok(run) => {
+                self.live.set_aborting(id, false);
+                remove_marker(marker.as_deref());
+                Ok(run)
+            }
+            Err(e) if e.code == ErrorCode::Storage => {
+                tracing::warn!(run = %id, "run {id} is stopped; its abort is recorded once the disk has room: {}", e.message);
+                let engine = self.clone();
+                let actor = actor.clone();
+                self.tasks.spawn_on(
+                    async move { engine.record_abort_until_written(id, actor, now).await },
+                    &handle,
+                );
+                Ok(aborted_view(before, now))
+            }
+            Err(e) => {
+                self.live.set_aborting(id, false);
+                remove_marker(marker.as_deref());
+                Err(e)
             }
         }
+    }
+
+    /// The abort's record, tried twice: the first failure for a full disk
+    /// frees the reserve for the second.
+    fn record_abort(
+        self: &Arc<Self>,
+        id: RunId,
+        actor: &Actor,
+        now: overseer_core::Millis,
+    ) -> Result<RunView, ApiError> {
+        // One store lock per attempt (a guard held across both would wait
+        // for itself).
+        let first = ops::abort_run(&mut self.store(), id, actor, now);
+        let out = match first {
+            Ok(out) => out,
+            Err(_) => ops::abort_run(&mut self.store(), id, actor, now)?,
+        };
+        self.publish(out.events);
         Ok(out.run)
     }
+
+    /// Retries the record of an abort whose run is already stopped, each
+    /// time the disk has room, until it is written (or the run ended
+    /// otherwise, or the engine stops: the next start records it).
+    pub(crate) async fn record_abort_until_written(
+        self: Arc<Self>,
+        id: RunId,
+        actor: Actor,
+        at: overseer_core::Millis,
+    ) {
+        loop {
+            if self.is_stopping() {
+                return;
+            }
+            match self.record_abort(id, &actor, at) {
+                Ok(_) => break,
+                Err(e) if e.code == ErrorCode::Storage => {
+                    self.disk.wait_for_room().await;
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                Err(e) => {
+                    tracing::warn!(run = %id, "the abort of run {id} cannot be recorded: {}", e.message);
+                    break;
+                }
+            }
+        }
+        self.live.set_aborting(id, false);
+        remove_marker(Some(&self.abort_marker_path(id)));
+    }
+
+    /// `<data dir>/aborting/run-<id>`: says a run was stopped whose abort
+    /// may not be recorded yet.
+    fn abort_marker_path(&self, id: RunId) -> PathBuf {
+        self.paths()
+            .data_dir
+            .join(ABORTING_DIR)
+            .join(format!("run-{id}"))
+    }
+
+    /// Leaves the marker of an abort about to be made: an empty file (an
+    /// inode, no data block: it can be made on a full disk), then who asked
+    /// in it when there is room for that.
+    fn abort_marker(&self, id: RunId, actor: &Actor) -> Option<PathBuf> {
+        let path = self.abort_marker_path(id);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        match std::fs::File::create(&path) {
+            Ok(mut f) => {
+                use std::io::Write;
+                if let Ok(text) = serde_json::to_vec(actor) {
+                    let _ = f.write_all(&text);
+                }
+                Some(path)
+            }
+            Err(e) => {
+                tracing::warn!(run = %id, "cannot leave the abort's marker {}: {e}", path.display());
+                None
+            }
+        }
+    }
+}
+
+/// Where the markers of aborts not yet recorded are kept in the data dir.
+pub(crate) const ABORTING_DIR: &str = "aborting";
+
+fn remove_marker(path: Option<&std::path::Path>) {
+    if let Some(p) = path {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// What a stopped run will be once its abort is recorded.
+fn aborted_view(mut run: RunView, now: overseer_core::Millis) -> RunView {
+    if let Ok(t) = overseer_core::apply(run.state, RunEvent::Abort, now) {
+        run.state = t.to;
+        run.state_since = now;
+    }
+    run
+}
+
+/// The aborts a stopped engine could not record (their runs were stopped
+/// first): recorded now, or once there is room. Returns their runs, which
+/// are not carried on.
+fn finish_aborts(engine: &Arc<Engine>) -> Vec<RunId> {
+    let dir = engine.paths().data_dir.join(ABORTING_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let Some(id) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("run-"))
+            .and_then(|n| n.parse::<RunId>().ok())
+        else {
+            continue;
+        };
+        let actor = std::fs::read(e.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Actor>(&b).ok())
+            .unwrap_or(Actor::Engine);
+        let active = engine.run(id).is_ok_and(|r| {
+            overseer_core::apply(r.state, RunEvent::Abort, engine.clock.now()).is_ok()
+        });
+        if !active {
+            let _ = std::fs::remove_file(e.path());
+            continue;
+        }
+        out.push(id);
+        engine.live.set_aborting(id, true);
+        let runs = engine.runs_layer();
+        let now = engine.clock.now();
+        engine.spawn_task(async move { runs.record_abort_until_written(id, actor, now).await });
+    }
+    out
 }
 
 impl Engine {
@@ -230,7 +439,7 @@ enum Start {
 }
 
 fn launch(engine: &Arc<Engine>, run: RunId, start: Start) {
-    if engine.is_stopping() || !engine.live.take(run) {
+    if engine.is_stopping() || engine.live.is_aborting(run) || !engine.live.take(run) {
         return;
     }
     // An event says what a run was when it was written, not what it is now
@@ -284,9 +493,15 @@ fn recover(engine: &Arc<Engine>) -> Result<Vec<RunId>, ApiError> {
     engine.reconcile_decisions_at_start()?;
     // An external session lives outside us: it was not interrupted, and its
     // askers come back for their gates (or they are withdrawn).
+    let aborted = finish_aborts(engine);
     let runs = engine.runs()?;
     consult::fail_orphans(engine, &runs);
-    let carry_on = runs.into_iter().filter(takes_work).map(|r| r.id).collect();
+    let carry_on = runs
+        .into_iter()
+        .filter(takes_work)
+        .map(|r| r.id)
+        .filter(|id| !aborted.contains(id))
+        .collect();
     engine.renotify_pending()?;
     crate::agents::external::withdraw_unclaimed_after_restart(engine);
     Ok(carry_on)

@@ -33,7 +33,9 @@ pub(super) async fn end_run(engine: &Engine, run: RunId, event: RunEvent, why: &
     loop {
         // Agents stopped at exit did not fail: the next start finds their
         // runs interrupted (resumable).
-        if engine.is_stopping() {
+        // A run the user aborted: its agent was stopped first, and the
+        // abort is its record (written now or once there is room).
+        if engine.is_stopping() || engine.live.is_aborting(run) {
             return;
         }
         if !noted {

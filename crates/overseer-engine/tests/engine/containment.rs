@@ -144,6 +144,8 @@ r tmp 'echo x > /tmp/x && test -s /tmp/x'
 r tcp 'timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"'
 r tcp_gateway 'timeout 3 bash -c "exec 3<>/dev/tcp/10.0.2.2/$PORT"'
 r tcp_out 'test -n "$OUT" && timeout 3 bash -c "exec 3<>/dev/tcp/$OUT/$OUTPORT"'
+r route_change 'ip route del unreachable "$OUT/32"'
+r tcp_out_after 'test -n "$OUT" && timeout 3 bash -c "exec 3<>/dev/tcp/$OUT/$OUTPORT"'
 r dns_conf 'grep -q "^nameserver 10.0.2.3" /etc/resolv.conf'
 r home_at_user_home 'test "$HOME" = "$HOSTHOME"'
 r tmpdir 'test "$TMPDIR" = /tmp'
@@ -450,12 +452,20 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
         listener.accept().is_err(),
         "nothing reached this machine's loopback from a private network"
     );
-    // ... while the network outside is reached (outbound through slirp4netns).
+    // Nor does a listener on this machine's own non-loopback address (a web
+    // endpoint served on the LAN address, or on 0.0.0.0): slirp4netns would
+    // connect to it from this machine; the run's namespace has an
+    // unreachable route for each of the machine's addresses.
     match l.outside {
-        Some(_) => assert_eq!(seen.get("tcp_out").copied(), Some(true), "{seen:?}"),
-        None => eprintln!(
-            "NOTE: this machine has no non-loopback address: outbound network from a private \
-             network is not checked here"
+        Some(_) => {
+            assert_eq!(seen.get("tcp_out").copied(), Some(false), "{seen:?}");
+            // The run cannot take the route away (no capability over its
+            // network, also when the engine runs as root).
+            assert_eq!(seen.get("route_change").copied(), Some(false), "{seen:?}");
+            assert_eq!(seen.get("tcp_out_after").copied(), Some(false), "{seen:?}");
+        }
+        None => panic!(
+            "this machine has no non-loopback address: the test of its own addresses needs one"
         ),
     }
 
@@ -463,6 +473,9 @@ async fn inside_the_sandbox_only_the_run_its_home_and_the_network_are_reachable(
     // not the desktop's abstract sockets).
     let seen = l.probe(NetworkMode::Host, port).await;
     assert_eq!(seen.get("tcp").copied(), Some(true), "{seen:?}");
+    // The same listener on the machine's own address is reached from the
+    // host's network: what the private network refused was the route.
+    assert_eq!(seen.get("tcp_out").copied(), Some(true), "{seen:?}");
     assert_eq!(
         seen.get("abstract_socket").copied(),
         Some(false),

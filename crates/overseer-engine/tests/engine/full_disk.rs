@@ -294,3 +294,155 @@ async fn a_check_that_fills_the_disk_is_weighed_once_there_is_room() {
     drop(mounted);
     drop(w);
 }
+
+/// The agent's process: waits for `go` in its worktree, then writes for as
+/// long as it lives (a filler that retries whenever a write fails).
+const KEEPER: &str = r#"
+[disk]
+floor = "16M"
+reserve = "8M"
+
+[agents.keeper]
+command = "/bin/sh"
+args = ["-c", "while [ ! -e go ]; do sleep 0.05; done; while true; do cat /dev/zero >> fill 2>/dev/null; done"]
+mode = "default"
+"#;
+
+/// Issue 37, item 10: a run paused for the disk is frozen (its cgroup's
+/// `cgroup.freeze` is 1 and room freed under it stays free), and Stop works
+/// on the full disk: the run is killed first (its processes gone at once)
+/// and the abort is recorded after, once there is room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_for_the_disk_is_frozen_and_stop_kills_it_first() {
+    if !may_mount("full_disk::a_run_paused_for_the_disk_is_frozen_and_stop_kills_it_first") {
+        return;
+    }
+    let script = Script::new(vec![Turn::new(vec![Act::Question {
+        message: "Shall I go on?".to_owned(),
+        schema: serde_json::json!({"type": "object", "properties": {"ok": {"type": "string"}}}),
+    }])]);
+    let notified = Arc::new(Captured::default());
+    let (w, mounted) = world_on_small_disk(
+        "64m",
+        KEEPER,
+        WorkspaceSettings::default(),
+        notified.clone(),
+        &script,
+    )
+    .await;
+    // Ballast the test frees once the run is frozen (less than the floor).
+    let ballast = data_dir(&w).join("ballast");
+    std::fs::write(&ballast, vec![1u8; 4 << 20]).expect("ballast");
+    let run = start_as(&w, "keeper", "none", skip_plan());
+    common::pending_gate(&w, run, GateKind::Question).await;
+    let cgroup = w
+        .engine
+        .run_cgroup_root()
+        .expect("cgroups work here")
+        .join(format!("run-{run}"));
+    std::fs::write(worktree(&w, run).join("go"), "").expect("go");
+    until_full(&data_dir(&w)).await;
+    eventually("the pause on the run's timeline", 20, || {
+        notices(&w.engine, run)
+            .iter()
+            .any(|t| t.starts_with("Paused"))
+            .then_some(())
+    })
+    .await;
+
+    // Frozen: the kernel says so, and room freed under the run stays free
+    // (a filler still running would take it within milliseconds).
+    eventually("the run's cgroup to be frozen", 10, || {
+        std::fs::read_to_string(cgroup.join("cgroup.events"))
+            .ok()?
+            .lines()
+            .any(|l| l.trim() == "frozen 1")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(cgroup.join("cgroup.freeze"))
+            .expect("cgroup.freeze")
+            .trim(),
+        "1"
+    );
+    let fill = worktree(&w, run).join("fill");
+    let size = std::fs::metadata(&fill).expect("the filler's file").len();
+    std::fs::remove_file(&ballast).expect("free the ballast");
+    let free = overseer_engine::disk::free_bytes(&data_dir(&w)).expect("statvfs");
+    assert!(free >= 3 << 20, "the ballast's room is free: {free}");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        std::fs::metadata(&fill).expect("fill").len(),
+        size,
+        "a frozen run writes nothing more"
+    );
+    let later = overseer_engine::disk::free_bytes(&data_dir(&w)).expect("statvfs");
+    assert!(
+        later + (1 << 20) >= free,
+        "nothing took the freed room: {free} then {later}"
+    );
+    assert_eq!(
+        w.engine.run(run).expect("run").state,
+        RunState::Running,
+        "paused, not failed"
+    );
+
+    // Take the room again (as another writer on the machine would): the
+    // disk is full when the user stops the run.
+    let refill = data_dir(&w).join("refill");
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cat /dev/zero > '{}' 2>/dev/null",
+            refill.display()
+        ))
+        .status();
+    until_full(&data_dir(&w)).await;
+
+    // Stop, from a transport's blocking task as the CLI's request is served.
+    let pids = w
+        .engine
+        .run_cgroup_root()
+        .map(|_| std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default());
+    assert!(
+        pids.as_deref().is_some_and(|p| !p.trim().is_empty()),
+        "the run has processes before the stop"
+    );
+    let engine = w.engine.clone();
+    let stopped = tokio::task::spawn_blocking(move || engine.abort_run(run, &Actor::cli()))
+        .await
+        .expect("the abort's task");
+    let view = stopped.expect("Stop works on a full disk");
+    assert_eq!(
+        view.state,
+        RunState::Released {
+            reason: ReleaseReason::AbortedByUser
+        }
+    );
+    // Killed first: nothing of the run is left, whether or not the record
+    // could be written yet.
+    let left = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+    assert!(left.trim().is_empty(), "processes left after Stop: {left}");
+
+    // The record follows once there is room.
+    std::fs::remove_file(&refill).expect("free the room");
+    let _ = std::fs::remove_file(&fill);
+    eventually("the abort to be recorded", 30, || {
+        (w.engine.run(run).ok()?.state
+            == RunState::Released {
+                reason: ReleaseReason::AbortedByUser,
+            })
+        .then_some(())
+    })
+    .await;
+    assert!(
+        !data_dir(&w)
+            .join("aborting")
+            .join(format!("run-{run}"))
+            .exists(),
+        "the abort's marker is gone once it is recorded"
+    );
+    drop(mounted);
+    drop(w);
+}
