@@ -968,30 +968,7 @@ async fn workspace(paths: &Paths, cmd: WorkspaceCommand) -> anyhow::Result<ExitC
         WorkspaceCommand::Merge {
             workspace,
             two_person,
-        } => {
-            let two_person = match two_person.as_str() {
-                "on" => true,
-                "off" => false,
-                other => anyhow::bail!("--two-person {other}: say on or off"),
-            };
-            let ws: overseer_store::Workspace = act(
-                paths,
-                op::SetWorkspaceMerge {
-                    workspace,
-                    two_person,
-                },
-            )
-            .await?;
-            println!(
-                "workspace {}: {}",
-                output::inert(&ws.name),
-                if ws.settings.two_person_merge {
-                    "a run merges only on the approval of a person who did not start it"
-                } else {
-                    "one approval merges a run"
-                }
-            );
-        }
+        } => set_two_person(paths, workspace, &two_person).await?,
         WorkspaceCommand::Checks {
             workspace,
             sensors,
@@ -1439,4 +1416,31 @@ async fn serve(paths: Paths, args: ServeArgs) -> anyhow::Result<ExitCode> {
 fn now_ms() -> i64 {
     use overseer_engine::Clock;
     SystemClock.now()
+}
+
+/// `overseer workspace merge --two-person on|off`.
+async fn set_two_person(paths: &Paths, workspace: String, two_person: &str) -> anyhow::Result<()> {
+    let two_person = match two_person {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--two-person {other}: say on or off"),
+    };
+    let ws: overseer_store::Workspace = act(
+        paths,
+        op::SetWorkspaceMerge {
+            workspace,
+            two_person,
+        },
+    )
+    .await?;
+    println!(
+        "workspace {}: {}",
+        output::inert(&ws.name),
+        if ws.settings.two_person_merge {
+            "a run merges only on the approval of a person who did not start it"
+        } else {
+            "one approval merges a run"
+        }
+    );
+    Ok(())
 }
