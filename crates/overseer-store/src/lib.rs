@@ -77,13 +77,21 @@ fn owner_only(path: &Path) -> Result<(), StoreError> {
         let p = p.to_owned();
         move |source| StoreError::Io { path: p, source }
     };
-    std::fs::OpenOptions::new()
+    // Never open (and so close) a descriptor on a database that may be
+    // open: closing any descriptor drops every POSIX lock this process
+    // holds on the file, SQLite's included, and another process could then
+    // write beside ours ("disk I/O error", or worse). Created only when it
+    // is not there yet (no connection can hold it then); chmod by path.
+    match std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(false)
+        .create_new(true)
         .mode(0o600)
         .open(path)
-        .map_err(io(path))?;
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(path)(e)),
+    }
     for suffix in ["", "-wal", "-shm"] {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
