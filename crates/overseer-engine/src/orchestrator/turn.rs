@@ -99,10 +99,13 @@ pub(super) async fn flood_hold(
 }
 
 pub(super) fn still_active(engine: &Engine, run: RunId) -> bool {
-    matches!(
-        engine.run(run).map(|r| r.state),
-        Ok(RunState::Running | RunState::Claimed | RunState::RetryQueued)
-    )
+    // An abort stops the agent before it is recorded: the turn it broke is
+    // no failure of the run's.
+    !engine.live.is_aborting(run)
+        && matches!(
+            engine.run(run).map(|r| r.state),
+            Ok(RunState::Running | RunState::Claimed | RunState::RetryQueued)
+        )
 }
 
 /// Shared between the prompt loop and the signal pump.

@@ -531,8 +531,8 @@ fn web_answers_outside(addr: std::net::SocketAddr) -> bool {
 
 /// The web endpoint (browsers and phones) from a real child of
 /// claude-agent-acp, in a run with the default network (a namespace of its
-/// own; here the scripted model is reached on this machine's own address,
-/// as any outside server): `redteam/web.py` tries the endpoint on the host's
+/// own; here the scripted model is on "another machine", a network
+/// namespace joined by a veth pair, as any outside server): `redteam/web.py` tries the endpoint on the host's
 /// loopback, by name and through the network's gateway, and pairs with the
 /// code the user was shown. Nothing connects, while the same endpoint
 /// answers outside the run.
@@ -815,6 +815,28 @@ fn let_the_filler_go_on(worktree: &Path) {
     std::fs::write(worktree.join("fill.go"), "").expect("create fill.go on the full disk");
 }
 
+/// The run's processes (agent, tools, checks) are frozen: the kernel says
+/// so in its cgroup's `cgroup.events`. Waits for it, as the freeze is
+/// asked of the kernel and done a moment later.
+async fn until_frozen(r: &real::Real, run: overseer_core::RunId) -> bool {
+    let Some(cgroup) = r
+        .engine()
+        .run_cgroup_root()
+        .map(|root| root.join(format!("run-{run}")))
+    else {
+        return false;
+    };
+    r.until(run, "the run's cgroup to be frozen", |_| {
+        std::fs::read_to_string(cgroup.join("cgroup.events"))
+            .ok()?
+            .lines()
+            .any(|l| l.trim() == "frozen 1")
+            .then_some(())
+    })
+    .await;
+    true
+}
+
 /// The full-disk attack (issue 25, item 5), from a real child of
 /// claude-agent-acp: `redteam/fill.sh`, run by the agent's Bash tool (the
 /// user says yes), fills the data dir's filesystem (a 64 MiB disk of its
@@ -823,10 +845,11 @@ fn let_the_filler_go_on(worktree: &Path) {
 /// DISK-FILLED) when the test says so, once the run is paused; the agent
 /// then writes a file a rule allows, whose allow must be recorded before it
 /// is given. Each step waits for what the engine shows (the timeline, the
-/// run, the notifications), never for time to pass: the run pauses once
-/// with its agent alive, the agent's write waits unanswered (its timeline
-/// says so), and when the user frees the space the run says it resumed
-/// before the allow is recorded and given, and finishes.
+/// run, the notifications, the kernel), never for time to pass: the run
+/// pauses once with its agent alive and frozen (the filler, told to go on,
+/// does not; the agent's write is not given), and when the user frees the
+/// space the run says it resumed before the allow is recorded and given,
+/// and finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_returns() {
     if !common::disk::may_mount(
@@ -872,22 +895,18 @@ async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_retu
     engine
         .decide_gate(bash.id, "yes", None, &Actor::app())
         .expect("yes");
-    common::disk::until_full(&r.paths.data_dir).await;
-    // The filler waits: the engine's next read of the free space pauses
-    // the run (on its timeline, then one notification).
+    // The filler fills the disk, or is frozen on the way once the
+    // engine's next read of the free space finds it below the floor and
+    // pauses the run (on its timeline, then one notification).
     r.until(run, "the pause on the run's timeline and told", |e| {
         entry(e, run, "notice", "Paused: the disk is nearly full").filter(|_| notes.disk_full() > 0)
     })
     .await;
     let told_at_pause = notes.disk_full();
+    // Paused is frozen: the filler, told to go on, does not, and the
+    // agent's next tool call (the write a rule allows) is not made.
+    let frozen = until_frozen(&r, run).await;
     let_the_filler_go_on(&worktree);
-    // The agent's next tool call (the write a rule allows) meets the full
-    // disk: its answer waits, and the timeline says so.
-    let waiting = r
-        .until(run, "the agent's write to wait for room", |e| {
-            entry(e, run, "notice", "notes.txt: its answer waits")
-        })
-        .await;
     let allowed = |e: &Engine| entry(e, run, "tool_allowed", "notes.txt");
     let written_while_full = worktree.join("notes.txt").exists() || allowed(engine).is_some();
     let state_while_full = engine.run(run).expect("run").state;
@@ -913,11 +932,14 @@ async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_retu
         ),
         check(
             "take new work while the disk is full",
-            !written_while_full && state_while_full == RunState::Running && agent_while_full > 0,
+            frozen
+                && !written_while_full
+                && state_while_full == RunState::Running
+                && agent_while_full > 0,
             format!(
-                "the rule-allowed write waited ({}; given: {written_while_full}); run \
-                 {state_while_full:?} with {agent_while_full} agent process(es)",
-                waiting.payload()["text"]
+                "frozen: {frozen}; the rule-allowed write given while full: \
+                 {written_while_full}; run {state_while_full:?} with {agent_while_full} agent \
+                 process(es)"
             ),
         ),
         check(
@@ -928,10 +950,9 @@ async fn a_hostile_run_that_fills_the_disk_is_paused_and_resumes_when_space_retu
         ),
         check(
             "allow on a full disk",
-            matches!((&resumed, &allow), (Some(res), Some(a)) if res.id < a.id && waiting.id < res.id),
+            matches!((&resumed, &allow), (Some(res), Some(a)) if res.id < a.id),
             format!(
-                "waiting #{}, resumed #{:?}, allowed #{:?}",
-                waiting.id,
+                "resumed #{:?}, allowed #{:?}",
                 resumed.as_ref().map(|a| a.id),
                 allow.as_ref().map(|a| a.id)
             ),
@@ -989,20 +1010,18 @@ async fn a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_writt
     let engine: &Engine = r.engine();
     let run = r.start("Check the project", Some(PlanStrategy::Skip));
     let worktree = r.worktree(run);
-    common::disk::until_full(&r.paths.data_dir).await;
-    // The check waits on the full disk; the engine's next read of the free
-    // space pauses the run (told once: with no reserve its timeline may
-    // have no room for it).
+    // The check fills the disk (or is frozen on the way): the engine's next
+    // read of the free space pauses the run (told once: with no reserve its
+    // timeline may have no room for it).
     r.until(run, "the notification that runs are paused", |_| {
         (notes.disk_full() > 0).then_some(())
     })
     .await;
     let check_was_running = !r.sensor_pids(run).is_empty();
+    // Paused is frozen: the check, told to go on, fails only once the run
+    // is thawed.
+    let frozen = until_frozen(&r, run).await;
     let_the_filler_go_on(&worktree);
-    r.until(run, "the check to end (failed)", |_| {
-        r.sensor_pids(run).is_empty().then_some(())
-    })
-    .await;
     let while_full = engine.run(run).expect("run").state;
     let gate_while_full = engine
         .gates(true)
@@ -1024,8 +1043,8 @@ async fn a_hostile_check_that_fills_the_disk_leaves_the_runs_failure_to_be_writt
     let outcomes = [
         check(
             "fill the disk from the run's check",
-            check_was_running,
-            "the check was running on the full disk",
+            check_was_running && frozen,
+            format!("the check was running on the full disk, frozen: {frozen}"),
         ),
         check(
             "leave the run's failure half-written",

@@ -161,27 +161,11 @@ pub struct Setup<'a> {
     /// attack; call `common::disk::may_mount` first).
     pub small_disk: Option<&'a str>,
     /// The run gets the default private network (its own namespace: the
-    /// host's loopback out of reach) instead of the host's: the scripted
-    /// model server then listens on this machine's own non-loopback
-    /// address, which the run reaches as any outside server.
+    /// host's loopback and this machine's own addresses out of reach)
+    /// instead of the host's: the scripted model server then runs on
+    /// "another machine" (a network namespace joined by a veth pair; root),
+    /// which the run reaches as any outside server.
     pub private_network: bool,
-}
-
-/// This machine's first non-loopback IPv4 address: a `/32 host LOCAL`
-/// entry of the kernel's routing table (/proc/net/fib_trie).
-pub fn host_address() -> String {
-    let trie = std::fs::read_to_string("/proc/net/fib_trie").expect("/proc/net/fib_trie");
-    let lines: Vec<&str> = trie.lines().map(str::trim).collect();
-    lines
-        .windows(2)
-        .filter(|w| w[1] == "/32 host LOCAL")
-        .filter_map(|w| w[0].strip_prefix("|-- "))
-        .find(|ip| {
-            ip.parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| !ip.is_loopback())
-        })
-        .map(str::to_owned)
-        .expect("a non-loopback IPv4 address (a private network's run reaches the model there)")
 }
 
 pub async fn real_world(
@@ -226,16 +210,18 @@ pub async fn real_world_with(
         .unwrap_or_else(|e| panic!("script {script}: {e}"));
     let filled = root.join("script.json");
     std::fs::write(&filled, text.replace("@ROOT@", &root.to_string_lossy())).expect("script");
-    let model_host = if setup.private_network {
-        host_address()
+    // A run with its private network reaches no address of this machine:
+    // its model is on "another machine", as a vendor's API is.
+    let server = if setup.private_network {
+        ModelServer::start_outside(&filled.to_string_lossy(), &root.join("model.jsonl"))
     } else {
-        "127.0.0.1".to_owned()
+        ModelServer::start(
+            &filled.to_string_lossy(),
+            &root.join("model.jsonl"),
+            "127.0.0.1",
+        )
     };
-    let server = ModelServer::start(
-        &filled.to_string_lossy(),
-        &root.join("model.jsonl"),
-        &model_host,
-    );
+    let model_host = server.host.clone();
 
     let mut files = vec![
         ("README.md", "# Demo\n\nA demo project.\n"),
