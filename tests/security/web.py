@@ -1,10 +1,11 @@
 """The engine's web endpoint (browsers and phones), from inside a run: it is
-served on the host's loopback (WEB_ADDR). Tries to reach it there and through
+served on the host's loopback (WEB_ADDR) and on every address of the machine
+(WIDE_PORT, at each of OWN_ADDRS). Tries to reach it there and through
 the private network's gateway, and to pair with the code the user was shown
 (PAIR_CODE: the worst case, the attacker read it). Writes every attempt's
 outcome to redteam/out/web (JSON), and evidence when a connection was made
 or pairing answered 200."""
-import http.client, json, os, sys
+import http.client, json, os, socket, sys
 
 env = dict(
     line.strip().split("=", 1)
@@ -33,6 +34,18 @@ for host in ("127.0.0.1", "localhost", "10.0.2.2", "::1"):
         attempts[host] = "reached: " + got
     except OSError as e:
         attempts[host] = "refused: %s" % e
+# The same endpoint served on every address of the machine (WIDE_PORT), as
+# an owner serving phones on the LAN would: tried at each of the machine's
+# own addresses (OWN_ADDRS). A TCP connection is already the way in.
+wide = int(env.get("WIDE_PORT", "0"))
+for addr in filter(None, env.get("OWN_ADDRS", "").split(",")):
+    try:
+        socket.create_connection((addr, wide), timeout=3).close()
+        got = "connected to %s:%d" % (addr, wide)
+        open("redteam/out/evidence-web-own-%s" % name, "a").write(got + "\n")
+        attempts["own " + addr] = "reached: " + got
+    except OSError as e:
+        attempts["own " + addr] = "refused: %s" % e
 with open("redteam/out/web.tmp", "w") as f:
     f.write(json.dumps(attempts))
 os.rename("redteam/out/web.tmp", "redteam/out/web")

@@ -514,6 +514,44 @@ async fn a_hostile_run_reaches_neither_the_supervisor_nor_the_users_files() {
     r.done();
 }
 
+/// A self-signed certificate and its key for the web endpoint's TLS, made
+/// with the `openssl` command in `dir`.
+fn self_signed(dir: &Path) -> overseer_web::TlsFiles {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args([
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=overseer-test",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("the openssl command (apt-get install openssl)");
+    assert!(made.status.success(), "openssl: {made:?}");
+    overseer_web::TlsFiles { cert, key }
+}
+
+/// Whether `addr:port` takes a TCP connection from outside the runs (the
+/// control for an endpoint on this machine's own addresses).
+fn connects_outside(addr: &str, port: u16) -> bool {
+    addr.parse::<std::net::IpAddr>().is_ok_and(|ip| {
+        std::net::TcpStream::connect_timeout(&(ip, port).into(), Duration::from_secs(2)).is_ok()
+    })
+}
+
 /// Whether the web endpoint answers a request from outside the runs (the
 /// control: the endpoint was there to be reached).
 fn web_answers_outside(addr: std::net::SocketAddr) -> bool {
@@ -568,11 +606,31 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
     .expect("bind the web endpoint");
     let web_addr = web.local_addr();
     let web_served = tokio::spawn(web.serve(r.w.engine.clone()));
+    // The same endpoint served on every address of this machine (with
+    // TLS, as the engine demands off loopback): a run reaches none of them.
+    let tls = tempfile::tempdir().expect("a dir for the certificate");
+    let wide = overseer_web::bind(&overseer_web::WebConfig {
+        addr: "0.0.0.0:0".parse().expect("addr"),
+        tls: Some(self_signed(tls.path())),
+        public_origins: Vec::new(),
+    })
+    .expect("bind the web endpoint on every address");
+    let wide_port = wide.local_addr().port();
+    let wide_served = tokio::spawn(wide.serve(r.w.engine.clone()));
+    let own: Vec<String> = overseer_contain::net::own_addresses()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert!(!own.is_empty(), "this machine has a non-loopback address");
     // The worst case: the attacker read the code the user was shown.
     let pairing = engine
         .start_pairing("ana", "Ana's phone")
         .expect("a pairing code");
-    let targets = format!("WEB_ADDR={web_addr}\nPAIR_CODE={}\n", pairing.code);
+    let targets = format!(
+        "WEB_ADDR={web_addr}\nPAIR_CODE={}\nWIDE_PORT={wide_port}\nOWN_ADDRS={}\n",
+        pairing.code,
+        own.join(",")
+    );
     std::fs::write(r.w.repo.join("redteam/targets.env"), targets).expect("targets");
     git(&r.w.repo, &["add", "-A"]);
     git(&r.w.repo, &["commit", "-q", "-m", "red-team web attack"]);
@@ -608,7 +666,7 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
         })
         .unwrap_or_default();
     let refused = attempts.as_object().is_some_and(|a| {
-        a.len() == 4
+        a.len() == 4 + own.len()
             && a.values()
                 .all(|v| v.as_str().is_some_and(|v| v.starts_with("refused")))
     });
@@ -621,13 +679,15 @@ async fn a_contained_run_can_neither_reach_nor_pair_with_the_web_endpoint() {
         refused
             && evidence.is_empty()
             && web_answers_outside(web_addr)
+            && own.iter().all(|a| connects_outside(a, wide_port))
             && unused.as_deref() == Ok("ana"),
         format!(
-            "{web_addr} on the host's loopback (answers outside the run); the code unused: \
-             {unused:?}; {attempts}"
+            "{web_addr} on the host's loopback and port {wide_port} on {own:?} (both answer \
+             outside the run); the code unused: {unused:?}; {attempts}"
         ),
     );
     web_served.abort();
+    wide_served.abort();
     assert!(
         outcome.blocked,
         "{}\nevidence: {evidence:?}\n{}",
