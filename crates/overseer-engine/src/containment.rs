@@ -202,6 +202,43 @@ impl Runs {
     /// removes it after the command), never the agent's (which holds its
     /// credentials and session store).
     pub(crate) fn contain_sensor(&self, run: RunId, worktree: &Path) -> Result<Contained, String> {
+        self.contain_check(
+            run,
+            worktree,
+            &format!("run-{run}-sensors"),
+            self.sensor_home(run),
+        )
+    }
+
+    /// Like [`Self::contain_sensor`], for the supervisor's command judging
+    /// `run` (issue 37, item 2): the run's worktree, a fresh home and a
+    /// cgroup of its own per evaluation (`n`), the engine's environment
+    /// never (the caller gives the variables the owner named).
+    pub(crate) fn contain_evaluator(
+        &self,
+        run: RunId,
+        n: u64,
+    ) -> Result<(Contained, PathBuf, PathBuf), String> {
+        let work = self
+            .store()
+            .run_work(run)
+            .map_err(|e| format!("cannot read the run: {e}"))?;
+        let worktree = self.worktree_path(&work.workspace.name, run);
+        let home = self
+            .agent_home("_evaluators")
+            .join(format!("run-{run}-{n}"));
+        let contained =
+            self.contain_check(run, &worktree, &format!("run-{run}-eval-{n}"), home.clone())?;
+        Ok((contained, home, worktree))
+    }
+
+    fn contain_check(
+        &self,
+        run: RunId,
+        worktree: &Path,
+        cgroup: &str,
+        home: PathBuf,
+    ) -> Result<Contained, String> {
         let work = self
             .store()
             .run_work(run)
@@ -215,14 +252,13 @@ impl Runs {
             .config
             .run_limits(&work.workspace.name, &work.agent, &profile)?;
         let mut out = Contained {
-            cgroup: self.run_cgroup(&format!("run-{run}-sensors"), run, &limits),
+            cgroup: self.run_cgroup(cgroup, run, &limits),
             ..Contained::default()
         };
         if !contained {
             return Ok(out);
         }
         let mut inputs = self.sandbox_inputs(Some(Path::new(&work.workspace.path)), worktree);
-        let home = self.sensor_home(run);
         let _ = std::fs::remove_dir_all(&home);
         private_dir(&home)?;
         inputs.private_home = Some(home);
@@ -232,7 +268,7 @@ impl Runs {
         inputs.resolv_conf = self.resolv_conf(inputs.network);
         out.sandbox = Some(bwrap::plan(&inputs).map_err(|e| {
             format!(
-                "the sensors' sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",
+                "the checks' sandbox cannot be built: {e} (in [agents.{}] of overseer.toml)",
                 work.agent
             )
         })?);

@@ -21,6 +21,7 @@ mod autorun;
 mod budget;
 mod clock;
 pub use overseer_config as config;
+mod contained_eval;
 mod containment;
 mod decide;
 pub mod demo;

@@ -549,6 +549,7 @@ impl Supervision {
 pub(crate) fn evaluator(
     policy: &SupervisorPolicy,
     supervision: &crate::config::SupervisionConfig,
+    launcher: impl FnOnce() -> Arc<dyn overseer_evaluate::Launcher>,
 ) -> Arc<dyn Evaluator> {
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     // The secrets the owner named (overseer.toml): the only variables of
@@ -561,6 +562,8 @@ pub(crate) fn evaluator(
             args: args.clone(),
             timeout,
             env: overseer_evaluate::evaluator_env(std::env::vars(), &named),
+            // Its sandbox, made for a command only.
+            launcher: launcher(),
         }),
         EvaluatorConfig::Openai {
             base_url,
@@ -617,7 +620,9 @@ async fn evaluate_gate(engine: Arc<Supervision>, gate_id: GateId, policy: Superv
             .filter(|v| v.fits(Subject::Gate))
             .collect(),
     };
-    let ev = evaluator(&policy, &engine.config.supervision);
+    let ev = evaluator(&policy, &engine.config.supervision, || {
+        engine.evaluator_launcher(run.id)
+    });
     let actor = Actor::Supervisor(ev.id());
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let result = evaluate_with_timeout(&*ev, &req, timeout).await;
@@ -795,7 +800,9 @@ pub(crate) async fn evaluate_step(
             .filter(|v| v.fits(Subject::Step))
             .collect(),
     };
-    let ev = evaluator(policy, &engine.config.supervision);
+    let ev = evaluator(policy, &engine.config.supervision, || {
+        engine.evaluator_launcher(work.run_id)
+    });
     let actor = Actor::Supervisor(ev.id());
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let source = Some(format!("step_finished:{}:{step_no}", work.run_id));

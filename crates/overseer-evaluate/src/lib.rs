@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version stamp of the evaluator prompt, recorded with every LLM decision.
 pub const PROMPT_VERSION: &str = "overseer-supervisor/2";
@@ -292,6 +292,106 @@ pub struct CommandEvaluator {
     pub timeout: Duration,
     /// Its whole environment.
     pub env: Vec<(String, String)>,
+    /// Where it runs: the engine contains it as it contains a run's checks;
+    /// [`Direct`] runs it as it is.
+    pub launcher: std::sync::Arc<dyn Launcher>,
+}
+
+/// Starts a reviewer command. The engine's launcher puts it in a sandbox
+/// like a run's checks (its own fresh home, the run's worktree, no more of
+/// the machine); [`Direct`] starts it as it is, in a process group of its
+/// own. Either way it gets the environment it is given and nothing else.
+pub trait Launcher: Send + Sync {
+    fn launch<'a>(
+        &'a self,
+        command: &'a str,
+        args: &'a [String],
+        env: &'a [(String, String)],
+    ) -> BoxFuture<'a, Result<Launched, EvaluatorError>>;
+}
+
+/// A started reviewer: its pipes and the process.
+pub struct Launched {
+    pub stdin: Box<dyn AsyncWrite + Send + Unpin>,
+    pub stdout: Box<dyn AsyncRead + Send + Unpin>,
+    pub stderr: Box<dyn AsyncRead + Send + Unpin>,
+    pub process: Box<dyn Reviewer>,
+}
+
+/// A started reviewer's process (and whatever it starts).
+pub trait Reviewer: Send + Sync {
+    /// Kills it and everything it started, at once; callable while its
+    /// output is still being read (a flood).
+    fn kill(&self);
+    fn wait(&mut self) -> BoxFuture<'_, std::io::Result<std::process::ExitStatus>>;
+    /// Once it ended or was killed: what it left behind is stopped, and
+    /// what was made for it (a sandbox's home, a cgroup) is removed.
+    fn finish(&mut self) -> BoxFuture<'_, ()>;
+}
+
+/// Starts the command as it is, in a process group of its own (killed as a
+/// whole), with the environment it is given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Direct;
+
+impl Launcher for Direct {
+    fn launch<'a>(
+        &'a self,
+        command: &'a str,
+        args: &'a [String],
+        env: &'a [(String, String)],
+    ) -> BoxFuture<'a, Result<Launched, EvaluatorError>> {
+        Box::pin(async move {
+            let mut child = tokio::process::Command::new(command)
+                .args(args)
+                .env_clear()
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .process_group(0)
+                .spawn()
+                .map_err(|e| EvaluatorError::Spawn(spawn_message(command, &e)))?;
+            let group = GroupKiller(
+                child
+                    .id()
+                    .and_then(|p| i32::try_from(p).ok())
+                    .and_then(rustix::process::Pid::from_raw),
+            );
+            let pipe = |what: &str| EvaluatorError::Spawn(format!("'{command}': no {what} pipe"));
+            Ok(Launched {
+                stdin: Box::new(child.stdin.take().ok_or_else(|| pipe("stdin"))?),
+                stdout: Box::new(child.stdout.take().ok_or_else(|| pipe("stdout"))?),
+                stderr: Box::new(child.stderr.take().ok_or_else(|| pipe("stderr"))?),
+                process: Box::new(DirectChild { child, group }),
+            })
+        })
+    }
+}
+
+struct DirectChild {
+    child: tokio::process::Child,
+    group: GroupKiller,
+}
+
+impl Reviewer for DirectChild {
+    fn kill(&self) {
+        self.group.kill();
+    }
+
+    fn wait(&mut self) -> BoxFuture<'_, std::io::Result<std::process::ExitStatus>> {
+        Box::pin(self.child.wait())
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Its helpers do not outlive it.
+            self.group.kill();
+            let _ = self.child.start_kill();
+            let _ = tokio::time::timeout(REAP_WAIT, self.child.wait()).await;
+        })
+    }
 }
 
 impl std::fmt::Debug for CommandEvaluator {
@@ -433,64 +533,47 @@ impl CommandEvaluator {
             EvaluatorError::Garbage(format!("the request could not be written as JSON: {e}"))
         })?;
         input.push(b'\n');
-        let mut child = tokio::process::Command::new(&self.command)
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| EvaluatorError::Spawn(spawn_message(&self.command, &e)))?;
-        let group = GroupKiller(
-            child
-                .id()
-                .and_then(|p| i32::try_from(p).ok())
-                .and_then(rustix::process::Pid::from_raw),
-        );
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
+        let Launched {
+            mut stdin,
+            stdout,
+            stderr,
+            mut process,
+        } = self
+            .launcher
+            .launch(&self.command, &self.args, &self.env)
+            .await?;
         let work = async {
-            // All three pipes at once: a reviewer may print before it reads.
-            let feed = async move {
-                if let Some(mut s) = stdin {
+            let process = &mut process;
+            let (out, err) = {
+                let reviewer = &**process;
+                // All three pipes at once: a reviewer may print before it reads.
+                let feed = async move {
                     // A reviewer that does not read its input is fine.
-                    let _ = s.write_all(&input).await;
-                    let _ = s.shutdown().await;
-                }
-            };
-            let collect = async {
-                let out = match stdout {
-                    Some(s) => read_capped(s).await,
-                    None => Some(Vec::new()),
+                    let _ = stdin.write_all(&input).await;
+                    let _ = stdin.shutdown().await;
                 };
-                if out.is_none() {
-                    // Flooding: stop it now, or stderr never ends.
-                    group.kill();
-                }
-                out
+                let collect = async {
+                    let out = read_capped(stdout).await;
+                    if out.is_none() {
+                        // Flooding: stop it now, or stderr never ends.
+                        reviewer.kill();
+                    }
+                    out
+                };
+                let ((), out, err) = tokio::join!(feed, collect, read_tail(stderr));
+                (out, err)
             };
-            let errors = async move {
-                match stderr {
-                    Some(s) => read_tail(s).await,
-                    None => Vec::new(),
-                }
-            };
-            let ((), out, err) = tokio::join!(feed, collect, errors);
-            let status = child.wait().await;
+            let status = process.wait().await;
             (out, err, status)
         };
-        let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
+        let done = tokio::time::timeout(self.timeout, work).await;
+        if done.is_err() {
+            process.kill();
+        }
+        process.finish().await;
+        let (out, err, status) = match done {
             Ok(done) => done,
-            Err(_) => {
-                group.kill();
-                let _ = child.start_kill();
-                let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
-                return Err(timeout_error(self.timeout));
-            }
+            Err(_) => return Err(timeout_error(self.timeout)),
         };
         let Some(out) = out else {
             return Err(EvaluatorError::Garbage(

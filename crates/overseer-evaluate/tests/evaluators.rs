@@ -424,6 +424,7 @@ fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> CommandEvaluator {
         args: vec![path.to_string_lossy().into_owned()],
         timeout: Duration::from_secs(5),
         env: base_env(),
+        launcher: std::sync::Arc::new(overseer_evaluate::Direct),
     }
 }
 
@@ -592,6 +593,7 @@ async fn reviewer_command_failures_are_errors_with_what_went_wrong() {
         args: vec![],
         timeout: Duration::from_secs(5),
         env: base_env(),
+        launcher: std::sync::Arc::new(overseer_evaluate::Direct),
     };
     let err = evaluate_with_timeout(&missing, &request(Subject::Gate), Duration::from_secs(5))
         .await
@@ -749,6 +751,7 @@ async fn a_reviewer_that_is_not_executable_is_a_spawn_error() {
         args: vec![],
         timeout: Duration::from_secs(5),
         env: base_env(),
+        launcher: std::sync::Arc::new(overseer_evaluate::Direct),
     };
     let err = evaluate_with_timeout(&ev, &request(Subject::Gate), Duration::from_secs(5))
         .await

@@ -288,7 +288,9 @@ impl Engine {
                 .filter(|v| v.fits(Subject::Message))
                 .collect(),
         };
-        let ev = crate::supervise::evaluator(policy, &self.config.supervision);
+        let ev = crate::supervise::evaluator(policy, &self.config.supervision, || {
+            self.evaluator_launcher(run)
+        });
         let actor = Actor::Supervisor(ev.id());
         let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
         let (input, reading) = match evaluate_with_timeout(&*ev, &req, timeout).await {

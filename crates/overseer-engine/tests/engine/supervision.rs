@@ -11,7 +11,7 @@ use common::{pending_gate, start, start_with, state, until, world, world_with, W
 use overseer_core::confidence::ApprovalMode;
 use overseer_core::rules::RuleSet;
 use overseer_core::supervision::{Autonomy, EvaluatorConfig, SupervisorPolicy, Verdict};
-use overseer_core::{Actor, ErrorCode, GateId, GateKind, GateView, RunState};
+use overseer_core::{Actor, ErrorCode, GateId, GateKind, GateView, RunId, RunState};
 use overseer_engine::{LogNotifier, NotificationKind};
 use overseer_store::{TaskSettings, WorkspaceSettings};
 use std::sync::Arc;
@@ -41,6 +41,16 @@ fn sh_evaluator(script: &str) -> EvaluatorConfig {
         command: "sh".into(),
         args: vec!["-c".into(), script.into()],
     }
+}
+
+/// The file a held evaluator waits for, in the run's worktree (where a
+/// contained evaluator runs).
+const GO: &str = ".git/overseer-test-go";
+
+/// Lets an evaluator waiting for [`GO`] answer.
+fn let_the_supervisor_answer(w: &World, run: RunId) {
+    let worktree = w.engine.worktree_path("demo", run);
+    std::fs::write(worktree.join(GO), "").expect("let the supervisor answer");
 }
 
 /// An evaluator that holds its answer: the gate stays open while a test looks.
@@ -484,10 +494,10 @@ async fn a_muted_kind_is_not_notified_and_blocking_asks_cannot_be_muted() {
 /// evaluator (a real child process) answers only once the user decided.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let go = dir.path().join("go");
+    // The evaluator is contained like the run's checks: it waits for a
+    // file in the run's worktree (its working directory).
     let slow = sh_evaluator(&format!(
-        "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
+        "cat >/dev/null; while [ ! -e {GO} ]; do sleep 0.05; done; \
          echo '{{\"verdict\":\"reject\",\"rationale\":\"too risky\"}}'"
     ));
     let mut p = policy(Autonomy::Autonomous, slow);
@@ -498,7 +508,7 @@ async fn a_supervisor_vote_after_the_user_decided_is_shown_overruled_in_why() {
     w.engine
         .decide_gate(plan.id, "approve", None, &Actor::cli())
         .expect("the user decides first");
-    std::fs::write(&go, "").expect("let the supervisor answer");
+    let_the_supervisor_answer(&w, run);
     let late = until(&w, "the supervisor's late vote in Why?", |e| {
         e.gate_story(plan.id)
             .ok()?
@@ -1008,10 +1018,8 @@ async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
         (Autonomy::Advisory, "The supervisor advises “Approve”"),
         (Autonomy::Cosign, "It passes once you approve too"),
     ] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let go = dir.path().join("go");
         let slow = sh_evaluator(&format!(
-            "cat >/dev/null; while [ ! -e {go:?} ]; do sleep 0.05; done; \
+            "cat >/dev/null; while [ ! -e {GO} ]; do sleep 0.05; done; \
              printf '%s' '{{\"verdict\":\"approve\",\"rationale\":\"two small steps\\nand more prose\"}}'"
         ));
         let mut p = policy(autonomy, slow);
@@ -1044,7 +1052,7 @@ async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
             NotificationKind::AgentQuestionBlocking,
             "{autonomy:?}: a human must decide, so it asks"
         );
-        std::fs::write(&go, "").expect("let the supervisor answer");
+        let_the_supervisor_answer(&w, run);
         let again = until(&w, "the plan told again with the advice", |_| {
             of_plan(&notes).into_iter().nth(1)
         })
@@ -1066,47 +1074,73 @@ async fn the_supervisors_advice_and_cosign_reach_the_gates_notification() {
     }
 }
 
-/// Issue 37, item 2: a command evaluator never gets the engine's
-/// environment, only PATH, HOME, LANG and what the owner named (here:
-/// nothing more); the engine's other variables (this test process's) are
-/// not in its environment.
+/// Issue 37, item 2: a command evaluator runs contained like a run's
+/// checks, never with the engine's environment: it gets only PATH, HOME,
+/// LANG and what the owner named (here: nothing more), the engine's other
+/// variables (this test process's) are not in its environment, and it can
+/// neither read a file of the user's outside the run nor write one there.
+/// It says what it saw in its rationale, which the gate's story records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_evaluator_runs_without_the_engines_environment() {
+async fn a_command_evaluator_runs_contained_without_the_engines_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let seen = dir.path().join("env");
-    let dump = sh_evaluator(&format!(
-        "cat >/dev/null; env > '{}'; echo '{{\"verdict\": \"escalate\", \"rationale\": \"looked\"}}'",
-        seen.display()
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "the user's").expect("secret");
+    let planted = dir.path().join("planted");
+    let probe = sh_evaluator(&format!(
+        "cat >/dev/null; names=$(env | cut -d= -f1 | tr '\\n' ' '); \
+         if cat '{secret}' >/dev/null 2>&1; then seen=read; else seen=hidden; fi; \
+         if echo x > '{planted}' 2>/dev/null; then wrote=yes; else wrote=no; fi; \
+         printf '{{\"verdict\": \"escalate\", \"rationale\": \"env: %s; secret: %s; wrote: %s\"}}' \
+         \"$names\" \"$seen\" \"$wrote\"",
+        secret = secret.display(),
+        planted = planted.display()
     ));
     let w = world_with(
-        supervised(policy(Autonomy::Advisory, dump)),
+        supervised(policy(Autonomy::Advisory, probe)),
         Arc::new(LogNotifier),
         "",
     )
     .await;
     let run = start(&w, "happy");
     let plan = pending_gate(&w, run, GateKind::Plan).await;
-    until(&w, "the evaluator's vote", |e| {
+    let rationale = until(&w, "the evaluator's vote", |e| {
         let s = e.gate_story(plan.id).ok()?;
-        (!s.decisions.is_empty()).then_some(())
+        s.decisions.first().and_then(|d| d.rationale.clone())
     })
     .await;
-    let text = std::fs::read_to_string(&seen).expect("the evaluator's environment");
-    let names: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
-        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    let names: Vec<&str> = rationale
+        .strip_prefix("env: ")
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("the evaluator did not run as written: {rationale}"))
+        .split_whitespace()
         .collect();
-    assert!(names.contains(&"PATH"), "{text}");
+    assert!(names.contains(&"PATH"), "{rationale}");
     let unexpected: Vec<&str> = names
         .iter()
         .copied()
         .filter(|k| {
-            !["PATH", "HOME", "LANG", "PWD", "SHLVL", "_", "OLDPWD"].contains(k)
+            // The sandbox's own (its TMPDIR and TERM, the marker that
+            // finds its processes) and what every shell sets.
+            ![
+                "PATH",
+                "HOME",
+                "LANG",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD",
+                "TMPDIR",
+                "TERM",
+                "OVERSEER_AGENT_MARKER",
+            ]
+            .contains(k)
                 && !k.starts_with("OVERSEER_EVAL_")
         })
         .collect();
-    assert_eq!(unexpected, Vec::<&str>::new(), "{text}");
+    assert_eq!(unexpected, Vec::<&str>::new(), "{rationale}");
+    assert!(rationale.contains("secret: hidden"), "{rationale}");
+    assert!(rationale.contains("wrote: no"), "{rationale}");
+    assert!(!planted.exists(), "the evaluator wrote outside the run");
 }
 
 /// Issue 37, item 2: an `openai` evaluator whose `api_key_env` names a
