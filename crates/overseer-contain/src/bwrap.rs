@@ -306,155 +306,253 @@ fn env_of<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Builds the sandbox for `inputs`.
+/// Builds the sandbox for `inputs`, in named steps: the places a run never
+/// reaches ([`Places`]), the agent's home, the directories the profile
+/// names (its state dirs, `write_paths`, `read_paths`), the automatic
+/// read-only binds (toolchains, PATH, the program's install), then the
+/// run's own (its working copy, socket and repository metadata); ordered,
+/// and the user's checkout left unnamed.
 pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
-    let worktree = canon(&inputs.worktree).ok_or_else(|| {
-        PlanError(format!(
-            "the run's working copy {} does not exist",
-            inputs.worktree.display()
-        ))
-    })?;
-    let data_dir = canon(&inputs.data_dir).unwrap_or_else(|| inputs.data_dir.clone());
-    let config_dir = canon(&inputs.config_dir).unwrap_or_else(|| inputs.config_dir.clone());
-    let runtime_dir = inputs.runtime_dir.as_deref().and_then(canon);
-    let host_home = inputs.host_home.as_deref().and_then(canon);
-    let repo = inputs.repo.as_deref().and_then(canon);
-    // The places a run never reaches.
-    let tmp = PathBuf::from("/tmp");
-    let mut hidden: Vec<PathBuf> = vec![
-        tmp.clone(),
-        PathBuf::from(VAR_TMP),
-        data_dir.clone(),
-        config_dir.clone(),
-    ];
-    hidden.extend(runtime_dir.clone());
-    hidden.extend(host_home.clone());
-    hidden.extend(repo.clone());
-    let secret_roots: Vec<PathBuf> = [
-        Some(data_dir.clone()),
-        Some(config_dir.clone()),
-        runtime_dir,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-
+    let places = Places::of(inputs)?;
     let mut mounts: Vec<Mount> = system_root();
     let mut env: Vec<(String, String)> = Vec::new();
     // Allowed inside the data dir: the working copy, the agent's home.
-    let mut allowed_inside: Vec<PathBuf> = vec![worktree.clone()];
-
-    // A bind the user asked for (profile paths and env dirs): an error when
-    // it would expose what is hidden. Automatic ones are skipped instead.
-    let check = |p: &Path, allowed_inside: &[PathBuf]| -> Result<(), String> {
-        if depth(p) == 0 {
-            return Err(format!("{} is the whole filesystem", p.display()));
+    let mut allowed_inside: Vec<PathBuf> = vec![places.worktree.clone()];
+    if let Some((home, var)) = private_home(inputs, &places)? {
+        if let Mount::Bind { source, .. } = &home {
+            allowed_inside.push(source.clone());
         }
-        if let Some(h) = hidden.iter().find(|h| h.as_path() == p) {
-            return Err(format!(
-                "{} is a place a run must not reach ({})",
-                p.display(),
-                what_is(
-                    h,
-                    &data_dir,
-                    &config_dir,
-                    host_home.as_deref(),
-                    repo.as_deref()
-                )
-            ));
-        }
-        if let Some(s) = secret_roots.iter().find(|s| p.starts_with(s)) {
-            if !allowed_inside.iter().any(|a| p.starts_with(a)) {
-                return Err(format!(
-                    "{} lies inside {}",
-                    p.display(),
-                    what_is(
-                        s,
-                        &data_dir,
-                        &config_dir,
-                        host_home.as_deref(),
-                        repo.as_deref()
-                    )
-                ));
-            }
-        }
-        Ok(())
-    };
-
-    // HOME: the profile's, or the agent's own bound at the user's HOME.
-    let profile_home = env_of(&inputs.env, "HOME");
-    if profile_home.is_none() {
-        if let Some(private) = &inputs.private_home {
-            let private = canon(private).ok_or_else(|| {
-                PlanError(format!(
-                    "the agent's home {} does not exist",
-                    private.display()
-                ))
-            })?;
-            let target = host_home.clone().unwrap_or_else(|| private.clone());
-            allowed_inside.push(private.clone());
-            env.push(("HOME".to_owned(), target.to_string_lossy().into_owned()));
-            mounts.push(Mount::Bind {
-                source: private,
-                target,
-                writable: true,
-            });
-        }
+        mounts.push(home);
+        env.push(var);
     }
     if env_of(&inputs.env, "TMPDIR").is_none() {
         env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
     }
+    let mut writable = profile_state_dirs(inputs, &places, &allowed_inside)?;
+    writable.extend(places.user_paths(&inputs.write_paths, "write_paths", &allowed_inside)?);
+    let mut readable = places.user_paths(&inputs.read_paths, "read_paths", &allowed_inside)?;
+    let (automatic, mut covers) = automatic_binds(inputs, &places);
+    for p in automatic {
+        if places.check(&p, &allowed_inside).is_ok() && p.is_dir() {
+            readable.push(p);
+        } else {
+            tracing::debug!("not bound into the sandbox: {}", p.display());
+        }
+    }
+    mounts.extend(places.hides());
+    mounts.extend(binds(readable, false));
+    mounts.extend(binds(writable, true));
+    mounts.extend(run_own(inputs, &places.worktree, &mut covers));
+    mounts.extend(covers.into_iter().map(Mount::Cover));
+    let mut mounts = order(mounts);
+    if let Some(repo) = &places.repo {
+        mounts = unname(mounts, repo);
+    }
+    Ok(SandboxPlan {
+        bwrap: inputs.bwrap.clone(),
+        mounts,
+        network: inputs.network,
+        chdir: places.worktree,
+        env,
+    })
+}
 
-    // Directories the profile's environment names for the agent's own
-    // state: HOME, TMPDIR and every *_HOME.
-    let mut writable: Vec<PathBuf> = Vec::new();
+/// The places of a plan, canonical: the run's working copy, the engine's
+/// dirs, the user's home and checkout, and which of them a run never
+/// reaches.
+#[derive(Debug)]
+struct Places {
+    worktree: PathBuf,
+    data_dir: PathBuf,
+    config_dir: PathBuf,
+    host_home: Option<PathBuf>,
+    repo: Option<PathBuf>,
+    /// Hidden (each an empty tmpfs where it exists): the shared temp dirs,
+    /// the engine's dirs, the runtime dir, the user's home and checkout.
+    hidden: Vec<PathBuf>,
+    /// Nothing inside these is bound but what is allowed inside (the
+    /// working copy, the agent's home): the engine's dirs, the runtime dir.
+    secret_roots: Vec<PathBuf>,
+}
+
+impl Places {
+    fn of(inputs: &SandboxInputs) -> Result<Places, PlanError> {
+        let worktree = canon(&inputs.worktree).ok_or_else(|| {
+            PlanError(format!(
+                "the run's working copy {} does not exist",
+                inputs.worktree.display()
+            ))
+        })?;
+        let data_dir = canon(&inputs.data_dir).unwrap_or_else(|| inputs.data_dir.clone());
+        let config_dir = canon(&inputs.config_dir).unwrap_or_else(|| inputs.config_dir.clone());
+        let runtime_dir = inputs.runtime_dir.as_deref().and_then(canon);
+        let host_home = inputs.host_home.as_deref().and_then(canon);
+        let repo = inputs.repo.as_deref().and_then(canon);
+        let mut hidden: Vec<PathBuf> = vec![
+            PathBuf::from("/tmp"),
+            PathBuf::from(VAR_TMP),
+            data_dir.clone(),
+            config_dir.clone(),
+        ];
+        hidden.extend(runtime_dir.clone());
+        hidden.extend(host_home.clone());
+        hidden.extend(repo.clone());
+        let secret_roots: Vec<PathBuf> = [
+            Some(data_dir.clone()),
+            Some(config_dir.clone()),
+            runtime_dir,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Ok(Places {
+            worktree,
+            data_dir,
+            config_dir,
+            host_home,
+            repo,
+            hidden,
+            secret_roots,
+        })
+    }
+
+    /// Whether `p` may be bound: an error naming what it would expose when
+    /// it is the whole filesystem, a hidden place, or lies inside a secret
+    /// root without being inside what is allowed there. A bind the user
+    /// asked for fails on it; an automatic one is skipped.
+    fn check(&self, p: &Path, allowed_inside: &[PathBuf]) -> Result<(), String> {
+        if depth(p) == 0 {
+            return Err(format!("{} is the whole filesystem", p.display()));
+        }
+        if let Some(h) = self.hidden.iter().find(|h| h.as_path() == p) {
+            return Err(format!(
+                "{} is a place a run must not reach ({})",
+                p.display(),
+                self.what_is(h)
+            ));
+        }
+        if let Some(s) = self.secret_roots.iter().find(|s| p.starts_with(s)) {
+            if !allowed_inside.iter().any(|a| p.starts_with(a)) {
+                return Err(format!("{} lies inside {}", p.display(), self.what_is(s)));
+            }
+        }
+        Ok(())
+    }
+
+    fn what_is(&self, p: &Path) -> &'static str {
+        what_is(
+            p,
+            &self.data_dir,
+            &self.config_dir,
+            self.host_home.as_deref(),
+            self.repo.as_deref(),
+        )
+    }
+
+    /// A profile's own paths (`field`): each must exist and expose
+    /// nothing hidden.
+    fn user_paths(
+        &self,
+        paths: &[PathBuf],
+        field: &str,
+        allowed_inside: &[PathBuf],
+    ) -> Result<Vec<PathBuf>, PlanError> {
+        paths
+            .iter()
+            .map(|p| {
+                let dir = user_path(p, field)?;
+                self.check(&dir, allowed_inside).map_err(|why| {
+                    PlanError(format!("{field} entry {}: {why}; remove it", p.display()))
+                })?;
+                Ok(dir)
+            })
+            .collect()
+    }
+
+    /// An empty tmpfs over each hidden place that exists.
+    fn hides(&self) -> Vec<Mount> {
+        self.hidden
+            .iter()
+            .filter(|h| h.exists())
+            .map(|h| Mount::Tmpfs(h.clone()))
+            .collect()
+    }
+}
+
+/// The agent's own home, bound writable at the user's HOME path (its
+/// own path when the user has no HOME), and the HOME it is told; None when
+/// the profile's environment sets HOME or there is no private home.
+fn private_home(
+    inputs: &SandboxInputs,
+    places: &Places,
+) -> Result<Option<(Mount, (String, String))>, PlanError> {
+    if env_of(&inputs.env, "HOME").is_some() {
+        return Ok(None);
+    }
+    let Some(private) = &inputs.private_home else {
+        return Ok(None);
+    };
+    let private = canon(private).ok_or_else(|| {
+        PlanError(format!(
+            "the agent's home {} does not exist",
+            private.display()
+        ))
+    })?;
+    let target = places.host_home.clone().unwrap_or_else(|| private.clone());
+    let var = ("HOME".to_owned(), target.to_string_lossy().into_owned());
+    Ok(Some((
+        Mount::Bind {
+            source: private,
+            target,
+            writable: true,
+        },
+        var,
+    )))
+}
+
+/// Directories the profile's environment names for the agent's own state
+/// (HOME, TMPDIR and every `*_HOME`, when absolute and existing): writable;
+/// one that would expose a hidden place is an error naming it.
+fn profile_state_dirs(
+    inputs: &SandboxInputs,
+    places: &Places,
+    allowed_inside: &[PathBuf],
+) -> Result<Vec<PathBuf>, PlanError> {
+    let mut writable = Vec::new();
     for (k, v) in &inputs.env {
         if !(k == "HOME" || k == "TMPDIR" || k.ends_with("_HOME")) || !v.starts_with('/') {
             continue;
         }
         // TMPDIR=/tmp is the private /tmp already.
-        let Some(dir) = canon(Path::new(v)).filter(|d| d.is_dir() && *d != tmp) else {
+        let Some(dir) = canon(Path::new(v)).filter(|d| d.is_dir() && d != Path::new("/tmp")) else {
             continue;
         };
-        check(&dir, &allowed_inside).map_err(|why| {
+        places.check(&dir, allowed_inside).map_err(|why| {
             PlanError(format!(
                 "the profile's {k}={v} cannot be given to the agent: {why}; point it elsewhere"
             ))
         })?;
         writable.push(dir);
     }
-    // The profile's own paths: each must exist and expose nothing hidden.
-    let user_paths = |paths: &[PathBuf], field: &str| -> Result<Vec<PathBuf>, PlanError> {
-        paths
-            .iter()
-            .map(|p| {
-                let dir = user_path(p, field)?;
-                check(&dir, &allowed_inside).map_err(|why| {
-                    PlanError(format!("{field} entry {}: {why}; remove it", p.display()))
-                })?;
-                Ok(dir)
-            })
-            .collect()
-    };
-    writable.extend(user_paths(&inputs.write_paths, "write_paths")?);
-    let mut readable = user_paths(&inputs.read_paths, "read_paths")?;
+    Ok(writable)
+}
 
-    // Automatic read-only binds: toolchains under HOME, PATH entries under
-    // HOME, the program's install.
+/// The read-only binds a run needs without asking (the caller drops any
+/// that would expose a hidden place): toolchains and PATH entries under
+/// the user's HOME, PATH entries outside the system directories, HOME and
+/// the checkout, the program's install and the `overseer` binary's
+/// directory. Also the toolchains' secrets to cover with `/dev/null`.
+fn automatic_binds(inputs: &SandboxInputs, places: &Places) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut automatic: Vec<PathBuf> = Vec::new();
     let mut covers: Vec<PathBuf> = Vec::new();
-    if let Some(home) = &host_home {
+    let path = env_of(&inputs.env, "PATH")
+        .map(str::to_owned)
+        .or_else(|| inputs.host_path.clone())
+        .unwrap_or_default();
+    let host_home = places.host_home.as_deref();
+    if let Some(home) = host_home {
         for d in TOOLCHAIN_DIRS {
             automatic.extend(canon(&home.join(d)));
-        }
-        let path = env_of(&inputs.env, "PATH")
-            .map(str::to_owned)
-            .or_else(|| inputs.host_path.clone())
-            .unwrap_or_default();
-        for entry in std::env::split_paths(&path) {
-            if let Some(e) = canon(&entry).filter(|e| e.starts_with(home) && e != home) {
-                automatic.push(e);
-            }
         }
         for s in TOOLCHAIN_SECRETS {
             let p = home.join(s);
@@ -463,20 +561,16 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
             }
         }
     }
-    // PATH entries elsewhere that the system directories do not hold
-    // (`/srv/tools/bin`, say): read-only, unless inside the user's checkout.
-    let path = env_of(&inputs.env, "PATH")
-        .map(str::to_owned)
-        .or_else(|| inputs.host_path.clone())
-        .unwrap_or_default();
+    // PATH entries under HOME; elsewhere, those the system directories do
+    // not hold (`/srv/tools/bin`, say), unless inside the user's checkout.
     for entry in std::env::split_paths(&path) {
         let Some(e) = canon(&entry) else { continue };
         let in_system = SYSTEM_DIRS
             .iter()
             .any(|d| e.starts_with(Path::new("/").join(d)));
-        let in_home = host_home.as_deref().is_some_and(|h| e.starts_with(h));
-        let in_repo = repo.as_deref().is_some_and(|r| e.starts_with(r));
-        if !in_system && !in_home && !in_repo {
+        let in_home = host_home.is_some_and(|h| e.starts_with(h));
+        let in_repo = places.repo.as_deref().is_some_and(|r| e.starts_with(r));
+        if in_home && host_home != Some(e.as_path()) || !in_system && !in_home && !in_repo {
             automatic.push(e);
         }
     }
@@ -486,40 +580,29 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     if let Some(bin) = inputs.overseer_bin.as_deref().and_then(canon) {
         automatic.extend(bin.parent().map(Path::to_owned));
     }
-    for p in automatic {
-        if check(&p, &allowed_inside).is_ok() && p.is_dir() {
-            readable.push(p);
-        } else {
-            tracing::debug!("not bound into the sandbox: {}", p.display());
-        }
-    }
+    (automatic, covers)
+}
 
-    for h in &hidden {
-        if h.exists() {
-            mounts.push(Mount::Tmpfs(h.clone()));
-        }
-    }
-    for p in readable {
-        mounts.push(Mount::Bind {
-            source: p.clone(),
-            target: p,
-            writable: false,
-        });
-    }
-    for p in writable {
-        mounts.push(Mount::Bind {
-            source: p.clone(),
-            target: p,
-            writable: true,
-        });
-    }
-    mounts.push(Mount::Bind {
-        source: worktree.clone(),
-        target: worktree.clone(),
+/// Each of `paths` bound at its own place.
+fn binds(paths: Vec<PathBuf>, writable: bool) -> impl Iterator<Item = Mount> {
+    paths.into_iter().map(move |p| Mount::Bind {
+        source: p.clone(),
+        target: p,
+        writable,
+    })
+}
+
+/// The run's own: its working copy (writable), its socket at
+/// [`AGENT_SOCKET`] (where its MCP server asks; in the private /tmp, so it
+/// hides nothing of the host), its repository metadata (read-only, or
+/// covered when missing so nothing can be made there) and, on a private
+/// network, the `resolv.conf` that names slirp4netns's DNS.
+fn run_own(inputs: &SandboxInputs, worktree: &Path, covers: &mut Vec<PathBuf>) -> Vec<Mount> {
+    let mut mounts = vec![Mount::Bind {
+        source: worktree.to_owned(),
+        target: worktree.to_owned(),
         writable: true,
-    });
-    // The run's own socket, where its MCP server asks (nothing else is
-    // served there). In the private /tmp, so it hides nothing of the host.
+    }];
     if let Some(sock) = &inputs.agent_socket {
         mounts.push(Mount::Bind {
             source: sock.clone(),
@@ -527,7 +610,6 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
             writable: true,
         });
     }
-    // The run's repository metadata: read-only, never missing.
     let git = worktree.join(".git");
     match std::fs::symlink_metadata(&git) {
         Ok(m) if m.is_dir() || m.is_file() => mounts.push(Mount::Bind {
@@ -537,7 +619,6 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
         }),
         _ => covers.push(git),
     }
-    mounts.extend(covers.into_iter().map(Mount::Cover));
     if let (NetworkMode::Private, Some(conf)) = (inputs.network, &inputs.resolv_conf) {
         mounts.push(Mount::Bind {
             source: conf.clone(),
@@ -545,18 +626,7 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
             writable: false,
         });
     }
-
-    let mut mounts = order(mounts);
-    if let Some(repo) = &repo {
-        mounts = unname(mounts, repo);
-    }
-    Ok(SandboxPlan {
-        bwrap: inputs.bwrap.clone(),
-        mounts,
-        network: inputs.network,
-        chdir: worktree,
-        env,
-    })
+    mounts
 }
 
 /// The system's own directories, each bound read-only at its place (a
@@ -804,389 +874,4 @@ pub fn install_dir(program: &Path) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        root: PathBuf,
-    }
-
-    impl Fixture {
-        fn new() -> Fixture {
-            // Not under /tmp (the private /tmp hides it as a whole, and the
-            // plan then needs no hide of its own): each hide must show. A
-            // checkout may itself live under /tmp (CI clones there), so
-            // prefer /var/tmp.
-            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/unit-tmp");
-            let base = [PathBuf::from("/var/tmp/overseer-unit-tests"), target]
-                .into_iter()
-                .find(|b| !b.starts_with("/tmp") && std::fs::create_dir_all(b).is_ok())
-                .expect("a temp dir outside /tmp");
-            let dir = tempfile::tempdir_in(&base).expect("tempdir");
-            let root = dir.path().canonicalize().expect("canon");
-            for d in [
-                "home/.cargo/bin",
-                "home/.local/bin",
-                "home/bin",
-                "data/worktrees/w/run-1/.git/hooks",
-                "data/agent-homes/claude",
-                "config",
-                "repo/.git/objects",
-                "runtime",
-                "codex-home",
-                "tools/lib/node_modules/pkg/node_modules/dep/bin",
-            ] {
-                std::fs::create_dir_all(root.join(d)).expect("mkdir");
-            }
-            std::fs::write(root.join("home/.cargo/credentials.toml"), "token").expect("write");
-            Fixture { _dir: dir, root }
-        }
-
-        fn p(&self, s: &str) -> PathBuf {
-            self.root.join(s)
-        }
-
-        fn inputs(&self) -> SandboxInputs {
-            SandboxInputs {
-                bwrap: "/usr/bin/bwrap".into(),
-                data_dir: self.p("data"),
-                config_dir: self.p("config"),
-                runtime_dir: Some(self.p("runtime")),
-                host_home: Some(self.p("home")),
-                host_path: Some(format!(
-                    "{}:/usr/bin:{}",
-                    self.p("home/bin").display(),
-                    self.p("home/.cargo/bin").display()
-                )),
-                repo: Some(self.p("repo")),
-                worktree: self.p("data/worktrees/w/run-1"),
-                private_home: Some(self.p("data/agent-homes/claude")),
-                program: Some(self.p("tools/lib/node_modules/pkg/node_modules/dep/bin")),
-                network: NetworkMode::Host,
-                ..SandboxInputs::default()
-            }
-        }
-    }
-
-    fn bind(m: &[Mount], target: &Path) -> Option<(PathBuf, bool)> {
-        m.iter().find_map(|x| match x {
-            Mount::Bind {
-                source,
-                target: t,
-                writable,
-            } if t == target => Some((source.clone(), *writable)),
-            _ => None,
-        })
-    }
-
-    fn position(m: &[Mount], target: &Path) -> usize {
-        m.iter()
-            .position(|x| x.target() == target)
-            .unwrap_or_else(|| panic!("no mount at {}", target.display()))
-    }
-
-    /// Whether any mount of the plan (as bwrap gets it) names `p` or a
-    /// path inside it.
-    fn names(plan: &SandboxPlan, p: &Path) -> bool {
-        plan.args().iter().any(|a| Path::new(a).starts_with(p))
-    }
-
-    #[test]
-    fn a_data_dir_under_tmp_stays_hidden_and_read_only_and_a_checkout_there_is_not_named() {
-        // CI clones under /tmp: the private /tmp must not stand in for the
-        // data dir's and config dir's hides (the worktree is bound inside
-        // the data dir). The checkout needs none: it is not in the private
-        // /tmp, and a hide would name its path in /proc/self/mountinfo.
-        let dir = tempfile::Builder::new()
-            .prefix("overseer-plan-")
-            .tempdir_in("/tmp")
-            .expect("tempdir in /tmp");
-        let root = dir.path().canonicalize().expect("canon");
-        for d in ["repo/.git/objects", "data/worktrees/w/run-1/.git", "config"] {
-            std::fs::create_dir_all(root.join(d)).expect("mkdir");
-        }
-        let plan = plan(&SandboxInputs {
-            bwrap: "/usr/bin/bwrap".into(),
-            data_dir: root.join("data"),
-            config_dir: root.join("config"),
-            repo: Some(root.join("repo")),
-            worktree: root.join("data/worktrees/w/run-1"),
-            network: NetworkMode::Host,
-            ..SandboxInputs::default()
-        })
-        .expect("plan");
-        let args: Vec<String> = plan
-            .args()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        for hidden in ["data", "config"] {
-            let p = root.join(hidden);
-            assert!(
-                plan.mounts.contains(&Mount::Tmpfs(p.clone())),
-                "{hidden} has its own hide: {:#?}",
-                plan.mounts
-            );
-            let p = p.to_string_lossy().into_owned();
-            assert!(
-                args.windows(2).any(|w| w[0] == "--remount-ro" && w[1] == p),
-                "{hidden} is read-only: {args:?}"
-            );
-        }
-        let repo = root.join("repo");
-        assert!(!names(&plan, &repo), "the checkout is named: {args:?}");
-        assert!(plan.hides(&repo.join("README.md")));
-        assert!(!plan.writable(&repo.join("README.md")));
-        assert!(plan.writable(&root.join("data/worktrees/w/run-1/src")));
-    }
-
-    #[test]
-    fn a_checkout_inside_a_system_directory_is_left_out_of_its_bind_not_hidden_at_its_path() {
-        // Directories every system has stand in for a checkout there (the
-        // plan only lists them): /usr/share beside /usr/bin, and one in /var
-        // beside /var/tmp, a hidden place.
-        let f = Fixture::new();
-        let in_var = ["/var/lib", "/var/cache", "/var/log"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| canon(p).as_ref() == Some(p) && Path::new(VAR_TMP).is_dir())
-            .expect("a directory in /var beside /var/tmp");
-        for checkout in [PathBuf::from("/usr/share"), in_var] {
-            let mut inputs = f.inputs();
-            inputs.repo = Some(checkout.clone());
-            let plan = plan(&inputs).expect("plan");
-            let m = &plan.mounts;
-            let parent = checkout.parent().expect("parent");
-            assert!(!names(&plan, &checkout), "{}: {m:#?}", checkout.display());
-            assert!(plan.hides(&checkout.join("x")), "{m:#?}");
-            assert!(!plan.writable(&checkout.join("x")));
-            assert!(bind(m, parent).is_none(), "{m:#?}");
-            // Everything else of the system directory is there, as the
-            // host has it.
-            for entry in std::fs::read_dir(parent).expect("list") {
-                let p = entry.expect("entry").path();
-                if p == checkout || p == Path::new(VAR_TMP) {
-                    continue;
-                }
-                let kept = m.iter().any(|x| match x {
-                    Mount::Entry {
-                        path,
-                        writable: false,
-                    } => path == &p,
-                    Mount::Symlink { link, .. } => link == &p,
-                    _ => false,
-                });
-                assert!(kept, "{} is bound: {m:#?}", p.display());
-                if !std::fs::symlink_metadata(&p).is_ok_and(|t| t.is_symlink()) {
-                    let arg = p.to_string_lossy().into_owned();
-                    let args: Vec<String> = plan
-                        .args()
-                        .iter()
-                        .map(|a| a.to_string_lossy().into_owned())
-                        .collect();
-                    assert!(
-                        args.windows(3)
-                            .any(|w| w[0] == "--ro-bind-try" && w[1] == arg && w[2] == arg),
-                        "{arg}: an entry gone by the time the sandbox is made is skipped"
-                    );
-                }
-            }
-            // The hidden place beside it stays out of sight (absent now).
-            assert!(plan.hides(&Path::new(VAR_TMP).join("x")), "{m:#?}");
-            assert!(bind(m, Path::new(VAR_TMP)).is_none(), "{m:#?}");
-        }
-        // A directory the profile binds shows whole: the hide stays there.
-        let dir = f.p("srv/src/app");
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let mut inputs = f.inputs();
-        inputs.repo = Some(dir.clone());
-        inputs.read_paths = vec![f.p("srv")];
-        let plan = plan(&inputs).expect("plan");
-        assert!(plan.mounts.contains(&Mount::Tmpfs(dir.clone())));
-        assert!(plan.hides(&dir.join("x")));
-    }
-
-    #[test]
-    fn the_plan_hides_the_engine_and_the_user_and_binds_back_only_the_run() {
-        let f = Fixture::new();
-        let plan = plan(&f.inputs()).expect("plan");
-        let m = &plan.mounts;
-        for hidden in [
-            "data/overseer.sock",
-            "data/worktrees/w/run-2",
-            "config/key",
-            "runtime/bus",
-            "repo/src",
-            "repo/.git/hooks",
-            "home/.bashrc",
-        ] {
-            assert!(plan.hides(&f.p(hidden)), "{hidden} is hidden: {m:#?}");
-        }
-        assert!(plan.hides(Path::new("/tmp/x")));
-        assert!(
-            m.contains(&Mount::Tmpfs(PathBuf::from("/tmp"))),
-            "a private /tmp"
-        );
-        assert!(!plan.writable(&f.p("data/overseer.sock")));
-        assert!(!plan.writable(&f.p("repo/x")));
-        let args: Vec<String> = plan
-            .args()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let ro = args
-            .iter()
-            .position(|a| a == "--remount-ro")
-            .expect("hides are read-only");
-        assert!(
-            args[..ro].iter().all(|a| a != "--remount-ro")
-                && args[ro..]
-                    .iter()
-                    .step_by(2)
-                    .take_while(|a| *a == "--remount-ro")
-                    .count()
-                    > 0,
-            "{args:?}"
-        );
-        assert!(!args
-            .windows(2)
-            .any(|w| w[0] == "--remount-ro" && w[1] == "/tmp"));
-        assert!(!plan.hides(Path::new("/usr/bin/git")));
-        // The agent's own home stands in for the user's HOME (no tmpfs
-        // needed there: the bind replaces it).
-        assert_eq!(
-            bind(m, &f.p("home")),
-            Some((f.p("data/agent-homes/claude"), true))
-        );
-        assert!(plan
-            .env
-            .contains(&("HOME".into(), f.p("home").to_string_lossy().into_owned())));
-        assert!(plan.env.contains(&("TMPDIR".into(), "/tmp".into())));
-        // The working copy is writable, its .git read-only, after it.
-        let wt = f.p("data/worktrees/w/run-1");
-        assert_eq!(bind(m, &wt), Some((wt.clone(), true)));
-        assert_eq!(bind(m, &wt.join(".git")), Some((wt.join(".git"), false)));
-        assert!(!plan.hides(&wt.join("src")));
-        assert!(position(m, &wt.join(".git")) > position(m, &wt));
-        assert!(plan.writable(&wt.join("src/x")));
-        assert!(!plan.writable(&wt.join(".git/hooks/x")));
-        // Read-only: toolchains and PATH entries under HOME, the program's
-        // top-most node_modules. Nothing of the user's repository (its
-        // objects included) is bound.
-        assert_eq!(bind(m, &f.p("repo/.git/objects")), None);
-        assert!(plan.hides(&f.p("repo/.git/objects/x")));
-        for ro in [
-            "home/.cargo",
-            "home/.local/bin",
-            "home/bin",
-            "home/.cargo/bin",
-            "tools/lib/node_modules",
-        ] {
-            assert_eq!(bind(m, &f.p(ro)), Some((f.p(ro), false)), "{ro}");
-            assert!(!plan.writable(&f.p(ro).join("x")), "{ro}");
-            assert!(!plan.hides(&f.p(ro).join("x")), "{ro}");
-        }
-        assert!(m.contains(&Mount::Cover(f.p("home/.cargo/credentials.toml"))));
-        assert!(plan.hides(&f.p("home/.cargo/credentials.toml")));
-        assert!(position(m, &f.p("home/.cargo")) > position(m, &f.p("home")));
-        assert_eq!(plan.chdir, wt);
-        assert!(!plan.args().contains(&OsString::from("--unshare-net")));
-        let args: Vec<String> = plan
-            .args()
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert!(args.starts_with(&["--unshare-user".to_owned(), "--unshare-pid".to_owned()]));
-        assert_eq!(args.last().map(String::as_str), Some("--"));
-    }
-
-    #[test]
-    fn profile_dirs_are_writable_and_may_not_expose_what_is_hidden() {
-        let f = Fixture::new();
-        let mut inputs = f.inputs();
-        inputs.env = vec![
-            ("HOME".into(), f.p("codex-home").to_string_lossy().into()),
-            (
-                "CODEX_HOME".into(),
-                f.p("codex-home").to_string_lossy().into(),
-            ),
-            ("API_KEY".into(), "/".into()),
-        ];
-        inputs.network = NetworkMode::None;
-        let plan = plan(&inputs).expect("plan");
-        assert_eq!(
-            bind(&plan.mounts, &f.p("codex-home")),
-            Some((f.p("codex-home"), true))
-        );
-        // The profile's HOME: the user's HOME is hidden (a tmpfs).
-        assert!(plan.hides(&f.p("home/.bashrc")));
-        assert!(!plan.writable(&f.p("home/.bashrc")) || plan.hides(&f.p("home/.bashrc")));
-        assert!(!plan.env.iter().any(|(k, _)| k == "HOME"));
-        assert!(plan.args().contains(&OsString::from("--unshare-net")));
-
-        for (k, v, why) in [
-            ("HOME", f.p("home"), "your HOME"),
-            ("CARGO_HOME", f.p("config"), "signing key"),
-            (
-                "X_HOME",
-                f.p("data/worktrees"),
-                "inside Overseer's data dir",
-            ),
-        ] {
-            let mut inputs = f.inputs();
-            inputs.env = vec![(k.into(), v.to_string_lossy().into())];
-            let err = super::plan(&inputs).expect_err("refused");
-            assert!(err.0.contains(why), "{err}");
-            assert!(err.0.contains(k), "{err}");
-        }
-        let mut inputs = f.inputs();
-        inputs.write_paths = vec!["relative".into()];
-        assert!(super::plan(&inputs)
-            .expect_err("relative")
-            .0
-            .contains("absolute"));
-        inputs.write_paths = vec![f.p("data")];
-        assert!(super::plan(&inputs).is_err());
-        inputs.write_paths = vec![];
-        inputs.read_paths = vec![f.p("config")];
-        assert!(super::plan(&inputs).is_err());
-        // A bind above a hidden place is fine: the hide is applied after it.
-        inputs.read_paths = vec![f.root.clone()];
-        let plan = super::plan(&inputs).expect("plan");
-        assert!(!plan.hides(&f.p("script.json")));
-        assert!(plan.hides(&f.p("config/key")));
-        assert!(plan.hides(&f.p("data/overseer.sock")));
-    }
-
-    #[test]
-    fn a_missing_or_symlinked_git_is_covered() {
-        let f = Fixture::new();
-        let wt = f.p("data/worktrees/w/run-1");
-        std::fs::remove_dir_all(wt.join(".git")).expect("rm");
-        let p = plan(&f.inputs()).expect("plan");
-        assert!(p.mounts.contains(&Mount::Cover(wt.join(".git"))));
-        std::os::unix::fs::symlink(f.p("repo/.git"), wt.join(".git")).expect("symlink");
-        let p = plan(&f.inputs()).expect("plan");
-        assert!(p.mounts.contains(&Mount::Cover(wt.join(".git"))));
-        std::fs::remove_file(wt.join(".git")).expect("rm");
-        std::fs::write(wt.join(".git"), "gitdir: /elsewhere\n").expect("write");
-        let p = plan(&f.inputs()).expect("plan");
-        assert_eq!(
-            bind(&p.mounts, &wt.join(".git")),
-            Some((wt.join(".git"), false))
-        );
-    }
-
-    #[test]
-    fn install_dirs() {
-        assert_eq!(
-            install_dir(Path::new("/a/node_modules/b/node_modules/c/dist/x.js")),
-            Some(PathBuf::from("/a/node_modules"))
-        );
-        assert_eq!(
-            install_dir(Path::new("/usr/local/bin/agent")),
-            Some(PathBuf::from("/usr/local/bin"))
-        );
-    }
-}
+mod tests;
