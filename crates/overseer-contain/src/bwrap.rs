@@ -318,12 +318,12 @@ pub fn plan(inputs: &SandboxInputs) -> Result<SandboxPlan, PlanError> {
     let mut env: Vec<(String, String)> = Vec::new();
     // Allowed inside the data dir: the working copy, the agent's home.
     let mut allowed_inside: Vec<PathBuf> = vec![places.worktree.clone()];
-    if let Some((home, var)) = private_home(inputs, &places)? {
-        if let Mount::Bind { source, .. } = &home {
+    if let Some(home) = private_home(inputs, &places)? {
+        if let Mount::Bind { source, target, .. } = &home {
             allowed_inside.push(source.clone());
+            env.push(("HOME".to_owned(), target.to_string_lossy().into_owned()));
         }
         mounts.push(home);
-        env.push(var);
     }
     if env_of(&inputs.env, "TMPDIR").is_none() {
         env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
@@ -479,13 +479,11 @@ impl Places {
     }
 }
 
-/// The agent's own home, bound writable at the user's HOME path (its
-/// own path when the user has no HOME), and the HOME it is told; None when
-/// the profile's environment sets HOME or there is no private home.
-fn private_home(
-    inputs: &SandboxInputs,
-    places: &Places,
-) -> Result<Option<(Mount, (String, String))>, PlanError> {
+/// The agent's own home, bound writable at the user's HOME path (its own
+/// path when the user has no HOME; the HOME it is told is the target);
+/// None when the profile's environment sets HOME or there is no private
+/// home.
+fn private_home(inputs: &SandboxInputs, places: &Places) -> Result<Option<Mount>, PlanError> {
     if env_of(&inputs.env, "HOME").is_some() {
         return Ok(None);
     }
@@ -499,15 +497,11 @@ fn private_home(
         ))
     })?;
     let target = places.host_home.clone().unwrap_or_else(|| private.clone());
-    let var = ("HOME".to_owned(), target.to_string_lossy().into_owned());
-    Ok(Some((
-        Mount::Bind {
-            source: private,
-            target,
-            writable: true,
-        },
-        var,
-    )))
+    Ok(Some(Mount::Bind {
+        source: private,
+        target,
+        writable: true,
+    }))
 }
 
 /// Directories the profile's environment names for the agent's own state
