@@ -1,64 +1,14 @@
-//! The supervisor in a gate's notification: its advice (the option it
-//! would choose, in one line why) and, on a co-signed gate, whether it
-//! approved and waits for the user's approval. A gate's notification goes
+//! The supervisor in a gate's notification. A gate's notification goes
 //! out when it opens, before the supervisor answered; when its word
 //! arrives, the gate is told again with it, under the same tag, so the
 //! desktop replaces the first notification rather than adding a second.
+//! The line itself (its advice: the option it would choose, in one line
+//! why, and on a co-signed gate whether it approved and waits for the
+//! user's approval) is the notification's: `notify::advice_line`.
 
 use crate::engine::Shared;
-use overseer_core::supervision::{Autonomy, Verdict};
+use overseer_core::supervision::Verdict;
 use overseer_core::{EngineEvent, GateStatus, GateView};
-
-/// The longest rationale a notification carries, in characters.
-const RATIONALE: usize = 160;
-
-/// The supervisor's latest word on `g`, in one line for its notification:
-/// None when it said nothing yet, or when its decision waits for its
-/// grace (that has a notification of its own, with the countdown).
-pub(crate) fn advice_line(g: &GateView) -> Option<String> {
-    if g.pending_effect.is_some() {
-        return None;
-    }
-    let a = g.advice.as_ref()?;
-    let label = a.option.as_deref().map(|o| {
-        g.options
-            .iter()
-            .find(|x| x.id == o)
-            .map_or(o, |x| x.label.as_str())
-    });
-    let why = a
-        .rationale
-        .as_deref()
-        .map(|r| {
-            r.lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("")
-        })
-        .filter(|r| !r.is_empty())
-        .map(|r| match r.char_indices().nth(RATIONALE) {
-            Some((cut, _)) => format!(": {}…", &r[..cut]),
-            None => format!(": {r}"),
-        })
-        .unwrap_or_default();
-    let named = |l: Option<&str>| l.map(|l| format!(" “{l}”")).unwrap_or_default();
-    let cosign = g.authority == Some(Autonomy::Cosign);
-    Some(match a.verdict {
-        Verdict::Advise => format!("The supervisor advises{}{why}", named(label)),
-        Verdict::Approve if cosign => format!(
-            "The supervisor approved{}{why}. It passes once you approve too (co-sign)",
-            named(label)
-        ),
-        Verdict::Approve => format!("The supervisor approves{}{why}", named(label)),
-        Verdict::Reject if cosign => format!(
-            "The supervisor objects{}{why}. Your approval overrides it (co-sign)",
-            named(label)
-        ),
-        Verdict::Reject => format!("The supervisor would refuse{}{why}", named(label)),
-        Verdict::Escalate => format!("The supervisor hands this to you{why}"),
-        Verdict::Continue | Verdict::Reorient | Verdict::Pause => return None,
-    })
-}
 
 impl Shared {
     /// The supervisor's word on `gate` arrived: tells the gate again with

@@ -1,6 +1,7 @@
 //! What the engine tells the user outside the window. The desktop shell
 //! implements [`Notifier`] with OS notifications; headless it only logs.
 
+use overseer_core::supervision::{Autonomy, Verdict};
 use overseer_core::urgency::{Urgency, UrgencySettings};
 use overseer_core::{EngineEvent, GateKind, ReleaseReason, RunId, RunState, RunView};
 use serde::{Deserialize, Serialize};
@@ -469,6 +470,57 @@ impl Notifier for LogNotifier {
     }
 }
 
+/// The longest rationale a notification carries, in characters.
+const RATIONALE: usize = 160;
+
+/// The supervisor's latest word on `g`, in one line for its notification:
+/// None when it said nothing yet, or when its decision waits for its
+/// grace (that has a notification of its own, with the countdown).
+fn advice_line(g: &overseer_core::GateView) -> Option<String> {
+    if g.pending_effect.is_some() {
+        return None;
+    }
+    let a = g.advice.as_ref()?;
+    let label = a.option.as_deref().map(|o| {
+        g.options
+            .iter()
+            .find(|x| x.id == o)
+            .map_or(o, |x| x.label.as_str())
+    });
+    let why = a
+        .rationale
+        .as_deref()
+        .map(|r| {
+            r.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+        })
+        .filter(|r| !r.is_empty())
+        .map(|r| match r.char_indices().nth(RATIONALE) {
+            Some((cut, _)) => format!(": {}…", &r[..cut]),
+            None => format!(": {r}"),
+        })
+        .unwrap_or_default();
+    let named = |l: Option<&str>| l.map(|l| format!(" “{l}”")).unwrap_or_default();
+    let cosign = g.authority == Some(Autonomy::Cosign);
+    Some(match a.verdict {
+        Verdict::Advise => format!("The supervisor advises{}{why}", named(label)),
+        Verdict::Approve if cosign => format!(
+            "The supervisor approved{}{why}. It passes once you approve too (co-sign)",
+            named(label)
+        ),
+        Verdict::Approve => format!("The supervisor approves{}{why}", named(label)),
+        Verdict::Reject if cosign => format!(
+            "The supervisor objects{}{why}. Your approval overrides it (co-sign)",
+            named(label)
+        ),
+        Verdict::Reject => format!("The supervisor would refuse{}{why}", named(label)),
+        Verdict::Escalate => format!("The supervisor hands this to you{why}"),
+        Verdict::Continue | Verdict::Reorient | Verdict::Pause => return None,
+    })
+}
+
 /// The notification an event calls for, if any, given the run as it stands
 /// after the whole batch of events.
 /// `opened` is the gate a `GateOpened` event opened. (Public: the app asks
@@ -616,7 +668,7 @@ fn notification_of(
             // it arrives, or after a restart).
             let body = std::iter::once(task)
                 .chain(opened.map(what_it_decides).unwrap_or_default())
-                .chain(opened.and_then(crate::advice::advice_line))
+                .chain(opened.and_then(advice_line))
                 .collect::<Vec<_>>()
                 .join("\n");
             Some(Notification {

@@ -231,7 +231,7 @@ fn device_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeviceView> {
         created_at: r.get(3)?,
         last_seen_at: r.get(4)?,
         revoked_at: r.get(5)?,
-        grant: crate::people::grant_of(r.get(6)?, r.get(7)?),
+        grant: crate::grant::grant_of(r.get(6)?, r.get(7)?),
     })
 }
 

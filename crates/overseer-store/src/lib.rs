@@ -23,6 +23,7 @@ pub mod changes;
 mod decision;
 pub mod devices;
 mod error;
+mod grant;
 pub mod keys;
 mod messages;
 pub mod people;

@@ -7,29 +7,12 @@
 //! the person's devices is told again as `DeviceChanged` (every client
 //! shows the new role at once).
 
+use crate::grant::grant_of;
 use crate::{StoreError, WriteTx};
 use overseer_core::audit::AuditPayload;
 use overseer_core::device::check_person;
 use overseer_core::{Actor, EngineEvent, GateId, Grant, Millis, Role, RunId, TaskId};
 use rusqlite::{params, OptionalExtension};
-
-/// A grant as stored: the role's text and the workspaces' JSON array.
-/// Unreadable text reads as [`Grant::nothing`] (never as more).
-pub(crate) fn grant_of(role: Option<String>, workspaces: Option<String>) -> Grant {
-    let role = match role.as_deref() {
-        Some("approver") => Role::Approver,
-        _ => return Grant::nothing(),
-    };
-    let workspaces = match workspaces {
-        None => None,
-        Some(text) => match serde_json::from_str::<Vec<String>>(&text) {
-            Ok(names) => Some(names),
-            // A list we cannot read grants no workspace.
-            Err(_) => Some(Vec::new()),
-        },
-    };
-    Grant { role, workspaces }
-}
 
 /// A person and their grant, as Settings and `overseer people list` show.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, ts_rs::TS)]
