@@ -370,7 +370,8 @@ impl SupervisionConfig {
 }
 
 /// `[questions]`: the expiry of an external session's questions (an MCP
-/// `ask_user`) when neither the asker nor its task set one.
+/// `ask_user`) when neither the asker nor its task set one (one day unless
+/// set), and of a launched run's when its task sets none (only when set).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuestionsConfig {
@@ -381,6 +382,14 @@ pub struct QuestionsConfig {
 impl QuestionsConfig {
     pub fn is_default(&self) -> bool {
         *self == QuestionsConfig::default()
+    }
+
+    /// The expiry the owner set for every question, `None` when unset or
+    /// `0` (wait for the user): what a launched run's question without its
+    /// task's expiry gets (its agent gives none; unset, it waits, as a plan
+    /// or a tool call does).
+    pub fn set_expiry(&self) -> Option<u64> {
+        self.expiry_seconds.filter(|n| *n > 0)
     }
 
     /// The expiry to use, `None` to wait for the user.

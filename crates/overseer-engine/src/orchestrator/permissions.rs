@@ -371,7 +371,15 @@ pub(super) async fn question(
         ));
     }
     options.push(GateOption::choice(QuestionChoice::Decline, "Decline"));
-    let timeout = work.task_settings.question_timeout_seconds;
+    // The task's expiry, else the one the owner set for every question
+    // (`[questions] expiry_seconds`). Unset, a launched run's question waits
+    // for the user like its plan and its tool calls: its agent (an ACP
+    // elicitation) gives no expiry and no default of its own, so the engine
+    // answering for the user after a day would be a guess nobody made.
+    let timeout = work
+        .task_settings
+        .question_timeout_seconds
+        .or_else(|| engine.config.questions.set_expiry());
     let body = GateBody::Question(QuestionGate {
         message: message.to_owned(),
         schema: schema.clone(),

@@ -7,7 +7,10 @@ use crate::common;
 use common::*;
 use overseer_core::agent::PlanStrategy;
 use overseer_core::{Actor, GateKind, RunState};
+use overseer_engine::LogNotifier;
 use overseer_store::TaskSettings;
+use overseer_store::WorkspaceSettings;
+use std::sync::Arc;
 
 fn with_plan(plan: PlanStrategy) -> TaskSettings {
     TaskSettings {
@@ -193,7 +196,8 @@ async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_g
     assert_eq!(decided.option, "decline");
     assert_eq!(decided.actor, Actor::Engine);
 
-    // Without a timeout a question waits for the user: it is blocking.
+    // Without a timeout (the task's, or `[questions] expiry_seconds` set
+    // by the owner) a question waits for the user: it is blocking.
     let run = start(&w, "questions");
     let q = until(&w, "the second question", |e| {
         e.gates(true)
@@ -204,4 +208,26 @@ async fn a_question_with_a_timeout_is_declined_when_nobody_answers_and_the_run_g
     .await;
     assert_eq!(q.body.payload_json()["ask_kind"], "blocking");
     assert!(q.auto_at.is_none());
+}
+
+/// `[questions] expiry_seconds` set by the owner applies to a launched
+/// run's question without a task expiry, as to an external session's; `0`
+/// waits for the user (blocking, no countdown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_question_expiry_applies_to_launched_runs_and_zero_waits() {
+    for (config, kind, secs) in [
+        ("[questions]\nexpiry_seconds = 0\n", "blocking", None),
+        ("[questions]\nexpiry_seconds = 90\n", "question", Some(90)),
+    ] {
+        let w = world_with(WorkspaceSettings::default(), Arc::new(LogNotifier), config).await;
+        let run = start(&w, "questions");
+        let q = pending_gate(&w, run, GateKind::Question).await;
+        assert_eq!(q.body.payload_json()["ask_kind"], kind, "{config}");
+        let created = q.opened_at;
+        assert_eq!(
+            q.auto_at.map(|at| (at - created + 500) / 1000),
+            secs,
+            "{config}"
+        );
+    }
 }
