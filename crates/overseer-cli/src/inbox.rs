@@ -94,7 +94,7 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
     match cmd {
         QuestionsCommand::List { all, json } => {
             // Every page: questions are among the gates.
-            let (gates, _) = crate::list_gates(paths, !all, Some(0), None).await?;
+            let (gates, _) = crate::gates::list_gates(paths, !all, Some(0), None).await?;
             let questions: Vec<GateView> = gates
                 .into_iter()
                 .filter(|g| g.kind() == GateKind::Question)
