@@ -2,9 +2,9 @@
 //! decisions).
 
 use crate::output;
-use crate::{act, inbox, now_ms};
+use crate::{act, now_ms};
 use clap::Subcommand;
-use overseer_core::GateView;
+use overseer_core::{DecisionError, GateChoice, GateView};
 use overseer_engine::Paths;
 use overseer_server::api::op;
 use std::process::ExitCode;
@@ -85,7 +85,7 @@ pub async fn gates(paths: &Paths, cmd: GatesCommand) -> anyhow::Result<ExitCode>
         } => {
             // The option as typed, sent as the gate's kind's choice.
             let asked: GateView = act(paths, op::ShowGate { gate }).await?;
-            let option = inbox::choice_of(&asked, &option)?;
+            let option = choice_of(&asked, &option)?;
             let g: GateView = act(
                 paths,
                 op::DecideGate {
@@ -158,4 +158,24 @@ pub(crate) async fn list_gates(
             None => return Ok((gates, None)),
         }
     }
+}
+
+/// An option as the user typed it (`approve`, `yes`...), as the choice of
+/// `g`'s kind it names; one the gate does not offer is refused here with
+/// the gate's options, as the engine would.
+pub(crate) fn choice_of(g: &GateView, option: &str) -> anyhow::Result<GateChoice> {
+    let offered = || {
+        g.options
+            .iter()
+            .map(|o| o.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    GateChoice::parse(g.kind(), option).map_err(|_| {
+        let e = DecisionError::UnknownOption {
+            chosen: option.to_owned(),
+            offered: offered(),
+        };
+        anyhow::anyhow!("gate {}: {e}", g.id)
+    })
 }

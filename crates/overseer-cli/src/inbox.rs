@@ -6,7 +6,7 @@ use crate::output::{age, inert};
 use crate::{act, now_ms};
 use anyhow::Context;
 use overseer_core::message::{MessageStatus, MessageTo, MessageView};
-use overseer_core::{DecisionError, GateChoice, GateKind, GateView, QuestionChoice, RunView};
+use overseer_core::{GateChoice, GateKind, GateView, QuestionChoice, RunView};
 use overseer_engine::Paths;
 use overseer_server::api::op;
 use serde_json::{json, Map, Value};
@@ -139,26 +139,6 @@ pub async fn questions(paths: &Paths, cmd: QuestionsCommand) -> anyhow::Result<E
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// An option as the user typed it (`approve`, `yes`...), as the choice of
-/// `g`'s kind it names; one the gate does not offer is refused here with
-/// the gate's options, as the engine would.
-pub(crate) fn choice_of(g: &GateView, option: &str) -> anyhow::Result<GateChoice> {
-    let offered = || {
-        g.options
-            .iter()
-            .map(|o| o.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    GateChoice::parse(g.kind(), option).map_err(|_| {
-        let e = DecisionError::UnknownOption {
-            chosen: option.to_owned(),
-            offered: offered(),
-        };
-        anyhow::anyhow!("gate {}: {e}", g.id)
-    })
 }
 
 /// The answer's form content from `--choose N=LABEL` and `--text [N=]TEXT`,
