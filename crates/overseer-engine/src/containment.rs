@@ -227,9 +227,34 @@ impl Runs {
         let home = self
             .agent_home("_evaluators")
             .join(format!("run-{run}-{n}"));
-        let contained =
-            self.contain_check(run, &worktree, &format!("run-{run}-eval-{n}"), home.clone())?;
-        Ok((contained, home, worktree))
+        let cgroup = format!("run-{run}-eval-{n}");
+        if self.config.profile(&work.agent).is_ok() && worktree.is_dir() {
+            let contained = self.contain_check(run, &worktree, &cgroup, home.clone())?;
+            return Ok((contained, home.clone(), worktree));
+        }
+        // An external session's run (no profile of Overseer's; its files
+        // are the user's own checkout) or one whose worktree is gone: the
+        // evaluator's fresh home is all it gets, on a private network where
+        // one can be made (it may call a model's API), never uncontained.
+        require_sandbox(probe(), "the supervisor's command", false)?;
+        let _ = std::fs::remove_dir_all(&home);
+        private_dir(&home)?;
+        let mut inputs = self.sandbox_inputs(None, &home);
+        inputs.private_home = Some(home.clone());
+        inputs.network = match self.private_network() {
+            NetStatus::Available { .. } => net::NetworkMode::Private,
+            NetStatus::Missing { .. } => net::NetworkMode::Host,
+        };
+        inputs.resolv_conf = self.resolv_conf(inputs.network);
+        let limits = RunLimits::for_machine();
+        let contained = Contained {
+            cgroup: self.run_cgroup(&cgroup, run, &limits),
+            sandbox: Some(
+                bwrap::plan(&inputs)
+                    .map_err(|e| format!("the supervisor's sandbox cannot be built: {e}"))?,
+            ),
+        };
+        Ok((contained, home.clone(), home))
     }
 
     fn contain_check(

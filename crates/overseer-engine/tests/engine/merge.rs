@@ -247,7 +247,17 @@ async fn work_found_on_main_without_a_merge_of_overseers_is_a_security_event() {
 
 /// An evaluator that answers at once, except on merge reviews, where it
 /// waits for the file `go` and then approves.
-fn cosign_policy(go: &Path) -> SupervisorPolicy {
+/// The file a co-signing evaluator waits for before it answers a merge
+/// review: in the run's worktree, where the evaluator runs (contained like
+/// the run's checks, it sees nothing of the test's own temp dirs).
+const GO: &str = ".git/overseer-test-go";
+
+fn let_the_supervisor_answer(w: &World, run: overseer_core::RunId) {
+    let go = w.engine.worktree_path("demo", run).join(GO);
+    std::fs::write(go, "").expect("let the supervisor answer");
+}
+
+fn cosign_policy() -> SupervisorPolicy {
     let script = format!(
         r#"input=$(cat)
 case "$input" in
@@ -255,7 +265,7 @@ case "$input" in
   *'"kind":"merge_review"'*) while [ ! -f '{go}' ]; do sleep 0.1; done;;
 esac
 echo '{{"verdict":"approve","rationale":"looks right"}}'"#,
-        go = go.display()
+        go = GO
     );
     SupervisorPolicy {
         enabled: true,
@@ -274,11 +284,9 @@ echo '{{"verdict":"approve","rationale":"looks right"}}'"#,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_humans_approval_of_a_cosigned_merge_review_waits_for_the_supervisor() {
-    let go_dir = tempfile::tempdir().expect("tempdir");
-    let go = go_dir.path().join("go");
     let w = world_with(
         WorkspaceSettings {
-            supervisor: Some(cosign_policy(&go)),
+            supervisor: Some(cosign_policy()),
             ..Default::default()
         },
         Arc::new(LogNotifier),
@@ -319,7 +327,7 @@ async fn a_humans_approval_of_a_cosigned_merge_review_waits_for_the_supervisor()
     assert_eq!(git(&w.repo, &["rev-parse", "main"]), base);
 
     // The supervisor co-signs: the merge happens, once, as the human's.
-    std::fs::write(&go, "").expect("go");
+    let_the_supervisor_answer(&w, run);
     state(&w, run, merged()).await;
     assert_eq!(merges_on_main(&w.repo), 1);
     let gate = w.engine.gate(review.id).expect("gate");
@@ -338,12 +346,9 @@ async fn a_humans_approval_of_a_cosigned_merge_review_waits_for_the_supervisor()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cosigned_review_the_supervisor_approved_first_merges_on_the_humans_approval() {
-    let go_dir = tempfile::tempdir().expect("tempdir");
-    let go = go_dir.path().join("go");
-    std::fs::write(&go, "").expect("go at once");
     let w = world_with(
         WorkspaceSettings {
-            supervisor: Some(cosign_policy(&go)),
+            supervisor: Some(cosign_policy()),
             ..Default::default()
         },
         Arc::new(LogNotifier),
@@ -352,6 +357,7 @@ async fn a_cosigned_review_the_supervisor_approved_first_merges_on_the_humans_ap
     .await;
     let run = start(&w, "happy");
     to_review(&w, run.into()).await;
+    let_the_supervisor_answer(&w, run);
     let review = pending_gate(&w, run, GateKind::MergeReview).await;
     until(&w, "the supervisor's approval", |e| {
         let story = e.gate_story(review.id).ok()?;

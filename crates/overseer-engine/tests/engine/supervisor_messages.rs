@@ -28,8 +28,9 @@ struct World {
 }
 
 /// An engine serving its socket, with workspace `proj` supervised by `sh
-/// -c script` (what the supervisor is asked comes on its stdin; the
-/// script keeps a copy in `asked.json` beside the repository).
+/// -c script` (what the supervisor is asked comes on its stdin; contained,
+/// it sees nothing of the test's dirs, so a script says in its answer what
+/// it was asked).
 async fn world(script: &str) -> World {
     let dir = tempfile::tempdir().expect("tempdir");
     let paths = Paths {
@@ -45,16 +46,12 @@ async fn world(script: &str) -> World {
     let repo = dir.path().join("proj");
     std::fs::create_dir_all(&repo).expect("repo dir");
     overseer_test_support::git(&repo, &["init", "-q"]);
-    let asked = dir.path().join("asked.json");
     let policy = SupervisorPolicy {
         enabled: true,
         autonomy: Autonomy::Advisory,
         evaluator: EvaluatorConfig::Command {
             command: "sh".into(),
-            args: vec![
-                "-c".into(),
-                format!("cat > '{}'; {script}", asked.display()),
-            ],
+            args: vec!["-c".into(), format!("input=$(cat); {script}")],
         },
         ..SupervisorPolicy::default()
     };
@@ -169,7 +166,9 @@ async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_supervisor_answers_an_agents_question_through_the_hub() {
     let w = world(
-        r#"echo '{"verdict":"advise","rationale":"the repository indents with spaces","correction":"Use two spaces, as the rest of the repository does."}'"#,
+        // What it was asked, in its rationale: the subject, and whether
+        // the agent's words were in it.
+        r#"case "$input" in *'"subject":"message"'*) s=message;; *) s=other;; esac; case "$input" in *'Tabs or spaces for the new module?'*) b=yes;; *) b=no;; esac; printf '{"verdict":"advise","rationale":"subject=%s body=%s","correction":"Use two spaces, as the rest of the repository does."}' "$s" "$b""#,
     )
     .await;
     let asked = w.to_supervisor("Tabs or spaces for the new module?").await;
@@ -178,15 +177,15 @@ async fn the_supervisor_answers_an_agents_question_through_the_hub() {
     assert_eq!(verdict, Verdict::Advise);
     assert_eq!(actor, Actor::Supervisor("command:sh".into()));
     // The supervisor was given the agent's message to read.
-    let seen: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(w._dir.path().join("asked.json")).expect("what it was asked"),
-    )
-    .expect("json");
-    assert_eq!(seen["subject"], "message");
-    assert_eq!(
-        seen["message"]["body"],
-        "Tabs or spaces for the new module?"
-    );
+    let rationale = w
+        .engine
+        .run_decisions(run)
+        .expect("decisions")
+        .into_iter()
+        .find(|d| d.source_event.as_deref() == Some(format!("message:{}", asked.id).as_str()))
+        .and_then(|d| d.rationale)
+        .expect("the supervisor's rationale");
+    assert_eq!(rationale, "subject=message body=yes");
     // Its answer reaches the agent, as the supervisor, on the same thread.
     let end = Instant::now() + Duration::from_secs(20);
     let answer = loop {
