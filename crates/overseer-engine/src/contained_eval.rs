@@ -141,6 +141,14 @@ struct ContainedReviewer {
     grace: Duration,
 }
 
+impl Drop for ContainedReviewer {
+    /// Given up on (its evaluation's deadline passed first): the process
+    /// and its cgroup go with `AgentProcess`'s own drop; its home here.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
 impl Reviewer for ContainedReviewer {
     fn kill(&self) {
         // The whole cgroup at once; its process group too (no cgroup here).
