@@ -49,28 +49,8 @@ pub(crate) async fn consult(
     timeout_seconds: Option<u64>,
 ) -> Result<SessionAnswer, ApiError> {
     let asking = engine.run(parent)?;
-    if let Some(grand) = asking.parent {
-        return Err(refused(
-            ErrorCode::Forbidden,
-            format!(
-                "run {parent} is itself a consultation (asked by run {grand}), and a consultation \
-                 cannot consult: answer from what you can read yourself, and say what you could not find out"
-            ),
-        ));
-    }
-    if asking.origin.is_external() {
-        return Err(refused(
-            ErrorCode::Forbidden,
-            "consult is for runs Overseer launched: a session outside Overseer has no worktree to snapshot",
-        ));
-    }
-    let question = question.trim().to_owned();
-    if question.is_empty() || question.chars().count() > MAX_QUESTION {
-        return Err(refused(
-            ErrorCode::InvalidInput,
-            format!("the question must be 1 to {MAX_QUESTION} characters; ask it in words"),
-        ));
-    }
+    may_consult(parent, &asking)?;
+    let question = checked_question(question)?;
     let seconds = timeout_seconds.unwrap_or(CONSULT_TIMEOUT_DEFAULT);
     check_consult_timeout(seconds).map_err(|m| refused(ErrorCode::InvalidInput, m))?;
     let agent_profile = engine
@@ -105,6 +85,67 @@ pub(crate) async fn consult(
             return Err(e);
         }
     };
+    note_question(engine, parent, child, &profile, &snapshot, &question);
+    let prompt = prompt(parent, &asking.task_title, &question);
+    let answer = drive_child(engine, parent, child, child_work, agent_profile, prompt);
+    let waited = tokio::time::timeout(Duration::from_secs(seconds), answer).await;
+    // The driver ended the child (answered or failed); a timeout ends it
+    // below, still guarded until it has.
+    guard.armed = waited.is_err();
+    match waited {
+        Ok(Ok(Ok(text))) => Ok(answered(engine, parent, child, &profile, text)),
+        Ok(Ok(Err(e))) => Err(failed(engine, parent, child, &profile, e)),
+        Ok(Err(_)) => Err(refused(
+            ErrorCode::EngineUnavailable,
+            format!("the consultation (run {child}) stopped with the engine; nothing was answered"),
+        )),
+        Err(_) => Ok(timed_out(engine, parent, child, &profile, seconds, &mut guard).await),
+    }
+}
+
+/// Refuses a consultation that would consult in turn, and a session Overseer
+/// did not launch (it has no worktree to snapshot).
+fn may_consult(parent: RunId, asking: &overseer_core::RunView) -> Result<(), ApiError> {
+    if let Some(grand) = asking.parent {
+        return Err(refused(
+            ErrorCode::Forbidden,
+            format!(
+                "run {parent} is itself a consultation (asked by run {grand}), and a consultation \
+                 cannot consult: answer from what you can read yourself, and say what you could not find out"
+            ),
+        ));
+    }
+    if asking.origin.is_external() {
+        return Err(refused(
+            ErrorCode::Forbidden,
+            "consult is for runs Overseer launched: a session outside Overseer has no worktree to snapshot",
+        ));
+    }
+    Ok(())
+}
+
+/// The question, trimmed; refused when empty or longer than [`MAX_QUESTION`].
+fn checked_question(question: String) -> Result<String, ApiError> {
+    let question = question.trim().to_owned();
+    if question.is_empty() || question.chars().count() > MAX_QUESTION {
+        return Err(refused(
+            ErrorCode::InvalidInput,
+            format!("the question must be 1 to {MAX_QUESTION} characters; ask it in words"),
+        ));
+    }
+    Ok(question)
+}
+
+/// Notes the question on both timelines: on the asker's, whom it asked on
+/// which snapshot; on the child's, who asks and that it is read-only.
+fn note_question(
+    engine: &Engine,
+    parent: RunId,
+    child: RunId,
+    profile: &str,
+    snapshot: &str,
+    question: &str,
+) {
     let short: String = snapshot.chars().take(12).collect();
     engine.record_activity_or_warn(
         parent,
@@ -122,107 +163,143 @@ pub(crate) async fn consult(
             ),
         },
     );
-    let prompt = prompt(parent, &asking.task_title, &question);
+}
+
+/// Has the child answer in the background: its answer (or why there is
+/// none) arrives on the channel once the child is ended and its agent stopped.
+fn drive_child(
+    engine: &Arc<Engine>,
+    parent: RunId,
+    child: RunId,
+    child_work: overseer_store::RunWork,
+    agent_profile: crate::config::AgentProfile,
+    prompt: String,
+) -> tokio::sync::oneshot::Receiver<Result<String, ApiError>> {
     let (done, answer) = tokio::sync::oneshot::channel();
     let driver = engine.clone();
     engine.spawn_cancellable(async move {
         let result = answer_turn(&driver, &child_work, &agent_profile, &prompt).await;
-        let result = match result {
-            Ok(text) => {
-                if still_active(&driver, child) {
-                    let ended = driver.transition(
-                        child,
-                        RunEvent::End,
-                        Some(&format!("answered run {parent}'s consultation")),
-                        &Actor::Engine,
-                    );
-                    ended.map(|_| text)
-                } else {
-                    Err(refused(
-                        ErrorCode::InvalidTransition,
-                        format!("run {child} was stopped before it answered"),
-                    ))
-                }
-            }
-            Err(e) => {
-                if still_active(&driver, child) {
-                    end_run(&driver, child, RunEvent::Fail, &e.message, &e.message).await;
-                }
-                Err(e)
-            }
-        };
+        let result = end_child(&driver, parent, child, result).await;
         stop_child(&driver, child).await;
         let _ = done.send(result);
     });
-    let waited = tokio::time::timeout(Duration::from_secs(seconds), answer).await;
-    // The driver ended the child (answered or failed); a timeout ends it
-    // below, still guarded until it has.
-    guard.armed = waited.is_err();
-    let cost = || {
-        engine
-            .run(child)
-            .ok()
-            .and_then(|v| v.usage)
-            .and_then(|u| u.cost)
-    };
-    match waited {
-        Ok(Ok(Ok(text))) => {
-            engine.record_activity_or_warn(
-                parent,
-                Activity::Notice {
-                    title: Some(TITLE.to_owned()),
-                    text: format!("run {child} ({profile}) answered"),
-                },
-            );
-            Ok(SessionAnswer::Consult {
-                text,
-                run: child,
-                cost: cost(),
-                timed_out: false,
-            })
-        }
-        Ok(Ok(Err(e))) => {
-            let message = format!(
-                "the consultation (run {child}, {profile}) failed: {}",
-                e.message
-            );
-            engine.record_activity_or_warn(
-                parent,
-                Activity::Notice {
-                    title: Some(TITLE.to_owned()),
-                    text: message.clone(),
-                },
-            );
-            Err(ApiError::new(e.code, message))
-        }
-        Ok(Err(_)) => Err(refused(
-            ErrorCode::EngineUnavailable,
-            format!("the consultation (run {child}) stopped with the engine; nothing was answered"),
-        )),
-        Err(_) => {
-            let why = format!("timed out after {seconds} s without an answer: stopped");
+    answer
+}
+
+/// Ends the child once it answered, or fails it when it could not; a child
+/// stopped meanwhile gives no answer.
+async fn end_child(
+    engine: &Engine,
+    parent: RunId,
+    child: RunId,
+    result: Result<String, ApiError>,
+) -> Result<String, ApiError> {
+    match result {
+        Ok(text) => {
             if still_active(engine, child) {
-                end_run(engine, child, RunEvent::Fail, &why, &why).await;
+                let ended = engine.transition(
+                    child,
+                    RunEvent::End,
+                    Some(&format!("answered run {parent}'s consultation")),
+                    &Actor::Engine,
+                );
+                ended.map(|_| text)
+            } else {
+                Err(refused(
+                    ErrorCode::InvalidTransition,
+                    format!("run {child} was stopped before it answered"),
+                ))
             }
-            stop_child(engine, child).await;
-            guard.armed = false;
-            engine.record_activity_or_warn(
-                parent,
-                Activity::Notice {
-                    title: Some(TITLE.to_owned()),
-                    text: format!("run {child} ({profile}) {why}"),
-                },
-            );
-            Ok(SessionAnswer::Consult {
-                text: format!(
-                    "No answer: the consultation of {profile} (run {child}) timed out after {seconds} s \
-                     and was stopped."
-                ),
-                run: child,
-                cost: cost(),
-                timed_out: true,
-            })
         }
+        Err(e) => {
+            if still_active(engine, child) {
+                end_run(engine, child, RunEvent::Fail, &e.message, &e.message).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// What the child cost, once known.
+fn cost_of(engine: &Engine, child: RunId) -> Option<overseer_core::RunCost> {
+    engine
+        .run(child)
+        .ok()
+        .and_then(|v| v.usage)
+        .and_then(|u| u.cost)
+}
+
+/// The child's answer, for the asker, who is told on its timeline that it came.
+fn answered(
+    engine: &Engine,
+    parent: RunId,
+    child: RunId,
+    profile: &str,
+    text: String,
+) -> SessionAnswer {
+    engine.record_activity_or_warn(
+        parent,
+        Activity::Notice {
+            title: Some(TITLE.to_owned()),
+            text: format!("run {child} ({profile}) answered"),
+        },
+    );
+    SessionAnswer::Consult {
+        text,
+        run: child,
+        cost: cost_of(engine, child),
+        timed_out: false,
+    }
+}
+
+/// Why the consultation failed, noted on the asker's timeline and returned
+/// to it as its error.
+fn failed(engine: &Engine, parent: RunId, child: RunId, profile: &str, e: ApiError) -> ApiError {
+    let message = format!(
+        "the consultation (run {child}, {profile}) failed: {}",
+        e.message
+    );
+    engine.record_activity_or_warn(
+        parent,
+        Activity::Notice {
+            title: Some(TITLE.to_owned()),
+            text: message.clone(),
+        },
+    );
+    ApiError::new(e.code, message)
+}
+
+/// After the timeout: the child is failed and its agent stopped, and the
+/// asker is answered that no answer came in time.
+async fn timed_out(
+    engine: &Engine,
+    parent: RunId,
+    child: RunId,
+    profile: &str,
+    seconds: u64,
+    guard: &mut Abandon,
+) -> SessionAnswer {
+    let why = format!("timed out after {seconds} s without an answer: stopped");
+    if still_active(engine, child) {
+        end_run(engine, child, RunEvent::Fail, &why, &why).await;
+    }
+    stop_child(engine, child).await;
+    guard.armed = false;
+    engine.record_activity_or_warn(
+        parent,
+        Activity::Notice {
+            title: Some(TITLE.to_owned()),
+            text: format!("run {child} ({profile}) {why}"),
+        },
+    );
+    SessionAnswer::Consult {
+        text: format!(
+            "No answer: the consultation of {profile} (run {child}) timed out after {seconds} s \
+             and was stopped."
+        ),
+        run: child,
+        cost: cost_of(engine, child),
+        timed_out: true,
     }
 }
 
