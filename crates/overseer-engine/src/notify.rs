@@ -541,170 +541,17 @@ pub fn notification_for(
     })
 }
 
+/// The notification an event calls for, before its urgency and tag are set:
+/// a gate that opened, or a run that failed.
 fn notification_of(
     event: &EngineEvent,
     run: &RunView,
     opened: Option<&overseer_core::GateView>,
 ) -> Option<Notification> {
-    let task = run.task_title.clone();
-    let ask = opened.map(|g| g.ask_kind);
-    // Whether the gate just opened is the engine pausing the run for `cause`.
-    let paused_for = |opened: Option<&overseer_core::GateView>, cause| {
-        opened.is_some_and(
-            |g| matches!(&g.body, overseer_core::GateBody::Deviation(d) if d.cause == cause),
-        )
-    };
     match event {
-        // A run paused for flooding: its one notification, a security
-        // event (it cannot be muted), not one more "hit a problem".
-        EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Flood) =>
-        {
-            Some(Notification {
-                kind: NotificationKind::SecurityEvent,
-                run_id: *run_id,
-                title: format!("Run {run_id} flooded Overseer and was paused"),
-                body: opened.map(|g| g.title.clone()).unwrap_or(task),
-                quick: None,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        // A run paused at its budget: says so, with what it cost.
-        EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Budget) =>
-        {
-            Some(Notification {
-                kind: NotificationKind::AgentQuestionBlocking,
-                run_id: *run_id,
-                title: format!("Run {run_id} reached its budget and was paused"),
-                body: opened.map(|g| g.title.clone()).unwrap_or(task),
-                quick: None,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        // Something to read, not to decide: never as loud as a blocking ask.
-        // An info item is not "needs you" (it asks nothing), so it is told
-        // while it is still there to read, not by the run's row.
-        EngineEvent::GateOpened { run_id, .. }
-            if ask == Some(overseer_core::AskKind::Info)
-                && opened.is_some_and(|g| {
-                    g.status == overseer_core::GateStatus::Pending && g.snoozed_until.is_none()
-                }) =>
-        {
-            Some(Notification {
-                kind: NotificationKind::AgentQuestionPending,
-                run_id: *run_id,
-                title: format!("Run {run_id}: a note from {}", run.agent),
-                body: task,
-                quick: None,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        // The supervisor decides this gate on its own authority: the user is
-        // told (they may still step in), not asked. If it escalates, that
-        // is a blocking notification of its own.
-        EngineEvent::GateOpened { run_id, .. }
-            if run.needs_you
-                && opened.is_some_and(|g| {
-                    g.authority == Some(overseer_core::supervision::Autonomy::Autonomous)
-                }) =>
-        {
-            Some(Notification {
-                kind: NotificationKind::AgentQuestionPending,
-                run_id: *run_id,
-                title: format!(
-                    "Run {run_id}: the supervisor will decide: {}",
-                    opened.map(|g| g.title.as_str()).unwrap_or_default()
-                ),
-                body: std::iter::once(task)
-                    .chain(opened.map(what_it_decides).unwrap_or_default())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                quick: None,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        EngineEvent::GateOpened { run_id, kind, .. } if run.needs_you => {
-            let (kind, title) = match kind {
-                GateKind::MergeReview => (
-                    NotificationKind::RunPendingReview,
-                    format!("Run {run_id} is ready for review"),
-                ),
-                GateKind::StepReview => (
-                    NotificationKind::AgentQuestionPending,
-                    format!("Run {run_id}: a step waits for review"),
-                ),
-                GateKind::Question => (
-                    NotificationKind::AgentQuestionBlocking,
-                    format!("Run {run_id} has a question for you"),
-                ),
-                GateKind::Plan => (
-                    NotificationKind::AgentQuestionBlocking,
-                    format!("Run {run_id}: approve the plan"),
-                ),
-                GateKind::ToolCall => (
-                    NotificationKind::AgentQuestionBlocking,
-                    format!("Run {run_id} asks permission"),
-                ),
-                GateKind::Deviation => (
-                    NotificationKind::AgentQuestionBlocking,
-                    format!("Run {run_id} hit a problem"),
-                ),
-                GateKind::SupervisorPause => (
-                    NotificationKind::AgentQuestionBlocking,
-                    format!("Run {run_id} was paused by the supervisor"),
-                ),
-            };
-            // Buttons only where the notification shows all there is to
-            // decide: a low or medium risk call, a merge with no auto-run
-            // file (never a review it cannot read).
-            let quick = opened.and_then(quick_answer);
-            // What would run, its risk, the auto-run files; then the
-            // supervisor's word, once it gave one (a gate told again when
-            // it arrives, or after a restart).
-            let body = std::iter::once(task)
-                .chain(opened.map(what_it_decides).unwrap_or_default())
-                .chain(opened.and_then(advice_line))
-                .collect::<Vec<_>>()
-                .join("\n");
-            Some(Notification {
-                kind,
-                run_id: *run_id,
-                title,
-                body,
-                quick,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        EngineEvent::RunChanged { run: changed }
-            if changed.state
-                == (RunState::Released {
-                    reason: ReleaseReason::Failed,
-                })
-                && changed.state_since == run.state_since =>
-        {
-            Some(Notification {
-                kind: NotificationKind::RunFailed,
-                run_id: changed.id,
-                title: format!("Run {} failed", changed.id),
-                body: changed
-                    .release_note
-                    .clone()
-                    .map(|n| format!("{task}: {n}"))
-                    .unwrap_or(task),
-                quick: None,
-                urgency: Urgency::Normal,
-                tag: None,
-            })
-        }
-        EngineEvent::GateOpened { .. }
-        | EngineEvent::GateDecided { .. }
-        | EngineEvent::RunChanged { .. }
+        EngineEvent::GateOpened { run_id, kind, .. } => gate_opened(*run_id, kind, run, opened),
+        EngineEvent::RunChanged { run: changed } => run_failed(changed, run),
+        EngineEvent::GateDecided { .. }
         | EngineEvent::RunActivity { .. }
         | EngineEvent::OrchestrationAborted { .. }
         | EngineEvent::MessagePosted { .. }
@@ -714,6 +561,201 @@ fn notification_of(
         | EngineEvent::PairingCodesBurned { .. }
         | EngineEvent::WebServingChanged { .. } => None,
     }
+}
+
+/// A notification without buttons, at normal urgency and without a tag
+/// ([`notification_for`] sets both).
+fn plain(kind: NotificationKind, run_id: RunId, title: String, body: String) -> Notification {
+    Notification {
+        kind,
+        run_id,
+        title,
+        body,
+        quick: None,
+        urgency: Urgency::Normal,
+        tag: None,
+    }
+}
+
+/// Whether the gate just opened is the engine pausing the run for `cause`.
+fn paused_for(
+    opened: Option<&overseer_core::GateView>,
+    cause: overseer_core::DeviationCause,
+) -> bool {
+    opened.is_some_and(
+        |g| matches!(&g.body, overseer_core::GateBody::Deviation(d) if d.cause == cause),
+    )
+}
+
+/// What a gate that just opened tells the user, if anything: a run paused
+/// (flooding, budget), a note to read, a decision the supervisor takes on
+/// its own, or what the gate waits on the user for.
+fn gate_opened(
+    run_id: RunId,
+    kind: &GateKind,
+    run: &RunView,
+    opened: Option<&overseer_core::GateView>,
+) -> Option<Notification> {
+    let task = run.task_title.clone();
+    let ask = opened.map(|g| g.ask_kind);
+    // A run paused for flooding: its one notification, a security
+    // event (it cannot be muted), not one more "hit a problem".
+    if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Flood) {
+        return Some(plain(
+            NotificationKind::SecurityEvent,
+            run_id,
+            format!("Run {run_id} flooded Overseer and was paused"),
+            opened.map(|g| g.title.clone()).unwrap_or(task),
+        ));
+    }
+    // A run paused at its budget: says so, with what it cost.
+    if run.needs_you && paused_for(opened, overseer_core::DeviationCause::Budget) {
+        return Some(plain(
+            NotificationKind::AgentQuestionBlocking,
+            run_id,
+            format!("Run {run_id} reached its budget and was paused"),
+            opened.map(|g| g.title.clone()).unwrap_or(task),
+        ));
+    }
+    // Something to read, not to decide: never as loud as a blocking ask.
+    // An info item is not "needs you" (it asks nothing), so it is told
+    // while it is still there to read, not by the run's row.
+    if ask == Some(overseer_core::AskKind::Info)
+        && opened.is_some_and(|g| {
+            g.status == overseer_core::GateStatus::Pending && g.snoozed_until.is_none()
+        })
+    {
+        return Some(plain(
+            NotificationKind::AgentQuestionPending,
+            run_id,
+            format!("Run {run_id}: a note from {}", run.agent),
+            task,
+        ));
+    }
+    // The supervisor decides this gate on its own authority: the user is
+    // told (they may still step in), not asked. If it escalates, that
+    // is a blocking notification of its own.
+    if run.needs_you
+        && opened
+            .is_some_and(|g| g.authority == Some(overseer_core::supervision::Autonomy::Autonomous))
+    {
+        return Some(supervisor_decides(run_id, task, opened));
+    }
+    if run.needs_you {
+        return Some(waits_on_you(run_id, kind, task, opened));
+    }
+    None
+}
+
+/// A gate the supervisor decides on its own: the user is told what it
+/// decides, not asked.
+fn supervisor_decides(
+    run_id: RunId,
+    task: String,
+    opened: Option<&overseer_core::GateView>,
+) -> Notification {
+    plain(
+        NotificationKind::AgentQuestionPending,
+        run_id,
+        format!(
+            "Run {run_id}: the supervisor will decide: {}",
+            opened.map(|g| g.title.as_str()).unwrap_or_default()
+        ),
+        std::iter::once(task)
+            .chain(opened.map(what_it_decides).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// A gate that waits on the user: what it asks, what it decides, the
+/// supervisor's word, and buttons where they suffice.
+fn waits_on_you(
+    run_id: RunId,
+    kind: &GateKind,
+    task: String,
+    opened: Option<&overseer_core::GateView>,
+) -> Notification {
+    let (kind, title) = headline(run_id, kind);
+    // Buttons only where the notification shows all there is to
+    // decide: a low or medium risk call, a merge with no auto-run
+    // file (never a review it cannot read).
+    let quick = opened.and_then(quick_answer);
+    // What would run, its risk, the auto-run files; then the
+    // supervisor's word, once it gave one (a gate told again when
+    // it arrives, or after a restart).
+    let body = std::iter::once(task)
+        .chain(opened.map(what_it_decides).unwrap_or_default())
+        .chain(opened.and_then(advice_line))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Notification {
+        kind,
+        run_id,
+        title,
+        body,
+        quick,
+        urgency: Urgency::Normal,
+        tag: None,
+    }
+}
+
+/// The kind and title of a gate that waits on the user, by the gate's kind.
+fn headline(run_id: RunId, kind: &GateKind) -> (NotificationKind, String) {
+    match kind {
+        GateKind::MergeReview => (
+            NotificationKind::RunPendingReview,
+            format!("Run {run_id} is ready for review"),
+        ),
+        GateKind::StepReview => (
+            NotificationKind::AgentQuestionPending,
+            format!("Run {run_id}: a step waits for review"),
+        ),
+        GateKind::Question => (
+            NotificationKind::AgentQuestionBlocking,
+            format!("Run {run_id} has a question for you"),
+        ),
+        GateKind::Plan => (
+            NotificationKind::AgentQuestionBlocking,
+            format!("Run {run_id}: approve the plan"),
+        ),
+        GateKind::ToolCall => (
+            NotificationKind::AgentQuestionBlocking,
+            format!("Run {run_id} asks permission"),
+        ),
+        GateKind::Deviation => (
+            NotificationKind::AgentQuestionBlocking,
+            format!("Run {run_id} hit a problem"),
+        ),
+        GateKind::SupervisorPause => (
+            NotificationKind::AgentQuestionBlocking,
+            format!("Run {run_id} was paused by the supervisor"),
+        ),
+    }
+}
+
+/// A run that failed, when it still stands failed after the batch: says
+/// so, with the reason it was failed if one was given.
+fn run_failed(changed: &RunView, run: &RunView) -> Option<Notification> {
+    if changed.state
+        == (RunState::Released {
+            reason: ReleaseReason::Failed,
+        })
+        && changed.state_since == run.state_since
+    {
+        let task = run.task_title.clone();
+        return Some(plain(
+            NotificationKind::RunFailed,
+            changed.id,
+            format!("Run {} failed", changed.id),
+            changed
+                .release_note
+                .clone()
+                .map(|n| format!("{task}: {n}"))
+                .unwrap_or(task),
+        ));
+    }
+    None
 }
 
 /// Notifications that arrive together become one per kind: fifty agents
