@@ -889,154 +889,176 @@ pub(crate) async fn evaluate_step(
 /// The deterministic evaluator: every verdict cites the rule that fired.
 pub(crate) struct RulesEvaluator;
 
+/// A verdict of the rules, citing the rule that fired and saying why.
+fn cited(verdict: Verdict, rule: &str, rationale: String) -> EvaluatorOutput {
+    EvaluatorOutput {
+        verdict,
+        rationale,
+        correction: None,
+        confidence: None,
+        rule_ref: Some(rule.to_owned()),
+        model_id: None,
+        prompt_version: None,
+    }
+}
+
 impl RulesEvaluator {
+    /// The rules' verdict on a step, a message to the supervisor or a gate.
     fn judge(req: &EvaluationRequest) -> EvaluatorOutput {
-        let out = |verdict, rule: &str, rationale: String| EvaluatorOutput {
-            verdict,
-            rationale,
-            correction: None,
-            confidence: None,
-            rule_ref: Some(rule.to_owned()),
-            model_id: None,
-            prompt_version: None,
-        };
         match (req.subject, &req.gate) {
-            (Subject::Step, _) => {
-                let step = req.step.clone().unwrap_or_default();
-                let drift: Vec<String> = step["drift"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let facts = StepFacts {
-                    interpretation_wrong: false,
-                    out_of_scope: !drift.is_empty(),
-                    destructive: step["destructive"].as_bool().unwrap_or(false),
-                    suboptimal_but_achieved: false,
-                    concerns: Concerns::None,
-                    low_confidence_but_correct: false,
-                };
-                let row = select_verdict(&facts);
-                let mut o = out(
-                    row.verdict,
-                    &format!("verdict_table:{}", row.id),
-                    row.rationale.to_owned(),
-                );
-                if row.verdict == Verdict::Reorient {
-                    o.correction = Some(format!(
-                        "Stay within the files your plan declared. Undo your changes to {} or explain why they are needed, then finish the step.",
-                        drift.join(", ")
-                    ));
-                    o.rationale = format!(
-                        "{} (changed outside the plan: {})",
-                        row.rationale,
-                        drift.join(", ")
-                    );
-                }
-                o
-            }
+            (Subject::Step, _) => Self::judge_step(req),
             // The rules read no prose: a message to the supervisor is a
             // human's to answer.
-            (Subject::Message, _) => out(
+            (Subject::Message, _) => cited(
                 Verdict::Escalate,
                 "rules:message",
                 "the rules supervisor does not read messages: a human answers this one".to_owned(),
             ),
-            (Subject::Gate, None) => out(
+            (Subject::Gate, None) => cited(
                 Verdict::Escalate,
                 "rules:no_gate",
                 "nothing to evaluate".to_owned(),
             ),
-            (Subject::Gate, Some(gate)) if gate.unreadable_payload.is_some() => out(
+            (Subject::Gate, Some(gate)) if gate.unreadable_payload.is_some() => cited(
                 Verdict::Escalate,
                 "rules:unreadable_payload",
                 "what the gate is about could not be read: a human must look".to_owned(),
             ),
-            (Subject::Gate, Some(gate)) => match &gate.body {
-                GateBody::ToolCall(call) => match call.always_gated {
-                    Some(cat) => {
-                        let cat = cat.as_str();
-                        out(
-                            Verdict::Escalate,
-                            &format!("always_gated:{cat}"),
-                            format!("{cat}: a human must see this every time"),
-                        )
-                    }
-                    None => out(
-                        Verdict::Approve,
-                        "rules:not_destructive",
-                        "not destructive, inside the worktree, not a secret".to_owned(),
-                    ),
-                },
-                GateBody::Plan(plan) => {
-                    let steps = plan.steps.len();
-                    let files = plan.files.len();
-                    if steps > 0 && files > 0 {
-                        out(
-                            Verdict::Approve,
-                            "rules:plan_complete",
-                            format!("{steps} steps, {files} declared files"),
-                        )
-                    } else {
-                        out(
-                            Verdict::Escalate,
-                            "rules:plan_incomplete",
-                            "the plan declares no steps or no files".to_owned(),
-                        )
-                    }
-                }
-                GateBody::StepReview(step) => {
-                    let score = step.confidence.unwrap_or(0.0);
-                    let band = overseer_core::confidence::band(score);
-                    let medium_or_better = matches!(
-                        band,
-                        overseer_core::confidence::Band::High
-                            | overseer_core::confidence::Band::Medium
-                    );
-                    if medium_or_better && !step.destructive {
-                        out(
-                            Verdict::Approve,
-                            "rules:confidence_medium",
-                            format!("confidence {score:.2} and nothing destructive"),
-                        )
-                    } else {
-                        out(
-                            Verdict::Escalate,
-                            "rules:confidence_low",
-                            format!("confidence {score:.2} or destructive operations"),
-                        )
-                    }
-                }
-                GateBody::MergeReview(_) => {
-                    let step = req.step.clone().unwrap_or_default();
-                    let sensors_ok = step["checks_total"].as_u64().unwrap_or(0) > 0
-                        && step["checks_passed"] == step["checks_total"];
-                    let drift = step["drift"].as_array().is_some_and(|a| !a.is_empty());
-                    if sensors_ok && !drift {
-                        out(
-                            Verdict::Approve,
-                            "rules:sensors_passed",
-                            "every sensor passed and no drift".to_owned(),
-                        )
-                    } else {
-                        out(
-                            Verdict::Escalate,
-                            "rules:review_needed",
-                            "no passing sensors, or changes outside the plan".to_owned(),
-                        )
-                    }
-                }
-                GateBody::Question(_) | GateBody::Deviation(_) | GateBody::SupervisorPause(_) => {
-                    out(
+            (Subject::Gate, Some(gate)) => Self::judge_gate(req, gate),
+        }
+    }
+
+    /// A finished step, by the verdict table: one that changed files outside
+    /// its plan is told to undo them or say why they are needed.
+    fn judge_step(req: &EvaluationRequest) -> EvaluatorOutput {
+        let step = req.step.clone().unwrap_or_default();
+        let drift: Vec<String> = step["drift"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let facts = StepFacts {
+            interpretation_wrong: false,
+            out_of_scope: !drift.is_empty(),
+            destructive: step["destructive"].as_bool().unwrap_or(false),
+            suboptimal_but_achieved: false,
+            concerns: Concerns::None,
+            low_confidence_but_correct: false,
+        };
+        let row = select_verdict(&facts);
+        let mut o = cited(
+            row.verdict,
+            &format!("verdict_table:{}", row.id),
+            row.rationale.to_owned(),
+        );
+        if row.verdict == Verdict::Reorient {
+            o.correction = Some(format!(
+                "Stay within the files your plan declared. Undo your changes to {} or explain why they are needed, then finish the step.",
+                drift.join(", ")
+            ));
+            o.rationale = format!(
+                "{} (changed outside the plan: {})",
+                row.rationale,
+                drift.join(", ")
+            );
+        }
+        o
+    }
+
+    /// A readable gate, by its kind: what the rules approve, the rest goes
+    /// to the human.
+    fn judge_gate(req: &EvaluationRequest, gate: &GateView) -> EvaluatorOutput {
+        match &gate.body {
+            GateBody::ToolCall(call) => match call.always_gated {
+                Some(cat) => {
+                    let cat = cat.as_str();
+                    cited(
                         Verdict::Escalate,
-                        "rules:human_only",
-                        "questions and failures go to the human".to_owned(),
+                        &format!("always_gated:{cat}"),
+                        format!("{cat}: a human must see this every time"),
                     )
                 }
+                None => cited(
+                    Verdict::Approve,
+                    "rules:not_destructive",
+                    "not destructive, inside the worktree, not a secret".to_owned(),
+                ),
             },
+            GateBody::Plan(plan) => Self::judge_plan(plan),
+            GateBody::StepReview(step) => Self::judge_step_review(step),
+            GateBody::MergeReview(_) => Self::judge_merge(req),
+            GateBody::Question(_) | GateBody::Deviation(_) | GateBody::SupervisorPause(_) => cited(
+                Verdict::Escalate,
+                "rules:human_only",
+                "questions and failures go to the human".to_owned(),
+            ),
+        }
+    }
+
+    /// A plan passes when it declares steps and files.
+    fn judge_plan(plan: &overseer_core::plan::PlanProposal) -> EvaluatorOutput {
+        let steps = plan.steps.len();
+        let files = plan.files.len();
+        if steps > 0 && files > 0 {
+            cited(
+                Verdict::Approve,
+                "rules:plan_complete",
+                format!("{steps} steps, {files} declared files"),
+            )
+        } else {
+            cited(
+                Verdict::Escalate,
+                "rules:plan_incomplete",
+                "the plan declares no steps or no files".to_owned(),
+            )
+        }
+    }
+
+    /// A step review passes at medium confidence or better, nothing destructive.
+    fn judge_step_review(step: &overseer_core::StepRecord) -> EvaluatorOutput {
+        let score = step.confidence.unwrap_or(0.0);
+        let band = overseer_core::confidence::band(score);
+        let medium_or_better = matches!(
+            band,
+            overseer_core::confidence::Band::High | overseer_core::confidence::Band::Medium
+        );
+        if medium_or_better && !step.destructive {
+            cited(
+                Verdict::Approve,
+                "rules:confidence_medium",
+                format!("confidence {score:.2} and nothing destructive"),
+            )
+        } else {
+            cited(
+                Verdict::Escalate,
+                "rules:confidence_low",
+                format!("confidence {score:.2} or destructive operations"),
+            )
+        }
+    }
+
+    /// A merge review passes when every sensor passed and nothing drifted
+    /// outside the plan.
+    fn judge_merge(req: &EvaluationRequest) -> EvaluatorOutput {
+        let step = req.step.clone().unwrap_or_default();
+        let sensors_ok = step["checks_total"].as_u64().unwrap_or(0) > 0
+            && step["checks_passed"] == step["checks_total"];
+        let drift = step["drift"].as_array().is_some_and(|a| !a.is_empty());
+        if sensors_ok && !drift {
+            cited(
+                Verdict::Approve,
+                "rules:sensors_passed",
+                "every sensor passed and no drift".to_owned(),
+            )
+        } else {
+            cited(
+                Verdict::Escalate,
+                "rules:review_needed",
+                "no passing sensors, or changes outside the plan".to_owned(),
+            )
         }
     }
 }
