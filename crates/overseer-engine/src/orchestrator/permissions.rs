@@ -179,27 +179,7 @@ pub(super) async fn tool_permission(
     let source = Some(format!("tool_call:{}", tool_call.id));
     match permission_for(work, &run_rules, &req, worktree, planning) {
         Permission::Allow { rule } => {
-            // No allow without its record: if the decision cannot be
-            // written, the agent is not allowed. A full disk only delays
-            // it: the allow is recorded (and given) once there is room.
-            let recorded = loop {
-                match engine.record_rule_allow(work, &title, &req, &rule, source.clone()) {
-                    Ok(()) => break true,
-                    Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
-                        tracing::warn!(run = %run, "a rule's allow waits for room: {}", e.message);
-                        engine.disk.wait_for_room().await;
-                    }
-                    Err(e) => {
-                        tracing::error!(
-                            run = %run,
-                            "cannot record a rule's allow, so it is not given: {}",
-                            e.message
-                        );
-                        break false;
-                    }
-                }
-            };
-            if !recorded {
+            if !record_allow(engine, work, &title, &req, &rule, source).await {
                 return PermissionReply::Cancelled;
             }
             if !offered.can_allow_once() {
@@ -226,41 +206,7 @@ pub(super) async fn tool_permission(
                 rule.as_deref(),
                 "Always for this run",
             );
-            let body = GateBody::ToolCall(ToolCallGate {
-                tool_call: AgentToolCall {
-                    id: Some(tool_call.id.clone()),
-                    title: tool_call.title.clone(),
-                    kind: tool_call.kind,
-                    status: tool_call.status,
-                    raw_input: tool_call.raw_input.clone(),
-                    locations: tool_call
-                        .locations
-                        .iter()
-                        .map(|l| l.display().to_string())
-                        .collect(),
-                    text: tool_call.text.clone(),
-                    name: tool_call.name.clone(),
-                },
-                request: req.clone(),
-                risk: Some(overseer_core::rules::risk_of(
-                    &req,
-                    always_gated,
-                    rule.as_deref(),
-                )),
-                reason,
-                rule,
-                always_gated,
-                always_gated_why: always_gated.map(|g| g.describe().to_owned()),
-                agent_options: options
-                    .iter()
-                    .map(|o| AgentOption {
-                        option_id: o.option_id.clone(),
-                        name: o.name.clone(),
-                        kind: o.kind.clone(),
-                    })
-                    .collect(),
-                ask_kind: None,
-            });
+            let body = tool_call_gate(tool_call, options, &req, reason, always_gated, rule);
             let spec = GateSpec::new(run, body, &title, gate_options);
             let asked = Asked {
                 req: &req,
@@ -270,6 +216,86 @@ pub(super) async fn tool_permission(
             ask_user(engine, work, spec, turn, &offered, asked).await
         }
     }
+}
+
+/// A rule's allow, recorded before it is given: false if it cannot be
+/// written (a full disk only delays it until there is room).
+async fn record_allow(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    title: &str,
+    req: &rules::ToolRequest,
+    rule: &rules::Provenance,
+    source: Option<String>,
+) -> bool {
+    let run = work.run_id;
+    // No allow without its record: if the decision cannot be
+    // written, the agent is not allowed. A full disk only delays
+    // it: the allow is recorded (and given) once there is room.
+    loop {
+        match engine.record_rule_allow(work, title, req, rule, source.clone()) {
+            Ok(()) => break true,
+            Err(e) if !engine.disk.has_room() && !engine.is_stopping() => {
+                tracing::warn!(run = %run, "a rule's allow waits for room: {}", e.message);
+                engine.disk.wait_for_room().await;
+            }
+            Err(e) => {
+                tracing::error!(
+                    run = %run,
+                    "cannot record a rule's allow, so it is not given: {}",
+                    e.message
+                );
+                break false;
+            }
+        }
+    }
+}
+
+/// What the user sees at a tool call's gate: the call, its risk, why it
+/// asks, and the answers the agent offered.
+fn tool_call_gate(
+    tool_call: &overseer_acp::ToolCallInfo,
+    options: &[overseer_acp::PermissionChoice],
+    req: &rules::ToolRequest,
+    reason: String,
+    always_gated: Option<rules::AlwaysGated>,
+    rule: Option<String>,
+) -> GateBody {
+    GateBody::ToolCall(ToolCallGate {
+        tool_call: AgentToolCall {
+            id: Some(tool_call.id.clone()),
+            title: tool_call.title.clone(),
+            kind: tool_call.kind,
+            status: tool_call.status,
+            raw_input: tool_call.raw_input.clone(),
+            locations: tool_call
+                .locations
+                .iter()
+                .map(|l| l.display().to_string())
+                .collect(),
+            text: tool_call.text.clone(),
+            name: tool_call.name.clone(),
+        },
+        request: req.clone(),
+        risk: Some(overseer_core::rules::risk_of(
+            req,
+            always_gated,
+            rule.as_deref(),
+        )),
+        reason,
+        rule,
+        always_gated,
+        always_gated_why: always_gated.map(|g| g.describe().to_owned()),
+        agent_options: options
+            .iter()
+            .map(|o| AgentOption {
+                option_id: o.option_id.clone(),
+                name: o.name.clone(),
+                kind: o.kind.clone(),
+            })
+            .collect(),
+        ask_kind: None,
+    })
 }
 
 /// What the user is asked about.
