@@ -666,16 +666,11 @@ struct Subscribed {
 /// (`session`) needs a connection of its own.
 async fn serve_subscribed(
     engine: Arc<Engine>,
-    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    reader: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut write: tokio::net::unix::OwnedWriteHalf,
-    mut rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
+    rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
     owner: Subscribed,
 ) -> std::io::Result<()> {
-    let Subscribed {
-        peer,
-        actor,
-        fenced,
-    } = owner;
     let (tx, mut out) = tokio::sync::mpsc::channel::<ServerLine>(256);
     let writing = async move {
         while let Some(line) = out.recv().await {
@@ -686,123 +681,150 @@ async fn serve_subscribed(
     let events = tx.clone();
     // A link's connection replaced by a newer one is told so, once, on a
     // line without id: its client reconnects (see `links`).
-    let replaced = fenced.as_ref().map(Fenced::replaced);
-    let pumping = async move {
-        let replaced = async move {
-            match replaced {
-                Some(replaced) => replaced.await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(replaced);
-        loop {
-            let received = tokio::select! {
-                r = rx.recv() => r,
-                error = &mut replaced => {
-                    let _ = events.send(ServerLine::Error { id: None, error }).await;
-                    return std::future::pending().await;
-                }
-            };
-            match received {
-                Ok(event) => {
-                    let line = ServerLine::Event {
-                        event: Box::new(event),
-                    };
-                    if events.send(line).await.is_err() {
-                        return;
-                    }
-                }
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!("a subscriber fell {n} events behind");
-                    // Said on the connection (a line without id): a client
-                    // that keeps a view of the engine reads it all again (a
-                    // host's link reconnects, and the window resyncs).
-                    let error = ApiError::new(
-                        ErrorCode::EngineUnavailable,
-                        format!(
-                            "this connection fell {n} events behind and missed them; read \
-                             what you show again"
-                        ),
-                    );
-                    if events
-                        .send(ServerLine::Error { id: None, error })
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                Err(RecvError::Closed) => return,
-            }
-        }
-    };
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
-    let reading = async move {
-        let mut line: Vec<u8> = Vec::new();
-        loop {
-            let call = match read_call(&mut reader, &mut line).await? {
-                Read::Call(c) => *c,
-                Read::Reply(reply, close) => {
-                    let _ = tx.send(reply).await;
-                    if close {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                Read::Closed => return Ok(()),
-            };
-            let id = call.id;
-            let decides = call.request.decides();
-            let invocation = match call.request.route() {
-                Route::Call(invocation) => invocation,
-                Route::Stream(Stream::Subscribe(_) | Stream::SubscribeAs(_)) => {
-                    let _ = tx.send(ServerLine::reply(id, json(()))).await;
-                    continue;
-                }
-                Route::Stream(Stream::Session(_)) => {
-                    let error = ApiError::new(
-                        ErrorCode::InvalidInput,
-                        "an agent's ask needs a connection of its own, not a subscribed one",
-                    );
-                    let _ = tx.send(ServerLine::reply(id, Err(error))).await;
-                    continue;
-                }
-            };
-            if let Err(error) = may_call(&engine, decides, peer) {
-                let _ = tx.send(ServerLine::reply(id, Err(error))).await;
-                continue;
-            }
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return Ok(());
-            };
-            let admitted = match &fenced {
-                None => None,
-                Some(fenced) => match fenced.admit().await {
-                    Ok(admitted) => Some(admitted),
-                    Err(error) => {
-                        let _ = tx.send(ServerLine::reply(id, Err(error))).await;
-                        continue;
-                    }
-                },
-            };
-            let engine = engine.clone();
-            let tx = tx.clone();
-            let actor = actor.clone();
-            tokio::spawn(async move {
-                let reply = engine
-                    .carry_out(move |e| dispatch(e, invocation, &actor))
-                    .await;
-                // Carried out: a newer connection of the link may now take over.
-                drop(admitted);
-                let _ = tx.send(ServerLine::reply(id, reply)).await;
-                drop(slot);
-            });
-        }
-    };
+    let replaced = owner.fenced.as_ref().map(Fenced::replaced);
+    let pumping = pump_events(rx, events, replaced);
+    let reading = read_calls(engine, reader, tx, owner);
     tokio::select! {
         written = writing => written,
         () = pumping => Ok(()),
         read = reading => read,
+    }
+}
+
+/// Passes every event the engine commits on to a subscribed connection, in
+/// commit order, until the connection closes or is replaced.
+async fn pump_events(
+    mut rx: tokio::sync::broadcast::Receiver<overseer_core::EngineEvent>,
+    events: tokio::sync::mpsc::Sender<ServerLine>,
+    replaced: Option<impl std::future::Future<Output = ApiError>>,
+) {
+    let replaced = async move {
+        match replaced {
+            Some(replaced) => replaced.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(replaced);
+    loop {
+        let received = tokio::select! {
+            r = rx.recv() => r,
+            error = &mut replaced => {
+                let _ = events.send(ServerLine::Error { id: None, error }).await;
+                return std::future::pending().await;
+            }
+        };
+        let line = match received {
+            Ok(event) => ServerLine::Event {
+                event: Box::new(event),
+            },
+            Err(RecvError::Lagged(n)) => fell_behind(n),
+            Err(RecvError::Closed) => return,
+        };
+        if events.send(line).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The line telling a subscribed connection it fell `n` events behind.
+fn fell_behind(n: u64) -> ServerLine {
+    tracing::warn!("a subscriber fell {n} events behind");
+    // Said on the connection (a line without id): a client
+    // that keeps a view of the engine reads it all again (a
+    // host's link reconnects, and the window resyncs).
+    let error = ApiError::new(
+        ErrorCode::EngineUnavailable,
+        format!(
+            "this connection fell {n} events behind and missed them; read \
+             what you show again"
+        ),
+    );
+    ServerLine::Error { id: None, error }
+}
+
+/// Reads a subscribed connection's calls and carries each out as it comes,
+/// several at once, each answered on its id when it is done.
+async fn read_calls(
+    engine: Arc<Engine>,
+    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    tx: tokio::sync::mpsc::Sender<ServerLine>,
+    owner: Subscribed,
+) -> std::io::Result<()> {
+    let Subscribed {
+        peer,
+        actor,
+        fenced,
+    } = owner;
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let call = match read_call(&mut reader, &mut line).await? {
+            Read::Call(c) => *c,
+            Read::Reply(reply, close) => {
+                let _ = tx.send(reply).await;
+                if close {
+                    return Ok(());
+                }
+                continue;
+            }
+            Read::Closed => return Ok(()),
+        };
+        let id = call.id;
+        let decides = call.request.decides();
+        let invocation = match subscribed_invocation(id, call.request.route()) {
+            Ok(invocation) => invocation,
+            Err(answer) => {
+                let _ = tx.send(answer).await;
+                continue;
+            }
+        };
+        if let Err(error) = may_call(&engine, decides, peer) {
+            let _ = tx.send(ServerLine::reply(id, Err(error))).await;
+            continue;
+        }
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let admitted = match &fenced {
+            None => None,
+            Some(fenced) => match fenced.admit().await {
+                Ok(admitted) => Some(admitted),
+                Err(error) => {
+                    let _ = tx.send(ServerLine::reply(id, Err(error))).await;
+                    continue;
+                }
+            },
+        };
+        let engine = engine.clone();
+        let tx = tx.clone();
+        let actor = actor.clone();
+        tokio::spawn(async move {
+            let reply = engine
+                .carry_out(move |e| dispatch(e, invocation, &actor))
+                .await;
+            // Carried out: a newer connection of the link may now take over.
+            drop(admitted);
+            let _ = tx.send(ServerLine::reply(id, reply)).await;
+            drop(slot);
+        });
+    }
+}
+
+/// What a call on a subscribed connection carries out, or its answer at
+/// once when it carries out nothing there.
+fn subscribed_invocation(id: u64, route: Route) -> Result<Invocation, ServerLine> {
+    match route {
+        Route::Call(invocation) => Ok(invocation),
+        Route::Stream(Stream::Subscribe(_) | Stream::SubscribeAs(_)) => {
+            Err(ServerLine::reply(id, json(())))
+        }
+        Route::Stream(Stream::Session(_)) => {
+            let error = ApiError::new(
+                ErrorCode::InvalidInput,
+                "an agent's ask needs a connection of its own, not a subscribed one",
+            );
+            Err(ServerLine::reply(id, Err(error)))
+        }
     }
 }
 
