@@ -197,36 +197,7 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
     let mut backoff = AcceptBackoff::default();
     let mut recorded: HashMap<RunId, (Instant, u64)> = HashMap::new();
     loop {
-        let stream = match accepting.accept().await {
-            Ok((stream, _)) => {
-                let failed = backoff.succeeded();
-                if failed > 1 {
-                    tracing::warn!(
-                        "accept on {} worked again after {failed} failures",
-                        listener.path.display()
-                    );
-                }
-                stream
-            }
-            Err(e) => {
-                let (wait, log) = backoff.failed(&e);
-                if log {
-                    tracing::warn!(
-                        "accept on {}: {e}{}",
-                        listener.path.display(),
-                        if wait.is_some() {
-                            "; backing off until descriptors are free"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                if let Some(d) = wait {
-                    tokio::time::sleep(d).await;
-                }
-                continue;
-            }
-        };
+        let stream = accept_next(&accepting, &mut backoff, &listener.path).await;
         let cred = stream.peer_cred().ok();
         let peer = cred.map(|c| c.uid());
         if owner.is_none() || peer != owner {
@@ -234,45 +205,9 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
             continue;
         }
         let pid = cred.and_then(|c| c.pid());
-        match fence.run_of(pid) {
-            Ok(None) => {}
-            Ok(Some(run)) => {
-                let now = Instant::now();
-                let entry = recorded
-                    .entry(run)
-                    .or_insert((now - SECURITY_EVENT_EVERY, 0));
-                entry.1 += 1;
-                if now.duration_since(entry.0) >= SECURITY_EVENT_EVERY {
-                    let attempts = std::mem::take(&mut entry.1);
-                    entry.0 = now;
-                    let engine = engine.clone();
-                    let pid = pid.unwrap_or(0);
-                    tokio::task::spawn_blocking(move || {
-                        engine.refused_socket_from_run(run, pid, attempts)
-                    });
-                }
-                tokio::spawn(refuse(
-                    stream,
-                    ErrorCode::Forbidden,
-                    "refused: this connection comes from inside a run; a run asks and reports \
-                     only through its agent, never through Overseer's socket (recorded as a security event)"
-                        .to_owned(),
-                ));
-                continue;
-            }
-            Err(why) => {
-                tracing::warn!(
-                    ?pid,
-                    "refused a connection whose caller could not be checked: {why}"
-                );
-                tokio::spawn(refuse(
-                    stream,
-                    ErrorCode::Forbidden,
-                    format!("refused: {why}; connect from a process that stays alive until it has its answer"),
-                ));
-                continue;
-            }
-        }
+        let Some(stream) = past_fence(&engine, &fence, &mut recorded, stream, pid) else {
+            continue;
+        };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tokio::spawn(refuse(
                 stream,
@@ -290,6 +225,106 @@ pub async fn serve(engine: Arc<Engine>, listener: Listener) {
             }
             drop(slot);
         });
+    }
+}
+
+/// The next connection on the socket, waiting out failures to accept
+/// (backing off while descriptors run out).
+async fn accept_next(
+    accepting: &UnixListener,
+    backoff: &mut AcceptBackoff,
+    path: &Path,
+) -> UnixStream {
+    loop {
+        match accepting.accept().await {
+            Ok((stream, _)) => {
+                let failed = backoff.succeeded();
+                if failed > 1 {
+                    tracing::warn!(
+                        "accept on {} worked again after {failed} failures",
+                        path.display()
+                    );
+                }
+                return stream;
+            }
+            Err(e) => {
+                let (wait, log) = backoff.failed(&e);
+                if log {
+                    tracing::warn!(
+                        "accept on {}: {e}{}",
+                        path.display(),
+                        if wait.is_some() {
+                            "; backing off until descriptors are free"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                if let Some(d) = wait {
+                    tokio::time::sleep(d).await;
+                }
+            }
+        }
+    }
+}
+
+/// The connection back if its caller is not inside a run and could be
+/// checked; otherwise it is refused (and one from a run is recorded as a
+/// security event) and there is none.
+fn past_fence(
+    engine: &Arc<Engine>,
+    fence: &Fence,
+    recorded: &mut HashMap<RunId, (Instant, u64)>,
+    stream: UnixStream,
+    pid: Option<i32>,
+) -> Option<UnixStream> {
+    match fence.run_of(pid) {
+        Ok(None) => Some(stream),
+        Ok(Some(run)) => {
+            record_refusal(engine, recorded, run, pid);
+            tokio::spawn(refuse(
+                stream,
+                ErrorCode::Forbidden,
+                "refused: this connection comes from inside a run; a run asks and reports \
+                 only through its agent, never through Overseer's socket (recorded as a security event)"
+                    .to_owned(),
+            ));
+            None
+        }
+        Err(why) => {
+            tracing::warn!(
+                ?pid,
+                "refused a connection whose caller could not be checked: {why}"
+            );
+            tokio::spawn(refuse(
+                stream,
+                ErrorCode::Forbidden,
+                format!("refused: {why}; connect from a process that stays alive until it has its answer"),
+            ));
+            None
+        }
+    }
+}
+
+/// Counts a run's attempt at the socket and records the attempts as a
+/// security event, at most once every [`SECURITY_EVENT_EVERY`] per run.
+fn record_refusal(
+    engine: &Arc<Engine>,
+    recorded: &mut HashMap<RunId, (Instant, u64)>,
+    run: RunId,
+    pid: Option<i32>,
+) {
+    let now = Instant::now();
+    let entry = recorded
+        .entry(run)
+        .or_insert((now - SECURITY_EVENT_EVERY, 0));
+    entry.1 += 1;
+    if now.duration_since(entry.0) >= SECURITY_EVENT_EVERY {
+        let attempts = std::mem::take(&mut entry.1);
+        entry.0 = now;
+        let engine = engine.clone();
+        let pid = pid.unwrap_or(0);
+        tokio::task::spawn_blocking(move || engine.refused_socket_from_run(run, pid, attempts));
     }
 }
 
