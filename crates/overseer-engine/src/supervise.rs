@@ -807,82 +807,104 @@ pub(crate) async fn evaluate_step(
     let timeout = Duration::from_secs(policy.timeout_seconds.max(1));
     let source = Some(format!("step_finished:{}:{step_no}", work.run_id));
     match evaluate_with_timeout(&*ev, &req, timeout).await {
-        Ok(out) => {
-            // No verdict without its record: one that cannot be written
-            // pauses the run for the human instead of taking effect.
-            if let Err(e) = engine.note_decision(
-                work.run_id,
-                None,
-                &actor,
-                &DecisionInput {
-                    verdict: Some(out.verdict),
-                    rationale: Some(out.rationale.clone()),
-                    correction: out.correction.clone(),
-                    rule_ref: out.rule_ref.clone(),
-                    model_id: out.model_id.clone(),
-                    prompt_version: out.prompt_version.clone(),
-                    confidence: out.confidence,
-                    source_event: source,
-                    ..DecisionInput::default()
-                },
-            ) {
-                tracing::error!(
-                    run = %work.run_id,
-                    "cannot record the supervisor's verdict, so it is not followed: {}",
-                    e.message
-                );
-                return StepJudgement {
-                    verdict: Verdict::Pause,
-                    rationale: format!(
-                        "the supervisor's verdict on step {step_no} ({}) could not be recorded, so it is not followed: {}",
-                        out.verdict.as_str(),
-                        e.message
-                    ),
-                    correction: None,
-                    confidence: None,
-                    failed: true,
-                };
-            }
-            StepJudgement {
-                verdict: out.verdict,
-                rationale: out.rationale,
-                correction: out.correction,
-                confidence: out.confidence,
-                failed: false,
-            }
-        }
-        Err(e) => {
-            let input = DecisionInput {
-                verdict: Some(Verdict::Escalate),
-                rationale: Some(format!(
-                    "the supervisor could not evaluate step {step_no}: {e}"
-                )),
-                rule_ref: Some(format!("evaluator_failed:{}", e.code())),
-                source_event: source,
-                ..DecisionInput::default()
-            };
-            if let Err(e) = engine.note_decision(work.run_id, None, &actor, &input) {
-                // The run pauses for the human either way.
-                tracing::error!(
-                    run = %work.run_id,
-                    "cannot record the supervisor's failure: {}",
-                    e.message
-                );
-            }
-            engine.notify_user(
-                NotificationKind::SupervisorFailed,
-                work.run_id,
-                format!("The supervisor failed on run {}", work.run_id),
-                input.rationale.clone().unwrap_or_default(),
-            );
-            StepJudgement {
-                verdict: Verdict::Pause,
-                rationale: input.rationale.unwrap_or_default(),
-                correction: None,
-                confidence: None,
-                failed: true,
-            }
-        }
+        Ok(out) => followed_verdict(engine, work, &actor, out, source, step_no),
+        Err(e) => supervisor_failed(engine, work, &actor, &e, source, step_no),
+    }
+}
+
+/// The supervisor's verdict on a step, followed once it is on record; one
+/// that cannot be written pauses the run for the human instead.
+fn followed_verdict(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    actor: &Actor,
+    out: EvaluatorOutput,
+    source: Option<String>,
+    step_no: u32,
+) -> StepJudgement {
+    // No verdict without its record: one that cannot be written
+    // pauses the run for the human instead of taking effect.
+    if let Err(e) = engine.note_decision(
+        work.run_id,
+        None,
+        actor,
+        &DecisionInput {
+            verdict: Some(out.verdict),
+            rationale: Some(out.rationale.clone()),
+            correction: out.correction.clone(),
+            rule_ref: out.rule_ref.clone(),
+            model_id: out.model_id.clone(),
+            prompt_version: out.prompt_version.clone(),
+            confidence: out.confidence,
+            source_event: source,
+            ..DecisionInput::default()
+        },
+    ) {
+        tracing::error!(
+            run = %work.run_id,
+            "cannot record the supervisor's verdict, so it is not followed: {}",
+            e.message
+        );
+        return StepJudgement {
+            verdict: Verdict::Pause,
+            rationale: format!(
+                "the supervisor's verdict on step {step_no} ({}) could not be recorded, so it is not followed: {}",
+                out.verdict.as_str(),
+                e.message
+            ),
+            correction: None,
+            confidence: None,
+            failed: true,
+        };
+    }
+    StepJudgement {
+        verdict: out.verdict,
+        rationale: out.rationale,
+        correction: out.correction,
+        confidence: out.confidence,
+        failed: false,
+    }
+}
+
+/// A supervisor that could not evaluate a step: recorded as an escalation,
+/// the user told, and the run paused for the human.
+fn supervisor_failed(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    actor: &Actor,
+    e: &EvaluatorError,
+    source: Option<String>,
+    step_no: u32,
+) -> StepJudgement {
+    let input = DecisionInput {
+        verdict: Some(Verdict::Escalate),
+        rationale: Some(format!(
+            "the supervisor could not evaluate step {step_no}: {e}"
+        )),
+        rule_ref: Some(format!("evaluator_failed:{}", e.code())),
+        source_event: source,
+        ..DecisionInput::default()
+    };
+    if let Err(e) = engine.note_decision(work.run_id, None, actor, &input) {
+        // The run pauses for the human either way.
+        tracing::error!(
+            run = %work.run_id,
+            "cannot record the supervisor's failure: {}",
+            e.message
+        );
+    }
+    engine.notify_user(
+        NotificationKind::SupervisorFailed,
+        work.run_id,
+        format!("The supervisor failed on run {}", work.run_id),
+        input.rationale.clone().unwrap_or_default(),
+    );
+    StepJudgement {
+        verdict: Verdict::Pause,
+        rationale: input.rationale.unwrap_or_default(),
+        correction: None,
+        confidence: None,
+        failed: true,
     }
 }
 
