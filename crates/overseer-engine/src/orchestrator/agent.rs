@@ -327,22 +327,7 @@ impl Pump {
                 flush_message(engine, run, message);
                 let _ = done.send(());
             }
-            AgentSignal::ToolCall(info) => {
-                if let Some(status) = info.status {
-                    if matches!(
-                        status,
-                        overseer_core::ToolCallStatus::Completed
-                            | overseer_core::ToolCallStatus::Failed
-                    ) {
-                        let ok = status == overseer_core::ToolCallStatus::Completed;
-                        self.turn().tool_calls.insert(info.id.clone(), ok);
-                    }
-                }
-                engine.record_activity_or_warn(
-                    run,
-                    Activity::ToolCall(crate::activity::tool_call(&info)),
-                );
-            }
+            AgentSignal::ToolCall(info) => self.on_tool_call(&info),
             AgentSignal::Permission {
                 tool_call,
                 options,
@@ -355,14 +340,7 @@ impl Pump {
                 message: q,
                 schema,
                 reply,
-            } => {
-                let engine = engine.clone();
-                let work = self.work.clone();
-                engine.clone().spawn_cancellable(async move {
-                    let answer = question(&engine, &work, &q, &schema).await;
-                    let _ = reply.send(answer);
-                });
-            }
+            } => self.question(q, schema, reply),
             AgentSignal::FileRead { path } => {
                 engine.record_activity_or_warn(
                     run,
@@ -380,23 +358,7 @@ impl Pump {
                     },
                 );
             }
-            AgentSignal::FileRefused { path, reason } => {
-                engine.record_activity_or_warn(
-                    run,
-                    Activity::FileRefused {
-                        path: path.clone(),
-                        text: reason.clone(),
-                    },
-                );
-                engine.audit(
-                    &Actor::Engine,
-                    overseer_core::audit::AuditPayload::FileAccessRefused {
-                        run_id: run,
-                        path: path.clone(),
-                        reason: reason.clone(),
-                    },
-                );
-            }
+            AgentSignal::FileRefused { path, reason } => self.file_refused(&path, &reason),
             AgentSignal::ProtocolError { detail } => {
                 engine.record_activity_or_warn(run, Activity::ProtocolError { text: detail });
             }
@@ -404,6 +366,60 @@ impl Pump {
                 super::cost::on_usage(engine, run, used, size, cost);
             }
         }
+    }
+
+    /// A tool call's progress: its outcome kept for the turn once it ends,
+    /// and the call shown in the run's activity.
+    fn on_tool_call(&self, info: &overseer_acp::ToolCallInfo) {
+        if let Some(status) = info.status {
+            if matches!(
+                status,
+                overseer_core::ToolCallStatus::Completed | overseer_core::ToolCallStatus::Failed
+            ) {
+                let ok = status == overseer_core::ToolCallStatus::Completed;
+                self.turn().tool_calls.insert(info.id.clone(), ok);
+            }
+        }
+        self.engine.record_activity_or_warn(
+            self.work.run_id,
+            Activity::ToolCall(crate::activity::tool_call(info)),
+        );
+    }
+
+    /// The agent's question, put to the user on a task of its own.
+    fn question(
+        &self,
+        q: String,
+        schema: serde_json::Value,
+        reply: tokio::sync::oneshot::Sender<overseer_acp::QuestionReply>,
+    ) {
+        let engine = self.engine.clone();
+        let work = self.work.clone();
+        engine.clone().spawn_cancellable(async move {
+            let answer = question(&engine, &work, &q, &schema).await;
+            let _ = reply.send(answer);
+        });
+    }
+
+    /// A file the agent was refused: shown in the run's activity and kept
+    /// in the audit log.
+    fn file_refused(&self, path: &str, reason: &str) {
+        let (engine, run) = (&self.engine, self.work.run_id);
+        engine.record_activity_or_warn(
+            run,
+            Activity::FileRefused {
+                path: path.to_owned(),
+                text: reason.to_owned(),
+            },
+        );
+        engine.audit(
+            &Actor::Engine,
+            overseer_core::audit::AuditPayload::FileAccessRefused {
+                run_id: run,
+                path: path.to_owned(),
+                reason: reason.to_owned(),
+            },
+        );
     }
 
     /// A permission request, answered on a task of its own.
