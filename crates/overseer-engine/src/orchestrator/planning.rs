@@ -117,23 +117,7 @@ async fn planning_turn(
     guidance: &mut String,
 ) -> Result<Option<Planned>, ApiError> {
     let run = work.run_id;
-    resume::save(
-        engine,
-        run,
-        turn,
-        &Progress::Planning {
-            guidance: guidance.clone(),
-        },
-    );
-    if let Some(m) = mode {
-        modes::enter(engine, work, conn, supervision, m).await?;
-    }
-    conn.set_read_only(true);
-    turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
-        in_mode: mode.is_some(),
-    };
-    if super::turn::flood_hold(engine, run, turn).await? == Some(false) {
-        conn.set_read_only(false);
+    if !start_planning(engine, work, conn, turn, supervision, mode, guidance).await? {
         return Ok(Some(Planned::Ended));
     }
     let text = planning_prompt(&work.prompt, &take_feedback(engine, run, turn, guidance));
@@ -166,21 +150,82 @@ async fn planning_turn(
         modes::supervise(engine, work, conn, supervision).await?;
     }
     if let Some(decided) = decided {
-        return match decided {
-            Decided::Approved(plan, context) => {
-                Ok(Some(Planned::Approved(plan, context.unwrap_or_default())))
-            }
-            Decided::Changes(feedback) => {
-                *guidance = revise(&feedback);
-                Ok(None)
-            }
-            Decided::Rejected(d) => {
-                reject(engine, run, d)?;
-                Ok(Some(Planned::Ended))
-            }
-            Decided::Gone => Ok(Some(Planned::Ended)),
-        };
+        return decided_in_turn(engine, run, decided, guidance);
     }
+    turn_without_decision(engine, work, turn, result, &entries, guidance).await
+}
+
+/// Planning begins: its progress saved (to resume from), the planning mode
+/// entered if any, the session read-only. False if the run was stopped while
+/// paused for flooding.
+async fn start_planning(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    conn: &dyn AgentSession,
+    turn: &Mutex<Turn>,
+    supervision: &Supervision,
+    mode: Option<&str>,
+    guidance: &str,
+) -> Result<bool, ApiError> {
+    let run = work.run_id;
+    resume::save(
+        engine,
+        run,
+        turn,
+        &Progress::Planning {
+            guidance: guidance.to_owned(),
+        },
+    );
+    if let Some(m) = mode {
+        modes::enter(engine, work, conn, supervision, m).await?;
+    }
+    conn.set_read_only(true);
+    turn.lock().unwrap_or_else(|p| p.into_inner()).phase = Phase::Planning {
+        in_mode: mode.is_some(),
+    };
+    if super::turn::flood_hold(engine, run, turn).await? == Some(false) {
+        conn.set_read_only(false);
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// The plan decided during the turn (the agent's own plan mode): approved,
+/// changes asked for (None: plan again, with `guidance` set), or the run
+/// ended.
+fn decided_in_turn(
+    engine: &Engine,
+    run: overseer_core::RunId,
+    decided: Decided,
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    match decided {
+        Decided::Approved(plan, context) => {
+            Ok(Some(Planned::Approved(plan, context.unwrap_or_default())))
+        }
+        Decided::Changes(feedback) => {
+            *guidance = revise(&feedback);
+            Ok(None)
+        }
+        Decided::Rejected(d) => {
+            reject(engine, run, d)?;
+            Ok(Some(Planned::Ended))
+        }
+        Decided::Gone => Ok(Some(Planned::Ended)),
+    }
+}
+
+/// A planning turn that decided nothing: the plan it ended with goes to the
+/// plan gate; a refusal, cancellation or failure is a deviation.
+async fn turn_without_decision(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    result: Result<(StopReason, String), ApiError>,
+    entries: &[overseer_acp::PlanEntry],
+    guidance: &mut String,
+) -> Result<Option<Planned>, ApiError> {
+    let run = work.run_id;
     let failure = match result {
         Ok((StopReason::Refusal, transcript)) => {
             format!(
@@ -193,7 +238,7 @@ async fn planning_turn(
             StopReason::EndTurn | StopReason::MaxTokens | StopReason::MaxTurnRequests,
             transcript,
         )) => {
-            let plan = plan_from_turn(&work.task_title, &transcript, &entries);
+            let plan = plan_from_turn(&work.task_title, &transcript, entries);
             // Already back in the supervised mode (above).
             let d = plan_gate(engine, work, turn, &plan).await?;
             return plan_decided(engine, run, d, plan, guidance);
