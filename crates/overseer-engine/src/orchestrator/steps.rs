@@ -217,29 +217,7 @@ pub(super) async fn step_turn(
 ) -> Result<Flow, ApiError> {
     let run = work.run_id;
     resume::save(engine, run, turn, &at.progress());
-    let feedback = take_feedback(engine, run, turn, &at.guidance);
-    at.guidance.clear();
-    let plan = &at.plan;
-    let index = at.index;
-    let text = match follow_up.take() {
-        Some(lead) => format!("{lead}\n{feedback}").trim().to_owned(),
-        None if plan.source == PlanSource::Skipped => {
-            format!("{}\n{feedback}", work.prompt).trim().to_owned()
-        }
-        None => {
-            if at.cost_from.as_ref().map(|(i, _)| *i) != Some(index) {
-                at.cost_from = Some((index, run_cost(engine, run)));
-            }
-            engine.record_activity_or_warn(
-                run,
-                Activity::StepStarted {
-                    step: u32::try_from(index + 1).unwrap_or(u32::MAX),
-                    text: plan.steps[index].title.clone(),
-                },
-            );
-            step_prompt(plan, index, &feedback)
-        }
-    };
+    let text = turn_prompt(engine, work, turn, at, follow_up);
     if super::turn::flood_hold(engine, run, turn).await? == Some(false)
         || !super::budget::budget_hold(engine, run, turn).await?
     {
@@ -272,6 +250,57 @@ pub(super) async fn step_turn(
     if cancelled_by_pause && matches!(result, Ok((StopReason::Cancelled, _))) {
         return Ok(Flow::Next);
     }
+    turn_ended(engine, work, worktree, turn, at, follow_up, result).await
+}
+
+/// What the agent is told this turn: the follow-up owed to it, the task
+/// itself when the plan was skipped, else the step (its start shown in the
+/// run's activity); each with the user's feedback.
+fn turn_prompt(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    turn: &Mutex<Turn>,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+) -> String {
+    let run = work.run_id;
+    let feedback = take_feedback(engine, run, turn, &at.guidance);
+    at.guidance.clear();
+    let plan = &at.plan;
+    let index = at.index;
+    match follow_up.take() {
+        Some(lead) => format!("{lead}\n{feedback}").trim().to_owned(),
+        None if plan.source == PlanSource::Skipped => {
+            format!("{}\n{feedback}", work.prompt).trim().to_owned()
+        }
+        None => {
+            if at.cost_from.as_ref().map(|(i, _)| *i) != Some(index) {
+                at.cost_from = Some((index, run_cost(engine, run)));
+            }
+            engine.record_activity_or_warn(
+                run,
+                Activity::StepStarted {
+                    step: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                    text: plan.steps[index].title.clone(),
+                },
+            );
+            step_prompt(plan, index, &feedback)
+        }
+    }
+}
+
+/// How the step's turn ended: the step done (or another turn first, when
+/// the user spoke meanwhile), the same step again, or a failure.
+async fn turn_ended(
+    engine: &Arc<Engine>,
+    work: &RunWork,
+    worktree: &Path,
+    turn: &Mutex<Turn>,
+    at: &mut Steps,
+    follow_up: &mut Option<String>,
+    result: Result<(StopReason, String), ApiError>,
+) -> Result<Flow, ApiError> {
+    let run = work.run_id;
     Ok(match result {
         Ok((StopReason::EndTurn, transcript)) => {
             if engine.has_steering(run) || take_owed_reason(turn) {
