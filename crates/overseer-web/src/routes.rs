@@ -90,40 +90,8 @@ async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response
         return next.run(request).await;
     }
     let headers = request.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    // A page a proxy serves this engine at names the proxy's host.
-    let public = web.public_origins.iter().find(|o| {
-        o.split_once("://")
-            .is_some_and(|(_, h)| h.eq_ignore_ascii_case(&host))
-    });
-    if web.loopback && public.is_none() && !is_loopback_name(host_name(&host)) {
-        return forbidden(format!(
-            "this engine serves on loopback and answers only to localhost, 127.0.0.1 or [::1] \
-             (and to the origins given with --web-origin), not to {host:?}; open it by one of \
-             those names"
-        ));
-    }
-    let upgrade = headers.contains_key(header::UPGRADE);
-    if request.method() == Method::POST || upgrade {
-        let own = format!("{}://{host}", web.scheme);
-        let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-        // A proxy may pass the browser's Host on, or name the loopback
-        // address it forwards to: a page of a public origin is ours either way.
-        let ours = origin.is_some_and(|o| {
-            o.eq_ignore_ascii_case(&own)
-                || web.public_origins.iter().any(|p| o.eq_ignore_ascii_case(p))
-        });
-        if !ours {
-            return forbidden(format!(
-                "refused: the request comes from {}, not from this engine's own page ({own}); \
-                 other sites may not call the engine",
-                origin.map_or_else(|| "no origin".to_owned(), |o| format!("{o:?}"))
-            ));
-        }
+    if let Some(refused) = misaddressed(&web, headers, request.method()) {
+        return refused;
     }
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -165,35 +133,84 @@ async fn guard(State(web): State<Web>, request: Request, next: Next) -> Response
         conn.0.serving();
     }
     // Held until the answer (for the socket: until its upgrade is answered).
-    let _slot = if known.is_some() {
+    let _slot = match slot(&web, known.is_some()).await {
+        Ok(slot) => slot,
+        Err(refused) => return refused,
+    };
+    parts.extensions.insert(Known(known));
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// The refusal of an `/api` request not addressed to this engine: by a name
+/// it answers to (on loopback) and, on a POST or the WebSocket upgrade,
+/// from its own page.
+fn misaddressed(web: &Web, headers: &HeaderMap, method: &Method) -> Option<Response> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    // A page a proxy serves this engine at names the proxy's host.
+    let public = web.public_origins.iter().find(|o| {
+        o.split_once("://")
+            .is_some_and(|(_, h)| h.eq_ignore_ascii_case(&host))
+    });
+    if web.loopback && public.is_none() && !is_loopback_name(host_name(&host)) {
+        return Some(forbidden(format!(
+            "this engine serves on loopback and answers only to localhost, 127.0.0.1 or [::1] \
+             (and to the origins given with --web-origin), not to {host:?}; open it by one of \
+             those names"
+        )));
+    }
+    let upgrade = headers.contains_key(header::UPGRADE);
+    if method == Method::POST || upgrade {
+        let own = format!("{}://{host}", web.scheme);
+        let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+        // A proxy may pass the browser's Host on, or name the loopback
+        // address it forwards to: a page of a public origin is ours either way.
+        let ours = origin.is_some_and(|o| {
+            o.eq_ignore_ascii_case(&own)
+                || web.public_origins.iter().any(|p| o.eq_ignore_ascii_case(p))
+        });
+        if !ours {
+            return Some(forbidden(format!(
+                "refused: the request comes from {}, not from this engine's own page ({own}); \
+                 other sites may not call the engine",
+                origin.map_or_else(|| "no origin".to_owned(), |o| format!("{o:?}"))
+            )));
+        }
+    }
+    None
+}
+
+/// A slot among the calls served at once: a paired device's (`known`)
+/// taken at once or refused, anyone else's waited for a while.
+async fn slot(web: &Web, known: bool) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+    if known {
         let Ok(slot) = web.in_flight().try_acquire_owned() else {
-            return reply::error(ApiError::new(
+            return Err(reply::error(ApiError::new(
                 ErrorCode::RateLimited,
                 format!(
                     "the engine is answering {MAX_IN_FLIGHT} requests at once already: wait a \
                      moment and retry"
                 ),
-            ));
+            )));
         };
-        slot
+        Ok(slot)
     } else {
         match tokio::time::timeout(ANONYMOUS_WAIT, web.anonymous().acquire_owned()).await {
-            Ok(Ok(slot)) => slot,
-            _ => {
-                return reply::error(ApiError::new(
-                    ErrorCode::RateLimited,
-                    format!(
-                        "the engine is answering {MAX_ANONYMOUS_IN_FLIGHT} requests without a \
-                         device credential at once already (paired devices are served apart): \
-                         wait a moment and retry"
-                    ),
-                ))
-            }
+            Ok(Ok(slot)) => Ok(slot),
+            _ => Err(reply::error(ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "the engine is answering {MAX_ANONYMOUS_IN_FLIGHT} requests without a \
+                     device credential at once already (paired devices are served apart): \
+                     wait a moment and retry"
+                ),
+            ))),
         }
-    };
-    parts.extensions.insert(Known(known));
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    }
 }
 
 /// Largest body read from a request without a credential the engine knows
