@@ -28,6 +28,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
+use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use overseer_core::{ApiError, DeviceView, EngineEvent, ErrorCode};
 use std::time::Duration;
@@ -162,62 +163,9 @@ async fn pump(
         }
     };
     let silence = beat.mul_f64(SILENCE);
-    let reader = async {
-        // The browser sends nothing we act on but pongs; reading notices it
-        // leave, or fall silent (and answers its pings).
-        loop {
-            match tokio::time::timeout(silence, incoming.next()).await {
-                Err(_) => return true,
-                Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => return false,
-                Ok(Some(Ok(_))) => {}
-            }
-        }
-    };
-    let heartbeat = async {
-        let mut every = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let beat_frame = frame(HEARTBEAT_CHANNEL, &serde_json::Value::Null);
-        loop {
-            every.tick().await;
-            // A full queue is a browser behind: the writer's timeout is
-            // about it; the beat is skipped.
-            if let Some(beat) = beat_frame.clone() {
-                let _ = queue.try_send(beat);
-            }
-            let _ = queue.try_send(Message::Ping(Default::default()));
-        }
-    };
-    let forward = async {
-        loop {
-            match bus.recv().await {
-                Ok(event) => {
-                    if auth::revoked(&event) == Some(device.id) {
-                        let _ = queue.try_send(Message::Close(Some(CloseFrame {
-                            code: REVOKED,
-                            reason: "this device was revoked".into(),
-                        })));
-                        return Exit::Revoked;
-                    }
-                    // Another person's devices are the owner's to know.
-                    if matches!(&event, EngineEvent::DeviceChanged { device: d } if d.person != device.person)
-                    {
-                        continue;
-                    }
-                    let Some(message) = frame(channel, &event) else {
-                        continue;
-                    };
-                    // Full: wait for the writer (which gives up on a browser
-                    // that takes no frame for SEND_TIMEOUT); the bus keeps
-                    // the events meanwhile, up to its own bound.
-                    if queue.send(message).await.is_err() {
-                        return Exit::TooSlow;
-                    }
-                }
-                Err(RecvError::Lagged(_)) => return Exit::TooSlow,
-                Err(RecvError::Closed) => return Exit::EngineClosed,
-            }
-        }
-    };
+    let reader = listen(&mut incoming, silence);
+    let heartbeat = heartbeat(&queue, beat);
+    let forward = forward(&mut bus, &device, channel, &queue);
     tokio::pin!(writer);
     tokio::select! {
         _ = &mut writer => {
@@ -237,5 +185,75 @@ async fn pump(
             }
             Exit::EngineClosed => {}
         },
+    }
+}
+
+/// Reads the browser until it leaves (false) or falls silent for `silence`
+/// (true).
+async fn listen(incoming: &mut SplitStream<WebSocket>, silence: Duration) -> bool {
+    // The browser sends nothing we act on but pongs; reading notices it
+    // leave, or fall silent (and answers its pings).
+    loop {
+        match tokio::time::timeout(silence, incoming.next()).await {
+            Err(_) => return true,
+            Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => return false,
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+/// Queues a heartbeat frame and a ping every `beat`, for as long as the
+/// browser is served.
+async fn heartbeat(queue: &mpsc::Sender<Message>, beat: Duration) {
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let beat_frame = frame(HEARTBEAT_CHANNEL, &serde_json::Value::Null);
+    loop {
+        every.tick().await;
+        // A full queue is a browser behind: the writer's timeout is
+        // about it; the beat is skipped.
+        if let Some(beat) = beat_frame.clone() {
+            let _ = queue.try_send(beat);
+        }
+        let _ = queue.try_send(Message::Ping(Default::default()));
+    }
+}
+
+/// Queues the engine's events the device may see, until the device is
+/// revoked, falls behind, or the engine closes.
+async fn forward(
+    bus: &mut broadcast::Receiver<EngineEvent>,
+    device: &DeviceView,
+    channel: &str,
+    queue: &mpsc::Sender<Message>,
+) -> Exit {
+    loop {
+        match bus.recv().await {
+            Ok(event) => {
+                if auth::revoked(&event) == Some(device.id) {
+                    let _ = queue.try_send(Message::Close(Some(CloseFrame {
+                        code: REVOKED,
+                        reason: "this device was revoked".into(),
+                    })));
+                    return Exit::Revoked;
+                }
+                // Another person's devices are the owner's to know.
+                if matches!(&event, EngineEvent::DeviceChanged { device: d } if d.person != device.person)
+                {
+                    continue;
+                }
+                let Some(message) = frame(channel, &event) else {
+                    continue;
+                };
+                // Full: wait for the writer (which gives up on a browser
+                // that takes no frame for SEND_TIMEOUT); the bus keeps
+                // the events meanwhile, up to its own bound.
+                if queue.send(message).await.is_err() {
+                    return Exit::TooSlow;
+                }
+            }
+            Err(RecvError::Lagged(_)) => return Exit::TooSlow,
+            Err(RecvError::Closed) => return Exit::EngineClosed,
+        }
     }
 }
