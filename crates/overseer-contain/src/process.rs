@@ -171,13 +171,73 @@ async fn start(
         )),
         _ => None,
     };
+    let mut cmd = agent_command(spec, &program, network.as_ref().map(|(p, _)| p))?;
+    // Kept open until the child has exec'd (the closure only holds their numbers).
+    let procs = match &spec.cgroup {
+        Some(cg) => {
+            let files = cg.procs_files().map_err(ProcessError::Cgroup)?;
+            join_cgroup(&mut cmd, &files);
+            Some(files)
+        }
+        None => None,
+    };
+    // A sandbox with a private network takes its turn for the set-up.
+    let _turn = match &network {
+        Some(_) => Some(network_turn().await?),
+        None => None,
+    };
+    let spawned = crate::launcher::spawn(cmd).await;
+    drop(procs);
+    let mut child = spawned.map_err(|source| spawn_failed(spec, &program, source))?;
+    let pid = child.id().ok_or(ProcessError::Pipes)?;
+    let private_network = match network {
+        Some((pending, helper)) => match pending.connect(helper).await {
+            Ok(n) => Some(n),
+            Err(why) => {
+                let _ = child.start_kill();
+                if let Some(cg) = &spec.cgroup {
+                    cg.kill();
+                }
+                return Err(ProcessError::Network(why));
+            }
+        },
+        None => None,
+    };
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(ProcessError::Pipes);
+    };
+    Ok((
+        AgentProcess {
+            child,
+            pid,
+            marker: spec.marker.clone(),
+            cgroup: spec.cgroup.clone(),
+            sandboxed: spec.sandbox.is_some(),
+            _network: private_network,
+        },
+        stdin,
+        stdout,
+        stderr,
+    ))
+}
+
+/// The command that starts the agent: in its sandbox if it has one (set to
+/// join the private network if pending), with only the environment it is
+/// given, and the limits every agent runs under.
+fn agent_command(
+    spec: &AgentSpec,
+    program: &str,
+    network: Option<&crate::net::Pending>,
+) -> Result<Command, ProcessError> {
     let mut cmd = match &spec.sandbox {
         Some(plan) => {
             // bwrap would only say "execvp: No such file": resolve here.
             let resolved = resolve_program(&spec.program, child_path(spec).as_deref())
-                .ok_or_else(|| ProcessError::NotFound(program.clone()))?;
+                .ok_or_else(|| ProcessError::NotFound(program.to_owned()))?;
             let mut cmd = Command::new(&plan.bwrap);
-            if let Some((pending, _)) = &network {
+            if let Some(pending) = network {
                 cmd.args(pending.bwrap_args());
                 keep_fds(&mut cmd, pending.child_fds().to_vec());
             }
@@ -213,66 +273,22 @@ async fn start(
     first_for_the_oom_killer(&mut cmd);
     usual_fd_limit(&mut cmd);
     crate::scope::enforce_before_exec(&mut cmd).map_err(ProcessError::Scope)?;
-    // Kept open until the child has exec'd (the closure only holds their numbers).
-    let procs = match &spec.cgroup {
-        Some(cg) => {
-            let files = cg.procs_files().map_err(ProcessError::Cgroup)?;
-            join_cgroup(&mut cmd, &files);
-            Some(files)
-        }
-        None => None,
-    };
-    // A sandbox with a private network takes its turn for the set-up.
-    let _turn = match &network {
-        Some(_) => Some(network_turn().await?),
-        None => None,
-    };
-    let spawned = crate::launcher::spawn(cmd).await;
-    drop(procs);
-    let mut child = spawned.map_err(|source| match source.kind() {
+    Ok(cmd)
+}
+
+/// Why the agent could not be started, from the error of its spawn.
+fn spawn_failed(spec: &AgentSpec, program: &str, source: std::io::Error) -> ProcessError {
+    match source.kind() {
         std::io::ErrorKind::NotFound if spec.sandbox.is_none() => {
-            ProcessError::NotFound(program.clone())
+            ProcessError::NotFound(program.to_owned())
         }
         _ => ProcessError::Spawn {
-            program: spec
-                .sandbox
-                .as_ref()
-                .map_or(program.clone(), |p| p.bwrap.to_string_lossy().into_owned()),
+            program: spec.sandbox.as_ref().map_or(program.to_owned(), |p| {
+                p.bwrap.to_string_lossy().into_owned()
+            }),
             source,
         },
-    })?;
-    let pid = child.id().ok_or(ProcessError::Pipes)?;
-    let private_network = match network {
-        Some((pending, helper)) => match pending.connect(helper).await {
-            Ok(n) => Some(n),
-            Err(why) => {
-                let _ = child.start_kill();
-                if let Some(cg) = &spec.cgroup {
-                    cg.kill();
-                }
-                return Err(ProcessError::Network(why));
-            }
-        },
-        None => None,
-    };
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(ProcessError::Pipes);
-    };
-    Ok((
-        AgentProcess {
-            child,
-            pid,
-            marker: spec.marker.clone(),
-            cgroup: spec.cgroup.clone(),
-            sandboxed: spec.sandbox.is_some(),
-            _network: private_network,
-        },
-        stdin,
-        stdout,
-        stderr,
-    ))
+    }
 }
 
 /// How many sandboxes set up their private network at once: two per core.
