@@ -1,6 +1,7 @@
 // A co-signed merge review in the real window: the workspace's supervisor
 // co-signs merges (its evaluator, a shell script, approves a merge review only
-// once the test lets it). The user's Approve is a vote: the card stays and
+// once the test lets it: a file in the run's worktree, where the evaluator
+// runs contained like the run's checks). The user's Approve is a vote: the card stays and
 // says it waits for the co-sign, the user's main is untouched; when the
 // supervisor approves, the run merges once and the card leaves the inbox.
 // Run by run.sh (Xvfb + session bus + WebKitWebDriver); see that file.
@@ -14,17 +15,17 @@ import { openApp, eventually, By, until } from "./lib.mjs";
 let app;
 let driver;
 let repo;
-let go;
+// Relative to the evaluator's working directory, the run's worktree.
+const GO = ".git/overseer-test-go";
 
 before(async () => {
   app = await openApp();
   driver = app.driver;
   repo = app.workspace("cosigned");
-  go = join(app.work, "go");
   const script = `input=$(cat)
 case "$input" in
   *'"subject":"step"'*) echo '{"verdict":"continue","rationale":"fine"}'; exit 0;;
-  *'"kind":"merge_review"'*) while [ ! -f '${go}' ]; do sleep 0.1; done;;
+  *'"kind":"merge_review"'*) while [ ! -f '${GO}' ]; do sleep 0.1; done;;
 esac
 echo '{"verdict":"approve","rationale":"looks right"}'`;
   app.cli("supervisor", "configure", "--workspace", "cosigned", "--autonomy", "advisory", "--gate", "merge_review=cosign",
@@ -74,7 +75,7 @@ test("Approve on a co-signed merge review waits for the co-sign, then the superv
   await app.shot("cosign-waiting");
 
   // The supervisor approves: the merge happens, once, and the card leaves.
-  writeFileSync(go, "");
+  writeFileSync(join(app.dataDir, "worktrees", `cosigned-run-${run}`, GO), "");
   await eventually(driver, async () => (await driver.findElements(card(review.id))).length === 0, 30_000, "the card to leave the inbox");
   await eventually(driver, () => app.sql("SELECT state FROM runs WHERE id = ?", run)[0][0] === "released:merged", 10_000, "the run merged");
   assert.equal(merges(), 1);
