@@ -154,10 +154,8 @@ pub fn seed(
             store.path().display()
         )));
     }
-    let engine = Actor::Engine;
     let mut ids = Vec::new();
     let mut events: Vec<EngineEvent> = Vec::new();
-    let ev = std::cell::RefCell::new(&mut events);
     for (ws, title, agent, target, minutes_ago) in FLEET {
         let active = matches!(
             target,
@@ -177,56 +175,85 @@ pub fn seed(
             let task = tx.create_task(ws_id, title, title, user, started)?;
             tx.create_run(task, agent, user, started)
         })?;
-        let changed = |c: overseer_store::Changes| ev.borrow_mut().extend(c.into_events());
-        changed(created);
-        let record = |out: ops::Outcome| ev.borrow_mut().extend(out.events);
-        let step = |store: &mut Store, e: RunEvent, t: Millis| {
-            ops::advance_run(store, run, e, &engine, t).map(record)
+        let mut demo = DemoRun {
+            run,
+            started,
+            at,
+            events: &mut events,
         };
-        let start = |store: &mut Store| -> Result<(), StoreError> {
-            step(store, RunEvent::Claim, started + 1_000)?;
-            step(store, RunEvent::Start, started + 2_000)
-        };
-        let review = |store: &mut Store| -> Result<(), StoreError> {
-            start(store)?;
-            step(
-                store,
-                RunEvent::Finish {
-                    auto_advance: false,
-                },
-                at - MINUTE,
-            )
-        };
+        demo.changed(created);
+        demo.reach(store, user, agent, *target)?;
+        ids.push(run);
+    }
+    Ok((ids, events))
+}
+
+/// One demo run on its way to its state, its events kept in commit order.
+struct DemoRun<'a> {
+    run: RunId,
+    started: Millis,
+    at: Millis,
+    events: &'a mut Vec<EngineEvent>,
+}
+
+impl DemoRun<'_> {
+    /// The events of changes written directly.
+    fn changed(&mut self, c: overseer_store::Changes) {
+        self.events.extend(c.into_events());
+    }
+
+    /// The events of an operation.
+    fn record(&mut self, out: ops::Outcome) {
+        self.events.extend(out.events);
+    }
+
+    /// The run moved on by the engine at `t`.
+    fn step(&mut self, store: &mut Store, e: RunEvent, t: Millis) -> Result<(), StoreError> {
+        ops::advance_run(store, self.run, e, &Actor::Engine, t).map(|out| self.record(out))
+    }
+
+    /// The run claimed and started.
+    fn start(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        self.step(store, RunEvent::Claim, self.started + 1_000)?;
+        self.step(store, RunEvent::Start, self.started + 2_000)
+    }
+
+    /// The run started and finished, waiting for its review.
+    fn review(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        self.start(store)?;
+        self.step(
+            store,
+            RunEvent::Finish {
+                auto_advance: false,
+            },
+            self.at - MINUTE,
+        )
+    }
+
+    /// The run taken to its state through the real operations.
+    fn reach(
+        &mut self,
+        store: &mut Store,
+        user: &Actor,
+        agent: &str,
+        target: Target,
+    ) -> Result<(), StoreError> {
+        let (run, at) = (self.run, self.at);
         match target {
             Target::Queued => {}
-            Target::Claimed => step(store, RunEvent::Claim, at)?,
-            Target::Running => start(store)?,
+            Target::Claimed => self.step(store, RunEvent::Claim, at)?,
+            Target::Running => self.start(store)?,
             Target::Waiting => {
-                start(store)?;
-                let ((), opened) = store.write_changes(|tx| {
-                    tx.open_gate(
-                        run,
-                        "Run `npm install pg-migrate` in the worktree",
-                        &[
-                            GateOption::choice(ToolCallChoice::Yes, "Yes"),
-                            GateOption::choice(ToolCallChoice::Always, "Always for this run"),
-                            GateOption::choice(ToolCallChoice::No, "No").with_required_context(),
-                        ],
-                        &demo_install_call(),
-                        &Actor::Agent(agent.to_string()),
-                        at,
-                    )
-                    .map(|_| ())
-                })?;
-                changed(opened);
+                self.start(store)?;
+                self.open_install_gate(store, agent)?;
             }
             Target::RetryQueued => {
-                start(store)?;
-                step(store, RunEvent::QueueRetry, at)?;
+                self.start(store)?;
+                self.step(store, RunEvent::QueueRetry, at)?;
             }
             Target::PendingReview => {
-                start(store)?;
-                step(
+                self.start(store)?;
+                self.step(
                     store,
                     RunEvent::Finish {
                         auto_advance: false,
@@ -235,12 +262,12 @@ pub fn seed(
                 )?;
             }
             Target::Merged => {
-                review(store)?;
-                record(ops::approve_run(store, run, user, at)?);
+                self.review(store)?;
+                self.record(ops::approve_run(store, run, user, at)?);
             }
             Target::HumanRejected => {
-                review(store)?;
-                record(ops::reject_run(
+                self.review(store)?;
+                self.record(ops::reject_run(
                     store,
                     run,
                     "Too clever: keep the current auth design",
@@ -249,41 +276,69 @@ pub fn seed(
                 )?);
             }
             Target::Aborted => {
-                start(store)?;
-                record(ops::abort_run(store, run, user, at)?);
+                self.start(store)?;
+                self.record(ops::abort_run(store, run, user, at)?);
             }
             Target::PlanRejected => {
-                start(store)?;
+                self.start(store)?;
                 let (_, rejected) = store.write_changes(|tx| {
                     tx.transition(run, RunEvent::RejectPlan, Some("Out of scope"), user, at)
                 })?;
-                changed(rejected);
+                self.changed(rejected);
             }
             Target::Failed => {
-                start(store)?;
-                step(store, RunEvent::Fail, at)?;
+                self.start(store)?;
+                self.step(store, RunEvent::Fail, at)?;
             }
             Target::Interrupted => {
-                start(store)?;
-                step(store, RunEvent::Interrupt, at)?;
+                self.start(store)?;
+                self.step(store, RunEvent::Interrupt, at)?;
             }
             Target::SupervisorRejected => {
-                review(store)?;
-                let (_, rejected) = store.write_changes(|tx| {
-                    tx.transition(
-                        run,
-                        RunEvent::SupervisorReject,
-                        Some("Disabling the linter violates the workspace policy"),
-                        &Actor::Supervisor("rules".into()),
-                        at,
-                    )
-                })?;
-                changed(rejected);
+                self.review(store)?;
+                self.supervisor_reject(store)?;
             }
         }
-        ids.push(run);
+        Ok(())
     }
-    Ok((ids, events))
+
+    /// The waiting run's gate: the agent asks to install a package.
+    fn open_install_gate(&mut self, store: &mut Store, agent: &str) -> Result<(), StoreError> {
+        let (run, at) = (self.run, self.at);
+        let ((), opened) = store.write_changes(|tx| {
+            tx.open_gate(
+                run,
+                "Run `npm install pg-migrate` in the worktree",
+                &[
+                    GateOption::choice(ToolCallChoice::Yes, "Yes"),
+                    GateOption::choice(ToolCallChoice::Always, "Always for this run"),
+                    GateOption::choice(ToolCallChoice::No, "No").with_required_context(),
+                ],
+                &demo_install_call(),
+                &Actor::Agent(agent.to_string()),
+                at,
+            )
+            .map(|_| ())
+        })?;
+        self.changed(opened);
+        Ok(())
+    }
+
+    /// The supervisor's rejection of a finished run, citing the policy.
+    fn supervisor_reject(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        let (run, at) = (self.run, self.at);
+        let (_, rejected) = store.write_changes(|tx| {
+            tx.transition(
+                run,
+                RunEvent::SupervisorReject,
+                Some("Disabling the linter violates the workspace policy"),
+                &Actor::Supervisor("rules".into()),
+                at,
+            )
+        })?;
+        self.changed(rejected);
+        Ok(())
+    }
 }
 
 /// A large fleet for benchmarks: `count` runs across three workspaces, in a
