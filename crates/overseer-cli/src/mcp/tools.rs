@@ -713,35 +713,7 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
     let data = structured(&answer);
     let text = match (tool, &answer) {
         (ASK_USER, SessionAnswer::Questions { action, answers }) => match action {
-            QuestionsAction::Answered | QuestionsAction::Defaulted => {
-                let mut t = String::from(if *action == QuestionsAction::Answered {
-                    "The user answered:"
-                } else {
-                    "Nobody answered before the questions expired; your defaults apply (the user did not choose them):"
-                });
-                for a in answers {
-                    t.push_str(&format!("\n- {} ({}): ", a.header, a.question));
-                    let mut parts = Vec::new();
-                    if !a.selected.is_empty() {
-                        parts.push(format!(
-                            "chose {}",
-                            a.selected
-                                .iter()
-                                .map(|s| quote(s))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
-                    if let Some(c) = a.custom.as_deref().filter(|c| !c.trim().is_empty()) {
-                        parts.push(format!("wrote {}", quote(c)));
-                    }
-                    if parts.is_empty() {
-                        parts.push("no answer".to_owned());
-                    }
-                    t.push_str(&parts.join("; "));
-                }
-                t
-            }
+            QuestionsAction::Answered | QuestionsAction::Defaulted => answered(*action, answers),
             QuestionsAction::Declined => "The user declined to answer these questions. Do not ask them again; go on with your best judgment and say which assumptions you made.".to_owned(),
             QuestionsAction::Cancelled => "Nobody answered (the questions were withdrawn or expired without defaults). Go on with your best judgment and say which assumptions you made, or ask again later.".to_owned(),
         },
@@ -777,24 +749,7 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
                 describe_message(message)
             ),
         },
-        (READ_MESSAGES, SessionAnswer::Messages { messages }) => {
-            if messages.is_empty() {
-                "No new messages.".to_owned()
-            } else {
-                let mut t = format!("{} message(s), oldest first:", messages.len());
-                for m in messages {
-                    t.push('\n');
-                    t.push_str(&describe_message(m));
-                }
-                if let Some(last) = messages.last() {
-                    t.push_str(&format!(
-                        "\nNext time pass after: {} to read only newer ones.",
-                        last.id
-                    ));
-                }
-                t
-            }
-        }
+        (READ_MESSAGES, SessionAnswer::Messages { messages }) => messages_read(messages),
         (
             CONSULT,
             SessionAnswer::Consult {
@@ -803,31 +758,7 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
                 cost,
                 timed_out,
             },
-        ) => {
-            let result = ConsultResult {
-                text: text.clone(),
-                run: run.0,
-                cost: cost.as_ref().map(|c| ConsultCost {
-                    amount: c.amount,
-                    currency: c.currency.clone(),
-                }),
-                timed_out: *timed_out,
-            };
-            let spent = cost
-                .as_ref()
-                .map(|c| format!(", cost {}", overseer_core::format_cost(c)))
-                .unwrap_or_default();
-            let said = if *timed_out {
-                format!("{text} Go on without it (run {run}{spent}).")
-            } else {
-                format!("The consulted agent (run {run}{spent}) answered:\n{text}")
-            };
-            return Outcome {
-                text: said,
-                structured: serde_json::to_value(result).ok(),
-                is_error: false,
-            };
-        }
+        ) => return consulted(text, run, cost.as_ref(), *timed_out),
         _ => {
             return Outcome::error(format!(
                 "Overseer answered {tool} with something else ({}); this is a bug in Overseer. Ask the user directly instead.",
@@ -838,6 +769,90 @@ pub fn render(tool: &str, answer: SessionAnswer) -> Outcome {
     Outcome {
         text,
         structured: data,
+        is_error: false,
+    }
+}
+
+/// What the agent is told of the answers to its questions, given by the
+/// user or defaulted.
+fn answered(action: QuestionsAction, answers: &[overseer_core::session::QuestionAnswer]) -> String {
+    let mut t = String::from(if action == QuestionsAction::Answered {
+        "The user answered:"
+    } else {
+        "Nobody answered before the questions expired; your defaults apply (the user did not choose them):"
+    });
+    for a in answers {
+        t.push_str(&format!("\n- {} ({}): ", a.header, a.question));
+        let mut parts = Vec::new();
+        if !a.selected.is_empty() {
+            parts.push(format!(
+                "chose {}",
+                a.selected
+                    .iter()
+                    .map(|s| quote(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(c) = a.custom.as_deref().filter(|c| !c.trim().is_empty()) {
+            parts.push(format!("wrote {}", quote(c)));
+        }
+        if parts.is_empty() {
+            parts.push("no answer".to_owned());
+        }
+        t.push_str(&parts.join("; "));
+    }
+    t
+}
+
+/// What the agent is told of the messages it read.
+fn messages_read(messages: &[MessageView]) -> String {
+    if messages.is_empty() {
+        "No new messages.".to_owned()
+    } else {
+        let mut t = format!("{} message(s), oldest first:", messages.len());
+        for m in messages {
+            t.push('\n');
+            t.push_str(&describe_message(m));
+        }
+        if let Some(last) = messages.last() {
+            t.push_str(&format!(
+                "\nNext time pass after: {} to read only newer ones.",
+                last.id
+            ));
+        }
+        t
+    }
+}
+
+/// What the agent is told of the agent it consulted: its answer, or that
+/// it took too long.
+fn consulted(
+    text: &str,
+    run: &overseer_core::RunId,
+    cost: Option<&overseer_core::usage::RunCost>,
+    timed_out: bool,
+) -> Outcome {
+    let result = ConsultResult {
+        text: text.to_owned(),
+        run: run.0,
+        cost: cost.map(|c| ConsultCost {
+            amount: c.amount,
+            currency: c.currency.clone(),
+        }),
+        timed_out,
+    };
+    let spent = cost
+        .map(|c| format!(", cost {}", overseer_core::format_cost(c)))
+        .unwrap_or_default();
+    let said = if timed_out {
+        format!("{text} Go on without it (run {run}{spent}).")
+    } else {
+        format!("The consulted agent (run {run}{spent}) answered:\n{text}")
+    };
+    Outcome {
+        text: said,
+        structured: serde_json::to_value(result).ok(),
         is_error: false,
     }
 }
