@@ -12,7 +12,9 @@ use crate::common;
 use crate::common::scripted;
 use common::Captured;
 
-use common::disk::{entry, eventually, may_mount, notices, small_disk, until_full, Mounted};
+use common::disk::{
+    entry, eventually, kernel_froze, may_mount, notices, small_disk, until_full, Mounted,
+};
 use common::{start_as, until, world_in, World};
 use overseer_acp::{PermissionReply, ToolCallInfo};
 use overseer_core::agent::PlanStrategy;
@@ -353,11 +355,7 @@ async fn a_run_paused_for_the_disk_is_frozen_and_stop_kills_it_first() {
     // Frozen: the kernel says so, and room freed under the run stays free
     // (a filler still running would take it within milliseconds).
     eventually("the run's cgroup to be frozen", 10, || {
-        std::fs::read_to_string(cgroup.join("cgroup.events"))
-            .ok()?
-            .lines()
-            .any(|l| l.trim() == "frozen 1")
-            .then_some(())
+        kernel_froze(&cgroup).then_some(())
     })
     .await;
     assert_eq!(

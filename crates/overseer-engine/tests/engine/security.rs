@@ -887,11 +887,7 @@ async fn until_frozen(r: &real::Real, run: overseer_core::RunId) -> bool {
         return false;
     };
     r.until(run, "the run's cgroup to be frozen", |_| {
-        std::fs::read_to_string(cgroup.join("cgroup.events"))
-            .ok()?
-            .lines()
-            .any(|l| l.trim() == "frozen 1")
-            .then_some(())
+        common::disk::kernel_froze(&cgroup).then_some(())
     })
     .await;
     true

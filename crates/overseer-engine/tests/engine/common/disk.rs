@@ -103,6 +103,13 @@ impl Captured {
     }
 }
 
+/// Whether the kernel says the cgroup `dir` is frozen (`frozen 1` in its
+/// `cgroup.events`): its processes run nothing until thawed.
+pub fn kernel_froze(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.events"))
+        .is_ok_and(|t| t.lines().any(|l| l.trim() == "frozen 1"))
+}
+
 /// Waits (polling: a full disk may keep the engine from publishing) until
 /// `pred` holds.
 pub async fn eventually<T>(what: &str, secs: u64, mut pred: impl FnMut() -> Option<T>) -> T {
