@@ -490,74 +490,9 @@ pub fn to_ask(
                 expires_in_seconds: a.expires_in_seconds,
             })
         }
-        REQUEST_PLAN_APPROVAL => {
-            let a: PlanArgs = parse(tool, args)?;
-            if a.steps.is_empty() {
-                return Err(format!("{tool}: steps is empty; list the plan's steps in order (a title each) and call {tool} again."));
-            }
-            if a.steps.len() > MAX_LIST {
-                return Err(format!(
-                    "{tool}: the plan has {} steps; group them into at most {MAX_LIST} and call {tool} again.",
-                    a.steps.len()
-                ));
-            }
-            let steps = a
-                .steps
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    Ok(PlanStepInput {
-                        agent: s
-                            .agent
-                            .map(|a| a.trim().to_owned())
-                            .filter(|a| !a.is_empty()),
-                        title: text(tool, &format!("steps[{i}].title"), &s.title)?,
-                    })
-                })
-                .collect::<Result<_, String>>()?;
-            Ok(SessionAsk::Plan {
-                key: Some(key),
-                goal: text(tool, "goal", &a.goal)?,
-                steps,
-                files: list(tool, "files", a.files)?,
-                risks: list(tool, "risks", a.risks)?,
-            })
-        }
-        REPORT_STEP => {
-            let a: StepArgs = parse(tool, args)?;
-            let status = text(tool, "status", &a.status)?;
-            if status.chars().count() > 40 {
-                return Err(format!("{tool}: status is a word or two (done, failed or blocked); put the details in summary and call {tool} again."));
-            }
-            Ok(SessionAsk::ReportStep {
-                key: Some(key),
-                step: text(tool, "step", &a.step)?,
-                status,
-                summary: text(tool, "summary", &a.summary)?,
-                files_touched: list(tool, "files_touched", a.files_touched)?,
-            })
-        }
-        SEND_MESSAGE => {
-            let a: SendArgs = parse(tool, args)?;
-            let to = match a.to.trim().to_ascii_lowercase().as_str() {
-                "supervisor" => MessageTo::Supervisor,
-                "user" => MessageTo::User,
-                "broadcast" => MessageTo::Broadcast,
-                other => {
-                    return Err(format!(
-                        "{tool}: to is {other:?}; it must be \"supervisor\", \"user\" or \"broadcast\" (you cannot address another agent directly; broadcast reaches every agent of your workspace)."
-                    ))
-                }
-            };
-            Ok(SessionAsk::SendMessage {
-                to,
-                body: text(tool, "body", &a.body)?,
-                correlation_id: a
-                    .correlation_id
-                    .map(|c| c.trim().to_owned())
-                    .filter(|c| !c.is_empty()),
-            })
-        }
+        REQUEST_PLAN_APPROVAL => plan_ask(tool, args, key),
+        REPORT_STEP => step_ask(tool, args, key),
+        SEND_MESSAGE => message_ask(tool, args),
         READ_MESSAGES => {
             let a: ReadArgs = parse(tool, args)?;
             if a.after.is_some_and(|n| n < 0) {
@@ -582,6 +517,89 @@ pub fn to_ask(
             "there is no tool named {other:?}; the tools are {ASK_USER}, {REQUEST_PLAN_APPROVAL}, {REPORT_STEP}, {SEND_MESSAGE}, {READ_MESSAGES} and {CONSULT}."
         )),
     }
+}
+
+/// A plan to approve: its goal, each step's title (and agent), files and
+/// risks, checked.
+fn plan_ask(
+    tool: &str,
+    args: Option<Map<String, Value>>,
+    key: String,
+) -> Result<SessionAsk, String> {
+    let a: PlanArgs = parse(tool, args)?;
+    if a.steps.is_empty() {
+        return Err(format!("{tool}: steps is empty; list the plan's steps in order (a title each) and call {tool} again."));
+    }
+    if a.steps.len() > MAX_LIST {
+        return Err(format!(
+            "{tool}: the plan has {} steps; group them into at most {MAX_LIST} and call {tool} again.",
+            a.steps.len()
+        ));
+    }
+    let steps = a
+        .steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            Ok(PlanStepInput {
+                agent: s
+                    .agent
+                    .map(|a| a.trim().to_owned())
+                    .filter(|a| !a.is_empty()),
+                title: text(tool, &format!("steps[{i}].title"), &s.title)?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(SessionAsk::Plan {
+        key: Some(key),
+        goal: text(tool, "goal", &a.goal)?,
+        steps,
+        files: list(tool, "files", a.files)?,
+        risks: list(tool, "risks", a.risks)?,
+    })
+}
+
+/// A step reported done, failed or blocked, with its summary and files.
+fn step_ask(
+    tool: &str,
+    args: Option<Map<String, Value>>,
+    key: String,
+) -> Result<SessionAsk, String> {
+    let a: StepArgs = parse(tool, args)?;
+    let status = text(tool, "status", &a.status)?;
+    if status.chars().count() > 40 {
+        return Err(format!("{tool}: status is a word or two (done, failed or blocked); put the details in summary and call {tool} again."));
+    }
+    Ok(SessionAsk::ReportStep {
+        key: Some(key),
+        step: text(tool, "step", &a.step)?,
+        status,
+        summary: text(tool, "summary", &a.summary)?,
+        files_touched: list(tool, "files_touched", a.files_touched)?,
+    })
+}
+
+/// A message to the supervisor, the user or the workspace's agents.
+fn message_ask(tool: &str, args: Option<Map<String, Value>>) -> Result<SessionAsk, String> {
+    let a: SendArgs = parse(tool, args)?;
+    let to = match a.to.trim().to_ascii_lowercase().as_str() {
+        "supervisor" => MessageTo::Supervisor,
+        "user" => MessageTo::User,
+        "broadcast" => MessageTo::Broadcast,
+        other => {
+            return Err(format!(
+                "{tool}: to is {other:?}; it must be \"supervisor\", \"user\" or \"broadcast\" (you cannot address another agent directly; broadcast reaches every agent of your workspace)."
+            ))
+        }
+    };
+    Ok(SessionAsk::SendMessage {
+        to,
+        body: text(tool, "body", &a.body)?,
+        correlation_id: a
+            .correlation_id
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty()),
+    })
 }
 
 fn questions(qs: Vec<AskUserQuestion>) -> Result<Vec<AskQuestion>, String> {
